@@ -1,0 +1,41 @@
+# The two commands of the README: `make demo` runs a relay and an agent on
+# the simulator with a demo user; `make test` runs every test.
+
+GO      ?= go
+BIN     := bin
+VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
+LDFLAGS := -X tradebridge/agent.Version=$(VERSION)
+
+.PHONY: all build demo test test-short vet bench windows clean
+
+all: build
+
+build:
+	$(GO) build -ldflags "$(LDFLAGS)" -o $(BIN)/relay ./cmd/relay
+	$(GO) build -ldflags "$(LDFLAGS)" -o $(BIN)/agent ./cmd/agent
+
+## demo: start a relay and an agent on the simulator, create a demo user,
+## print a working curl line (Ctrl-C stops both).
+demo: build
+	./scripts/demo.sh
+
+## test: vet, the Windows build of the agent, and every test with the race detector.
+test: vet windows
+	$(GO) test -race -count=1 ./...
+
+test-short:
+	$(GO) test -short -count=1 ./...
+
+vet:
+	$(GO) vet ./...
+
+## windows: the agent must always build for Windows.
+windows:
+	GOOS=windows GOARCH=amd64 $(GO) build -o /dev/null ./cmd/agent
+
+## bench: the benchmarks named in the issues, with their ratios.
+bench:
+	$(GO) test -run '^$$' -bench . -benchmem -count=1 ./...
+
+clean:
+	rm -rf $(BIN) .demo

@@ -1,0 +1,107 @@
+// Package agent is the program that runs on the trader's PC next to the
+// trading platform. It dials out to the relay (package agent/tunnel), serves
+// the relay's RPCs through the dispatcher (agent/dispatch) and operations
+// (agent/ops) against a platform (agent/bridge), and never listens on a port
+// reachable from outside.
+package agent
+
+import (
+	"context"
+	"errors"
+	"sync"
+
+	"go.uber.org/zap"
+
+	"tradebridge/agent/bridge"
+	"tradebridge/agent/dispatch"
+	"tradebridge/agent/ops"
+	"tradebridge/agent/tunnel"
+	"tradebridge/protocol"
+)
+
+// Version is the agent's version, reported in the tunnel handshake. Release
+// builds set it with -ldflags "-X tradebridge/agent.Version=…".
+var Version = "0.1.0-dev"
+
+// Options configure an Agent.
+type Options struct {
+	// RelayURL is the relay's base URL (http://127.0.0.1:8080,
+	// https://relay.example).
+	RelayURL string
+	// Token is the agent token issued for the trader.
+	Token    string
+	Platform bridge.Platform
+	Logger   *zap.Logger
+	// Tunnel tunes the connection; RelayURL, Token, Hello, Handler and
+	// Logger in it are filled by the Agent.
+	Tunnel tunnel.Options
+}
+
+// Agent ties a platform to the relay. Create it with New, run it with Run,
+// stop it with Close.
+type Agent struct {
+	opts       Options
+	log        *zap.Logger
+	dispatcher *dispatch.Dispatcher
+	tunnel     *tunnel.Client
+	closeOnce  sync.Once
+}
+
+// New validates opts and builds the agent.
+func New(opts Options) (*Agent, error) {
+	if opts.Platform == nil {
+		return nil, errors.New("agent: Options.Platform is required")
+	}
+	if opts.Logger == nil {
+		opts.Logger = zap.NewNop()
+	}
+	o, err := ops.New(opts.Platform)
+	if err != nil {
+		return nil, err
+	}
+	d, err := dispatch.New(dispatch.Options{Ops: o, Logger: opts.Logger})
+	if err != nil {
+		return nil, err
+	}
+	a := &Agent{opts: opts, log: opts.Logger, dispatcher: d}
+	topts := opts.Tunnel
+	topts.RelayURL = opts.RelayURL
+	topts.Token = opts.Token
+	topts.Hello = a.hello
+	topts.Handler = d
+	topts.Logger = opts.Logger
+	if a.tunnel, err = tunnel.New(topts); err != nil {
+		return nil, err
+	}
+	return a, nil
+}
+
+// hello describes the platform for the tunnel handshake.
+func (a *Agent) hello(ctx context.Context) (protocol.Hello, error) {
+	conns, err := a.opts.Platform.Connections(ctx)
+	if err != nil {
+		return protocol.Hello{}, err
+	}
+	return protocol.Hello{
+		ProtocolVersion: protocol.ProtocolVersion,
+		AgentVersion:    Version,
+		Platform:        a.opts.Platform.Kind(),
+		Connections:     conns,
+	}, nil
+}
+
+// Run keeps the agent connected until ctx ends or Close is called.
+func (a *Agent) Run(ctx context.Context) error {
+	a.log.Info("agent starting", zap.String("version", Version), zap.String("platform", a.opts.Platform.Kind()))
+	return a.tunnel.Run(ctx)
+}
+
+// Connected reports whether the tunnel to the relay is up.
+func (a *Agent) Connected() bool { return a.tunnel.Connected() }
+
+// Close stops the agent and waits for its goroutines. It does not close the
+// platform, which the caller owns. It is idempotent.
+func (a *Agent) Close() error {
+	a.closeOnce.Do(func() { a.tunnel.Close() })
+	return nil
+}

@@ -1,0 +1,246 @@
+package sim
+
+import (
+	"fmt"
+	"math"
+	"strconv"
+	"strings"
+	"time"
+
+	"tradebridge/agent/bridge"
+)
+
+// family is a group of roots that share contract months and a roll rule.
+type family int
+
+const (
+	familyIndex  family = iota // quarterly, expiring on the third Friday
+	familyEnergy               // monthly, expiring in the month before
+	familyMetal                // bimonthly, rolling in the month before
+)
+
+var (
+	quarterly = []time.Month{time.March, time.June, time.September, time.December}
+	monthly   = []time.Month{time.January, time.February, time.March, time.April, time.May, time.June,
+		time.July, time.August, time.September, time.October, time.November, time.December}
+	bimonthly = []time.Month{time.February, time.April, time.June, time.August, time.October, time.December}
+)
+
+// rootSpec is what the simulator knows of one futures root.
+type rootSpec struct {
+	symbol     string
+	tickSize   float64
+	tickValue  float64 // dollars per tick per contract
+	pointValue float64 // dollars per point per contract
+	decimals   int     // decimal places of a price on the tick grid
+	family     family
+	months     []time.Month
+	base       float64 // starting price of the walk
+	dailyVol   float64 // daily volatility of the walk, as a fraction of base
+	margin     float64 // approximate exchange maintenance margin, dollars per contract
+}
+
+// roots lists the simulator's instruments (CME specifications).
+var roots = func() map[string]*rootSpec {
+	specs := []rootSpec{
+		{"ES", 0.25, 12.50, 50, 2, familyIndex, quarterly, 6000, 0.01, 22000},
+		{"MES", 0.25, 1.25, 5, 2, familyIndex, quarterly, 6000, 0.01, 2200},
+		{"NQ", 0.25, 5.00, 20, 2, familyIndex, quarterly, 21000, 0.01, 32000},
+		{"MNQ", 0.25, 0.50, 2, 2, familyIndex, quarterly, 21000, 0.01, 3200},
+		{"YM", 1, 5.00, 5, 0, familyIndex, quarterly, 44000, 0.01, 15000},
+		{"MYM", 1, 0.50, 0.5, 0, familyIndex, quarterly, 44000, 0.01, 1500},
+		{"RTY", 0.10, 5.00, 50, 1, familyIndex, quarterly, 2300, 0.01, 10000},
+		{"M2K", 0.10, 0.50, 5, 1, familyIndex, quarterly, 2300, 0.01, 1000},
+		{"CL", 0.01, 10.00, 1000, 2, familyEnergy, monthly, 70, 0.02, 6000},
+		{"MCL", 0.01, 1.00, 100, 2, familyEnergy, monthly, 70, 0.02, 600},
+		{"GC", 0.10, 10.00, 100, 1, familyMetal, bimonthly, 2600, 0.01, 16000},
+		{"MGC", 0.10, 1.00, 10, 1, familyMetal, bimonthly, 2600, 0.01, 1600},
+	}
+	m := make(map[string]*rootSpec, len(specs))
+	for i := range specs {
+		m[specs[i].symbol] = &specs[i]
+	}
+	return m
+}()
+
+// maxTicks bounds prices in ticks, far above any real price and far below
+// the range of int64.
+const maxTicks = 1e12
+
+// price returns the price of n ticks, rounded to the tick's decimals so that
+// it equals the literal a person would write (2300.1, not 2300.1000000000004).
+func (r *rootSpec) price(n int64) float64 {
+	return roundTo(float64(n)*r.tickSize, r.decimals)
+}
+
+// ticks returns p in ticks and whether p lies on the tick grid.
+func (r *rootSpec) ticks(p float64) (int64, bool) {
+	if math.IsNaN(p) || math.IsInf(p, 0) {
+		return 0, false
+	}
+	x := p / r.tickSize
+	if math.Abs(x) > maxTicks {
+		return 0, false
+	}
+	n := math.Round(x)
+	return int64(n), math.Abs(x-n) < 1e-6
+}
+
+func (r *rootSpec) hasMonth(m time.Month) bool {
+	for _, c := range r.months {
+		if c == m {
+			return true
+		}
+	}
+	return false
+}
+
+// contract is one delivery month of a root.
+type contract struct {
+	root      *rootSpec
+	year      int
+	month     time.Month
+	name      string    // "ES 12-26"
+	rollAt    time.Time // from this instant the next contract is the front month
+	expiresAt time.Time // from this instant the contract no longer trades
+}
+
+func newContract(r *rootSpec, year int, month time.Month) contract {
+	c := contract{root: r, year: year, month: month,
+		name: fmt.Sprintf("%s %02d-%02d", r.symbol, int(month), year%100)}
+	var roll, last time.Time // dates (midnight UTC of a New York calendar day)
+	switch r.family {
+	case familyIndex:
+		last = nthWeekday(year, month, time.Friday, 3)
+		roll = last.AddDate(0, 0, -8)
+	case familyEnergy:
+		last = date(year, month-1, 20)
+		roll = last.AddDate(0, 0, -8)
+	case familyMetal:
+		last = date(year, month, 27)
+		roll = date(year, month-1, 25)
+	}
+	c.rollAt = newYork(roll.AddDate(0, 0, -1), 18) // the roll date's session opens
+	c.expiresAt = newYork(last, 17)                // the last day's session closes
+	return c
+}
+
+// front returns the root's front month at now.
+func (r *rootSpec) front(now time.Time) contract {
+	for y := now.Year() - 1; ; y++ {
+		for _, m := range r.months {
+			if c := newContract(r, y, m); now.Before(c.rollAt) {
+				return c
+			}
+		}
+	}
+}
+
+// listed returns the contract of year and month if it trades at now.
+func (r *rootSpec) listed(year int, month time.Month, now time.Time) (contract, bool) {
+	if !r.hasMonth(month) || year > now.Year()+10 {
+		return contract{}, false
+	}
+	c := newContract(r, year, month)
+	return c, now.Before(c.expiresAt)
+}
+
+// monthCodes are the futures month letters, January first.
+const monthCodes = "FGHJKMNQUVXZ"
+
+// resolve turns an instrument as a caller wrote it into a contract trading at
+// now: "ES 12-26", "ES" (front month), "ESZ26" or "ESZ6", in any case.
+func resolve(instrument string, now time.Time) (contract, error) {
+	c, ok := parseInstrument(strings.ToUpper(strings.TrimSpace(instrument)), now)
+	if !ok {
+		return contract{}, fmt.Errorf("sim: instrument %q: %w", instrument, bridge.ErrInstrumentUnknown)
+	}
+	return c, nil
+}
+
+func parseInstrument(s string, now time.Time) (contract, bool) {
+	if sym, rest, ok := strings.Cut(s, " "); ok {
+		r := roots[sym]
+		rest = strings.TrimSpace(rest)
+		if r == nil || len(rest) != 5 || rest[2] != '-' || !digits(rest[:2]) || !digits(rest[3:]) {
+			return contract{}, false
+		}
+		mm, _ := strconv.Atoi(rest[:2])
+		yy, _ := strconv.Atoi(rest[3:])
+		if mm < 1 || mm > 12 {
+			return contract{}, false
+		}
+		return r.listed(2000+yy, time.Month(mm), now)
+	}
+	if r := roots[s]; r != nil {
+		return r.front(now), true
+	}
+	// Month-code form: root, month letter, one or two year digits.
+	i := len(s)
+	for i > 0 && s[i-1] >= '0' && s[i-1] <= '9' {
+		i--
+	}
+	yearDigits := s[i:]
+	if len(yearDigits) < 1 || len(yearDigits) > 2 || i < 2 {
+		return contract{}, false
+	}
+	m := strings.IndexByte(monthCodes, s[i-1])
+	r := roots[s[:i-1]]
+	if m < 0 || r == nil {
+		return contract{}, false
+	}
+	n, _ := strconv.Atoi(yearDigits)
+	year := 2000 + n
+	if len(yearDigits) == 1 {
+		year = now.Year()
+		for year%10 != n {
+			year++
+		}
+	}
+	return r.listed(year, time.Month(m+1), now)
+}
+
+func digits(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if s[i] < '0' || s[i] > '9' {
+			return false
+		}
+	}
+	return s != ""
+}
+
+// date returns midnight UTC of a calendar day, normalizing month and day as
+// time.Date does (month 0 is December of the year before).
+func date(year int, month time.Month, day int) time.Time {
+	return time.Date(year, month, day, 0, 0, 0, 0, time.UTC)
+}
+
+// nthWeekday returns the n-th weekday wd of a month.
+func nthWeekday(year int, month time.Month, wd time.Weekday, n int) time.Time {
+	first := date(year, month, 1)
+	offset := (int(wd) - int(first.Weekday()) + 7) % 7
+	return first.AddDate(0, 0, offset+7*(n-1))
+}
+
+// newYork returns the instant of hour:00 New York time on day d (a date from
+// date). Daylight-saving time follows the US rule in force since 2007: from
+// the second Sunday of March to the first Sunday of November. It is right for
+// afternoon hours, the only ones the simulator uses.
+func newYork(d time.Time, hour int) time.Time {
+	offset := 5 // EST
+	dstStart := nthWeekday(d.Year(), time.March, time.Sunday, 2)
+	dstEnd := nthWeekday(d.Year(), time.November, time.Sunday, 1)
+	if !d.Before(dstStart) && d.Before(dstEnd) {
+		offset = 4 // EDT
+	}
+	return time.Date(d.Year(), d.Month(), d.Day(), hour+offset, 0, 0, 0, time.UTC)
+}
+
+// roundTo rounds x to n decimal places.
+func roundTo(x float64, n int) float64 {
+	p := math.Pow10(n)
+	return math.Round(x*p) / p
+}
+
+// cents rounds a dollar amount to cents.
+func cents(x float64) float64 { return roundTo(x, 2) }

@@ -1,0 +1,332 @@
+package sim
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+
+	"go.uber.org/zap"
+
+	"tradebridge/agent/bridge"
+	"tradebridge/protocol"
+)
+
+// Defaults of Options.
+const (
+	// DefaultSeed seeds the price walks when Options.Seed is 0.
+	DefaultSeed int64 = 1
+	// DefaultStartingCash is each account's starting cash, in USD.
+	DefaultStartingCash = 100_000.0
+	// DefaultCommissionPerContract is the commission of one contract on one
+	// side of a trade, in USD, whatever the instrument.
+	DefaultCommissionPerContract = 0.62
+)
+
+// defaultAccounts are the accounts of a simulator whose Options name none.
+var defaultAccounts = []string{"Sim101", "Sim102"}
+
+// Options configures a simulator. The zero value is a working default.
+type Options struct {
+	// Logger receives the simulator's logs; nil discards them.
+	Logger *zap.Logger
+	// Seed seeds the price walks; 0 means DefaultSeed, so runs are
+	// reproducible unless a caller asks otherwise.
+	Seed int64
+	// Clock drives prices, roll dates and record times; nil means the
+	// system clock.
+	Clock Clock
+	// Accounts names the accounts, in the order they are listed; nil or
+	// empty means Sim101 and Sim102.
+	Accounts []string
+	// StartingCash is each account's starting cash in USD; 0 means
+	// DefaultStartingCash.
+	StartingCash float64
+	// CommissionPerContract is charged per contract on every fill, in USD;
+	// 0 means DefaultCommissionPerContract and a negative value means no
+	// commission.
+	CommissionPerContract float64
+}
+
+// Platform is the simulator. Its methods are safe for concurrent use.
+type Platform struct {
+	log          *zap.Logger
+	clock        Clock
+	seed         int64
+	startingCash float64
+	commission   float64
+
+	mu         sync.Mutex
+	closed     bool
+	accounts   []*account // in Options order
+	byName     map[string]*account
+	markets    map[string]*market // by contract name
+	marketList []*market          // sorted by contract name
+	orders     map[string]*order  // by order id, across accounts
+	working    []*order           // non-terminal orders, in submission order
+	orderSeq   int64
+	execSeq    int64
+}
+
+var _ bridge.Platform = (*Platform)(nil)
+
+// New returns a simulator configured by opts.
+func New(opts Options) (*Platform, error) {
+	p := &Platform{
+		log:          opts.Logger,
+		clock:        opts.Clock,
+		seed:         opts.Seed,
+		startingCash: opts.StartingCash,
+		commission:   opts.CommissionPerContract,
+		byName:       make(map[string]*account),
+		markets:      make(map[string]*market),
+		orders:       make(map[string]*order),
+	}
+	if p.log == nil {
+		p.log = zap.NewNop()
+	}
+	if p.clock == nil {
+		p.clock = realClock{}
+	}
+	if p.seed == 0 {
+		p.seed = DefaultSeed
+	}
+	switch {
+	case math.IsNaN(p.startingCash) || math.IsInf(p.startingCash, 0) || p.startingCash < 0:
+		return nil, errors.New("sim: starting cash must be a non-negative amount")
+	case p.startingCash == 0:
+		p.startingCash = DefaultStartingCash
+	}
+	switch {
+	case math.IsNaN(p.commission) || math.IsInf(p.commission, 0):
+		return nil, errors.New("sim: commission must be a finite amount")
+	case p.commission == 0:
+		p.commission = DefaultCommissionPerContract
+	case p.commission < 0:
+		p.commission = 0
+	}
+	names := opts.Accounts
+	if len(names) == 0 {
+		names = defaultAccounts
+	}
+	for _, name := range names {
+		if strings.TrimSpace(name) == "" {
+			return nil, errors.New("sim: an account name is empty")
+		}
+		if p.byName[name] != nil {
+			return nil, fmt.Errorf("sim: account %q is listed twice", name)
+		}
+		a := newAccount(name)
+		p.accounts = append(p.accounts, a)
+		p.byName[name] = a
+	}
+	p.log.Info("simulator ready", zap.Int64("seed", p.seed), zap.Strings("accounts", names),
+		zap.Float64("startingCash", p.startingCash), zap.Float64("commissionPerContract", p.commission))
+	return p, nil
+}
+
+// Kind returns "sim".
+func (p *Platform) Kind() string { return "sim" }
+
+// Close closes the simulator; every later call fails with
+// bridge.ErrNotConnected. The simulator runs no goroutines, so there is
+// nothing to wait for. Close is idempotent.
+func (p *Platform) Close() error {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if !p.closed {
+		p.closed = true
+		p.log.Info("simulator closed")
+	}
+	return nil
+}
+
+// Connections returns the simulator's one connection and its accounts.
+func (p *Platform) Connections(ctx context.Context) ([]protocol.Connection, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if _, err := p.begin(); err != nil {
+		return nil, err
+	}
+	names := make([]string, len(p.accounts))
+	for i, a := range p.accounts {
+		names[i] = a.name
+	}
+	return []protocol.Connection{{Name: connectionName, Status: connectionStatus, Accounts: names}}, nil
+}
+
+// Accounts returns every account with its current values.
+func (p *Platform) Accounts(ctx context.Context) ([]protocol.Account, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if _, err := p.begin(); err != nil {
+		return nil, err
+	}
+	out := make([]protocol.Account, len(p.accounts))
+	for i, a := range p.accounts {
+		out[i] = p.accountRecord(a)
+	}
+	return out, nil
+}
+
+// Account returns one account with its current values.
+func (p *Platform) Account(ctx context.Context, name string) (protocol.Account, error) {
+	if err := ctx.Err(); err != nil {
+		return protocol.Account{}, err
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if _, err := p.begin(); err != nil {
+		return protocol.Account{}, err
+	}
+	a, err := p.account(name)
+	if err != nil {
+		return protocol.Account{}, err
+	}
+	return p.accountRecord(a), nil
+}
+
+// Positions returns the account's open positions, by instrument name.
+func (p *Platform) Positions(ctx context.Context, account string) ([]protocol.Position, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if _, err := p.begin(); err != nil {
+		return nil, err
+	}
+	a, err := p.account(account)
+	if err != nil {
+		return nil, err
+	}
+	out := []protocol.Position{}
+	for _, pos := range a.sortedPositions() {
+		out = append(out, pos.record(a.name, p.markets[pos.c.name]))
+	}
+	return out, nil
+}
+
+// Orders returns every order of the account, terminal or not, in
+// submission order.
+func (p *Platform) Orders(ctx context.Context, account string) ([]protocol.Order, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if _, err := p.begin(); err != nil {
+		return nil, err
+	}
+	a, err := p.account(account)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]protocol.Order, len(a.orders))
+	for i, o := range a.orders {
+		out[i] = o.rec
+	}
+	return out, nil
+}
+
+// Executions returns every fill of the account, in the order they happened.
+func (p *Platform) Executions(ctx context.Context, account string) ([]protocol.Execution, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if _, err := p.begin(); err != nil {
+		return nil, err
+	}
+	a, err := p.account(account)
+	if err != nil {
+		return nil, err
+	}
+	return append([]protocol.Execution{}, a.executions...), nil
+}
+
+// Quote returns the current market of an instrument.
+func (p *Platform) Quote(instrument string) (protocol.Quote, error) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	now, err := p.begin()
+	if err != nil {
+		return protocol.Quote{}, err
+	}
+	c, err := resolve(instrument, now)
+	if err != nil {
+		return protocol.Quote{}, err
+	}
+	return p.market(c, now).quote(), nil
+}
+
+// SetPrice puts an instrument's market at last, snapped to the nearest tick:
+// bid and last there, ask one tick above. Resting orders the new price
+// reaches fill. It is meant for tests.
+func (p *Platform) SetPrice(instrument string, last float64) error {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	now, err := p.begin()
+	if err != nil {
+		return err
+	}
+	c, err := resolve(instrument, now)
+	if err != nil {
+		return err
+	}
+	x := last / c.root.tickSize
+	if math.IsNaN(x) || x < 0.5 || x > maxTicks {
+		return errors.New("sim: a price must be at least one tick and finite")
+	}
+	n := int64(math.Round(x))
+	p.market(c, now).set(n, now)
+	p.matchAll(now)
+	return nil
+}
+
+// begin starts a call with the lock held: it refuses calls after Close and
+// brings every market and resting order up to the clock.
+func (p *Platform) begin() (time.Time, error) {
+	if p.closed {
+		return time.Time{}, fmt.Errorf("sim: closed: %w", bridge.ErrNotConnected)
+	}
+	now := p.clock.Now()
+	for _, m := range p.marketList {
+		m.advance(now)
+	}
+	p.matchAll(now)
+	return now, nil
+}
+
+func (p *Platform) account(name string) (*account, error) {
+	a := p.byName[name]
+	if a == nil {
+		return nil, fmt.Errorf("sim: account %q: %w", name, bridge.ErrAccountNotFound)
+	}
+	return a, nil
+}
+
+// market returns the contract's market, opening it at now on first use.
+func (p *Platform) market(c contract, now time.Time) *market {
+	if m := p.markets[c.name]; m != nil {
+		return m
+	}
+	m := newMarket(c, p.seed, now)
+	p.markets[c.name] = m
+	i := sort.Search(len(p.marketList), func(i int) bool { return p.marketList[i].c.name >= c.name })
+	p.marketList = append(p.marketList, nil)
+	copy(p.marketList[i+1:], p.marketList[i:])
+	p.marketList[i] = m
+	return m
+}

@@ -1,0 +1,468 @@
+// Package tunnel is the agent's end of the relay tunnel. The agent never
+// listens on a port: Client dials the relay's /v1/agent/connect over
+// WebSocket, authenticates with the agent token, runs a yamux session over
+// it, says Hello, and then serves the RPCs the relay sends on the streams it
+// opens. When the tunnel drops, Client reconnects by itself with exponential
+// backoff and full jitter.
+package tunnel
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/url"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/coder/websocket"
+	"github.com/hashicorp/yamux"
+	"go.uber.org/zap"
+
+	"tradebridge/protocol"
+	"tradebridge/transport"
+)
+
+// Handler runs one RPC. It returns the JSON result or a wire error; ctx ends
+// at the request's deadline, on a Cancel frame, or when the Client closes.
+type Handler interface {
+	Handle(ctx context.Context, req *protocol.Request) (json.RawMessage, *protocol.Error)
+}
+
+// Options configure a Client.
+type Options struct {
+	// RelayURL is the relay's base URL: http://127.0.0.1:8080 or
+	// https://relay.example. The tunnel address (ws:// or wss://) is
+	// derived from it.
+	RelayURL string
+	// Token is the agent token. It is sent only in the Authorization header
+	// and never logged.
+	Token string
+	// Hello describes the platform for the handshake; it is called before
+	// every connection so it reports current connections and accounts.
+	Hello func(ctx context.Context) (protocol.Hello, error)
+	// Handler serves RPCs.
+	Handler Handler
+	Logger  *zap.Logger
+	// BackoffBase and BackoffCap shape reconnect delays (defaults 0.5 s and
+	// 30 s); after StableAfter connected (default 30 s) the delay starts
+	// over from BackoffBase.
+	BackoffBase, BackoffCap, StableAfter time.Duration
+	// MaxConcurrent bounds RPCs running at once (default 256). Beyond it the
+	// agent stops reading requests, which slows the relay down instead of
+	// piling up work.
+	MaxConcurrent int
+	// HTTPClient dials the relay; nil uses a client with sane timeouts.
+	HTTPClient *http.Client
+}
+
+// Client keeps the agent connected to the relay. Create it with New, run it
+// with Run, stop it with Close.
+type Client struct {
+	opts  Options
+	log   *zap.Logger
+	wsURL string
+
+	ctx    context.Context // ends on Close; parent of every call
+	cancel context.CancelFunc
+	calls  sync.WaitGroup // running RPCs
+	runWG  sync.WaitGroup
+	sem    chan struct{}
+
+	connected atomic.Bool
+	ctlMu     sync.Mutex
+	control   *protocol.Writer // the live session's control stream, or nil
+	eventSeq  atomic.Uint64
+	closeOnce sync.Once
+}
+
+// Errors that describe why a connection attempt failed.
+var (
+	// ErrUnauthorized: the relay refused the agent token.
+	ErrUnauthorized = errors.New("tunnel: relay refused the agent token")
+	// ErrVersionUnsupported: the relay does not speak our protocol version.
+	ErrVersionUnsupported = errors.New("tunnel: relay does not support this protocol version")
+	// ErrClosed: the Client was closed.
+	ErrClosed = errors.New("tunnel: client closed")
+)
+
+// New validates opts and returns a Client.
+func New(opts Options) (*Client, error) {
+	if opts.Token == "" {
+		return nil, errors.New("tunnel: Options.Token is required")
+	}
+	if opts.Handler == nil || opts.Hello == nil {
+		return nil, errors.New("tunnel: Options.Handler and Options.Hello are required")
+	}
+	wsURL, err := ConnectURL(opts.RelayURL)
+	if err != nil {
+		return nil, err
+	}
+	if opts.Logger == nil {
+		opts.Logger = zap.NewNop()
+	}
+	if opts.BackoffBase <= 0 {
+		opts.BackoffBase = 500 * time.Millisecond
+	}
+	if opts.BackoffCap <= 0 {
+		opts.BackoffCap = 30 * time.Second
+	}
+	if opts.StableAfter <= 0 {
+		opts.StableAfter = 30 * time.Second
+	}
+	if opts.MaxConcurrent <= 0 {
+		opts.MaxConcurrent = 256
+	}
+	if opts.HTTPClient == nil {
+		opts.HTTPClient = &http.Client{Transport: &http.Transport{
+			Proxy:                 http.ProxyFromEnvironment,
+			DialContext:           (&net.Dialer{Timeout: 10 * time.Second, KeepAlive: 30 * time.Second}).DialContext,
+			TLSHandshakeTimeout:   10 * time.Second,
+			ResponseHeaderTimeout: 15 * time.Second,
+			ForceAttemptHTTP2:     false, // WebSocket needs HTTP/1.1
+		}}
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	return &Client{
+		opts:   opts,
+		log:    opts.Logger.Named("tunnel"),
+		wsURL:  wsURL,
+		ctx:    ctx,
+		cancel: cancel,
+		sem:    make(chan struct{}, opts.MaxConcurrent),
+	}, nil
+}
+
+// ConnectURL derives the tunnel's WebSocket address from the relay's base
+// URL: http becomes ws, https becomes wss, and the connect path is appended
+// to any base path.
+func ConnectURL(relayURL string) (string, error) {
+	u, err := url.Parse(relayURL)
+	if err != nil || u.Host == "" {
+		return "", fmt.Errorf("tunnel: relay URL must look like https://relay.example or http://127.0.0.1:8080")
+	}
+	switch strings.ToLower(u.Scheme) {
+	case "http", "ws":
+		u.Scheme = "ws"
+	case "https", "wss":
+		u.Scheme = "wss"
+	default:
+		return "", fmt.Errorf("tunnel: relay URL scheme must be http or https")
+	}
+	if u.User != nil || u.RawQuery != "" || u.Fragment != "" {
+		return "", fmt.Errorf("tunnel: relay URL must not carry credentials, a query or a fragment")
+	}
+	u.Path = strings.TrimSuffix(u.Path, "/") + protocol.ConnectPath
+	return u.String(), nil
+}
+
+// Connected reports whether a tunnel is up.
+func (c *Client) Connected() bool { return c.connected.Load() }
+
+// Run connects and serves until ctx ends or Close is called. It reconnects
+// after every failure and returns nil when stopped.
+func (c *Client) Run(ctx context.Context) error {
+	c.runWG.Add(1)
+	defer c.runWG.Done()
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	stop := context.AfterFunc(c.ctx, cancel)
+	defer stop()
+
+	b := newBackoff(c.opts.BackoffBase, c.opts.BackoffCap)
+	timer := time.NewTimer(0)
+	defer timer.Stop()
+	<-timer.C
+	for {
+		start := time.Now()
+		up, code, err := c.session(ctx)
+		if ctx.Err() != nil {
+			return nil
+		}
+		if up && time.Since(start) >= c.opts.StableAfter {
+			b.reset()
+		}
+		delay := b.next()
+		switch {
+		case errors.Is(err, ErrUnauthorized):
+			delay = b.patient()
+			c.log.Error("the relay refused the agent token; check the token in the agent's configuration", zap.Duration("retryIn", delay))
+		case errors.Is(err, ErrVersionUnsupported) || code == protocol.CloseVersionUnsupported:
+			delay = b.patient()
+			c.log.Error("the relay does not support this agent's protocol version; upgrade the agent", zap.Duration("retryIn", delay))
+		case code == protocol.CloseReplaced:
+			delay = b.patient()
+			c.log.Warn("another agent connected with the same account and replaced this one; is the agent running twice?", zap.Duration("retryIn", delay))
+		case code == protocol.CloseRevoked:
+			delay = b.patient()
+			c.log.Error("the agent token was revoked", zap.Duration("retryIn", delay))
+		case err != nil:
+			c.log.Warn("tunnel connection failed", zap.Error(err), zap.Duration("retryIn", delay))
+		default:
+			c.log.Info("tunnel closed; reconnecting", zap.Int("closeStatus", code), zap.String("reason", protocol.CloseReason(code)), zap.Duration("retryIn", delay))
+		}
+		timer.Reset(delay)
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-timer.C:
+		}
+	}
+}
+
+// Close stops Run, cancels running RPCs and waits for every goroutine of the
+// Client. It is idempotent.
+func (c *Client) Close() error {
+	c.closeOnce.Do(c.cancel)
+	c.runWG.Wait()
+	c.calls.Wait()
+	return nil
+}
+
+// SendEvent sends an event to the relay on the live tunnel. It returns
+// ErrClosed-like errors when no tunnel is up; events are not queued across
+// reconnects (the relay re-reads state after a reconnect).
+func (c *Client) SendEvent(kind string, data any) error {
+	raw, err := json.Marshal(data)
+	if err != nil {
+		return fmt.Errorf("tunnel: encode event: %w", err)
+	}
+	c.ctlMu.Lock()
+	w := c.control
+	c.ctlMu.Unlock()
+	if w == nil {
+		return errNotConnected
+	}
+	return w.WriteFrame(protocol.TypeEvent, protocol.Event{Seq: c.eventSeq.Add(1), Kind: kind, Data: raw})
+}
+
+var errNotConnected = errors.New("tunnel: not connected")
+
+// session runs one connection. It reports whether the handshake succeeded,
+// the WebSocket close code the relay sent (-1 if none), and the error that
+// ended a failed attempt.
+func (c *Client) session(ctx context.Context) (bool, int, error) {
+	dialCtx, cancelDial := context.WithTimeout(ctx, 20*time.Second)
+	ws, resp, err := websocket.Dial(dialCtx, c.wsURL, &websocket.DialOptions{
+		HTTPClient:      c.opts.HTTPClient,
+		HTTPHeader:      http.Header{"Authorization": []string{"Bearer " + c.opts.Token}},
+		Subprotocols:    []string{protocol.Subprotocol(protocol.ProtocolVersion)},
+		CompressionMode: websocket.CompressionDisabled,
+	})
+	cancelDial()
+	if err != nil {
+		if resp != nil {
+			if resp.Body != nil {
+				resp.Body.Close()
+			}
+			switch resp.StatusCode {
+			case http.StatusUnauthorized:
+				return false, -1, ErrUnauthorized
+			case http.StatusBadRequest:
+				return false, -1, ErrVersionUnsupported
+			}
+			return false, -1, fmt.Errorf("tunnel: relay answered HTTP %d", resp.StatusCode)
+		}
+		return false, -1, fmt.Errorf("tunnel: dial: %w", redact(err, c.opts.Token))
+	}
+	sessCtx, cancelSess := context.WithCancel(ctx)
+	defer cancelSess()
+	conn := transport.NewConn(sessCtx, ws)
+	defer conn.CloseWith(int(websocket.StatusNormalClosure), "")
+
+	sess, err := yamux.Client(conn, transport.YamuxConfig(c.log))
+	if err != nil {
+		return false, -1, fmt.Errorf("tunnel: yamux: %w", err)
+	}
+	defer sess.Close()
+	stopOnCancel := context.AfterFunc(sessCtx, func() { sess.Close() })
+	defer stopOnCancel()
+
+	control, welcome, err := c.handshake(ctx, sess)
+	if err != nil {
+		sess.Close()
+		<-sess.CloseChan()
+		return false, conn.CloseStatus(), err
+	}
+	log := c.log.With(zap.String("session", welcome.SessionID))
+	log.Info("tunnel connected", zap.String("relay", redactURL(c.wsURL)))
+
+	c.ctlMu.Lock()
+	c.control = protocol.NewWriter(control)
+	c.ctlMu.Unlock()
+	c.connected.Store(true)
+
+	var streams sync.WaitGroup
+	// The relay never sends on the control stream after Welcome; reading
+	// it notices the session's end and keeps yamux's window open.
+	streams.Add(1)
+	go func() {
+		defer streams.Done()
+		_, _ = io.Copy(io.Discard, control)
+	}()
+	for {
+		s, err := sess.AcceptStream()
+		if err != nil {
+			break
+		}
+		streams.Add(1)
+		go func() {
+			defer streams.Done()
+			c.serveStream(log, s)
+		}()
+	}
+	c.connected.Store(false)
+	c.ctlMu.Lock()
+	c.control = nil
+	c.ctlMu.Unlock()
+	sess.Close()
+	streams.Wait()
+	return true, conn.CloseStatus(), nil
+}
+
+// handshake opens the control stream, sends Hello and reads Welcome.
+func (c *Client) handshake(ctx context.Context, sess *yamux.Session) (net.Conn, protocol.Welcome, error) {
+	var w protocol.Welcome
+	hello, err := c.opts.Hello(ctx)
+	if err != nil {
+		return nil, w, fmt.Errorf("tunnel: describing platform: %w", err)
+	}
+	hello.ProtocolVersion = protocol.ProtocolVersion
+	control, err := sess.OpenStream()
+	if err != nil {
+		return nil, w, fmt.Errorf("tunnel: open control stream: %w", err)
+	}
+	if err := protocol.NewWriter(control).WriteFrame(protocol.TypeHello, hello); err != nil {
+		control.Close()
+		return nil, w, fmt.Errorf("tunnel: send hello: %w", err)
+	}
+	_ = control.SetReadDeadline(time.Now().Add(15 * time.Second))
+	t, payload, err := protocol.NewReader(control, 64<<10).ReadFrame()
+	if err != nil {
+		control.Close()
+		return nil, w, fmt.Errorf("tunnel: read welcome: %w", err)
+	}
+	if t != protocol.TypeWelcome {
+		control.Close()
+		return nil, w, fmt.Errorf("tunnel: expected welcome, got %s", t)
+	}
+	if err := protocol.Decode(payload, &w); err != nil {
+		control.Close()
+		return nil, w, err
+	}
+	_ = control.SetReadDeadline(time.Time{})
+	return control, w, nil
+}
+
+// serveStream answers the requests of one relay-opened stream until it ends.
+// Calls still running when the stream ends finish on their own deadline, so
+// a write's result is recorded for a retry over the next tunnel.
+func (c *Client) serveStream(log *zap.Logger, s net.Conn) {
+	defer s.Close()
+	w := protocol.NewWriter(s)
+	fr := protocol.NewReader(s, 0)
+	var mu sync.Mutex
+	running := make(map[uint64]context.CancelFunc)
+	for {
+		t, payload, err := fr.ReadFrame()
+		if err != nil {
+			if errors.Is(err, protocol.ErrFrameTooLarge) || errors.Is(err, protocol.ErrMalformedFrame) {
+				log.Warn("relay sent a bad frame; closing stream", zap.Error(err))
+			}
+			return
+		}
+		switch t {
+		case protocol.TypeRequest:
+			req := new(protocol.Request)
+			if err := protocol.Decode(payload, req); err != nil {
+				log.Warn("relay sent a malformed request; closing stream", zap.Error(err))
+				return
+			}
+			select {
+			case c.sem <- struct{}{}:
+			case <-c.ctx.Done():
+				return
+			}
+			timeout := time.Duration(req.TimeoutMs) * time.Millisecond
+			if timeout <= 0 {
+				timeout = protocol.DefaultTimeoutMs * time.Millisecond
+			}
+			ctx, cancel := context.WithTimeout(c.ctx, timeout)
+			mu.Lock()
+			running[req.ID] = cancel
+			mu.Unlock()
+			c.calls.Add(1)
+			go func() {
+				defer c.calls.Done()
+				defer func() { <-c.sem }()
+				resp := c.run(ctx, req)
+				mu.Lock()
+				delete(running, req.ID)
+				mu.Unlock()
+				cancel()
+				if err := w.WriteFrame(protocol.TypeResponse, resp); err != nil {
+					log.Debug("reply not delivered; the tunnel is gone", zap.String("fn", req.Fn), zap.Uint64("id", req.ID))
+				}
+			}()
+		case protocol.TypeCancel:
+			var cn protocol.Cancel
+			if err := protocol.Decode(payload, &cn); err != nil {
+				return
+			}
+			mu.Lock()
+			if cancel := running[cn.ID]; cancel != nil {
+				cancel()
+			}
+			mu.Unlock()
+		default:
+			log.Warn("relay sent an unexpected frame; closing stream", zap.Stringer("type", t))
+			return
+		}
+	}
+}
+
+// run calls the handler and shapes its outcome as a Response.
+func (c *Client) run(ctx context.Context, req *protocol.Request) *protocol.Response {
+	result, perr := c.opts.Handler.Handle(ctx, req)
+	if perr == nil && ctx.Err() != nil {
+		perr = ctxError(ctx)
+	}
+	if perr != nil {
+		return &protocol.Response{ID: req.ID, Error: perr}
+	}
+	if result == nil {
+		result = json.RawMessage("null")
+	}
+	return &protocol.Response{ID: req.ID, Result: result}
+}
+
+func ctxError(ctx context.Context) *protocol.Error {
+	if errors.Is(ctx.Err(), context.DeadlineExceeded) {
+		return protocol.NewError(protocol.CodeDeadlineExceeded, "the call did not finish in time")
+	}
+	return protocol.NewError(protocol.CodeCancelled, "the call was cancelled")
+}
+
+// redact removes the token from an error text, in case a library echoes
+// request headers.
+func redact(err error, token string) error {
+	if token == "" || !strings.Contains(err.Error(), token) {
+		return err
+	}
+	return errors.New(strings.ReplaceAll(err.Error(), token, "[REDACTED]"))
+}
+
+func redactURL(s string) string {
+	u, err := url.Parse(s)
+	if err != nil {
+		return ""
+	}
+	u.User = nil
+	u.RawQuery = ""
+	return u.String()
+}

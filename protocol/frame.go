@@ -1,0 +1,172 @@
+package protocol
+
+import (
+	"bufio"
+	"encoding/binary"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"sync"
+)
+
+// Type identifies the kind of a frame. The values are part of the wire
+// format and never change meaning; new kinds take new numbers.
+type Type uint8
+
+// Frame types.
+const (
+	// TypeHello is the agent's first frame, on the first stream it opens.
+	TypeHello Type = 1
+	// TypeWelcome is the relay's answer to an accepted Hello.
+	TypeWelcome Type = 2
+	// TypeRequest calls an RPC function on the agent.
+	TypeRequest Type = 3
+	// TypeResponse carries the result or error of one Request.
+	TypeResponse Type = 4
+	// TypeCancel abandons a Request that is still running.
+	TypeCancel Type = 5
+	// TypeEvent carries an unsolicited update from the agent.
+	TypeEvent Type = 6
+)
+
+// String returns the type's name, for logs.
+func (t Type) String() string {
+	switch t {
+	case TypeHello:
+		return "hello"
+	case TypeWelcome:
+		return "welcome"
+	case TypeRequest:
+		return "request"
+	case TypeResponse:
+		return "response"
+	case TypeCancel:
+		return "cancel"
+	case TypeEvent:
+		return "event"
+	}
+	return fmt.Sprintf("type(%d)", uint8(t))
+}
+
+// Known reports whether t is a frame type of this protocol version.
+func (t Type) Known() bool { return t >= TypeHello && t <= TypeEvent }
+
+// HeaderSize is the size of a frame header: a big-endian uint32 payload
+// length followed by the one-byte Type.
+const HeaderSize = 5
+
+// MaxFrameSize is the largest payload a peer may send. A larger length in a
+// header is a protocol violation: the receiver closes the connection.
+const MaxFrameSize = 4 << 20
+
+// ErrFrameTooLarge reports a frame whose announced payload exceeds MaxFrameSize.
+var ErrFrameTooLarge = errors.New("protocol: frame exceeds maximum size")
+
+// ErrMalformedFrame reports a frame that is not valid for its type: an
+// unknown type or a payload that is not the JSON object the type requires.
+var ErrMalformedFrame = errors.New("protocol: malformed frame")
+
+// AppendFrame appends a frame of type t with the given JSON payload to dst.
+func AppendFrame(dst []byte, t Type, payload []byte) ([]byte, error) {
+	if len(payload) > MaxFrameSize {
+		return dst, ErrFrameTooLarge
+	}
+	var h [HeaderSize]byte
+	binary.BigEndian.PutUint32(h[:4], uint32(len(payload)))
+	h[4] = byte(t)
+	dst = append(dst, h[:]...)
+	return append(dst, payload...), nil
+}
+
+// Writer writes frames to an underlying stream. Each frame reaches the
+// stream in a single Write call, so concurrent writers never interleave.
+// It is safe for concurrent use.
+type Writer struct {
+	mu  sync.Mutex
+	w   io.Writer
+	buf []byte
+}
+
+// NewWriter returns a Writer that writes frames to w.
+func NewWriter(w io.Writer) *Writer { return &Writer{w: w} }
+
+// WriteFrame marshals v as JSON and writes it as one frame of type t.
+func (fw *Writer) WriteFrame(t Type, v any) error {
+	payload, err := json.Marshal(v)
+	if err != nil {
+		return fmt.Errorf("protocol: encode %s: %w", t, err)
+	}
+	return fw.WriteRaw(t, payload)
+}
+
+// WriteRaw writes payload, which must already be a JSON object, as one frame
+// of type t.
+func (fw *Writer) WriteRaw(t Type, payload []byte) error {
+	fw.mu.Lock()
+	defer fw.mu.Unlock()
+	buf, err := AppendFrame(fw.buf[:0], t, payload)
+	if err != nil {
+		return err
+	}
+	_, err = fw.w.Write(buf)
+	if cap(buf) <= 64<<10 {
+		fw.buf = buf // keep a modest buffer for the next frame
+	}
+	return err
+}
+
+// Reader reads frames from an underlying stream. It is not safe for
+// concurrent use.
+type Reader struct {
+	r   *bufio.Reader
+	max int
+	buf []byte
+}
+
+// NewReader returns a Reader of frames from r that refuses payloads larger
+// than max bytes (MaxFrameSize when max is 0 or larger than MaxFrameSize).
+func NewReader(r io.Reader, max int) *Reader {
+	if max <= 0 || max > MaxFrameSize {
+		max = MaxFrameSize
+	}
+	return &Reader{r: bufio.NewReaderSize(r, 16<<10), max: max}
+}
+
+// ReadFrame reads the next frame. The returned payload is valid until the
+// next call. An oversized length yields ErrFrameTooLarge and an unknown type
+// ErrMalformedFrame; the stream is then out of sync and must be closed.
+func (fr *Reader) ReadFrame() (Type, []byte, error) {
+	var h [HeaderSize]byte
+	if _, err := io.ReadFull(fr.r, h[:]); err != nil {
+		return 0, nil, err
+	}
+	n := binary.BigEndian.Uint32(h[:4])
+	t := Type(h[4])
+	if n > uint32(fr.max) {
+		return t, nil, ErrFrameTooLarge
+	}
+	if !t.Known() {
+		return t, nil, fmt.Errorf("%w: unknown type %d", ErrMalformedFrame, uint8(t))
+	}
+	if cap(fr.buf) < int(n) {
+		fr.buf = make([]byte, n)
+	}
+	p := fr.buf[:n]
+	if _, err := io.ReadFull(fr.r, p); err != nil {
+		if err == io.EOF {
+			err = io.ErrUnexpectedEOF
+		}
+		return t, nil, err
+	}
+	return t, p, nil
+}
+
+// Decode unmarshals a frame payload into v, reporting ErrMalformedFrame when
+// it is not the expected JSON.
+func Decode(payload []byte, v any) error {
+	if err := json.Unmarshal(payload, v); err != nil {
+		return fmt.Errorf("%w: %v", ErrMalformedFrame, err)
+	}
+	return nil
+}

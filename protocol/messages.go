@@ -1,0 +1,119 @@
+package protocol
+
+import "encoding/json"
+
+// Hello is the agent's first frame on the first stream it opens. The relay
+// answers with Welcome, or closes the connection with one of the Close codes.
+type Hello struct {
+	ProtocolVersion int    `json:"protocolVersion"`
+	AgentVersion    string `json:"agentVersion"`
+	// Platform is the kind of trading platform the agent drives: "sim" or
+	// "ninjatrader".
+	Platform    string       `json:"platform"`
+	Connections []Connection `json:"connections"`
+}
+
+// Connection is one of the platform's connections to a data or order feed,
+// with the accounts it carries.
+type Connection struct {
+	Name     string   `json:"name"`
+	Status   string   `json:"status"`
+	Accounts []string `json:"accounts"`
+}
+
+// Welcome accepts a Hello.
+type Welcome struct {
+	ProtocolVersion int    `json:"protocolVersion"`
+	SessionID       string `json:"sessionId"`
+}
+
+// Request calls the RPC function Fn on the agent. ID correlates the Response
+// and any Cancel on the same stream; IDs are chosen by the caller and unique
+// per stream while the call runs.
+type Request struct {
+	ID uint64 `json:"id"`
+	Fn string `json:"fn"`
+	// TimeoutMs is the time the caller will wait, in milliseconds, measured
+	// from receipt (clocks of the two peers are not compared). The agent
+	// abandons the call when it passes. Zero means DefaultTimeoutMs.
+	TimeoutMs int64 `json:"timeoutMs,omitempty"`
+	// RequestID names a write for exactly-once execution: the agent answers
+	// a repeated RequestID with the first result and runs nothing.
+	RequestID string          `json:"requestId,omitempty"`
+	Args      json.RawMessage `json:"args,omitempty"`
+}
+
+// DefaultTimeoutMs is the deadline of a Request that names none.
+const DefaultTimeoutMs = 30_000
+
+// Response answers the Request with the same ID: exactly one of Result and
+// Error is set.
+type Response struct {
+	ID     uint64          `json:"id"`
+	Result json.RawMessage `json:"result,omitempty"`
+	Error  *Error          `json:"error,omitempty"`
+}
+
+// Cancel abandons the Request with the same ID. The agent answers it with
+// CodeCancelled if it was still running; a Cancel for an unknown ID is ignored.
+type Cancel struct {
+	ID uint64 `json:"id"`
+}
+
+// Event is an update the agent sends without being asked, on the stream that
+// carried its Hello. Seq increases by one per event within a session.
+type Event struct {
+	Seq  uint64          `json:"seq"`
+	Kind string          `json:"kind"`
+	Data json.RawMessage `json:"data,omitempty"`
+}
+
+// Event kinds.
+const (
+	EventOrder     = "order"
+	EventExecution = "execution"
+	EventPosition  = "position"
+	EventAccount   = "account"
+	EventQuote     = "quote"
+)
+
+// WebSocket close codes the relay uses when it ends a tunnel. They are in the
+// private range 4000–4999 of RFC 6455 and never change meaning.
+const (
+	// CloseReplaced: a newer connection of the same user took over.
+	CloseReplaced = 4001
+	// CloseVersionUnsupported: the agent's protocol version is not accepted.
+	CloseVersionUnsupported = 4002
+	// CloseBadHandshake: the first frame was not a valid Hello in time.
+	CloseBadHandshake = 4003
+	// CloseFrameTooLarge: a frame exceeded MaxFrameSize.
+	CloseFrameTooLarge = 4004
+	// CloseProtocolError: garbage or a frame out of place on the tunnel.
+	CloseProtocolError = 4005
+	// CloseShuttingDown: the relay is stopping; reconnect to another node.
+	CloseShuttingDown = 4006
+	// CloseRevoked: the agent token was revoked or the user disabled.
+	CloseRevoked = 4007
+)
+
+// CloseReason returns the stable name of a close code, or "" for codes this
+// protocol does not define.
+func CloseReason(code int) string {
+	switch code {
+	case CloseReplaced:
+		return "replaced"
+	case CloseVersionUnsupported:
+		return "version_unsupported"
+	case CloseBadHandshake:
+		return "bad_handshake"
+	case CloseFrameTooLarge:
+		return "frame_too_large"
+	case CloseProtocolError:
+		return "protocol_error"
+	case CloseShuttingDown:
+		return "shutting_down"
+	case CloseRevoked:
+		return "revoked"
+	}
+	return ""
+}

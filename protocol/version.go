@@ -1,0 +1,54 @@
+package protocol
+
+// ProtocolVersion is the version of the tunnel protocol this build speaks.
+// The agent announces it in [Hello] and as the WebSocket subprotocol; the
+// relay refuses versions it does not support before any RPC flows.
+//
+// History:
+//
+//	1 — 2026-11: length-prefixed JSON frames (Hello, Welcome, Goodbye,
+//	    Request, Response, Cancel, Event) over yamux over WebSocket.
+const ProtocolVersion = 1
+
+// MinProtocolVersion is the oldest version a relay of this build accepts.
+const MinProtocolVersion = 1
+
+// SubprotocolPrefix prefixes the WebSocket subprotocol that names a protocol
+// version: version 1 is offered as "tradebridge.tunnel.v1".
+const SubprotocolPrefix = "tradebridge.tunnel.v"
+
+// Subprotocol returns the WebSocket subprotocol that names version v.
+func Subprotocol(v int) string { return SubprotocolPrefix + itoa(v) }
+
+// ParseSubprotocol returns the version named by a WebSocket subprotocol, or
+// false when s is not one of ours.
+func ParseSubprotocol(s string) (int, bool) {
+	if len(s) <= len(SubprotocolPrefix) || s[:len(SubprotocolPrefix)] != SubprotocolPrefix {
+		return 0, false
+	}
+	v := 0
+	for _, c := range s[len(SubprotocolPrefix):] {
+		if c < '0' || c > '9' || v > 1<<20 {
+			return 0, false
+		}
+		v = v*10 + int(c-'0')
+	}
+	return v, v > 0
+}
+
+// ConnectPath is the relay's HTTP path where agents open the tunnel.
+const ConnectPath = "/v1/agent/connect"
+
+func itoa(v int) string {
+	if v == 0 {
+		return "0"
+	}
+	var b [20]byte
+	i := len(b)
+	for v > 0 {
+		i--
+		b[i] = byte('0' + v%10)
+		v /= 10
+	}
+	return string(b[i:])
+}

@@ -1,0 +1,228 @@
+package auth
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/base64"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"go.uber.org/zap"
+
+	"tradebridge/relay/store"
+)
+
+// Errors of Authenticate.
+var (
+	// ErrUnauthorized reports a token that is malformed, unknown, revoked,
+	// of the wrong kind, or whose user is disabled. Callers answer 401 and
+	// never say which.
+	ErrUnauthorized = errors.New("auth: unauthorized")
+	// ErrStoreUnavailable reports that the token could not be checked.
+	ErrStoreUnavailable = errors.New("auth: store unavailable")
+)
+
+// Principal is the authenticated caller of a request or the owner of a
+// tunnel.
+type Principal struct {
+	UserID   string
+	UserName string
+	Plan     Plan
+	Kind     Kind
+	// TokenHash identifies the token (its stored hash) without revealing
+	// it.
+	TokenHash string
+}
+
+// Options configures an Authenticator.
+type Options struct {
+	// Store holds users and tokens. Required.
+	Store store.Store
+	// CacheTTL bounds how long a verdict is reused, and so how long a
+	// revoked token keeps working. Zero means 2s; negative disables the
+	// cache.
+	CacheTTL time.Duration
+	// CacheSize bounds the number of cached verdicts. Zero means 10000.
+	CacheSize int
+	// Logger receives store failures. Nil means no logging.
+	Logger *zap.Logger
+	// Now is the clock; nil means time.Now.
+	Now func() time.Time
+}
+
+// Authenticator checks tokens against the store. It is safe for concurrent
+// use and starts no goroutines.
+type Authenticator struct {
+	opts Options
+	log  *zap.Logger
+
+	mu    sync.Mutex
+	cache map[string]verdict // by token hash
+}
+
+type verdict struct {
+	p       Principal
+	ok      bool
+	expires time.Time
+}
+
+// New returns an Authenticator.
+func New(opts Options) (*Authenticator, error) {
+	if opts.Store == nil {
+		return nil, errors.New("auth: Options.Store is required")
+	}
+	if opts.CacheTTL == 0 {
+		opts.CacheTTL = 2 * time.Second
+	}
+	if opts.CacheSize <= 0 {
+		opts.CacheSize = 10000
+	}
+	if opts.Logger == nil {
+		opts.Logger = zap.NewNop()
+	}
+	if opts.Now == nil {
+		opts.Now = time.Now
+	}
+	return &Authenticator{opts: opts, log: opts.Logger, cache: make(map[string]verdict)}, nil
+}
+
+// Authenticate returns the principal of a token of the wanted kind, or
+// ErrUnauthorized, or ErrStoreUnavailable.
+func (a *Authenticator) Authenticate(ctx context.Context, token string, want Kind) (Principal, error) {
+	if k, ok := ParseKind(token); !ok || k != want {
+		return Principal{}, ErrUnauthorized
+	}
+	hash := Hash(token)
+	now := a.opts.Now()
+	if a.opts.CacheTTL > 0 {
+		a.mu.Lock()
+		v, hit := a.cache[hash]
+		a.mu.Unlock()
+		if hit && now.Before(v.expires) {
+			if !v.ok {
+				return Principal{}, ErrUnauthorized
+			}
+			return v.p, nil
+		}
+	}
+	p, err := a.lookup(ctx, hash, want)
+	if err != nil && !errors.Is(err, ErrUnauthorized) {
+		return Principal{}, err
+	}
+	a.remember(hash, verdict{p: p, ok: err == nil, expires: now.Add(a.opts.CacheTTL)}, now)
+	return p, err
+}
+
+func (a *Authenticator) lookup(ctx context.Context, hash string, want Kind) (Principal, error) {
+	t, u, err := a.opts.Store.LookupToken(ctx, hash)
+	switch {
+	case errors.Is(err, store.ErrNotFound):
+		return Principal{}, ErrUnauthorized
+	case err != nil:
+		a.log.Warn("token lookup failed", zap.Error(err))
+		return Principal{}, fmt.Errorf("%w: %v", ErrStoreUnavailable, err)
+	case t.Revoked(), u.Disabled, Kind(t.Kind) != want:
+		return Principal{}, ErrUnauthorized
+	}
+	return Principal{UserID: u.ID, UserName: u.Name, Plan: Plan(u.Plan), Kind: want, TokenHash: hash}, nil
+}
+
+func (a *Authenticator) remember(hash string, v verdict, now time.Time) {
+	if a.opts.CacheTTL <= 0 {
+		return
+	}
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if len(a.cache) >= a.opts.CacheSize {
+		for h, old := range a.cache {
+			if !now.Before(old.expires) {
+				delete(a.cache, h)
+			}
+		}
+		if len(a.cache) >= a.opts.CacheSize {
+			clear(a.cache)
+		}
+	}
+	a.cache[hash] = v
+}
+
+// Credentials are a new user's id and first tokens, shown once.
+type Credentials struct {
+	UserID     string `json:"userId"`
+	APIToken   string `json:"apiToken"`
+	AgentToken string `json:"agentToken"`
+}
+
+// maxNameLen bounds a user's name.
+const maxNameLen = 100
+
+// CreateUser creates a user with one API token and one agent token.
+func CreateUser(ctx context.Context, st store.Store, name string, plan Plan, now time.Time) (Credentials, error) {
+	if name == "" || len(name) > maxNameLen {
+		return Credentials{}, fmt.Errorf("auth: a user name must have 1 to %d bytes", maxNameLen)
+	}
+	if _, err := ParsePlan(string(plan)); err != nil {
+		return Credentials{}, err
+	}
+	id, err := newUserID()
+	if err != nil {
+		return Credentials{}, err
+	}
+	apiTok, err := NewToken(KindAPI)
+	if err != nil {
+		return Credentials{}, err
+	}
+	agentTok, err := NewToken(KindAgent)
+	if err != nil {
+		return Credentials{}, err
+	}
+	now = now.UTC().Truncate(time.Millisecond)
+	err = st.CreateUser(ctx, store.User{ID: id, Name: name, Plan: string(plan), CreatedAt: now},
+		store.Token{Hash: Hash(apiTok), UserID: id, Kind: string(KindAPI), CreatedAt: now},
+		store.Token{Hash: Hash(agentTok), UserID: id, Kind: string(KindAgent), CreatedAt: now})
+	if err != nil {
+		return Credentials{}, err
+	}
+	return Credentials{UserID: id, APIToken: apiTok, AgentToken: agentTok}, nil
+}
+
+// IssueToken issues another token of the kind to an existing user;
+// store.ErrNotFound if there is no such user.
+func IssueToken(ctx context.Context, st store.Store, userID string, k Kind, now time.Time) (string, error) {
+	tok, err := NewToken(k)
+	if err != nil {
+		return "", err
+	}
+	err = st.AddToken(ctx, store.Token{Hash: Hash(tok), UserID: userID, Kind: string(k), CreatedAt: now.UTC()})
+	if err != nil {
+		return "", err
+	}
+	return tok, nil
+}
+
+// RevokeToken revokes a token; store.ErrNotFound if it was never issued.
+func RevokeToken(ctx context.Context, st store.Store, token string, now time.Time) error {
+	if _, ok := ParseKind(token); !ok {
+		return fmt.Errorf("auth: malformed token: %w", store.ErrNotFound)
+	}
+	return st.RevokeToken(ctx, Hash(token), now.UTC())
+}
+
+// RevokeUserTokens revokes a user's valid tokens of the kind (all kinds when
+// k is empty) and returns how many it revoked.
+func RevokeUserTokens(ctx context.Context, st store.Store, userID string, k Kind, now time.Time) (int, error) {
+	if k != "" && !k.Valid() {
+		return 0, fmt.Errorf("auth: unknown token kind %q", k)
+	}
+	return st.RevokeUserTokens(ctx, userID, string(k), now.UTC())
+}
+
+func newUserID() (string, error) {
+	var b [9]byte
+	if _, err := rand.Read(b[:]); err != nil {
+		return "", fmt.Errorf("auth: random: %w", err)
+	}
+	return "usr_" + base64.RawURLEncoding.EncodeToString(b[:]), nil
+}

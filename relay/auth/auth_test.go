@@ -1,0 +1,214 @@
+package auth_test
+
+import (
+	"context"
+	"errors"
+	"net/http"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"tradebridge/relay/auth"
+	"tradebridge/relay/store"
+)
+
+func TestTokenFormat(t *testing.T) {
+	for _, k := range []auth.Kind{auth.KindAPI, auth.KindAgent} {
+		tok, err := auth.NewToken(k)
+		require.NoError(t, err)
+		require.True(t, strings.HasPrefix(tok, "tb_"+string(k)+"_"))
+		require.Len(t, tok, len("tb_"+string(k)+"_")+43)
+		got, ok := auth.ParseKind(tok)
+		require.True(t, ok)
+		require.Equal(t, k, got)
+		other, err := auth.NewToken(k)
+		require.NoError(t, err)
+		require.NotEqual(t, tok, other)
+		require.Len(t, auth.Hash(tok), 64)
+		require.NotContains(t, auth.Display(tok), tok[len(tok)-40:], "Display hides the secret")
+	}
+	_, err := auth.NewToken("root")
+	require.Error(t, err)
+
+	for _, bad := range []string{"", "tb_api_", "tb_api_short", "tb_other_" + strings.Repeat("A", 43),
+		"tb_api_" + strings.Repeat("A", 42) + "*", "Bearer tb_api_" + strings.Repeat("A", 43)} {
+		_, ok := auth.ParseKind(bad)
+		require.False(t, ok, bad)
+	}
+}
+
+func TestBearerToken(t *testing.T) {
+	for _, tc := range []struct {
+		header string
+		want   string
+		ok     bool
+	}{
+		{"Bearer abc", "abc", true},
+		{"bearer abc", "abc", true},
+		{"BEARER  abc ", "abc", true},
+		{"Basic abc", "", false},
+		{"Bearer", "", false},
+		{"Bearer ", "", false},
+		{"", "", false},
+	} {
+		h := http.Header{}
+		if tc.header != "" {
+			h.Set("Authorization", tc.header)
+		}
+		got, ok := auth.BearerToken(h)
+		require.Equal(t, tc.ok, ok, tc.header)
+		require.Equal(t, tc.want, got, tc.header)
+	}
+}
+
+func TestPlans(t *testing.T) {
+	for _, tc := range []struct {
+		plan, min auth.Plan
+		want      bool
+	}{
+		{auth.PlanFree, auth.PlanPro, false},
+		{auth.PlanPro, auth.PlanPro, true},
+		{auth.PlanElite, auth.PlanPro, true},
+		{auth.PlanPro, auth.PlanElite, false},
+		{"", auth.PlanPro, false},
+	} {
+		require.Equal(t, tc.want, tc.plan.AtLeast(tc.min), "%s >= %s", tc.plan, tc.min)
+	}
+	p, err := auth.ParsePlan(" Elite ")
+	require.NoError(t, err)
+	require.Equal(t, auth.PlanElite, p)
+	_, err = auth.ParsePlan("gold")
+	require.Error(t, err)
+}
+
+// countingStore counts token lookups and can fail them.
+type countingStore struct {
+	store.Store
+	lookups atomic.Int32
+	fail    atomic.Bool
+}
+
+func (s *countingStore) LookupToken(ctx context.Context, hash string) (store.Token, store.User, error) {
+	s.lookups.Add(1)
+	if s.fail.Load() {
+		return store.Token{}, store.User{}, errors.New("disk on fire")
+	}
+	return s.Store.LookupToken(ctx, hash)
+}
+
+func newStore(t *testing.T) *countingStore {
+	st, err := store.Open(context.Background(), store.Options{Dir: t.TempDir()})
+	require.NoError(t, err)
+	t.Cleanup(func() { st.Close() })
+	return &countingStore{Store: st}
+}
+
+func TestAuthenticate(t *testing.T) {
+	ctx := context.Background()
+	st := newStore(t)
+	now := time.Date(2026, 11, 2, 9, 0, 0, 0, time.UTC)
+	clock := func() time.Time { return now }
+	a, err := auth.New(auth.Options{Store: st, CacheTTL: 2 * time.Second, Now: clock})
+	require.NoError(t, err)
+
+	creds, err := auth.CreateUser(ctx, st, "alice", auth.PlanPro, now)
+	require.NoError(t, err)
+	require.True(t, strings.HasPrefix(creds.UserID, "usr_"))
+
+	p, err := a.Authenticate(ctx, creds.APIToken, auth.KindAPI)
+	require.NoError(t, err)
+	require.Equal(t, auth.Principal{UserID: creds.UserID, UserName: "alice", Plan: auth.PlanPro,
+		Kind: auth.KindAPI, TokenHash: auth.Hash(creds.APIToken)}, p)
+
+	t.Run("wrong kind", func(t *testing.T) {
+		_, err := a.Authenticate(ctx, creds.APIToken, auth.KindAgent)
+		require.ErrorIs(t, err, auth.ErrUnauthorized)
+		_, err = a.Authenticate(ctx, creds.AgentToken, auth.KindAPI)
+		require.ErrorIs(t, err, auth.ErrUnauthorized)
+	})
+	t.Run("malformed never reaches the store", func(t *testing.T) {
+		before := st.lookups.Load()
+		_, err := a.Authenticate(ctx, "nonsense", auth.KindAPI)
+		require.ErrorIs(t, err, auth.ErrUnauthorized)
+		require.Equal(t, before, st.lookups.Load())
+	})
+	t.Run("unknown", func(t *testing.T) {
+		tok, err := auth.NewToken(auth.KindAPI)
+		require.NoError(t, err)
+		_, err = a.Authenticate(ctx, tok, auth.KindAPI)
+		require.ErrorIs(t, err, auth.ErrUnauthorized)
+	})
+	t.Run("cache then revocation", func(t *testing.T) {
+		before := st.lookups.Load()
+		for range 10 {
+			_, err := a.Authenticate(ctx, creds.APIToken, auth.KindAPI)
+			require.NoError(t, err)
+		}
+		require.Equal(t, before, st.lookups.Load(), "served from the cache")
+
+		require.NoError(t, auth.RevokeToken(ctx, st, creds.APIToken, now))
+		_, err := a.Authenticate(ctx, creds.APIToken, auth.KindAPI)
+		require.NoError(t, err, "still cached within the TTL")
+		now = now.Add(2 * time.Second)
+		_, err = a.Authenticate(ctx, creds.APIToken, auth.KindAPI)
+		require.ErrorIs(t, err, auth.ErrUnauthorized, "revoked once the TTL passed")
+	})
+	t.Run("disabled user", func(t *testing.T) {
+		require.NoError(t, st.SetUserDisabled(ctx, creds.UserID, true))
+		now = now.Add(2 * time.Second)
+		_, err := a.Authenticate(ctx, creds.AgentToken, auth.KindAgent)
+		require.ErrorIs(t, err, auth.ErrUnauthorized)
+		require.NoError(t, st.SetUserDisabled(ctx, creds.UserID, false))
+		now = now.Add(2 * time.Second)
+		_, err = a.Authenticate(ctx, creds.AgentToken, auth.KindAgent)
+		require.NoError(t, err)
+	})
+	t.Run("store failure is not unauthorized and is not cached", func(t *testing.T) {
+		tok, err := auth.IssueToken(ctx, st, creds.UserID, auth.KindAPI, now)
+		require.NoError(t, err)
+		st.fail.Store(true)
+		_, err = a.Authenticate(ctx, tok, auth.KindAPI)
+		require.ErrorIs(t, err, auth.ErrStoreUnavailable)
+		require.NotErrorIs(t, err, auth.ErrUnauthorized)
+		st.fail.Store(false)
+		_, err = a.Authenticate(ctx, tok, auth.KindAPI)
+		require.NoError(t, err)
+	})
+}
+
+func TestIssueAndRevoke(t *testing.T) {
+	ctx := context.Background()
+	st := newStore(t)
+	now := time.Now()
+	a, err := auth.New(auth.Options{Store: st, CacheTTL: -1})
+	require.NoError(t, err)
+
+	_, err = auth.IssueToken(ctx, st, "usr_nobody", auth.KindAPI, now)
+	require.ErrorIs(t, err, store.ErrNotFound)
+	require.ErrorIs(t, auth.RevokeToken(ctx, st, "not-a-token", now), store.ErrNotFound)
+
+	creds, err := auth.CreateUser(ctx, st, "bob", auth.PlanElite, now)
+	require.NoError(t, err)
+	second, err := auth.IssueToken(ctx, st, creds.UserID, auth.KindAgent, now)
+	require.NoError(t, err)
+
+	n, err := auth.RevokeUserTokens(ctx, st, creds.UserID, auth.KindAgent, now)
+	require.NoError(t, err)
+	require.Equal(t, 2, n)
+	for _, tok := range []string{creds.AgentToken, second} {
+		_, err := a.Authenticate(ctx, tok, auth.KindAgent)
+		require.ErrorIs(t, err, auth.ErrUnauthorized)
+	}
+	_, err = a.Authenticate(ctx, creds.APIToken, auth.KindAPI)
+	require.NoError(t, err, "API tokens are untouched")
+
+	_, err = auth.CreateUser(ctx, st, "", auth.PlanPro, now)
+	require.Error(t, err)
+	_, err = auth.CreateUser(ctx, st, "x", "gold", now)
+	require.Error(t, err)
+	_, err = auth.New(auth.Options{})
+	require.Error(t, err)
+}

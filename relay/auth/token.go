@@ -1,0 +1,132 @@
+// Package auth turns the bearer tokens that bot authors and agents present
+// into a Principal, and issues and revokes those tokens.
+//
+// A token is opaque: a readable prefix naming its kind ("tb_api_" for the
+// HTTP and WebSocket APIs, "tb_agent_" for an agent's tunnel) followed by
+// 32 random bytes in unpadded base64url. The relay stores only the token's
+// SHA-256, so a leaked database reveals no usable token. An API token never
+// opens a tunnel and an agent token never calls the API.
+//
+// Authenticator caches each verdict for a short time (CacheTTL, 2 seconds
+// by default) so that a burst of calls costs one store read; a revoked token
+// therefore stops working within CacheTTL.
+package auth
+
+import (
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/base64"
+	"encoding/hex"
+	"fmt"
+	"net/http"
+	"strings"
+)
+
+// Kind is the kind of a token.
+type Kind string
+
+// Token kinds.
+const (
+	// KindAPI tokens call the HTTP and WebSocket APIs.
+	KindAPI Kind = "api"
+	// KindAgent tokens open an agent's tunnel.
+	KindAgent Kind = "agent"
+)
+
+// prefix returns the token text prefix of the kind.
+func (k Kind) prefix() string { return "tb_" + string(k) + "_" }
+
+// Valid reports whether k is a known kind.
+func (k Kind) Valid() bool { return k == KindAPI || k == KindAgent }
+
+// secretLen is the length of the random part of a token: 32 bytes in
+// unpadded base64url.
+var secretLen = base64.RawURLEncoding.EncodedLen(32)
+
+// NewToken returns a fresh random token of the kind.
+func NewToken(k Kind) (string, error) {
+	if !k.Valid() {
+		return "", fmt.Errorf("auth: unknown token kind %q", k)
+	}
+	var b [32]byte
+	if _, err := rand.Read(b[:]); err != nil {
+		return "", fmt.Errorf("auth: random: %w", err)
+	}
+	return k.prefix() + base64.RawURLEncoding.EncodeToString(b[:]), nil
+}
+
+// ParseKind reports the kind of a well-formed token, and false for anything
+// else.
+func ParseKind(token string) (Kind, bool) {
+	for _, k := range []Kind{KindAPI, KindAgent} {
+		secret, ok := strings.CutPrefix(token, k.prefix())
+		if !ok || len(secret) != secretLen {
+			continue
+		}
+		if _, err := base64.RawURLEncoding.DecodeString(secret); err != nil {
+			return "", false
+		}
+		return k, true
+	}
+	return "", false
+}
+
+// Hash returns the stored form of a token: its SHA-256 in hex.
+func Hash(token string) string {
+	sum := sha256.Sum256([]byte(token))
+	return hex.EncodeToString(sum[:])
+}
+
+// Display returns a form of the token that is safe to log or show to
+// support staff: its prefix and the first four characters of its hash.
+func Display(token string) string {
+	k, ok := ParseKind(token)
+	if !ok {
+		return "(malformed token)"
+	}
+	return k.prefix() + "…" + Hash(token)[:4]
+}
+
+// BearerToken returns the token of an "Authorization: Bearer <token>"
+// header. The scheme is case-insensitive, as RFC 9110 says.
+func BearerToken(h http.Header) (string, bool) {
+	v := h.Get("Authorization")
+	scheme, token, ok := strings.Cut(v, " ")
+	if !ok || !strings.EqualFold(scheme, "Bearer") {
+		return "", false
+	}
+	token = strings.TrimSpace(token)
+	return token, token != ""
+}
+
+// Plan is a user's subscription plan. Trading routes need Pro or above.
+type Plan string
+
+// Plans, in increasing order.
+const (
+	PlanFree  Plan = "free"
+	PlanPro   Plan = "pro"
+	PlanElite Plan = "elite"
+)
+
+func (p Plan) rank() int {
+	switch p {
+	case PlanPro:
+		return 1
+	case PlanElite:
+		return 2
+	}
+	return 0
+}
+
+// AtLeast reports whether p includes everything min does.
+func (p Plan) AtLeast(min Plan) bool { return p.rank() >= min.rank() }
+
+// ParsePlan parses a plan name.
+func ParsePlan(s string) (Plan, error) {
+	switch p := Plan(strings.ToLower(strings.TrimSpace(s))); p {
+	case PlanFree, PlanPro, PlanElite:
+		return p, nil
+	}
+	return "", fmt.Errorf("auth: unknown plan %q", s)
+}

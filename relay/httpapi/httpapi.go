@@ -1,0 +1,273 @@
+// Package httpapi is the relay's only way to speak JSON over HTTP. Every
+// relay handler writes its responses through Write, WriteWithTop and
+// WriteError, and reads request bodies through ReadJSON and RejectBody, so
+// that the envelope, the security headers, the size and time limits and the
+// strictness of the JSON accepted are decided once, here, and are the same
+// on every route (the role coder's coderd/httpapi plays for coderd).
+//
+// # Responses
+//
+// A success is {"success":true,"data":...}, optionally with more top-level
+// fields next to data (WriteWithTop). A failure is
+//
+//	{"success":false,"error":"<code>","detail":"<sentence>","fields":[...],
+//	 "retryAfter":<seconds>,"policy":"<name>","meta":{"requestId":"<id>"}}
+//
+// where only success and error are always present. Every response carries
+// Content-Type: application/json, X-Content-Type-Options: nosniff and
+// Cache-Control: no-store. Bodies are encoded into a buffer before anything
+// is sent, so a value that cannot be encoded yields a clean 500
+// internal_error instead of a truncated 200.
+//
+// # Requests
+//
+// ReadJSON accepts only what RFC 8259 calls JSON, minus what the service
+// refuses on top of it: duplicate object keys and nesting deeper than a
+// limit. It reports every refusal as an *Error carrying the HTTP status and
+// a stable code (see the Code constants), whose Detail is a fixed sentence
+// that never repeats bytes the caller sent. Validate exposes the same strict
+// syntax check for readers of other transports, such as the WebSocket.
+package httpapi
+
+import (
+	"bytes"
+	"encoding/json"
+	"net/http"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+)
+
+// Error codes written by this package. Handlers define the codes of their
+// own domain next to them.
+const (
+	CodeInternal               = "internal_error"
+	CodeNotFound               = "not_found"
+	CodeMethodNotAllowed       = "method_not_allowed"
+	CodeUnsupportedContentType = "unsupported_content_type"
+	CodeBodyTooLarge           = "body_too_large"
+	CodeBodyTimeout            = "body_timeout"
+	CodeInvalidJSON            = "invalid_json"
+	CodeInvalidField           = "invalid_field"
+	CodeUnexpectedBody         = "unexpected_body"
+)
+
+// FieldCodeWrongType is the FieldError code of a value whose JSON type does
+// not fit the field (a string where a number is expected, a number out of
+// the field's range, ...).
+const FieldCodeWrongType = "wrong_type"
+
+// Error is a failed request as the caller sees it. It is also an error, so
+// code deeper in a handler may return it and let the handler write it with
+// WriteError. errors.Unwrap on it yields the cause when the package built it
+// (for example a *SyntaxError or an *http.MaxBytesError); the cause is for
+// logs and errors.Is/As only and is never written to the caller.
+type Error struct {
+	// Status is the HTTP status. ReadJSON and RejectBody set it; WriteError
+	// uses it when called with status 0.
+	Status int
+	// Code is the stable, machine-readable error code, e.g. "invalid_json".
+	// WriteError writes "internal_error" when it is empty.
+	Code string
+	// Detail is a sentence for humans. It must never contain bytes the
+	// caller sent: callers' bodies may hold secrets and land in logs.
+	Detail string
+	// Fields names the fields at fault, for validation errors.
+	Fields []FieldError
+	// RetryAfter, when positive, is the number of seconds after which a
+	// retry may succeed; WriteError also sends it as the Retry-After header.
+	RetryAfter int
+	// Policy names the rule that refused the request (a rate limit or a
+	// plan policy), when one did.
+	Policy string
+	// RequestID is written as meta.requestId so that a caller can quote it.
+	RequestID string
+	// ETag, when set, is sent as the ETag header, e.g. with 412 so that the
+	// caller can retry against the current version.
+	ETag string
+
+	cause error
+}
+
+// Error returns the code and the detail, never the cause.
+func (e *Error) Error() string {
+	code := e.Code
+	if code == "" {
+		code = CodeInternal
+	}
+	if e.Detail == "" {
+		return code
+	}
+	return code + ": " + e.Detail
+}
+
+// Unwrap returns the cause of the error, or nil.
+func (e *Error) Unwrap() error { return e.cause }
+
+// FieldError names one field at fault. Path is the dotted path of the field
+// as the API documents it ("quantity", "smartOptions.x"); Code says what is
+// wrong with it; Limit and Pattern state the rule that was broken when it has
+// one (a maximum length, a regular expression).
+type FieldError struct {
+	Path    string `json:"path"`
+	Code    string `json:"code"`
+	Limit   any    `json:"limit,omitempty"`
+	Pattern string `json:"pattern,omitempty"`
+}
+
+// maxPooledBuffer bounds the buffers kept for reuse, so that one huge
+// response or body does not pin its memory for the life of the process.
+const maxPooledBuffer = 256 << 10
+
+var bufPool = sync.Pool{New: func() any { return new(bytes.Buffer) }}
+
+func getBuffer() *bytes.Buffer { return bufPool.Get().(*bytes.Buffer) }
+
+func putBuffer(b *bytes.Buffer) {
+	if b.Cap() > maxPooledBuffer {
+		return
+	}
+	b.Reset()
+	bufPool.Put(b)
+}
+
+// encodeFailure is written when a response cannot be encoded. It is a
+// constant so that writing it cannot fail in turn.
+var encodeFailure = []byte(`{"success":false,"error":"internal_error","detail":"the relay failed to encode the response"}` + "\n")
+
+// Write sends status and {"success":true,"data":data}. data is encoded with
+// encoding/json; a json.RawMessage is written as is. status must allow a
+// body (not 1xx, 204 or 304). If data cannot be encoded, Write sends a 500
+// internal_error instead. Errors writing to the connection (the caller went
+// away) are not reported: there is nobody left to tell.
+func Write(w http.ResponseWriter, status int, data any) {
+	WriteWithTop(w, status, data, nil)
+}
+
+// WriteWithTop is Write with more top-level fields next to success and data,
+// for values callers look for at the top level (e.g. "orderId"). Keys are
+// written in sorted order; the keys "success" and "data" in top are ignored.
+func WriteWithTop(w http.ResponseWriter, status int, data any, top map[string]any) {
+	buf := getBuffer()
+	defer putBuffer(buf)
+	enc := json.NewEncoder(buf)
+	buf.WriteString(`{"success":true,"data":`)
+	if err := encodeValue(enc, buf, data); err != nil {
+		send(w, http.StatusInternalServerError, encodeFailure)
+		return
+	}
+	if len(top) > 0 {
+		keys := make([]string, 0, len(top))
+		for k := range top {
+			if k != "success" && k != "data" {
+				keys = append(keys, k)
+			}
+		}
+		slices.Sort(keys)
+		for _, k := range keys {
+			buf.WriteByte(',')
+			if err := encodeValue(enc, buf, k); err != nil {
+				send(w, http.StatusInternalServerError, encodeFailure)
+				return
+			}
+			buf.WriteByte(':')
+			if err := encodeValue(enc, buf, top[k]); err != nil {
+				send(w, http.StatusInternalServerError, encodeFailure)
+				return
+			}
+		}
+	}
+	buf.WriteString("}\n")
+	send(w, status, buf.Bytes())
+}
+
+// errorBody is the wire form of an Error.
+type errorBody struct {
+	Success    bool         `json:"success"`
+	Error      string       `json:"error"`
+	Detail     string       `json:"detail,omitempty"`
+	Fields     []FieldError `json:"fields,omitempty"`
+	RetryAfter int          `json:"retryAfter,omitempty"`
+	Policy     string       `json:"policy,omitempty"`
+	Meta       *errorMeta   `json:"meta,omitempty"`
+}
+
+type errorMeta struct {
+	RequestID string `json:"requestId"`
+}
+
+// WriteError sends status and the error body of e, omitting empty fields.
+// A status of 0 means e.Status, and 500 if that is 0 too. When e.RetryAfter
+// is positive the Retry-After header is set; when e.ETag is set, the ETag
+// header. If e cannot be encoded (a FieldError.Limit that encoding/json
+// refuses), WriteError sends a 500 internal_error instead.
+func WriteError(w http.ResponseWriter, status int, e Error) {
+	if status == 0 {
+		status = e.Status
+	}
+	if status == 0 {
+		status = http.StatusInternalServerError
+	}
+	body := errorBody{
+		Error:      e.Code,
+		Detail:     e.Detail,
+		Fields:     e.Fields,
+		RetryAfter: max(e.RetryAfter, 0),
+		Policy:     e.Policy,
+	}
+	if body.Error == "" {
+		body.Error = CodeInternal
+	}
+	if e.RequestID != "" {
+		body.Meta = &errorMeta{RequestID: e.RequestID}
+	}
+	buf := getBuffer()
+	defer putBuffer(buf)
+	if err := json.NewEncoder(buf).Encode(body); err != nil {
+		send(w, http.StatusInternalServerError, encodeFailure)
+		return
+	}
+	h := w.Header()
+	if e.RetryAfter > 0 {
+		h.Set("Retry-After", strconv.Itoa(e.RetryAfter))
+	}
+	if e.ETag != "" {
+		h.Set("ETag", e.ETag)
+	}
+	send(w, status, buf.Bytes())
+}
+
+// NotFound sends 404 not_found.
+func NotFound(w http.ResponseWriter) {
+	WriteError(w, http.StatusNotFound, Error{Code: CodeNotFound, Detail: "nothing is served at this path"})
+}
+
+// MethodNotAllowed sends 405 method_not_allowed with an Allow header listing
+// allowed, the methods the path does serve.
+func MethodNotAllowed(w http.ResponseWriter, allowed ...string) {
+	w.Header().Set("Allow", strings.Join(allowed, ", "))
+	WriteError(w, http.StatusMethodNotAllowed, Error{Code: CodeMethodNotAllowed, Detail: "this path does not serve the request's method; see the Allow header"})
+}
+
+// encodeValue appends the JSON encoding of v to buf without the newline
+// json.Encoder adds. On error buf may hold a partial value; callers discard
+// it.
+func encodeValue(enc *json.Encoder, buf *bytes.Buffer, v any) error {
+	if err := enc.Encode(v); err != nil {
+		return err
+	}
+	buf.Truncate(buf.Len() - 1)
+	return nil
+}
+
+// send writes the headers every response carries, then status and body.
+func send(w http.ResponseWriter, status int, body []byte) {
+	h := w.Header()
+	h.Set("Content-Type", "application/json")
+	h.Set("X-Content-Type-Options", "nosniff")
+	h.Set("Cache-Control", "no-store")
+	h.Set("Content-Length", strconv.Itoa(len(body)))
+	w.WriteHeader(status)
+	_, _ = w.Write(body)
+}

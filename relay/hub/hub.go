@@ -1,0 +1,369 @@
+// Package hub holds the relay's live agent tunnels and routes calls to them.
+//
+// An agent dials GET /v1/agent/connect (see package protocol); Hub.ServeHTTP
+// authenticates it before upgrading, runs the handshake, and keeps one
+// tunnel per user: a newer connection of the same user replaces the older
+// one. Call sends an RPC to the user's agent over a long-lived yamux stream
+// with correlation ids, or over a stream of its own for large transfers, and
+// returns as soon as the reply arrives, the caller gives up, or the tunnel
+// drops.
+package hub
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"sync"
+	"time"
+
+	"github.com/coder/websocket"
+	"go.uber.org/zap"
+
+	"tradebridge/protocol"
+	"tradebridge/relay/auth"
+	"tradebridge/relay/httpapi"
+)
+
+// Errors returned by Call. A *protocol.Error is the agent's own answer.
+var (
+	// ErrNotConnected: the user has no agent connected. Nothing was sent.
+	ErrNotConnected = errors.New("hub: agent not connected")
+	// ErrConnectionLost: the tunnel dropped while the call was in flight.
+	// The agent may or may not have run it.
+	ErrConnectionLost = errors.New("hub: tunnel lost during the call")
+	// ErrTimeout: the caller's deadline passed before the agent answered.
+	// The agent may or may not have run the call.
+	ErrTimeout = errors.New("hub: call timed out")
+	// ErrClosed: the hub is shut down.
+	ErrClosed = errors.New("hub: closed")
+)
+
+// Authenticator checks an agent token.
+type Authenticator interface {
+	Authenticate(ctx context.Context, token string, want auth.Kind) (auth.Principal, error)
+}
+
+// Metrics receives tunnel counts. All methods must be safe for concurrent use.
+type Metrics interface {
+	AgentConnected(delta int)
+	TunnelConnect(reconnect bool)
+}
+
+// Event is an update an agent sent, with the user it belongs to.
+type Event struct {
+	UserID string
+	protocol.Event
+}
+
+// Options configure a Hub.
+type Options struct {
+	Auth   Authenticator
+	Logger *zap.Logger
+	// Metrics may be nil.
+	Metrics Metrics
+	// HandshakeTimeout bounds the time from upgrade to a valid Hello.
+	// Default 10 s.
+	HandshakeTimeout time.Duration
+	// DefaultTimeout is the deadline of a call whose context has none.
+	// Default 30 s.
+	DefaultTimeout time.Duration
+	// OnEvent, when set, receives every event agents send, in order per
+	// user. It must not block.
+	OnEvent func(Event)
+	// ReverifyInterval is how often live tunnels' tokens are checked again,
+	// so that a revoked agent token ends its tunnel. Default 30 s.
+	ReverifyInterval time.Duration
+}
+
+// Hub is the set of live agent tunnels. Create it with New.
+type Hub struct {
+	opts   Options
+	log    *zap.Logger
+	ctx    context.Context
+	cancel context.CancelFunc
+
+	mu     sync.Mutex
+	conns  map[string]*agentConn // by user id
+	seen   map[string]bool       // users connected before, for the reconnect metric
+	closed bool
+	wg     sync.WaitGroup
+}
+
+// New returns a Hub.
+func New(opts Options) (*Hub, error) {
+	if opts.Auth == nil {
+		return nil, errors.New("hub: Options.Auth is required")
+	}
+	if opts.Logger == nil {
+		opts.Logger = zap.NewNop()
+	}
+	if opts.HandshakeTimeout <= 0 {
+		opts.HandshakeTimeout = 10 * time.Second
+	}
+	if opts.DefaultTimeout <= 0 {
+		opts.DefaultTimeout = 30 * time.Second
+	}
+	if opts.ReverifyInterval <= 0 {
+		opts.ReverifyInterval = 30 * time.Second
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	h := &Hub{
+		opts:   opts,
+		log:    opts.Logger.Named("hub"),
+		ctx:    ctx,
+		cancel: cancel,
+		conns:  make(map[string]*agentConn),
+		seen:   make(map[string]bool),
+	}
+	h.wg.Add(1)
+	go h.reverifyLoop()
+	return h, nil
+}
+
+// Close ends every tunnel with CloseShuttingDown and waits for their
+// goroutines. It is idempotent.
+func (h *Hub) Close() error {
+	h.mu.Lock()
+	if h.closed {
+		h.mu.Unlock()
+		h.wg.Wait()
+		return nil
+	}
+	h.closed = true
+	conns := make([]*agentConn, 0, len(h.conns))
+	for _, c := range h.conns {
+		conns = append(conns, c)
+	}
+	h.mu.Unlock()
+	for _, c := range conns {
+		c.close(protocol.CloseShuttingDown, "relay shutting down")
+	}
+	h.cancel()
+	h.wg.Wait()
+	return nil
+}
+
+// Connected reports whether userID has a live tunnel.
+func (h *Hub) Connected(userID string) bool {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	_, ok := h.conns[userID]
+	return ok
+}
+
+// Info describes a live tunnel.
+type Info struct {
+	SessionID   string
+	Hello       protocol.Hello
+	ConnectedAt time.Time
+}
+
+// Info returns the handshake of userID's live tunnel.
+func (h *Hub) Info(userID string) (Info, bool) {
+	h.mu.Lock()
+	c, ok := h.conns[userID]
+	h.mu.Unlock()
+	if !ok {
+		return Info{}, false
+	}
+	return Info{SessionID: c.sessionID, Hello: c.hello, ConnectedAt: c.connectedAt}, true
+}
+
+// Call runs the RPC function fn with args on userID's agent and returns its
+// result. requestID, when set, makes a write run at most once on the agent.
+// Errors: ErrNotConnected, ErrConnectionLost, ErrTimeout, ErrClosed, or the
+// agent's *protocol.Error.
+func (h *Hub) Call(ctx context.Context, userID, fn, requestID string, args json.RawMessage) (json.RawMessage, error) {
+	h.mu.Lock()
+	c := h.conns[userID]
+	h.mu.Unlock()
+	if c == nil {
+		return nil, ErrNotConnected
+	}
+	if _, ok := ctx.Deadline(); !ok {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, h.opts.DefaultTimeout)
+		defer cancel()
+	}
+	req := protocol.Request{Fn: fn, RequestID: requestID, Args: args}
+	if dedicatedStream(fn) {
+		return c.callOnOwnStream(ctx, req)
+	}
+	return c.rpc.call(ctx, req)
+}
+
+// dedicatedStream reports whether fn's replies may be large enough to hold
+// up other calls on a shared stream.
+func dedicatedStream(fn string) bool { return fn == protocol.FnGetBars }
+
+// register makes c the user's tunnel, replacing an older one.
+func (h *Hub) register(c *agentConn) error {
+	h.mu.Lock()
+	if h.closed {
+		h.mu.Unlock()
+		return ErrClosed
+	}
+	old := h.conns[c.userID]
+	h.conns[c.userID] = c
+	reconnect := h.seen[c.userID]
+	h.seen[c.userID] = true
+	h.mu.Unlock()
+	if old != nil {
+		old.log.Info("tunnel replaced by a newer connection", zap.String("newSession", c.sessionID))
+		old.close(protocol.CloseReplaced, "replaced by a newer connection")
+	} else if h.opts.Metrics != nil {
+		h.opts.Metrics.AgentConnected(1)
+	}
+	if h.opts.Metrics != nil {
+		h.opts.Metrics.TunnelConnect(reconnect)
+	}
+	return nil
+}
+
+func (h *Hub) unregister(c *agentConn) {
+	h.mu.Lock()
+	removed := h.conns[c.userID] == c
+	if removed {
+		delete(h.conns, c.userID)
+	}
+	h.mu.Unlock()
+	if removed && h.opts.Metrics != nil {
+		h.opts.Metrics.AgentConnected(-1)
+	}
+}
+
+// reverifyLoop ends tunnels whose agent token was revoked.
+func (h *Hub) reverifyLoop() {
+	defer h.wg.Done()
+	t := time.NewTicker(h.opts.ReverifyInterval)
+	defer t.Stop()
+	for {
+		select {
+		case <-h.ctx.Done():
+			return
+		case <-t.C:
+		}
+		h.mu.Lock()
+		conns := make([]*agentConn, 0, len(h.conns))
+		for _, c := range h.conns {
+			conns = append(conns, c)
+		}
+		h.mu.Unlock()
+		for _, c := range conns {
+			ctx, cancel := context.WithTimeout(h.ctx, 5*time.Second)
+			_, err := h.opts.Auth.Authenticate(ctx, c.token, auth.KindAgent)
+			cancel()
+			if errors.Is(err, auth.ErrUnauthorized) {
+				c.log.Info("agent token no longer valid; closing tunnel")
+				c.close(protocol.CloseRevoked, "agent token revoked")
+			}
+		}
+	}
+}
+
+// ServeHTTP handles GET /v1/agent/connect.
+func (h *Hub) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	token, ok := auth.BearerToken(r.Header)
+	if !ok {
+		httpapi.WriteError(w, http.StatusUnauthorized, httpapi.Error{Code: "unauthorized", Detail: "an agent token is required"})
+		return
+	}
+	p, err := h.opts.Auth.Authenticate(r.Context(), token, auth.KindAgent)
+	if err != nil {
+		if errors.Is(err, auth.ErrUnauthorized) {
+			httpapi.WriteError(w, http.StatusUnauthorized, httpapi.Error{Code: "unauthorized", Detail: "the agent token is missing, malformed or revoked"})
+			return
+		}
+		h.log.Error("authenticating agent", zap.Error(err))
+		httpapi.WriteError(w, http.StatusServiceUnavailable, httpapi.Error{Code: "storage_unavailable", Detail: "the relay cannot check tokens right now; retry shortly", RetryAfter: 5})
+		return
+	}
+	version, offered := negotiate(r)
+	if version == 0 {
+		detail := "the agent must offer WebSocket subprotocol " + protocol.Subprotocol(protocol.ProtocolVersion)
+		if offered {
+			detail = fmt.Sprintf("this relay speaks tunnel protocol versions %d to %d; upgrade the agent", protocol.MinProtocolVersion, protocol.ProtocolVersion)
+		}
+		httpapi.WriteError(w, http.StatusBadRequest, httpapi.Error{Code: "protocol_version_unsupported", Detail: detail})
+		return
+	}
+	h.mu.Lock()
+	closed := h.closed
+	if !closed {
+		h.wg.Add(1)
+	}
+	h.mu.Unlock()
+	if closed {
+		httpapi.WriteError(w, http.StatusServiceUnavailable, httpapi.Error{Code: "shutting_down", Detail: "the relay is shutting down", RetryAfter: 1})
+		return
+	}
+	defer h.wg.Done()
+	ws, err := websocket.Accept(w, r, &websocket.AcceptOptions{
+		Subprotocols:       []string{protocol.Subprotocol(version)},
+		CompressionMode:    websocket.CompressionDisabled,
+		InsecureSkipVerify: true, // agents are not browsers; the token is the credential
+	})
+	if err != nil {
+		h.log.Debug("websocket upgrade failed", zap.Error(err))
+		return
+	}
+	h.serveTunnel(ws, p, token, version)
+}
+
+// negotiate returns the highest protocol version both sides speak (0 when
+// none) and whether the client offered any of ours.
+func negotiate(r *http.Request) (int, bool) {
+	best, offered := 0, false
+	for _, s := range websocketSubprotocols(r) {
+		v, ok := protocol.ParseSubprotocol(s)
+		if !ok {
+			continue
+		}
+		offered = true
+		if v >= protocol.MinProtocolVersion && v <= protocol.ProtocolVersion && v > best {
+			best = v
+		}
+	}
+	return best, offered
+}
+
+func websocketSubprotocols(r *http.Request) []string {
+	var out []string
+	for _, h := range r.Header.Values("Sec-WebSocket-Protocol") {
+		for _, s := range splitComma(h) {
+			out = append(out, s)
+		}
+	}
+	return out
+}
+
+func splitComma(s string) []string {
+	var out []string
+	start := 0
+	for i := 0; i <= len(s); i++ {
+		if i == len(s) || s[i] == ',' {
+			part := s[start:i]
+			for len(part) > 0 && (part[0] == ' ' || part[0] == '\t') {
+				part = part[1:]
+			}
+			for len(part) > 0 && (part[len(part)-1] == ' ' || part[len(part)-1] == '\t') {
+				part = part[:len(part)-1]
+			}
+			if part != "" {
+				out = append(out, part)
+			}
+			start = i + 1
+		}
+	}
+	return out
+}
+
+func newSessionID() string {
+	var b [12]byte
+	_, _ = rand.Read(b[:])
+	return "tun_" + hex.EncodeToString(b[:])
+}

@@ -1,0 +1,122 @@
+// Package metrics holds the relay's Prometheus metrics: HTTP requests by
+// route and status with latency histograms, connected agents and tunnel
+// (re)connections. The relay serves them at GET /metrics.
+package metrics
+
+import (
+	"net/http"
+	"strconv"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	"tradebridge/protocol"
+)
+
+// Metrics is the relay's metric set, on a registry of its own.
+type Metrics struct {
+	reg        *prometheus.Registry
+	requests   *prometheus.CounterVec
+	latency    *prometheus.HistogramVec
+	agents     prometheus.Gauge
+	connects   prometheus.Counter
+	reconnects prometheus.Counter
+}
+
+// New returns a Metrics with the Go runtime and process collectors.
+func New() *Metrics {
+	m := &Metrics{
+		reg: prometheus.NewRegistry(),
+		requests: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "relay_http_requests_total",
+			Help: "HTTP requests by route pattern and status code.",
+		}, []string{"route", "code"}),
+		latency: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name:    "relay_http_request_duration_seconds",
+			Help:    "HTTP request latency by route pattern.",
+			Buckets: []float64{.0001, .00025, .0005, .001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10, 30},
+		}, []string{"route"}),
+		agents: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "relay_agents_connected",
+			Help: "Agents with a live tunnel to this relay.",
+		}),
+		connects: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "relay_tunnel_connects_total",
+			Help: "Agent tunnels established.",
+		}),
+		reconnects: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "relay_tunnel_reconnects_total",
+			Help: "Agent tunnels established by users that had connected before since the relay started.",
+		}),
+	}
+	m.reg.MustRegister(m.requests, m.latency, m.agents, m.connects, m.reconnects,
+		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	return m
+}
+
+// Handler serves the metrics in the Prometheus text format.
+func (m *Metrics) Handler() http.Handler {
+	return promhttp.HandlerFor(m.reg, promhttp.HandlerOpts{})
+}
+
+// Registry returns the registry, for tests and extra collectors.
+func (m *Metrics) Registry() *prometheus.Registry { return m.reg }
+
+// AgentConnected moves the connected-agents gauge by delta.
+func (m *Metrics) AgentConnected(delta int) { m.agents.Add(float64(delta)) }
+
+// TunnelConnect counts an established tunnel.
+func (m *Metrics) TunnelConnect(reconnect bool) {
+	m.connects.Inc()
+	if reconnect {
+		m.reconnects.Inc()
+	}
+}
+
+// Middleware counts and times requests to next, which must be the
+// http.ServeMux whose patterns name the routes. Tunnel upgrades are counted
+// but not timed: their "latency" is the tunnel's lifetime.
+func (m *Metrics) Middleware(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		start := time.Now()
+		sw := &statusWriter{ResponseWriter: w}
+		next.ServeHTTP(sw, r)
+		route := r.Pattern
+		if route == "" {
+			route = "unmatched"
+		}
+		status := sw.status
+		if status == 0 {
+			status = http.StatusOK
+		}
+		m.requests.WithLabelValues(route, strconv.Itoa(status)).Inc()
+		if status != http.StatusSwitchingProtocols && route != "GET "+protocol.ConnectPath {
+			m.latency.WithLabelValues(route).Observe(time.Since(start).Seconds())
+		}
+	})
+}
+
+type statusWriter struct {
+	http.ResponseWriter
+	status int
+}
+
+func (w *statusWriter) WriteHeader(code int) {
+	if w.status == 0 {
+		w.status = code
+	}
+	w.ResponseWriter.WriteHeader(code)
+}
+
+func (w *statusWriter) Write(p []byte) (int, error) {
+	if w.status == 0 {
+		w.status = http.StatusOK
+	}
+	return w.ResponseWriter.Write(p)
+}
+
+// Unwrap lets http.ResponseController and WebSocket upgrades reach the
+// underlying writer.
+func (w *statusWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }

@@ -1,0 +1,148 @@
+// Package relay is the cloud service bot authors call. It wires the store
+// (relay/store), token checks (relay/auth), the agent tunnels (relay/hub),
+// the trading API (relay/api) and metrics (relay/metrics) into one HTTP
+// server with timeouts and a graceful shutdown that also ends the tunnels.
+package relay
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"time"
+
+	"go.uber.org/zap"
+
+	"tradebridge/protocol"
+	"tradebridge/relay/api"
+	"tradebridge/relay/auth"
+	"tradebridge/relay/httpapi"
+	"tradebridge/relay/hub"
+	"tradebridge/relay/metrics"
+	"tradebridge/relay/store"
+)
+
+// Options configure a Relay.
+type Options struct {
+	// Store is the durable store; the Relay does not close it.
+	Store  store.Store
+	Logger *zap.Logger
+	// ShutdownTimeout bounds the graceful shutdown. Default 10 s.
+	ShutdownTimeout time.Duration
+	// AuthCacheTTL is how long a checked token is trusted before it is
+	// looked up again, and so how long a revocation may take to apply.
+	// Default 2 s.
+	AuthCacheTTL time.Duration
+	// Hub tunes the tunnels; Auth, Logger and Metrics in it are filled by
+	// the Relay.
+	Hub hub.Options
+}
+
+// Relay is the relay service.
+type Relay struct {
+	opts    Options
+	log     *zap.Logger
+	hub     *hub.Hub
+	metrics *metrics.Metrics
+	handler http.Handler
+}
+
+// New builds a Relay.
+func New(opts Options) (*Relay, error) {
+	if opts.Store == nil {
+		return nil, errors.New("relay: Options.Store is required")
+	}
+	if opts.Logger == nil {
+		opts.Logger = zap.NewNop()
+	}
+	if opts.ShutdownTimeout <= 0 {
+		opts.ShutdownTimeout = 10 * time.Second
+	}
+	authn, err := auth.New(auth.Options{Store: opts.Store, CacheTTL: opts.AuthCacheTTL, Logger: opts.Logger.Named("auth")})
+	if err != nil {
+		return nil, err
+	}
+	m := metrics.New()
+	hopts := opts.Hub
+	hopts.Auth = authn
+	hopts.Logger = opts.Logger
+	hopts.Metrics = m
+	h, err := hub.New(hopts)
+	if err != nil {
+		return nil, err
+	}
+	a, err := api.New(api.Options{Caller: h, Auth: authn, Logger: opts.Logger})
+	if err != nil {
+		h.Close()
+		return nil, err
+	}
+	r := &Relay{opts: opts, log: opts.Logger.Named("relay"), hub: h, metrics: m}
+
+	mux := http.NewServeMux()
+	mux.Handle("GET "+protocol.ConnectPath, h)
+	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) {
+		httpapi.Write(w, http.StatusOK, map[string]string{"status": "ok"})
+	})
+	mux.HandleFunc("GET /readyz", r.ready)
+	mux.Handle("GET /metrics", m.Handler())
+	a.Register(mux)
+	mux.HandleFunc("/", fallback(mux))
+	r.handler = m.Middleware(mux)
+	return r, nil
+}
+
+// Handler returns the relay's HTTP handler.
+func (r *Relay) Handler() http.Handler { return r.handler }
+
+// Hub returns the relay's tunnel hub.
+func (r *Relay) Hub() *hub.Hub { return r.hub }
+
+// ready answers 200 when the store answers.
+func (r *Relay) ready(w http.ResponseWriter, req *http.Request) {
+	ctx, cancel := context.WithTimeout(req.Context(), 2*time.Second)
+	defer cancel()
+	if err := r.opts.Store.Ping(ctx); err != nil {
+		r.log.Warn("readiness: store unavailable", zap.Error(err))
+		httpapi.WriteError(w, http.StatusServiceUnavailable, httpapi.Error{Code: "storage_unavailable", Detail: "the store does not answer"})
+		return
+	}
+	httpapi.Write(w, http.StatusOK, map[string]string{"status": "ready"})
+}
+
+// Serve answers HTTP on ln until ctx ends, then shuts down gracefully:
+// it stops accepting, lets running requests finish within ShutdownTimeout,
+// and closes every agent tunnel.
+func (r *Relay) Serve(ctx context.Context, ln net.Listener) error {
+	srv := &http.Server{
+		Handler:           r.handler,
+		ReadHeaderTimeout: 10 * time.Second,
+		IdleTimeout:       120 * time.Second,
+		MaxHeaderBytes:    64 << 10,
+		ErrorLog:          zap.NewStdLog(r.log.Named("http")),
+		BaseContext:       func(net.Listener) context.Context { return context.WithoutCancel(ctx) },
+	}
+	errc := make(chan error, 1)
+	go func() { errc <- srv.Serve(ln) }()
+	r.log.Info("relay listening", zap.String("addr", ln.Addr().String()))
+	select {
+	case err := <-errc:
+		r.hub.Close()
+		return fmt.Errorf("relay: serve: %w", err)
+	case <-ctx.Done():
+	}
+	r.log.Info("relay shutting down")
+	sctx, cancel := context.WithTimeout(context.Background(), r.opts.ShutdownTimeout)
+	defer cancel()
+	err := srv.Shutdown(sctx)
+	r.hub.Close()
+	<-errc
+	if err != nil {
+		return fmt.Errorf("relay: shutdown: %w", err)
+	}
+	return nil
+}
+
+// Close releases the relay's tunnels. Serve calls it on shutdown; it is
+// idempotent.
+func (r *Relay) Close() error { return r.hub.Close() }

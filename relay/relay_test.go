@@ -1,0 +1,448 @@
+package relay_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"io"
+	"net"
+	"net/http"
+	"sort"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+	"go.uber.org/goleak"
+	"go.uber.org/zap"
+	"go.uber.org/zap/zapcore"
+	"go.uber.org/zap/zaptest/observer"
+
+	"tradebridge/agent"
+	"tradebridge/agent/bridge/sim"
+	"tradebridge/relay"
+	"tradebridge/relay/auth"
+	"tradebridge/relay/store"
+)
+
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+
+// system is a real relay on a loopback port with real agents on simulators,
+// as the two binaries run them.
+type system struct {
+	t      testing.TB
+	st     *store.SQLite
+	logs   *observer.ObservedLogs
+	log    *zap.Logger
+	addr   string
+	base   string
+	stop   func()
+	users  map[string]auth.Credentials
+	client *http.Client
+}
+
+func newSystem(t testing.TB) *system {
+	t.Helper()
+	core, logs := observer.New(zapcore.DebugLevel)
+	log := zap.New(core)
+	st, err := store.Open(context.Background(), store.Options{Dir: t.TempDir()})
+	require.NoError(t, err)
+	s := &system{t: t, st: st, logs: logs, log: log, users: map[string]auth.Credentials{},
+		client: &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 128}}}
+	for name, plan := range map[string]auth.Plan{"alice": auth.PlanPro, "bob": auth.PlanElite, "carol": auth.PlanFree} {
+		creds, err := auth.CreateUser(context.Background(), st, name, plan, time.Now())
+		require.NoError(t, err)
+		s.users[name] = creds
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	s.addr = ln.Addr().String()
+	s.base = "http://" + s.addr
+	s.serve(ln)
+	t.Cleanup(func() {
+		s.stop()
+		s.client.CloseIdleConnections()
+		st.Close()
+	})
+	return s
+}
+
+// serve runs a relay on ln until s.stop.
+func (s *system) serve(ln net.Listener) {
+	r, err := relay.New(relay.Options{Store: s.st, Logger: s.log, AuthCacheTTL: 50 * time.Millisecond})
+	require.NoError(s.t, err)
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- r.Serve(ctx, ln) }()
+	s.stop = func() {
+		cancel()
+		require.NoError(s.t, <-done)
+	}
+}
+
+// restart stops the relay and starts a new one on the same address.
+func (s *system) restart() {
+	s.stop()
+	var ln net.Listener
+	require.Eventually(s.t, func() bool {
+		var err error
+		ln, err = net.Listen("tcp", s.addr)
+		return err == nil
+	}, 5*time.Second, 10*time.Millisecond)
+	s.serve(ln)
+}
+
+type runningAgent struct {
+	a    *agent.Agent
+	sim  *sim.Platform
+	done chan struct{}
+}
+
+func (s *system) startAgent(user string) *runningAgent {
+	s.t.Helper()
+	p, err := sim.New(sim.Options{Seed: 1})
+	require.NoError(s.t, err)
+	a, err := agent.New(agent.Options{RelayURL: s.base, Token: s.users[user].AgentToken, Platform: p, Logger: s.log.Named(user)})
+	require.NoError(s.t, err)
+	ra := &runningAgent{a: a, sim: p, done: make(chan struct{})}
+	go func() {
+		defer close(ra.done)
+		_ = a.Run(context.Background())
+	}()
+	s.t.Cleanup(ra.stop)
+	require.Eventually(s.t, a.Connected, 5*time.Second, 5*time.Millisecond)
+	return ra
+}
+
+func (ra *runningAgent) stop() {
+	ra.a.Close()
+	<-ra.done
+	ra.sim.Close()
+}
+
+type response struct {
+	Status  int
+	Header  http.Header
+	Success bool            `json:"success"`
+	Data    json.RawMessage `json:"data"`
+	Error   string          `json:"error"`
+	Detail  string          `json:"detail"`
+	OrderID string          `json:"orderId"`
+	raw     []byte
+}
+
+func (s *system) do(method, path, token, body string, header ...string) response {
+	s.t.Helper()
+	var rd io.Reader
+	if body != "" {
+		rd = strings.NewReader(body)
+	}
+	req, err := http.NewRequest(method, s.base+path, rd)
+	require.NoError(s.t, err)
+	if token != "" {
+		req.Header.Set("Authorization", "Bearer "+token)
+	}
+	if body != "" {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	for i := 0; i+1 < len(header); i += 2 {
+		req.Header.Set(header[i], header[i+1])
+	}
+	resp, err := s.client.Do(req)
+	require.NoError(s.t, err)
+	defer resp.Body.Close()
+	raw, err := io.ReadAll(resp.Body)
+	require.NoError(s.t, err)
+	r := response{Status: resp.StatusCode, Header: resp.Header, raw: raw}
+	if strings.HasPrefix(resp.Header.Get("Content-Type"), "application/json") {
+		require.NoError(s.t, json.Unmarshal(raw, &r), string(raw))
+	}
+	return r
+}
+
+const marketBuy = `{"action":"BUY","instrument":"ES","orderType":"Market","quantity":2,"timeInForce":"Day"}`
+
+func TestTradingRoundTrip(t *testing.T) {
+	s := newSystem(t)
+	s.startAgent("alice")
+	tok := s.users["alice"].APIToken
+
+	r := s.do("GET", "/v1/api/accounts", tok, "")
+	require.Equal(t, http.StatusOK, r.Status, string(r.raw))
+	require.True(t, r.Success)
+	var accounts []struct {
+		Name string `json:"name"`
+		Item struct {
+			CashValue float64 `json:"cashValue"`
+		} `json:"item"`
+	}
+	require.NoError(t, json.Unmarshal(r.Data, &accounts))
+	require.Len(t, accounts, 2)
+	require.Equal(t, "Sim101", accounts[0].Name)
+	require.Equal(t, "Sim102", accounts[1].Name)
+	require.Equal(t, 100_000.0, accounts[0].Item.CashValue)
+
+	r = s.do("GET", "/v1/api/accounts/Sim102", tok, "")
+	require.Equal(t, http.StatusOK, r.Status)
+	require.Contains(t, string(r.Data), `"name":"Sim102"`)
+
+	r = s.do("GET", "/v1/api/accounts/Nope", tok, "")
+	require.Equal(t, http.StatusBadRequest, r.Status)
+	require.Equal(t, "account_not_found", r.Error)
+
+	r = s.do("POST", "/v1/api/accounts/Sim101/orders/place", tok, marketBuy)
+	require.Equal(t, http.StatusOK, r.Status, string(r.raw))
+	require.NotEmpty(t, r.OrderID, "the order id is also at the top level")
+	var placed struct {
+		OrderID string `json:"orderId"`
+		Order   struct {
+			OrderState string `json:"orderState"`
+			Filled     int    `json:"filled"`
+			Instrument string `json:"instrument"`
+		} `json:"order"`
+	}
+	require.NoError(t, json.Unmarshal(r.Data, &placed))
+	require.Equal(t, r.OrderID, placed.OrderID)
+	require.Equal(t, "Filled", placed.Order.OrderState)
+	require.Equal(t, 2, placed.Order.Filled)
+
+	r = s.do("GET", "/v1/api/accounts/Sim101/positions", tok, "")
+	require.Equal(t, http.StatusOK, r.Status)
+	var positions []struct {
+		Instrument     string `json:"instrument"`
+		MarketPosition string `json:"marketPosition"`
+		Quantity       int    `json:"quantity"`
+	}
+	require.NoError(t, json.Unmarshal(r.Data, &positions))
+	require.Len(t, positions, 1)
+	require.Equal(t, "Long", positions[0].MarketPosition)
+	require.Equal(t, 2, positions[0].Quantity)
+	require.Equal(t, placed.Order.Instrument, positions[0].Instrument)
+
+	// Bad orders are refused and place nothing.
+	r = s.do("POST", "/v1/api/accounts/Sim102/orders/place", tok, `{"action":"Buy","instrument":"ES","orderType":"Limit","quantity":1,"timeInForce":"Day"}`)
+	require.Equal(t, http.StatusBadRequest, r.Status)
+	require.Equal(t, "missing_required_fields", r.Error)
+	require.Contains(t, r.Detail, "limitPrice")
+	r = s.do("POST", "/v1/api/accounts/Sim102/orders/place", tok, `{"action":"Buy","instrument":"ZZTOP","orderType":"Market","quantity":1,"timeInForce":"Day"}`)
+	require.Equal(t, http.StatusBadRequest, r.Status)
+	require.Equal(t, "invalid_instrument", r.Error)
+	require.NotContains(t, string(r.raw), "ZZTOP", "errors never echo the caller's input")
+	r = s.do("POST", "/v1/api/accounts/Sim102/orders/place", tok, `{"action":"Buy","action":"Sell"}`)
+	require.Equal(t, http.StatusBadRequest, r.Status)
+	require.Equal(t, "invalid_json", r.Error)
+	r = s.do("GET", "/v1/api/accounts/Sim102/positions", tok, "")
+	require.JSONEq(t, `[]`, string(r.Data))
+}
+
+func TestIdempotentOrderID(t *testing.T) {
+	s := newSystem(t)
+	s.startAgent("alice")
+	tok := s.users["alice"].APIToken
+	body := `{"action":"Buy","instrument":"ES","orderType":"Market","quantity":1,"timeInForce":"Day","orderId":"my-order-1"}`
+	first := s.do("POST", "/v1/api/accounts/Sim101/orders/place", tok, body)
+	require.Equal(t, http.StatusOK, first.Status, string(first.raw))
+	again := s.do("POST", "/v1/api/accounts/Sim101/orders/place", tok, body)
+	require.Equal(t, http.StatusOK, again.Status)
+	require.Equal(t, first.OrderID, again.OrderID)
+	r := s.do("GET", "/v1/api/accounts/Sim101/positions", tok, "")
+	require.Contains(t, string(r.Data), `"quantity":1`, "the repeat placed nothing")
+}
+
+func TestAuthAndPlan(t *testing.T) {
+	s := newSystem(t)
+	s.startAgent("alice")
+	for _, tc := range []struct {
+		name, token string
+		status      int
+		code        string
+	}{
+		{"missing", "", http.StatusUnauthorized, "unauthorized"},
+		{"malformed", "not-a-token", http.StatusUnauthorized, "unauthorized"},
+		{"agent token as API token", s.users["alice"].AgentToken, http.StatusUnauthorized, "unauthorized"},
+		{"unknown", "tb_api_" + strings.Repeat("A", 43), http.StatusUnauthorized, "unauthorized"},
+		{"free plan", s.users["carol"].APIToken, http.StatusForbidden, "plan_required"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r := s.do("GET", "/v1/api/accounts", tc.token, "")
+			require.Equal(t, tc.status, r.Status)
+			require.False(t, r.Success)
+			require.Equal(t, tc.code, r.Error)
+		})
+	}
+	// Revocation applies within the cache TTL.
+	tok := s.users["alice"].APIToken
+	require.Equal(t, http.StatusOK, s.do("GET", "/v1/api/accounts", tok, "").Status)
+	require.NoError(t, auth.RevokeToken(context.Background(), s.st, tok, time.Now()))
+	require.Eventually(t, func() bool {
+		return s.do("GET", "/v1/api/accounts", tok, "").Status == http.StatusUnauthorized
+	}, 2*time.Second, 20*time.Millisecond)
+}
+
+func TestNoAgent(t *testing.T) {
+	s := newSystem(t)
+	start := time.Now()
+	r := s.do("GET", "/v1/api/accounts", s.users["alice"].APIToken, "")
+	require.Less(t, time.Since(start), 100*time.Millisecond)
+	require.Equal(t, http.StatusRequestTimeout, r.Status)
+	require.Equal(t, "addon_disconnected", r.Error)
+	require.NotEmpty(t, r.Detail)
+}
+
+func TestUsersNeverReachEachOther(t *testing.T) {
+	s := newSystem(t)
+	alice := s.startAgent("alice")
+	bob := s.startAgent("bob")
+	r := s.do("POST", "/v1/api/accounts/Sim101/orders/place", s.users["alice"].APIToken, marketBuy)
+	require.Equal(t, http.StatusOK, r.Status)
+	// Both simulators have an account Sim101; only alice's traded.
+	ps, err := alice.sim.Positions(context.Background(), "Sim101")
+	require.NoError(t, err)
+	require.Len(t, ps, 1)
+	ps, err = bob.sim.Positions(context.Background(), "Sim101")
+	require.NoError(t, err)
+	require.Empty(t, ps)
+	r = s.do("GET", "/v1/api/accounts/Sim101/positions", s.users["bob"].APIToken, "")
+	require.JSONEq(t, `[]`, string(r.Data))
+}
+
+func TestRelayRestart(t *testing.T) {
+	s := newSystem(t)
+	ra := s.startAgent("alice")
+	tok := s.users["alice"].APIToken
+	require.Equal(t, http.StatusOK, s.do("GET", "/v1/api/accounts", tok, "").Status)
+	s.restart()
+	s.client.CloseIdleConnections()
+	require.Eventually(t, func() bool {
+		return s.do("GET", "/v1/api/accounts", tok, "").Status == http.StatusOK
+	}, 10*time.Second, 20*time.Millisecond, "the agent reconnects by itself")
+	require.True(t, ra.a.Connected())
+}
+
+func TestHTTPSurface(t *testing.T) {
+	s := newSystem(t)
+	s.startAgent("alice")
+	tok := s.users["alice"].APIToken
+
+	r := s.do("GET", "/v1/api/nothing-here", tok, "")
+	require.Equal(t, http.StatusNotFound, r.Status)
+	require.Equal(t, "not_found", r.Error)
+	r = s.do("DELETE", "/v1/api/accounts", tok, "")
+	require.Equal(t, http.StatusMethodNotAllowed, r.Status)
+	require.Equal(t, "method_not_allowed", r.Error)
+	require.Contains(t, r.Header.Get("Allow"), "GET")
+	r = s.do("GET", "/v1/api/accounts", tok, `{"a":1}`)
+	require.Equal(t, http.StatusBadRequest, r.Status)
+	require.Equal(t, "unexpected_body", r.Error)
+	require.Equal(t, http.StatusOK, s.do("GET", "/v1/api/accounts", tok, "").Status)
+
+	require.Equal(t, http.StatusOK, s.do("GET", "/healthz", "", "").Status)
+	require.Equal(t, http.StatusOK, s.do("GET", "/readyz", "", "").Status)
+	m := s.do("GET", "/metrics", "", "")
+	require.Equal(t, http.StatusOK, m.Status)
+	for _, want := range []string{
+		"relay_agents_connected 1",
+		"relay_tunnel_connects_total 1",
+		`relay_http_requests_total{code="200",route="GET /v1/api/accounts"}`,
+		`relay_http_request_duration_seconds_bucket{route="GET /v1/api/accounts"`,
+	} {
+		require.Contains(t, string(m.raw), want)
+	}
+}
+
+// Tokens never reach the logs, whatever happens.
+func TestLogsHoldNoTokens(t *testing.T) {
+	s := newSystem(t)
+	ra := s.startAgent("alice")
+	tok := s.users["alice"].APIToken
+	s.do("GET", "/v1/api/accounts", tok, "")
+	s.do("GET", "/v1/api/accounts", "tb_api_"+strings.Repeat("B", 43), "")
+	s.do("POST", "/v1/api/accounts/Sim101/orders/place", tok, marketBuy)
+	s.restart()
+	require.Eventually(t, ra.a.Connected, 10*time.Second, 10*time.Millisecond)
+	var all bytes.Buffer
+	for _, e := range s.logs.All() {
+		all.WriteString(e.Message)
+		for k, v := range e.ContextMap() {
+			all.WriteString(k)
+			b, _ := json.Marshal(v)
+			all.Write(b)
+		}
+	}
+	for _, u := range s.users {
+		require.NotContains(t, all.String(), u.APIToken)
+		require.NotContains(t, all.String(), u.AgentToken)
+		require.NotContains(t, all.String(), u.AgentToken[len("tb_agent_"):])
+	}
+	require.NotContains(t, all.String(), strings.Repeat("B", 43))
+}
+
+// BenchmarkRoundTrip compares a trading call through the whole system (HTTP →
+// relay → tunnel → agent → simulator → back) with a plain net/http handler
+// returning the same bytes, interleaving the two so both see the same
+// machine. It reports the medians and their ratio (target p50-ratio ≤ 1.5).
+func BenchmarkRoundTrip(b *testing.B) {
+	s := newSystem(b)
+	s.startAgent("alice")
+	tok := s.users["alice"].APIToken
+	const path = "/v1/api/accounts/Sim101/positions"
+	s.do("POST", "/v1/api/accounts/Sim101/orders/place", tok, marketBuy)
+	want := s.do("GET", path, tok, "").raw
+
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(b, err)
+	direct := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		_ = r.Header.Get("Authorization")
+		w.Header().Set("Content-Type", "application/json")
+		w.Write(want)
+	})}
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() { defer wg.Done(); direct.Serve(ln) }()
+	defer func() { direct.Close(); wg.Wait() }()
+
+	get := func(url string) time.Duration {
+		req, _ := http.NewRequest("GET", url, nil)
+		req.Header.Set("Authorization", "Bearer "+tok)
+		start := time.Now()
+		resp, err := s.client.Do(req)
+		if err != nil {
+			b.Fatal(err)
+		}
+		io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusOK {
+			b.Fatalf("status %d", resp.StatusCode)
+		}
+		return time.Since(start)
+	}
+	directURL, relayURL := "http://"+ln.Addr().String()+path, s.base+path
+	for range 200 { // warm up connections and code paths
+		get(directURL)
+		get(relayURL)
+	}
+	dd := make([]time.Duration, 0, b.N)
+	rd := make([]time.Duration, 0, b.N)
+	b.ResetTimer()
+	for range b.N {
+		dd = append(dd, get(directURL))
+		rd = append(rd, get(relayURL))
+	}
+	b.StopTimer()
+	reportLatency(b, "direct", dd)
+	reportLatency(b, "relay", rd)
+	b.ReportMetric(float64(pct(rd, 50))/float64(pct(dd, 50)), "p50-ratio")
+	b.ReportMetric(float64(pct(rd, 99))/float64(pct(dd, 99)), "p99-ratio")
+}
+
+func pct(d []time.Duration, p int) time.Duration {
+	s := append([]time.Duration(nil), d...)
+	sort.Slice(s, func(i, j int) bool { return s[i] < s[j] })
+	return s[(len(s)-1)*p/100]
+}
+
+func reportLatency(b *testing.B, name string, d []time.Duration) {
+	b.ReportMetric(float64(pct(d, 50).Nanoseconds())/1e3, name+"-p50-µs")
+	b.ReportMetric(float64(pct(d, 99).Nanoseconds())/1e3, name+"-p99-µs")
+}

@@ -1,0 +1,317 @@
+package store
+
+import (
+	"context"
+	"database/sql"
+	"embed"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"go.uber.org/zap"
+	"modernc.org/sqlite"
+	sqlite3 "modernc.org/sqlite/lib"
+)
+
+//go:embed migrations/*.sql
+var migrations embed.FS
+
+// FileName is the database file inside Options.Dir.
+const FileName = "relay.db"
+
+// Options configures Open.
+type Options struct {
+	// Dir is the data directory; it is created if missing. Required.
+	Dir string
+	// Logger receives migration notices. Nil means no logging.
+	Logger *zap.Logger
+}
+
+// SQLite is the Store of a one-machine relay.
+type SQLite struct {
+	db        *sql.DB
+	log       *zap.Logger
+	closeOnce sync.Once
+	closeErr  error
+}
+
+var _ Store = (*SQLite)(nil)
+
+// Open opens (creating if needed) the database in opts.Dir and migrates it
+// to the newest schema.
+func Open(ctx context.Context, opts Options) (*SQLite, error) {
+	if opts.Dir == "" {
+		return nil, errors.New("store: Options.Dir is required")
+	}
+	if opts.Logger == nil {
+		opts.Logger = zap.NewNop()
+	}
+	if err := os.MkdirAll(opts.Dir, 0o700); err != nil {
+		return nil, fmt.Errorf("store: create data directory: %w", err)
+	}
+	path := filepath.Join(opts.Dir, FileName)
+	dsn := "file:" + path + "?_txlock=immediate" +
+		"&_pragma=journal_mode(WAL)&_pragma=synchronous(FULL)" +
+		"&_pragma=busy_timeout(10000)&_pragma=foreign_keys(1)"
+	db, err := sql.Open("sqlite", dsn)
+	if err != nil {
+		return nil, fmt.Errorf("store: open %s: %w", path, err)
+	}
+	s := &SQLite{db: db, log: opts.Logger.Named("store")}
+	if err := s.migrate(ctx); err != nil {
+		db.Close()
+		return nil, err
+	}
+	return s, nil
+}
+
+// migrate applies the embedded migrations newer than the database's
+// user_version, each in its own transaction.
+func (s *SQLite) migrate(ctx context.Context) error {
+	files, err := fs.Glob(migrations, "migrations/*.sql")
+	if err != nil {
+		return fmt.Errorf("store: list migrations: %w", err)
+	}
+	sort.Strings(files)
+	var current int
+	if err := s.db.QueryRowContext(ctx, "PRAGMA user_version").Scan(&current); err != nil {
+		return fmt.Errorf("store: read schema version: %w", err)
+	}
+	if current > len(files) {
+		return fmt.Errorf("%w: version %d, this relay knows %d", ErrSchemaTooNew, current, len(files))
+	}
+	for i := current; i < len(files); i++ {
+		want := i + 1
+		name := filepath.Base(files[i])
+		if n, err := strconv.Atoi(strings.SplitN(name, "_", 2)[0]); err != nil || n != want {
+			return fmt.Errorf("store: migration %s is out of sequence (want %04d)", name, want)
+		}
+		body, err := migrations.ReadFile(files[i])
+		if err != nil {
+			return fmt.Errorf("store: read migration %s: %w", name, err)
+		}
+		err = s.tx(ctx, func(tx *sql.Tx) error {
+			if _, err := tx.ExecContext(ctx, string(body)); err != nil {
+				return err
+			}
+			_, err := tx.ExecContext(ctx, fmt.Sprintf("PRAGMA user_version = %d", want))
+			return err
+		})
+		if err != nil {
+			return fmt.Errorf("store: migration %s: %w", name, err)
+		}
+		s.log.Info("schema migrated", zap.Int("version", want), zap.String("migration", name))
+	}
+	return nil
+}
+
+// SchemaVersion reports the database's schema version.
+func (s *SQLite) SchemaVersion(ctx context.Context) (int, error) {
+	var v int
+	err := s.db.QueryRowContext(ctx, "PRAGMA user_version").Scan(&v)
+	return v, err
+}
+
+func (s *SQLite) tx(ctx context.Context, fn func(*sql.Tx) error) error {
+	tx, err := s.db.BeginTx(ctx, nil)
+	if err != nil {
+		return err
+	}
+	if err := fn(tx); err != nil {
+		_ = tx.Rollback()
+		return err
+	}
+	return tx.Commit()
+}
+
+func millis(t time.Time) int64 { return t.UnixMilli() }
+
+func fromMillis(ms sql.NullInt64) time.Time {
+	if !ms.Valid {
+		return time.Time{}
+	}
+	return time.UnixMilli(ms.Int64).UTC()
+}
+
+// isConstraint reports a UNIQUE or PRIMARY KEY violation.
+func isConstraint(err error) bool {
+	var se *sqlite.Error
+	if errors.As(err, &se) {
+		switch se.Code() {
+		case sqlite3.SQLITE_CONSTRAINT_PRIMARYKEY, sqlite3.SQLITE_CONSTRAINT_UNIQUE:
+			return true
+		}
+	}
+	return false
+}
+
+func insertToken(ctx context.Context, tx *sql.Tx, t Token) error {
+	_, err := tx.ExecContext(ctx,
+		"INSERT INTO tokens (hash, user_id, kind, created_at) VALUES (?, ?, ?, ?)",
+		t.Hash, t.UserID, t.Kind, millis(t.CreatedAt))
+	if isConstraint(err) {
+		return ErrConflict
+	}
+	return err
+}
+
+// CreateUser implements Store.
+func (s *SQLite) CreateUser(ctx context.Context, u User, tokens ...Token) error {
+	err := s.tx(ctx, func(tx *sql.Tx) error {
+		_, err := tx.ExecContext(ctx,
+			"INSERT INTO users (id, name, plan, disabled, created_at) VALUES (?, ?, ?, ?, ?)",
+			u.ID, u.Name, u.Plan, u.Disabled, millis(u.CreatedAt))
+		if isConstraint(err) {
+			return ErrConflict
+		}
+		if err != nil {
+			return err
+		}
+		for _, t := range tokens {
+			if t.UserID != u.ID {
+				return fmt.Errorf("store: token for user %s given with user %s", t.UserID, u.ID)
+			}
+			if err := insertToken(ctx, tx, t); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	return wrap("create user", err)
+}
+
+const userColumns = "users.id, users.name, users.plan, users.disabled, users.created_at"
+
+func scanUser(row interface{ Scan(...any) error }, extra ...any) (User, error) {
+	var u User
+	var created sql.NullInt64
+	dest := append([]any{&u.ID, &u.Name, &u.Plan, &u.Disabled, &created}, extra...)
+	if err := row.Scan(dest...); err != nil {
+		if errors.Is(err, sql.ErrNoRows) {
+			return User{}, ErrNotFound
+		}
+		return User{}, err
+	}
+	u.CreatedAt = fromMillis(created)
+	return u, nil
+}
+
+// User implements Store.
+func (s *SQLite) User(ctx context.Context, id string) (User, error) {
+	u, err := scanUser(s.db.QueryRowContext(ctx, "SELECT "+userColumns+" FROM users WHERE id = ?", id))
+	return u, wrap("read user", err)
+}
+
+// SetUserDisabled implements Store.
+func (s *SQLite) SetUserDisabled(ctx context.Context, id string, disabled bool) error {
+	res, err := s.db.ExecContext(ctx, "UPDATE users SET disabled = ? WHERE id = ?", disabled, id)
+	return wrap("update user", affected(res, err))
+}
+
+// AddToken implements Store.
+func (s *SQLite) AddToken(ctx context.Context, t Token) error {
+	err := s.tx(ctx, func(tx *sql.Tx) error {
+		var one int
+		err := tx.QueryRowContext(ctx, "SELECT 1 FROM users WHERE id = ?", t.UserID).Scan(&one)
+		if errors.Is(err, sql.ErrNoRows) {
+			return ErrNotFound
+		}
+		if err != nil {
+			return err
+		}
+		return insertToken(ctx, tx, t)
+	})
+	return wrap("add token", err)
+}
+
+// LookupToken implements Store.
+func (s *SQLite) LookupToken(ctx context.Context, hash string) (Token, User, error) {
+	t := Token{Hash: hash}
+	var created, revoked sql.NullInt64
+	u, err := scanUser(s.db.QueryRowContext(ctx,
+		"SELECT "+userColumns+", tokens.kind, tokens.created_at, tokens.revoked_at"+
+			" FROM tokens JOIN users ON users.id = tokens.user_id WHERE tokens.hash = ?", hash),
+		&t.Kind, &created, &revoked)
+	if err != nil {
+		return Token{}, User{}, wrap("look up token", err)
+	}
+	t.UserID = u.ID
+	t.CreatedAt = fromMillis(created)
+	t.RevokedAt = fromMillis(revoked)
+	return t, u, nil
+}
+
+// RevokeToken implements Store.
+func (s *SQLite) RevokeToken(ctx context.Context, hash string, at time.Time) error {
+	err := s.tx(ctx, func(tx *sql.Tx) error {
+		res, err := tx.ExecContext(ctx,
+			"UPDATE tokens SET revoked_at = COALESCE(revoked_at, ?) WHERE hash = ?", millis(at), hash)
+		return affected(res, err)
+	})
+	return wrap("revoke token", err)
+}
+
+// RevokeUserTokens implements Store.
+func (s *SQLite) RevokeUserTokens(ctx context.Context, userID, kind string, at time.Time) (int, error) {
+	var n int64
+	err := s.tx(ctx, func(tx *sql.Tx) error {
+		var one int
+		err := tx.QueryRowContext(ctx, "SELECT 1 FROM users WHERE id = ?", userID).Scan(&one)
+		if errors.Is(err, sql.ErrNoRows) {
+			return ErrNotFound
+		}
+		if err != nil {
+			return err
+		}
+		res, err := tx.ExecContext(ctx,
+			"UPDATE tokens SET revoked_at = ? WHERE user_id = ? AND revoked_at IS NULL AND (? = '' OR kind = ?)",
+			millis(at), userID, kind, kind)
+		if err != nil {
+			return err
+		}
+		n, err = res.RowsAffected()
+		return err
+	})
+	return int(n), wrap("revoke tokens", err)
+}
+
+// Ping implements Store.
+func (s *SQLite) Ping(ctx context.Context) error {
+	var one int
+	return wrap("ping", s.db.QueryRowContext(ctx, "SELECT 1").Scan(&one))
+}
+
+// Close implements Store.
+func (s *SQLite) Close() error {
+	s.closeOnce.Do(func() { s.closeErr = s.db.Close() })
+	return s.closeErr
+}
+
+func affected(res sql.Result, err error) error {
+	if err != nil {
+		return err
+	}
+	n, err := res.RowsAffected()
+	if err != nil {
+		return err
+	}
+	if n == 0 {
+		return ErrNotFound
+	}
+	return nil
+}
+
+// wrap adds the operation to an error, keeping the sentinels matchable.
+func wrap(op string, err error) error {
+	if err == nil {
+		return nil
+	}
+	return fmt.Errorf("store: %s: %w", op, err)
+}

@@ -1,0 +1,72 @@
+#!/usr/bin/env bash
+# Starts a relay and an agent on the simulator, creates a demo user, and
+# prints curl lines that work against them. Ctrl-C stops both.
+#   DEMO_PORT     relay port (default 8080)
+#   DEMO_SECONDS  stop by itself after this many seconds (default: run until Ctrl-C)
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+port=${DEMO_PORT:-8080}
+base="http://127.0.0.1:${port}"
+work=.demo
+rm -rf "$work"
+mkdir -p "$work"
+
+creds=$(bin/relay users add --data "$work/data" --name demo --plan pro)
+field() { printf '%s' "$creds" | sed -n "s/.*\"$1\":\"\([^\"]*\)\".*/\1/p"; }
+api_token=$(field apiToken)
+agent_token=$(field agentToken)
+
+pids=()
+cleanup() {
+  for pid in "${pids[@]}"; do kill "$pid" 2>/dev/null || true; done
+  wait 2>/dev/null || true
+}
+trap cleanup EXIT INT TERM
+
+bin/relay serve --listen "127.0.0.1:${port}" --data "$work/data" 2>"$work/relay.log" &
+pids+=($!)
+for _ in $(seq 100); do
+  curl -fsS "$base/healthz" >/dev/null 2>&1 && break
+  if ! kill -0 "${pids[0]}" 2>/dev/null; then
+    echo "the relay did not start; its log:" >&2; cat "$work/relay.log" >&2; exit 1
+  fi
+  sleep 0.1
+done
+
+AGENT_TOKEN="$agent_token" bin/agent run --relay "$base" --platform sim 2>"$work/agent.log" &
+pids+=($!)
+for _ in $(seq 100); do
+  status=$(curl -s -o /dev/null -w '%{http_code}' -H "Authorization: Bearer $api_token" "$base/v1/api/accounts" || true)
+  [ "$status" = 200 ] && break
+  sleep 0.1
+done
+if [ "$status" != 200 ]; then
+  echo "the agent did not connect; logs in $work/" >&2; cat "$work/agent.log" >&2; exit 1
+fi
+
+cat <<MSG
+
+Relay on $base with an agent on the simulator (accounts Sim101, Sim102).
+Logs: $work/relay.log, $work/agent.log
+
+Try:
+  curl -s -H "Authorization: Bearer $api_token" $base/v1/api/accounts
+
+  curl -s -H "Authorization: Bearer $api_token" -H 'Content-Type: application/json' \\
+    -d '{"action":"Buy","instrument":"ES","orderType":"Market","quantity":1,"timeInForce":"Day"}' \\
+    $base/v1/api/accounts/Sim101/orders/place
+
+  curl -s -H "Authorization: Bearer $api_token" $base/v1/api/accounts/Sim101/positions
+
+Example call, GET /v1/api/accounts/Sim101:
+MSG
+curl -s -H "Authorization: Bearer $api_token" "$base/v1/api/accounts/Sim101"
+echo
+echo
+if [ -n "${DEMO_SECONDS:-}" ]; then
+  sleep "$DEMO_SECONDS"
+else
+  echo "Ctrl-C stops the relay and the agent."
+  wait
+fi

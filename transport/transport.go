@@ -1,0 +1,160 @@
+// Package transport carries the tunnel's yamux session over a WebSocket. The
+// agent (dialing) and the relay (accepting) both build their session with
+// it, so the two ends agree on message types, size limits, keepalives and
+// the write coalescing that keeps a round trip cheap.
+//
+// Each yamux frame travels as exactly one binary WebSocket message: yamux
+// writes a data frame's 12-byte header and its body in two calls, and Conn
+// joins them, which halves the per-frame cost on the wire.
+package transport
+
+import (
+	"context"
+	"encoding/binary"
+	"errors"
+	"io"
+	"net"
+	"sync"
+	"time"
+
+	"github.com/coder/websocket"
+	"github.com/hashicorp/yamux"
+	"go.uber.org/zap"
+)
+
+// Tunables of the session. Both ends use the same values.
+const (
+	// KeepAliveInterval is how often each end pings the other.
+	KeepAliveInterval = 5 * time.Second
+	// WriteTimeout bounds a ping's answer and any single write: with
+	// KeepAliveInterval it makes a dead peer noticed within 12 s.
+	WriteTimeout = 7 * time.Second
+	// StreamWindow is the per-stream receive window, and so the largest
+	// yamux data frame either end sends.
+	StreamWindow = 1 << 20
+	// MaxMessage is the WebSocket read limit: the largest yamux frame plus
+	// its header, with room to spare.
+	MaxMessage = StreamWindow + 64<<10
+)
+
+const (
+	yamuxHeaderSize = 12
+	yamuxTypeData   = 0
+)
+
+// YamuxConfig returns the yamux configuration both ends use, logging through
+// logger.
+func YamuxConfig(logger *zap.Logger) *yamux.Config {
+	cfg := yamux.DefaultConfig()
+	cfg.AcceptBacklog = 256
+	cfg.EnableKeepAlive = true
+	cfg.KeepAliveInterval = KeepAliveInterval
+	cfg.ConnectionWriteTimeout = WriteTimeout
+	cfg.MaxStreamWindowSize = StreamWindow
+	cfg.StreamOpenTimeout = 10 * time.Second
+	cfg.StreamCloseTimeout = 30 * time.Second
+	cfg.LogOutput = nil
+	cfg.Logger = zap.NewStdLog(logger.Named("yamux").WithOptions(zap.AddCallerSkip(1)))
+	return cfg
+}
+
+// Conn is a WebSocket seen as a net.Conn for yamux. It records why the
+// WebSocket closed, so the owner can tell a replaced connection from a
+// network failure.
+type Conn struct {
+	net.Conn
+	ws *websocket.Conn
+
+	wmu     sync.Mutex
+	pending []byte // a yamux data header waiting for its body
+	hasHdr  bool
+
+	emu     sync.Mutex
+	readErr error
+
+	closeCode   websocket.StatusCode
+	closeReason string
+}
+
+// NewConn wraps ws. The read limit is set to MaxMessage; ctx bounds the
+// connection's life.
+func NewConn(ctx context.Context, ws *websocket.Conn) *Conn {
+	nc := websocket.NetConn(ctx, ws, websocket.MessageBinary)
+	ws.SetReadLimit(MaxMessage) // NetConn lifts the limit; put ours back
+	return &Conn{Conn: nc, ws: ws, pending: make([]byte, 0, 64<<10), closeCode: websocket.StatusNormalClosure}
+}
+
+// SetDefaultClose sets the close code and reason that Close sends. yamux
+// calls Close when it ends the session by itself (bytes that are not yamux,
+// a missed keepalive), so the owner sets here what that means to the peer,
+// and closes deliberately with CloseWith. Call it before the session starts.
+func (c *Conn) SetDefaultClose(code int, reason string) {
+	c.closeCode = websocket.StatusCode(code)
+	c.closeReason = reason
+}
+
+// Close implements net.Conn, sending the code set by SetDefaultClose
+// (normal closure unless set).
+func (c *Conn) Close() error {
+	return c.CloseWith(int(c.closeCode), c.closeReason)
+}
+
+// Write implements net.Conn. A yamux data-frame header is held back and sent
+// with the body that follows it as one WebSocket message.
+func (c *Conn) Write(p []byte) (int, error) {
+	c.wmu.Lock()
+	defer c.wmu.Unlock()
+	if c.hasHdr {
+		c.hasHdr = false
+		msg := append(c.pending[:yamuxHeaderSize], p...)
+		if _, err := c.Conn.Write(msg); err != nil {
+			return 0, err
+		}
+		if cap(msg) <= 64<<10 {
+			c.pending = msg[:0]
+		}
+		return len(p), nil
+	}
+	if len(p) == yamuxHeaderSize && p[1] == yamuxTypeData && binary.BigEndian.Uint32(p[8:12]) > 0 {
+		c.pending = append(c.pending[:0], p...)
+		c.hasHdr = true
+		return len(p), nil
+	}
+	return c.Conn.Write(p)
+}
+
+// Read implements net.Conn and remembers the error that ended reading.
+func (c *Conn) Read(p []byte) (int, error) {
+	n, err := c.Conn.Read(p)
+	if err != nil {
+		c.emu.Lock()
+		if c.readErr == nil {
+			c.readErr = err
+		}
+		c.emu.Unlock()
+	}
+	return n, err
+}
+
+// CloseWith closes the WebSocket with a status code and reason the peer can
+// read. It is safe to call more than once; later calls have no effect on the
+// wire.
+func (c *Conn) CloseWith(code int, reason string) error {
+	err := c.ws.Close(websocket.StatusCode(code), reason)
+	c.Conn.Close()
+	return err
+}
+
+// CloseStatus returns the WebSocket close code the peer sent, or -1 when the
+// connection ended without one (network failure, or still open).
+func (c *Conn) CloseStatus() int {
+	c.emu.Lock()
+	defer c.emu.Unlock()
+	if c.readErr == nil {
+		return -1
+	}
+	if errors.Is(c.readErr, io.EOF) {
+		return int(websocket.StatusNormalClosure)
+	}
+	return int(websocket.CloseStatus(c.readErr))
+}
