@@ -35,7 +35,7 @@ windows:
 
 ## bench: the benchmarks named in the issues, with their ratios.
 bench:
-	$(GO) test -run '^$$' -bench . -benchmem -count=1 ./...
+	$(GO) test -p 1 -run '^$$' -bench . -benchmem -count=1 ./...
 
 clean:
 	rm -rf $(BIN) .demo

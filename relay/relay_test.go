@@ -46,6 +46,10 @@ func newSystem(t testing.TB) *system {
 	t.Helper()
 	core, logs := observer.New(zapcore.DebugLevel)
 	log := zap.New(core)
+	if _, ok := t.(*testing.B); ok {
+		// Benchmarks keep the production level: nothing per call.
+		log = zap.New(zapcore.NewNopCore())
+	}
 	st, err := store.Open(context.Background(), store.Options{Dir: t.TempDir()})
 	require.NoError(t, err)
 	s := &system{t: t, st: st, logs: logs, log: log, users: map[string]auth.Credentials{},

@@ -76,13 +76,13 @@ func (h *echoHandler) Handle(ctx context.Context, req *protocol.Request) (json.R
 }
 
 type env struct {
-	t    *testing.T
+	t    testing.TB
 	hub  *hub.Hub
 	srv  *httptest.Server
 	auth *fakeAuth
 }
 
-func newEnv(t *testing.T) *env {
+func newEnv(t testing.TB) *env {
 	fa := &fakeAuth{tokens: map[string]auth.Principal{
 		"agent-a": {UserID: "usr_a", Plan: auth.PlanPro, Kind: auth.KindAgent},
 		"agent-b": {UserID: "usr_b", Plan: auth.PlanPro, Kind: auth.KindAgent},
@@ -173,7 +173,7 @@ func (e *env) waitConnected(userID string) hub.Info {
 	return info
 }
 
-func call(t *testing.T, h *hub.Hub, user, fn string, timeout time.Duration) (json.RawMessage, error) {
+func call(t testing.TB, h *hub.Hub, user, fn string, timeout time.Duration) (json.RawMessage, error) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), timeout)
 	defer cancel()
@@ -484,4 +484,17 @@ func TestOversizedFrameAfterHandshake(t *testing.T) {
 	<-sess.CloseChan()
 	require.Equal(t, protocol.CloseFrameTooLarge, conn.CloseStatus())
 	require.Eventually(t, func() bool { return !e.hub.Connected("usr_a") }, 5*time.Second, 5*time.Millisecond)
+}
+
+// BenchmarkCall measures a call through the tunnel alone (no HTTP), the part
+// of BenchmarkRoundTrip in package relay that the tunnel adds.
+func BenchmarkCall(b *testing.B) {
+	e := newEnv(b)
+	e.startAgent("agent-a", "A")
+	e.waitConnected("usr_a")
+	for b.Loop() {
+		if _, err := call(b, e.hub, "usr_a", "Echo", 5*time.Second); err != nil {
+			b.Fatal(err)
+		}
+	}
 }
