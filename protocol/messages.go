@@ -75,6 +75,7 @@ const (
 	EventPosition  = "position"
 	EventAccount   = "account"
 	EventQuote     = "quote"
+	EventStrategy  = "strategy"
 )
 
 // WebSocket close codes the relay uses when it ends a tunnel. They are in the

@@ -206,3 +206,187 @@ type OrderResult struct {
 	OrderID string `json:"orderId"`
 	Order   Order  `json:"order"`
 }
+
+// Watermarks are an account's session extremes: the highs and lows of its
+// P&L, net liquidation and unrealized P&L since the trading session began
+// (6 PM New York time), and the current figures they are measured on.
+type Watermarks struct {
+	Account    string          `json:"account"`
+	Watermarks WatermarkValues `json:"watermarks"`
+	Stats      WatermarkStats  `json:"stats"`
+	// SessionStart is when the current session began, RFC 3339 UTC.
+	SessionStart string `json:"sessionStart"`
+}
+
+// WatermarkValues are the session's highs and lows, in dollars. P&L is
+// the session's realized P&L (net of commission) plus unrealized.
+type WatermarkValues struct {
+	PnlHigh    float64 `json:"pnlhigh"`
+	PnlLow     float64 `json:"pnllow"`
+	NetLiqHigh float64 `json:"netliqhigh"`
+	NetLiqLow  float64 `json:"netliqlow"`
+	UnrealHigh float64 `json:"unrealhigh"`
+	UnrealLow  float64 `json:"unreallow"`
+}
+
+// WatermarkStats are the current values the watermarks follow.
+type WatermarkStats struct {
+	Pnl        float64 `json:"pnl"`        // session realized (net) + unrealized
+	Realized   float64 `json:"realized"`   // session realized, net of commission
+	Unrealized float64 `json:"unrealized"` // open positions
+	Total      float64 `json:"total"`      // all-time realized (net) + unrealized
+	NetLiq     float64 `json:"netliq"`
+	PosCount   int     `json:"poscount"`
+	Commission float64 `json:"commission"` // session commission
+}
+
+// InstrumentInfo describes a contract (MarketInfo).
+type InstrumentInfo struct {
+	Instrument  string  `json:"instrument"` // "ES 12-26"
+	Root        string  `json:"root"`
+	Description string  `json:"description"`
+	Exchange    string  `json:"exchange"`
+	Currency    string  `json:"currency"`
+	TickSize    float64 `json:"tickSize"`
+	PointValue  float64 `json:"pointValue"`
+	TickValue   float64 `json:"tickValue"`
+	// Expiry is the last trading day, RollDate the day the front month
+	// moves to the next contract; both YYYY-MM-DD in New York time.
+	Expiry   string `json:"expiry"`
+	RollDate string `json:"rollDate"`
+	// NextInstrument is the contract that follows this one.
+	NextInstrument string          `json:"nextInstrument"`
+	TradingHours   TradingHours    `json:"tradingHours"`
+	MarketOpen     bool            `json:"marketOpen"`
+	Sessions       []TradingWindow `json:"sessions,omitempty"`
+}
+
+// TradingHours are a contract's regular trading hours.
+type TradingHours struct {
+	TimeZone string `json:"timeZone"` // "America/New_York"
+	// Description in words, e.g. "Sunday 18:00 to Friday 17:00, daily break 17:00-18:00".
+	Description string `json:"description"`
+}
+
+// TradingWindow is one trading session, RFC 3339 UTC.
+type TradingWindow struct {
+	Open  string `json:"open"`
+	Close string `json:"close"`
+}
+
+// Bar period types.
+const (
+	PeriodTick   = "tick"
+	PeriodSecond = "second"
+	PeriodMinute = "minute"
+	PeriodDay    = "day"
+	PeriodWeek   = "week"
+	PeriodMonth  = "month"
+)
+
+// NormalizePeriodType returns the spelling of a bar period type for any
+// casing, also accepting NinjaTrader's names (Tick, Second, Minute, Day,
+// Week, Month).
+func NormalizePeriodType(s string) (string, bool) {
+	v, ok := normalize(s, PeriodTick, PeriodSecond, PeriodMinute, PeriodDay, PeriodWeek, PeriodMonth)
+	return v, ok
+}
+
+// Bars is the result of GetBars.
+type Bars struct {
+	Instrument string `json:"instrument"`
+	PeriodType string `json:"periodType"`
+	Period     int    `json:"period"`
+	Count      int    `json:"count"`
+	Bars       []Bar  `json:"bars"`
+}
+
+// Bar is one bar; Time is its start, RFC 3339 UTC, Epoch the same in ms.
+type Bar struct {
+	Time   string  `json:"time"`
+	Epoch  int64   `json:"epoch"`
+	Open   float64 `json:"open"`
+	High   float64 `json:"high"`
+	Low    float64 `json:"low"`
+	Close  float64 `json:"close"`
+	Volume int64   `json:"volume"`
+}
+
+// AtmTemplate is an ATM strategy template: the brackets placed around an
+// entry when it fills. Quantities of the brackets add up to Quantity.
+type AtmTemplate struct {
+	Name         string           `json:"name"`
+	Quantity     int              `json:"quantity"`
+	TimeInForce  string           `json:"timeInForce"`
+	Brackets     []AtmBracket     `json:"brackets"`
+	Breakeven    *AtmBreakeven    `json:"breakeven,omitempty"`
+	TrailingStop *AtmTrailingStop `json:"trailingStop,omitempty"`
+}
+
+// AtmBracket is one stop/target pair of a template, in ticks from the
+// entry's fill price.
+type AtmBracket struct {
+	Quantity          int `json:"quantity"`
+	StopLossTicks     int `json:"stopLossTicks"`
+	ProfitTargetTicks int `json:"profitTargetTicks"`
+}
+
+// AtmBreakeven moves the stop to entry + PlusTicks once the market is
+// TriggerTicks in profit.
+type AtmBreakeven struct {
+	Enabled      bool `json:"enabled"`
+	TriggerTicks int  `json:"triggerTicks"`
+	PlusTicks    int  `json:"plusTicks"`
+}
+
+// AtmTrailingStop trails the stop DistanceTicks behind the best price, in
+// steps of StepTicks, once the market is TriggerTicks in profit.
+type AtmTrailingStop struct {
+	Enabled       bool `json:"enabled"`
+	TriggerTicks  int  `json:"triggerTicks"`
+	DistanceTicks int  `json:"distanceTicks"`
+	StepTicks     int  `json:"stepTicks"`
+}
+
+// Strategy modes of StartStrategy.
+const (
+	StrategyModeRealtime = "Realtime" // start enabled, trading
+	StrategyModeDisabled = "Disabled" // start loaded but not trading
+)
+
+// Strategy states. Closed and Error are terminal.
+const (
+	StrategyStateEnabled  = "Enabled"
+	StrategyStateDisabled = "Disabled"
+	StrategyStateClosed   = "Closed"
+	StrategyStateError    = "Error"
+)
+
+// TerminalStrategyState reports whether a strategy in state s can change no more.
+func TerminalStrategyState(s string) bool {
+	return s == StrategyStateClosed || s == StrategyStateError
+}
+
+// Strategy is a running (or ended) automated strategy on an account.
+type Strategy struct {
+	ID         string         `json:"id"`
+	StrategyID string         `json:"strategyId"` // equal to ID; both names are in use
+	Class      string         `json:"strategyClass"`
+	Account    string         `json:"account"`
+	Instrument string         `json:"instrument"`
+	PeriodType string         `json:"periodType"`
+	Period     int            `json:"period"`
+	Parameters map[string]any `json:"parameters"`
+	State      string         `json:"state"`
+	Enabled    bool           `json:"enabled"`
+	Terminal   bool           `json:"terminal"`
+	// Position is the strategy's own position.
+	MarketPosition       string  `json:"marketPosition"`
+	Quantity             int     `json:"quantity"`
+	AveragePrice         float64 `json:"averagePrice"`
+	RealizedProfitLoss   float64 `json:"realizedProfitLoss"`
+	UnrealizedProfitLoss float64 `json:"unrealizedProfitLoss"`
+	StartedAt            string  `json:"startedAt"`
+	EndedAt              string  `json:"endedAt,omitempty"`
+	Detail               string  `json:"detail,omitempty"` // why it ended in Error
+}

@@ -3,31 +3,100 @@
 // implements only these primitives; every operation a caller can ask for
 // (reverse, cancel-and-bracket, close by percent, …) is written once in
 // agent/ops on top of them, so it behaves the same on every platform.
+//
+// The primitives mirror what NinjaTrader's AddOn API offers (Account,
+// Order, Execution, MarketData, BarsRequest, AtmStrategy, Strategy), so a
+// NinjaTrader bridge is a thin translation.
 package bridge
 
 import (
 	"context"
 	"errors"
+	"time"
 
 	"tradebridge/protocol"
 )
 
 // Platform is a connected trading platform. Implementations are safe for
-// concurrent use. Records use the wire shapes of package protocol.
+// concurrent use. Records use the wire shapes of package protocol; every
+// instrument a platform reports is the full contract name ("ES 12-26"),
+// while instrument arguments may be any form the platform resolves (a
+// root, "ES 12-26", "ESZ26").
 type Platform interface {
 	// Kind names the platform for the tunnel handshake: "sim", "ninjatrader".
 	Kind() string
+
 	// Connections lists the platform's connections and their accounts.
 	Connections(ctx context.Context) ([]protocol.Connection, error)
 	// Accounts lists every account with its current values.
 	Accounts(ctx context.Context) ([]protocol.Account, error)
 	// Account returns one account; ErrAccountNotFound if there is none.
 	Account(ctx context.Context, name string) (protocol.Account, error)
-	// Positions lists the account's open positions.
+	// Watermarks returns the account's session high and low marks.
+	Watermarks(ctx context.Context, account string) (protocol.Watermarks, error)
+
+	// Positions lists the account's open positions (never flat ones).
 	Positions(ctx context.Context, account string) ([]protocol.Position, error)
+	// Orders lists the account's orders of the current trading session and
+	// every order still working, oldest first.
+	Orders(ctx context.Context, account string) ([]protocol.Order, error)
+	// Executions lists the account's fills of the current trading session,
+	// oldest first.
+	Executions(ctx context.Context, account string) ([]protocol.Execution, error)
+
 	// SubmitOrder submits an order and returns it as the platform first
-	// reports it (a market order may already be Filled).
+	// reports it (a market order may already be Filled). A RejectError
+	// reports an order the platform refused; nothing is recorded then.
 	SubmitOrder(ctx context.Context, req OrderRequest) (protocol.Order, error)
+	// CancelOrder asks the platform to cancel a working order and returns
+	// it as it stands afterwards. Cancelling a terminal order is a
+	// RejectError; an unknown id is ErrOrderNotFound.
+	CancelOrder(ctx context.Context, account, orderID string) (protocol.Order, error)
+	// ChangeOrder changes a working order's quantity or prices.
+	ChangeOrder(ctx context.Context, req ChangeRequest) (protocol.Order, error)
+	// Flatten cancels the account's working orders in the instrument and
+	// closes its position there at the market, as NinjaTrader's
+	// Account.Flatten does. It is not an error when there is nothing to do.
+	Flatten(ctx context.Context, account, instrument string) error
+
+	// Instrument resolves an instrument (any accepted form) and describes
+	// it; ErrInstrumentUnknown when it cannot.
+	Instrument(ctx context.Context, instrument string) (protocol.InstrumentInfo, error)
+	// Quote returns the instrument's current market.
+	Quote(ctx context.Context, instrument string) (protocol.Quote, error)
+	// Subscribe adds instruments to the market-data subscription: from then
+	// on the event stream carries EventQuote updates for them. Unsubscribe
+	// removes them. Both take resolved or unresolved names and are
+	// idempotent.
+	Subscribe(ctx context.Context, instruments []string) error
+	Unsubscribe(ctx context.Context, instruments []string) error
+	// Bars returns historical and current bars built from the platform's
+	// prices.
+	Bars(ctx context.Context, req BarsRequest) (protocol.Bars, error)
+
+	// AtmTemplates lists the ATM templates the platform knows. An order
+	// whose OrderRequest.AtmTemplate names one starts an ATM strategy:
+	// when the entry fills, the platform places the template's stop and
+	// target orders, sized to the filled quantity.
+	AtmTemplates(ctx context.Context) ([]protocol.AtmTemplate, error)
+
+	// Strategies lists the account's strategies, terminal ones included.
+	Strategies(ctx context.Context, account string) ([]protocol.Strategy, error)
+	// StartStrategy starts a strategy of a built-in class.
+	StartStrategy(ctx context.Context, req StrategyRequest) (protocol.Strategy, error)
+	// SetStrategyState enables, disables or closes a strategy (closing is
+	// terminal: it cancels the strategy's orders and flattens its
+	// position). Changing a terminal strategy is ErrStrategyTerminal; an
+	// unknown id is ErrStrategyNotFound.
+	SetStrategyState(ctx context.Context, account, id string, action StrategyAction) (protocol.Strategy, error)
+
+	// Events returns the platform's one ordered stream of updates, to be
+	// read until ctx ends; the channel is closed then, or when the platform
+	// closes. A reader that falls behind by more than the platform's
+	// buffer receives an Event with Lost set, and must re-read the state
+	// it follows. Each call returns an independent stream.
+	Events(ctx context.Context) <-chan Event
+
 	// Close releases the platform. It is idempotent.
 	Close() error
 }
@@ -45,14 +114,94 @@ type OrderRequest struct {
 	StopPrice   float64
 	TimeInForce string
 	// Oco joins the order to an OCO group: when one order of the group
-	// fills, the platform cancels the others.
+	// fills (even partly), the platform cancels the others.
 	Oco string
 	// OrderID is our own id for the order; the platform generates one when
-	// it is empty.
+	// it is empty, and rejects one it has seen before.
 	OrderID string
 	// Name is the order's signal name as the platform shows it.
 	Name        string
 	StrategyTag string
+	// AtmTemplate names an ATM template: the order is the entry of an ATM
+	// strategy (see Platform.AtmTemplates).
+	AtmTemplate string
+}
+
+// ChangeRequest changes a working order. Zero fields keep their value.
+type ChangeRequest struct {
+	Account    string
+	OrderID    string
+	Quantity   int
+	LimitPrice float64
+	StopPrice  float64
+}
+
+// BarsRequest selects bars. PeriodType is one of protocol's PeriodType
+// values; the range is [From, To] when set, otherwise DaysBack days back
+// from now; Limit keeps the most recent bars.
+type BarsRequest struct {
+	Instrument string
+	PeriodType string
+	Period     int
+	DaysBack   int
+	From, To   time.Time
+	Limit      int
+}
+
+// StrategyRequest starts a strategy.
+type StrategyRequest struct {
+	Account    string
+	Class      string
+	Instrument string
+	// Mode is how the strategy starts: protocol.StrategyModeRealtime
+	// (enabled) or protocol.StrategyModeDisabled.
+	Mode       string
+	PeriodType string
+	Period     int
+	Parameters map[string]any
+}
+
+// StrategyAction is a change of a strategy's state.
+type StrategyAction string
+
+// Strategy actions.
+const (
+	StrategyEnable  StrategyAction = "enable"
+	StrategyDisable StrategyAction = "disable"
+	StrategyClose   StrategyAction = "close"
+)
+
+// EventKind tells which record an Event carries.
+type EventKind string
+
+// Event kinds. The values equal protocol's Event kinds.
+const (
+	EventOrder     EventKind = protocol.EventOrder
+	EventExecution EventKind = protocol.EventExecution
+	EventPosition  EventKind = protocol.EventPosition
+	EventAccount   EventKind = protocol.EventAccount
+	EventQuote     EventKind = protocol.EventQuote
+	EventStrategy  EventKind = protocol.EventStrategy
+)
+
+// Event is one update of the platform's event stream. Exactly one record
+// field is set, matching Kind, unless Lost is set.
+type Event struct {
+	// Seq increases by one per event of the platform.
+	Seq  uint64
+	Kind EventKind
+	// Lost reports that events were dropped before this one because the
+	// reader fell behind; the other fields are empty.
+	Lost bool
+
+	Order     *protocol.Order
+	Execution *protocol.Execution
+	// Position is the position after the change; a position that became
+	// flat is reported with MarketPosition Flat and Quantity 0.
+	Position *protocol.Position
+	Account  *protocol.Account
+	Quote    *protocol.Quote
+	Strategy *protocol.Strategy
 }
 
 // Errors every platform reports with these sentinels (wrapped with detail).
@@ -61,9 +210,14 @@ var (
 	ErrInstrumentUnknown = errors.New("bridge: unknown instrument")
 	ErrOrderNotFound     = errors.New("bridge: order not found")
 	ErrNotConnected      = errors.New("bridge: platform not connected")
+	ErrTemplateNotFound  = errors.New("bridge: ATM template not found")
+	ErrStrategyNotFound  = errors.New("bridge: strategy not found")
+	ErrStrategyClass     = errors.New("bridge: unknown strategy class")
+	ErrStrategyTerminal  = errors.New("bridge: strategy is terminal")
 )
 
-// RejectError reports an order the platform refused, with its reason.
+// RejectError reports an order (or a change, or a cancel) the platform
+// refused, with its reason. The reason never repeats the caller's input.
 type RejectError struct {
 	Reason string
 }

@@ -43,31 +43,41 @@ func (p *Platform) SubmitOrder(ctx context.Context, req bridge.OrderRequest) (pr
 	if err != nil {
 		return protocol.Order{}, err
 	}
-	a, err := p.account(req.Account)
+	o, err := p.submitLocked(now, req)
 	if err != nil {
 		return protocol.Order{}, err
+	}
+	return o.rec, nil
+}
+
+// submitLocked validates and submits an order with p.mu held and the
+// markets brought up to now. Strategies and ATM brackets submit through it.
+func (p *Platform) submitLocked(now time.Time, req bridge.OrderRequest) (*order, error) {
+	a, err := p.account(req.Account)
+	if err != nil {
+		return nil, err
 	}
 	c, err := resolve(req.Instrument, now)
 	if err != nil {
-		return protocol.Order{}, err
+		return nil, err
 	}
 	o, err := newOrder(a, c, req)
 	if err != nil {
-		return protocol.Order{}, err
+		return nil, err
 	}
 	if req.OrderID != "" {
 		if p.orders[req.OrderID] != nil {
-			return protocol.Order{}, reject("order id already used")
+			return nil, reject("order id already used")
 		}
 		o.rec.OrderID = req.OrderID
 	}
 	m := p.market(c, now)
 	if o.isStop() {
 		if o.side > 0 && o.stop <= m.ask() {
-			return protocol.Order{}, reject("buy stop price must be above the market")
+			return nil, reject("buy stop price must be above the market")
 		}
 		if o.side < 0 && o.stop >= m.bid {
-			return protocol.Order{}, reject("sell stop price must be below the market")
+			return nil, reject("sell stop price must be below the market")
 		}
 	}
 	if o.rec.OrderID == "" {
@@ -87,7 +97,7 @@ func (p *Platform) SubmitOrder(ctx context.Context, req bridge.OrderRequest) (pr
 	if !o.terminal() {
 		p.working = append(p.working, o)
 	}
-	return o.rec, nil
+	return o, nil
 }
 
 // newOrder validates a request into an order without an id or a state.

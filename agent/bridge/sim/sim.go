@@ -70,6 +70,9 @@ type Platform struct {
 	working    []*order           // non-terminal orders, in submission order
 	orderSeq   int64
 	execSeq    int64
+
+	subscribers map[*subscriber]struct{} // readers of Events
+	eventSeq    uint64
 }
 
 var _ bridge.Platform = (*Platform)(nil)
@@ -85,6 +88,7 @@ func New(opts Options) (*Platform, error) {
 		byName:       make(map[string]*account),
 		markets:      make(map[string]*market),
 		orders:       make(map[string]*order),
+		subscribers:  make(map[*subscriber]struct{}),
 	}
 	if p.log == nil {
 		p.log = zap.NewNop()
@@ -140,6 +144,7 @@ func (p *Platform) Close() error {
 	defer p.mu.Unlock()
 	if !p.closed {
 		p.closed = true
+		p.closeSubscribers()
 		p.log.Info("simulator closed")
 	}
 	return nil
@@ -257,7 +262,7 @@ func (p *Platform) Executions(ctx context.Context, account string) ([]protocol.E
 }
 
 // Quote returns the current market of an instrument.
-func (p *Platform) Quote(instrument string) (protocol.Quote, error) {
+func (p *Platform) Quote(_ context.Context, instrument string) (protocol.Quote, error) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	now, err := p.begin()
@@ -306,6 +311,7 @@ func (p *Platform) begin() (time.Time, error) {
 		m.advance(now)
 	}
 	p.matchAll(now)
+	p.afterAdvance(now)
 	return now, nil
 }
 

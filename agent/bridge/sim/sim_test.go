@@ -163,7 +163,7 @@ func TestFrontMonth(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			p, clock := newSim(t, sim.Options{})
 			clock.Set(tc.at)
-			q, err := p.Quote(tc.instrument)
+			q, err := p.Quote(ctx, tc.instrument)
 			if tc.want == "" {
 				require.ErrorIs(t, err, bridge.ErrInstrumentUnknown)
 				return
@@ -195,7 +195,7 @@ func TestFrontMonthFollowsTheClock(t *testing.T) {
 func TestInstrumentsAreCaseInsensitive(t *testing.T) {
 	p, _ := newSim(t, sim.Options{})
 	for _, name := range []string{"ES", "es", "Es 12-26", " es 12-26 ", "esz6", "ESZ26"} {
-		q, err := p.Quote(name)
+		q, err := p.Quote(ctx, name)
 		require.NoError(t, err, name)
 		require.Equal(t, "ES 12-26", q.Instrument, name)
 	}
@@ -221,7 +221,7 @@ func TestInstrumentSpecs(t *testing.T) {
 		{"CL", 0.01, 1000, 10}, {"MCL", 0.01, 100, 1},
 		{"GC", 0.1, 100, 10}, {"MGC", 0.1, 10, 1},
 	} {
-		q, err := p.Quote(tc.root)
+		q, err := p.Quote(ctx, tc.root)
 		require.NoError(t, err, tc.root)
 		require.Equal(t, tc.tick, q.TickSize, tc.root)
 		require.Equal(t, tc.pointValue, q.PointValue, tc.root)
@@ -247,7 +247,7 @@ func TestUnknownAccountAndInstrument(t *testing.T) {
 
 	_, err = p.SubmitOrder(ctx, market("Sim101", "ZZTOP", "Buy", 1))
 	require.ErrorIs(t, err, bridge.ErrInstrumentUnknown)
-	_, err = p.Quote("ZZTOP")
+	_, err = p.Quote(ctx, "ZZTOP")
 	require.ErrorIs(t, err, bridge.ErrInstrumentUnknown)
 	require.ErrorIs(t, p.SetPrice("ZZTOP", 1), bridge.ErrInstrumentUnknown)
 
@@ -259,7 +259,7 @@ func TestUnknownAccountAndInstrument(t *testing.T) {
 func TestMarketOrdersFillAtTheTouch(t *testing.T) {
 	p, clock := newSim(t, sim.Options{})
 	require.NoError(t, p.SetPrice("ES", 6000.1)) // snapped to 6000
-	q, err := p.Quote("ES")
+	q, err := p.Quote(ctx, "ES")
 	require.NoError(t, err)
 	require.Equal(t, 6000.0, q.Bid)
 	require.Equal(t, 6000.25, q.Ask)
@@ -273,7 +273,7 @@ func TestMarketOrdersFillAtTheTouch(t *testing.T) {
 		AverageFillPrice: 6000.25, TimeInForce: "Gtc", StrategyTag: "s1",
 		Time: "2026-10-05T14:30:00.000Z", Epoch: start.UnixMilli(),
 	}, buy)
-	q, err = p.Quote("ES")
+	q, err = p.Quote(ctx, "ES")
 	require.NoError(t, err)
 	require.Equal(t, 6000.25, q.Last, "the fill traded at the ask")
 	require.Equal(t, int64(2), q.Volume)
@@ -598,7 +598,7 @@ func TestPricesWalkWithTheClock(t *testing.T) {
 	roots := []string{"ES", "NQ", "YM", "RTY", "CL", "GC", "MES", "MNQ"}
 	first := map[string]protocol.Quote{}
 	for _, r := range roots {
-		q, err := p.Quote(r)
+		q, err := p.Quote(ctx, r)
 		require.NoError(t, err)
 		first[r] = q
 	}
@@ -611,7 +611,7 @@ func TestPricesWalkWithTheClock(t *testing.T) {
 
 	// A stopped clock stops the prices.
 	for _, r := range roots {
-		q, err := p.Quote(r)
+		q, err := p.Quote(ctx, r)
 		require.NoError(t, err)
 		require.Equal(t, first[r], q)
 	}
@@ -620,7 +620,7 @@ func TestPricesWalkWithTheClock(t *testing.T) {
 	for i := 0; i < 600; i++ {
 		clock.Advance(time.Second)
 		for _, r := range roots {
-			q, err := p.Quote(r)
+			q, err := p.Quote(ctx, r)
 			require.NoError(t, err)
 			require.InDelta(t, q.TickSize, q.Ask-q.Bid, 1e-9)
 			ticks := q.Bid / q.TickSize
@@ -632,7 +632,7 @@ func TestPricesWalkWithTheClock(t *testing.T) {
 		}
 	}
 	for _, r := range roots {
-		q, err := p.Quote(r)
+		q, err := p.Quote(ctx, r)
 		require.NoError(t, err)
 		if q.Bid != first[r].Bid {
 			moved++
@@ -644,16 +644,16 @@ func TestPricesWalkWithTheClock(t *testing.T) {
 	require.Greater(t, moved, len(roots)/2, "the walk moves")
 
 	// A clock that goes back freezes the prices.
-	q1, err := p.Quote("ES")
+	q1, err := p.Quote(ctx, "ES")
 	require.NoError(t, err)
 	clock.Advance(-time.Hour)
-	q2, err := p.Quote("ES")
+	q2, err := p.Quote(ctx, "ES")
 	require.NoError(t, err)
 	require.Equal(t, q1, q2)
 
 	// A long jump is one step, and the walk stays positive.
 	clock.Advance(30 * 24 * time.Hour)
-	q, err := p.Quote("GC 12-26")
+	q, err := p.Quote(ctx, "GC 12-26")
 	require.NoError(t, err)
 	require.Equal(t, first["GC"].Instrument, q.Instrument)
 	require.NotEqual(t, first["GC"].Bid, q.Bid)
@@ -671,7 +671,7 @@ func script(t *testing.T, seed int64) []protocol.Quote {
 	for i := 0; i < 200; i++ {
 		clock.Advance(time.Duration(1+i%7) * time.Second)
 		for _, r := range []string{"ES", "NQ", "CL", "GC"} {
-			q, err := p.Quote(r)
+			q, err := p.Quote(ctx, r)
 			require.NoError(t, err)
 			quotes = append(quotes, q)
 		}
@@ -697,9 +697,9 @@ func TestReproducible(t *testing.T) {
 	p2, err := sim.New(sim.Options{Seed: sim.DefaultSeed, Clock: sim.NewManualClock(start)})
 	require.NoError(t, err)
 	defer p2.Close()
-	q1, err := p1.Quote("ES")
+	q1, err := p1.Quote(ctx, "ES")
 	require.NoError(t, err)
-	q2, err := p2.Quote("ES")
+	q2, err := p2.Quote(ctx, "ES")
 	require.NoError(t, err)
 	require.Equal(t, q1, q2, "seed 0 is the default seed")
 }
@@ -729,7 +729,7 @@ func TestConcurrentOrders(t *testing.T) {
 			if _, err := p.Accounts(ctx); err != nil {
 				t.Error(err)
 			}
-			if _, err := p.Quote("NQ"); err != nil {
+			if _, err := p.Quote(ctx, "NQ"); err != nil {
 				t.Error(err)
 			}
 		}()
@@ -770,7 +770,7 @@ func TestClose(t *testing.T) {
 	require.ErrorIs(t, err, bridge.ErrNotConnected)
 	_, err = p.SubmitOrder(ctx, market("Sim101", "ES", "Buy", 1))
 	require.ErrorIs(t, err, bridge.ErrNotConnected)
-	_, err = p.Quote("ES")
+	_, err = p.Quote(ctx, "ES")
 	require.ErrorIs(t, err, bridge.ErrNotConnected)
 	require.Equal(t, "sim", p.Kind())
 }
