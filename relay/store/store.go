@@ -48,6 +48,29 @@ type Token struct {
 // Revoked reports whether the token has been revoked.
 func (t Token) Revoked() bool { return !t.RevokedAt.IsZero() }
 
+// States of an idempotency record.
+const (
+	// IdemRunning: the write was sent and its outcome is awaited.
+	IdemRunning = "running"
+	// IdemDone: the write finished; Status and Body are its response.
+	IdemDone = "done"
+	// IdemUnknown: the tunnel dropped after the write was sent; a retry
+	// asks the agent, which remembers the outcome by request id.
+	IdemUnknown = "unknown"
+)
+
+// Idempotent is the record of one write by its idempotency key.
+type Idempotent struct {
+	UserID      string
+	Key         string
+	Fingerprint string
+	State       string
+	Status      int
+	Body        []byte
+	CreatedAt   time.Time
+	UpdatedAt   time.Time
+}
+
 // Store is the relay's durable state. Implementations are safe for
 // concurrent use; every method that returns nil has made its change durable.
 type Store interface {
@@ -72,6 +95,19 @@ type Store interface {
 	// kind when kind is empty) and returns how many it revoked. ErrNotFound
 	// if the user does not exist.
 	RevokeUserTokens(ctx context.Context, userID, kind string, at time.Time) (int, error)
+	// ClaimIdempotent records a write's idempotency key in state running,
+	// or returns the record already there. claimed reports whether the
+	// caller now runs the write: the key was new, or its record is in state
+	// unknown, or running but last updated before staleBefore (its relay
+	// went away); such a record is claimed again, keeping its fingerprint.
+	// A record created before expiredBefore counts as absent.
+	ClaimIdempotent(ctx context.Context, rec Idempotent, staleBefore, expiredBefore time.Time) (got Idempotent, claimed bool, err error)
+	// FinishIdempotent records a claimed write's outcome: state done with
+	// the response, or state unknown. ErrNotFound if there is no record.
+	FinishIdempotent(ctx context.Context, rec Idempotent) error
+	// PurgeIdempotent deletes records created before the time and returns
+	// how many.
+	PurgeIdempotent(ctx context.Context, before time.Time) (int, error)
 	// Ping checks that the store answers.
 	Ping(ctx context.Context) error
 	// Close releases the store. It is idempotent.
