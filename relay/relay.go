@@ -72,7 +72,7 @@ func New(opts Options) (*Relay, error) {
 	if err != nil {
 		return nil, err
 	}
-	a, err := api.New(api.Options{Caller: h, Auth: authn, Logger: opts.Logger})
+	a, err := api.New(api.Options{Caller: h, Auth: authn, Idempotency: opts.Store, Logger: opts.Logger})
 	if err != nil {
 		h.Close()
 		return nil, err

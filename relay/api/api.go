@@ -11,17 +11,18 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"errors"
+	"net"
 	"net/http"
 	"time"
-	"unicode"
-	"unicode/utf8"
 
 	"go.uber.org/zap"
 
 	"tradebridge/protocol"
 	"tradebridge/relay/auth"
+	"tradebridge/relay/budget"
 	"tradebridge/relay/httpapi"
 	"tradebridge/relay/hub"
+	"tradebridge/relay/store"
 )
 
 // Caller sends an RPC to a user's agent; *hub.Hub implements it.
@@ -34,14 +35,39 @@ type Authenticator interface {
 	Authenticate(ctx context.Context, token string, want auth.Kind) (auth.Principal, error)
 }
 
+// IdempotencyStore keeps the outcomes of writes by idempotency key;
+// *store.SQLite implements it.
+type IdempotencyStore interface {
+	ClaimIdempotent(ctx context.Context, rec store.Idempotent, staleBefore, expiredBefore time.Time) (store.Idempotent, bool, error)
+	FinishIdempotent(ctx context.Context, rec store.Idempotent) error
+}
+
 // Options configure the API.
 type Options struct {
 	Caller Caller
 	Auth   Authenticator
-	Logger *zap.Logger
+	// Idempotency stores write outcomes by Idempotency-Key and orderId.
+	Idempotency IdempotencyStore
+	// Budget is the per-user trading budget, shared with the WebSocket
+	// stream API. Default: a new limiter of budget.Trading.
+	Budget *budget.Limiter
+	// IPBudget is the per-client-address budget checked before the token.
+	// Default: a new limiter of DefaultIPPolicy.
+	IPBudget *budget.Limiter
+	Logger   *zap.Logger
 	// CallTimeout bounds the wait for the agent's answer. Default 30 s.
 	CallTimeout time.Duration
+	// Now is the clock of idempotency records; nil means time.Now.
+	Now func() time.Time
 }
+
+// DefaultIPPolicy is the per-address budget: generous enough for several
+// bots behind one address, low enough that a flood of bad tokens never
+// reaches the token store.
+var DefaultIPPolicy = budget.Policy{Name: "ip", Rate: 1200, Period: time.Minute, Burst: 300}
+
+// IdempotencyTTL is how long a write's outcome answers its repeats.
+const IdempotencyTTL = 24 * time.Hour
 
 // API is the trading API's handler set.
 type API struct {
@@ -51,8 +77,8 @@ type API struct {
 
 // New returns the API.
 func New(opts Options) (*API, error) {
-	if opts.Caller == nil || opts.Auth == nil {
-		return nil, errors.New("api: Options.Caller and Options.Auth are required")
+	if opts.Caller == nil || opts.Auth == nil || opts.Idempotency == nil {
+		return nil, errors.New("api: Options.Caller, Options.Auth and Options.Idempotency are required")
 	}
 	if opts.Logger == nil {
 		opts.Logger = zap.NewNop()
@@ -60,30 +86,70 @@ func New(opts Options) (*API, error) {
 	if opts.CallTimeout <= 0 {
 		opts.CallTimeout = 30 * time.Second
 	}
+	if opts.Now == nil {
+		opts.Now = time.Now
+	}
+	var err error
+	if opts.Budget == nil {
+		if opts.Budget, err = budget.New(budget.Options{Policy: budget.Trading}); err != nil {
+			return nil, err
+		}
+	}
+	if opts.IPBudget == nil {
+		if opts.IPBudget, err = budget.New(budget.Options{Policy: DefaultIPPolicy}); err != nil {
+			return nil, err
+		}
+	}
 	return &API{opts: opts, log: opts.Logger.Named("api")}, nil
 }
 
-// Register adds the trading routes to mux.
-func (a *API) Register(mux *http.ServeMux) {
-	for _, rt := range a.routes() {
-		mux.Handle(rt.pattern, a.authenticated(rt.handler))
-	}
-}
+// Budget returns the per-user trading budget, for the stream API to share.
+func (a *API) Budget() *budget.Limiter { return a.opts.Budget }
 
-type route struct {
-	pattern string
-	handler handlerFunc
+// Register adds the trading routes to mux, and the OpenAPI document at
+// GET /v1/api/openapi.json.
+func (a *API) Register(mux *http.ServeMux) {
+	for i := range endpoints {
+		ep := &endpoints[i]
+		mux.Handle(ep.Method+" "+ep.Path, a.authenticated(func(w http.ResponseWriter, r *http.Request, p auth.Principal) {
+			a.serve(w, r, p, ep)
+		}))
+	}
+	mux.HandleFunc("GET "+OpenAPIPath, serveOpenAPI)
 }
 
 type handlerFunc func(w http.ResponseWriter, r *http.Request, p auth.Principal)
 
-func (a *API) routes() []route {
-	return []route{
-		{"GET /v1/api/accounts", a.noArgs(protocol.FnListAccounts)},
-		{"GET /v1/api/accounts/{account}", a.accountOnly(protocol.FnGetAccount)},
-		{"GET /v1/api/accounts/{account}/positions", a.accountOnly(protocol.FnListPositions)},
-		{"POST /v1/api/accounts/{account}/orders/place", a.placeOrder},
+// serve runs one endpoint for an authenticated caller within budget.
+func (a *API) serve(w http.ResponseWriter, r *http.Request, p auth.Principal, ep *endpoint) {
+	args, e := parseArgs(w, r, ep)
+	if e != nil {
+		httpapi.WriteError(w, e.Status, *e)
+		return
 	}
+	fn := ep.Fn
+	if ep.Choose != nil {
+		fn = ep.Choose(args)
+	}
+	raw, err := json.Marshal(args)
+	if err != nil {
+		httpapi.WriteError(w, http.StatusInternalServerError, httpapi.Error{Code: CodeInternal, Detail: "the relay failed to encode the request"})
+		return
+	}
+	if f, _ := protocol.LookupFunction(fn); !f.Write {
+		a.call(w, r, p, fn, "", raw, ep.Top)
+		return
+	}
+	key, e := idempotencyKey(r, ep, args)
+	if e != nil {
+		httpapi.WriteError(w, e.Status, *e)
+		return
+	}
+	if key == "" {
+		a.call(w, r, p, fn, newRequestID(), raw, ep.Top)
+		return
+	}
+	a.idempotentCall(w, r, p, ep, fn, key, raw)
 }
 
 // Error codes of the trading API that the relay itself produces; the
@@ -101,9 +167,16 @@ const (
 	CodePlatformUnavailable = protocol.CodePlatformUnavailable
 )
 
-// authenticated checks the API token and the plan before h runs.
+// authenticated admits a request before h runs: the client address's
+// budget, then the API token, the plan, and the user's trading budget.
+// Every response to an admitted request carries the user's budget in the
+// RateLimit headers.
 func (a *API) authenticated(h handlerFunc) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if d := a.opts.IPBudget.Allow(clientAddr(r)); !d.Allowed {
+			writeRateLimited(w, a.opts.IPBudget.Policy(), d)
+			return
+		}
 		token, ok := auth.BearerToken(r.Header)
 		if !ok {
 			httpapi.WriteError(w, http.StatusUnauthorized, httpapi.Error{Code: CodeUnauthorized, Detail: "an API token is required in the Authorization header"})
@@ -123,75 +196,44 @@ func (a *API) authenticated(h handlerFunc) http.Handler {
 			httpapi.WriteError(w, http.StatusForbidden, httpapi.Error{Code: CodePlanRequired, Detail: "the trading API needs the pro plan or higher"})
 			return
 		}
+		pol := a.opts.Budget.Policy()
+		d := a.opts.Budget.Allow(p.UserID)
+		if !d.Allowed {
+			writeRateLimited(w, pol, d)
+			return
+		}
+		w.Header().Set("RateLimit-Policy", pol.PolicyHeader())
+		w.Header().Set("RateLimit", pol.Header(d))
 		h(w, r, p)
 	})
 }
 
-func (a *API) noArgs(fn string) handlerFunc {
-	return func(w http.ResponseWriter, r *http.Request, p auth.Principal) {
-		if e := httpapi.RejectBody(r); e != nil {
-			httpapi.WriteError(w, e.Status, *e)
-			return
-		}
-		a.call(w, r, p, fn, "", nil, nil)
-	}
+// CodeRateLimited answers a request over budget (429).
+const CodeRateLimited = "rate_limited"
+
+// writeRateLimited answers 429 rate_limited naming the budget, with
+// Retry-After (whole seconds, never 0) and the RateLimit headers.
+func writeRateLimited(w http.ResponseWriter, pol budget.Policy, d budget.Decision) {
+	w.Header().Set("RateLimit-Policy", pol.PolicyHeader())
+	w.Header().Set("RateLimit", pol.Header(d))
+	httpapi.WriteError(w, http.StatusTooManyRequests, httpapi.Error{Code: CodeRateLimited,
+		Detail: "the request budget is used up; wait retryAfter seconds", RetryAfter: d.RetryAfterSeconds(), Policy: pol.Name})
 }
 
-func (a *API) accountOnly(fn string) handlerFunc {
-	return func(w http.ResponseWriter, r *http.Request, p auth.Principal) {
-		if e := httpapi.RejectBody(r); e != nil {
-			httpapi.WriteError(w, e.Status, *e)
-			return
-		}
-		account, ok := pathAccount(w, r)
-		if !ok {
-			return
-		}
-		args, _ := json.Marshal(protocol.AccountArgs{Account: account})
-		a.call(w, r, p, fn, "", args, nil)
-	}
-}
-
-func (a *API) placeOrder(w http.ResponseWriter, r *http.Request, p auth.Principal) {
-	account, ok := pathAccount(w, r)
-	if !ok {
-		return
-	}
-	var args protocol.PlaceOrderArgs
-	if e := httpapi.ReadJSON(w, r, &args, httpapi.ReadOptions{}); e != nil {
-		httpapi.WriteError(w, e.Status, *e)
-		return
-	}
-	args.Account = account
-	raw, err := json.Marshal(args)
+// clientAddr is the address the request came from. The relay answers on
+// the address clients connect to; a deployment behind a proxy must make
+// the proxy keep the client's address (e.g. PROXY protocol).
+func clientAddr(r *http.Request) string {
+	host, _, err := net.SplitHostPort(r.RemoteAddr)
 	if err != nil {
-		httpapi.WriteError(w, http.StatusInternalServerError, httpapi.Error{Code: CodeInternal, Detail: "the relay failed to encode the request"})
-		return
+		return r.RemoteAddr
 	}
-	a.call(w, r, p, protocol.FnPlaceOrder, writeRequestID(r, args.OrderID), raw, topOrderID)
+	return host
 }
 
-// topOrderID lifts the new order's id to the top level of the response, where
-// bot authors also look for it.
-func topOrderID(result json.RawMessage) map[string]any {
-	var or struct {
-		OrderID string `json:"orderId"`
-	}
-	if json.Unmarshal(result, &or) != nil || or.OrderID == "" {
-		return nil
-	}
-	return map[string]any{"orderId": or.OrderID}
-}
-
-// writeRequestID names a write for exactly-once execution on the agent: the
-// caller's Idempotency-Key or orderId when given, else a fresh id.
-func writeRequestID(r *http.Request, orderID string) string {
-	if k := r.Header.Get("Idempotency-Key"); k != "" {
-		return "key:" + k
-	}
-	if orderID != "" {
-		return "order:" + orderID
-	}
+// newRequestID names a write that has no idempotency key, so that the
+// agent still runs it at most once however the tunnel behaves.
+func newRequestID() string {
 	var b [16]byte
 	_, _ = rand.Read(b[:])
 	return "rly:" + hex.EncodeToString(b[:])
@@ -253,29 +295,4 @@ func statusOf(code string) int {
 		return http.StatusGatewayTimeout
 	}
 	return http.StatusBadRequest
-}
-
-// pathAccount returns the decoded {account} path value, or answers 400
-// invalid_path.
-func pathAccount(w http.ResponseWriter, r *http.Request) (string, bool) {
-	account := r.PathValue("account")
-	if !validName(account) {
-		httpapi.WriteError(w, http.StatusBadRequest, httpapi.Error{Code: CodeInvalidPath, Detail: "the account name in the path is not valid"})
-		return "", false
-	}
-	return account, true
-}
-
-// validName accepts 1–64 printable characters with no leading or trailing
-// space: account names as platforms show them (Sim101, APEX-12345-01).
-func validName(s string) bool {
-	if s == "" || len(s) > 64 || !utf8.ValidString(s) || s[0] == ' ' || s[len(s)-1] == ' ' {
-		return false
-	}
-	for _, r := range s {
-		if !unicode.IsPrint(r) {
-			return false
-		}
-	}
-	return true
 }
