@@ -17,6 +17,7 @@ import (
 	"tradebridge/protocol"
 	"tradebridge/relay/api"
 	"tradebridge/relay/auth"
+	"tradebridge/relay/budget"
 	"tradebridge/relay/httpapi"
 	"tradebridge/relay/hub"
 	"tradebridge/relay/metrics"
@@ -37,6 +38,12 @@ type Options struct {
 	// Hub tunes the tunnels; Auth, Logger and Metrics in it are filled by
 	// the Relay.
 	Hub hub.Options
+	// TradingBudget is the per-user budget of the trading API; the zero
+	// value means budget.Trading (the spec's 180 per minute, burst 20).
+	TradingBudget budget.Policy
+	// IPBudget is the per-client-address budget; zero means
+	// api.DefaultIPPolicy.
+	IPBudget budget.Policy
 }
 
 // Relay is the relay service.
@@ -72,7 +79,23 @@ func New(opts Options) (*Relay, error) {
 	if err != nil {
 		return nil, err
 	}
-	a, err := api.New(api.Options{Caller: h, Auth: authn, Idempotency: opts.Store, Logger: opts.Logger})
+	if opts.TradingBudget == (budget.Policy{}) {
+		opts.TradingBudget = budget.Trading
+	}
+	if opts.IPBudget == (budget.Policy{}) {
+		opts.IPBudget = api.DefaultIPPolicy
+	}
+	trading, err := budget.New(budget.Options{Policy: opts.TradingBudget})
+	if err != nil {
+		h.Close()
+		return nil, fmt.Errorf("relay: trading budget: %w", err)
+	}
+	perIP, err := budget.New(budget.Options{Policy: opts.IPBudget})
+	if err != nil {
+		h.Close()
+		return nil, fmt.Errorf("relay: ip budget: %w", err)
+	}
+	a, err := api.New(api.Options{Caller: h, Auth: authn, Idempotency: opts.Store, Budget: trading, IPBudget: perIP, Logger: opts.Logger})
 	if err != nil {
 		h.Close()
 		return nil, err
@@ -124,6 +147,10 @@ func (r *Relay) Serve(ctx context.Context, ln net.Listener) error {
 	}
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve(ln) }()
+	jctx, stopJanitor := context.WithCancel(ctx)
+	janitorDone := make(chan struct{})
+	go func() { defer close(janitorDone); r.janitor(jctx) }()
+	defer func() { stopJanitor(); <-janitorDone }()
 	r.log.Info("relay listening", zap.String("addr", ln.Addr().String()))
 	select {
 	case err := <-errc:
@@ -141,6 +168,24 @@ func (r *Relay) Serve(ctx context.Context, ln net.Listener) error {
 		return fmt.Errorf("relay: shutdown: %w", err)
 	}
 	return nil
+}
+
+// janitor deletes expired idempotency records every hour until ctx ends.
+func (r *Relay) janitor(ctx context.Context) {
+	t := time.NewTicker(time.Hour)
+	defer t.Stop()
+	for {
+		if n, err := r.opts.Store.PurgeIdempotent(ctx, time.Now().Add(-api.IdempotencyTTL)); err != nil && ctx.Err() == nil {
+			r.log.Warn("purging idempotency records", zap.Error(err))
+		} else if n > 0 {
+			r.log.Info("purged idempotency records", zap.Int("count", n))
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+	}
 }
 
 // Close releases the relay's tunnels. Serve calls it on shutdown; it is

@@ -23,6 +23,7 @@ import (
 	"tradebridge/agent/bridge/sim"
 	"tradebridge/relay"
 	"tradebridge/relay/auth"
+	"tradebridge/relay/budget"
 	"tradebridge/relay/store"
 )
 
@@ -40,6 +41,9 @@ type system struct {
 	stop   func()
 	users  map[string]auth.Credentials
 	client *http.Client
+	// budget is the trading budget of the relay; tests that do not test
+	// budgets use a roomy one.
+	budget budget.Policy
 }
 
 func newSystem(t testing.TB) *system {
@@ -53,6 +57,7 @@ func newSystem(t testing.TB) *system {
 	st, err := store.Open(context.Background(), store.Options{Dir: t.TempDir()})
 	require.NoError(t, err)
 	s := &system{t: t, st: st, logs: logs, log: log, users: map[string]auth.Credentials{},
+		budget: budget.Policy{Name: "trading", Rate: 1 << 20, Period: time.Minute, Burst: 1 << 20},
 		client: &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 128}}}
 	for name, plan := range map[string]auth.Plan{"alice": auth.PlanPro, "bob": auth.PlanElite, "carol": auth.PlanFree} {
 		creds, err := auth.CreateUser(context.Background(), st, name, plan, time.Now())
@@ -74,7 +79,8 @@ func newSystem(t testing.TB) *system {
 
 // serve runs a relay on ln until s.stop.
 func (s *system) serve(ln net.Listener) {
-	r, err := relay.New(relay.Options{Store: s.st, Logger: s.log, AuthCacheTTL: 50 * time.Millisecond})
+	r, err := relay.New(relay.Options{Store: s.st, Logger: s.log, AuthCacheTTL: 50 * time.Millisecond,
+		TradingBudget: s.budget})
 	require.NoError(s.t, err)
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)

@@ -106,16 +106,21 @@ func New(opts Options) (*API, error) {
 // Budget returns the per-user trading budget, for the stream API to share.
 func (a *API) Budget() *budget.Limiter { return a.opts.Budget }
 
+// Mux is where Register adds routes; *http.ServeMux implements it.
+type Mux interface {
+	Handle(pattern string, handler http.Handler)
+}
+
 // Register adds the trading routes to mux, and the OpenAPI document at
 // GET /v1/api/openapi.json.
-func (a *API) Register(mux *http.ServeMux) {
+func (a *API) Register(mux Mux) {
 	for i := range endpoints {
 		ep := &endpoints[i]
 		mux.Handle(ep.Method+" "+ep.Path, a.authenticated(func(w http.ResponseWriter, r *http.Request, p auth.Principal) {
 			a.serve(w, r, p, ep)
 		}))
 	}
-	mux.HandleFunc("GET "+OpenAPIPath, serveOpenAPI)
+	mux.Handle("GET "+OpenAPIPath, http.HandlerFunc(serveOpenAPI))
 }
 
 type handlerFunc func(w http.ResponseWriter, r *http.Request, p auth.Principal)
