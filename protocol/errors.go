@@ -71,6 +71,15 @@ const (
 	CodePlatformUnavailable = "platform_unavailable"
 	// CodeInternal: a fault in the agent; the detail is safe to show.
 	CodeInternal = "internal_error"
+	// CodePositionNotFlat: an operation that closes a position before it
+	// places a new order (ReversePosition, Reverse, FlatPlace,
+	// flattenFirst) closed it, but the old position or its orders did not
+	// clear within the wait; the new order was not placed.
+	CodePositionNotFlat = "position_not_flat"
+	// CodeResyncLimit: reaching targetQuantity needs a larger correction
+	// than maxResyncCorrection allows, or an order on the other side of a
+	// priced (non-market) order; nothing was placed.
+	CodeResyncLimit = "resync_limit_exceeded"
 )
 
 // Codes lists every RPC error code, for tests and documentation.
@@ -82,4 +91,5 @@ var Codes = []string{
 	CodeStrategyTerminal, CodeTradingBlocked, CodeUnknownFunction,
 	CodeRequestInProgress, CodeDeadlineExceeded, CodeCancelled,
 	CodePlatformUnavailable, CodeInternal,
+	CodePositionNotFlat, CodeResyncLimit,
 }

@@ -46,56 +46,80 @@ type Function struct {
 	// Write is true for functions that change orders, positions or
 	// strategies. Writes carry a RequestID and run at most once.
 	Write bool
+	// Internal functions are the relay's own (market-data subscriptions,
+	// P&L polling): bot authors cannot call them.
+	Internal bool
 }
 
 // Functions lists every RPC function of this protocol version.
 var Functions = []Function{
-	{FnListAccounts, false},
-	{FnGetAccountSummary, false},
-	{FnGetAccount, false},
-	{FnGetWatermarks, false},
-	{FnGetPosition, false},
-	{FnListPositions, false},
-	{FnListOrders, false},
-	{FnGetOrder, false},
-	{FnListExecutions, false},
-	{FnListStrategies, false},
-	{FnGetStrategy, false},
-	{FnGetQuote, false},
-	{FnGetAtmTemplates, false},
-	{FnGetAllPositions, false},
-	{FnGetAllOrders, false},
-	{FnListAllStrategies, false},
-	{FnGetExecutionsByOrderID, false},
-	{FnMarketInfo, false},
-	{FnGetBars, false},
-	{FnFlatten, true},
-	{FnFlattenEverything, true},
-	{FnCancelAllOrders, true},
-	{FnClosePosition, true},
-	{FnReverse, true},
-	{FnReversePosition, true},
-	{FnCancelOrders, true},
-	{FnCancelOrder, true},
-	{FnChangeOrder, true},
-	{FnPlaceOrder, true},
-	{FnFlatPlace, true},
-	{FnCancelAndBracket, true},
-	{FnStartStrategy, true},
-	{FnCloseStrategy, true},
-	{FnEnableStrategy, true},
-	{FnDisableStrategy, true},
+	{Name: FnListAccounts, Write: false},
+	{Name: FnGetAccountSummary, Write: false},
+	{Name: FnGetAccount, Write: false},
+	{Name: FnGetWatermarks, Write: false},
+	{Name: FnGetPosition, Write: false},
+	{Name: FnListPositions, Write: false},
+	{Name: FnListOrders, Write: false},
+	{Name: FnGetOrder, Write: false},
+	{Name: FnListExecutions, Write: false},
+	{Name: FnListStrategies, Write: false},
+	{Name: FnGetStrategy, Write: false},
+	{Name: FnGetQuote, Write: false},
+	{Name: FnGetAtmTemplates, Write: false},
+	{Name: FnGetAllPositions, Write: false},
+	{Name: FnGetAllOrders, Write: false},
+	{Name: FnListAllStrategies, Write: false},
+	{Name: FnGetExecutionsByOrderID, Write: false},
+	{Name: FnMarketInfo, Write: false},
+	{Name: FnGetBars, Write: false},
+	{Name: FnFlatten, Write: true},
+	{Name: FnFlattenEverything, Write: true},
+	{Name: FnCancelAllOrders, Write: true},
+	{Name: FnClosePosition, Write: true},
+	{Name: FnReverse, Write: true},
+	{Name: FnReversePosition, Write: true},
+	{Name: FnCancelOrders, Write: true},
+	{Name: FnCancelOrder, Write: true},
+	{Name: FnChangeOrder, Write: true},
+	{Name: FnPlaceOrder, Write: true},
+	{Name: FnFlatPlace, Write: true},
+	{Name: FnCancelAndBracket, Write: true},
+	{Name: FnStartStrategy, Write: true},
+	{Name: FnCloseStrategy, Write: true},
+	{Name: FnEnableStrategy, Write: true},
+	{Name: FnDisableStrategy, Write: true},
+}
+
+// Internal functions, which the relay calls for its own needs.
+const (
+	// FnSetSubscriptions sets the instruments whose quotes the agent sends
+	// as EventQuote events: SubscriptionsArgs → SubscriptionsResult. The
+	// relay sends the whole set each time (the union of its WebSocket
+	// clients' instruments), so the call is idempotent and a reconnected
+	// agent is brought up to date by one call.
+	FnSetSubscriptions = "SetSubscriptions"
+	// FnGetPnl returns a PnlSnapshot of every account.
+	FnGetPnl = "GetPnl"
+)
+
+// InternalFunctions lists the relay's own functions.
+var InternalFunctions = []Function{
+	{Name: FnSetSubscriptions, Internal: true},
+	{Name: FnGetPnl, Internal: true},
 }
 
 var functionIndex = func() map[string]Function {
-	m := make(map[string]Function, len(Functions))
+	m := make(map[string]Function, len(Functions)+len(InternalFunctions))
 	for _, f := range Functions {
+		m[f.Name] = f
+	}
+	for _, f := range InternalFunctions {
 		m[f.Name] = f
 	}
 	return m
 }()
 
-// LookupFunction returns the function named name.
+// LookupFunction returns the function named name, public or internal.
 func LookupFunction(name string) (Function, bool) {
 	f, ok := functionIndex[name]
 	return f, ok

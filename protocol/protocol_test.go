@@ -40,12 +40,28 @@ func TestWireConstantsPinned(t *testing.T) {
 		"strategy_terminal", "trading_blocked", "unknown_function",
 		"request_in_progress", "deadline_exceeded", "cancelled",
 		"platform_unavailable", "internal_error",
+		"position_not_flat", "resync_limit_exceeded",
 	}, Codes)
 	require.Len(t, Functions, 35)
-	for _, f := range Functions {
+	for _, f := range append(Functions, InternalFunctions...) {
 		got, ok := LookupFunction(f.Name)
 		require.True(t, ok)
 		require.Equal(t, f, got)
+	}
+	require.Equal(t, "SetSubscriptions", FnSetSubscriptions)
+	require.Equal(t, "GetPnl", FnGetPnl)
+	for _, f := range InternalFunctions {
+		require.True(t, f.Internal)
+		require.False(t, f.Write)
+	}
+	for _, f := range Functions {
+		require.False(t, f.Internal)
+	}
+	for kind, want := range map[string]string{
+		EventOrder: "order", EventExecution: "execution", EventPosition: "position",
+		EventAccount: "account", EventQuote: "quote", EventStrategy: "strategy",
+	} {
+		require.Equal(t, want, kind)
 	}
 }
 
