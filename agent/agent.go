@@ -35,6 +35,12 @@ type Options struct {
 	// Tunnel tunes the connection; RelayURL, Token, Hello, Handler and
 	// Logger in it are filled by the Agent.
 	Tunnel tunnel.Options
+	// Ops tunes the operations (clock, waits); Platform and Logger in it
+	// are filled by the Agent.
+	Ops ops.Options
+	// Dispatch tunes the dispatcher (write timeout, remembered outcomes);
+	// Ops and Logger in it are filled by the Agent.
+	Dispatch dispatch.Options
 }
 
 // Agent ties a platform to the relay. Create it with New, run it with Run,
@@ -55,11 +61,17 @@ func New(opts Options) (*Agent, error) {
 	if opts.Logger == nil {
 		opts.Logger = zap.NewNop()
 	}
-	o, err := ops.New(opts.Platform)
+	oopts := opts.Ops
+	oopts.Platform = opts.Platform
+	oopts.Logger = opts.Logger
+	o, err := ops.New(oopts)
 	if err != nil {
 		return nil, err
 	}
-	d, err := dispatch.New(dispatch.Options{Ops: o, Logger: opts.Logger})
+	dopts := opts.Dispatch
+	dopts.Ops = o
+	dopts.Logger = opts.Logger
+	d, err := dispatch.New(dopts)
 	if err != nil {
 		return nil, err
 	}

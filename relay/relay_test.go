@@ -4,9 +4,11 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"net"
 	"net/http"
+	"runtime"
 	"sort"
 	"strings"
 	"sync"
@@ -80,7 +82,7 @@ func newSystem(t testing.TB) *system {
 // serve runs a relay on ln until s.stop.
 func (s *system) serve(ln net.Listener) {
 	r, err := relay.New(relay.Options{Store: s.st, Logger: s.log, AuthCacheTTL: 50 * time.Millisecond,
-		TradingBudget: s.budget})
+		TradingBudget: s.budget, IPBudget: s.budget})
 	require.NoError(s.t, err)
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
@@ -111,9 +113,19 @@ type runningAgent struct {
 
 func (s *system) startAgent(user string) *runningAgent {
 	s.t.Helper()
+	return s.startAgentWith(user, nil)
+}
+
+// startAgentWith starts an agent whose options tweak may change.
+func (s *system) startAgentWith(user string, tweak func(*agent.Options)) *runningAgent {
+	s.t.Helper()
 	p, err := sim.New(sim.Options{Seed: 1})
 	require.NoError(s.t, err)
-	a, err := agent.New(agent.Options{RelayURL: s.base, Token: s.users[user].AgentToken, Platform: p, Logger: s.log.Named(user)})
+	opts := agent.Options{RelayURL: s.base, Token: s.users[user].AgentToken, Platform: p, Logger: s.log.Named(user)}
+	if tweak != nil {
+		tweak(&opts)
+	}
+	a, err := agent.New(opts)
 	require.NoError(s.t, err)
 	ra := &runningAgent{a: a, sim: p, done: make(chan struct{})}
 	go func() {
@@ -144,12 +156,30 @@ type response struct {
 
 func (s *system) do(method, path, token, body string, header ...string) response {
 	s.t.Helper()
+	r, err := s.request(method, path, token, body, header...)
+	require.NoError(s.t, err)
+	return r
+}
+
+// doAsync is do for other goroutines: a failure is a response with status
+// -1 and the error as its raw body.
+func (s *system) doAsync(method, path, token, body string, header ...string) response {
+	r, err := s.request(method, path, token, body, header...)
+	if err != nil {
+		return response{Status: -1, raw: []byte(err.Error())}
+	}
+	return r
+}
+
+func (s *system) request(method, path, token, body string, header ...string) (response, error) {
 	var rd io.Reader
 	if body != "" {
 		rd = strings.NewReader(body)
 	}
 	req, err := http.NewRequest(method, s.base+path, rd)
-	require.NoError(s.t, err)
+	if err != nil {
+		return response{}, err
+	}
 	if token != "" {
 		req.Header.Set("Authorization", "Bearer "+token)
 	}
@@ -160,15 +190,21 @@ func (s *system) do(method, path, token, body string, header ...string) response
 		req.Header.Set(header[i], header[i+1])
 	}
 	resp, err := s.client.Do(req)
-	require.NoError(s.t, err)
+	if err != nil {
+		return response{}, err
+	}
 	defer resp.Body.Close()
 	raw, err := io.ReadAll(resp.Body)
-	require.NoError(s.t, err)
+	if err != nil {
+		return response{}, err
+	}
 	r := response{Status: resp.StatusCode, Header: resp.Header, raw: raw}
 	if strings.HasPrefix(resp.Header.Get("Content-Type"), "application/json") {
-		require.NoError(s.t, json.Unmarshal(raw, &r), string(raw))
+		if err := json.Unmarshal(raw, &r); err != nil {
+			return response{}, fmt.Errorf("decoding %q: %w", raw, err)
+		}
 	}
-	return r
+	return r, nil
 }
 
 const marketBuy = `{"action":"BUY","instrument":"ES","orderType":"Market","quantity":2,"timeInForce":"Day"}`
@@ -393,17 +429,63 @@ func TestLogsHoldNoTokens(t *testing.T) {
 // returning the same bytes, interleaving the two so both see the same
 // machine. It reports the medians and their ratio (target p50-ratio ≤ 1.5).
 func BenchmarkRoundTrip(b *testing.B) {
+	compareWithDirect(b, "GET", "/v1/api/accounts/Sim101/positions", "")
+}
+
+// BenchmarkTradingRoutes is BenchmarkRoundTrip for a write and a read
+// (targets: p50 ratio ≤ 1.5, p99 ratio ≤ 2).
+func BenchmarkTradingRoutes(b *testing.B) {
+	b.Run("PlaceOrder", func(b *testing.B) {
+		compareWithDirect(b, "POST", "/v1/api/accounts/Sim101/orders/place", `{"action":"Buy","instrument":"ES","orderType":"Market","quantity":1,"timeInForce":"Day"}`)
+	})
+	b.Run("ListPositions", func(b *testing.B) {
+		compareWithDirect(b, "GET", "/v1/api/accounts/Sim101/positions", "")
+	})
+}
+
+// BenchmarkThroughput measures RPCs per second through one relay and one
+// agent with 64 concurrent clients (target ≥ 20,000 on 2 cores).
+func BenchmarkThroughput(b *testing.B) {
 	s := newSystem(b)
 	s.startAgent("alice")
 	tok := s.users["alice"].APIToken
-	const path = "/v1/api/accounts/Sim101/positions"
+	url := s.base + "/v1/api/accounts/Sim101/positions"
+	s.client.Transport.(*http.Transport).MaxIdleConnsPerHost = 256
+	b.SetParallelism((64 + runtime.GOMAXPROCS(0) - 1) / runtime.GOMAXPROCS(0))
+	start := time.Now()
+	b.ResetTimer()
+	b.RunParallel(func(pb *testing.PB) {
+		for pb.Next() {
+			req, _ := http.NewRequest("GET", url, nil)
+			req.Header.Set("Authorization", "Bearer "+tok)
+			resp, err := s.client.Do(req)
+			if err != nil {
+				b.Error(err)
+				return
+			}
+			io.Copy(io.Discard, resp.Body)
+			resp.Body.Close()
+			if resp.StatusCode != http.StatusOK {
+				b.Errorf("status %d", resp.StatusCode)
+				return
+			}
+		}
+	})
+	b.ReportMetric(float64(b.N)/time.Since(start).Seconds(), "rpc/s")
+}
+
+func compareWithDirect(b *testing.B, method, path, body string) {
+	s := newSystem(b)
+	s.startAgent("alice")
+	tok := s.users["alice"].APIToken
 	s.do("POST", "/v1/api/accounts/Sim101/orders/place", tok, marketBuy)
-	want := s.do("GET", path, tok, "").raw
+	want := s.do(method, path, tok, body).raw
 
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	require.NoError(b, err)
 	direct := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		_ = r.Header.Get("Authorization")
+		io.Copy(io.Discard, r.Body)
 		w.Header().Set("Content-Type", "application/json")
 		w.Write(want)
 	})}
@@ -413,8 +495,15 @@ func BenchmarkRoundTrip(b *testing.B) {
 	defer func() { direct.Close(); wg.Wait() }()
 
 	get := func(url string) time.Duration {
-		req, _ := http.NewRequest("GET", url, nil)
+		var rd io.Reader
+		if body != "" {
+			rd = strings.NewReader(body)
+		}
+		req, _ := http.NewRequest(method, url, rd)
 		req.Header.Set("Authorization", "Bearer "+tok)
+		if body != "" {
+			req.Header.Set("Content-Type", "application/json")
+		}
 		start := time.Now()
 		resp, err := s.client.Do(req)
 		if err != nil {

@@ -216,6 +216,20 @@ var (
 	ErrStrategyTerminal  = errors.New("bridge: strategy is terminal")
 )
 
+// RequestError reports a request the platform refused as malformed (a bars
+// range it cannot serve, a strategy parameter of the wrong type): nothing
+// was done. Reason is a fixed sentence that never repeats the caller's
+// input. Err, when set, is a platform sentinel that errors.Is matches.
+type RequestError struct {
+	Reason string
+	Err    error
+}
+
+func (e *RequestError) Error() string { return "bridge: bad request: " + e.Reason }
+
+// Unwrap returns the platform's sentinel, if any.
+func (e *RequestError) Unwrap() error { return e.Err }
+
 // RejectError reports an order (or a change, or a cancel) the platform
 // refused, with its reason. The reason never repeats the caller's input.
 type RejectError struct {

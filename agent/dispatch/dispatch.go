@@ -1,15 +1,34 @@
 // Package dispatch is the agent's RPC dispatcher: it decodes a Request's
 // arguments, runs the matching operation of package ops, and encodes the
-// result. Writes run exactly once per request id: a repeated id returns the
-// first outcome and runs nothing, also across tunnel reconnects, because the
-// dispatcher outlives any one tunnel.
+// result. Every function of protocol.Functions is registered.
+//
+// Writes run exactly once per request id: a repeated id returns the first
+// outcome (result or error) and runs nothing, also across tunnel
+// reconnects, because the dispatcher outlives any one tunnel. A repeat that
+// arrives while the first is still running waits for its outcome (or
+// answers request_in_progress when its own deadline passes first); the
+// same id with other arguments is invalid_argument. A write, once started,
+// runs to its end even if its caller goes away, within WriteTimeout.
+//
+// Arguments are decoded by type into the function's argument struct of
+// package protocol: Args must be absent, null or a JSON object, and a value
+// of the wrong JSON type (a string for a number or a boolean, a fraction
+// for an integer) is invalid_argument before anything runs. Unknown fields
+// are ignored, as everywhere in the protocol: a newer relay may send fields
+// an older agent does not know, and the relay is the edge that decides what
+// bot authors may send. A field that changes what a write does is therefore
+// added together with a new protocol version, never silently. (The one
+// object whose keys are checked is PlaceOrder's smartOptions, because its
+// options change what is placed: an unknown option is refused.)
 package dispatch
 
 import (
+	"bytes"
 	"context"
 	"crypto/sha256"
 	"encoding/json"
 	"errors"
+	"sync/atomic"
 	"time"
 
 	"go.uber.org/zap"
@@ -40,6 +59,9 @@ type Dispatcher struct {
 	log     *zap.Logger
 	table   map[string]handlerFunc
 	results *outcomes
+	// waiting counts repeats of a running write waiting for its outcome
+	// (for tests).
+	waiting atomic.Int64
 }
 
 type handlerFunc func(ctx context.Context, args json.RawMessage) (any, error)
@@ -73,29 +95,84 @@ func New(opts Options) (*Dispatcher, error) {
 	return d, nil
 }
 
-// functions maps RPC function names to operations.
+// functions maps every RPC function of protocol.Functions to its
+// operation. TestEveryFunctionRegistered keeps the two lists equal.
 func (d *Dispatcher) functions(o *ops.Ops) map[string]handlerFunc {
 	return map[string]handlerFunc{
-		protocol.FnListAccounts: func(ctx context.Context, _ json.RawMessage) (any, error) {
-			return o.ListAccounts(ctx)
-		},
-		protocol.FnGetAccount:    with(o.GetAccount),
-		protocol.FnListPositions: with(o.ListPositions),
-		protocol.FnPlaceOrder:    with(o.PlaceOrder),
+		protocol.FnListAccounts:           with(o.ListAccounts),
+		protocol.FnGetAccountSummary:      with(o.GetAccountSummary),
+		protocol.FnGetAccount:             with(o.GetAccount),
+		protocol.FnGetWatermarks:          with(o.GetWatermarks),
+		protocol.FnGetPosition:            with(o.GetPosition),
+		protocol.FnListPositions:          with(o.ListPositions),
+		protocol.FnListOrders:             with(o.ListOrders),
+		protocol.FnGetOrder:               with(o.GetOrder),
+		protocol.FnListExecutions:         with(o.ListExecutions),
+		protocol.FnListStrategies:         with(o.ListStrategies),
+		protocol.FnGetStrategy:            with(o.GetStrategy),
+		protocol.FnGetQuote:               with(o.GetQuote),
+		protocol.FnGetAtmTemplates:        with(o.GetAtmTemplates),
+		protocol.FnGetAllPositions:        with(o.GetAllPositions),
+		protocol.FnGetAllOrders:           with(o.GetAllOrders),
+		protocol.FnListAllStrategies:      with(o.ListAllStrategies),
+		protocol.FnGetExecutionsByOrderID: with(o.GetExecutionsByOrderId),
+		protocol.FnMarketInfo:             with(o.MarketInfo),
+		protocol.FnGetBars:                with(o.GetBars),
+		protocol.FnFlatten:                with(o.Flatten),
+		protocol.FnFlattenEverything:      with(o.FlattenEverything),
+		protocol.FnCancelAllOrders:        with(o.CancelAllOrders),
+		protocol.FnClosePosition:          with(o.ClosePosition),
+		protocol.FnReverse:                with(o.Reverse),
+		protocol.FnReversePosition:        with(o.ReversePosition),
+		protocol.FnCancelOrders:           with(o.CancelOrders),
+		protocol.FnCancelOrder:            with(o.CancelOrder),
+		protocol.FnChangeOrder:            with(o.ChangeOrder),
+		protocol.FnPlaceOrder:             with(o.PlaceOrder),
+		protocol.FnFlatPlace:              with(o.FlatPlace),
+		protocol.FnCancelAndBracket:       with(o.CancelAndBracket),
+		protocol.FnStartStrategy:          with(o.StartStrategy),
+		protocol.FnCloseStrategy:          with(o.CloseStrategy),
+		protocol.FnEnableStrategy:         with(o.EnableStrategy),
+		protocol.FnDisableStrategy:        with(o.DisableStrategy),
 	}
 }
 
-// with adapts an operation taking typed arguments.
+// with adapts an operation taking typed arguments. Args must be absent,
+// null or a JSON object whose fields have the types of A: a string where a
+// number belongs, a fraction where an integer belongs, or a string where a
+// boolean belongs is invalid_argument, and nothing runs. Unknown fields are
+// ignored (see the package documentation).
 func with[A, R any](op func(context.Context, A) (R, error)) handlerFunc {
 	return func(ctx context.Context, raw json.RawMessage) (any, error) {
 		var args A
-		if len(raw) > 0 {
-			if err := json.Unmarshal(raw, &args); err != nil {
-				return nil, protocol.NewError(protocol.CodeInvalidArgument, "the arguments do not have the function's types")
-			}
+		if err := decodeArgs(raw, &args); err != nil {
+			return nil, err
 		}
 		return op(ctx, args)
 	}
+}
+
+// decodeArgs decodes a request's Args into dst.
+func decodeArgs(raw json.RawMessage, dst any) error {
+	raw = bytes.TrimSpace(raw)
+	if len(raw) == 0 || bytes.Equal(raw, []byte("null")) {
+		return nil
+	}
+	if raw[0] != '{' {
+		return protocol.NewError(protocol.CodeInvalidArgument, "the arguments must be a JSON object")
+	}
+	if err := json.Unmarshal(raw, dst); err != nil {
+		var pe *protocol.Error
+		if errors.As(err, &pe) {
+			return pe
+		}
+		var te *json.UnmarshalTypeError
+		if errors.As(err, &te) && te.Field != "" {
+			return protocol.NewError(protocol.CodeInvalidArgument, "the field "+te.Field+" does not have the function's type for it")
+		}
+		return protocol.NewError(protocol.CodeInvalidArgument, "the arguments do not have the function's types")
+	}
+	return nil
 }
 
 // Handle runs one request.
@@ -105,8 +182,15 @@ func (d *Dispatcher) Handle(ctx context.Context, req *protocol.Request) (json.Ra
 		return nil, protocol.NewError(protocol.CodeUnknownFunction, "this agent does not implement the function")
 	}
 	fn, _ := protocol.LookupFunction(req.Fn)
-	if !fn.Write || req.RequestID == "" {
+	if !fn.Write {
 		return d.run(ctx, req, h)
+	}
+	if req.RequestID == "" {
+		// Not exactly-once, but still never abandoned halfway (a reverse
+		// that closed and did not place yet).
+		wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), d.opts.WriteTimeout)
+		defer cancel()
+		return d.run(wctx, req, h)
 	}
 	sum := sha256.New()
 	sum.Write([]byte(req.Fn))
@@ -119,6 +203,8 @@ func (d *Dispatcher) Handle(ctx context.Context, req *protocol.Request) (json.Ra
 		if o.fingerprint != fp {
 			return nil, protocol.NewError(protocol.CodeInvalidArgument, "the request id was already used for a different call")
 		}
+		d.waiting.Add(1)
+		defer d.waiting.Add(-1)
 		select {
 		case <-o.done:
 			d.log.Info("repeated write answered from its first outcome", zap.String("fn", req.Fn), zap.String("requestId", req.RequestID))
@@ -136,7 +222,15 @@ func (d *Dispatcher) Handle(ctx context.Context, req *protocol.Request) (json.Ra
 	return o.result, o.err
 }
 
-func (d *Dispatcher) run(ctx context.Context, req *protocol.Request, h handlerFunc) (json.RawMessage, *protocol.Error) {
+// run runs one operation. A panic in it becomes internal_error, so that a
+// write's outcome is recorded (and never run again) even then.
+func (d *Dispatcher) run(ctx context.Context, req *protocol.Request, h handlerFunc) (raw json.RawMessage, perr *protocol.Error) {
+	defer func() {
+		if r := recover(); r != nil {
+			d.log.Error("operation panicked", zap.String("fn", req.Fn), zap.Any("panic", r))
+			raw, perr = nil, protocol.NewError(protocol.CodeInternal, "the agent failed to run the operation")
+		}
+	}()
 	v, err := h(ctx, req.Args)
 	if err != nil {
 		var pe *protocol.Error
@@ -146,7 +240,7 @@ func (d *Dispatcher) run(ctx context.Context, req *protocol.Request, h handlerFu
 		d.log.Error("operation failed", zap.String("fn", req.Fn), zap.Error(err))
 		return nil, protocol.NewError(protocol.CodeInternal, "the agent failed to run the operation")
 	}
-	raw, err := json.Marshal(v)
+	raw, err = json.Marshal(v)
 	if err != nil {
 		d.log.Error("encoding result", zap.String("fn", req.Fn), zap.Error(err))
 		return nil, protocol.NewError(protocol.CodeInternal, "the agent failed to encode the result")

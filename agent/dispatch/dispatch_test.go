@@ -20,12 +20,15 @@ import (
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 
 // countingPlatform is a bridge.Platform that fills every order and counts
-// submissions; gate, when set, holds SubmitOrder until closed. Primitives the
-// dispatcher tests do not use are left to the embedded nil interface.
+// submissions; gate, when set, holds SubmitOrder until closed, and entered
+// receives a value each time SubmitOrder starts. Primitives the dispatcher
+// tests do not use are left to the embedded nil interface.
 type countingPlatform struct {
 	bridge.Platform
 	submits atomic.Int64
 	gate    chan struct{}
+	entered chan struct{}
+	panics  bool
 }
 
 func (p *countingPlatform) Kind() string { return "fake" }
@@ -44,9 +47,24 @@ func (p *countingPlatform) Account(_ context.Context, name string) (protocol.Acc
 func (p *countingPlatform) Positions(context.Context, string) ([]protocol.Position, error) {
 	return nil, nil
 }
+func (p *countingPlatform) Instrument(_ context.Context, name string) (protocol.InstrumentInfo, error) {
+	if name != "ES 12-26" && name != "ES" {
+		return protocol.InstrumentInfo{}, bridge.ErrInstrumentUnknown
+	}
+	return protocol.InstrumentInfo{Instrument: "ES 12-26", Root: "ES", TickSize: 0.25}, nil
+}
 func (p *countingPlatform) SubmitOrder(ctx context.Context, req bridge.OrderRequest) (protocol.Order, error) {
+	if p.entered != nil {
+		p.entered <- struct{}{}
+	}
 	if p.gate != nil {
 		<-p.gate
+	}
+	if err := ctx.Err(); err != nil {
+		return protocol.Order{}, err
+	}
+	if p.panics {
+		panic("platform bug")
 	}
 	n := p.submits.Add(1)
 	return protocol.Order{OrderID: fmt.Sprintf("o-%d", n), Account: req.Account, OrderState: protocol.OrderStateFilled}, nil
@@ -54,7 +72,7 @@ func (p *countingPlatform) SubmitOrder(ctx context.Context, req bridge.OrderRequ
 func (p *countingPlatform) Close() error { return nil }
 
 func newDispatcher(t *testing.T, p bridge.Platform, now func() time.Time) *Dispatcher {
-	o, err := ops.New(p)
+	o, err := ops.New(ops.Options{Platform: p})
 	require.NoError(t, err)
 	d, err := New(Options{Ops: o, Now: now, RememberMax: 3, RememberFor: time.Hour})
 	require.NoError(t, err)
@@ -65,6 +83,31 @@ const orderArgs = `{"account":"A1","action":"BUY","instrument":"ES 12-26","order
 
 func place(d *Dispatcher, ctx context.Context, id, args string) (json.RawMessage, *protocol.Error) {
 	return d.Handle(ctx, &protocol.Request{Fn: protocol.FnPlaceOrder, RequestID: id, Args: json.RawMessage(args)})
+}
+
+func TestNewValidates(t *testing.T) {
+	_, err := New(Options{})
+	require.Error(t, err)
+	o, err := ops.New(ops.Options{Platform: &countingPlatform{}})
+	require.NoError(t, err)
+	d, err := New(Options{Ops: o})
+	require.NoError(t, err)
+	require.Equal(t, 30*time.Second, d.opts.WriteTimeout)
+	require.Equal(t, 10_000, d.opts.RememberMax)
+	require.Equal(t, 24*time.Hour, d.opts.RememberFor)
+}
+
+// Every public function of the protocol has an operation, and every
+// operation is a function of the protocol.
+func TestEveryFunctionRegistered(t *testing.T) {
+	d := newDispatcher(t, &countingPlatform{}, nil)
+	for _, f := range protocol.Functions {
+		require.Contains(t, d.table, f.Name)
+	}
+	for name := range d.table {
+		_, ok := protocol.LookupFunction(name)
+		require.True(t, ok, name)
+	}
 }
 
 func TestRepeatedWriteRunsOnce(t *testing.T) {
@@ -91,19 +134,58 @@ func TestRepeatedWriteRunsOnce(t *testing.T) {
 	require.Equal(t, int64(3), p.submits.Load())
 }
 
+// A write that failed is answered with the same failure, and not run again.
+func TestRepeatedFailureRunsOnce(t *testing.T) {
+	p := &countingPlatform{}
+	d := newDispatcher(t, p, nil)
+	bad := `{"account":"A1","action":"Buy","instrument":"ZZ","orderType":"Market","quantity":1,"timeInForce":"Day"}`
+	_, first := place(d, context.Background(), "f", bad)
+	require.Equal(t, protocol.CodeInvalidInstrument, first.Code)
+	_, again := place(d, context.Background(), "f", bad)
+	require.Equal(t, first, again)
+	require.Zero(t, p.submits.Load())
+}
+
+// Every write function is exactly-once, not only PlaceOrder.
+func TestEveryWriteIsExactlyOnce(t *testing.T) {
+	d := newDispatcher(t, &countingPlatform{}, nil)
+	for _, f := range protocol.Functions {
+		if !f.Write {
+			continue
+		}
+		t.Run(f.Name, func(t *testing.T) {
+			// The arguments miss what every write needs, so the operation
+			// fails at once; the outcome is recorded all the same.
+			_, first := d.Handle(context.Background(), &protocol.Request{Fn: f.Name, RequestID: "w-" + f.Name, Args: json.RawMessage(`{"account":"A1"}`)})
+			_, again := d.Handle(context.Background(), &protocol.Request{Fn: f.Name, RequestID: "w-" + f.Name, Args: json.RawMessage(`{"account":"A1"}`)})
+			require.Equal(t, first, again)
+			_, other := d.Handle(context.Background(), &protocol.Request{Fn: f.Name, RequestID: "w-" + f.Name, Args: json.RawMessage(`{"account":"A2"}`)})
+			require.NotNil(t, other)
+			require.Equal(t, protocol.CodeInvalidArgument, other.Code)
+		})
+	}
+}
+
 func TestRepeatWhileRunningWaitsForFirst(t *testing.T) {
-	p := &countingPlatform{gate: make(chan struct{})}
+	p := &countingPlatform{gate: make(chan struct{}), entered: make(chan struct{}, 1)}
 	d := newDispatcher(t, p, nil)
 	var wg sync.WaitGroup
 	results := make([]json.RawMessage, 5)
-	for i := range results {
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		results[0], _ = place(d, context.Background(), "same", orderArgs)
+	}()
+	<-p.entered
+	for i := 1; i < len(results); i++ {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
 			results[i], _ = place(d, context.Background(), "same", orderArgs)
 		}()
 	}
-	time.Sleep(20 * time.Millisecond)
+	require.Eventually(t, func() bool { return d.waiting.Load() == 4 }, 5*time.Second, time.Millisecond,
+		"the repeats wait for the first outcome")
 	close(p.gate)
 	wg.Wait()
 	require.Equal(t, int64(1), p.submits.Load())
@@ -113,7 +195,7 @@ func TestRepeatWhileRunningWaitsForFirst(t *testing.T) {
 }
 
 func TestCallerLeavingDoesNotAbandonWrite(t *testing.T) {
-	p := &countingPlatform{gate: make(chan struct{})}
+	p := &countingPlatform{gate: make(chan struct{}), entered: make(chan struct{}, 1)}
 	d := newDispatcher(t, p, nil)
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
@@ -121,12 +203,12 @@ func TestCallerLeavingDoesNotAbandonWrite(t *testing.T) {
 		defer close(done)
 		place(d, ctx, "k", orderArgs)
 	}()
-	time.Sleep(10 * time.Millisecond)
+	<-p.entered
 	cancel()
 	// A retry while the first is still running learns it is in progress...
-	short, cancelShort := context.WithTimeout(context.Background(), 10*time.Millisecond)
-	defer cancelShort()
-	_, perr := place(d, short, "k", orderArgs)
+	gone, cancelGone := context.WithCancel(context.Background())
+	cancelGone()
+	_, perr := place(d, gone, "k", orderArgs)
 	require.Equal(t, protocol.CodeRequestInProgress, perr.Code)
 	close(p.gate)
 	<-done
@@ -135,6 +217,18 @@ func TestCallerLeavingDoesNotAbandonWrite(t *testing.T) {
 	require.Nil(t, perr)
 	require.Contains(t, string(out), `"orderId":"o-1"`)
 	require.Equal(t, int64(1), p.submits.Load())
+}
+
+// A panicking write is recorded as internal_error and never run again.
+func TestPanickingWriteRecorded(t *testing.T) {
+	p := &countingPlatform{panics: true}
+	d := newDispatcher(t, p, nil)
+	_, perr := place(d, context.Background(), "p", orderArgs)
+	require.Equal(t, protocol.CodeInternal, perr.Code)
+	p.panics = false
+	_, perr = place(d, context.Background(), "p", orderArgs)
+	require.Equal(t, protocol.CodeInternal, perr.Code)
+	require.Zero(t, p.submits.Load())
 }
 
 func TestOutcomesBounded(t *testing.T) {
@@ -159,17 +253,61 @@ func TestDispatchErrors(t *testing.T) {
 		{protocol.FnGetAccount, `{"account":"nope"}`, protocol.CodeAccountNotFound},
 		{protocol.FnGetAccount, `{}`, protocol.CodeMissingFields},
 		{protocol.FnGetAccount, `{"account":7}`, protocol.CodeInvalidArgument},
+		{protocol.FnGetAccount, `[1]`, protocol.CodeInvalidArgument},
+		{protocol.FnGetAccount, `"A1"`, protocol.CodeInvalidArgument},
+		{protocol.FnListAccounts, `[]`, protocol.CodeInvalidArgument},
 		{protocol.FnPlaceOrder, `{"account":"A1"}`, protocol.CodeMissingFields},
 		{protocol.FnPlaceOrder, `{"account":"A1","action":"Hold","instrument":"ES 12-26","orderType":"Market","quantity":1,"timeInForce":"Day"}`, protocol.CodeInvalidArgument},
 		{protocol.FnPlaceOrder, `{"account":"A1","action":"Buy","instrument":"ES 12-26","orderType":"Limit","quantity":1,"timeInForce":"Day"}`, protocol.CodeMissingFields},
 		{protocol.FnPlaceOrder, `{"account":"A1","action":"Buy","instrument":"ES 12-26","orderType":"Limit","limitPrice":-1,"quantity":1,"timeInForce":"Day"}`, protocol.CodeInvalidArgument},
 		{protocol.FnPlaceOrder, `{"account":"A1","action":"Buy","instrument":"ES 12-26","orderType":"Market","quantity":-2,"timeInForce":"Day"}`, protocol.CodeInvalidArgument},
+		// Strict types: text where numbers and booleans belong, fractions
+		// where integers belong.
+		{protocol.FnPlaceOrder, `{"account":"A1","action":"Buy","instrument":"ES 12-26","orderType":"Market","quantity":"1","timeInForce":"Day"}`, protocol.CodeInvalidArgument},
+		{protocol.FnPlaceOrder, `{"account":"A1","action":"Buy","instrument":"ES 12-26","orderType":"Market","quantity":1.5,"timeInForce":"Day"}`, protocol.CodeInvalidArgument},
+		{protocol.FnPlaceOrder, `{"account":"A1","action":"Buy","instrument":"ES 12-26","orderType":"Market","quantity":1,"timeInForce":"Day","force":"true"}`, protocol.CodeInvalidArgument},
+		{protocol.FnPlaceOrder, `{"account":"A1","action":"Buy","instrument":"ES 12-26","orderType":"Market","quantity":1,"timeInForce":"Day","smartOptions":{"teleport":true}}`, protocol.CodeInvalidArgument},
+		{protocol.FnListOrders, `{"account":"A1","activeOnly":"false"}`, protocol.CodeInvalidArgument},
+		{protocol.FnListOrders, `{"account":"A1","lookbackTime":"320"}`, protocol.CodeInvalidArgument},
+		{protocol.FnStartStrategy, `{"account":"A1","strategyClass":"X","strategy_class":"Y","instrument":"ES"}`, protocol.CodeInvalidArgument},
+		{protocol.FnStartStrategy, `{"account":"A1","strategyClass":"X","instrument":"ES","period":"five"}`, protocol.CodeInvalidArgument},
+		{protocol.FnGetBars, `{"instrument":"ES","periodType":"minute","period_type":"day"}`, protocol.CodeInvalidArgument},
 	} {
 		_, perr := d.Handle(context.Background(), &protocol.Request{Fn: tc.fn, Args: json.RawMessage(tc.args)})
 		require.NotNil(t, perr, tc.fn+" "+tc.args)
 		require.Equal(t, tc.code, perr.Code, tc.fn+" "+tc.args)
+		require.NotContains(t, perr.Detail, "nope")
+		require.NotContains(t, perr.Detail, "five")
+		require.NotContains(t, perr.Detail, "teleport")
 	}
 	out, perr := d.Handle(context.Background(), &protocol.Request{Fn: protocol.FnListAccounts})
 	require.Nil(t, perr)
 	require.JSONEq(t, `[{"name":"A1","displayName":"","provider":"","connection":"","connectionStatus":"","denomination":"","status":"","item":{"buyingPower":0,"cashValue":0,"netLiquidation":0,"realizedProfitLoss":0,"unrealizedProfitLoss":0,"grossRealizedProfitLoss":0,"commission":0,"initialMargin":0,"maintenanceMargin":0,"dailyLossLimit":0,"trailingMaxDrawdown":0,"weeklyProfitLoss":0}}]`, string(out))
+	// Unknown fields are ignored; null and {} are no arguments.
+	for _, args := range []string{`{"account":"A1","somethingNew":1}`} {
+		_, perr := d.Handle(context.Background(), &protocol.Request{Fn: protocol.FnGetAccount, Args: json.RawMessage(args)})
+		require.Nil(t, perr)
+	}
+	for _, args := range []string{``, `null`, `{}`, ` {} `} {
+		_, perr := d.Handle(context.Background(), &protocol.Request{Fn: protocol.FnListAccounts, Args: json.RawMessage(args)})
+		require.Nil(t, perr, args)
+	}
+}
+
+// A write without a request id is not exactly-once, but it is not
+// abandoned halfway either when its caller leaves.
+func TestWriteWithoutIDRunsToItsEnd(t *testing.T) {
+	p := &countingPlatform{gate: make(chan struct{}), entered: make(chan struct{}, 1)}
+	d := newDispatcher(t, p, nil)
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan *protocol.Error, 1)
+	go func() {
+		_, perr := place(d, ctx, "", orderArgs)
+		done <- perr
+	}()
+	<-p.entered
+	cancel()
+	close(p.gate)
+	require.Nil(t, <-done)
+	require.Equal(t, int64(1), p.submits.Load())
 }

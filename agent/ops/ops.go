@@ -1,150 +1,348 @@
-// Package ops implements the agent's RPC functions on top of the platform
-// primitives of package bridge. Every operation is written here once, so it
-// behaves the same on the simulator and on NinjaTrader; argument checking
-// happens here too, before anything reaches the platform.
 package ops
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"math"
 	"strings"
+	"sync"
+	"time"
+	"unicode"
+	"unicode/utf8"
+
+	"go.uber.org/zap"
 
 	"tradebridge/agent/bridge"
 	"tradebridge/protocol"
 )
 
-// Ops runs operations against one platform.
+// Defaults of Options.
+const (
+	// DefaultBracketDelay is the wait of CancelAndBracket between its
+	// cancellations and its bracket.
+	DefaultBracketDelay = 300 * time.Millisecond
+	// DefaultClearTimeout is how long ReversePosition, Reverse, FlatPlace
+	// and flattenFirst wait for the old position and its orders to clear.
+	DefaultClearTimeout = 5 * time.Second
+	// DefaultPollInterval is how often those waits look again.
+	DefaultPollInterval = 50 * time.Millisecond
+)
+
+// Options configure Ops.
+type Options struct {
+	// Platform is the trading platform; required.
+	Platform bridge.Platform
+	// Logger receives the operations' logs; nil discards them.
+	Logger *zap.Logger
+	// Now is the clock that lookbackTime windows are measured on; it must
+	// be the platform's clock (sim.ManualClock.Now in tests). Default
+	// time.Now.
+	Now func() time.Time
+	// Sleep waits d or until ctx ends, returning ctx.Err() then. Every wait
+	// of an operation goes through it, so tests replace it to run without
+	// sleeping. Default: a timer.
+	Sleep func(ctx context.Context, d time.Duration) error
+	// BracketDelay is CancelAndBracket's wait after its cancellations.
+	// Default DefaultBracketDelay; negative is invalid.
+	BracketDelay time.Duration
+	// ClearTimeout bounds the wait for a closed position to clear. Default
+	// DefaultClearTimeout.
+	ClearTimeout time.Duration
+	// PollInterval is the step of that wait. Default DefaultPollInterval;
+	// at most ClearTimeout.
+	PollInterval time.Duration
+	// NewOcoID returns a fresh OCO id for CancelAndBracket calls that name
+	// none. Default: "bracket-" and 16 random hex digits.
+	NewOcoID func() string
+}
+
+// Ops runs operations against one platform. It is safe for concurrent use:
+// writes that touch one account and instrument run one at a time, in the
+// order they acquire it.
 type Ops struct {
-	p bridge.Platform
+	p     bridge.Platform
+	opts  Options
+	log   *zap.Logger
+	locks *locker
+	book  *tagBook
+	ids   *idMap
+	// instruments caches resolve's answers for a second.
+	instruments instrumentCache
 }
 
-// New returns Ops over p.
-func New(p bridge.Platform) (*Ops, error) {
-	if p == nil {
-		return nil, errors.New("ops: a platform is required")
+// New validates opts, fills its defaults and returns Ops.
+func New(opts Options) (*Ops, error) {
+	if opts.Platform == nil {
+		return nil, errors.New("ops: Options.Platform is required")
 	}
-	return &Ops{p: p}, nil
+	if opts.Logger == nil {
+		opts.Logger = zap.NewNop()
+	}
+	if opts.Now == nil {
+		opts.Now = time.Now
+	}
+	if opts.Sleep == nil {
+		opts.Sleep = sleep
+	}
+	switch {
+	case opts.BracketDelay < 0:
+		return nil, errors.New("ops: Options.BracketDelay must not be negative")
+	case opts.BracketDelay == 0:
+		opts.BracketDelay = DefaultBracketDelay
+	}
+	switch {
+	case opts.ClearTimeout < 0:
+		return nil, errors.New("ops: Options.ClearTimeout must not be negative")
+	case opts.ClearTimeout == 0:
+		opts.ClearTimeout = DefaultClearTimeout
+	}
+	switch {
+	case opts.PollInterval < 0:
+		return nil, errors.New("ops: Options.PollInterval must not be negative")
+	case opts.PollInterval == 0:
+		opts.PollInterval = min(DefaultPollInterval, opts.ClearTimeout)
+	}
+	if opts.PollInterval > opts.ClearTimeout {
+		return nil, errors.New("ops: Options.PollInterval must not exceed ClearTimeout")
+	}
+	if opts.NewOcoID == nil {
+		opts.NewOcoID = newOcoID
+	}
+	return &Ops{
+		p:     opts.Platform,
+		opts:  opts,
+		log:   opts.Logger.Named("ops"),
+		locks: newLocker(),
+		book:  newTagBook(),
+		ids:   newIDMap(maxIDAliases),
+	}, nil
 }
 
-// ListAccounts returns every account.
-func (o *Ops) ListAccounts(ctx context.Context) ([]protocol.Account, error) {
-	accts, err := o.p.Accounts(ctx)
-	return accts, wireError(err)
+// sleep waits d or until ctx ends.
+func sleep(ctx context.Context, d time.Duration) error {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-t.C:
+		return nil
+	}
 }
 
-// GetAccount returns one account.
-func (o *Ops) GetAccount(ctx context.Context, args protocol.AccountArgs) (protocol.Account, error) {
-	if err := requireAccount(args.Account); err != nil {
-		return protocol.Account{}, err
-	}
-	a, err := o.p.Account(ctx, args.Account)
-	return a, wireError(err)
+func newOcoID() string {
+	var b [8]byte
+	_, _ = rand.Read(b[:])
+	return "bracket-" + hex.EncodeToString(b[:])
 }
 
-// ListPositions returns the account's open positions.
-func (o *Ops) ListPositions(ctx context.Context, args protocol.AccountArgs) ([]protocol.Position, error) {
-	if err := requireAccount(args.Account); err != nil {
-		return nil, err
-	}
-	ps, err := o.p.Positions(ctx, args.Account)
-	if err != nil {
-		return nil, wireError(err)
-	}
-	if ps == nil {
-		ps = []protocol.Position{}
-	}
-	return ps, nil
+// key names one account's holding of one contract (the full contract name).
+type key struct{ account, instrument string }
+
+// Limits of text arguments.
+const (
+	maxNameLen = 64  // account, instrument, root, ids of orders and strategies
+	maxTagLen  = 128 // strategyTag, ocoId, orderId, ATM template, class names
+	maxQty     = 10_000
+	maxPrice   = 1e9
+)
+
+// missing refuses a call whose required fields are absent, naming them.
+func missing(names ...string) error {
+	return protocol.NewError(protocol.CodeMissingFields, "missing required fields: "+strings.Join(names, ", "))
 }
 
-// PlaceOrder checks and submits one order.
-func (o *Ops) PlaceOrder(ctx context.Context, args protocol.PlaceOrderArgs) (protocol.OrderResult, error) {
-	req, err := orderRequest(args)
-	if err != nil {
-		return protocol.OrderResult{}, err
+// fields collects the names of absent required fields.
+type fields []string
+
+func (f *fields) need(name string, present bool) {
+	if !present {
+		*f = append(*f, name)
 	}
-	order, err := o.p.SubmitOrder(ctx, req)
-	if err != nil {
-		return protocol.OrderResult{}, wireError(err)
-	}
-	return protocol.OrderResult{OrderID: order.OrderID, Order: order}, nil
 }
 
-// orderRequest validates PlaceOrder arguments into a platform order.
-func orderRequest(a protocol.PlaceOrderArgs) (bridge.OrderRequest, error) {
-	var missing []string
-	for _, f := range []struct{ name, v string }{
-		{"account", a.Account}, {"action", a.Action}, {"instrument", a.Instrument},
-		{"orderType", a.OrderType}, {"timeInForce", a.TimeInForce},
-	} {
-		if strings.TrimSpace(f.v) == "" {
-			missing = append(missing, f.name)
-		}
+func (f fields) err() error {
+	if len(f) == 0 {
+		return nil
 	}
-	if a.Quantity == 0 {
-		missing = append(missing, "quantity")
-	}
-	if len(missing) > 0 {
-		return bridge.OrderRequest{}, protocol.NewError(protocol.CodeMissingFields, "missing required fields: "+strings.Join(missing, ", "))
-	}
-	action, ok := protocol.NormalizeAction(a.Action)
-	if !ok {
-		return bridge.OrderRequest{}, invalid("action must be Buy or Sell")
-	}
-	orderType, ok := protocol.NormalizeOrderType(a.OrderType)
-	if !ok {
-		return bridge.OrderRequest{}, invalid("orderType must be Market, Limit, StopMarket or StopLimit")
-	}
-	tif, ok := protocol.NormalizeTimeInForce(a.TimeInForce)
-	if !ok {
-		return bridge.OrderRequest{}, invalid("timeInForce must be Day or Gtc")
-	}
-	if a.Quantity < 0 || a.Quantity > 10_000 {
-		return bridge.OrderRequest{}, invalid("quantity must be between 1 and 10000")
-	}
-	req := bridge.OrderRequest{
-		Account: a.Account, Instrument: a.Instrument, Action: action, OrderType: orderType,
-		Quantity: a.Quantity, TimeInForce: tif, Oco: a.OcoID, OrderID: a.OrderID,
-		StrategyTag: a.StrategyTag,
-	}
-	needLimit := orderType == protocol.OrderTypeLimit || orderType == protocol.OrderTypeStopLimit
-	needStop := orderType == protocol.OrderTypeStopMarket || orderType == protocol.OrderTypeStopLimit
-	var err error
-	if req.LimitPrice, err = price("limitPrice", a.LimitPrice, needLimit); err != nil {
-		return bridge.OrderRequest{}, err
-	}
-	if req.StopPrice, err = price("stopPrice", a.StopPrice, needStop); err != nil {
-		return bridge.OrderRequest{}, err
-	}
-	return req, nil
-}
-
-// price checks an optional price: required when the order type uses it,
-// ignored (zero) when it does not.
-func price(name string, p *float64, required bool) (float64, error) {
-	if !required {
-		return 0, nil
-	}
-	if p == nil {
-		return 0, protocol.NewError(protocol.CodeMissingFields, "missing required fields: "+name)
-	}
-	if math.IsNaN(*p) || math.IsInf(*p, 0) || *p <= 0 || *p > 1e9 {
-		return 0, invalid(name + " must be a positive price")
-	}
-	return *p, nil
-}
-
-func requireAccount(account string) error {
-	if strings.TrimSpace(account) == "" {
-		return protocol.NewError(protocol.CodeMissingFields, "missing required fields: account")
-	}
-	return nil
+	return missing(f...)
 }
 
 func invalid(detail string) error { return protocol.NewError(protocol.CodeInvalidArgument, detail) }
 
+// text checks an optional text argument: printable, no longer than max.
+func text(name, v string, max int) error {
+	if v == "" {
+		return nil
+	}
+	if len(v) > max || !utf8.ValidString(v) {
+		return invalid(fmt.Sprintf("%s must be at most %d characters of valid text", name, max))
+	}
+	for _, r := range v {
+		if !unicode.IsPrint(r) {
+			return invalid(name + " must hold printable characters only")
+		}
+	}
+	return nil
+}
+
+// account checks a required account argument.
+func account(v string) error {
+	if strings.TrimSpace(v) == "" {
+		return missing("account")
+	}
+	return text("account", v, maxNameLen)
+}
+
+// quantity checks a contract quantity.
+func quantity(name string, n int) error {
+	if n < 1 || n > maxQty {
+		return invalid(fmt.Sprintf("%s must be between 1 and %d", name, maxQty))
+	}
+	return nil
+}
+
+// positive checks a price.
+func positive(name string, p float64) error {
+	if math.IsNaN(p) || math.IsInf(p, 0) || p <= 0 || p > maxPrice {
+		return invalid(name + " must be a positive price")
+	}
+	return nil
+}
+
+// onTick checks that price is a multiple of the instrument's tick size.
+func onTick(name string, price float64, info protocol.InstrumentInfo) error {
+	if info.TickSize <= 0 {
+		return nil
+	}
+	n := price / info.TickSize
+	if math.Abs(n-math.Round(n)) > 1e-6 {
+		return invalid(name + " must be a multiple of the instrument's tick size")
+	}
+	return nil
+}
+
+// resolve checks an instrument argument and resolves it on the platform to
+// its full contract name and description.
+func (o *Ops) resolve(ctx context.Context, name, instrument string) (protocol.InstrumentInfo, error) {
+	if strings.TrimSpace(instrument) == "" {
+		return protocol.InstrumentInfo{}, missing(name)
+	}
+	if err := text(name, instrument, maxNameLen); err != nil {
+		return protocol.InstrumentInfo{}, err
+	}
+	now := o.opts.Now()
+	if info, ok := o.instruments.get(instrument, now); ok {
+		return info, nil
+	}
+	info, err := o.p.Instrument(ctx, instrument)
+	if err != nil {
+		return protocol.InstrumentInfo{}, wireError(err)
+	}
+	o.instruments.put(instrument, info, now)
+	return info, nil
+}
+
+// instrumentTTL is how long a resolved instrument is reused. A root's
+// front month rolls at one instant; for at most this long after it, an
+// order naming the root may still go to the previous contract, which
+// trades until its expiry days later.
+const instrumentTTL = time.Second
+
+// maxCachedInstruments bounds the cache; it is emptied when full.
+const maxCachedInstruments = 1024
+
+// instrumentCache remembers resolved instruments for instrumentTTL of the
+// platform's clock, by the name as sent.
+type instrumentCache struct {
+	mu sync.Mutex
+	m  map[string]cachedInstrument
+}
+
+type cachedInstrument struct {
+	info  protocol.InstrumentInfo
+	until time.Time
+}
+
+func (c *instrumentCache) get(name string, now time.Time) (protocol.InstrumentInfo, bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	e, ok := c.m[name]
+	if !ok || !now.Before(e.until) || now.Before(e.until.Add(-instrumentTTL)) {
+		return protocol.InstrumentInfo{}, false
+	}
+	return e.info, true
+}
+
+func (c *instrumentCache) put(name string, info protocol.InstrumentInfo, now time.Time) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.m == nil || len(c.m) >= maxCachedInstruments {
+		c.m = make(map[string]cachedInstrument)
+	}
+	c.m[name] = cachedInstrument{info: info, until: now.Add(instrumentTTL)}
+}
+
+// signedQty returns a position's signed quantity: long positive.
+func signedQty(p protocol.Position) int {
+	if p.MarketPosition == protocol.MarketPositionShort {
+		return -p.Quantity
+	}
+	if p.MarketPosition == protocol.MarketPositionLong {
+		return p.Quantity
+	}
+	return 0
+}
+
+// side returns +1 for Buy and -1 for Sell.
+func side(action string) int {
+	if action == protocol.ActionSell {
+		return -1
+	}
+	return 1
+}
+
+// actionFor returns the action that trades n (signed) contracts.
+func actionFor(n int) string {
+	if n < 0 {
+		return protocol.ActionSell
+	}
+	return protocol.ActionBuy
+}
+
+func sign(n int) int {
+	switch {
+	case n > 0:
+		return 1
+	case n < 0:
+		return -1
+	}
+	return 0
+}
+
+func abs(n int) int {
+	if n < 0 {
+		return -n
+	}
+	return n
+}
+
+// marketPosition spells a signed quantity's direction.
+func marketPosition(n int) string {
+	switch {
+	case n > 0:
+		return protocol.MarketPositionLong
+	case n < 0:
+		return protocol.MarketPositionShort
+	}
+	return protocol.MarketPositionFlat
+}
+
 // wireError turns a platform error into the wire error the caller sees.
+// Details are fixed sentences: they never repeat the caller's input.
 func wireError(err error) error {
 	if err == nil {
 		return nil
@@ -152,6 +350,9 @@ func wireError(err error) error {
 	var pe *protocol.Error
 	if errors.As(err, &pe) {
 		return pe
+	}
+	if reason, ok := badRequest(err); ok {
+		return protocol.NewError(protocol.CodeInvalidArgument, reason)
 	}
 	var re *bridge.RejectError
 	switch {
@@ -165,6 +366,14 @@ func wireError(err error) error {
 		return protocol.NewError(protocol.CodeOrderNotFound, "no such order on the account")
 	case errors.Is(err, bridge.ErrNotConnected):
 		return protocol.NewError(protocol.CodePlatformUnavailable, "the trading platform is not connected to the agent")
+	case errors.Is(err, bridge.ErrTemplateNotFound):
+		return protocol.NewError(protocol.CodeTemplateNotFound, "no ATM template of that name")
+	case errors.Is(err, bridge.ErrStrategyNotFound):
+		return protocol.NewError(protocol.CodeStrategyNotFound, "no such strategy on the account")
+	case errors.Is(err, bridge.ErrStrategyClass):
+		return protocol.NewError(protocol.CodeInvalidArgument, "strategyClass names no strategy class of the platform")
+	case errors.Is(err, bridge.ErrStrategyTerminal):
+		return protocol.NewError(protocol.CodeStrategyTerminal, "the strategy has ended and cannot change state")
 	case errors.Is(err, context.DeadlineExceeded):
 		return protocol.NewError(protocol.CodeDeadlineExceeded, "the platform did not answer in time")
 	case errors.Is(err, context.Canceled):

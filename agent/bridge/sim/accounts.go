@@ -1,6 +1,7 @@
 package sim
 
 import (
+	"slices"
 	"sort"
 
 	"tradebridge/protocol"
@@ -20,12 +21,29 @@ const (
 
 // account is one simulated account.
 type account struct {
-	name          string
-	positions     map[string]*position // by contract name; never flat
-	orders        []*order             // in submission order
-	executions    []protocol.Execution // in fill order
-	grossRealized float64
-	commission    float64
+	name      string
+	positions map[string]*position // by contract name; never flat
+	posList   []*position          // the same, by contract name
+	// orders are the orders of the current trading session and those still
+	// working, in submission order; executions the session's fills.
+	orders     []*order
+	executions []protocol.Execution
+	// Realized P&L before commission, and commission: since the start, in
+	// the current trading session, and in the current trading week.
+	grossRealized, commission       float64
+	sessionGross, sessionCommission float64
+	weekGross, weekCommission       float64
+	marks                           marks // session watermarks
+}
+
+// book adds a fill's realized P&L (before commission) and its commission.
+func (a *account) book(realized, commission float64) {
+	a.grossRealized += realized
+	a.sessionGross += realized
+	a.weekGross += realized
+	a.commission += commission
+	a.sessionCommission += commission
+	a.weekCommission += commission
 }
 
 func newAccount(name string) *account {
@@ -80,6 +98,18 @@ func (p *position) unrealized(m *market) float64 {
 	return cents((float64(m.last) - p.avg) * float64(p.qty) * p.c.root.tickValue)
 }
 
+// flatRecord is the position record of a contract the account no longer
+// holds, as position events report it.
+func flatRecord(account string, c contract, m *market) protocol.Position {
+	return protocol.Position{
+		Account:        account,
+		Instrument:     c.name,
+		InstrumentType: instrumentType,
+		MarketPosition: protocol.MarketPositionFlat,
+		MarketPrice:    c.root.price(m.last),
+	}
+}
+
 func (p *position) record(account string, m *market) protocol.Position {
 	r := p.c.root
 	return protocol.Position{
@@ -94,14 +124,29 @@ func (p *position) record(account string, m *market) protocol.Position {
 	}
 }
 
-// sortedPositions returns the account's positions by instrument name.
-func (a *account) sortedPositions() []*position {
-	ps := make([]*position, 0, len(a.positions))
-	for _, p := range a.positions {
-		ps = append(ps, p)
+// sortedPositions returns the account's positions by instrument name. The
+// slice is the account's own: callers must not change it.
+func (a *account) sortedPositions() []*position { return a.posList }
+
+// positionFor returns the account's position in c, opening an empty one
+// if it has none; a fill must follow.
+func (a *account) positionFor(c contract) *position {
+	if pos := a.positions[c.name]; pos != nil {
+		return pos
 	}
-	sort.Slice(ps, func(i, j int) bool { return ps[i].c.name < ps[j].c.name })
-	return ps
+	pos := &position{c: c}
+	a.positions[c.name] = pos
+	i := sort.Search(len(a.posList), func(i int) bool { return a.posList[i].c.name >= c.name })
+	a.posList = slices.Insert(a.posList, i, pos)
+	return pos
+}
+
+// dropPosition forgets the account's position in c, which went flat.
+func (a *account) dropPosition(c contract) {
+	delete(a.positions, c.name)
+	if i := slices.IndexFunc(a.posList, func(p *position) bool { return p.c.name == c.name }); i >= 0 {
+		a.posList = slices.Delete(a.posList, i, i+1)
+	}
 }
 
 // accountRecord returns the account with its values at the current prices.
@@ -111,8 +156,8 @@ func (pl *Platform) accountRecord(a *account) protocol.Account {
 		unrealized += p.unrealized(pl.markets[p.c.name])
 		maintenance += float64(abs(p.qty)) * p.c.root.margin
 	}
-	realized := cents(a.grossRealized - a.commission)
-	cash := cents(pl.startingCash + realized)
+	cash := cents(pl.startingCash + cents(a.grossRealized-a.commission))
+	realized := cents(a.sessionGross - a.sessionCommission)
 	unrealized = cents(unrealized)
 	netLiq := cents(cash + unrealized)
 	initial := cents(maintenance * initialMarginRatio)
@@ -130,11 +175,11 @@ func (pl *Platform) accountRecord(a *account) protocol.Account {
 			NetLiquidation:          netLiq,
 			RealizedProfitLoss:      realized,
 			UnrealizedProfitLoss:    unrealized,
-			GrossRealizedProfitLoss: cents(a.grossRealized),
-			Commission:              cents(a.commission),
+			GrossRealizedProfitLoss: cents(a.sessionGross),
+			Commission:              cents(a.sessionCommission),
 			InitialMargin:           initial,
 			MaintenanceMargin:       cents(maintenance),
-			WeeklyProfitLoss:        realized,
+			WeeklyProfitLoss:        cents(a.weekGross - a.weekCommission),
 		},
 	}
 }

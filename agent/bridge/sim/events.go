@@ -4,6 +4,7 @@ import (
 	"context"
 
 	"tradebridge/agent/bridge"
+	"tradebridge/protocol"
 )
 
 // eventBuffer is how many events a reader of Events may fall behind before
@@ -70,4 +71,54 @@ func (p *Platform) closeSubscribers() {
 		delete(p.subscribers, s)
 		close(s.ch)
 	}
+}
+
+// The emit helpers below copy a record into a new event, with p.mu held.
+// With no reader they only count the event, so an unwatched simulator
+// allocates nothing for its events.
+
+// emitOrder publishes the order as it stands.
+func (p *Platform) emitOrder(o *order) {
+	if len(p.subscribers) == 0 {
+		p.eventSeq++
+		return
+	}
+	rec := o.rec
+	p.emit(bridge.Event{Kind: bridge.EventOrder, Order: &rec})
+}
+
+// emitExecution publishes a fill.
+func (p *Platform) emitExecution(e protocol.Execution) {
+	if len(p.subscribers) == 0 {
+		p.eventSeq++
+		return
+	}
+	p.emit(bridge.Event{Kind: bridge.EventExecution, Execution: &e})
+}
+
+// emitPosition publishes the account's position in c after a change; a
+// position that went flat is reported Flat with quantity 0.
+func (p *Platform) emitPosition(a *account, c contract) {
+	if len(p.subscribers) == 0 {
+		p.eventSeq++
+		return
+	}
+	m := p.markets[c.name]
+	var rec protocol.Position
+	if pos := a.positions[c.name]; pos != nil {
+		rec = pos.record(a.name, m)
+	} else {
+		rec = flatRecord(a.name, c, m)
+	}
+	p.emit(bridge.Event{Kind: bridge.EventPosition, Position: &rec})
+}
+
+// emitAccount publishes the account's current values.
+func (p *Platform) emitAccount(a *account) {
+	if len(p.subscribers) == 0 {
+		p.eventSeq++
+		return
+	}
+	rec := p.accountRecord(a)
+	p.emit(bridge.Event{Kind: bridge.EventAccount, Account: &rec})
 }

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"tradebridge/agent/bridge"
+	"tradebridge/protocol"
 )
 
 // family is a group of roots that share contract months and a roll rule.
@@ -38,23 +39,26 @@ type rootSpec struct {
 	base       float64 // starting price of the walk
 	dailyVol   float64 // daily volatility of the walk, as a fraction of base
 	margin     float64 // approximate exchange maintenance margin, dollars per contract
+	activity   int64   // average contracts traded per second, for synthetic volume
+	exchange   string
+	desc       string
 }
 
 // roots lists the simulator's instruments (CME specifications).
 var roots = func() map[string]*rootSpec {
 	specs := []rootSpec{
-		{"ES", 0.25, 12.50, 50, 2, familyIndex, quarterly, 6000, 0.01, 22000},
-		{"MES", 0.25, 1.25, 5, 2, familyIndex, quarterly, 6000, 0.01, 2200},
-		{"NQ", 0.25, 5.00, 20, 2, familyIndex, quarterly, 21000, 0.01, 32000},
-		{"MNQ", 0.25, 0.50, 2, 2, familyIndex, quarterly, 21000, 0.01, 3200},
-		{"YM", 1, 5.00, 5, 0, familyIndex, quarterly, 44000, 0.01, 15000},
-		{"MYM", 1, 0.50, 0.5, 0, familyIndex, quarterly, 44000, 0.01, 1500},
-		{"RTY", 0.10, 5.00, 50, 1, familyIndex, quarterly, 2300, 0.01, 10000},
-		{"M2K", 0.10, 0.50, 5, 1, familyIndex, quarterly, 2300, 0.01, 1000},
-		{"CL", 0.01, 10.00, 1000, 2, familyEnergy, monthly, 70, 0.02, 6000},
-		{"MCL", 0.01, 1.00, 100, 2, familyEnergy, monthly, 70, 0.02, 600},
-		{"GC", 0.10, 10.00, 100, 1, familyMetal, bimonthly, 2600, 0.01, 16000},
-		{"MGC", 0.10, 1.00, 10, 1, familyMetal, bimonthly, 2600, 0.01, 1600},
+		{"ES", 0.25, 12.50, 50, 2, familyIndex, quarterly, 6000, 0.01, 22000, 15, "CME", "E-mini S&P 500"},
+		{"MES", 0.25, 1.25, 5, 2, familyIndex, quarterly, 6000, 0.01, 2200, 12, "CME", "Micro E-mini S&P 500"},
+		{"NQ", 0.25, 5.00, 20, 2, familyIndex, quarterly, 21000, 0.01, 32000, 6, "CME", "E-mini Nasdaq-100"},
+		{"MNQ", 0.25, 0.50, 2, 2, familyIndex, quarterly, 21000, 0.01, 3200, 14, "CME", "Micro E-mini Nasdaq-100"},
+		{"YM", 1, 5.00, 5, 0, familyIndex, quarterly, 44000, 0.01, 15000, 2, "CBOT", "E-mini Dow ($5)"},
+		{"MYM", 1, 0.50, 0.5, 0, familyIndex, quarterly, 44000, 0.01, 1500, 2, "CBOT", "Micro E-mini Dow"},
+		{"RTY", 0.10, 5.00, 50, 1, familyIndex, quarterly, 2300, 0.01, 10000, 2, "CME", "E-mini Russell 2000"},
+		{"M2K", 0.10, 0.50, 5, 1, familyIndex, quarterly, 2300, 0.01, 1000, 2, "CME", "Micro E-mini Russell 2000"},
+		{"CL", 0.01, 10.00, 1000, 2, familyEnergy, monthly, 70, 0.02, 6000, 6, "NYMEX", "Crude Oil (WTI)"},
+		{"MCL", 0.01, 1.00, 100, 2, familyEnergy, monthly, 70, 0.02, 600, 2, "NYMEX", "Micro WTI Crude Oil"},
+		{"GC", 0.10, 10.00, 100, 1, familyMetal, bimonthly, 2600, 0.01, 16000, 4, "COMEX", "Gold"},
+		{"MGC", 0.10, 1.00, 10, 1, familyMetal, bimonthly, 2600, 0.01, 1600, 2, "COMEX", "Micro Gold"},
 	}
 	m := make(map[string]*rootSpec, len(specs))
 	for i := range specs {
@@ -101,6 +105,8 @@ type contract struct {
 	year      int
 	month     time.Month
 	name      string    // "ES 12-26"
+	rollDay   time.Time // the roll date (a date from date)
+	lastDay   time.Time // the last trading day (a date from date)
 	rollAt    time.Time // from this instant the next contract is the front month
 	expiresAt time.Time // from this instant the contract no longer trades
 }
@@ -120,6 +126,7 @@ func newContract(r *rootSpec, year int, month time.Month) contract {
 		last = date(year, month, 27)
 		roll = date(year, month-1, 25)
 	}
+	c.rollDay, c.lastDay = roll, last
 	c.rollAt = newYork(roll.AddDate(0, 0, -1), 18) // the roll date's session opens
 	c.expiresAt = newYork(last, 17)                // the last day's session closes
 	return c
@@ -153,7 +160,7 @@ const monthCodes = "FGHJKMNQUVXZ"
 func resolve(instrument string, now time.Time) (contract, error) {
 	c, ok := parseInstrument(strings.ToUpper(strings.TrimSpace(instrument)), now)
 	if !ok {
-		return contract{}, fmt.Errorf("sim: instrument %q: %w", instrument, bridge.ErrInstrumentUnknown)
+		return contract{}, fmt.Errorf("sim: not a contract the simulator trades: %w", bridge.ErrInstrumentUnknown)
 	}
 	return c, nil
 }
@@ -245,7 +252,124 @@ func roundTo(x float64, n int) float64 {
 // cents rounds a dollar amount to cents.
 func cents(x float64) float64 { return roundTo(x, 2) }
 
-// marketOpen reports whether c trades at now (its exchange's trading
-// hours). Orders that need the market, such as Market orders, are refused
-// while it is closed, and prices do not move.
-func marketOpen(c contract, now time.Time) bool { return true }
+// next returns the contract that follows c: the root's next contract month.
+func (c contract) next() contract {
+	for _, m := range c.root.months {
+		if m > c.month {
+			return newContract(c.root, c.year, m)
+		}
+	}
+	return newContract(c.root, c.year+1, c.root.months[0])
+}
+
+// Trading hours. Every root trades CME Globex hours: from Sunday 18:00 to
+// Friday 17:00 New York time, with a daily break from 17:00 to 18:00. The
+// simulator knows no holidays.
+
+// tradingHours describes the hours in words, for InstrumentInfo.
+var tradingHours = protocol.TradingHours{
+	TimeZone:    "America/New_York",
+	Description: "Sunday 18:00 to Friday 17:00, daily break 17:00-18:00",
+}
+
+// upcomingSessions is how many sessions InstrumentInfo lists.
+const upcomingSessions = 5
+
+// tradingSession is one trading session: it opens at 18:00 New York time on
+// the day before its trade date and closes at 17:00 on the trade date, a
+// Monday to Friday. Every session lasts 23 hours (daylight-saving changes
+// happen on Sunday mornings, outside every session).
+type tradingSession struct {
+	day         time.Time // the trade date (a date from date)
+	open, close time.Time
+}
+
+// sessionMinutes is the length of every session in minutes.
+const sessionMinutes = 23 * 60
+
+// sessionOn returns the session of a trade date (a Monday to Friday).
+func sessionOn(day time.Time) tradingSession {
+	return tradingSession{day: day, open: newYork(day.AddDate(0, 0, -1), sessionOpenHour),
+		close: newYork(day, sessionCloseHour)}
+}
+
+// isTradeDay reports whether a date has a session: Monday to Friday.
+func isTradeDay(d time.Time) bool {
+	wd := d.Weekday()
+	return wd != time.Saturday && wd != time.Sunday
+}
+
+// sessionFrom returns the first session that has not closed at t: the one in
+// progress at t, or else the next one to open.
+func sessionFrom(t time.Time) tradingSession {
+	for d := utcDate(t).AddDate(0, 0, -1); ; d = d.AddDate(0, 0, 1) {
+		if isTradeDay(d) {
+			if s := sessionOn(d); t.Before(s.close) {
+				return s
+			}
+		}
+	}
+}
+
+// contains reports whether the market is open at t in s.
+func (s tradingSession) contains(t time.Time) bool {
+	return !t.Before(s.open) && t.Before(s.close)
+}
+
+// next returns the session after s.
+func (s tradingSession) next() tradingSession {
+	d := s.day.AddDate(0, 0, 1)
+	for !isTradeDay(d) {
+		d = d.AddDate(0, 0, 1)
+	}
+	return sessionOn(d)
+}
+
+// prev returns the session before s.
+func (s tradingSession) prev() tradingSession {
+	d := s.day.AddDate(0, 0, -1)
+	for !isTradeDay(d) {
+		d = d.AddDate(0, 0, -1)
+	}
+	return sessionOn(d)
+}
+
+// sessionEpoch is the Monday from which sessions and weeks are numbered, so
+// that bars of several days or weeks align the same way in every request.
+var sessionEpoch = date(2000, time.January, 3)
+
+// daysSinceEpoch counts calendar days from sessionEpoch to d (a date).
+func daysSinceEpoch(d time.Time) int64 {
+	return int64(d.Sub(sessionEpoch).Round(time.Hour) / (24 * time.Hour))
+}
+
+// sessionIndex numbers trade dates: sessionEpoch is 0, each Monday to
+// Friday after it one more.
+func sessionIndex(d time.Time) int64 {
+	n := daysSinceEpoch(d)
+	w := floorDiv(n, 7)
+	return w*5 + min(n-w*7, 4)
+}
+
+// sessionAtIndex returns the session numbered i (see sessionIndex).
+func sessionAtIndex(i int64) tradingSession {
+	w := floorDiv(i, 5)
+	return sessionOn(sessionEpoch.AddDate(0, 0, int(w*7+i-w*5)))
+}
+
+// floorDiv divides rounding towards minus infinity.
+func floorDiv(a, b int64) int64 {
+	q := a / b
+	if (a%b != 0) && ((a < 0) != (b < 0)) {
+		q--
+	}
+	return q
+}
+
+// marketOpen reports whether c trades at now: inside a session of the
+// trading hours, and before the contract expires. Orders that need the
+// market, such as Market orders, are refused while it is closed, and prices
+// do not move.
+func marketOpen(c contract, now time.Time) bool {
+	return now.Before(c.expiresAt) && sessionFrom(now).contains(now)
+}

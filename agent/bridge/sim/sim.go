@@ -50,6 +50,21 @@ type Options struct {
 	// 0 means DefaultCommissionPerContract and a negative value means no
 	// commission.
 	CommissionPerContract float64
+	// BookDepth is how many contracts each price level of the book offers
+	// an order each time it is matched; 0, the default, means unlimited, so
+	// every order fills entirely at the touch. With a depth, a market order
+	// takes the touch and then one tick worse per level, a marketable limit
+	// order takes the levels up to its limit and rests the rest, and a
+	// resting limit order takes at most BookDepth contracts per market
+	// update. Negative values are refused.
+	BookDepth int
+	// AtmTemplates are the ATM templates the simulator starts with; nil
+	// means DefaultAtmTemplates(), an empty non-nil list none. New refuses
+	// invalid templates (see SetAtmTemplates).
+	AtmTemplates []protocol.AtmTemplate
+	// TickInterval is how often Run steps the simulator; 0 or less means
+	// DefaultTickInterval.
+	TickInterval time.Duration
 }
 
 // Platform is the simulator. Its methods are safe for concurrent use.
@@ -59,6 +74,7 @@ type Platform struct {
 	seed         int64
 	startingCash float64
 	commission   float64
+	bookDepth    int
 
 	mu         sync.Mutex
 	closed     bool
@@ -70,9 +86,24 @@ type Platform struct {
 	working    []*order           // non-terminal orders, in submission order
 	orderSeq   int64
 	execSeq    int64
+	// gen counts each market's updates (walk steps, SetPrice): a resting
+	// order takes BookDepth once per update.
+	gen       map[*market]uint64
+	templates []protocol.AtmTemplate
+	atms      []*atmStrategy // ATM strategies not yet done, oldest first
+
+	// Trading sessions (see session.go): the current session's and week's
+	// openings, the next session opening, and the earliest session close at
+	// which a working Day order expires (zero when none).
+	sessionStart time.Time
+	weekStart    time.Time
+	nextReset    time.Time
+	nextExpiry   time.Time
 
 	subscribers map[*subscriber]struct{} // readers of Events
 	eventSeq    uint64
+
+	feed feedState // subscriptions and strategies (marketdata.go)
 }
 
 var _ bridge.Platform = (*Platform)(nil)
@@ -85,10 +116,13 @@ func New(opts Options) (*Platform, error) {
 		seed:         opts.Seed,
 		startingCash: opts.StartingCash,
 		commission:   opts.CommissionPerContract,
+		bookDepth:    opts.BookDepth,
 		byName:       make(map[string]*account),
 		markets:      make(map[string]*market),
 		orders:       make(map[string]*order),
+		gen:          make(map[*market]uint64),
 		subscribers:  make(map[*subscriber]struct{}),
+		feed:         newFeedState(opts),
 	}
 	if p.log == nil {
 		p.log = zap.NewNop()
@@ -113,6 +147,17 @@ func New(opts Options) (*Platform, error) {
 	case p.commission < 0:
 		p.commission = 0
 	}
+	if p.bookDepth < 0 {
+		return nil, errors.New("sim: book depth must not be negative")
+	}
+	templates := opts.AtmTemplates
+	if templates == nil {
+		templates = DefaultAtmTemplates()
+	}
+	var err error
+	if p.templates, err = validateTemplates(templates); err != nil {
+		return nil, err
+	}
 	names := opts.Accounts
 	if len(names) == 0 {
 		names = defaultAccounts
@@ -128,8 +173,10 @@ func New(opts Options) (*Platform, error) {
 		p.accounts = append(p.accounts, a)
 		p.byName[name] = a
 	}
+	p.startSessions(p.clock.Now())
 	p.log.Info("simulator ready", zap.Int64("seed", p.seed), zap.Strings("accounts", names),
-		zap.Float64("startingCash", p.startingCash), zap.Float64("commissionPerContract", p.commission))
+		zap.Float64("startingCash", p.startingCash), zap.Float64("commissionPerContract", p.commission),
+		zap.Int("bookDepth", p.bookDepth), zap.Int("atmTemplates", len(p.templates)))
 	return p, nil
 }
 
@@ -222,8 +269,8 @@ func (p *Platform) Positions(ctx context.Context, account string) ([]protocol.Po
 	return out, nil
 }
 
-// Orders returns every order of the account, terminal or not, in
-// submission order.
+// Orders returns the account's orders of the current trading session and
+// every order still working, in submission order.
 func (p *Platform) Orders(ctx context.Context, account string) ([]protocol.Order, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
@@ -237,14 +284,17 @@ func (p *Platform) Orders(ctx context.Context, account string) ([]protocol.Order
 	if err != nil {
 		return nil, err
 	}
-	out := make([]protocol.Order, len(a.orders))
-	for i, o := range a.orders {
-		out[i] = o.rec
+	out := make([]protocol.Order, 0, len(a.orders))
+	for _, o := range a.orders {
+		if p.orderInSession(o) {
+			out = append(out, o.rec)
+		}
 	}
 	return out, nil
 }
 
-// Executions returns every fill of the account, in the order they happened.
+// Executions returns the account's fills of the current trading session, in
+// the order they happened.
 func (p *Platform) Executions(ctx context.Context, account string) ([]protocol.Execution, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
@@ -282,10 +332,11 @@ func (p *Platform) Quote(_ context.Context, instrument string) (protocol.Quote, 
 func (p *Platform) SetPrice(instrument string, last float64) error {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	now, err := p.begin()
+	now, err := p.advanceLocked()
 	if err != nil {
 		return err
 	}
+	defer p.settleLocked(now)
 	c, err := resolve(instrument, now)
 	if err != nil {
 		return err
@@ -294,31 +345,59 @@ func (p *Platform) SetPrice(instrument string, last float64) error {
 	if math.IsNaN(x) || x < 0.5 || x > maxTicks {
 		return errors.New("sim: a price must be at least one tick and finite")
 	}
-	n := int64(math.Round(x))
-	p.market(c, now).set(n, now)
-	p.matchAll(now)
+	m := p.market(c, now)
+	m.set(int64(math.Round(x)), now)
+	p.gen[m]++
 	return nil
 }
 
 // begin starts a call with the lock held: it refuses calls after Close and
-// brings every market and resting order up to the clock.
+// brings the sessions, every market, resting orders, ATM strategies and
+// watermarks up to the clock.
 func (p *Platform) begin() (time.Time, error) {
+	now, err := p.advanceLocked()
+	if err != nil {
+		return now, err
+	}
+	p.settleLocked(now)
+	return now, nil
+}
+
+// advanceLocked is the first half of begin: it processes the session
+// boundaries the clock has passed (Day expiry, session reset), then moves
+// every market to the clock.
+func (p *Platform) advanceLocked() (time.Time, error) {
 	if p.closed {
 		return time.Time{}, fmt.Errorf("sim: closed: %w", bridge.ErrNotConnected)
 	}
 	now := p.clock.Now()
+	p.sessionsLocked(now)
 	for _, m := range p.marketList {
+		bid, walked := m.bid, m.walked
 		m.advance(now)
+		if m.bid != bid || !m.walked.Equal(walked) {
+			p.gen[m]++
+		}
 	}
-	p.matchAll(now)
-	p.afterAdvance(now)
 	return now, nil
+}
+
+// settleLocked is the second half of begin: resting orders are matched,
+// ATM strategies act on the prices, the watermarks follow them, and
+// afterAdvance runs.
+func (p *Platform) settleLocked(now time.Time) {
+	p.matchAll(now)
+	p.atmUpdateLocked(now)
+	for _, a := range p.accounts {
+		p.observeLocked(a)
+	}
+	p.afterAdvance(now)
 }
 
 func (p *Platform) account(name string) (*account, error) {
 	a := p.byName[name]
 	if a == nil {
-		return nil, fmt.Errorf("sim: account %q: %w", name, bridge.ErrAccountNotFound)
+		return nil, fmt.Errorf("sim: account: %w", bridge.ErrAccountNotFound)
 	}
 	return a, nil
 }

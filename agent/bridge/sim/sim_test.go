@@ -176,12 +176,14 @@ func TestFrontMonth(t *testing.T) {
 
 func TestFrontMonthFollowsTheClock(t *testing.T) {
 	p, clock := newSim(t, sim.Options{})
-	clock.Set(time.Date(2026, 12, 9, 22, 0, 0, 0, time.UTC))
+	// 16:00 New York time: 17:00-18:00 is the daily break, when market
+	// orders are refused.
+	clock.Set(time.Date(2026, 12, 9, 21, 0, 0, 0, time.UTC))
 	require.NoError(t, p.SetPrice("ES", 6000))
 	o := submit(t, p, market("Sim101", "ES", "Buy", 1))
 	require.Equal(t, "ES 12-26", o.Instrument)
 
-	clock.Advance(2 * time.Hour) // past the roll
+	clock.Advance(2 * time.Hour) // at the roll, when the session opens
 	o = submit(t, p, market("Sim101", "ES", "Buy", 1))
 	require.Equal(t, "ES 03-27", o.Instrument)
 
@@ -832,8 +834,12 @@ func TestRealClockByDefault(t *testing.T) {
 	p, err := sim.New(sim.Options{})
 	require.NoError(t, err)
 	defer p.Close()
-	o, err := p.SubmitOrder(ctx, market("Sim101", "ES", "Buy", 1))
+	// A resting limit: a market order would be refused when the wall clock
+	// is outside trading hours.
+	o, err := p.SubmitOrder(ctx, bridge.OrderRequest{Account: "Sim101", Instrument: "ES", Action: "Buy",
+		OrderType: "Limit", Quantity: 1, LimitPrice: 1})
 	require.NoError(t, err)
+	require.Equal(t, "Working", o.OrderState)
 	require.InDelta(t, time.Now().UnixMilli(), o.Epoch, float64(time.Minute.Milliseconds()))
 	require.Regexp(t, `^ES (03|06|09|12)-\d\d$`, o.Instrument)
 }
