@@ -102,10 +102,72 @@ func (a *Agent) hello(ctx context.Context) (protocol.Hello, error) {
 	}, nil
 }
 
-// Run keeps the agent connected until ctx ends or Close is called.
+// Runner is a platform that needs a loop of its own (the simulator's
+// clock-driven market); Run keeps it going until ctx ends.
+type Runner interface {
+	Run(ctx context.Context) error
+}
+
+// Run keeps the agent connected until ctx ends or Close is called. Beside
+// the tunnel it forwards the platform's events to the relay and, for a
+// platform that is a Runner, runs its loop; it returns when all of them
+// have stopped.
 func (a *Agent) Run(ctx context.Context) error {
 	a.log.Info("agent starting", zap.String("version", Version), zap.String("platform", a.opts.Platform.Kind()))
+	ctx, cancel := context.WithCancel(ctx)
+	var wg sync.WaitGroup
+	defer wg.Wait()
+	defer cancel() // runs before wg.Wait: the helpers stop when the tunnel does
+	if r, ok := a.opts.Platform.(Runner); ok {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if err := r.Run(ctx); err != nil && ctx.Err() == nil {
+				a.log.Warn("platform loop stopped", zap.Error(err))
+			}
+		}()
+	}
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		a.forwardEvents(ctx)
+	}()
 	return a.tunnel.Run(ctx)
+}
+
+// forwardEvents sends the platform's events to the relay while the tunnel
+// is up. Events that happen while it is down are not queued: the relay
+// reads the state it needs again when the agent reconnects.
+func (a *Agent) forwardEvents(ctx context.Context) {
+	lost := 0
+	for ev := range a.opts.Platform.Events(ctx) {
+		if ev.Lost {
+			lost++
+			a.log.Warn("platform events were dropped: the relay reads state again", zap.Int("times", lost))
+			continue
+		}
+		var data any
+		switch ev.Kind {
+		case bridge.EventOrder:
+			data = ev.Order
+		case bridge.EventExecution:
+			data = ev.Execution
+		case bridge.EventPosition:
+			data = ev.Position
+		case bridge.EventAccount:
+			data = ev.Account
+		case bridge.EventQuote:
+			data = ev.Quote
+		case bridge.EventStrategy:
+			data = ev.Strategy
+		default:
+			continue
+		}
+		if !a.tunnel.Connected() {
+			continue
+		}
+		_ = a.tunnel.SendEvent(string(ev.Kind), data) // a dropped tunnel is the tunnel's to report
+	}
 }
 
 // Connected reports whether the tunnel to the relay is up.

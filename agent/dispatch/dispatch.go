@@ -134,6 +134,9 @@ func (d *Dispatcher) functions(o *ops.Ops) map[string]handlerFunc {
 		protocol.FnCloseStrategy:          with(o.CloseStrategy),
 		protocol.FnEnableStrategy:         with(o.EnableStrategy),
 		protocol.FnDisableStrategy:        with(o.DisableStrategy),
+		// The relay's own functions.
+		protocol.FnSetSubscriptions: with(o.SetSubscriptions),
+		protocol.FnGetPnl:           with(o.GetPnl),
 	}
 }
 

@@ -101,7 +101,7 @@ func TestNewValidates(t *testing.T) {
 // operation is a function of the protocol.
 func TestEveryFunctionRegistered(t *testing.T) {
 	d := newDispatcher(t, &countingPlatform{}, nil)
-	for _, f := range protocol.Functions {
+	for _, f := range append(protocol.Functions, protocol.InternalFunctions...) {
 		require.Contains(t, d.table, f.Name)
 	}
 	for name := range d.table {

@@ -71,6 +71,8 @@ type Ops struct {
 	ids   *idMap
 	// instruments caches resolve's answers for a second.
 	instruments instrumentCache
+	// subs is the quote subscription the relay asked for.
+	subs subscriptions
 }
 
 // New validates opts, fills its defaults and returns Ops.
