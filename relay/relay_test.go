@@ -59,7 +59,7 @@ func newSystem(t testing.TB) *system {
 	st, err := store.Open(context.Background(), store.Options{Dir: t.TempDir()})
 	require.NoError(t, err)
 	s := &system{t: t, st: st, logs: logs, log: log, users: map[string]auth.Credentials{},
-		budget: budget.Policy{Name: "trading", Rate: 1 << 20, Period: time.Minute, Burst: 1 << 20},
+		budget: roomy,
 		client: &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 128}}}
 	for name, plan := range map[string]auth.Plan{"alice": auth.PlanPro, "bob": auth.PlanElite, "carol": auth.PlanFree} {
 		creds, err := auth.CreateUser(context.Background(), st, name, plan, time.Now())
@@ -82,7 +82,7 @@ func newSystem(t testing.TB) *system {
 // serve runs a relay on ln until s.stop.
 func (s *system) serve(ln net.Listener) {
 	r, err := relay.New(relay.Options{Store: s.st, Logger: s.log, AuthCacheTTL: 50 * time.Millisecond,
-		TradingBudget: s.budget, IPBudget: s.budget})
+		TradingBudget: s.budget, IPBudget: roomy})
 	require.NoError(s.t, err)
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
@@ -105,6 +105,13 @@ func (s *system) restart() {
 	s.serve(ln)
 }
 
+// roomy is a budget tests that do not test budgets never exhaust.
+var roomy = budget.Policy{Name: "roomy", Rate: 1 << 20, Period: time.Minute, Burst: 1 << 20}
+
+// simStart is when the simulators of these tests stand: Wednesday
+// 18 November 2026, 10:00 in New York.
+var simStart = time.Date(2026, 11, 18, 15, 0, 0, 0, time.UTC)
+
 type runningAgent struct {
 	a    *agent.Agent
 	sim  *sim.Platform
@@ -119,7 +126,9 @@ func (s *system) startAgent(user string) *runningAgent {
 // startAgentWith starts an agent whose options tweak may change.
 func (s *system) startAgentWith(user string, tweak func(*agent.Options)) *runningAgent {
 	s.t.Helper()
-	p, err := sim.New(sim.Options{Seed: 1})
+	// A clock standing on a Wednesday morning in New York: the market is
+	// open whenever the tests run, and prices stay put.
+	p, err := sim.New(sim.Options{Seed: 1, Clock: sim.NewManualClock(simStart)})
 	require.NoError(s.t, err)
 	opts := agent.Options{RelayURL: s.base, Token: s.users[user].AgentToken, Platform: p, Logger: s.log.Named(user)}
 	if tweak != nil {
