@@ -135,38 +135,22 @@ func (a *Agent) Run(ctx context.Context) error {
 	return a.tunnel.Run(ctx)
 }
 
-// forwardEvents sends the platform's events to the relay while the tunnel
-// is up. Events that happen while it is down are not queued: the relay
-// reads the state it needs again when the agent reconnects.
+// forwardEvents sends the platform's quotes to the relay while the tunnel
+// is up, for the stream API's market data. Order, execution, position and
+// account events are not forwarded: nothing in the relay consumes them
+// yet, and every frame on the tunnel delays the replies behind it (a
+// market order makes six). Quotes that come while the tunnel is down are
+// not queued: the relay subscribes again when the agent reconnects.
 func (a *Agent) forwardEvents(ctx context.Context) {
 	lost := 0
 	for ev := range a.opts.Platform.Events(ctx) {
-		if ev.Lost {
+		switch {
+		case ev.Lost:
 			lost++
-			a.log.Warn("platform events were dropped: the relay reads state again", zap.Int("times", lost))
-			continue
+			a.log.Warn("platform events were dropped: the agent fell behind the platform", zap.Int("times", lost))
+		case ev.Kind == bridge.EventQuote && a.tunnel.Connected():
+			_ = a.tunnel.SendEvent(protocol.EventQuote, ev.Quote) // a dropped tunnel is the tunnel's to report
 		}
-		var data any
-		switch ev.Kind {
-		case bridge.EventOrder:
-			data = ev.Order
-		case bridge.EventExecution:
-			data = ev.Execution
-		case bridge.EventPosition:
-			data = ev.Position
-		case bridge.EventAccount:
-			data = ev.Account
-		case bridge.EventQuote:
-			data = ev.Quote
-		case bridge.EventStrategy:
-			data = ev.Strategy
-		default:
-			continue
-		}
-		if !a.tunnel.Connected() {
-			continue
-		}
-		_ = a.tunnel.SendEvent(string(ev.Kind), data) // a dropped tunnel is the tunnel's to report
 	}
 }
 

@@ -33,7 +33,7 @@ var rpcStart = time.Date(2026, time.October, 5, 14, 30, 0, 0, time.UTC)
 // simulator with a manual clock, holding the relay so that tests can call
 // its hub directly (most trading routes are not HTTP routes yet).
 type rpcRig struct {
-	t     *testing.T
+	t     testing.TB
 	st    *store.SQLite
 	user  auth.Credentials
 	addr  string
@@ -49,7 +49,7 @@ type rpcRig struct {
 
 // newRPCRig starts the relay and an agent whose platform is wrap(sim)
 // (the simulator itself when wrap is nil).
-func newRPCRig(t *testing.T, wrap func(*sim.Platform) bridge.Platform) *rpcRig {
+func newRPCRig(t testing.TB, wrap func(*sim.Platform) bridge.Platform) *rpcRig {
 	t.Helper()
 	st, err := store.Open(context.Background(), store.Options{Dir: t.TempDir()})
 	require.NoError(t, err)

@@ -78,7 +78,7 @@ func (fakeAuth) Authenticate(_ context.Context, token string, _ auth.Kind) (auth
 }
 
 type env struct {
-	t      *testing.T
+	t      testing.TB
 	agent  *fakeAgent
 	srv    *httptest.Server
 	api    *api.API
@@ -95,7 +95,7 @@ func (m *recordingMux) Handle(pattern string, h http.Handler) {
 	m.ServeMux.Handle(pattern, h)
 }
 
-func newEnv(t *testing.T, tweak ...func(*api.Options)) *env {
+func newEnv(t testing.TB, tweak ...func(*api.Options)) *env {
 	st, err := store.Open(context.Background(), store.Options{Dir: t.TempDir()})
 	require.NoError(t, err)
 	for _, id := range []string{"usr_pro", "usr_pro2"} {
