@@ -1,7 +1,8 @@
 // Package relay is the cloud service bot authors call. It wires the store
 // (relay/store), token checks (relay/auth), the agent tunnels (relay/hub),
-// the trading API (relay/api) and metrics (relay/metrics) into one HTTP
-// server with timeouts and a graceful shutdown that also ends the tunnels.
+// the trading API (relay/api), the WebSocket stream API (relay/stream) and
+// metrics (relay/metrics) into one HTTP server with timeouts and a graceful
+// shutdown that also closes the stream sockets and ends the tunnels.
 package relay
 
 import (
@@ -10,6 +11,7 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"sync/atomic"
 	"time"
 
 	"go.uber.org/zap"
@@ -22,6 +24,7 @@ import (
 	"tradebridge/relay/hub"
 	"tradebridge/relay/metrics"
 	"tradebridge/relay/store"
+	"tradebridge/relay/stream"
 )
 
 // Options configure a Relay.
@@ -44,6 +47,9 @@ type Options struct {
 	// IPBudget is the per-client-address budget; zero means
 	// api.DefaultIPPolicy.
 	IPBudget budget.Policy
+	// Stream tunes the WebSocket stream API; Auth, Upstream, Budget,
+	// IPBudget, Logger and Metrics in it are filled by the Relay.
+	Stream stream.Options
 }
 
 // Relay is the relay service.
@@ -51,6 +57,7 @@ type Relay struct {
 	opts    Options
 	log     *zap.Logger
 	hub     *hub.Hub
+	stream  *stream.Server
 	metrics *metrics.Metrics
 	handler http.Handler
 }
@@ -75,6 +82,26 @@ func New(opts Options) (*Relay, error) {
 	hopts.Auth = authn
 	hopts.Logger = opts.Logger
 	hopts.Metrics = m
+	// The stream server needs the hub, and the hub its callbacks: they
+	// reach it through streams once it exists (before anything is served).
+	var streams atomic.Pointer[stream.Server]
+	onEvent, onStatus := hopts.OnEvent, hopts.OnStatus
+	hopts.OnEvent = func(e hub.Event) {
+		if onEvent != nil {
+			onEvent(e)
+		}
+		if st := streams.Load(); st != nil {
+			st.HandleEvent(e.UserID, e.Event)
+		}
+	}
+	hopts.OnStatus = func(userID string, connected bool) {
+		if onStatus != nil {
+			onStatus(userID, connected)
+		}
+		if st := streams.Load(); st != nil {
+			st.HandleStatus(userID, connected)
+		}
+	}
 	h, err := hub.New(hopts)
 	if err != nil {
 		return nil, err
@@ -100,7 +127,20 @@ func New(opts Options) (*Relay, error) {
 		h.Close()
 		return nil, err
 	}
-	r := &Relay{opts: opts, log: opts.Logger.Named("relay"), hub: h, metrics: m}
+	sopts := opts.Stream
+	sopts.Auth = authn
+	sopts.Upstream = h
+	sopts.Budget = a.Budget() // one trading budget for HTTP and WebSocket
+	sopts.IPBudget = perIP
+	sopts.Logger = opts.Logger
+	sopts.Metrics = m
+	st, err := stream.New(sopts)
+	if err != nil {
+		h.Close()
+		return nil, err
+	}
+	streams.Store(st)
+	r := &Relay{opts: opts, log: opts.Logger.Named("relay"), hub: h, stream: st, metrics: m}
 
 	mux := http.NewServeMux()
 	mux.Handle("GET "+protocol.ConnectPath, h)
@@ -110,6 +150,7 @@ func New(opts Options) (*Relay, error) {
 	mux.HandleFunc("GET /readyz", r.ready)
 	mux.Handle("GET /metrics", m.Handler())
 	a.Register(mux)
+	mux.Handle("GET "+stream.Path, st)
 	mux.HandleFunc("/", fallback(mux))
 	r.handler = m.Middleware(mux)
 	return r, nil
@@ -120,6 +161,9 @@ func (r *Relay) Handler() http.Handler { return r.handler }
 
 // Hub returns the relay's tunnel hub.
 func (r *Relay) Hub() *hub.Hub { return r.hub }
+
+// Stream returns the relay's WebSocket stream server.
+func (r *Relay) Stream() *stream.Server { return r.stream }
 
 // ready answers 200 when the store answers.
 func (r *Relay) ready(w http.ResponseWriter, req *http.Request) {
@@ -135,7 +179,7 @@ func (r *Relay) ready(w http.ResponseWriter, req *http.Request) {
 
 // Serve answers HTTP on ln until ctx ends, then shuts down gracefully:
 // it stops accepting, lets running requests finish within ShutdownTimeout,
-// and closes every agent tunnel.
+// closes every stream socket (1001) and every agent tunnel.
 func (r *Relay) Serve(ctx context.Context, ln net.Listener) error {
 	srv := &http.Server{
 		Handler:           r.handler,
@@ -154,6 +198,7 @@ func (r *Relay) Serve(ctx context.Context, ln net.Listener) error {
 	r.log.Info("relay listening", zap.String("addr", ln.Addr().String()))
 	select {
 	case err := <-errc:
+		r.stream.Close()
 		r.hub.Close()
 		return fmt.Errorf("relay: serve: %w", err)
 	case <-ctx.Done():
@@ -161,7 +206,11 @@ func (r *Relay) Serve(ctx context.Context, ln net.Listener) error {
 	r.log.Info("relay shutting down")
 	sctx, cancel := context.WithTimeout(context.Background(), r.opts.ShutdownTimeout)
 	defer cancel()
+	// Hijacked connections (stream sockets, tunnels) are not waited for
+	// by Shutdown: they are closed next, sockets first so that they hear
+	// 1001 rather than a lost agent.
 	err := srv.Shutdown(sctx)
+	r.stream.Close()
 	r.hub.Close()
 	<-errc
 	if err != nil {
@@ -188,6 +237,9 @@ func (r *Relay) janitor(ctx context.Context) {
 	}
 }
 
-// Close releases the relay's tunnels. Serve calls it on shutdown; it is
-// idempotent.
-func (r *Relay) Close() error { return r.hub.Close() }
+// Close releases the relay's stream sockets and tunnels. Serve calls it on
+// shutdown; it is idempotent.
+func (r *Relay) Close() error {
+	r.stream.Close()
+	return r.hub.Close()
+}

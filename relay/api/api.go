@@ -266,25 +266,42 @@ func (a *API) call(w http.ResponseWriter, r *http.Request, p auth.Principal, fn,
 // writeCallError maps a failed call to its status and code.
 func (a *API) writeCallError(w http.ResponseWriter, r *http.Request, p auth.Principal, fn string, err error) {
 	f, _ := protocol.LookupFunction(fn)
+	if e, ok := CallError(err, f.Write); ok {
+		httpapi.WriteError(w, e.Status, e)
+		return
+	}
+	if r.Context().Err() != nil {
+		// The caller went away; there is nobody to answer.
+		a.log.Debug("caller left before the answer", zap.String("user", p.UserID), zap.String("fn", fn))
+		return
+	}
+	a.log.Error("call failed", zap.String("user", p.UserID), zap.String("fn", fn), zap.Error(err))
+	httpapi.WriteError(w, http.StatusInternalServerError, httpapi.Error{Code: CodeInternal, Detail: "the relay failed to complete the call"})
+}
+
+// CallError maps an error of Caller.Call to the trading API's answer: the
+// HTTP status (in e.Status), the stable code and the detail. The HTTP API
+// and the WebSocket form of RPC (package stream) both answer with it, so a
+// failure reads the same on either transport. write says whether the
+// function changes anything: a write interrupted after it was sent has an
+// unknown outcome. ok is false for errors that are neither the agent's nor
+// the tunnel's (the caller's own context ended, the hub is closed, a bug);
+// the caller decides how to answer those.
+func CallError(err error, write bool) (e httpapi.Error, ok bool) {
 	var pe *protocol.Error
 	switch {
 	case errors.As(err, &pe):
-		httpapi.WriteError(w, statusOf(pe.Code), httpapi.Error{Code: pe.Code, Detail: pe.Detail})
+		return httpapi.Error{Status: statusOf(pe.Code), Code: pe.Code, Detail: pe.Detail}, true
 	case errors.Is(err, hub.ErrNotConnected):
-		httpapi.WriteError(w, http.StatusRequestTimeout, httpapi.Error{Code: CodeAddonDisconnected, Detail: "the trading add-on is not connected: start the agent next to the platform"})
-	case (errors.Is(err, hub.ErrConnectionLost) || errors.Is(err, hub.ErrTimeout)) && f.Write:
-		httpapi.WriteError(w, http.StatusServiceUnavailable, httpapi.Error{Code: CodeOutcomeUnknown, Detail: "the add-on did not confirm the outcome; retry with the same Idempotency-Key or orderId to learn it"})
+		return httpapi.Error{Status: http.StatusRequestTimeout, Code: CodeAddonDisconnected, Detail: "the trading add-on is not connected: start the agent next to the platform"}, true
+	case (errors.Is(err, hub.ErrConnectionLost) || errors.Is(err, hub.ErrTimeout)) && write:
+		return httpapi.Error{Status: http.StatusServiceUnavailable, Code: CodeOutcomeUnknown, Detail: "the add-on did not confirm the outcome; retry with the same Idempotency-Key or orderId to learn it"}, true
 	case errors.Is(err, hub.ErrConnectionLost):
-		httpapi.WriteError(w, http.StatusRequestTimeout, httpapi.Error{Code: CodeAddonDisconnected, Detail: "the trading add-on disconnected during the call"})
+		return httpapi.Error{Status: http.StatusRequestTimeout, Code: CodeAddonDisconnected, Detail: "the trading add-on disconnected during the call"}, true
 	case errors.Is(err, hub.ErrTimeout):
-		httpapi.WriteError(w, http.StatusGatewayTimeout, httpapi.Error{Code: CodeDeadlineExceeded, Detail: "the add-on did not answer in time"})
-	case r.Context().Err() != nil:
-		// The caller went away; there is nobody to answer.
-		a.log.Debug("caller left before the answer", zap.String("user", p.UserID), zap.String("fn", fn))
-	default:
-		a.log.Error("call failed", zap.String("user", p.UserID), zap.String("fn", fn), zap.Error(err))
-		httpapi.WriteError(w, http.StatusInternalServerError, httpapi.Error{Code: CodeInternal, Detail: "the relay failed to complete the call"})
+		return httpapi.Error{Status: http.StatusGatewayTimeout, Code: CodeDeadlineExceeded, Detail: "the add-on did not answer in time"}, true
 	}
+	return httpapi.Error{}, false
 }
 
 // statusOf maps the agent's error codes to HTTP statuses.

@@ -72,6 +72,15 @@ func parseArgs(w http.ResponseWriter, r *http.Request, ep *endpoint) (map[string
 	} else if e := parseBody(w, r, ep, args); e != nil {
 		return nil, e
 	}
+	if e := completeArgs(ep, args); e != nil {
+		return nil, e
+	}
+	return args, nil
+}
+
+// completeArgs fills in the defaults of absent parameters and refuses args
+// that lack a required parameter or every member of a OneOf group.
+func completeArgs(ep *endpoint, args map[string]any) *httpapi.Error {
 	var missing []httpapi.FieldError
 	for i := range ep.Params {
 		p := &ep.Params[i]
@@ -88,7 +97,7 @@ func parseArgs(w http.ResponseWriter, r *http.Request, ep *endpoint) (map[string
 		for i, f := range missing {
 			names[i] = f.Path
 		}
-		return nil, argsError(CodeMissingFields, "missing required fields: "+strings.Join(names, ", "), missing...)
+		return argsError(CodeMissingFields, "missing required fields: "+strings.Join(names, ", "), missing...)
 	}
 	for _, group := range ep.OneOf {
 		if !slices.ContainsFunc(group, func(n string) bool { _, ok := args[n]; return ok }) {
@@ -96,10 +105,10 @@ func parseArgs(w http.ResponseWriter, r *http.Request, ep *endpoint) (map[string
 			for i, n := range group {
 				fields[i] = httpapi.FieldError{Path: n, Code: fieldOneRequired}
 			}
-			return nil, argsError(CodeMissingFields, "missing required fields: one of "+strings.Join(group, ", "), fields...)
+			return argsError(CodeMissingFields, "missing required fields: one of "+strings.Join(group, ", "), fields...)
 		}
 	}
-	return args, nil
+	return nil
 }
 
 // parseQuery types the query parameters. Unknown and repeated parameters are

@@ -74,6 +74,18 @@ type Options struct {
 	// OnEvent, when set, receives every event agents send, in order per
 	// user. It must not block.
 	OnEvent func(Event)
+	// OnStatus, when set, learns when a user's agent comes and goes:
+	// connected is true each time a tunnel of the user registers (before
+	// its Welcome is sent, so Call reaches it from then on), and false when
+	// the user's live tunnel ends and none took its place. A tunnel
+	// replaced by a newer one of the same user reports no false: the user
+	// never stopped being connected. The newer tunnel reports true again,
+	// because the agent behind it may be a new process that holds none of
+	// the state sent to the old one (market-data subscriptions): a listener
+	// re-sends such state on every true. Calls are made one at a time (for
+	// all users), in the order of the changes, with Connected already
+	// agreeing; OnStatus must not block and may call the Hub's methods.
+	OnStatus func(userID string, connected bool)
 	// ReverifyInterval is how often live tunnels' tokens are checked again,
 	// so that a revoked agent token ends its tunnel. Default 30 s.
 	ReverifyInterval time.Duration
@@ -85,6 +97,10 @@ type Hub struct {
 	log    *zap.Logger
 	ctx    context.Context
 	cancel context.CancelFunc
+
+	// statusMu orders OnStatus calls with the changes of conns they
+	// report; it is taken before mu.
+	statusMu sync.Mutex
 
 	mu     sync.Mutex
 	conns  map[string]*agentConn // by user id
@@ -202,9 +218,11 @@ func dedicatedStream(fn string) bool { return fn == protocol.FnGetBars }
 
 // register makes c the user's tunnel, replacing an older one.
 func (h *Hub) register(c *agentConn) error {
+	h.statusMu.Lock()
 	h.mu.Lock()
 	if h.closed {
 		h.mu.Unlock()
+		h.statusMu.Unlock()
 		return ErrClosed
 	}
 	old := h.conns[c.userID]
@@ -212,6 +230,10 @@ func (h *Hub) register(c *agentConn) error {
 	reconnect := h.seen[c.userID]
 	h.seen[c.userID] = true
 	h.mu.Unlock()
+	if fn := h.opts.OnStatus; fn != nil {
+		fn(c.userID, true)
+	}
+	h.statusMu.Unlock()
 	if old != nil {
 		old.log.Info("tunnel replaced by a newer connection", zap.String("newSession", c.sessionID))
 		old.close(protocol.CloseReplaced, "replaced by a newer connection")
@@ -225,12 +247,17 @@ func (h *Hub) register(c *agentConn) error {
 }
 
 func (h *Hub) unregister(c *agentConn) {
+	h.statusMu.Lock()
 	h.mu.Lock()
 	removed := h.conns[c.userID] == c
 	if removed {
 		delete(h.conns, c.userID)
 	}
 	h.mu.Unlock()
+	if fn := h.opts.OnStatus; removed && fn != nil {
+		fn(c.userID, false)
+	}
+	h.statusMu.Unlock()
 	if removed && h.opts.Metrics != nil {
 		h.opts.Metrics.AgentConnected(-1)
 	}

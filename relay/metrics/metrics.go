@@ -1,6 +1,7 @@
 // Package metrics holds the relay's Prometheus metrics: HTTP requests by
 // route and status with latency histograms, connected agents and tunnel
-// (re)connections. The relay serves them at GET /metrics.
+// (re)connections, and the WebSocket stream API's sockets, quotes delivered
+// and conflated, and closes by code. The relay serves them at GET /metrics.
 package metrics
 
 import (
@@ -23,6 +24,11 @@ type Metrics struct {
 	agents     prometheus.Gauge
 	connects   prometheus.Counter
 	reconnects prometheus.Counter
+
+	streamSockets   prometheus.Gauge
+	streamQuotes    prometheus.Counter
+	streamConflated prometheus.Counter
+	streamCloses    *prometheus.CounterVec
 }
 
 // New returns a Metrics with the Go runtime and process collectors.
@@ -50,8 +56,25 @@ func New() *Metrics {
 			Name: "relay_tunnel_reconnects_total",
 			Help: "Agent tunnels established by users that had connected before since the relay started.",
 		}),
+		streamSockets: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "relay_stream_sockets",
+			Help: "Open WebSocket stream API sockets.",
+		}),
+		streamQuotes: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "relay_stream_quotes_delivered_total",
+			Help: "Quotes written to stream API sockets.",
+		}),
+		streamConflated: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "relay_stream_quotes_conflated_total",
+			Help: "Quotes replaced by a newer quote of the same instrument before a slow socket could take them.",
+		}),
+		streamCloses: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "relay_stream_closes_total",
+			Help: "Stream API sockets closed, by the WebSocket close code the relay sent (0: none, the connection was gone).",
+		}, []string{"code"}),
 	}
 	m.reg.MustRegister(m.requests, m.latency, m.agents, m.connects, m.reconnects,
+		m.streamSockets, m.streamQuotes, m.streamConflated, m.streamCloses,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return m
 }
@@ -74,6 +97,23 @@ func (m *Metrics) TunnelConnect(reconnect bool) {
 		m.reconnects.Inc()
 	}
 }
+
+// StreamSockets moves the open stream sockets gauge by delta.
+func (m *Metrics) StreamSockets(delta int) { m.streamSockets.Add(float64(delta)) }
+
+// StreamQuotes counts quotes written to stream sockets and quotes conflated
+// (replaced before they were written).
+func (m *Metrics) StreamQuotes(delivered, conflated int) {
+	if delivered > 0 {
+		m.streamQuotes.Add(float64(delivered))
+	}
+	if conflated > 0 {
+		m.streamConflated.Add(float64(conflated))
+	}
+}
+
+// StreamClosed counts a closed stream socket by the close code sent.
+func (m *Metrics) StreamClosed(code int) { m.streamCloses.WithLabelValues(strconv.Itoa(code)).Inc() }
 
 // Middleware counts and times requests to next, which must be the
 // http.ServeMux whose patterns name the routes. Tunnel upgrades are counted

@@ -1,0 +1,231 @@
+package api
+
+import (
+	"bytes"
+	"encoding/json"
+	"net/http"
+	"sync"
+
+	"tradebridge/protocol"
+	"tradebridge/relay/httpapi"
+)
+
+// The WebSocket form of RPC (package stream) calls the same functions as the
+// HTTP routes, with the path parameters and the body fields (and the query
+// parameters) together in one args object. PrepareSocketCall checks such an
+// args object against this package's endpoint table, so a call is refused
+// for the same reasons, with the same codes and field errors, on either
+// transport, and the agent receives the same typed arguments.
+
+// IdempotencyKeyField is the args field that carries a write's idempotency
+// key over the WebSocket, where there are no headers. It plays the part of
+// the Idempotency-Key header and is removed before the call.
+const IdempotencyKeyField = "idempotencyKey"
+
+// CodeUnknownFunction answers a WebSocket rpc frame whose api names no
+// public RPC function.
+const CodeUnknownFunction = "unknown_function"
+
+// SocketCall is a checked call of the WebSocket form of RPC.
+type SocketCall struct {
+	// Fn is the function to call. It may differ from the api the caller
+	// named, as the HTTP route does: Flatten with no filters is
+	// FlattenEverything.
+	Fn string
+	// Args are the typed arguments to forward, defaults filled in.
+	Args json.RawMessage
+	// Write is true when Fn changes orders, positions or strategies.
+	Write bool
+	// Key is the write's idempotency key as the HTTP API spells it
+	// ("key:<idempotencyKey>" or "order:<orderId>"), or "" when the write
+	// has none. Its request id is "idem:"+Key on both transports, so a
+	// write retried over either runs at most once on the agent.
+	Key string
+
+	top func(json.RawMessage) map[string]any
+}
+
+// Top returns the fields the HTTP route lifts from result to the top level
+// of its response (orderId, orderIds), or nil.
+func (c SocketCall) Top(result json.RawMessage) map[string]any {
+	if c.top == nil {
+		return nil
+	}
+	return c.top(result)
+}
+
+// PrepareSocketCall checks a WebSocket rpc frame's api and args. args must
+// be a JSON object (or empty or null, meaning {}). The error, when not nil,
+// carries the HTTP status the same request would get, a stable code and a
+// fixed detail that never repeats what the caller sent.
+func PrepareSocketCall(api string, args json.RawMessage) (SocketCall, *httpapi.Error) {
+	f, ok := protocol.LookupFunction(api)
+	if !ok || f.Internal {
+		return SocketCall{}, &httpapi.Error{Status: http.StatusNotFound, Code: CodeUnknownFunction,
+			Detail: "api must name a public RPC function of the trading API"}
+	}
+	obj := map[string]json.RawMessage{}
+	args = bytes.TrimSpace(args)
+	if len(args) > 0 && !bytes.Equal(args, []byte("null")) {
+		if args[0] != '{' {
+			return SocketCall{}, argsError(CodeInvalidArgument, "args must be a JSON object")
+		}
+		if err := httpapi.Validate(args, 0); err != nil {
+			return SocketCall{}, argsError(httpapi.CodeInvalidJSON, "args is not valid JSON, has duplicate keys or nests too deeply")
+		}
+		if err := json.Unmarshal(args, &obj); err != nil {
+			return SocketCall{}, argsError(CodeInvalidArgument, "args must be a JSON object")
+		}
+	}
+	key := ""
+	if raw, ok := obj[IdempotencyKeyField]; ok {
+		delete(obj, IdempotencyKeyField)
+		var k string
+		if !bytes.Equal(raw, []byte("null")) {
+			if json.Unmarshal(raw, &k) != nil || !validKey(k) {
+				return SocketCall{}, argsError(CodeInvalidArgument, "idempotencyKey must be 1 to 255 visible ASCII characters",
+					httpapi.FieldError{Path: IdempotencyKeyField, Code: fieldBadFormat})
+			}
+			key = "key:" + k
+		}
+	}
+	cands := socketEndpoints()[api]
+	if len(cands) == 0 {
+		// A function no route calls directly (FlattenEverything) takes
+		// no arguments.
+		for name := range obj {
+			return SocketCall{}, argsError(CodeInvalidArgument, "args has a field this function does not take",
+				httpapi.FieldError{Path: safeFieldName(name), Code: fieldUnknown})
+		}
+		return finishSocketCall(api, map[string]any{}, key, nil, false)
+	}
+	var firstErr, lenientErr *httpapi.Error
+	lenient := lenientEndpoint(cands)
+	for _, ep := range cands {
+		m, e := socketArgs(ep, obj)
+		if e == nil {
+			fn := ep.Fn
+			if ep.Choose != nil {
+				fn = ep.Choose(m)
+			}
+			return finishSocketCall(fn, m, key, ep.Top, ep.OrderIDKey)
+		}
+		if firstErr == nil {
+			firstErr = e
+		}
+		if ep == lenient {
+			lenientErr = e
+		}
+	}
+	if lenientErr != nil {
+		return SocketCall{}, lenientErr
+	}
+	return SocketCall{}, firstErr
+}
+
+func finishSocketCall(fn string, m map[string]any, key string, top func(json.RawMessage) map[string]any, orderIDKey bool) (SocketCall, *httpapi.Error) {
+	raw, err := json.Marshal(m)
+	if err != nil {
+		return SocketCall{}, &httpapi.Error{Status: http.StatusInternalServerError, Code: CodeInternal, Detail: "the relay failed to encode the request"}
+	}
+	f, _ := protocol.LookupFunction(fn)
+	c := SocketCall{Fn: fn, Args: raw, Write: f.Write, top: top}
+	if f.Write {
+		c.Key = key
+		if c.Key == "" && orderIDKey {
+			if id, ok := m["orderId"].(string); ok && id != "" {
+				c.Key = "order:" + id
+			}
+		}
+	}
+	return c, nil
+}
+
+// socketArgs types obj's fields against ep's parameters, wherever they
+// travel on HTTP, and completes them as parseArgs does. A query
+// parameter may be sent typed (true, 320) or as the text HTTP would carry
+// ("true", "320").
+func socketArgs(ep *endpoint, obj map[string]json.RawMessage) (map[string]any, *httpapi.Error) {
+	args := make(map[string]any, len(obj))
+	seen := make(map[string]bool, len(obj))
+	for name, raw := range obj {
+		p := ep.param(name, inPath)
+		if p == nil {
+			p = ep.param(name, inQuery)
+		}
+		if p == nil {
+			p = ep.param(name, inBody)
+		}
+		if p == nil {
+			return nil, argsError(CodeInvalidArgument, "args has a field this function does not take",
+				httpapi.FieldError{Path: safeFieldName(name), Code: fieldUnknown})
+		}
+		if seen[p.Name] {
+			return nil, argsError(CodeInvalidArgument, "the field "+p.Name+" is sent twice under different names",
+				httpapi.FieldError{Path: p.Name, Code: fieldDuplicate})
+		}
+		seen[p.Name] = true
+		raw = bytes.TrimSpace(raw)
+		if bytes.Equal(raw, []byte("null")) {
+			continue
+		}
+		var v any
+		var fe *httpapi.FieldError
+		if p.In == inQuery && p.Type != tString && len(raw) > 0 && raw[0] == '"' {
+			var s string
+			if json.Unmarshal(raw, &s) != nil {
+				return nil, argsError(CodeInvalidArgument, "the field "+p.Name+" is not valid",
+					httpapi.FieldError{Path: p.Name, Code: fieldWrongType})
+			}
+			v, fe = typedText(p, s)
+		} else {
+			v, fe = typedJSON(p, raw)
+		}
+		if fe != nil {
+			return nil, argsError(CodeInvalidArgument, "the field "+p.Name+" is not valid", *fe)
+		}
+		args[p.Name] = v
+	}
+	if e := completeArgs(ep, args); e != nil {
+		return nil, e
+	}
+	return args, nil
+}
+
+// lenientEndpoint returns the candidate with the fewest required
+// parameters: when every candidate refuses the args, its refusal is the one
+// reported (GetQuote without instrument or root should say so, not ask
+// for an account).
+func lenientEndpoint(cands []*endpoint) *endpoint {
+	var best *endpoint
+	bestN := -1
+	for _, ep := range cands {
+		n := 0
+		for i := range ep.Params {
+			if ep.Params[i].Required {
+				n++
+			}
+		}
+		if bestN < 0 || n < bestN {
+			best, bestN = ep, n
+		}
+	}
+	return best
+}
+
+var (
+	socketEndpointsOnce sync.Once
+	socketEndpointsByFn map[string][]*endpoint
+)
+
+// socketEndpoints indexes the endpoint table by function, in table order.
+func socketEndpoints() map[string][]*endpoint {
+	socketEndpointsOnce.Do(func() {
+		socketEndpointsByFn = make(map[string][]*endpoint)
+		for i := range endpoints {
+			ep := &endpoints[i]
+			socketEndpointsByFn[ep.Fn] = append(socketEndpointsByFn[ep.Fn], ep)
+		}
+	})
+	return socketEndpointsByFn
+}

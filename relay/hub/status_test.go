@@ -1,0 +1,101 @@
+package hub_test
+
+import (
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+	"go.uber.org/zap/zaptest"
+
+	"tradebridge/protocol"
+	"tradebridge/relay/auth"
+	"tradebridge/relay/hub"
+)
+
+// statusLog records OnStatus calls, with what Connected said during each.
+type statusLog struct {
+	mu     sync.Mutex
+	h      *hub.Hub
+	events []string
+}
+
+func (l *statusLog) record(user string, up bool) {
+	agrees := l.h.Connected(user) == up // OnStatus may call the Hub
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.events = append(l.events, fmt.Sprintf("%s:%v:%v", user, up, agrees))
+}
+
+func (l *statusLog) all() []string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return append([]string(nil), l.events...)
+}
+
+func newStatusEnv(t *testing.T) (*env, *statusLog) {
+	fa := &fakeAuth{tokens: map[string]auth.Principal{
+		"agent-a": {UserID: "usr_a", Plan: auth.PlanPro, Kind: auth.KindAgent},
+		"agent-b": {UserID: "usr_b", Plan: auth.PlanPro, Kind: auth.KindAgent},
+	}}
+	log := &statusLog{}
+	h, err := hub.New(hub.Options{Auth: fa, Logger: zaptest.NewLogger(t), HandshakeTimeout: 500 * time.Millisecond,
+		OnStatus: log.record})
+	require.NoError(t, err)
+	log.h = h
+	mux := http.NewServeMux()
+	mux.Handle("GET "+protocol.ConnectPath, h)
+	srv := httptest.NewServer(mux)
+	t.Cleanup(func() {
+		h.Close()
+		srv.Close()
+	})
+	return &env{t: t, hub: h, srv: srv, auth: fa}, log
+}
+
+func TestOnStatusReportsConnectsAndDisconnects(t *testing.T) {
+	e, log := newStatusEnv(t)
+	a := e.startAgent("agent-a", "A")
+	e.waitConnected("usr_a")
+	require.Eventually(t, func() bool { return len(log.all()) == 1 }, 5*time.Second, time.Millisecond)
+	require.Equal(t, []string{"usr_a:true:true"}, log.all())
+
+	// A dropped tunnel reports false; the agent's reconnection, true.
+	a.dialer.kill()
+	require.Eventually(t, func() bool { return len(log.all()) >= 3 }, 10*time.Second, time.Millisecond)
+	require.Equal(t, []string{"usr_a:true:true", "usr_a:false:true", "usr_a:true:true"}, log.all()[:3])
+
+	// Another user's agent reports only for that user.
+	e.startAgent("agent-b", "B")
+	e.waitConnected("usr_b")
+	require.Eventually(t, func() bool { return len(log.all()) == 4 }, 5*time.Second, time.Millisecond)
+	require.Equal(t, "usr_b:true:true", log.all()[3])
+}
+
+func TestOnStatusReplacementReportsNoDisconnect(t *testing.T) {
+	e, log := newStatusEnv(t)
+	first := e.startAgent("agent-a", "first")
+	info1 := e.waitConnected("usr_a")
+	e.startAgent("agent-a", "second")
+	require.Eventually(t, func() bool {
+		info, ok := e.hub.Info("usr_a")
+		return ok && info.SessionID != info1.SessionID
+	}, 5*time.Second, 5*time.Millisecond)
+	require.Eventually(t, func() bool { return !first.client.Connected() }, 5*time.Second, 5*time.Millisecond)
+	first.stop()
+	// The first tunnel ended replaced: true for each tunnel, never false.
+	time.Sleep(50 * time.Millisecond)
+	for _, ev := range log.all() {
+		require.Equal(t, "usr_a:true:true", ev)
+	}
+	require.GreaterOrEqual(t, len(log.all()), 2)
+	require.True(t, e.hub.Connected("usr_a"))
+
+	// Closing the hub ends the tunnel: false.
+	require.NoError(t, e.hub.Close())
+	evs := log.all()
+	require.Equal(t, "usr_a:false:true", evs[len(evs)-1])
+}

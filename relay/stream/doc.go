@@ -1,0 +1,196 @@
+// Package stream serves the WebSocket stream API at GET /ws/stream: market
+// data, profit-and-loss streaming and the WebSocket form of RPC for the
+// desktop platform, through the user's agent (package hub). This comment is
+// the socket's contract; the spec leaves most of it "not shown", and the
+// decisions below fill those gaps.
+//
+// # Opening a socket
+//
+// The API token travels as "Authorization: Bearer <token>" on the upgrade
+// request or, for browsers, which cannot set headers on a WebSocket, as
+// the query parameter ?token=<token> (the only query parameter accepted;
+// the header wins when both are sent). The query string is removed from
+// the request before anything else runs, so a token in it reaches no log
+// or metric. Before the upgrade the relay checks, in order, and answers
+// with the trading API's JSON error body:
+//
+//	429 rate_limited (policy ip)  the client address's budget
+//	426 upgrade_required          not a WebSocket upgrade
+//	400 unknown_parameter         a query parameter other than one token
+//	401 unauthorized              missing, malformed or revoked token
+//	403 plan_required             the plan is below pro
+//	429 rate_limited (trading)    the user's trading budget: opening a
+//	                              socket costs one request of it
+//	503 shutting_down             the relay is stopping
+//
+// Compression is off. Any browser origin may connect (unless
+// Options.OriginPatterns says otherwise): the credential is the token sent
+// with the upgrade, never a cookie. A user may hold MaxSocketsPerUser
+// sockets (default 5); one more is accepted and closed at once with 1008
+// and the reason "too many sockets for this user (limit 5)", because a
+// browser cannot read the status of a refused upgrade but does see a close
+// reason. The socket re-checks its token and plan every ReverifyInterval
+// (30 s) and closes with 1008 when the token was revoked or the plan no
+// longer includes the API.
+//
+// # Client frames
+//
+// Each client frame is one JSON object in a text message of at most
+// ReadLimit bytes (64 KiB; larger closes the socket with 1009), strict
+// JSON as on HTTP (no duplicate keys, nesting at most 32). Every frame has
+// an action and may have an id (a string of at most 128 bytes or a
+// number), which the reply carries back as sent. Fields an action does not
+// take are refused.
+//
+//	{"action":"rpc","id":"1","api":"PlaceOrder","args":{"account":"Sim101",…}}
+//	{"action":"subscribe","instruments":["ES","NQ 12-26"]}
+//	{"action":"unsubscribe","instruments":["ES"]}
+//	{"action":"streamPnl","enabled":true,"interval":1000}
+//	{"action":"ping"}
+//
+// Every client frame gets exactly one reply; the relay reads the next frame
+// only while fewer than MaxInFlight+16 replies are owed, so a client that
+// sends without reading is held back by TCP, never queued without bound.
+//
+// # Server frames
+//
+// Every server frame is a JSON object whose first field is seq: 1 on the
+// socket's first frame and one more on each next one, so a client can tell
+// that it missed nothing.
+//
+//	{"seq":1,"type":"status","agentConnected":true,"detail":"…"}
+//	{"seq":2,"type":"rpc","id":"1","success":true,"data":{…},"orderId":"…"}
+//	{"seq":3,"type":"rpc","id":"2","success":false,"error":"no_position","detail":"…"}
+//	{"seq":4,"type":"subscribed","instruments":["ES 12-26","NQ 12-26"],"unknown":["XX"],"quotes":[{…Quote…}]}
+//	{"seq":5,"type":"unsubscribed","instruments":["ES 12-26"]}
+//	{"seq":6,"type":"pnlStreaming","enabled":true,"interval":1000}
+//	{"seq":7,"type":"pong"}
+//	{"seq":8,"type":"error","error":"invalid_frame","detail":"…"}
+//	{"seq":9,"type":"marketData","quotes":[{…Quote…},…],"dropped":12}
+//	{"seq":10,"type":"pnlUpdate","epoch":1767225600000,"accounts":[{…PnlAccount…}]}
+//
+// Replies carry the frame's id when it had one. Error frames and failed rpc
+// replies have error (a stable code), detail (a sentence that never
+// repeats what the client sent), and, where they apply, fields,
+// retryAfter (seconds) and policy, as the HTTP API's error body.
+//
+// # status
+//
+// A status frame comes right after the socket opens and whenever the
+// user's agent connects or disconnects. It reports the current state:
+// when the agent flaps faster than the client reads, the client sees the
+// latest state, not every change.
+//
+// # rpc
+//
+// api names a public RPC function (unknown or internal names are
+// unknown_function); args holds the path parameters and body fields of the
+// function's HTTP route together, plus the query parameters (typed, or as
+// the text HTTP carries: "true", "320"), and is checked against the same
+// table as the HTTP routes (relay/api), with the same codes and field
+// errors, defaults filled in. A write may carry idempotencyKey in args,
+// the Idempotency-Key header's counterpart, removed before the call;
+// orders also use orderId. A write's request id is "idem:key:<key>" or
+// "idem:order:<orderId>", the same as on HTTP, else a fresh one, so the
+// agent runs a write retried over either transport once. (The HTTP API
+// additionally stores replies by key for 24 h and refuses a key reused for
+// a different request; over the socket the agent's own memory of request
+// ids answers a repeat.) The reply is {type:"rpc",id,success:true,data}
+// with orderId or orderIds lifted to the top level as on HTTP, or
+// {type:"rpc",id,success:false,error,detail}; the errors are the HTTP
+// API's (addon_disconnected when the agent is away, outcome_unknown when a
+// write's tunnel dropped, deadline_exceeded, the agent's codes).
+//
+// Every rpc frame costs one request of the user's trading budget, the one
+// the HTTP API charges (180 per minute, burst 20); over it, the reply is
+// rate_limited with retryAfter and policy "trading". A socket runs at most
+// MaxInFlight (16) calls at once, concurrently, each bounded by
+// CallTimeout (30 s); one more is answered too_many_concurrent_requests
+// (not charged). A call still running when the socket closes is
+// cancelled, as an HTTP request whose client went away.
+//
+// # subscribe, unsubscribe
+//
+// instruments holds 1 to MaxInstruments names in the forms the HTTP API
+// accepts ("ES 12-26", "ES", "ESZ26"); a malformed name refuses the frame
+// with invalid_argument and nothing changes. A socket subscribes to at most
+// MaxInstruments (50) names (too_many_instruments beyond, nothing
+// changes). Subscription frames of all of a user's sockets share a budget
+// of 20 per minute, burst 10 (rate_limited, policy "subscriptions").
+// Subscribing needs the agent (addon_disconnected otherwise); unsubscribing
+// does not.
+//
+// The relay sends the agent the union of all of the user's sockets' names
+// with the internal function SetSubscriptions (the whole set, so the call
+// is idempotent) whenever the union changes, again whenever the agent
+// connects, and an empty set when the user's last socket closes. The
+// agent answers with the contracts it subscribed and the names it does not
+// know; the subscribed reply lists the contracts the frame's names resolve
+// to (a root resolves to its front month), in unknown the names the agent
+// does not know, which are not subscribed, and in quotes the latest quote
+// the relay has of each contract (omitted when it has none yet): a new
+// subscriber has the current market at once, even for a quiet contract,
+// and also when another socket already streams it. Later quotes come as
+// marketData; a quote already in the reply is not repeated. Quotes are
+// matched by contract name (see resolveNames for the rules). The
+// unsubscribed reply lists the contracts of the names removed; no quote of
+// a contract that is no longer subscribed follows it.
+//
+// # marketData
+//
+// A marketData frame holds the latest quote of each subscribed contract
+// that changed since the socket's previous marketData frame, at most one
+// per contract. Each socket has one writer and a slot per subscribed
+// contract: a quote that arrives before the writer took the previous one of
+// the same contract replaces it. A slow client thus gets the latest quotes,
+// never a backlog, and the relay holds at most one pending quote per
+// subscribed contract per socket. dropped is the socket's cumulative count
+// of quotes replaced that way, present once it is not 0. Each quote is
+// encoded once for all sockets. A woken writer yields once before it
+// collects the quotes, so that a burst of quotes (one per instrument)
+// travels in one frame. A client that reads nothing for WriteTimeout
+// (10 s) while a frame waits is disconnected (a watchdog, not a timer per
+// frame).
+//
+// # streamPnl, pnlUpdate
+//
+// streamPnl turns P&L streaming on or off for the socket; interval is in
+// milliseconds, 250 to 60000 (invalid_argument outside, nothing changes),
+// default 1000. The reply echoes the setting. The relay polls the agent
+// with the internal function GetPnl (not charged to any budget) at the
+// smallest interval any of the user's sockets asked for, and a socket gets
+// a pnlUpdate frame (the agent's snapshot: epoch in milliseconds and
+// accounts) when its own interval has elapsed since its previous one. A
+// socket that turns streaming on gets a first frame at once: the user's
+// last snapshot when it is younger than 250 ms, else a new poll (at most
+// one extra poll per 250 ms per user). While the agent is away nothing is
+// polled and no pnlUpdate is sent.
+//
+// # Malformed frames
+//
+// A frame that is not JSON, not an object, has no known action, a field
+// its action does not take, a field of the wrong type, or (rpc) an unknown
+// api, is answered with an error and counts as malformed. After
+// BadFrameLimit (10) malformed frames in a row, or 10 within
+// BadFrameWindow (1 minute), the socket is closed with 1008 "too many
+// malformed frames". Refusals for budgets, limits and argument values do
+// not count.
+//
+// # Close codes
+//
+//	1000  the client closed
+//	1001  the relay is shutting down
+//	1008  too many malformed frames; too many sockets for the user; the
+//	      token was revoked or the plan changed
+//	1009  a client frame over ReadLimit
+//
+// A client that stops reading (write timeout) or answering pings is
+// dropped without a close frame.
+//
+// # Isolation
+//
+// A socket belongs to the user of its token. Events reach the Server with
+// the user id of the tunnel they came from (HandleEvent), and only that
+// user's sockets, subscribed to the quote's contract, receive them; P&L is
+// polled per user and delivered to that user's sockets only.
+package stream

@@ -1,0 +1,345 @@
+package stream
+
+import (
+	"bytes"
+	"encoding/json"
+	"math"
+	"regexp"
+	"strconv"
+	"strings"
+	"time"
+
+	"tradebridge/relay/httpapi"
+)
+
+// Client actions.
+const (
+	actionRPC         = "rpc"
+	actionSubscribe   = "subscribe"
+	actionUnsubscribe = "unsubscribe"
+	actionStreamPnl   = "streamPnl"
+	actionPing        = "ping"
+)
+
+// Server frame types.
+const (
+	typeRPC          = "rpc"
+	typeSubscribed   = "subscribed"
+	typeUnsubscribed = "unsubscribed"
+	typePnlStreaming = "pnlStreaming"
+	typePong         = "pong"
+	typeError        = "error"
+	typeStatus       = "status"
+	typeMarketData   = "marketData"
+	typePnlUpdate    = "pnlUpdate"
+)
+
+// Error codes of error frames and rpc replies that the stream itself
+// produces; rpc replies otherwise carry the trading API's codes.
+const (
+	// CodeInvalidJSON: the frame is not JSON (or not a text message).
+	CodeInvalidJSON = httpapi.CodeInvalidJSON
+	// CodeInvalidFrame: JSON, but not an object of the action's shape.
+	CodeInvalidFrame = "invalid_frame"
+	// CodeUnknownAction: action is none of rpc, subscribe, unsubscribe,
+	// streamPnl, ping.
+	CodeUnknownAction = "unknown_action"
+	// CodeInvalidArgument: a field has a bad value (an instrument's
+	// format, an interval out of range).
+	CodeInvalidArgument = "invalid_argument"
+	// CodeTooManyInstruments: the subscription would exceed the socket's
+	// instrument limit; nothing changed.
+	CodeTooManyInstruments = "too_many_instruments"
+	// CodeTooManyConcurrent: the socket already runs MaxInFlight RPCs.
+	CodeTooManyConcurrent = "too_many_concurrent_requests"
+	// CodeRateLimited: a budget is used up; retryAfter and policy say
+	// which and for how long.
+	CodeRateLimited = "rate_limited"
+	// CodeAddonDisconnected: the user's agent is not connected.
+	CodeAddonDisconnected = "addon_disconnected"
+	// CodeInternal: the relay failed.
+	CodeInternal = "internal_error"
+)
+
+// maxDepth bounds the nesting of client frames (the args of an rpc nest
+// one level below the frame).
+const maxDepth = httpapi.DefaultMaxDepth
+
+// maxIDLen bounds the id a client correlates with, as sent.
+const maxIDLen = 130
+
+// errorFrame is {type:"error"} and the failure half of {type:"rpc"}.
+type errorFrame struct {
+	Type       string               `json:"type"`
+	ID         json.RawMessage      `json:"id,omitempty"`
+	Success    *bool                `json:"success,omitempty"`
+	Error      string               `json:"error"`
+	Detail     string               `json:"detail,omitempty"`
+	Fields     []httpapi.FieldError `json:"fields,omitempty"`
+	RetryAfter int                  `json:"retryAfter,omitempty"`
+	Policy     string               `json:"policy,omitempty"`
+}
+
+var falseValue = false
+
+// frameError is a refusal of a client frame.
+type frameError struct {
+	code       string
+	detail     string
+	fields     []httpapi.FieldError
+	retryAfter int
+	policy     string
+	// bad frames count towards the garbage limit.
+	bad bool
+}
+
+func (e *frameError) encode(id json.RawMessage, rpc bool) []byte {
+	f := errorFrame{Type: typeError, ID: id, Error: e.code, Detail: e.detail, Fields: e.fields,
+		RetryAfter: e.retryAfter, Policy: e.policy}
+	if rpc {
+		f.Type = typeRPC
+		f.Success = &falseValue
+	}
+	return mustJSON(f)
+}
+
+func badFrame(code, detail string) *frameError {
+	return &frameError{code: code, detail: detail, bad: true}
+}
+
+// mustJSON encodes frames the relay builds from its own values, which
+// always encode.
+func mustJSON(v any) []byte {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return []byte(`{"type":"error","error":"internal_error","detail":"the relay failed to encode a frame"}`)
+	}
+	return b
+}
+
+type idOnly struct {
+	Type string          `json:"type"`
+	ID   json.RawMessage `json:"id,omitempty"`
+}
+
+type instrumentsFrame struct {
+	Type        string            `json:"type"`
+	ID          json.RawMessage   `json:"id,omitempty"`
+	Instruments []string          `json:"instruments"`
+	Unknown     []string          `json:"unknown,omitempty"`
+	Quotes      []json.RawMessage `json:"quotes,omitempty"`
+}
+
+type pnlStreamingFrame struct {
+	Type     string          `json:"type"`
+	ID       json.RawMessage `json:"id,omitempty"`
+	Enabled  bool            `json:"enabled"`
+	Interval int64           `json:"interval"`
+}
+
+type statusFrame struct {
+	Type           string `json:"type"`
+	AgentConnected bool   `json:"agentConnected"`
+	Detail         string `json:"detail"`
+}
+
+var (
+	statusUp   = mustJSON(statusFrame{Type: typeStatus, AgentConnected: true, Detail: "the trading add-on is connected"})
+	statusDown = mustJSON(statusFrame{Type: typeStatus, AgentConnected: false, Detail: "the trading add-on is not connected: start the agent next to the platform"})
+)
+
+func statusBody(connected bool) []byte {
+	if connected {
+		return statusUp
+	}
+	return statusDown
+}
+
+// rpcSuccess is {"type":"rpc","id":…,"success":true,"data":…} plus the
+// top-level fields the HTTP route adds (orderId, orderIds).
+func rpcSuccess(id, data json.RawMessage, top map[string]any) []byte {
+	if len(data) == 0 {
+		data = json.RawMessage("null")
+	}
+	var b bytes.Buffer
+	b.Grow(48 + len(id) + len(data))
+	b.WriteString(`{"type":"rpc","id":`)
+	b.Write(id)
+	b.WriteString(`,"success":true,"data":`)
+	b.Write(data)
+	for _, k := range []string{"orderId", "orderIds"} {
+		if v, ok := top[k]; ok {
+			enc, err := json.Marshal(v)
+			if err != nil {
+				continue
+			}
+			b.WriteString(`,"` + k + `":`)
+			b.Write(enc)
+		}
+	}
+	b.WriteByte('}')
+	return b.Bytes()
+}
+
+// clientFrame is a parsed client frame.
+type clientFrame struct {
+	action string
+	id     json.RawMessage
+	fields map[string]json.RawMessage
+}
+
+// allowedFields lists the fields each action takes besides action and id.
+var allowedFields = map[string][]string{
+	actionRPC:         {"api", "args"},
+	actionSubscribe:   {"instruments"},
+	actionUnsubscribe: {"instruments"},
+	actionStreamPnl:   {"enabled", "interval"},
+	actionPing:        nil,
+}
+
+// parseFrame checks a client frame's syntax and envelope. Nothing the
+// client sent is repeated in an error, except the id it correlates with.
+func parseFrame(data []byte) (clientFrame, *frameError) {
+	if err := httpapi.Validate(data, maxDepth); err != nil {
+		return clientFrame{}, badFrame(CodeInvalidJSON, "the frame is not valid JSON, has duplicate keys or nests too deeply")
+	}
+	var fields map[string]json.RawMessage
+	if t := bytes.TrimLeft(data, " \t\r\n"); len(t) == 0 || t[0] != '{' || json.Unmarshal(data, &fields) != nil {
+		return clientFrame{}, badFrame(CodeInvalidFrame, "a frame must be a JSON object with an action")
+	}
+	f := clientFrame{fields: fields}
+	if raw, ok := fields["id"]; ok {
+		if !validID(raw) {
+			return clientFrame{}, badFrame(CodeInvalidFrame, "id must be a string of at most 128 characters or a number")
+		}
+		f.id = raw
+	}
+	raw, ok := fields["action"]
+	if !ok || json.Unmarshal(raw, &f.action) != nil {
+		return f, badFrame(CodeInvalidFrame, "a frame must be a JSON object with an action")
+	}
+	allowed, known := allowedFields[f.action]
+	if !known {
+		return f, badFrame(CodeUnknownAction, "action must be one of rpc, subscribe, unsubscribe, streamPnl, ping")
+	}
+	for name := range fields {
+		if name == "action" || name == "id" {
+			continue
+		}
+		if !contains(allowed, name) {
+			e := badFrame(CodeInvalidFrame, "the frame has a field its action does not take")
+			e.fields = []httpapi.FieldError{{Path: safeFieldName(name), Code: "unknown_field"}}
+			return f, e
+		}
+	}
+	return f, nil
+}
+
+func contains(list []string, s string) bool {
+	for _, x := range list {
+		if x == s {
+			return true
+		}
+	}
+	return false
+}
+
+// validID accepts a JSON string of at most 128 bytes or a finite number.
+func validID(raw json.RawMessage) bool {
+	raw = bytes.TrimSpace(raw)
+	if len(raw) == 0 || len(raw) > maxIDLen {
+		return false
+	}
+	switch raw[0] {
+	case '"':
+		return true // Validate checked the string
+	case '-', '0', '1', '2', '3', '4', '5', '6', '7', '8', '9':
+		return true
+	}
+	return false
+}
+
+var fieldNameRE = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]{0,39}$`)
+
+// safeFieldName names a field in an error only when it looks like one.
+func safeFieldName(s string) string {
+	if fieldNameRE.MatchString(s) {
+		return s
+	}
+	return "(unnamed)"
+}
+
+// instrumentRE accepts the forms DESIGN.md allows, as the HTTP API does:
+// "ES 12-26", a root ("ES"), or a month code ("ESZ26", "ESZ6").
+var instrumentRE = regexp.MustCompile(`^[A-Za-z0-9]{1,6}( (0[1-9]|1[0-2])-[0-9]{2})?$`)
+
+// parseInstruments reads a subscribe or unsubscribe frame's instruments:
+// 1 to max names of a valid form, normalized (trimmed, upper case) and
+// deduplicated in order.
+func parseInstruments(f clientFrame, max int) ([]string, *frameError) {
+	raw, ok := f.fields["instruments"]
+	if !ok {
+		return nil, badFrame(CodeInvalidFrame, "the frame needs instruments, an array of instrument names")
+	}
+	var names []string
+	if json.Unmarshal(raw, &names) != nil || names == nil {
+		return nil, badFrame(CodeInvalidFrame, "instruments must be an array of instrument names")
+	}
+	if len(names) == 0 || len(names) > max {
+		return nil, &frameError{code: CodeInvalidArgument, detail: "instruments must hold 1 to " + strconv.Itoa(max) + " names",
+			fields: []httpapi.FieldError{{Path: "instruments", Code: "out_of_range", Limit: max}}}
+	}
+	out := make([]string, 0, len(names))
+	for _, n := range names {
+		n = strings.TrimSpace(n)
+		if !instrumentRE.MatchString(n) {
+			return nil, &frameError{code: CodeInvalidArgument, detail: "an instrument name is not valid: use the form ES 12-26, a root such as ES, or a month code such as ESZ26",
+				fields: []httpapi.FieldError{{Path: "instruments", Code: "string_pattern_mismatch", Pattern: instrumentRE.String()}}}
+		}
+		n = strings.ToUpper(n)
+		if !contains(out, n) {
+			out = append(out, n)
+		}
+	}
+	return out, nil
+}
+
+// parseStreamPnl reads a streamPnl frame: enabled is required; interval,
+// in milliseconds, defaults to DefaultPnlInterval and must lie within
+// [MinPnlInterval, MaxPnlInterval].
+func parseStreamPnl(f clientFrame) (enabled bool, interval time.Duration, e *frameError) {
+	raw, ok := f.fields["enabled"]
+	if !ok || json.Unmarshal(raw, &enabled) != nil {
+		return false, 0, badFrame(CodeInvalidFrame, "streamPnl needs enabled, a boolean")
+	}
+	interval = DefaultPnlInterval
+	if raw, ok := f.fields["interval"]; ok && !bytes.Equal(bytes.TrimSpace(raw), []byte("null")) {
+		var ms float64
+		if json.Unmarshal(raw, &ms) != nil || ms != math.Trunc(ms) {
+			return false, 0, &frameError{code: CodeInvalidArgument, detail: "interval must be a whole number of milliseconds",
+				fields: []httpapi.FieldError{{Path: "interval", Code: httpapi.FieldCodeWrongType}}}
+		}
+		d := time.Duration(ms) * time.Millisecond
+		if ms < float64(MinPnlInterval/time.Millisecond) || ms > float64(MaxPnlInterval/time.Millisecond) {
+			return false, 0, &frameError{code: CodeInvalidArgument,
+				detail: "interval must be 250 to 60000 milliseconds",
+				fields: []httpapi.FieldError{{Path: "interval", Code: "out_of_range", Limit: MaxPnlInterval.Milliseconds()}}}
+		}
+		interval = d
+	}
+	return enabled, interval, nil
+}
+
+// appendSeq writes body, a JSON object, as a frame with seq first:
+// {"seq":N,…body's fields…}.
+func appendSeq(dst []byte, seq uint64, body []byte) []byte {
+	dst = append(dst, `{"seq":`...)
+	dst = strconv.AppendUint(dst, seq, 10)
+	if len(body) > 2 {
+		dst = append(dst, ',')
+		dst = append(dst, body[1:]...)
+	} else {
+		dst = append(dst, '}')
+	}
+	return dst
+}

@@ -1,0 +1,490 @@
+package stream
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/coder/websocket"
+	"github.com/stretchr/testify/require"
+	"go.uber.org/goleak"
+	"go.uber.org/zap"
+	"go.uber.org/zap/zapcore"
+	"go.uber.org/zap/zaptest/observer"
+
+	"tradebridge/protocol"
+	"tradebridge/relay/auth"
+	"tradebridge/relay/budget"
+	"tradebridge/relay/hub"
+)
+
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+
+// Tokens of the tests' users.
+const (
+	tokA    = "tb_api_aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa"
+	tokA2   = "tb_api_a2a2a2a2a2a2a2a2a2a2a2a2a2a2a2a2a2a2a2a2a2a"
+	tokB    = "tb_api_bbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbb"
+	tokFree = "tb_api_ffffffffffffffffffffffffffffffffffffffffff"
+	userA   = "usr_a"
+	userB   = "usr_b"
+)
+
+// fakeAuth is an Authenticator over a token table that tests may change.
+type fakeAuth struct {
+	mu     sync.Mutex
+	tokens map[string]auth.Principal
+}
+
+func newFakeAuth() *fakeAuth {
+	return &fakeAuth{tokens: map[string]auth.Principal{
+		tokA:    {UserID: userA, Plan: auth.PlanPro, Kind: auth.KindAPI},
+		tokA2:   {UserID: userA, Plan: auth.PlanPro, Kind: auth.KindAPI},
+		tokB:    {UserID: userB, Plan: auth.PlanElite, Kind: auth.KindAPI},
+		tokFree: {UserID: "usr_free", Plan: auth.PlanFree, Kind: auth.KindAPI},
+	}}
+}
+
+func (f *fakeAuth) Authenticate(_ context.Context, token string, want auth.Kind) (auth.Principal, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	p, ok := f.tokens[token]
+	if !ok || p.Kind != want {
+		return auth.Principal{}, auth.ErrUnauthorized
+	}
+	return p, nil
+}
+
+func (f *fakeAuth) revoke(token string) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	delete(f.tokens, token)
+}
+
+// upCall is one call the fake upstream received.
+type upCall struct {
+	User, Fn, RequestID string
+	Args                json.RawMessage
+}
+
+// fakeUpstream stands in for the hub and the users' agents. Agents are
+// connected unless a test says otherwise. SetSubscriptions resolves roots
+// to the 12-26 contract and knows the roots in knownRoots; GetPnl answers
+// one account named after the user; other functions echo their call, or
+// run onCall when set.
+type fakeUpstream struct {
+	mu           sync.Mutex
+	disconnected map[string]bool
+	calls        []upCall
+	pnlEpoch     int64
+	onCall       func(ctx context.Context, c upCall) (json.RawMessage, error)
+	// onSubscribed, when set, runs with the contracts of each
+	// SetSubscriptions before it answers, as an agent that publishes the
+	// current quotes of what it just subscribed.
+	onSubscribed func(user string, contracts []string)
+}
+
+var knownRoots = map[string]bool{"ES": true, "NQ": true, "CL": true, "GC": true, "YM": true, "RTY": true, "MES": true, "MNQ": true}
+
+func (f *fakeUpstream) Connected(userID string) bool {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return !f.disconnected[userID]
+}
+
+func (f *fakeUpstream) setConnected(userID string, up bool) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.disconnected == nil {
+		f.disconnected = map[string]bool{}
+	}
+	f.disconnected[userID] = !up
+}
+
+func (f *fakeUpstream) Call(ctx context.Context, userID, fn, requestID string, args json.RawMessage) (json.RawMessage, error) {
+	c := upCall{User: userID, Fn: fn, RequestID: requestID, Args: append(json.RawMessage(nil), args...)}
+	f.mu.Lock()
+	if f.disconnected[userID] {
+		f.mu.Unlock()
+		return nil, hub.ErrNotConnected
+	}
+	f.calls = append(f.calls, c)
+	onCall := f.onCall
+	f.pnlEpoch++
+	epoch := f.pnlEpoch
+	f.mu.Unlock()
+	switch fn {
+	case protocol.FnSetSubscriptions:
+		var a protocol.SubscriptionsArgs
+		if err := json.Unmarshal(args, &a); err != nil {
+			return nil, err
+		}
+		res := protocol.SubscriptionsResult{Instruments: []string{}}
+		for _, n := range a.Instruments {
+			if c, ok := fakeResolve(n); ok {
+				res.Instruments = append(res.Instruments, c)
+			} else {
+				res.Unknown = append(res.Unknown, n)
+			}
+		}
+		f.mu.Lock()
+		hook := f.onSubscribed
+		f.mu.Unlock()
+		if hook != nil {
+			hook(userID, res.Instruments)
+		}
+		return json.Marshal(res)
+	case protocol.FnGetPnl:
+		return json.Marshal(protocol.PnlSnapshot{Epoch: epoch, Accounts: []protocol.PnlAccount{
+			{Account: "acct-" + userID, RealizedProfitLoss: float64(epoch), Positions: []protocol.Position{}}}})
+	}
+	if onCall != nil {
+		return onCall(ctx, c)
+	}
+	return json.Marshal(map[string]any{"user": userID, "fn": fn, "args": args, "orderId": "o-1"})
+}
+
+// fakeResolve resolves like the simulator: a known root or a contract of
+// one.
+func fakeResolve(n string) (string, bool) {
+	if c, ok := parseContract(n); ok {
+		return c.name, knownRoots[c.root]
+	}
+	if knownRoots[n] {
+		return n + " 12-26", true
+	}
+	if m := monthCodeRE.FindStringSubmatch(n); m != nil && knownRoots[m[1]] {
+		month := strings.IndexByte(monthLetters, m[2][0]) + 1
+		year := m[3]
+		if len(year) == 1 {
+			year = "2" + year
+		}
+		return fmt.Sprintf("%s %02d-%s", m[1], month, year), true
+	}
+	return "", false
+}
+
+func (f *fakeUpstream) callsOf(fn string) []upCall {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	var out []upCall
+	for _, c := range f.calls {
+		if c.Fn == fn {
+			out = append(out, c)
+		}
+	}
+	return out
+}
+
+// lastSet is the last subscription set sent for user, and how many were.
+func (f *fakeUpstream) lastSet(user string) ([]string, int) {
+	var last []string
+	n := 0
+	for _, c := range f.callsOf(protocol.FnSetSubscriptions) {
+		if c.User != user {
+			continue
+		}
+		var a protocol.SubscriptionsArgs
+		_ = json.Unmarshal(c.Args, &a)
+		last = a.Instruments
+		n++
+	}
+	return last, n
+}
+
+// fakeClock is a Clock whose time moves only when a test says.
+type fakeClock struct {
+	mu      sync.Mutex
+	now     time.Time
+	tickers []*fakeTicker
+}
+
+type fakeTicker struct {
+	clock   *fakeClock
+	c       chan time.Time
+	period  time.Duration
+	next    time.Time
+	stopped bool
+}
+
+func newFakeClock() *fakeClock {
+	return &fakeClock{now: time.Date(2026, 11, 2, 15, 0, 0, 0, time.UTC)}
+}
+
+func (c *fakeClock) Now() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.now
+}
+
+func (c *fakeClock) NewTicker(d time.Duration) Ticker {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	t := &fakeTicker{clock: c, c: make(chan time.Time, 1), period: d, next: c.now.Add(d)}
+	c.tickers = append(c.tickers, t)
+	return t
+}
+
+// Advance moves the clock, firing tickers as time.Ticker would (a tick
+// that finds the channel full is dropped).
+func (c *fakeClock) Advance(d time.Duration) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.now = c.now.Add(d)
+	for _, t := range c.tickers {
+		for !t.stopped && !t.next.After(c.now) {
+			select {
+			case t.c <- t.next:
+			default:
+			}
+			t.next = t.next.Add(t.period)
+		}
+	}
+}
+
+func (t *fakeTicker) C() <-chan time.Time { return t.c }
+
+func (t *fakeTicker) Reset(d time.Duration) {
+	t.clock.mu.Lock()
+	defer t.clock.mu.Unlock()
+	t.period, t.next, t.stopped = d, t.clock.now.Add(d), false
+}
+
+func (t *fakeTicker) Stop() {
+	t.clock.mu.Lock()
+	defer t.clock.mu.Unlock()
+	t.stopped = true
+}
+
+// env is a Server on a loopback httptest server.
+type env struct {
+	t      *testing.T
+	srv    *Server
+	up     *fakeUpstream
+	auth   *fakeAuth
+	clock  *fakeClock
+	budget *budget.Limiter
+	logs   *observer.ObservedLogs
+	http   *httptest.Server
+	url    string
+}
+
+func newEnv(t *testing.T, tweak ...func(*Options)) *env {
+	t.Helper()
+	core, logs := observer.New(zapcore.DebugLevel)
+	roomy, err := budget.New(budget.Options{Policy: budget.Policy{Name: "trading", Rate: 1 << 20, Period: time.Minute, Burst: 1 << 20}})
+	require.NoError(t, err)
+	subs, err := budget.New(budget.Options{Policy: budget.Policy{Name: "subscriptions", Rate: 1 << 20, Period: time.Minute, Burst: 1 << 20}})
+	require.NoError(t, err)
+	e := &env{t: t, up: &fakeUpstream{}, auth: newFakeAuth(), clock: newFakeClock(), budget: roomy, logs: logs}
+	opts := Options{Auth: e.auth, Upstream: e.up, Budget: roomy, SubscriptionBudget: subs, Logger: zap.New(core), Clock: e.clock}
+	for _, f := range tweak {
+		f(&opts)
+	}
+	e.budget = opts.Budget
+	e.srv, err = New(opts)
+	require.NoError(t, err)
+	mux := http.NewServeMux()
+	mux.Handle("GET "+Path, e.srv)
+	e.http = httptest.NewServer(mux)
+	e.url = "ws" + strings.TrimPrefix(e.http.URL, "http") + Path
+	t.Cleanup(func() {
+		require.NoError(t, e.srv.Close())
+		e.http.Close()
+	})
+	return e
+}
+
+// client is a test's end of a socket. It checks that seq rises by one on
+// every frame.
+type client struct {
+	t       *testing.T
+	ws      *websocket.Conn
+	seq     float64
+	pending []map[string]any
+}
+
+// dial opens a socket with the token in the Authorization header and
+// reads the status frame every socket starts with.
+func (e *env) dial(token string) *client {
+	e.t.Helper()
+	c := e.dialNoStatus(token)
+	st := c.read()
+	require.Equal(e.t, "status", st["type"])
+	return c
+}
+
+func (e *env) dialNoStatus(token string) *client {
+	e.t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	ws, resp, err := websocket.Dial(ctx, e.url, &websocket.DialOptions{HTTPHeader: http.Header{"Authorization": {"Bearer " + token}}})
+	require.NoError(e.t, err)
+	if resp.Body != nil {
+		resp.Body.Close()
+	}
+	ws.SetReadLimit(1 << 24)
+	c := &client{t: e.t, ws: ws}
+	e.t.Cleanup(func() { ws.CloseNow() })
+	return c
+}
+
+func (c *client) sendRaw(s string) {
+	c.t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	require.NoError(c.t, c.ws.Write(ctx, websocket.MessageText, []byte(s)))
+}
+
+func (c *client) send(v any) {
+	c.t.Helper()
+	b, err := json.Marshal(v)
+	require.NoError(c.t, err)
+	c.sendRaw(string(b))
+}
+
+// read returns the next frame.
+func (c *client) read() map[string]any {
+	c.t.Helper()
+	if len(c.pending) > 0 {
+		f := c.pending[0]
+		c.pending = c.pending[1:]
+		return f
+	}
+	f, err := c.readErr(5 * time.Second)
+	require.NoError(c.t, err)
+	return f
+}
+
+func (c *client) readErr(timeout time.Duration) (map[string]any, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	defer cancel()
+	typ, data, err := c.ws.Read(ctx)
+	if err != nil {
+		return nil, err
+	}
+	if typ != websocket.MessageText {
+		return nil, errors.New("binary frame")
+	}
+	var f map[string]any
+	if err := json.Unmarshal(data, &f); err != nil {
+		return nil, err
+	}
+	seq, ok := f["seq"].(float64)
+	if !ok || seq != c.seq+1 {
+		return nil, fmt.Errorf("seq %v after %v in %s", f["seq"], c.seq, data)
+	}
+	c.seq = seq
+	return f, nil
+}
+
+// readType returns the next frame of type typ, keeping the others for
+// later reads.
+func (c *client) readType(typ string) map[string]any {
+	c.t.Helper()
+	for i, f := range c.pending {
+		if f["type"] == typ {
+			c.pending = append(c.pending[:i:i], c.pending[i+1:]...)
+			return f
+		}
+	}
+	for {
+		f, err := c.readErr(5 * time.Second)
+		require.NoError(c.t, err, "waiting for a %s frame", typ)
+		if f["type"] == typ {
+			return f
+		}
+		c.pending = append(c.pending, f)
+	}
+}
+
+// closeCode waits for the socket to end and returns the close code.
+func (c *client) closeCode() websocket.StatusCode {
+	c.t.Helper()
+	for {
+		_, err := c.readErr(5 * time.Second)
+		if err != nil {
+			code := websocket.CloseStatus(err)
+			require.NotEqual(c.t, websocket.StatusCode(-1), code, "expected a close frame, got %v", err)
+			return code
+		}
+	}
+}
+
+func (c *client) closeError() websocket.CloseError {
+	c.t.Helper()
+	for {
+		_, err := c.readErr(5 * time.Second)
+		if err != nil {
+			var ce websocket.CloseError
+			require.True(c.t, errors.As(err, &ce), "expected a close frame, got %v", err)
+			return ce
+		}
+	}
+}
+
+// quoteEvent is a quote event as the hub delivers it.
+func quoteEvent(instrument string, bid float64) protocol.Event {
+	data, _ := json.Marshal(protocol.Quote{Instrument: instrument, Bid: bid, Ask: bid + 0.25, Last: bid, QuoteTimeUTC: "2026-11-02T15:00:00Z"})
+	return protocol.Event{Kind: protocol.EventQuote, Data: data}
+}
+
+// quotesOf returns a marketData frame's quotes by instrument.
+func quotesOf(f map[string]any) map[string]map[string]any {
+	out := map[string]map[string]any{}
+	qs, _ := f["quotes"].([]any)
+	for _, q := range qs {
+		m := q.(map[string]any)
+		out[m["instrument"].(string)] = m
+	}
+	return out
+}
+
+// smallBufListener makes the server's socket buffers small, so a client
+// that does not read blocks the relay's writer quickly.
+type smallBufListener struct{ net.Listener }
+
+func (l smallBufListener) Accept() (net.Conn, error) {
+	c, err := l.Listener.Accept()
+	if tc, ok := c.(*net.TCPConn); ok {
+		_ = tc.SetWriteBuffer(8 << 10)
+	}
+	return c, err
+}
+
+// userRoutes returns the sockets subscribed to contract for user.
+func (s *Server) userRoutes(userID, contract string) []*socket {
+	var out []*socket
+	for _, r := range s.routesOf(userID, contract) {
+		out = append(out, r.sk)
+	}
+	return out
+}
+
+func (s *Server) routesOf(userID, contract string) []route {
+	s.mu.RLock()
+	u := s.users[userID]
+	s.mu.RUnlock()
+	if u == nil {
+		return nil
+	}
+	rt := u.routes.Load()
+	if rt == nil {
+		return nil
+	}
+	return rt.by[contract]
+}
+
+func (s *Server) userCount() int {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	return len(s.users)
+}

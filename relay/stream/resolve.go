@@ -1,0 +1,155 @@
+package stream
+
+import (
+	"regexp"
+	"strconv"
+	"strings"
+
+	"tradebridge/protocol"
+)
+
+// The relay sends the agent the instrument names clients asked for ("ES",
+// "ESZ26", "ES 12-26"); the agent answers with the contracts it subscribed
+// ("ES 12-26") and the names it does not know, as sets. Quotes carry
+// contract names, so the relay maps each requested name to its contract
+// from that answer:
+//
+//  1. a name the agent reported unknown is unknown;
+//  2. a name the answer holds as is (a contract name) is itself;
+//  3. a month code ("ESZ26", "ESZ6") is the answer's contract of that
+//     root, month and year (the last digit of the year for "ESZ6");
+//  4. a root ("ES") is the answer's contract of that root that no other
+//     requested name names exactly, the earliest if several (the front
+//     month is the earliest contract still trading);
+//  5. anything else is unknown.
+//
+// The rules are exact whenever the agent resolves a root to its front
+// month, which is what roots mean (DESIGN.md).
+
+// contract is a parsed contract name "<ROOT> MM-YY".
+type contract struct {
+	name  string // as the agent spells it
+	root  string // upper case
+	month int
+	year  int // two digits
+}
+
+var contractRE = regexp.MustCompile(`^([A-Za-z0-9]{1,6}) (0[1-9]|1[0-2])-([0-9]{2})$`)
+
+// monthCodeRE matches "<root><month letter><1 or 2 year digits>".
+var monthCodeRE = regexp.MustCompile(`^([A-Z0-9]{1,6}?)([FGHJKMNQUVXZ])([0-9]{1,2})$`)
+
+const monthLetters = "FGHJKMNQUVXZ"
+
+func parseContract(s string) (contract, bool) {
+	m := contractRE.FindStringSubmatch(s)
+	if m == nil {
+		return contract{}, false
+	}
+	month, _ := strconv.Atoi(m[2])
+	year, _ := strconv.Atoi(m[3])
+	return contract{name: s, root: strings.ToUpper(m[1]), month: month, year: year}, true
+}
+
+func (c contract) before(d contract) bool {
+	if c.year != d.year {
+		return c.year < d.year
+	}
+	return c.month < d.month
+}
+
+// normalizeContract is the map key of a contract name: upper case.
+func normalizeContract(s string) string { return strings.ToUpper(strings.TrimSpace(s)) }
+
+// resolveNames maps each requested name (normalized: trimmed, upper case)
+// to the normalized contract name quotes will carry, per the rules above.
+// Names that map to nothing are in unknown.
+func resolveNames(requested []string, res protocol.SubscriptionsResult) (mapping map[string]string, unknown map[string]bool) {
+	mapping = make(map[string]string, len(requested))
+	unknown = make(map[string]bool)
+	notKnown := make(map[string]bool, len(res.Unknown))
+	for _, u := range res.Unknown {
+		notKnown[normalizeContract(u)] = true
+	}
+	set := make(map[string]contract, len(res.Instruments))
+	var byRoot = make(map[string][]contract)
+	for _, name := range res.Instruments {
+		n := normalizeContract(name)
+		if _, dup := set[n]; dup {
+			continue
+		}
+		c, ok := parseContract(n)
+		if !ok {
+			c = contract{name: n}
+		} else {
+			byRoot[c.root] = append(byRoot[c.root], c)
+		}
+		set[n] = c
+	}
+	explicit := make(map[string]bool)
+	for _, r := range requested {
+		if _, ok := set[r]; ok {
+			explicit[r] = true
+		}
+	}
+	for _, r := range requested {
+		switch {
+		case notKnown[r]:
+			unknown[r] = true
+		case explicit[r]:
+			mapping[r] = r
+		default:
+			if c, ok := resolveAlias(r, byRoot, explicit); ok {
+				mapping[r] = c
+			} else {
+				unknown[r] = true
+			}
+		}
+	}
+	return mapping, unknown
+}
+
+// resolveAlias applies rules 3 and 4 to r.
+func resolveAlias(r string, byRoot map[string][]contract, explicit map[string]bool) (string, bool) {
+	if _, isContract := parseContract(r); isContract {
+		return "", false
+	}
+	if m := monthCodeRE.FindStringSubmatch(r); m != nil && m[1] != "" {
+		month := strings.IndexByte(monthLetters, m[2][0]) + 1
+		year, _ := strconv.Atoi(m[3])
+		var best *contract
+		for i, c := range byRoot[m[1]] {
+			if c.month != month {
+				continue
+			}
+			if (len(m[3]) == 2 && c.year == year) || (len(m[3]) == 1 && c.year%10 == year) {
+				if best == nil || c.before(*best) {
+					best = &byRoot[m[1]][i]
+				}
+			}
+		}
+		if best != nil {
+			return best.name, true
+		}
+	}
+	cands := byRoot[r]
+	var best, bestAny *contract
+	for i, c := range cands {
+		if bestAny == nil || c.before(*bestAny) {
+			bestAny = &cands[i]
+		}
+		if explicit[c.name] {
+			continue
+		}
+		if best == nil || c.before(*best) {
+			best = &cands[i]
+		}
+	}
+	if best != nil {
+		return best.name, true
+	}
+	if bestAny != nil {
+		return bestAny.name, true
+	}
+	return "", false
+}

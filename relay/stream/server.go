@@ -1,0 +1,334 @@
+package stream
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"net"
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+
+	"github.com/coder/websocket"
+	"go.uber.org/zap"
+
+	"tradebridge/protocol"
+	"tradebridge/relay/auth"
+	"tradebridge/relay/budget"
+	"tradebridge/relay/httpapi"
+)
+
+// Path is where the relay serves the stream API.
+const Path = "/ws/stream"
+
+// HTTP error codes of the upgrade request.
+const (
+	codeUnauthorized     = "unauthorized"
+	codePlanRequired     = "plan_required"
+	codeUpgradeRequired  = "upgrade_required"
+	codeUnknownParameter = "unknown_parameter"
+	codeShuttingDown     = "shutting_down"
+	codeStorage          = "storage_unavailable"
+)
+
+// Server serves GET /ws/stream. Create it with New; it is an http.Handler.
+type Server struct {
+	opts   Options
+	log    *zap.Logger
+	ctx    context.Context // ends when the Server closes
+	cancel context.CancelFunc
+
+	mu     sync.RWMutex
+	users  map[string]*user
+	closed bool
+	wg     sync.WaitGroup // sockets, user loops, their calls
+
+	stats struct {
+		sockets   atomic.Int64
+		delivered atomic.Int64
+		conflated atomic.Int64
+		frames    atomic.Int64
+		badQuotes atomic.Int64
+	}
+}
+
+// New returns a Server.
+func New(opts Options) (*Server, error) {
+	if err := opts.setDefaults(); err != nil {
+		return nil, err
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	return &Server{
+		opts:   opts,
+		log:    opts.Logger.Named("stream"),
+		ctx:    ctx,
+		cancel: cancel,
+		users:  make(map[string]*user),
+	}, nil
+}
+
+// Close closes every socket with 1001 and waits for the Server's
+// goroutines. It is idempotent; sockets opened afterwards are refused.
+func (s *Server) Close() error {
+	s.mu.Lock()
+	if s.closed {
+		s.mu.Unlock()
+		s.wg.Wait()
+		return nil
+	}
+	s.closed = true
+	s.mu.Unlock()
+	s.cancel()
+	s.wg.Wait()
+	return nil
+}
+
+// Stats are the Server's running totals.
+type Stats struct {
+	// Sockets is the number of open sockets.
+	Sockets int64
+	// Delivered counts quotes written to sockets; Conflated, quotes
+	// replaced by a newer quote of the same instrument before a socket
+	// could take them.
+	Delivered, Conflated int64
+	// Frames counts frames written, of every type.
+	Frames int64
+	// BadQuotes counts quote events that could not be decoded.
+	BadQuotes int64
+}
+
+// Stats returns the Server's running totals.
+func (s *Server) Stats() Stats {
+	return Stats{
+		Sockets:   s.stats.sockets.Load(),
+		Delivered: s.stats.delivered.Load(),
+		Conflated: s.stats.conflated.Load(),
+		Frames:    s.stats.frames.Load(),
+		BadQuotes: s.stats.badQuotes.Load(),
+	}
+}
+
+// HandleEvent takes an event a user's agent sent (hub.Options.OnEvent).
+// Quotes go to that user's sockets subscribed to the quote's instrument,
+// and to nobody else. It never blocks: each socket keeps only the latest
+// quote of each instrument until its writer takes it.
+func (s *Server) HandleEvent(userID string, ev protocol.Event) {
+	if ev.Kind != protocol.EventQuote {
+		return
+	}
+	s.mu.RLock()
+	u := s.users[userID]
+	s.mu.RUnlock()
+	if u == nil {
+		return
+	}
+	var q protocol.Quote
+	if err := json.Unmarshal(ev.Data, &q); err != nil || q.Instrument == "" {
+		s.stats.badQuotes.Add(1)
+		return
+	}
+	// Encoded once for every socket.
+	data, err := json.Marshal(&q)
+	if err != nil {
+		s.stats.badQuotes.Add(1)
+		return
+	}
+	key := normalizeContract(q.Instrument)
+	// Kept for sockets that subscribe later (the subscribed reply carries
+	// it) before the routes are read: a quote that arrives while a
+	// subscription is being set up reaches the new socket one way or the
+	// other.
+	seq := u.cacheQuote(key, data)
+	for _, r := range u.routes.Load().by[key] {
+		r.sk.offerQuote(r.slot, seq, data)
+	}
+}
+
+// HandleStatus takes a change of a user's agent connection
+// (hub.Options.OnStatus). It never blocks: the user's sockets get a status
+// frame, and on connect the user's subscriptions are sent to the agent.
+func (s *Server) HandleStatus(userID string, connected bool) {
+	s.mu.RLock()
+	u := s.users[userID]
+	s.mu.RUnlock()
+	if u != nil {
+		u.signalStatus()
+	}
+}
+
+// ServeHTTP handles GET /ws/stream: it admits the request (per-address
+// budget, token, plan, the user's trading budget, the user's socket limit)
+// before it upgrades, and then serves the socket until it closes.
+func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	// The token may travel in the query string; no later step, log or
+	// metric may see it there.
+	token, qerr := takeToken(r)
+	if s.opts.IPBudget != nil {
+		if d := s.opts.IPBudget.Allow(clientAddr(r)); !d.Allowed {
+			writeRateLimited(w, s.opts.IPBudget.Policy(), d)
+			return
+		}
+	}
+	if !isUpgrade(r) {
+		w.Header().Set("Upgrade", "websocket")
+		httpapi.WriteError(w, http.StatusUpgradeRequired, httpapi.Error{Code: codeUpgradeRequired, Detail: "this path serves WebSocket upgrades only"})
+		return
+	}
+	if qerr != nil {
+		httpapi.WriteError(w, http.StatusBadRequest, *qerr)
+		return
+	}
+	if token == "" {
+		httpapi.WriteError(w, http.StatusUnauthorized, httpapi.Error{Code: codeUnauthorized, Detail: "an API token is required in the Authorization header or the token query parameter"})
+		return
+	}
+	p, err := s.opts.Auth.Authenticate(r.Context(), token, auth.KindAPI)
+	if err != nil {
+		if errors.Is(err, auth.ErrUnauthorized) {
+			httpapi.WriteError(w, http.StatusUnauthorized, httpapi.Error{Code: codeUnauthorized, Detail: "the API token is missing, malformed or revoked"})
+			return
+		}
+		s.log.Error("authenticating stream socket", zap.Error(err))
+		httpapi.WriteError(w, http.StatusServiceUnavailable, httpapi.Error{Code: codeStorage, Detail: "the relay cannot check tokens right now; retry shortly", RetryAfter: 5})
+		return
+	}
+	if !p.Plan.AtLeast(auth.PlanPro) {
+		httpapi.WriteError(w, http.StatusForbidden, httpapi.Error{Code: codePlanRequired, Detail: "the stream API needs the pro plan or higher"})
+		return
+	}
+	if d := s.opts.Budget.Allow(p.UserID); !d.Allowed {
+		writeRateLimited(w, s.opts.Budget.Policy(), d)
+		return
+	}
+	u, over, ok := s.reserve(p.UserID)
+	if !ok {
+		httpapi.WriteError(w, http.StatusServiceUnavailable, httpapi.Error{Code: codeShuttingDown, Detail: "the relay is shutting down", RetryAfter: 1})
+		return
+	}
+	defer s.wg.Done()
+	acceptOpts := &websocket.AcceptOptions{CompressionMode: websocket.CompressionDisabled}
+	if len(s.opts.OriginPatterns) > 0 {
+		acceptOpts.OriginPatterns = s.opts.OriginPatterns
+	} else {
+		// The credential is the token sent with the upgrade, never a
+		// cookie: a page of another origin has nothing to ride on.
+		acceptOpts.InsecureSkipVerify = true
+	}
+	ws, err := websocket.Accept(w, r, acceptOpts)
+	if err != nil {
+		s.log.Debug("stream upgrade failed", zap.String("user", p.UserID), zap.Error(err))
+		if u != nil {
+			u.release(nil)
+		}
+		return
+	}
+	if over {
+		s.log.Info("stream socket refused: too many sockets", zap.String("user", p.UserID), zap.Int("limit", s.opts.MaxSocketsPerUser))
+		reason := "too many sockets for this user (limit " + strconv.Itoa(s.opts.MaxSocketsPerUser) + ")"
+		closeQuickly(ws, websocket.StatusPolicyViolation, reason, s.opts.CloseGrace)
+		if s.opts.Metrics != nil {
+			s.opts.Metrics.StreamClosed(int(websocket.StatusPolicyViolation))
+		}
+		return
+	}
+	newSocket(s, u, ws, p, token).serve()
+}
+
+// reserve counts a socket against its user's limit. over reports a socket
+// beyond the limit (u is nil then); ok is false when the Server is closed.
+// A reserved socket holds s.wg until ServeHTTP returns.
+func (s *Server) reserve(userID string) (u *user, over, ok bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		return nil, false, false
+	}
+	s.wg.Add(1)
+	u = s.users[userID]
+	if u != nil && u.count >= s.opts.MaxSocketsPerUser {
+		return nil, true, true
+	}
+	if u == nil {
+		u = newUser(s, userID)
+		s.users[userID] = u
+		s.wg.Add(1)
+		go u.run()
+	}
+	u.count++
+	return u, false, true
+}
+
+// takeToken returns the request's API token, from the Authorization header
+// or else the token query parameter, and removes the query string from r
+// so that nothing downstream (logs, metrics, panics) can see a token in
+// it. The only query parameter accepted is token, once.
+func takeToken(r *http.Request) (string, *httpapi.Error) {
+	raw := r.URL.RawQuery
+	if raw != "" || r.URL.ForceQuery {
+		u := *r.URL
+		u.RawQuery, u.ForceQuery = "", false
+		r.URL = &u
+		r.RequestURI = u.RequestURI()
+		r.Form, r.PostForm = nil, nil
+	}
+	var qtoken string
+	var qerr *httpapi.Error
+	if raw != "" {
+		q, err := url.ParseQuery(raw)
+		switch {
+		case err != nil:
+			qerr = &httpapi.Error{Code: codeUnknownParameter, Detail: "the query string is malformed"}
+		case len(q) != 1 || len(q["token"]) != 1:
+			qerr = &httpapi.Error{Code: codeUnknownParameter, Detail: "the only query parameter is token, sent once"}
+		default:
+			qtoken = strings.TrimSpace(q["token"][0])
+		}
+	}
+	if t, ok := auth.BearerToken(r.Header); ok {
+		return t, qerr
+	}
+	return qtoken, qerr
+}
+
+// isUpgrade reports whether r asks for a WebSocket upgrade.
+func isUpgrade(r *http.Request) bool {
+	return headerHasToken(r.Header, "Connection", "upgrade") && headerHasToken(r.Header, "Upgrade", "websocket")
+}
+
+func headerHasToken(h http.Header, key, token string) bool {
+	for _, v := range h.Values(key) {
+		for part := range strings.SplitSeq(v, ",") {
+			if strings.EqualFold(strings.TrimSpace(part), token) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// clientAddr is the address the request came from (see api.clientAddr).
+func clientAddr(r *http.Request) string {
+	host, _, err := net.SplitHostPort(r.RemoteAddr)
+	if err != nil {
+		return r.RemoteAddr
+	}
+	return host
+}
+
+func writeRateLimited(w http.ResponseWriter, pol budget.Policy, d budget.Decision) {
+	w.Header().Set("RateLimit-Policy", pol.PolicyHeader())
+	w.Header().Set("RateLimit", pol.Header(d))
+	httpapi.WriteError(w, http.StatusTooManyRequests, httpapi.Error{Code: CodeRateLimited,
+		Detail: "the request budget is used up; wait retryAfter seconds", RetryAfter: d.RetryAfterSeconds(), Policy: pol.Name})
+}
+
+func newID(prefix string) string {
+	var b [12]byte
+	_, _ = rand.Read(b[:])
+	return prefix + hex.EncodeToString(b[:])
+}

@@ -1,0 +1,684 @@
+package stream
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"runtime"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/coder/websocket"
+	"go.uber.org/zap"
+
+	"tradebridge/relay/api"
+	"tradebridge/relay/auth"
+)
+
+// socket is one client connection. Its goroutines: serve (the lifecycle,
+// on the HTTP handler's goroutine), the reader, the writer, at most one
+// ping, and one per running RPC.
+//
+// Frames reach the writer two ways. Replies (one per client frame) travel
+// on ctrl, whose capacity the reader reserves before it handles a frame
+// (tokens), so a reply never waits and a client that sends without reading
+// is held back by TCP instead of growing a queue. State pushed by the relay
+// (quotes, P&L, agent status) sits in slots that keep only the latest
+// value: per instrument for quotes, one each for P&L and status.
+type socket struct {
+	srv   *Server
+	user  *user
+	ws    *websocket.Conn
+	log   *zap.Logger
+	id    string
+	p     auth.Principal
+	token string // to re-verify; never logged
+
+	ctx    context.Context // the socket's life: RPCs run under it
+	cancel context.CancelFunc
+	// readCtx bounds the connection's reads; cancelling it drops the
+	// connection at once (see kill). Writes take no context, which would
+	// cost a timer per frame: writeStart and the lifecycle's watchdog
+	// bound them instead.
+	readCtx    context.Context
+	cancelRead context.CancelFunc
+	writeStart atomic.Int64 // monotonic ns when the running write began; 0 when none
+
+	ctrl   chan []byte   // replies, capacity cap(tokens)
+	tokens chan struct{} // one per reply owed
+	wake   chan struct{} // slots changed; capacity 1
+
+	endOnce   sync.Once
+	ending    chan struct{}
+	endCode   websocket.StatusCode // 0: the connection is already gone
+	endReason string
+
+	inflight atomic.Int32
+	calls    sync.WaitGroup // RPC and ping goroutines
+
+	// Guarded by mu: the slots.
+	mu        sync.Mutex
+	md        map[string]*mdSlot // subscribed contracts
+	mdQueue   []*mdSlot          // slots holding a quote, in arrival order
+	mdSpare   []*mdSlot
+	conflated int64 // cumulative, reported as dropped
+	status    []byte
+	pnl       []byte
+
+	// Reader's own.
+	badInRow   int
+	badTimes   []time.Time
+	readerDone chan struct{}
+
+	// Writer's own.
+	seq           uint64
+	sentConflated int64
+	quotes        [][]byte
+	writerDone    chan struct{}
+
+	// Owned by the user loop.
+	requested   map[string]string // requested name → contract ("" while unknown)
+	routed      map[string]bool   // contracts in the user's routes for this socket
+	pnlOn       bool
+	pnlInterval time.Duration
+	pnlLast     time.Time
+	pnlSent     bool
+}
+
+// mdSlot holds the latest quote of one contract for one socket.
+type mdSlot struct {
+	data    []byte
+	seq     uint64 // the user's event number of the newest quote taken
+	queued  bool
+	removed bool
+}
+
+func newSocket(s *Server, u *user, ws *websocket.Conn, p auth.Principal, token string) *socket {
+	ctxCap := s.opts.MaxInFlight + 16
+	sk := &socket{
+		srv:         s,
+		user:        u,
+		ws:          ws,
+		id:          newID("sock_"),
+		p:           p,
+		token:       token,
+		ctrl:        make(chan []byte, ctxCap),
+		tokens:      make(chan struct{}, ctxCap),
+		wake:        make(chan struct{}, 1),
+		ending:      make(chan struct{}),
+		md:          make(map[string]*mdSlot),
+		readerDone:  make(chan struct{}),
+		writerDone:  make(chan struct{}),
+		requested:   make(map[string]string),
+		pnlInterval: DefaultPnlInterval,
+	}
+	sk.log = s.log.With(zap.String("user", p.UserID), zap.String("socket", sk.id))
+	// Not derived from the Server's context: shutdown cancels it once the
+	// close code is chosen.
+	sk.ctx, sk.cancel = context.WithCancel(context.Background())
+	sk.readCtx, sk.cancelRead = context.WithCancel(context.Background())
+	return sk
+}
+
+// serve runs the socket until it ends, then closes it and waits for all of
+// its goroutines.
+func (sk *socket) serve() {
+	s := sk.srv
+	sk.ws.SetReadLimit(s.opts.ReadLimit)
+	s.stats.sockets.Add(1)
+	if m := s.opts.Metrics; m != nil {
+		m.StreamSockets(1)
+	}
+	sk.log.Info("stream socket opened")
+	sk.user.join(sk)
+	go sk.readLoop()
+	go sk.writeLoop()
+
+	reverify := time.NewTicker(s.opts.ReverifyInterval)
+	defer reverify.Stop()
+	watchdog := time.NewTicker(min(s.opts.WriteTimeout/4, time.Second))
+	defer watchdog.Stop()
+	var ping <-chan time.Time
+	if s.opts.PingInterval > 0 {
+		t := time.NewTicker(s.opts.PingInterval)
+		defer t.Stop()
+		ping = t.C
+	}
+	pinging := false
+	pingDone := make(chan error, 1)
+loop:
+	for {
+		select {
+		case <-sk.ending:
+			break loop
+		case <-s.ctx.Done():
+			sk.end(websocket.StatusGoingAway, "relay shutting down")
+			break loop
+		case <-reverify.C:
+			sk.reverify()
+		case <-watchdog.C:
+			if st := sk.writeStart.Load(); st != 0 && time.Duration(monotonic()-st) > s.opts.WriteTimeout {
+				sk.log.Info("stream client stopped reading; dropping the socket")
+				sk.end(0, "")
+				sk.kill()
+			}
+		case <-ping:
+			if !pinging {
+				pinging = true
+				sk.calls.Add(1)
+				go func() {
+					defer sk.calls.Done()
+					ctx, cancel := context.WithTimeout(sk.readCtx, s.opts.WriteTimeout)
+					defer cancel()
+					pingDone <- sk.ws.Ping(ctx)
+				}()
+			}
+		case err := <-pingDone:
+			pinging = false
+			if err != nil {
+				sk.end(0, "")
+			}
+		}
+	}
+	sk.shutdown()
+	s.stats.sockets.Add(-1)
+	if m := s.opts.Metrics; m != nil {
+		m.StreamSockets(-1)
+		m.StreamClosed(int(sk.endCode))
+	}
+	sk.log.Info("stream socket closed", zap.Int("closeCode", int(sk.endCode)), zap.String("reason", sk.endReason))
+}
+
+// end ends the socket; the first call chooses the close code (0 when the
+// connection is already gone and nothing can be sent).
+func (sk *socket) end(code websocket.StatusCode, reason string) {
+	sk.endOnce.Do(func() {
+		sk.endCode, sk.endReason = code, reason
+		close(sk.ending)
+	})
+}
+
+func (sk *socket) ended() bool {
+	select {
+	case <-sk.ending:
+		return true
+	default:
+		return false
+	}
+}
+
+// kill drops the connection without a close handshake: the reader's
+// context ending closes the connection, which ends any read or write.
+func (sk *socket) kill() {
+	sk.cancelRead()
+}
+
+// shutdown leaves the user, lets the writer send what it owes, closes the
+// connection with the chosen code, and waits for every goroutine. No step
+// waits longer than CloseGrace before the connection is dropped.
+func (sk *socket) shutdown() {
+	grace := sk.srv.opts.CloseGrace
+	sk.user.leave(sk)
+	sk.cancel() // RPCs stop; the writer flushes its replies and exits
+	t := time.NewTimer(grace)
+	defer t.Stop()
+	select {
+	case <-sk.writerDone:
+	case <-t.C:
+		sk.kill()
+		<-sk.writerDone
+	}
+	if sk.endCode != 0 {
+		done := make(chan struct{})
+		go func() {
+			defer close(done)
+			_ = sk.ws.Close(sk.endCode, sk.endReason)
+		}()
+		t.Reset(grace)
+		select {
+		case <-done:
+		case <-t.C:
+			sk.kill()
+			<-done
+		}
+	}
+	sk.kill()
+	_ = sk.ws.CloseNow()
+	<-sk.readerDone
+	sk.calls.Wait()
+}
+
+// reverify ends the socket when its token was revoked or its user's plan
+// no longer includes the API.
+func (sk *socket) reverify() {
+	ctx, cancel := context.WithTimeout(sk.ctx, 5*time.Second)
+	defer cancel()
+	p, err := sk.srv.opts.Auth.Authenticate(ctx, sk.token, auth.KindAPI)
+	switch {
+	case errors.Is(err, auth.ErrUnauthorized), err == nil && (p.UserID != sk.p.UserID || !p.Plan.AtLeast(auth.PlanPro)):
+		sk.log.Info("stream token no longer valid; closing socket")
+		sk.end(websocket.StatusPolicyViolation, "API token revoked or plan changed")
+	case err != nil:
+		sk.log.Warn("re-verifying stream token", zap.Error(err))
+	}
+}
+
+// ---- Reading ----
+
+func (sk *socket) readLoop() {
+	defer close(sk.readerDone)
+	for {
+		typ, data, err := sk.ws.Read(sk.readCtx)
+		if err != nil {
+			// The client closed, went away, broke the protocol or sent a
+			// frame over the read limit (the library answered 1009).
+			sk.end(0, "")
+			return
+		}
+		if sk.ended() {
+			continue // keep reading so that the close handshake completes
+		}
+		select {
+		case sk.tokens <- struct{}{}:
+		case <-sk.ending:
+			continue
+		}
+		sk.handle(typ, data)
+	}
+}
+
+// reply queues a reply; a token was taken for it.
+func (sk *socket) reply(b []byte) {
+	sk.ctrl <- b
+}
+
+// refuse answers a refused frame, and closes the socket once the client
+// has sent too many malformed ones.
+func (sk *socket) refuse(e *frameError, id json.RawMessage, rpc bool) {
+	sk.reply(e.encode(id, rpc))
+	if !e.bad {
+		return
+	}
+	now := sk.srv.opts.Clock.Now()
+	sk.badInRow++
+	limit := sk.srv.opts.BadFrameLimit
+	sk.badTimes = append(sk.badTimes, now)
+	if len(sk.badTimes) > limit {
+		sk.badTimes = sk.badTimes[len(sk.badTimes)-limit:]
+	}
+	if sk.badInRow >= limit || (len(sk.badTimes) == limit && now.Sub(sk.badTimes[0]) <= sk.srv.opts.BadFrameWindow) {
+		sk.log.Info("closing stream socket: too many malformed frames")
+		sk.end(websocket.StatusPolicyViolation, "too many malformed frames")
+	}
+}
+
+func (sk *socket) handle(typ websocket.MessageType, data []byte) {
+	if typ != websocket.MessageText {
+		sk.refuse(badFrame(CodeInvalidJSON, "frames must be JSON text messages"), nil, false)
+		return
+	}
+	f, e := parseFrame(data)
+	if e != nil {
+		sk.refuse(e, f.id, false)
+		return
+	}
+	switch f.action {
+	case actionPing:
+		sk.badInRow = 0
+		sk.reply(mustJSON(idOnly{Type: typePong, ID: f.id}))
+	case actionSubscribe, actionUnsubscribe:
+		names, e := parseInstruments(f, sk.srv.opts.MaxInstruments)
+		if e != nil {
+			sk.refuse(e, f.id, false)
+			return
+		}
+		sk.badInRow = 0
+		pol := sk.srv.opts.SubscriptionBudget.Policy()
+		if d := sk.srv.opts.SubscriptionBudget.Allow(sk.p.UserID); !d.Allowed {
+			sk.refuse(&frameError{code: CodeRateLimited, detail: "the subscription budget is used up; wait retryAfter seconds",
+				retryAfter: d.RetryAfterSeconds(), policy: pol.Name}, f.id, false)
+			return
+		}
+		sk.user.subscription(sk, f.action == actionSubscribe, names, f.id)
+	case actionStreamPnl:
+		enabled, interval, e := parseStreamPnl(f)
+		if e != nil {
+			sk.refuse(e, f.id, false)
+			return
+		}
+		sk.badInRow = 0
+		sk.user.streamPnl(sk, enabled, interval, f.id)
+	case actionRPC:
+		sk.rpc(f)
+	}
+}
+
+// rpc starts an RPC. Its reply comes when the agent answers.
+func (sk *socket) rpc(f clientFrame) {
+	if f.id == nil {
+		sk.refuse(badFrame(CodeInvalidFrame, "an rpc frame needs an id to correlate the reply"), nil, false)
+		return
+	}
+	var fn string
+	if raw, ok := f.fields["api"]; !ok || json.Unmarshal(raw, &fn) != nil {
+		sk.refuse(badFrame(CodeInvalidFrame, "an rpc frame needs api, the name of an RPC function"), f.id, true)
+		return
+	}
+	if int(sk.inflight.Load()) >= sk.srv.opts.MaxInFlight {
+		sk.refuse(&frameError{code: CodeTooManyConcurrent, detail: "this socket already runs " + strconv.Itoa(sk.srv.opts.MaxInFlight) + " calls; wait for a reply"}, f.id, true)
+		return
+	}
+	b := sk.srv.opts.Budget
+	if d := b.Allow(sk.p.UserID); !d.Allowed {
+		sk.refuse(&frameError{code: CodeRateLimited, detail: "the request budget is used up; wait retryAfter seconds",
+			retryAfter: d.RetryAfterSeconds(), policy: b.Policy().Name}, f.id, true)
+		return
+	}
+	call, he := api.PrepareSocketCall(fn, f.fields["args"])
+	if he != nil {
+		sk.refuse(&frameError{code: he.Code, detail: he.Detail, fields: he.Fields, bad: he.Code == api.CodeUnknownFunction}, f.id, true)
+		return
+	}
+	sk.badInRow = 0
+	requestID := ""
+	if call.Write {
+		if call.Key != "" {
+			requestID = "idem:" + call.Key
+		} else {
+			requestID = newID("rly:")
+		}
+	}
+	sk.inflight.Add(1)
+	sk.calls.Add(1)
+	go func() {
+		defer sk.calls.Done()
+		defer sk.inflight.Add(-1)
+		ctx, cancel := context.WithTimeout(sk.ctx, sk.srv.opts.CallTimeout)
+		defer cancel()
+		res, err := sk.srv.opts.Upstream.Call(ctx, sk.p.UserID, call.Fn, requestID, call.Args)
+		if err == nil {
+			sk.reply(rpcSuccess(f.id, res, call.Top(res)))
+			return
+		}
+		if e, ok := api.CallError(err, call.Write); ok {
+			sk.reply((&frameError{code: e.Code, detail: e.Detail, fields: e.Fields, retryAfter: e.RetryAfter}).encode(f.id, true))
+			return
+		}
+		if sk.ctx.Err() != nil {
+			return // the socket is closing; nobody to answer
+		}
+		sk.log.Error("stream call failed", zap.String("fn", call.Fn), zap.Error(err))
+		sk.reply((&frameError{code: CodeInternal, detail: "the relay failed to complete the call"}).encode(f.id, true))
+	}()
+}
+
+// ---- Slots ----
+
+// offerQuote makes data, the user's quote event number seq, the latest
+// quote of slot's contract, unless the socket unsubscribed from it
+// meanwhile or already took a newer one. It never blocks.
+func (sk *socket) offerQuote(slot *mdSlot, seq uint64, data []byte) {
+	sk.mu.Lock()
+	if slot.removed || seq <= slot.seq {
+		sk.mu.Unlock()
+		return
+	}
+	slot.seq = seq
+	if slot.data != nil {
+		sk.conflated++
+	}
+	slot.data = data
+	wake := false
+	if !slot.queued {
+		slot.queued = true
+		wake = len(sk.mdQueue) == 0
+		sk.mdQueue = append(sk.mdQueue, slot)
+	}
+	sk.mu.Unlock()
+	if wake {
+		sk.signal()
+	}
+}
+
+func (sk *socket) signal() {
+	select {
+	case sk.wake <- struct{}{}:
+	default:
+	}
+}
+
+// setContracts makes set the socket's subscribed contracts: slots of
+// contracts no longer in it are dropped with any quote they held, so no
+// quote of them is written after the unsubscribed reply. It returns the
+// slots it created, which start at seq: quotes up to seq are taken (they
+// went out with the subscribed reply).
+func (sk *socket) setContracts(set map[string]bool, seq map[string]uint64) map[string]*mdSlot {
+	sk.mu.Lock()
+	defer sk.mu.Unlock()
+	for c, slot := range sk.md {
+		if !set[c] {
+			slot.removed = true
+			slot.data = nil
+			delete(sk.md, c)
+		}
+	}
+	var created map[string]*mdSlot
+	for c := range set {
+		if sk.md[c] == nil {
+			if created == nil {
+				created = make(map[string]*mdSlot)
+			}
+			sk.md[c] = &mdSlot{seq: seq[c]}
+			created[c] = sk.md[c]
+		}
+	}
+	return created
+}
+
+func (sk *socket) setStatus(b []byte) {
+	sk.mu.Lock()
+	sk.status = b
+	sk.mu.Unlock()
+	sk.signal()
+}
+
+// setPnl makes b the pnlUpdate to send (nil: none).
+func (sk *socket) setPnl(b []byte) {
+	sk.mu.Lock()
+	sk.pnl = b
+	sk.mu.Unlock()
+	if b != nil {
+		sk.signal()
+	}
+}
+
+// ---- Writing ----
+
+// writeLoop writes frames until the socket ends, numbering them. Frames
+// are built in pooled buffers, so an idle socket holds none.
+func (sk *socket) writeLoop() {
+	defer close(sk.writerDone)
+	for {
+		select {
+		case <-sk.ctx.Done():
+			// Send the replies owed (an error frame before a 1008)
+			// unless the connection is gone.
+			if sk.endCode != 0 {
+				buf := getBuf()
+				sk.writeReplies(buf)
+				putBuf(buf)
+			}
+			return
+		case b := <-sk.ctrl:
+			buf := getBuf()
+			ok := sk.write(buf, b, true) == nil && sk.flush(buf)
+			putBuf(buf)
+			if !ok {
+				return
+			}
+		case <-sk.wake:
+			runtime.Gosched() // let a burst of quotes land in one frame
+			buf := getBuf()
+			ok := sk.flush(buf)
+			putBuf(buf)
+			if !ok {
+				return
+			}
+		}
+	}
+}
+
+var bufPool = sync.Pool{New: func() any { b := make([]byte, 0, 4096); return &b }}
+
+func getBuf() *[]byte { return bufPool.Get().(*[]byte) }
+
+func putBuf(b *[]byte) {
+	if cap(*b) > 256<<10 {
+		return
+	}
+	*b = (*b)[:0]
+	bufPool.Put(b)
+}
+
+// flush writes what the slots and ctrl hold: status, replies, P&L, quotes.
+func (sk *socket) flush(buf *[]byte) bool {
+	sk.mu.Lock()
+	status, pnl := sk.status, sk.pnl
+	sk.status, sk.pnl = nil, nil
+	sk.mu.Unlock()
+	if status != nil && sk.write(buf, status, false) != nil {
+		return false
+	}
+	if !sk.writeReplies(buf) {
+		return false
+	}
+	if pnl != nil && sk.write(buf, pnl, false) != nil {
+		return false
+	}
+	return sk.flushQuotes(buf)
+}
+
+// writeReplies writes the replies queued now.
+func (sk *socket) writeReplies(buf *[]byte) bool {
+	for {
+		select {
+		case b := <-sk.ctrl:
+			if sk.write(buf, b, true) != nil {
+				return false
+			}
+		default:
+			return true
+		}
+	}
+}
+
+// flushQuotes writes every pending quote in one marketData frame, with
+// the socket's cumulative count of conflated quotes as dropped.
+func (sk *socket) flushQuotes(buf *[]byte) bool {
+	quotes := sk.quotes[:0]
+	sk.mu.Lock()
+	queue := sk.mdQueue
+	sk.mdQueue = sk.mdSpare[:0]
+	for _, slot := range queue {
+		slot.queued = false
+		if !slot.removed && slot.data != nil {
+			quotes = append(quotes, slot.data)
+			slot.data = nil
+		}
+	}
+	conflated := sk.conflated
+	clear(queue)
+	sk.mdSpare = queue[:0]
+	sk.mu.Unlock()
+	if len(quotes) == 0 {
+		return true
+	}
+	sk.seq++
+	b := append((*buf)[:0], `{"seq":`...)
+	b = strconv.AppendUint(b, sk.seq, 10)
+	b = append(b, `,"type":"marketData","quotes":[`...)
+	for i, q := range quotes {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = append(b, q...)
+	}
+	b = append(b, ']')
+	if conflated > 0 {
+		b = append(b, `,"dropped":`...)
+		b = strconv.AppendInt(b, conflated, 10)
+	}
+	b = append(b, '}')
+	*buf = b
+	n := len(quotes)
+	clear(quotes)
+	sk.quotes = quotes[:0]
+	if err := sk.writeRaw(b); err != nil {
+		return false
+	}
+	s := sk.srv
+	s.stats.delivered.Add(int64(n))
+	delta := conflated - sk.sentConflated
+	sk.sentConflated = conflated
+	if delta > 0 {
+		s.stats.conflated.Add(delta)
+	}
+	if m := s.opts.Metrics; m != nil {
+		m.StreamQuotes(n, int(delta))
+	}
+	return true
+}
+
+// write writes body, a JSON object, as the next frame. A reply gives back
+// the token taken for it.
+func (sk *socket) write(buf *[]byte, body []byte, reply bool) error {
+	sk.seq++
+	*buf = appendSeq((*buf)[:0], sk.seq, body)
+	err := sk.writeRaw(*buf)
+	if reply {
+		select {
+		case <-sk.tokens:
+		default:
+		}
+	}
+	return err
+}
+
+func (sk *socket) writeRaw(b []byte) error {
+	sk.writeStart.Store(monotonic())
+	err := sk.ws.Write(context.Background(), websocket.MessageText, b)
+	sk.writeStart.Store(0)
+	if err != nil {
+		sk.end(0, "")
+		return err
+	}
+	sk.srv.stats.frames.Add(1)
+	return nil
+}
+
+// closeQuickly closes ws with code, dropping the connection when the
+// client does not complete the handshake within grace.
+func closeQuickly(ws *websocket.Conn, code websocket.StatusCode, reason string, grace time.Duration) {
+	ctx, cancel := context.WithTimeout(context.Background(), grace)
+	defer cancel()
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for {
+			if _, _, err := ws.Read(ctx); err != nil {
+				return
+			}
+		}
+	}()
+	_ = ws.Close(code, reason)
+	cancel()
+	<-done
+	_ = ws.CloseNow()
+}
+
+var clockStart = time.Now()
+
+// monotonic is a monotonic clock in nanoseconds, never 0.
+func monotonic() int64 { return int64(time.Since(clockStart)) + 1 }

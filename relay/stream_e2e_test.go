@@ -1,0 +1,301 @@
+package relay_test
+
+import (
+	"context"
+	"encoding/json"
+	"io"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/coder/websocket"
+	"github.com/stretchr/testify/require"
+)
+
+// wsClient is a bot author's stream socket.
+type wsClient struct {
+	t      *testing.T
+	c      *websocket.Conn
+	frames chan map[string]any
+}
+
+func (s *system) openStream(t *testing.T, user string) *wsClient {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	h := http.Header{}
+	h.Set("Authorization", "Bearer "+s.users[user].APIToken)
+	c, _, err := websocket.Dial(ctx, "ws://"+s.addr+"/ws/stream", &websocket.DialOptions{HTTPHeader: h})
+	require.NoError(t, err)
+	w := &wsClient{t: t, c: c, frames: make(chan map[string]any, 1024)}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		defer close(w.frames)
+		for {
+			_, data, err := c.Read(context.Background())
+			if err != nil {
+				return
+			}
+			var m map[string]any
+			if json.Unmarshal(data, &m) == nil {
+				w.frames <- m
+			}
+		}
+	}()
+	t.Cleanup(func() {
+		c.Close(websocket.StatusNormalClosure, "")
+		<-done
+	})
+	return w
+}
+
+func (w *wsClient) send(frame string) {
+	w.t.Helper()
+	require.NoError(w.t, w.c.Write(context.Background(), websocket.MessageText, []byte(frame)))
+}
+
+// next returns the next frame of the type, skipping others.
+func (w *wsClient) next(typ string) map[string]any {
+	w.t.Helper()
+	deadline := time.After(10 * time.Second)
+	for {
+		select {
+		case f, ok := <-w.frames:
+			require.True(w.t, ok, "the socket closed while waiting for %s", typ)
+			if f["type"] == typ {
+				return f
+			}
+		case <-deadline:
+			w.t.Fatalf("no %s frame", typ)
+		}
+	}
+}
+
+// quiet reports whether no frame of the type arrives within d.
+func (w *wsClient) quiet(typ string, d time.Duration) bool {
+	deadline := time.After(d)
+	for {
+		select {
+		case f, ok := <-w.frames:
+			if !ok {
+				return true
+			}
+			if f["type"] == typ {
+				return false
+			}
+		case <-deadline:
+			return true
+		}
+	}
+}
+
+// The stream API through the real relay, tunnel, agent and simulator.
+func TestStreamEndToEnd(t *testing.T) {
+	s := newSystem(t)
+	alice := s.startAgent("alice")
+	bob := s.startAgent("bob")
+
+	w := s.openStream(t, "alice")
+	st := w.next("status")
+	require.Equal(t, true, st["agentConnected"])
+
+	w.send(`{"action":"ping"}`)
+	w.next("pong")
+
+	// RPC over the socket reaches alice's agent, places through her
+	// simulator only.
+	w.send(`{"action":"rpc","id":"p1","api":"PlaceOrder","args":{"account":"Sim101","action":"Buy","instrument":"ES","orderType":"Market","quantity":1,"timeInForce":"Day"}}`)
+	r := w.next("rpc")
+	require.Equal(t, "p1", r["id"])
+	require.Equal(t, true, r["success"], r)
+	require.NotEmpty(t, r["orderId"])
+	ps, err := alice.sim.Positions(t.Context(), "Sim101")
+	require.NoError(t, err)
+	require.Len(t, ps, 1)
+	ps, err = bob.sim.Positions(t.Context(), "Sim101")
+	require.NoError(t, err)
+	require.Empty(t, ps)
+	w.send(`{"action":"rpc","id":"p2","api":"ReversePosition","args":{"account":"Sim102","instrument":"ES","action":"Buy","quantity":1,"orderType":"Market","timeInForce":"Day"}}`)
+	r = w.next("rpc")
+	require.Equal(t, false, r["success"])
+	require.Equal(t, "no_position", r["error"])
+
+	// Market data: a root resolves to the front month; quotes of that
+	// contract only, and only from alice's own agent.
+	wb := s.openStream(t, "bob")
+	wb.next("status")
+	wb.send(`{"action":"subscribe","instruments":["ES"]}`)
+	wb.next("subscribed")
+	w.send(`{"action":"subscribe","instruments":["ES"]}`)
+	sub := w.next("subscribed")
+	require.Equal(t, []any{"ES 12-26"}, sub["instruments"])
+	require.NoError(t, alice.sim.SetPrice("NQ 12-26", 21000)) // not subscribed
+	require.NoError(t, alice.sim.SetPrice("ES 12-26", 6123.25))
+	// The simulator's quote of the moment of subscribing may come first.
+	for seen := false; !seen; {
+		md := w.next("marketData")
+		for _, q := range md["quotes"].([]any) {
+			require.Equal(t, "ES 12-26", q.(map[string]any)["instrument"])
+			seen = seen || q.(map[string]any)["last"] == 6123.25
+		}
+	}
+	for {
+		// Bob's socket may have his own simulator's first quote; never
+		// alice's price.
+		select {
+		case f := <-wb.frames:
+			if f["type"] == "marketData" {
+				for _, q := range f["quotes"].([]any) {
+					require.NotEqual(t, 6123.25, q.(map[string]any)["last"], "bob never sees alice's market")
+				}
+			}
+			continue
+		case <-time.After(300 * time.Millisecond):
+		}
+		break
+	}
+
+	// P&L streaming at the requested interval.
+	w.send(`{"action":"streamPnl","enabled":true,"interval":250}`)
+	ack := w.next("pnlStreaming")
+	require.Equal(t, 250.0, ack["interval"])
+	first := w.next("pnlUpdate")
+	accounts := first["accounts"].([]any)
+	require.Len(t, accounts, 2)
+	require.Equal(t, "Sim101", accounts[0].(map[string]any)["account"])
+	require.Len(t, accounts[0].(map[string]any)["positions"], 1)
+	w.next("pnlUpdate")
+	w.send(`{"action":"streamPnl","enabled":false}`)
+	w.next("pnlStreaming")
+
+	// Unsubscribe stops the quotes.
+	w.send(`{"action":"unsubscribe","instruments":["ES"]}`)
+	w.next("unsubscribed")
+	require.NoError(t, alice.sim.SetPrice("ES 12-26", 6130))
+	require.True(t, w.quiet("marketData", 300*time.Millisecond))
+
+	// Garbage gets an error frame and the socket stays open.
+	w.send(`{"action":"dance"}`)
+	require.NotEmpty(t, w.next("error")["error"])
+	w.send(`{"action":"ping"}`)
+	w.next("pong")
+}
+
+// The agent goes away and comes back: the socket is told, RPCs fail with
+// addon_disconnected meanwhile, and quotes resume by themselves.
+func TestStreamSurvivesAgentRestart(t *testing.T) {
+	s := newSystem(t)
+	alice := s.startAgent("alice")
+	w := s.openStream(t, "alice")
+	require.Equal(t, true, w.next("status")["agentConnected"])
+	w.send(`{"action":"subscribe","instruments":["ES 12-26"]}`)
+	w.next("subscribed")
+
+	alice.stop()
+	require.Equal(t, false, w.next("status")["agentConnected"])
+	w.send(`{"action":"rpc","id":"x","api":"ListAccounts","args":{}}`)
+	r := w.next("rpc")
+	require.Equal(t, "addon_disconnected", r["error"])
+
+	again := s.startAgent("alice") // a new agent process, a new simulator
+	require.Equal(t, true, w.next("status")["agentConnected"])
+	require.Eventually(t, func() bool {
+		_ = again.sim.SetPrice("ES 12-26", 6200.5)
+		select {
+		case f := <-w.frames:
+			if f["type"] == "marketData" {
+				for _, q := range f["quotes"].([]any) {
+					if q.(map[string]any)["last"] == 6200.5 {
+						return true
+					}
+				}
+			}
+		case <-time.After(50 * time.Millisecond):
+		}
+		return false
+	}, 10*time.Second, time.Millisecond, "quotes resume after the agent reconnects")
+}
+
+// The budget is one per user across HTTP and the socket.
+func TestStreamSharesTheTradingBudget(t *testing.T) {
+	s := newSystem(t)
+	s.budget.Name, s.budget.Rate, s.budget.Period, s.budget.Burst = "trading", 180, time.Minute, 20
+	s.restart()
+	s.startAgent("alice")
+	tok := s.users["alice"].APIToken
+	w := s.openStream(t, "alice") // opening costs one
+	w.next("status")
+	for range 9 {
+		require.Equal(t, http.StatusOK, s.do("GET", "/v1/api/accounts", tok, "").Status)
+	}
+	for i := range 10 {
+		w.send(`{"action":"rpc","id":` + strings.Repeat("1", i+1) + `,"api":"ListAccounts","args":{}}`)
+		require.Equal(t, true, w.next("rpc")["success"])
+	}
+	w.send(`{"action":"rpc","id":"over","api":"ListAccounts","args":{}}`)
+	r := w.next("rpc")
+	require.Equal(t, "rate_limited", r["error"])
+	require.Equal(t, http.StatusTooManyRequests, s.do("GET", "/v1/api/accounts", tok, "").Status)
+}
+
+// BenchmarkStreamRPC compares a call over the stream socket with the same
+// call over HTTP, interleaved, through the real relay, tunnel and agent; it
+// reports the medians and ws-p50-ratio (socket / HTTP).
+func BenchmarkStreamRPC(b *testing.B) {
+	s := newSystem(b)
+	s.startAgent("alice")
+	tok := s.users["alice"].APIToken
+	ctx := context.Background()
+	h := http.Header{}
+	h.Set("Authorization", "Bearer "+tok)
+	c, _, err := websocket.Dial(ctx, "ws://"+s.addr+"/ws/stream", &websocket.DialOptions{HTTPHeader: h})
+	require.NoError(b, err)
+	defer c.CloseNow()
+	_, _, err = c.Read(ctx) // status
+	require.NoError(b, err)
+	frame := []byte(`{"action":"rpc","id":1,"api":"ListPositions","args":{"account":"Sim101"}}`)
+	viaSocket := func() time.Duration {
+		start := time.Now()
+		if err := c.Write(ctx, websocket.MessageText, frame); err != nil {
+			b.Fatal(err)
+		}
+		for {
+			_, data, err := c.Read(ctx)
+			if err != nil {
+				b.Fatal(err)
+			}
+			if strings.Contains(string(data), `"type":"rpc"`) {
+				return time.Since(start)
+			}
+		}
+	}
+	viaHTTP := func() time.Duration {
+		req, _ := http.NewRequest("GET", s.base+"/v1/api/accounts/Sim101/positions", nil)
+		req.Header.Set("Authorization", "Bearer "+tok)
+		start := time.Now()
+		resp, err := s.client.Do(req)
+		if err != nil {
+			b.Fatal(err)
+		}
+		_, _ = io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+		return time.Since(start)
+	}
+	for range 200 {
+		viaSocket()
+		viaHTTP()
+	}
+	ws := make([]time.Duration, 0, b.N)
+	hp := make([]time.Duration, 0, b.N)
+	b.ResetTimer()
+	for range b.N {
+		ws = append(ws, viaSocket())
+		hp = append(hp, viaHTTP())
+	}
+	b.StopTimer()
+	reportLatency(b, "ws", ws)
+	reportLatency(b, "http", hp)
+	b.ReportMetric(float64(pct(ws, 50))/float64(pct(hp, 50)), "ws-p50-ratio")
+}
