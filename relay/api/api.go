@@ -179,32 +179,19 @@ const (
 func (a *API) authenticated(h handlerFunc) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if d := a.opts.IPBudget.Allow(clientAddr(r)); !d.Allowed {
-			writeRateLimited(w, a.opts.IPBudget.Policy(), d)
+			WriteRateLimited(w, a.opts.IPBudget.Policy(), d)
 			return
 		}
-		token, ok := auth.BearerToken(r.Header)
-		if !ok {
-			httpapi.WriteError(w, http.StatusUnauthorized, httpapi.Error{Code: CodeUnauthorized, Detail: "an API token is required in the Authorization header"})
-			return
-		}
-		p, err := a.opts.Auth.Authenticate(r.Context(), token, auth.KindAPI)
-		if err != nil {
-			if errors.Is(err, auth.ErrUnauthorized) {
-				httpapi.WriteError(w, http.StatusUnauthorized, httpapi.Error{Code: CodeUnauthorized, Detail: "the API token is missing, malformed or revoked"})
-				return
-			}
-			a.log.Error("authenticating request", zap.Error(err))
-			httpapi.WriteError(w, http.StatusServiceUnavailable, httpapi.Error{Code: CodeStorageUnavailable, Detail: "the relay cannot check tokens right now; retry shortly", RetryAfter: 5})
-			return
-		}
-		if !p.Plan.AtLeast(auth.PlanPro) {
-			httpapi.WriteError(w, http.StatusForbidden, httpapi.Error{Code: CodePlanRequired, Detail: "the trading API needs the pro plan or higher"})
+		token, _ := auth.BearerToken(r.Header)
+		p, e := CheckToken(r.Context(), a.opts.Auth, token, a.log)
+		if e != nil {
+			httpapi.WriteError(w, e.Status, *e)
 			return
 		}
 		pol := a.opts.Budget.Policy()
 		d := a.opts.Budget.Allow(p.UserID)
 		if !d.Allowed {
-			writeRateLimited(w, pol, d)
+			WriteRateLimited(w, pol, d)
 			return
 		}
 		w.Header().Set("RateLimit-Policy", pol.PolicyHeader())
@@ -213,12 +200,35 @@ func (a *API) authenticated(h handlerFunc) http.Handler {
 	})
 }
 
+// CheckToken runs the checks every trading request passes, on HTTP and on
+// the stream socket: the API token (401 unauthorized when missing,
+// malformed or revoked; 503 storage_unavailable when it cannot be looked
+// up) and the plan (403 plan_required below pro). log receives store
+// failures.
+func CheckToken(ctx context.Context, authn Authenticator, token string, log *zap.Logger) (auth.Principal, *httpapi.Error) {
+	if token == "" {
+		return auth.Principal{}, &httpapi.Error{Status: http.StatusUnauthorized, Code: CodeUnauthorized, Detail: "an API token is required in the Authorization header"}
+	}
+	p, err := authn.Authenticate(ctx, token, auth.KindAPI)
+	if err != nil {
+		if errors.Is(err, auth.ErrUnauthorized) {
+			return auth.Principal{}, &httpapi.Error{Status: http.StatusUnauthorized, Code: CodeUnauthorized, Detail: "the API token is missing, malformed or revoked"}
+		}
+		log.Error("authenticating request", zap.Error(err))
+		return auth.Principal{}, &httpapi.Error{Status: http.StatusServiceUnavailable, Code: CodeStorageUnavailable, Detail: "the relay cannot check tokens right now; retry shortly", RetryAfter: 5}
+	}
+	if !p.Plan.AtLeast(auth.PlanPro) {
+		return auth.Principal{}, &httpapi.Error{Status: http.StatusForbidden, Code: CodePlanRequired, Detail: "the trading API needs the pro plan or higher"}
+	}
+	return p, nil
+}
+
 // CodeRateLimited answers a request over budget (429).
 const CodeRateLimited = "rate_limited"
 
-// writeRateLimited answers 429 rate_limited naming the budget, with
+// WriteRateLimited answers 429 rate_limited naming the budget, with
 // Retry-After (whole seconds, never 0) and the RateLimit headers.
-func writeRateLimited(w http.ResponseWriter, pol budget.Policy, d budget.Decision) {
+func WriteRateLimited(w http.ResponseWriter, pol budget.Policy, d budget.Decision) {
 	w.Header().Set("RateLimit-Policy", pol.PolicyHeader())
 	w.Header().Set("RateLimit", pol.Header(d))
 	httpapi.WriteError(w, http.StatusTooManyRequests, httpapi.Error{Code: CodeRateLimited,

@@ -5,7 +5,6 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"encoding/json"
-	"errors"
 	"net"
 	"net/http"
 	"net/url"
@@ -18,8 +17,8 @@ import (
 	"go.uber.org/zap"
 
 	"tradebridge/protocol"
+	"tradebridge/relay/api"
 	"tradebridge/relay/auth"
-	"tradebridge/relay/budget"
 	"tradebridge/relay/httpapi"
 )
 
@@ -28,12 +27,9 @@ const Path = "/ws/stream"
 
 // HTTP error codes of the upgrade request.
 const (
-	codeUnauthorized     = "unauthorized"
-	codePlanRequired     = "plan_required"
 	codeUpgradeRequired  = "upgrade_required"
 	codeUnknownParameter = "unknown_parameter"
 	codeShuttingDown     = "shutting_down"
-	codeStorage          = "storage_unavailable"
 )
 
 // Server serves GET /ws/stream. Create it with New; it is an http.Handler.
@@ -170,7 +166,7 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	token, qerr := takeToken(r)
 	if s.opts.IPBudget != nil {
 		if d := s.opts.IPBudget.Allow(clientAddr(r)); !d.Allowed {
-			writeRateLimited(w, s.opts.IPBudget.Policy(), d)
+			api.WriteRateLimited(w, s.opts.IPBudget.Policy(), d)
 			return
 		}
 	}
@@ -183,26 +179,13 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		httpapi.WriteError(w, http.StatusBadRequest, *qerr)
 		return
 	}
-	if token == "" {
-		httpapi.WriteError(w, http.StatusUnauthorized, httpapi.Error{Code: codeUnauthorized, Detail: "an API token is required in the Authorization header or the token query parameter"})
-		return
-	}
-	p, err := s.opts.Auth.Authenticate(r.Context(), token, auth.KindAPI)
-	if err != nil {
-		if errors.Is(err, auth.ErrUnauthorized) {
-			httpapi.WriteError(w, http.StatusUnauthorized, httpapi.Error{Code: codeUnauthorized, Detail: "the API token is missing, malformed or revoked"})
-			return
-		}
-		s.log.Error("authenticating stream socket", zap.Error(err))
-		httpapi.WriteError(w, http.StatusServiceUnavailable, httpapi.Error{Code: codeStorage, Detail: "the relay cannot check tokens right now; retry shortly", RetryAfter: 5})
-		return
-	}
-	if !p.Plan.AtLeast(auth.PlanPro) {
-		httpapi.WriteError(w, http.StatusForbidden, httpapi.Error{Code: codePlanRequired, Detail: "the stream API needs the pro plan or higher"})
+	p, e := api.CheckToken(r.Context(), s.opts.Auth, token, s.log)
+	if e != nil {
+		httpapi.WriteError(w, e.Status, *e)
 		return
 	}
 	if d := s.opts.Budget.Allow(p.UserID); !d.Allowed {
-		writeRateLimited(w, s.opts.Budget.Policy(), d)
+		api.WriteRateLimited(w, s.opts.Budget.Policy(), d)
 		return
 	}
 	u, over, ok := s.reserve(p.UserID)
@@ -318,13 +301,6 @@ func clientAddr(r *http.Request) string {
 		return r.RemoteAddr
 	}
 	return host
-}
-
-func writeRateLimited(w http.ResponseWriter, pol budget.Policy, d budget.Decision) {
-	w.Header().Set("RateLimit-Policy", pol.PolicyHeader())
-	w.Header().Set("RateLimit", pol.Header(d))
-	httpapi.WriteError(w, http.StatusTooManyRequests, httpapi.Error{Code: CodeRateLimited,
-		Detail: "the request budget is used up; wait retryAfter seconds", RetryAfter: d.RetryAfterSeconds(), Policy: pol.Name})
 }
 
 func newID(prefix string) string {
