@@ -8,9 +8,12 @@ type SubscriptionsArgs struct {
 
 // SubscriptionsResult reports the subscribed set, resolved to contract
 // names, and the requested instruments the platform does not know.
+// Resolved maps each known requested name, as it was sent, to its
+// contract ("ES" → "ES 12-26"); quotes carry contract names.
 type SubscriptionsResult struct {
-	Instruments []string `json:"instruments"`
-	Unknown     []string `json:"unknown,omitempty"`
+	Instruments []string          `json:"instruments"`
+	Unknown     []string          `json:"unknown,omitempty"`
+	Resolved    map[string]string `json:"resolved,omitempty"`
 }
 
 // PnlSnapshot is the result of FnGetPnl: every account's P&L at one

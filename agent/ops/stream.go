@@ -23,7 +23,7 @@ func (o *Ops) SetSubscriptions(ctx context.Context, a protocol.SubscriptionsArgs
 	if len(a.Instruments) > maxSubscriptions {
 		return protocol.SubscriptionsResult{}, invalid("too many instruments to stream")
 	}
-	res := protocol.SubscriptionsResult{Instruments: []string{}}
+	res := protocol.SubscriptionsResult{Instruments: []string{}, Resolved: make(map[string]string, len(a.Instruments))}
 	want := make([]string, 0, len(a.Instruments))
 	for _, in := range a.Instruments {
 		info, err := o.p.Instrument(ctx, in)
@@ -35,6 +35,7 @@ func (o *Ops) SetSubscriptions(ctx context.Context, a protocol.SubscriptionsArgs
 			continue
 		}
 		want = append(want, info.Instrument)
+		res.Resolved[in] = info.Instrument
 	}
 	slices.Sort(want)
 	want = slices.Compact(want)

@@ -21,6 +21,7 @@ func TestSetSubscriptions(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, []string{"ES 12-26", "NQ 12-26"}, res.Instruments, "resolved, sorted, without duplicates")
 	require.Equal(t, []string{"ZZTOP"}, res.Unknown)
+	require.Equal(t, map[string]string{"ES": "ES 12-26", "NQ": "NQ 12-26", "ES 12-26": "ES 12-26"}, res.Resolved)
 
 	quotes := func() map[string]bool {
 		got := map[string]bool{}

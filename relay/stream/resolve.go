@@ -24,7 +24,9 @@ import (
 //  5. anything else is unknown.
 //
 // The rules are exact whenever the agent resolves a root to its front
-// month, which is what roots mean (DESIGN.md).
+// month, which is what roots mean (DESIGN.md). An agent that reports its
+// own mapping (SubscriptionsResult.Resolved) is taken at its word and the
+// rules are not needed.
 
 // contract is a parsed contract name "<ROOT> MM-YY".
 type contract struct {
@@ -67,6 +69,16 @@ func normalizeContract(s string) string { return strings.ToUpper(strings.TrimSpa
 func resolveNames(requested []string, res protocol.SubscriptionsResult) (mapping map[string]string, unknown map[string]bool) {
 	mapping = make(map[string]string, len(requested))
 	unknown = make(map[string]bool)
+	if res.Resolved != nil {
+		for _, r := range requested {
+			if c, ok := res.Resolved[r]; ok {
+				mapping[r] = normalizeContract(c)
+			} else {
+				unknown[r] = true
+			}
+		}
+		return mapping, unknown
+	}
 	notKnown := make(map[string]bool, len(res.Unknown))
 	for _, u := range res.Unknown {
 		notKnown[normalizeContract(u)] = true

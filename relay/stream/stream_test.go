@@ -1066,3 +1066,15 @@ func TestSubscribedReplyCarriesLatestQuotes(t *testing.T) {
 	c2.send(map[string]any{"action": "ping"})
 	require.Equal(t, "pong", c2.read()["type"], "the snapshot is not repeated as marketData")
 }
+
+// An agent that reports its own mapping is taken at its word, also where
+// the fallback rules would guess ("ES" next to "ES 12-26").
+func TestResolveNamesFromAgent(t *testing.T) {
+	mapping, unknown := resolveNames([]string{"ES", "ES 12-26", "XX"}, protocol.SubscriptionsResult{
+		Instruments: []string{"ES 12-26"},
+		Unknown:     []string{"XX"},
+		Resolved:    map[string]string{"ES": "ES 12-26", "ES 12-26": "ES 12-26"},
+	})
+	require.Equal(t, map[string]string{"ES": "ES 12-26", "ES 12-26": "ES 12-26"}, mapping)
+	require.Equal(t, map[string]bool{"XX": true}, unknown)
+}
