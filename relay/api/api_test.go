@@ -104,7 +104,9 @@ func newEnv(t testing.TB, tweak ...func(*api.Options)) *env {
 	fa := &fakeAgent{}
 	roomy, err := budget.New(budget.Options{Policy: budget.Policy{Name: "trading", Rate: 1 << 20, Period: time.Minute, Burst: 1 << 20}})
 	require.NoError(t, err)
-	opts := api.Options{Caller: fa, Auth: fakeAuth{}, Idempotency: st, Budget: roomy}
+	roomyIP, err := budget.New(budget.Options{Policy: budget.Policy{Name: "ip", Rate: 1 << 20, Period: time.Minute, Burst: 1 << 20}})
+	require.NoError(t, err)
+	opts := api.Options{Caller: fa, Auth: fakeAuth{}, Idempotency: st, Budget: roomy, IPBudget: roomyIP}
 	for _, f := range tweak {
 		f(&opts)
 	}
