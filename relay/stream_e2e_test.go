@@ -299,3 +299,25 @@ func BenchmarkStreamRPC(b *testing.B) {
 	reportLatency(b, "http", hp)
 	b.ReportMetric(float64(pct(ws, 50))/float64(pct(hp, 50)), "ws-p50-ratio")
 }
+
+// A relay shutting down closes stream sockets with 1001 (going away).
+func TestShutdownClosesStreams(t *testing.T) {
+	s := newSystem(t)
+	s.startAgent("alice")
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	h := http.Header{}
+	h.Set("Authorization", "Bearer "+s.users["alice"].APIToken)
+	c, _, err := websocket.Dial(ctx, "ws://"+s.addr+"/ws/stream", &websocket.DialOptions{HTTPHeader: h})
+	require.NoError(t, err)
+	defer c.CloseNow()
+	_, _, err = c.Read(ctx) // status
+	require.NoError(t, err)
+	s.restart() // stops the relay, then starts a new one on the address
+	for {
+		if _, _, err = c.Read(ctx); err != nil {
+			break
+		}
+	}
+	require.Equal(t, websocket.StatusGoingAway, websocket.CloseStatus(err))
+}
