@@ -245,7 +245,7 @@ func TestNoAgentFailsAtOnce(t *testing.T) {
 func TestAgentKilledMidCall(t *testing.T) {
 	e := newEnv(t)
 	a := e.startAgent("agent-a", "A")
-	e.waitConnected("usr_a")
+	first := e.waitConnected("usr_a")
 	errc := make(chan error, 1)
 	go func() {
 		_, err := call(t, e.hub, "usr_a", "Block", 10*time.Second)
@@ -263,8 +263,11 @@ func TestAgentKilledMidCall(t *testing.T) {
 		t.Fatal("the caller hung after the agent died")
 	}
 	close(a.handler.block)
-	// The agent comes back by itself.
-	e.waitConnected("usr_a")
+	// The agent comes back by itself, on a new session.
+	require.Eventually(t, func() bool {
+		info, ok := e.hub.Info("usr_a")
+		return ok && info.SessionID != first.SessionID
+	}, 5*time.Second, 5*time.Millisecond)
 	_, err := call(t, e.hub, "usr_a", "Echo", 5*time.Second)
 	require.NoError(t, err)
 }
