@@ -68,15 +68,11 @@ func (o *Ops) CancelAndBracket(ctx context.Context, a protocol.CancelAndBracketA
 		return res, invalid("takeProfit must be on the profit side of stopLoss for the position's direction")
 	}
 	k := key{a.Account, info.Instrument}
-	unlock, err := o.locks.lock(ctx, k)
+	st, unlock, err := o.hold(ctx, k)
 	if err != nil {
 		return res, err
 	}
 	defer unlock()
-	st, err := o.read(ctx, k)
-	if err != nil {
-		return res, err
-	}
 	if st.qty != 0 && sign(st.qty) != dir {
 		return res, protocol.NewError(protocol.CodeMarketPositionMismatch, "the open position is on the other side than action; nothing was cancelled or placed")
 	}

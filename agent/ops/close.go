@@ -40,6 +40,48 @@ func (st state) find(id string) (protocol.Order, bool) {
 	return protocol.Order{}, false
 }
 
+// hold locks k for a write and reads it. On success the caller must call
+// unlock; on error nothing is held.
+func (o *Ops) hold(ctx context.Context, k key) (st state, unlock func(), err error) {
+	unlock, err = o.locks.lock(ctx, k)
+	if err != nil {
+		return state{}, nil, err
+	}
+	if st, err = o.read(ctx, k); err != nil {
+		unlock()
+		return state{}, nil, err
+	}
+	return st, unlock, nil
+}
+
+// holdShare resolves instrument, holds its key on account, checks that tag
+// may act there, and returns the part of the position the call acts on: the
+// tag's share, or the whole position when force is set or there is no tag.
+// It refuses with no_position when that part is flat. On success the
+// caller must call unlock; on error nothing is held.
+func (o *Ops) holdShare(ctx context.Context, account, instrument, tag string, force bool) (st state, sel selector, q int, unlock func(), err error) {
+	info, err := o.resolve(ctx, "instrument", instrument)
+	if err != nil {
+		return st, sel, 0, nil, err
+	}
+	st, unlock, err = o.hold(ctx, key{account, info.Instrument})
+	if err != nil {
+		return st, sel, 0, nil, err
+	}
+	if err := checkOwner(st, tag, force); err != nil {
+		unlock()
+		return st, sel, 0, nil, err
+	}
+	if !force {
+		sel = selector{tag: tag}
+	}
+	if q = sel.qty(st); q == 0 {
+		unlock()
+		return st, sel, 0, nil, noPosition()
+	}
+	return st, sel, q, unlock, nil
+}
+
 // read reads k's position and orders and reconciles its ownership. The
 // caller holds k's lock when it acts on the result.
 func (o *Ops) read(ctx context.Context, k key) (state, error) {

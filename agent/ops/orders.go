@@ -74,15 +74,11 @@ func (o *Ops) cancelIn(ctx context.Context, account, instrument string, sel sele
 	}
 	for _, k := range ks {
 		err := func() error {
-			unlock, err := o.locks.lock(ctx, k)
+			st, unlock, err := o.hold(ctx, k)
 			if err != nil {
 				return err
 			}
 			defer unlock()
-			st, err := o.read(ctx, k)
-			if err != nil {
-				return err
-			}
 			ids, err := o.cancel(ctx, account, st.working(), func(ord protocol.Order) bool { return sel.orderMatches(ord.StrategyTag) })
 			res.CancelledOrderIDs = append(res.CancelledOrderIDs, ids...)
 			return err
@@ -123,18 +119,24 @@ func checkOrderID(id string) error {
 	return text("orderId", id, maxTagLen)
 }
 
+// checkAccountOrder checks the account and order id of a call about one
+// order, naming every missing field at once.
+func checkAccountOrder(acct, orderID string) error {
+	var miss fields
+	miss.need("account", strings.TrimSpace(acct) != "")
+	miss.need("orderId", strings.TrimSpace(orderID) != "")
+	if err := miss.err(); err != nil {
+		return err
+	}
+	if err := account(acct); err != nil {
+		return err
+	}
+	return checkOrderID(orderID)
+}
+
 // CancelOrder cancels one working order of the account.
 func (o *Ops) CancelOrder(ctx context.Context, a protocol.OrderArgs) (protocol.OrderResult, error) {
-	var miss fields
-	miss.need("account", strings.TrimSpace(a.Account) != "")
-	miss.need("orderId", strings.TrimSpace(a.OrderID) != "")
-	if err := miss.err(); err != nil {
-		return protocol.OrderResult{}, err
-	}
-	if err := account(a.Account); err != nil {
-		return protocol.OrderResult{}, err
-	}
-	if err := checkOrderID(a.OrderID); err != nil {
+	if err := checkAccountOrder(a.Account, a.OrderID); err != nil {
 		return protocol.OrderResult{}, err
 	}
 	ord, err := o.findOrder(ctx, a.Account, a.OrderID)
@@ -158,16 +160,7 @@ func (o *Ops) CancelOrder(ctx context.Context, a protocol.OrderArgs) (protocol.O
 // calls may use either id, and GetExecutionsByOrderId finds the fills of
 // both.
 func (o *Ops) ChangeOrder(ctx context.Context, a protocol.ChangeOrderArgs) (protocol.OrderResult, error) {
-	var miss fields
-	miss.need("account", strings.TrimSpace(a.Account) != "")
-	miss.need("orderId", strings.TrimSpace(a.OrderID) != "")
-	if err := miss.err(); err != nil {
-		return protocol.OrderResult{}, err
-	}
-	if err := account(a.Account); err != nil {
-		return protocol.OrderResult{}, err
-	}
-	if err := checkOrderID(a.OrderID); err != nil {
+	if err := checkAccountOrder(a.Account, a.OrderID); err != nil {
 		return protocol.OrderResult{}, err
 	}
 	if a.Quantity == nil && a.LimitPrice == nil && a.StopPrice == nil {

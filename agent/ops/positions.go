@@ -88,15 +88,11 @@ func emptyFlatten() protocol.FlattenResult {
 }
 
 func (o *Ops) flattenKey(ctx context.Context, k key, sel selector, cancelOrders bool, res *protocol.FlattenResult) error {
-	unlock, err := o.locks.lock(ctx, k)
+	st, unlock, err := o.hold(ctx, k)
 	if err != nil {
 		return err
 	}
 	defer unlock()
-	st, err := o.read(ctx, k)
-	if err != nil {
-		return err
-	}
 	c, _, err := o.closeOut(ctx, st, sel, cancelOrders)
 	if c.position != nil {
 		res.Positions = append(res.Positions, *c.position)
@@ -193,31 +189,12 @@ func (o *Ops) ClosePosition(ctx context.Context, a protocol.ClosePositionArgs) (
 	if err := text("strategyTag", a.StrategyTag, maxTagLen); err != nil {
 		return res, err
 	}
-	info, err := o.resolve(ctx, "instrument", a.Instrument)
-	if err != nil {
-		return res, err
-	}
-	k := key{a.Account, info.Instrument}
-	unlock, err := o.locks.lock(ctx, k)
+	st, sel, q, unlock, err := o.holdShare(ctx, a.Account, a.Instrument, a.StrategyTag, a.Force)
 	if err != nil {
 		return res, err
 	}
 	defer unlock()
-	st, err := o.read(ctx, k)
-	if err != nil {
-		return res, err
-	}
-	if err := checkOwner(st, a.StrategyTag, a.Force); err != nil {
-		return res, err
-	}
-	sel := selector{tag: a.StrategyTag}
-	if a.Force {
-		sel = selector{}
-	}
-	q := sel.qty(st)
-	if q == 0 {
-		return res, noPosition()
-	}
+	k := st.k
 	n := abs(q)
 	switch {
 	case a.Quantity != nil:
@@ -275,31 +252,12 @@ func (o *Ops) Reverse(ctx context.Context, a protocol.ReverseArgs) (protocol.Pla
 	if err := text("strategyTag", a.StrategyTag, maxTagLen); err != nil {
 		return res, err
 	}
-	info, err := o.resolve(ctx, "instrument", a.Instrument)
-	if err != nil {
-		return res, err
-	}
-	k := key{a.Account, info.Instrument}
-	unlock, err := o.locks.lock(ctx, k)
+	st, sel, q, unlock, err := o.holdShare(ctx, a.Account, a.Instrument, a.StrategyTag, a.Force)
 	if err != nil {
 		return res, err
 	}
 	defer unlock()
-	st, err := o.read(ctx, k)
-	if err != nil {
-		return res, err
-	}
-	if err := checkOwner(st, a.StrategyTag, a.Force); err != nil {
-		return res, err
-	}
-	sel := selector{tag: a.StrategyTag}
-	if a.Force {
-		sel = selector{}
-	}
-	q := sel.qty(st)
-	if q == 0 {
-		return res, noPosition()
-	}
+	k := st.k
 	req := bridge.OrderRequest{
 		Account: k.account, Instrument: k.instrument, Action: actionFor(-q), OrderType: protocol.OrderTypeMarket,
 		Quantity: abs(q), TimeInForce: protocol.TimeInForceDay, Name: "Reverse", StrategyTag: a.StrategyTag,
@@ -349,16 +307,11 @@ func (o *Ops) ReversePosition(ctx context.Context, a protocol.ReversePositionArg
 	if _, err := o.prepare(ctx, &req); err != nil {
 		return res, err
 	}
-	k := key{req.Account, req.Instrument}
-	unlock, err := o.locks.lock(ctx, k)
+	st, unlock, err := o.hold(ctx, key{req.Account, req.Instrument})
 	if err != nil {
 		return res, err
 	}
 	defer unlock()
-	st, err := o.read(ctx, k)
-	if err != nil {
-		return res, err
-	}
 	if st.qty == 0 {
 		return res, noPosition()
 	}

@@ -152,19 +152,13 @@ func (p *Platform) SetAtmTemplates(ts []protocol.AtmTemplate) error {
 // AtmTemplates lists the simulator's ATM templates in the order they were
 // given.
 func (p *Platform) AtmTemplates(ctx context.Context) ([]protocol.AtmTemplate, error) {
-	if err := ctx.Err(); err != nil {
-		return nil, err
-	}
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	if _, err := p.begin(); err != nil {
-		return nil, err
-	}
-	out := make([]protocol.AtmTemplate, len(p.templates))
-	for i, t := range p.templates {
-		out[i] = copyTemplate(t)
-	}
-	return out, nil
+	return locked(ctx, p, func(_ time.Time) ([]protocol.AtmTemplate, error) {
+		out := make([]protocol.AtmTemplate, len(p.templates))
+		for i, t := range p.templates {
+			out[i] = copyTemplate(t)
+		}
+		return out, nil
+	})
 }
 
 // template finds a template by name, ignoring case and surrounding spaces.

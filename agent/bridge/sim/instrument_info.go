@@ -12,20 +12,13 @@ import (
 // trading hours, whether the market is open now, and the next sessions (the
 // current one first while it is open), none past the contract's expiry.
 func (p *Platform) Instrument(ctx context.Context, instrument string) (protocol.InstrumentInfo, error) {
-	if err := ctx.Err(); err != nil {
-		return protocol.InstrumentInfo{}, err
-	}
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	now, err := p.begin()
-	if err != nil {
-		return protocol.InstrumentInfo{}, err
-	}
-	c, err := resolve(instrument, now)
-	if err != nil {
-		return protocol.InstrumentInfo{}, err
-	}
-	return instrumentInfo(c, now), nil
+	return locked(ctx, p, func(now time.Time) (protocol.InstrumentInfo, error) {
+		c, err := resolve(instrument, now)
+		if err != nil {
+			return protocol.InstrumentInfo{}, err
+		}
+		return instrumentInfo(c, now), nil
+	})
 }
 
 // instrumentInfo describes c at now.

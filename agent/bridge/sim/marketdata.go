@@ -68,32 +68,25 @@ func (p *Platform) publishQuotesLocked() {
 // its quote is published whenever it changed, at most once per call into
 // the simulator (Step, or any other method).
 func (p *Platform) Subscribe(ctx context.Context, instruments []string) error {
-	if err := ctx.Err(); err != nil {
-		return err
-	}
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	now, err := p.begin()
-	if err != nil {
-		return err
-	}
-	cs := make([]contract, 0, len(instruments))
-	for _, in := range instruments {
-		c, err := resolve(in, now)
-		if err != nil {
-			return err
+	return lockedErr(ctx, p, func(now time.Time) error {
+		cs := make([]contract, 0, len(instruments))
+		for _, in := range instruments {
+			c, err := resolve(in, now)
+			if err != nil {
+				return err
+			}
+			cs = append(cs, c)
 		}
-		cs = append(cs, c)
-	}
-	for _, c := range cs {
-		if p.subscriptionIndex(c.name) >= 0 {
-			continue
+		for _, c := range cs {
+			if p.subscriptionIndex(c.name) >= 0 {
+				continue
+			}
+			p.feed.subs = append(p.feed.subs, &subscription{m: p.market(c, now)})
 		}
-		p.feed.subs = append(p.feed.subs, &subscription{m: p.market(c, now)})
 		sort.Slice(p.feed.subs, func(i, j int) bool { return p.feed.subs[i].m.c.name < p.feed.subs[j].m.c.name })
-	}
-	p.publishQuotesLocked()
-	return nil
+		p.publishQuotesLocked()
+		return nil
+	})
 }
 
 // Unsubscribe removes instruments from the market-data subscription. A
@@ -101,34 +94,27 @@ func (p *Platform) Subscribe(ctx context.Context, instruments []string) error {
 // accepted even once it expired. When any instrument is unknown, nothing
 // changes; one that is not subscribed is not an error.
 func (p *Platform) Unsubscribe(ctx context.Context, instruments []string) error {
-	if err := ctx.Err(); err != nil {
-		return err
-	}
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	now, err := p.begin()
-	if err != nil {
-		return err
-	}
-	names := make([]string, 0, len(instruments))
-	for _, in := range instruments {
-		c, err := resolve(in, now)
-		if err != nil {
-			name := strings.ToUpper(strings.TrimSpace(in))
-			if p.subscriptionIndex(name) < 0 {
-				return err
+	return lockedErr(ctx, p, func(now time.Time) error {
+		names := make([]string, 0, len(instruments))
+		for _, in := range instruments {
+			c, err := resolve(in, now)
+			if err != nil {
+				name := strings.ToUpper(strings.TrimSpace(in))
+				if p.subscriptionIndex(name) < 0 {
+					return err
+				}
+				names = append(names, name)
+				continue
 			}
-			names = append(names, name)
-			continue
+			names = append(names, c.name)
 		}
-		names = append(names, c.name)
-	}
-	for _, name := range names {
-		if i := p.subscriptionIndex(name); i >= 0 {
-			p.feed.subs = append(p.feed.subs[:i], p.feed.subs[i+1:]...)
+		for _, name := range names {
+			if i := p.subscriptionIndex(name); i >= 0 {
+				p.feed.subs = append(p.feed.subs[:i], p.feed.subs[i+1:]...)
+			}
 		}
-	}
-	return nil
+		return nil
+	})
 }
 
 // subscriptionIndex returns the index of a contract's subscription, or -1,
@@ -147,13 +133,7 @@ func (p *Platform) subscriptionIndex(name string) int {
 // the quotes of subscribed instruments that changed are published. Every
 // other method does the same before its own work; Step does nothing else.
 func (p *Platform) Step(ctx context.Context) error {
-	if err := ctx.Err(); err != nil {
-		return err
-	}
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	_, err := p.begin()
-	return err
+	return lockedErr(ctx, p, func(time.Time) error { return nil })
 }
 
 // Run calls Step every Options.TickInterval until ctx ends, and returns

@@ -22,46 +22,32 @@ const closeOrderName = "Close"
 // order is a *bridge.RejectError; an id the account does not have wraps
 // bridge.ErrOrderNotFound.
 func (p *Platform) CancelOrder(ctx context.Context, account, orderID string) (protocol.Order, error) {
-	if err := ctx.Err(); err != nil {
-		return protocol.Order{}, err
-	}
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	now, err := p.begin()
-	if err != nil {
-		return protocol.Order{}, err
-	}
-	o, err := p.accountOrder(account, orderID)
-	if err != nil {
-		return protocol.Order{}, err
-	}
-	if err := p.cancelLocked(now, o); err != nil {
-		return protocol.Order{}, err
-	}
-	return o.rec, nil
+	return locked(ctx, p, func(now time.Time) (protocol.Order, error) {
+		o, err := p.accountOrder(account, orderID)
+		if err != nil {
+			return protocol.Order{}, err
+		}
+		if err := p.cancelLocked(now, o); err != nil {
+			return protocol.Order{}, err
+		}
+		return o.rec, nil
+	})
 }
 
 // ChangeOrder changes a working order's quantity, limit price or stop price
 // (zero fields keep their value) and returns it as it stands afterwards. A
 // limit the change makes marketable fills at once, as a new order would.
 func (p *Platform) ChangeOrder(ctx context.Context, req bridge.ChangeRequest) (protocol.Order, error) {
-	if err := ctx.Err(); err != nil {
-		return protocol.Order{}, err
-	}
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	now, err := p.begin()
-	if err != nil {
-		return protocol.Order{}, err
-	}
-	o, err := p.accountOrder(req.Account, req.OrderID)
-	if err != nil {
-		return protocol.Order{}, err
-	}
-	if err := p.changeLocked(now, o, req); err != nil {
-		return protocol.Order{}, err
-	}
-	return o.rec, nil
+	return locked(ctx, p, func(now time.Time) (protocol.Order, error) {
+		o, err := p.accountOrder(req.Account, req.OrderID)
+		if err != nil {
+			return protocol.Order{}, err
+		}
+		if err := p.changeLocked(now, o, req); err != nil {
+			return protocol.Order{}, err
+		}
+		return o.rec, nil
+	})
 }
 
 // Flatten cancels the account's working orders in the instrument, then
@@ -69,47 +55,40 @@ func (p *Platform) ChangeOrder(ctx context.Context, req bridge.ChangeRequest) (p
 // instrument flattens every instrument in which the account has a position
 // or a working order. Nothing to do is not an error.
 func (p *Platform) Flatten(ctx context.Context, account, instrument string) error {
-	if err := ctx.Err(); err != nil {
-		return err
-	}
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	now, err := p.begin()
-	if err != nil {
-		return err
-	}
-	a, err := p.account(account)
-	if err != nil {
-		return err
-	}
-	if strings.TrimSpace(instrument) != "" {
-		c, err := resolve(instrument, now)
+	return lockedErr(ctx, p, func(now time.Time) error {
+		a, err := p.account(account)
 		if err != nil {
 			return err
 		}
-		return p.flattenLocked(now, a, c)
-	}
-	byName := make(map[string]contract)
-	for _, pos := range a.positions {
-		byName[pos.c.name] = pos.c
-	}
-	for _, o := range a.orders {
-		if !o.terminal() {
-			byName[o.c.name] = o.c
+		if strings.TrimSpace(instrument) != "" {
+			c, err := resolve(instrument, now)
+			if err != nil {
+				return err
+			}
+			return p.flattenLocked(now, a, c)
 		}
-	}
-	names := make([]string, 0, len(byName))
-	for name := range byName {
-		names = append(names, name)
-	}
-	sort.Strings(names)
-	var first error
-	for _, name := range names {
-		if err := p.flattenLocked(now, a, byName[name]); err != nil && first == nil {
-			first = err
+		byName := make(map[string]contract)
+		for _, pos := range a.positions {
+			byName[pos.c.name] = pos.c
 		}
-	}
-	return first
+		for _, o := range a.orders {
+			if !o.terminal() {
+				byName[o.c.name] = o.c
+			}
+		}
+		names := make([]string, 0, len(byName))
+		for name := range byName {
+			names = append(names, name)
+		}
+		sort.Strings(names)
+		var first error
+		for _, name := range names {
+			if err := p.flattenLocked(now, a, byName[name]); err != nil && first == nil {
+				first = err
+			}
+		}
+		return first
+	})
 }
 
 // accountOrder finds an order of the named account.

@@ -105,20 +105,13 @@ func terminalReason(o *order) string {
 // after submission: Filled for a market order, Filled, PartFilled, Working or
 // Accepted for the others (see the package documentation).
 func (p *Platform) SubmitOrder(ctx context.Context, req bridge.OrderRequest) (protocol.Order, error) {
-	if err := ctx.Err(); err != nil {
-		return protocol.Order{}, err
-	}
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	now, err := p.begin()
-	if err != nil {
-		return protocol.Order{}, err
-	}
-	o, err := p.submitLocked(now, req)
-	if err != nil {
-		return protocol.Order{}, err
-	}
-	return o.rec, nil
+	return locked(ctx, p, func(now time.Time) (protocol.Order, error) {
+		o, err := p.submitLocked(now, req)
+		if err != nil {
+			return protocol.Order{}, err
+		}
+		return o.rec, nil
+	})
 }
 
 // submitLocked validates and submits an order with p.mu held and the

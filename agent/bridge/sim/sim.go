@@ -199,131 +199,91 @@ func (p *Platform) Close() error {
 
 // Connections returns the simulator's one connection and its accounts.
 func (p *Platform) Connections(ctx context.Context) ([]protocol.Connection, error) {
-	if err := ctx.Err(); err != nil {
-		return nil, err
-	}
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	if _, err := p.begin(); err != nil {
-		return nil, err
-	}
-	names := make([]string, len(p.accounts))
-	for i, a := range p.accounts {
-		names[i] = a.name
-	}
-	return []protocol.Connection{{Name: connectionName, Status: connectionStatus, Accounts: names}}, nil
+	return locked(ctx, p, func(_ time.Time) ([]protocol.Connection, error) {
+		names := make([]string, len(p.accounts))
+		for i, a := range p.accounts {
+			names[i] = a.name
+		}
+		return []protocol.Connection{{Name: connectionName, Status: connectionStatus, Accounts: names}}, nil
+	})
 }
 
 // Accounts returns every account with its current values.
 func (p *Platform) Accounts(ctx context.Context) ([]protocol.Account, error) {
-	if err := ctx.Err(); err != nil {
-		return nil, err
-	}
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	if _, err := p.begin(); err != nil {
-		return nil, err
-	}
-	out := make([]protocol.Account, len(p.accounts))
-	for i, a := range p.accounts {
-		out[i] = p.accountRecord(a)
-	}
-	return out, nil
+	return locked(ctx, p, func(_ time.Time) ([]protocol.Account, error) {
+		out := make([]protocol.Account, len(p.accounts))
+		for i, a := range p.accounts {
+			out[i] = p.accountRecord(a)
+		}
+		return out, nil
+	})
 }
 
 // Account returns one account with its current values.
 func (p *Platform) Account(ctx context.Context, name string) (protocol.Account, error) {
-	if err := ctx.Err(); err != nil {
-		return protocol.Account{}, err
-	}
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	if _, err := p.begin(); err != nil {
-		return protocol.Account{}, err
-	}
-	a, err := p.account(name)
-	if err != nil {
-		return protocol.Account{}, err
-	}
-	return p.accountRecord(a), nil
+	return locked(ctx, p, func(_ time.Time) (protocol.Account, error) {
+		a, err := p.account(name)
+		if err != nil {
+			return protocol.Account{}, err
+		}
+		return p.accountRecord(a), nil
+	})
 }
 
 // Positions returns the account's open positions, by instrument name.
 func (p *Platform) Positions(ctx context.Context, account string) ([]protocol.Position, error) {
-	if err := ctx.Err(); err != nil {
-		return nil, err
-	}
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	if _, err := p.begin(); err != nil {
-		return nil, err
-	}
-	a, err := p.account(account)
-	if err != nil {
-		return nil, err
-	}
-	out := []protocol.Position{}
-	for _, pos := range a.sortedPositions() {
-		out = append(out, pos.record(a.name, p.markets[pos.c.name]))
-	}
-	return out, nil
+	return locked(ctx, p, func(_ time.Time) ([]protocol.Position, error) {
+		a, err := p.account(account)
+		if err != nil {
+			return nil, err
+		}
+		out := []protocol.Position{}
+		for _, pos := range a.sortedPositions() {
+			out = append(out, pos.record(a.name, p.markets[pos.c.name]))
+		}
+		return out, nil
+	})
 }
 
 // Orders returns the account's orders of the current trading session and
 // every order still working, in submission order.
 func (p *Platform) Orders(ctx context.Context, account string) ([]protocol.Order, error) {
-	if err := ctx.Err(); err != nil {
-		return nil, err
-	}
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	if _, err := p.begin(); err != nil {
-		return nil, err
-	}
-	a, err := p.account(account)
-	if err != nil {
-		return nil, err
-	}
-	out := make([]protocol.Order, 0, len(a.orders))
-	for _, o := range a.orders {
-		if p.orderInSession(o) {
-			out = append(out, o.rec)
+	return locked(ctx, p, func(_ time.Time) ([]protocol.Order, error) {
+		a, err := p.account(account)
+		if err != nil {
+			return nil, err
 		}
-	}
-	return out, nil
+		out := make([]protocol.Order, 0, len(a.orders))
+		for _, o := range a.orders {
+			if p.orderInSession(o) {
+				out = append(out, o.rec)
+			}
+		}
+		return out, nil
+	})
 }
 
 // Executions returns the account's fills of the current trading session, in
 // the order they happened.
 func (p *Platform) Executions(ctx context.Context, account string) ([]protocol.Execution, error) {
-	if err := ctx.Err(); err != nil {
-		return nil, err
-	}
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	if _, err := p.begin(); err != nil {
-		return nil, err
-	}
-	a, err := p.account(account)
-	if err != nil {
-		return nil, err
-	}
-	return append([]protocol.Execution{}, a.executions...), nil
+	return locked(ctx, p, func(_ time.Time) ([]protocol.Execution, error) {
+		a, err := p.account(account)
+		if err != nil {
+			return nil, err
+		}
+		return append([]protocol.Execution{}, a.executions...), nil
+	})
 }
 
 // Quote returns the current market of an instrument.
-func (p *Platform) Quote(_ context.Context, instrument string) (protocol.Quote, error) {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	now, err := p.begin()
-	if err != nil {
-		return protocol.Quote{}, err
-	}
-	c, err := resolve(instrument, now)
-	if err != nil {
-		return protocol.Quote{}, err
-	}
-	return p.market(c, now).quote(), nil
+func (p *Platform) Quote(ctx context.Context, instrument string) (protocol.Quote, error) {
+	return locked(ctx, p, func(now time.Time) (protocol.Quote, error) {
+		c, err := resolve(instrument, now)
+		if err != nil {
+			return protocol.Quote{}, err
+		}
+		return p.market(c, now).quote(), nil
+	})
 }
 
 // SetPrice puts an instrument's market at last, snapped to the nearest tick:
@@ -414,4 +374,27 @@ func (p *Platform) market(c contract, now time.Time) *market {
 	copy(p.marketList[i+1:], p.marketList[i:])
 	p.marketList[i] = m
 	return m
+}
+
+// locked runs fn as one call of the platform's API: it refuses a ctx that
+// is already done, holds p.mu while fn runs, and first brings every market
+// and resting order up to the clock (begin), passing fn the time reached.
+func locked[T any](ctx context.Context, p *Platform, fn func(now time.Time) (T, error)) (T, error) {
+	var zero T
+	if err := ctx.Err(); err != nil {
+		return zero, err
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	now, err := p.begin()
+	if err != nil {
+		return zero, err
+	}
+	return fn(now)
+}
+
+// lockedErr is locked for calls that return only an error.
+func lockedErr(ctx context.Context, p *Platform, fn func(now time.Time) error) error {
+	_, err := locked(ctx, p, func(now time.Time) (struct{}, error) { return struct{}{}, fn(now) })
+	return err
 }

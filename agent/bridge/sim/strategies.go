@@ -587,25 +587,19 @@ func (p *Platform) strategyRecord(s *strategy) protocol.Strategy {
 // Strategies lists the account's strategies in start order, terminal ones
 // included.
 func (p *Platform) Strategies(ctx context.Context, account string) ([]protocol.Strategy, error) {
-	if err := ctx.Err(); err != nil {
-		return nil, err
-	}
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	if _, err := p.begin(); err != nil {
-		return nil, err
-	}
-	a, err := p.account(account)
-	if err != nil {
-		return nil, err
-	}
-	out := []protocol.Strategy{}
-	for _, s := range p.feed.strategies {
-		if s.acct == a {
-			out = append(out, p.strategyRecord(s))
+	return locked(ctx, p, func(_ time.Time) ([]protocol.Strategy, error) {
+		a, err := p.account(account)
+		if err != nil {
+			return nil, err
 		}
-	}
-	return out, nil
+		out := []protocol.Strategy{}
+		for _, s := range p.feed.strategies {
+			if s.acct == a {
+				out = append(out, p.strategyRecord(s))
+			}
+		}
+		return out, nil
+	})
 }
 
 // SetStrategyState enables, disables or closes a strategy. Enabling an
@@ -616,53 +610,46 @@ func (p *Platform) Strategies(ctx context.Context, account string) ([]protocol.S
 // market is closed, closing a strategy that holds a position is refused
 // with a *bridge.RejectError and changes nothing.
 func (p *Platform) SetStrategyState(ctx context.Context, account, id string, action bridge.StrategyAction) (protocol.Strategy, error) {
-	if err := ctx.Err(); err != nil {
-		return protocol.Strategy{}, err
-	}
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	now, err := p.begin()
-	if err != nil {
-		return protocol.Strategy{}, err
-	}
-	a, err := p.account(account)
-	if err != nil {
-		return protocol.Strategy{}, err
-	}
-	var s *strategy
-	for _, x := range p.feed.strategies {
-		if x.acct == a && x.rec.ID == id {
-			s = x
-		}
-	}
-	if s == nil {
-		return protocol.Strategy{}, fmt.Errorf("sim: %w", bridge.ErrStrategyNotFound)
-	}
-	if protocol.TerminalStrategyState(s.rec.State) {
-		return protocol.Strategy{}, fmt.Errorf("sim: the strategy is %s: %w", s.rec.State, bridge.ErrStrategyTerminal)
-	}
-	state := s.rec.State
-	switch action {
-	case bridge.StrategyEnable:
-		state = protocol.StrategyStateEnabled
-	case bridge.StrategyDisable:
-		state = protocol.StrategyStateDisabled
-	case bridge.StrategyClose:
-		if err := p.closeStrategyLocked(s, now); err != nil {
+	return locked(ctx, p, func(now time.Time) (protocol.Strategy, error) {
+		a, err := p.account(account)
+		if err != nil {
 			return protocol.Strategy{}, err
 		}
-		state = protocol.StrategyStateClosed
-		s.rec.EndedAt = formatTime(now)
-	default:
-		return protocol.Strategy{}, badStrategy("action must be enable, disable or close")
-	}
-	if state != s.rec.State {
-		s.rec.State = state
-		p.log.Info("strategy state changed", zap.String("id", s.rec.ID), zap.String("state", state))
-		rec := p.strategyRecord(s)
-		p.emit(bridge.Event{Kind: bridge.EventStrategy, Strategy: &rec})
-	}
-	return p.strategyRecord(s), nil
+		var s *strategy
+		for _, x := range p.feed.strategies {
+			if x.acct == a && x.rec.ID == id {
+				s = x
+			}
+		}
+		if s == nil {
+			return protocol.Strategy{}, fmt.Errorf("sim: %w", bridge.ErrStrategyNotFound)
+		}
+		if protocol.TerminalStrategyState(s.rec.State) {
+			return protocol.Strategy{}, fmt.Errorf("sim: the strategy is %s: %w", s.rec.State, bridge.ErrStrategyTerminal)
+		}
+		state := s.rec.State
+		switch action {
+		case bridge.StrategyEnable:
+			state = protocol.StrategyStateEnabled
+		case bridge.StrategyDisable:
+			state = protocol.StrategyStateDisabled
+		case bridge.StrategyClose:
+			if err := p.closeStrategyLocked(s, now); err != nil {
+				return protocol.Strategy{}, err
+			}
+			state = protocol.StrategyStateClosed
+			s.rec.EndedAt = formatTime(now)
+		default:
+			return protocol.Strategy{}, badStrategy("action must be enable, disable or close")
+		}
+		if state != s.rec.State {
+			s.rec.State = state
+			p.log.Info("strategy state changed", zap.String("id", s.rec.ID), zap.String("state", state))
+			rec := p.strategyRecord(s)
+			p.emit(bridge.Event{Kind: bridge.EventStrategy, Strategy: &rec})
+		}
+		return p.strategyRecord(s), nil
+	})
 }
 
 // closeStrategyLocked cancels a strategy's working orders and closes its

@@ -2,6 +2,7 @@ package sim
 
 import (
 	"context"
+	"time"
 
 	"tradebridge/protocol"
 )
@@ -63,37 +64,31 @@ func (p *Platform) observeLocked(a *account) { a.marks.observe(p.figures(a)) }
 // Watermarks returns the account's session highs and lows of P&L, net
 // liquidation and unrealized P&L, with the current figures they follow.
 func (p *Platform) Watermarks(ctx context.Context, account string) (protocol.Watermarks, error) {
-	if err := ctx.Err(); err != nil {
-		return protocol.Watermarks{}, err
-	}
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	if _, err := p.begin(); err != nil {
-		return protocol.Watermarks{}, err
-	}
-	a, err := p.account(account)
-	if err != nil {
-		return protocol.Watermarks{}, err
-	}
-	f := p.figures(a)
-	a.marks.observe(f)
-	m := a.marks
-	return protocol.Watermarks{
-		Account: a.name,
-		Watermarks: protocol.WatermarkValues{
-			PnlHigh: m.pnlHigh, PnlLow: m.pnlLow,
-			NetLiqHigh: m.netLiqHigh, NetLiqLow: m.netLiqLow,
-			UnrealHigh: m.unrealHigh, UnrealLow: m.unrealLow,
-		},
-		Stats: protocol.WatermarkStats{
-			Pnl:        f.pnl(),
-			Realized:   f.sessionNet,
-			Unrealized: f.unrealized,
-			Total:      cents(f.totalNet + f.unrealized),
-			NetLiq:     f.netLiq,
-			PosCount:   f.positions,
-			Commission: cents(a.sessionCommission),
-		},
-		SessionStart: formatTime(p.sessionStart),
-	}, nil
+	return locked(ctx, p, func(_ time.Time) (protocol.Watermarks, error) {
+		a, err := p.account(account)
+		if err != nil {
+			return protocol.Watermarks{}, err
+		}
+		f := p.figures(a)
+		a.marks.observe(f)
+		m := a.marks
+		return protocol.Watermarks{
+			Account: a.name,
+			Watermarks: protocol.WatermarkValues{
+				PnlHigh: m.pnlHigh, PnlLow: m.pnlLow,
+				NetLiqHigh: m.netLiqHigh, NetLiqLow: m.netLiqLow,
+				UnrealHigh: m.unrealHigh, UnrealLow: m.unrealLow,
+			},
+			Stats: protocol.WatermarkStats{
+				Pnl:        f.pnl(),
+				Realized:   f.sessionNet,
+				Unrealized: f.unrealized,
+				Total:      cents(f.totalNet + f.unrealized),
+				NetLiq:     f.netLiq,
+				PosCount:   f.positions,
+				Commission: cents(a.sessionCommission),
+			},
+			SessionStart: formatTime(p.sessionStart),
+		}, nil
+	})
 }
