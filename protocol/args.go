@@ -309,8 +309,25 @@ type ChangeOrderArgs struct {
 }
 
 // FlatPlaceArgs are the arguments of FlatPlace: an order placed once the
-// account's position in the instrument is flat.
+// account's position in the instrument is flat. Instrument, Action and
+// Quantity are required; an empty OrderType is FlatPlaceOrderType of the
+// prices sent and an empty TimeInForce is Day.
 type FlatPlaceArgs = PlaceOrderArgs
+
+// FlatPlaceOrderType is the order type of a FlatPlace that names none:
+// StopLimit with both prices, Limit with a limit price, StopMarket with a
+// stop price, Market with neither.
+func FlatPlaceOrderType(limitPrice, stopPrice bool) string {
+	switch {
+	case limitPrice && stopPrice:
+		return OrderTypeStopLimit
+	case limitPrice:
+		return OrderTypeLimit
+	case stopPrice:
+		return OrderTypeStopMarket
+	}
+	return OrderTypeMarket
+}
 
 // SmartOptions are the options PlaceOrder and FlatPlace accept in
 // smartOptions. Unknown options are refused, so that an option the agent
@@ -460,6 +477,13 @@ type PlaceResult struct {
 	CloseOrderIDs []string `json:"closeOrderIds,omitempty"`
 	// CancelledOrderIDs are the working orders cancelled first.
 	CancelledOrderIDs []string `json:"cancelledOrderIds,omitempty"`
+	// OrderIDs are the ids of every order the call placed (ClosePosition:
+	// the closing order), for callers that read a list.
+	OrderIDs []string `json:"orderIds,omitempty"`
+	// ClosedPositions are the positions the call closed, wholly or in
+	// part, as they stood before it (ClosePosition: one element, whose
+	// quantity is the whole position before the close).
+	ClosedPositions []Position `json:"closedPositions,omitempty"`
 }
 
 // AccountSummary is the result of GetAccountSummary: a snapshot of every

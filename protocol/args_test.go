@@ -62,7 +62,7 @@ func TestArgsFieldNames(t *testing.T) {
 		{CancelAndBracketArgs{}, sorted("account", "instrument", "action", "quantity", "takeProfit", "stopLoss", "ocoId")},
 		{StartStrategyArgs{}, sorted("account", "strategyClass", "instrument", "mode", "periodType", "period", "parameters")},
 		{BracketResult{}, sorted("orderIds", "placed", "ocoId", "quantity", "cancelledOrderIds", "orders")},
-		{PlaceResult{}, sorted("orderId", "order", "unchanged", "closeOrderIds", "cancelledOrderIds")},
+		{PlaceResult{}, sorted("orderId", "order", "unchanged", "closeOrderIds", "cancelledOrderIds", "orderIds", "closedPositions")},
 		{FlattenResult{}, sorted("positions", "orderIds", "cancelledOrderIds")},
 		{CancelResult{}, sorted("cancelledOrderIds")},
 	} {

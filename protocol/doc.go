@@ -50,7 +50,11 @@
 // function's argument object, e.g. PlaceOrderArgs). Writes carry a
 // RequestID: an agent answers a repeated RequestID with the first outcome
 // and runs nothing, so a caller whose tunnel dropped mid-call can retry
-// safely. A Response carries either Result (the function's result object,
+// safely. A Request may carry Trace, the relay's id of the HTTP or stream
+// request that made the call (the X-Request-Id its caller saw), which the
+// agent writes in its log lines about the call; it is optional and changes
+// nothing in what the call does, so it was added without a version change.
+// A Response carries either Result (the function's result object,
 // e.g. OrderResult) or Error (a stable Code from Codes and a Detail).
 // A Cancel abandons a call; the agent answers it with CodeCancelled if it
 // was still running. A write that has started is not abandoned: it runs to

@@ -41,6 +41,30 @@ type Request struct {
 	// a repeated RequestID with the first result and runs nothing.
 	RequestID string          `json:"requestId,omitempty"`
 	Args      json.RawMessage `json:"args,omitempty"`
+	// Trace is the id the relay gave the HTTP (or stream) request that
+	// made this call, for the agent's logs: 1–64 characters of
+	// [A-Za-z0-9._-]. It is optional, changes nothing in what the call
+	// does, and is not part of the exactly-once identity (RequestID is).
+	Trace string `json:"trace,omitempty"`
+}
+
+// MaxTraceLen is the longest Request.Trace.
+const MaxTraceLen = 64
+
+// ValidTrace reports whether s may be a Request.Trace: 1 to MaxTraceLen
+// characters of [A-Za-z0-9._-]. The relay uses the same rule for the
+// X-Request-Id it accepts from callers, so a trace is safe to log as is.
+func ValidTrace(s string) bool {
+	if s == "" || len(s) > MaxTraceLen {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if !('a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || c == '.' || c == '_' || c == '-') {
+			return false
+		}
+	}
+	return true
 }
 
 // DefaultTimeoutMs is the deadline of a Request that names none.

@@ -110,7 +110,7 @@ var goldenFrames = []struct {
 	{"hello", TypeHello, Hello{ProtocolVersion: 1, AgentVersion: "0.1.0", Platform: "sim",
 		Connections: []Connection{{Name: "Simulator", Status: "Connected", Accounts: []string{"Sim101", "Sim102"}}}}},
 	{"welcome", TypeWelcome, Welcome{ProtocolVersion: 1, SessionID: "tun_0123456789abcdef01234567"}},
-	{"request", TypeRequest, Request{ID: 7, Fn: FnPlaceOrder, TimeoutMs: 30000, RequestID: "order:my-1",
+	{"request", TypeRequest, Request{ID: 7, Fn: FnPlaceOrder, TimeoutMs: 30000, RequestID: "order:my-1", Trace: "req-0123456789abcdef",
 		Args: []byte(`{"account":"Sim101","action":"Buy","instrument":"ES 12-26","orderType":"Limit","quantity":2,"limitPrice":6800.25,"timeInForce":"Day"}`)}},
 	{"response_result", TypeResponse, Response{ID: 7, Result: []byte(`{"orderId":"sim-1"}`)}},
 	{"response_error", TypeResponse, Response{ID: 8, Error: NewError(CodeNoPosition, "no open position in the instrument")}},

@@ -87,3 +87,96 @@ func TestExactlyOnceAcrossTunnelDrops(t *testing.T) {
 	require.Equal(t, drops, ps[0].Quantity)
 	t.Logf("%d writes, %d answered outcome_unknown or addon_disconnected and were retried", drops, uncertain)
 }
+
+// placeFrame is a keyed PlaceOrder rpc frame for Sim101.
+func placeFrame(id, keyField, key string) string {
+	return `{"action":"rpc","id":"` + id + `","api":"PlaceOrder","args":{"account":"Sim101","action":"Buy","instrument":"ES","orderType":"Market","quantity":1,"timeInForce":"Day","` +
+		keyField + `":"` + key + `"}}`
+}
+
+// A keyed write over the socket is answered from the relay's durable
+// store, not from the agent's memory: after the agent process is replaced
+// (its memory of request ids is gone; the platform is the same), the same
+// frame gets the first answer and the platform holds one order.
+func TestExactlyOnceOverTheSocketAcrossAgentRestart(t *testing.T) {
+	t.Parallel()
+	s := newSystem(t)
+	first := s.startAgent("alice")
+	w := s.openStream(t, "alice")
+	require.Equal(t, true, w.next("status")["agentConnected"])
+
+	w.send(placeFrame("p1", "idempotencyKey", "sock-1"))
+	r1 := w.reply()
+	require.Equal(t, "p1", r1["id"])
+	require.Equal(t, true, r1["success"], r1)
+	require.NotEmpty(t, r1["orderId"])
+	require.NotContains(t, r1, "replayed")
+
+	// The agent process goes away; a new one starts next to the same
+	// platform, remembering nothing.
+	first.a.Close()
+	<-first.done
+	again := s.startAgentWith("alice", func(o *agent.Options) { o.Platform = first.sim })
+	require.True(t, again.a.Connected())
+
+	w.send(placeFrame("p2", "idempotencyKey", "sock-1"))
+	r2 := w.reply()
+	require.Equal(t, "p2", r2["id"])
+	require.Equal(t, true, r2["success"], r2)
+	require.Equal(t, true, r2["replayed"], r2)
+	require.Equal(t, r1["orderId"], r2["orderId"])
+	require.Equal(t, r1["data"], r2["data"])
+	require.NotContains(t, r2, "type")
+
+	orders, err := first.sim.Orders(context.Background(), "Sim101")
+	require.NoError(t, err)
+	require.Len(t, orders, 1, "the retry placed nothing")
+	ps, err := first.sim.Positions(context.Background(), "Sim101")
+	require.NoError(t, err)
+	require.Len(t, ps, 1)
+	require.Equal(t, 1, ps[0].Quantity)
+}
+
+// One store, one rule, whichever door: a key used over the socket replays
+// over HTTP (and the other way round), with the same orderId, and a
+// different request under it is refused on either.
+func TestExactlyOnceAcrossSocketAndHTTP(t *testing.T) {
+	t.Parallel()
+	s := newSystem(t)
+	ra := s.startAgent("alice")
+	tok := s.users["alice"].APIToken
+	w := s.openStream(t, "alice")
+	w.next("status")
+	const place = "/v1/api/accounts/Sim101/orders/place"
+	const body = `{"action":"BUY","instrument":"ES","orderType":"market","quantity":1,"timeInForce":"day"}`
+
+	// Socket, then HTTP.
+	w.send(placeFrame("s1", "idempotencyKey", "both-1"))
+	sr := w.reply()
+	require.Equal(t, true, sr["success"], sr)
+	hr := s.do("POST", place, tok, body, "Idempotency-Key", "both-1")
+	require.Equal(t, http.StatusOK, hr.Status, string(hr.raw))
+	require.Equal(t, "true", hr.Header.Get("Idempotent-Replayed"))
+	require.Equal(t, sr["orderId"], hr.OrderID)
+	hr = s.do("POST", place, tok, `{"action":"Sell","instrument":"ES","orderType":"Market","quantity":1,"timeInForce":"Day"}`, "Idempotency-Key", "both-1")
+	require.Equal(t, http.StatusUnprocessableEntity, hr.Status)
+	require.Equal(t, "idempotency_key_reused", hr.Error)
+
+	// HTTP, then the socket, keyed by orderId.
+	hr = s.do("POST", place, tok, `{"orderId":"cl-7","action":"Buy","instrument":"ES","orderType":"Market","quantity":1,"timeInForce":"Day"}`)
+	require.Equal(t, http.StatusOK, hr.Status, string(hr.raw))
+	require.Empty(t, hr.Header.Get("Idempotent-Replayed"))
+	w.send(placeFrame("s2", "orderId", "cl-7"))
+	sr = w.reply()
+	require.Equal(t, true, sr["replayed"], sr)
+	require.Equal(t, hr.OrderID, sr["orderId"])
+	w.send(`{"action":"rpc","id":"s3","api":"PlaceOrder","args":{"account":"Sim101","action":"Buy","instrument":"ES","orderType":"Market","quantity":2,"timeInForce":"Day","orderId":"cl-7"}}`)
+	sr = w.reply()
+	require.Equal(t, false, sr["success"])
+	require.Equal(t, "idempotency_key_reused", sr["error"])
+	require.NotContains(t, sr, "type")
+
+	orders, err := ra.sim.Orders(context.Background(), "Sim101")
+	require.NoError(t, err)
+	require.Len(t, orders, 2, "one order per key")
+}

@@ -7,6 +7,8 @@ package relay
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"net"
@@ -48,7 +50,8 @@ type Options struct {
 	// api.DefaultIPPolicy.
 	IPBudget budget.Policy
 	// Stream tunes the WebSocket stream API; Auth, Upstream, Budget,
-	// IPBudget, Logger and Metrics in it are filled by the Relay.
+	// Idempotency, IPBudget, Logger and Metrics in it are filled by the
+	// Relay.
 	Stream stream.Options
 }
 
@@ -130,7 +133,8 @@ func New(opts Options) (*Relay, error) {
 	sopts := opts.Stream
 	sopts.Auth = authn
 	sopts.Upstream = h
-	sopts.Budget = a.Budget() // one trading budget for HTTP and WebSocket
+	sopts.Budget = a.Budget()      // one trading budget for HTTP and WebSocket
+	sopts.Idempotency = opts.Store // one store of keyed writes for both doors
 	sopts.IPBudget = perIP
 	sopts.Logger = opts.Logger
 	sopts.Metrics = m
@@ -142,7 +146,7 @@ func New(opts Options) (*Relay, error) {
 	streams.Store(st)
 	r := &Relay{opts: opts, log: opts.Logger.Named("relay"), hub: h, stream: st, metrics: m}
 
-	mux := http.NewServeMux()
+	mux := &routes{ServeMux: http.NewServeMux()}
 	mux.Handle("GET "+protocol.ConnectPath, h)
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) {
 		httpapi.Write(w, http.StatusOK, map[string]string{"status": "ok"})
@@ -151,10 +155,75 @@ func New(opts Options) (*Relay, error) {
 	mux.Handle("GET /metrics", m.Handler())
 	a.Register(mux)
 	mux.Handle("GET "+stream.Path, st)
-	mux.HandleFunc("/", fallback(mux))
-	r.handler = m.Middleware(mux)
+	mux.addNotAllowed()
+	mux.ServeMux.HandleFunc("/", fallback(mux.ServeMux))
+	r.handler = r.requestIDs(m.Middleware(mux.ServeMux))
 	return r, nil
 }
+
+// requestIDs names every request before anything else runs: the caller's
+// X-Request-Id when it is 1–64 characters of [A-Za-z0-9._-]
+// (protocol.ValidTrace), else a new one. The id is set on the response
+// before the handler runs, so every response carries it (and
+// httpapi.WriteError repeats it as meta.requestId); it rides the request's
+// context to the agent (hub.WithTrace) and is in the relay's log line of the
+// request: debug level for successes, info for refusals and failures.
+func (r *Relay) requestIDs(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
+		id := req.Header.Get(httpapi.RequestIDHeader)
+		if !protocol.ValidTrace(id) {
+			id = newRequestID()
+		}
+		w.Header().Set(httpapi.RequestIDHeader, id)
+		req = req.WithContext(hub.WithTrace(req.Context(), id))
+		start := time.Now()
+		sw := &statusRecorder{ResponseWriter: w}
+		next.ServeHTTP(sw, req)
+		level := zap.DebugLevel
+		if sw.status >= 400 {
+			level = zap.InfoLevel
+		}
+		if ce := r.log.Check(level, "request"); ce != nil {
+			route := req.Pattern
+			if route == "" {
+				route = "unmatched"
+			}
+			ce.Write(zap.String("requestId", id), zap.String("route", route), zap.Int("status", sw.status),
+				zap.Duration("took", time.Since(start)))
+		}
+	})
+}
+
+// newRequestID returns a fresh request id: "req-" and 16 hex digits.
+func newRequestID() string {
+	var b [8]byte
+	_, _ = rand.Read(b[:])
+	return "req-" + hex.EncodeToString(b[:])
+}
+
+// statusRecorder remembers the status a handler answered.
+type statusRecorder struct {
+	http.ResponseWriter
+	status int
+}
+
+func (w *statusRecorder) WriteHeader(code int) {
+	if w.status == 0 {
+		w.status = code
+	}
+	w.ResponseWriter.WriteHeader(code)
+}
+
+func (w *statusRecorder) Write(p []byte) (int, error) {
+	if w.status == 0 {
+		w.status = http.StatusOK
+	}
+	return w.ResponseWriter.Write(p)
+}
+
+// Unwrap lets http.ResponseController and WebSocket upgrades reach the
+// underlying writer.
+func (w *statusRecorder) Unwrap() http.ResponseWriter { return w.ResponseWriter }
 
 // Handler returns the relay's HTTP handler.
 func (r *Relay) Handler() http.Handler { return r.handler }

@@ -26,6 +26,7 @@ import (
 	"tradebridge/relay"
 	"tradebridge/relay/auth"
 	"tradebridge/relay/budget"
+	"tradebridge/relay/profile"
 	"tradebridge/relay/store"
 )
 
@@ -77,6 +78,15 @@ func newSystem(t testing.TB) *system {
 		st.Close()
 	})
 	return s
+}
+
+// compatibleToken issues user another API token, of the compatible
+// response profile.
+func (s *system) compatibleToken(user string) string {
+	s.t.Helper()
+	tok, err := auth.IssueToken(context.Background(), s.st, s.users[user].UserID, auth.KindAPI, profile.Compatible, time.Now())
+	require.NoError(s.t, err)
+	return tok
 }
 
 // serve runs a relay on ln until s.stop.
@@ -153,8 +163,8 @@ func (ra *runningAgent) stop() {
 }
 
 type response struct {
-	Status  int
-	Header  http.Header
+	Status  int             `json:"-"`
+	Header  http.Header     `json:"-"`
 	Success bool            `json:"success"`
 	Data    json.RawMessage `json:"data"`
 	Error   string          `json:"error"`
@@ -226,13 +236,16 @@ func TestTradingRoundTrip(t *testing.T) {
 	r := s.do("GET", "/v1/api/accounts", tok, "")
 	require.Equal(t, http.StatusOK, r.Status, string(r.raw))
 	require.True(t, r.Success)
-	var accounts []struct {
-		Name string `json:"name"`
-		Item struct {
-			CashValue float64 `json:"cashValue"`
-		} `json:"item"`
+	var listed struct {
+		Accounts []struct {
+			Name string `json:"name"`
+			Item struct {
+				CashValue float64 `json:"cashValue"`
+			} `json:"item"`
+		} `json:"accounts"`
 	}
-	require.NoError(t, json.Unmarshal(r.Data, &accounts))
+	require.NoError(t, json.Unmarshal(r.Data, &listed))
+	accounts := listed.Accounts
 	require.Len(t, accounts, 2)
 	require.Equal(t, "Sim101", accounts[0].Name)
 	require.Equal(t, "Sim102", accounts[1].Name)
@@ -264,12 +277,17 @@ func TestTradingRoundTrip(t *testing.T) {
 
 	r = s.do("GET", "/v1/api/accounts/Sim101/positions", tok, "")
 	require.Equal(t, http.StatusOK, r.Status)
-	var positions []struct {
-		Instrument     string `json:"instrument"`
-		MarketPosition string `json:"marketPosition"`
-		Quantity       int    `json:"quantity"`
+	var held struct {
+		Positions []struct {
+			Instrument     string `json:"instrument"`
+			MarketPosition string `json:"marketPosition"`
+			Quantity       int    `json:"quantity"`
+		} `json:"positions"`
+		Count int `json:"count"`
 	}
-	require.NoError(t, json.Unmarshal(r.Data, &positions))
+	require.NoError(t, json.Unmarshal(r.Data, &held))
+	positions := held.Positions
+	require.Equal(t, 1, held.Count)
 	require.Len(t, positions, 1)
 	require.Equal(t, "Long", positions[0].MarketPosition)
 	require.Equal(t, 2, positions[0].Quantity)
@@ -288,7 +306,7 @@ func TestTradingRoundTrip(t *testing.T) {
 	require.Equal(t, http.StatusBadRequest, r.Status)
 	require.Equal(t, "invalid_json", r.Error)
 	r = s.do("GET", "/v1/api/accounts/Sim102/positions", tok, "")
-	require.JSONEq(t, `[]`, string(r.Data))
+	require.JSONEq(t, `{"positions":[],"count":0}`, string(r.Data))
 }
 
 func TestIdempotentOrderID(t *testing.T) {
@@ -359,7 +377,7 @@ func TestUsersNeverReachEachOther(t *testing.T) {
 	require.NoError(t, err)
 	require.Empty(t, ps)
 	r = s.do("GET", "/v1/api/accounts/Sim101/positions", s.users["bob"].APIToken, "")
-	require.JSONEq(t, `[]`, string(r.Data))
+	require.JSONEq(t, `{"positions":[],"count":0}`, string(r.Data))
 }
 
 func TestRelayRestart(t *testing.T) {

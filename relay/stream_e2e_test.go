@@ -22,10 +22,16 @@ type wsClient struct {
 
 func (s *system) openStream(t *testing.T, user string) *wsClient {
 	t.Helper()
+	return s.openStreamWith(t, s.users[user].APIToken)
+}
+
+// openStreamWith opens a stream socket with an API token.
+func (s *system) openStreamWith(t *testing.T, token string) *wsClient {
+	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	h := http.Header{}
-	h.Set("Authorization", "Bearer "+s.users[user].APIToken)
+	h.Set("Authorization", "Bearer "+token)
 	c, _, err := websocket.Dial(ctx, "ws://"+s.addr+"/ws/stream", &websocket.DialOptions{HTTPHeader: h})
 	require.NoError(t, err)
 	w := &wsClient{t: t, c: c, frames: make(chan map[string]any, 1024)}
@@ -73,6 +79,25 @@ func (w *wsClient) next(typ string) map[string]any {
 	}
 }
 
+// reply returns the next RPC reply: the next frame without a type, as a
+// client that dispatches on the presence of type tells replies from
+// events.
+func (w *wsClient) reply() map[string]any {
+	w.t.Helper()
+	deadline := time.After(10 * time.Second)
+	for {
+		select {
+		case f, ok := <-w.frames:
+			require.True(w.t, ok, "the socket closed while waiting for an rpc reply")
+			if _, typed := f["type"]; !typed {
+				return f
+			}
+		case <-deadline:
+			w.t.Fatalf("no rpc reply")
+		}
+	}
+}
+
 // quiet reports whether no frame of the type arrives within d.
 func (w *wsClient) quiet(typ string, d time.Duration) bool {
 	deadline := time.After(d)
@@ -107,7 +132,7 @@ func TestStreamEndToEnd(t *testing.T) {
 	// RPC over the socket reaches alice's agent, places through her
 	// simulator only.
 	w.send(`{"action":"rpc","id":"p1","api":"PlaceOrder","args":{"account":"Sim101","action":"Buy","instrument":"ES","orderType":"Market","quantity":1,"timeInForce":"Day"}}`)
-	r := w.next("rpc")
+	r := w.reply()
 	require.Equal(t, "p1", r["id"])
 	require.Equal(t, true, r["success"], r)
 	require.NotEmpty(t, r["orderId"])
@@ -118,7 +143,7 @@ func TestStreamEndToEnd(t *testing.T) {
 	require.NoError(t, err)
 	require.Empty(t, ps)
 	w.send(`{"action":"rpc","id":"p2","api":"ReversePosition","args":{"account":"Sim102","instrument":"ES","action":"Buy","quantity":1,"orderType":"Market","timeInForce":"Day"}}`)
-	r = w.next("rpc")
+	r = w.reply()
 	require.Equal(t, false, r["success"])
 	require.Equal(t, "no_position", r["error"])
 
@@ -196,7 +221,7 @@ func TestStreamSurvivesAgentRestart(t *testing.T) {
 	alice.stop()
 	require.Equal(t, false, w.next("status")["agentConnected"])
 	w.send(`{"action":"rpc","id":"x","api":"ListAccounts","args":{}}`)
-	r := w.next("rpc")
+	r := w.reply()
 	require.Equal(t, "addon_disconnected", r["error"])
 
 	again := s.startAgent("alice") // a new agent process, a new simulator
@@ -218,6 +243,44 @@ func TestStreamSurvivesAgentRestart(t *testing.T) {
 	}, 10*time.Second, time.Millisecond, "quotes resume after the agent reconnects")
 }
 
+// A client written for the spec's socket dispatches on the presence of
+// type: its RPC replies come without one, shaped in its token's profile.
+func TestStreamRepliesInTheTokensProfile(t *testing.T) {
+	t.Parallel()
+	s := newSystem(t)
+	s.startAgent("alice")
+	for _, tc := range []struct {
+		token  string
+		compat bool
+	}{{s.users["alice"].APIToken, false}, {s.compatibleToken("alice"), true}} {
+		w := s.openStreamWith(t, tc.token)
+		w.next("status")
+		w.send(`{"action":"rpc","id":"p","api":"PlaceOrder","args":{"account":"Sim101","action":"Buy","instrument":"ES","orderType":"Market","quantity":1,"timeInForce":"Day"}}`)
+		r := w.reply()
+		require.NotContains(t, r, "type")
+		require.Equal(t, "p", r["id"])
+		require.Equal(t, true, r["success"], r)
+		require.NotEmpty(t, r["orderId"], "the order id is at the top level in both profiles")
+		w.send(`{"action":"rpc","id":"l","api":"ListPositions","args":{"account":"Sim101"}}`)
+		r = w.reply()
+		require.NotContains(t, r, "type")
+		members := r
+		if !tc.compat {
+			require.ElementsMatch(t, []string{"seq", "id", "success", "data"}, keysOf(r))
+			members = r["data"].(map[string]any)
+		} else {
+			require.ElementsMatch(t, []string{"seq", "id", "success", "positions", "count"}, keysOf(r))
+		}
+		require.NotEmpty(t, members["positions"])
+		require.EqualValues(t, len(members["positions"].([]any)), members["count"])
+		w.send(`{"action":"rpc","id":"bad","api":"ReversePosition","args":{"account":"Sim102","instrument":"ES","action":"Buy","quantity":1,"orderType":"Market","timeInForce":"Day"}}`)
+		r = w.reply()
+		require.NotContains(t, r, "type", "failed replies have no type either")
+		require.Equal(t, "bad", r["id"])
+		require.Equal(t, "no_position", r["error"])
+	}
+}
+
 // The budget is one per user across HTTP and the socket.
 func TestStreamSharesTheTradingBudget(t *testing.T) {
 	s := newSystem(t)
@@ -232,10 +295,10 @@ func TestStreamSharesTheTradingBudget(t *testing.T) {
 	}
 	for i := range 10 {
 		w.send(`{"action":"rpc","id":` + strings.Repeat("1", i+1) + `,"api":"ListAccounts","args":{}}`)
-		require.Equal(t, true, w.next("rpc")["success"])
+		require.Equal(t, true, w.reply()["success"])
 	}
 	w.send(`{"action":"rpc","id":"over","api":"ListAccounts","args":{}}`)
-	r := w.next("rpc")
+	r := w.reply()
 	require.Equal(t, "rate_limited", r["error"])
 	require.Equal(t, http.StatusTooManyRequests, s.do("GET", "/v1/api/accounts", tok, "").Status)
 }
@@ -266,7 +329,7 @@ func BenchmarkStreamRPC(b *testing.B) {
 			if err != nil {
 				b.Fatal(err)
 			}
-			if strings.Contains(string(data), `"type":"rpc"`) {
+			if !strings.Contains(string(data), `"type":`) {
 				return time.Since(start)
 			}
 		}

@@ -12,14 +12,17 @@ import (
 	"context"
 	"encoding/binary"
 	"errors"
+	"fmt"
 	"io"
 	"net"
+	"strings"
 	"sync"
 	"time"
 
 	"github.com/coder/websocket"
 	"github.com/hashicorp/yamux"
 	"go.uber.org/zap"
+	"go.uber.org/zap/zapcore"
 )
 
 // Tunables of the session. Both ends use the same values.
@@ -54,8 +57,64 @@ func YamuxConfig(logger *zap.Logger) *yamux.Config {
 	cfg.StreamOpenTimeout = 10 * time.Second
 	cfg.StreamCloseTimeout = 30 * time.Second
 	cfg.LogOutput = nil
-	cfg.Logger = zap.NewStdLog(logger.Named("yamux").WithOptions(zap.AddCallerSkip(1)))
+	cfg.Logger = yamuxLogger{log: logger.Named("yamux")}
 	return cfg
+}
+
+// yamuxLogger turns yamux's "[ERR] yamux: …" lines into leveled zap
+// entries. A line whose error is a normal end of the connection
+// (NormalClose: the peer or the owner closed it) is debug level, so a
+// clean shutdown logs nothing that reads like an error; real failures
+// keep yamux's level ([ERR] error, [WARN] warn).
+type yamuxLogger struct{ log *zap.Logger }
+
+func (l yamuxLogger) Print(v ...any)                 { l.emit(fmt.Sprint(v...), v) }
+func (l yamuxLogger) Println(v ...any)               { l.emit(fmt.Sprintln(v...), v) }
+func (l yamuxLogger) Printf(format string, v ...any) { l.emit(fmt.Sprintf(format, v...), v) }
+
+// yamuxLevels are the level prefixes of yamux's log lines.
+var yamuxLevels = []struct {
+	prefix string
+	level  zapcore.Level
+}{{"[ERR] ", zap.ErrorLevel}, {"[WARN] ", zap.WarnLevel}, {"[INFO] ", zap.InfoLevel}, {"[DEBUG] ", zap.DebugLevel}}
+
+func (l yamuxLogger) emit(msg string, args []any) {
+	msg = strings.TrimSpace(msg)
+	level := zap.InfoLevel
+	for _, p := range yamuxLevels {
+		if strings.HasPrefix(msg, p.prefix) {
+			msg, level = msg[len(p.prefix):], p.level
+			break
+		}
+	}
+	msg = strings.TrimPrefix(msg, "yamux: ")
+	for _, a := range args {
+		if err, ok := a.(error); ok && NormalClose(err) {
+			level = zap.DebugLevel
+		}
+	}
+	if ce := l.log.Check(level, msg); ce != nil {
+		ce.Write()
+	}
+}
+
+// NormalClose reports whether err is how a connection ends when one side
+// closes it on purpose: end of input, a connection already closed, the
+// owner's context ended, yamux's session shut down, or a WebSocket close
+// with 1000 (normal closure) or 1001 (going away).
+func NormalClose(err error) bool {
+	switch {
+	case err == nil:
+		return false
+	case errors.Is(err, io.EOF), errors.Is(err, net.ErrClosed), errors.Is(err, context.Canceled),
+		errors.Is(err, yamux.ErrSessionShutdown):
+		return true
+	}
+	switch websocket.CloseStatus(err) {
+	case websocket.StatusNormalClosure, websocket.StatusGoingAway:
+		return true
+	}
+	return false
 }
 
 // Conn is a WebSocket seen as a net.Conn for yamux. It records why the

@@ -216,6 +216,41 @@ var (
 	ErrStrategyTerminal  = errors.New("bridge: strategy is terminal")
 )
 
+// Why an instrument was refused (InstrumentError.Cause).
+const (
+	// InstrumentMalformed: not in any accepted form ("ES 12-26", "ES",
+	// "ESZ26").
+	InstrumentMalformed = "malformed"
+	// InstrumentUnknownRoot: the platform trades no such root.
+	InstrumentUnknownRoot = "unknown_root"
+	// InstrumentNotContractMonth: the month is not a contract month of
+	// the root.
+	InstrumentNotContractMonth = "not_contract_month"
+	// InstrumentExpired: the contract no longer trades.
+	InstrumentExpired = "expired"
+	// InstrumentNotListed: the contract is too far out to be listed yet.
+	InstrumentNotListed = "not_listed"
+)
+
+// InstrumentError says why the platform could not resolve an instrument.
+// It matches ErrInstrumentUnknown with errors.Is. Its fields are the
+// platform's own names, never the caller's text: Root is set only when the
+// root is one the platform trades.
+type InstrumentError struct {
+	Cause string // one of the Instrument* causes
+	// Root is the root symbol, when the platform knows it ("ES").
+	Root string
+	// Months lists the root's contract months as month codes ("HMUZ").
+	Months string
+	// Front is the root's front month ("ES 12-26"), when Root is set.
+	Front string
+}
+
+func (e *InstrumentError) Error() string { return "bridge: unknown instrument: " + e.Cause }
+
+// Is matches ErrInstrumentUnknown.
+func (e *InstrumentError) Is(target error) bool { return target == ErrInstrumentUnknown }
+
 // RequestError reports a request the platform refused as malformed (a bars
 // range it cannot serve, a strategy parameter of the wrong type): nothing
 // was done. Reason is a fixed sentence that never repeats the caller's

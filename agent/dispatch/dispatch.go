@@ -178,8 +178,37 @@ func decodeArgs(raw json.RawMessage, dst any) error {
 	return nil
 }
 
-// Handle runs one request.
+// Handle runs one request and logs it (debug level) with the relay's trace
+// id, so that a bot author's X-Request-Id can be followed into the agent.
 func (d *Dispatcher) Handle(ctx context.Context, req *protocol.Request) (json.RawMessage, *protocol.Error) {
+	start := time.Now()
+	raw, perr := d.handle(ctx, req)
+	if ce := d.log.Check(zap.DebugLevel, "call"); ce != nil {
+		fields := []zap.Field{zap.String("fn", req.Fn), traceField(req), zap.Duration("took", time.Since(start))}
+		if req.RequestID != "" {
+			fields = append(fields, zap.String("requestId", req.RequestID))
+		}
+		if perr != nil {
+			fields = append(fields, zap.String("code", perr.Code))
+		}
+		ce.Write(fields...)
+	}
+	return raw, perr
+}
+
+// traceField is the request's trace id for a log line; a trace that breaks
+// protocol.ValidTrace is not written as is.
+func traceField(req *protocol.Request) zap.Field {
+	switch {
+	case req.Trace == "":
+		return zap.Skip()
+	case !protocol.ValidTrace(req.Trace):
+		return zap.String("trace", "(invalid)")
+	}
+	return zap.String("trace", req.Trace)
+}
+
+func (d *Dispatcher) handle(ctx context.Context, req *protocol.Request) (json.RawMessage, *protocol.Error) {
 	h, ok := d.table[req.Fn]
 	if !ok {
 		return nil, protocol.NewError(protocol.CodeUnknownFunction, "this agent does not implement the function")
@@ -210,7 +239,7 @@ func (d *Dispatcher) Handle(ctx context.Context, req *protocol.Request) (json.Ra
 		defer d.waiting.Add(-1)
 		select {
 		case <-o.done:
-			d.log.Info("repeated write answered from its first outcome", zap.String("fn", req.Fn), zap.String("requestId", req.RequestID))
+			d.log.Info("repeated write answered from its first outcome", zap.String("fn", req.Fn), zap.String("requestId", req.RequestID), traceField(req))
 			return o.result, o.err
 		case <-ctx.Done():
 			return nil, protocol.NewError(protocol.CodeRequestInProgress, "a write with this request id is still running")
@@ -230,7 +259,7 @@ func (d *Dispatcher) Handle(ctx context.Context, req *protocol.Request) (json.Ra
 func (d *Dispatcher) run(ctx context.Context, req *protocol.Request, h handlerFunc) (raw json.RawMessage, perr *protocol.Error) {
 	defer func() {
 		if r := recover(); r != nil {
-			d.log.Error("operation panicked", zap.String("fn", req.Fn), zap.Any("panic", r))
+			d.log.Error("operation panicked", zap.String("fn", req.Fn), traceField(req), zap.Any("panic", r))
 			raw, perr = nil, protocol.NewError(protocol.CodeInternal, "the agent failed to run the operation")
 		}
 	}()
@@ -238,9 +267,9 @@ func (d *Dispatcher) run(ctx context.Context, req *protocol.Request, h handlerFu
 	if err != nil {
 		var pe *protocol.Error
 		if errors.As(err, &pe) {
-			return nil, pe
+			return nil, d.opts.Ops.Explain(ctx, pe)
 		}
-		d.log.Error("operation failed", zap.String("fn", req.Fn), zap.Error(err))
+		d.log.Error("operation failed", zap.String("fn", req.Fn), traceField(req), zap.Error(err))
 		return nil, protocol.NewError(protocol.CodeInternal, "the agent failed to run the operation")
 	}
 	raw, err = json.Marshal(v)

@@ -28,7 +28,8 @@
 // instrument's tick grid), text fields (printable, bounded), the account
 // (it must exist), the instrument (resolved by the platform: a root means
 // its front month; "ES 12-26", "ESZ26" and "ESZ6" are accepted; unknown or
-// expired is invalid_instrument), the ATM template (it must exist) and the
+// expired is invalid_instrument, whose detail names the cause and the
+// accepted forms), the ATM template (it must exist) and the
 // conditions on the position. Operations made of several writes order them
 // so that a refusal can happen only before the first one (CancelAndBracket
 // checks its legs against the market before it cancels), and take back what
@@ -140,7 +141,8 @@
 //     resync_limit_exceeded. Without it any correction is placed.
 //   - smartOptions: an object of options, each refused when unknown:
 //     flattenFirst (flatten the instrument, or the tag's share, and wait for
-//     it to clear, then place: FlatPlace is PlaceOrder with flattenFirst)
+//     it to clear, then place: FlatPlace is PlaceOrder with flattenFirst,
+//     where orderType defaults from the prices and timeInForce to Day)
 //     and reduceOnly (refused with market_position_mismatch unless the
 //     order only reduces the position, never to the other side).
 //   - force: on every write that has it, force lifts the strategy-tag
@@ -160,10 +162,12 @@
 //     position can act on the new one.
 //   - ClosePosition: quantity or percent, not both (invalid_argument);
 //     neither closes everything. quantity above the position closes the
-//     position. percent (above 0, at most 100) is rounded to the nearest
-//     whole contract, halves up (50% of 3 is 2, 25% of 2 is 1), and never
-//     exceeds the position; a percent that rounds to 0 contracts is
-//     invalid_argument and closes nothing. A close that leaves the position
+//     position. percent is a fraction, above 0 and at most 1 (0.5 closes
+//     half; anything else is invalid_argument); the quantity is rounded up
+//     to a whole contract and never exceeds the position (0.5 of 3 is 2,
+//     0.01 of 1 is 1). The result carries the closing order's id in
+//     orderId and orderIds, and the position as it stood before the close
+//     (the tag's share with a tag) in closedPositions. A close that leaves the position
 //     (or the tag's share) flat also cancels the working orders it selects,
 //     so that stops and targets of a closed position cannot open a new one;
 //     a partial close leaves them alone. No position is no_position.

@@ -118,14 +118,18 @@ func TestClosePosition(t *testing.T) {
 		{"everything", 3, nil, nil, 3, ""},
 		{"a quantity", 3, ptr(2), nil, 2, ""},
 		{"more than the position closes it", 3, ptr(5), nil, 3, ""},
-		{"50% of 3 rounds half up to 2", 3, nil, ptr(50.0), 2, ""},
-		{"33% of 3 is 1", 3, nil, ptr(33.0), 1, ""},
-		{"10% of 3 is nothing", 3, nil, ptr(10.0), 0, protocol.CodeInvalidArgument},
-		{"100%", -4, nil, ptr(100.0), 4, ""},
-		{"25% of 2 rounds half up to 1", -2, nil, ptr(25.0), 1, ""},
-		{"both", 3, ptr(1), ptr(50.0), 0, protocol.CodeInvalidArgument},
-		{"percent above 100", 3, nil, ptr(150.0), 0, protocol.CodeInvalidArgument},
+		{"0.5 of 3 rounds up to 2", 3, nil, ptr(0.5), 2, ""},
+		{"0.33 of 3 is 1", 3, nil, ptr(0.33), 1, ""},
+		{"0.1 of 3 rounds up to 1, never zero", 3, nil, ptr(0.1), 1, ""},
+		{"0.01 of 1 closes it", 1, nil, ptr(0.01), 1, ""},
+		{"1 closes everything", -4, nil, ptr(1.0), 4, ""},
+		{"0.25 of 2 rounds up to 1", -2, nil, ptr(0.25), 1, ""},
+		{"0.75 of 2 rounds up to 2", 2, nil, ptr(0.75), 2, ""},
+		{"both", 3, ptr(1), ptr(0.5), 0, protocol.CodeInvalidArgument},
+		{"percent above 1 (a percentage) is refused", 3, nil, ptr(50.0), 0, protocol.CodeInvalidArgument},
+		{"percent just above 1", 3, nil, ptr(1.0001), 0, protocol.CodeInvalidArgument},
 		{"percent zero", 3, nil, ptr(0.0), 0, protocol.CodeInvalidArgument},
+		{"percent negative", 3, nil, ptr(-0.5), 0, protocol.CodeInvalidArgument},
 		{"quantity zero", 3, ptr(0), nil, 0, protocol.CodeInvalidArgument},
 		{"no position", 0, nil, nil, 0, protocol.CodeNoPosition},
 	} {
@@ -142,11 +146,21 @@ func TestClosePosition(t *testing.T) {
 				requireCode(t, err, tc.code)
 				require.Empty(t, f.rec.Writes())
 				require.Equal(t, tc.held, f.position("Sim101"))
+				if tc.percent != nil && tc.quantity == nil {
+					require.Contains(t, err.(*protocol.Error).Detail, "fraction", "the detail says percent is a fraction")
+				}
 				return
 			}
 			require.NoError(t, err)
 			require.NotEmpty(t, res.OrderID)
 			require.Equal(t, tc.closed, res.Order.Quantity)
+			// The result says what it closed: the closing order and the
+			// position as it stood before.
+			require.Equal(t, []string{res.OrderID}, res.OrderIDs)
+			require.Len(t, res.ClosedPositions, 1)
+			require.Equal(t, abs(tc.held), res.ClosedPositions[0].Quantity)
+			require.Equal(t, marketPosition(tc.held), res.ClosedPositions[0].MarketPosition)
+			require.Equal(t, "Sim101", res.ClosedPositions[0].Account)
 			left := tc.held - sign(tc.held)*tc.closed
 			require.Equal(t, left, f.position("Sim101"))
 		})
@@ -167,15 +181,17 @@ func TestClosePosition(t *testing.T) {
 	requireCode(t, err, protocol.CodeMissingFields)
 }
 
-func TestPercentOf(t *testing.T) {
+func TestFractionOf(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
-		n       int
-		percent float64
-		want    int
+		n    int
+		f    float64
+		want int
 	}{
-		{3, 50, 2}, {1, 50, 1}, {1, 49.9, 0}, {10, 33.3, 3}, {5, 30, 2}, {7, 100, 7}, {4, 12.5, 1}, {100, 0.5, 1},
+		{3, 0.5, 2}, {1, 0.5, 1}, {1, 0.01, 1}, {10, 0.3, 3}, {10, 0.31, 4}, {3, 1.0 / 3, 1},
+		{5, 0.3, 2}, {7, 1, 7}, {4, 0.125, 1}, {100, 0.005, 1}, {100, 0.999, 100}, {2, 0.5, 1},
 	} {
-		require.Equal(t, tc.want, percentOf(tc.n, tc.percent), "%d × %v%%", tc.n, tc.percent)
+		require.Equal(t, tc.want, fractionOf(tc.n, tc.f), "%d × %v", tc.n, tc.f)
 	}
 }
 

@@ -343,6 +343,93 @@ func marketPosition(n int) string {
 	return protocol.MarketPositionFlat
 }
 
+// maxListedAccounts bounds the account names an account_not_found lists.
+const maxListedAccounts = 20
+
+// Explain completes an error's detail with what only the platform can say,
+// so that the caller learns how to fix the call: account_not_found says that
+// account names are case-sensitive and lists the platform's account names
+// (the user's own, never the caller's text). Other errors are returned as
+// they are. The dispatcher passes every error it answers through Explain.
+func (o *Ops) Explain(ctx context.Context, pe *protocol.Error) *protocol.Error {
+	if pe == nil || pe.Code != protocol.CodeAccountNotFound {
+		return pe
+	}
+	detail := "no account of that name on the platform; account names are case-sensitive"
+	accounts, err := o.p.Accounts(ctx)
+	if err != nil {
+		return protocol.NewError(pe.Code, detail)
+	}
+	names := make([]string, 0, min(len(accounts), maxListedAccounts))
+	for _, a := range accounts {
+		if len(names) == maxListedAccounts {
+			break
+		}
+		names = append(names, a.Name)
+	}
+	switch {
+	case len(names) == 0:
+		detail += "; the platform has no accounts"
+	case len(accounts) > len(names):
+		detail += fmt.Sprintf("; the accounts are %s and %d more", strings.Join(names, ", "), len(accounts)-len(names))
+	default:
+		detail += "; the accounts are " + strings.Join(names, ", ")
+	}
+	return protocol.NewError(pe.Code, detail)
+}
+
+// instrumentDetail says why an instrument was refused and how to write one.
+// It names the root only when the platform knows it, never the caller's
+// text.
+func instrumentDetail(e *bridge.InstrumentError) string {
+	var why string
+	switch e.Cause {
+	case bridge.InstrumentMalformed:
+		why = "the instrument is not in an accepted form"
+	case bridge.InstrumentUnknownRoot:
+		why = "the platform trades no instrument of that root"
+	case bridge.InstrumentNotContractMonth:
+		why = "that month is not a contract month of " + e.Root
+		if e.Months != "" {
+			why += " (its months are " + monthNames(e.Months) + ")"
+		}
+	case bridge.InstrumentExpired:
+		why = "that " + e.Root + " contract has expired"
+	case bridge.InstrumentNotListed:
+		why = "that " + e.Root + " contract is not listed yet"
+	default:
+		why = "the instrument is unknown, not a contract month, or expired"
+	}
+	if e.Root == "" && e.Cause != bridge.InstrumentMalformed && e.Cause != bridge.InstrumentUnknownRoot {
+		why = "the instrument is unknown, not a contract month, or expired"
+	}
+	if e.Front != "" {
+		why += "; the front month is " + e.Front
+	}
+	return why + "; " + instrumentForms(e.Root)
+}
+
+// instrumentForms shows the accepted forms of an instrument, with root
+// when it is known.
+func instrumentForms(root string) string {
+	if root == "" {
+		return `write it as "ES 12-26" (root and contract month), "ES" (the front month) or "ESZ26" (month code)`
+	}
+	return fmt.Sprintf(`write it as "%s 12-26" (root and contract month), "%s" (the front month) or "%sZ26" (month code)`, root, root, root)
+}
+
+// monthNames spells month codes ("HMUZ") as "H (Mar), M (Jun), …".
+func monthNames(codes string) string {
+	const letters = "FGHJKMNQUVXZ"
+	parts := make([]string, 0, len(codes))
+	for i := 0; i < len(codes); i++ {
+		if m := strings.IndexByte(letters, codes[i]); m >= 0 {
+			parts = append(parts, fmt.Sprintf("%c (%s)", codes[i], time.Month(m + 1).String()[:3]))
+		}
+	}
+	return strings.Join(parts, ", ")
+}
+
 // wireError turns a platform error into the wire error the caller sees.
 // Details are fixed sentences: they never repeat the caller's input.
 func wireError(err error) error {
@@ -357,13 +444,16 @@ func wireError(err error) error {
 		return protocol.NewError(protocol.CodeInvalidArgument, reason)
 	}
 	var re *bridge.RejectError
+	var ie *bridge.InstrumentError
 	switch {
+	case errors.As(err, &ie):
+		return protocol.NewError(protocol.CodeInvalidInstrument, instrumentDetail(ie))
 	case errors.As(err, &re):
 		return protocol.NewError(protocol.CodeOrderRejected, re.Reason)
 	case errors.Is(err, bridge.ErrAccountNotFound):
 		return protocol.NewError(protocol.CodeAccountNotFound, "no such account on the platform")
 	case errors.Is(err, bridge.ErrInstrumentUnknown):
-		return protocol.NewError(protocol.CodeInvalidInstrument, "the instrument is unknown, not a contract month, or expired")
+		return protocol.NewError(protocol.CodeInvalidInstrument, "the instrument is unknown, not a contract month, or expired; "+instrumentForms(""))
 	case errors.Is(err, bridge.ErrOrderNotFound):
 		return protocol.NewError(protocol.CodeOrderNotFound, "no such order on the account")
 	case errors.Is(err, bridge.ErrNotConnected):

@@ -2,6 +2,7 @@ package ops
 
 import (
 	"context"
+	"errors"
 	"strings"
 
 	"tradebridge/agent/bridge"
@@ -179,8 +180,21 @@ func (o *Ops) PlaceOrder(ctx context.Context, a protocol.PlaceOrderArgs) (protoc
 // FlatPlace flattens the account's position and working orders in the
 // instrument (the strategy tag's share and orders when strategyTag is
 // set), waits for them to clear, then places the order as PlaceOrder does.
+// instrument, action and quantity are required; orderType defaults from
+// the prices sent (protocol.FlatPlaceOrderType) and timeInForce to Day.
 func (o *Ops) FlatPlace(ctx context.Context, a protocol.FlatPlaceArgs) (protocol.PlaceResult, error) {
-	return o.place(ctx, a, true)
+	if strings.TrimSpace(a.OrderType) == "" {
+		a.OrderType = protocol.FlatPlaceOrderType(a.LimitPrice != nil, a.StopPrice != nil)
+	}
+	if strings.TrimSpace(a.TimeInForce) == "" {
+		a.TimeInForce = protocol.TimeInForceDay
+	}
+	res, err := o.place(ctx, a, true)
+	var pe *protocol.Error
+	if errors.As(err, &pe) && pe.Code == protocol.CodeMissingFields {
+		return res, protocol.NewError(pe.Code, pe.Detail+"; flat place needs them to know what to place")
+	}
+	return res, err
 }
 
 func (o *Ops) place(ctx context.Context, a protocol.PlaceOrderArgs, flattenFirst bool) (protocol.PlaceResult, error) {

@@ -275,6 +275,43 @@ func TestFlatPlace(t *testing.T) {
 	require.Equal(t, -1, f.position("Sim101"))
 }
 
+// FlatPlace needs only instrument, action and quantity: the order type
+// follows from the prices sent and timeInForce defaults to Day.
+func TestFlatPlaceDefaults(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		name        string
+		limit, stop *float64
+		wantType    string
+		wantResting bool
+	}{
+		{"neither price is Market", nil, nil, protocol.OrderTypeMarket, false},
+		{"limitPrice is Limit", ptr(5900.0), nil, protocol.OrderTypeLimit, true},
+		{"stopPrice is StopMarket", nil, ptr(6100.0), protocol.OrderTypeStopMarket, true},
+		{"both are StopLimit", ptr(6101.0), ptr(6100.0), protocol.OrderTypeStopLimit, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			f := newFixture(t)
+			res, err := f.ops.FlatPlace(bg, protocol.FlatPlaceArgs{Account: "Sim101", Instrument: "ES", Action: "Buy",
+				Quantity: 1, LimitPrice: tc.limit, StopPrice: tc.stop})
+			require.NoError(t, err)
+			ord := f.order("Sim101", res.OrderID)
+			require.Equal(t, tc.wantType, ord.OrderType)
+			require.Equal(t, protocol.TimeInForceDay, ord.TimeInForce)
+			require.Equal(t, tc.wantResting, !protocol.TerminalOrderState(ord.OrderState))
+		})
+	}
+	// Without instrument or action, nothing is placed and the detail names
+	// exactly what is missing.
+	f := newFixture(t)
+	_, err := f.ops.FlatPlace(bg, protocol.FlatPlaceArgs{Account: "Sim101", Quantity: 1})
+	requireCode(t, err, protocol.CodeMissingFields)
+	detail := err.(*protocol.Error).Detail
+	require.Equal(t, "missing required fields: action, instrument; flat place needs them to know what to place", detail)
+	require.Empty(t, f.rec.Writes())
+}
+
 // Writes to one account and instrument never interleave: many concurrent
 // calls that each bring the position to a target leave exactly the target.
 func TestConcurrentWritesSerialized(t *testing.T) {

@@ -159,8 +159,10 @@ func (o *Ops) keys(ctx context.Context, account, instrument string) ([]key, erro
 }
 
 // ClosePosition closes all or part of the position at the market: quantity
-// contracts (at most the position), or percent of it rounded to the nearest
-// whole contract (halves up, at most the position), or all of it. A close
+// contracts (at most the position), or the fraction percent of it (0 <
+// percent ≤ 1) rounded up to a whole contract (never zero, at most the
+// position), or all of it. The result names the closing order (orderId,
+// orderIds) and the position as it stood before (closedPositions). A close
 // that leaves the position (or the tag's share) flat also cancels the
 // working orders it selects, so that stops and targets of a closed position
 // cannot open a new one; a partial close leaves them alone.
@@ -183,8 +185,8 @@ func (o *Ops) ClosePosition(ctx context.Context, a protocol.ClosePositionArgs) (
 			return res, err
 		}
 	}
-	if a.Percent != nil && (math.IsNaN(*a.Percent) || !(*a.Percent > 0 && *a.Percent <= 100)) {
-		return res, invalid("percent must be above 0 and at most 100")
+	if a.Percent != nil && (math.IsNaN(*a.Percent) || !(*a.Percent > 0 && *a.Percent <= 1)) {
+		return res, invalid(percentRule)
 	}
 	if err := text("strategyTag", a.StrategyTag, maxTagLen); err != nil {
 		return res, err
@@ -200,11 +202,13 @@ func (o *Ops) ClosePosition(ctx context.Context, a protocol.ClosePositionArgs) (
 	case a.Quantity != nil:
 		n = min(*a.Quantity, abs(q))
 	case a.Percent != nil:
-		n = min(percentOf(abs(q), *a.Percent), abs(q))
-		if n == 0 {
-			return res, invalid("percent of this position is less than half a contract; nothing was closed")
-		}
+		n = fractionOf(abs(q), *a.Percent)
 	}
+	// The position the call acts on (the tag's share, or all of it), as
+	// it stood before the close.
+	before := st.pos
+	before.MarketPosition, before.Quantity = marketPosition(q), abs(q)
+	before.Tag = sel.closeTag(st)
 	if n == abs(q) {
 		c, after, err := o.closeOut(ctx, st, sel, true)
 		res.CancelledOrderIDs = c.cancelled
@@ -213,22 +217,36 @@ func (o *Ops) ClosePosition(ctx context.Context, a protocol.ClosePositionArgs) (
 		}
 		if len(c.closeIDs) > 0 {
 			res.OrderID = c.closeIDs[len(c.closeIDs)-1]
+			res.OrderIDs = c.closeIDs
 			if ord, ok := after.find(res.OrderID); ok {
 				res.Order = &ord
 			}
 		}
+		if c.position != nil {
+			res.ClosedPositions = []protocol.Position{before}
+		}
 		return res, nil
 	}
-	return o.submit(ctx, bridge.OrderRequest{
+	res, err = o.submit(ctx, bridge.OrderRequest{
 		Account: k.account, Instrument: k.instrument, Action: actionFor(-q), OrderType: protocol.OrderTypeMarket,
 		Quantity: n, TimeInForce: protocol.TimeInForceDay, Name: "Close", StrategyTag: sel.closeTag(st),
 	}, res)
+	if err == nil {
+		res.OrderIDs = []string{res.OrderID}
+		res.ClosedPositions = []protocol.Position{before}
+	}
+	return res, err
 }
 
-// percentOf is percent of n contracts, rounded to the nearest whole
-// contract, halves up.
-func percentOf(n int, percent float64) int {
-	return int(math.Floor(float64(n)*percent/100 + 0.5 + 1e-9))
+// percentRule is the detail of a percent outside (0, 1].
+const percentRule = "percent is a fraction of the position: 0.5 closes half; it must be above 0 and at most 1"
+
+// fractionOf is the fraction f (0 < f ≤ 1) of n contracts, rounded up to
+// a whole contract: never zero, never more than n (0.01 of 1 is 1, 0.5 of
+// 3 is 2).
+func fractionOf(n int, f float64) int {
+	k := int(math.Ceil(float64(n)*f - 1e-9))
+	return min(max(k, 1), n)
 }
 
 func noPosition() error {

@@ -21,6 +21,7 @@ import (
 	"tradebridge/cmd/internal/logflags"
 	"tradebridge/relay"
 	"tradebridge/relay/auth"
+	"tradebridge/relay/profile"
 	"tradebridge/relay/store"
 )
 
@@ -129,12 +130,9 @@ func newTokensCmd(stdout io.Writer) *cobra.Command {
 			if (token == "") == (user == "") {
 				return errors.New("give exactly one of --token and --user")
 			}
-			if token == "-" {
-				b, err := io.ReadAll(io.LimitReader(cmd.InOrStdin(), 4096))
-				if err != nil {
-					return err
-				}
-				token = string(bytes.TrimSpace(b))
+			token, err := tokenArg(cmd, token)
+			if err != nil {
+				return err
 			}
 			k, err := parseKind(kind, true)
 			if err != nil {
@@ -161,36 +159,133 @@ func newTokensCmd(stdout io.Writer) *cobra.Command {
 	revoke.Flags().StringVar(&kind, "kind", "", "with --user: only tokens of this kind (api or agent)")
 	revoke.Flags().StringVar(&data, "data", envOr("RELAY_DATA", "./relay-data"), "data directory (env RELAY_DATA)")
 
-	var idata, iuser, ikind string
+	var idata, iuser, ikind, iprofile string
 	issue := &cobra.Command{
 		Use:   "issue",
 		Short: `Issue a new token for a user and print {"userId","kind","token"} as JSON`,
-		Args:  cobra.NoArgs,
+		Long: "Issue a new token. An API token has a response profile (--profile): standard,\n" +
+			"the specification's {success, data} envelope, or compatible, the top-level shapes\n" +
+			"of the service the specification describes (see \"Porting a bot\" in the README).",
+		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			k, err := parseKind(ikind, false)
 			if err != nil {
 				return err
 			}
+			prof, err := parseProfile(iprofile)
+			if err != nil {
+				return err
+			}
 			return withStore(cmd.Context(), idata, func(ctx context.Context, st *store.SQLite) error {
-				tok, err := auth.IssueToken(ctx, st, iuser, k, time.Now())
+				tok, err := auth.IssueToken(ctx, st, iuser, k, prof, time.Now())
 				if err != nil {
 					if errors.Is(err, store.ErrNotFound) {
 						return errors.New("no such user")
 					}
+					if errors.Is(err, auth.ErrProfileAPIOnly) {
+						return errors.New("--profile applies to API tokens only")
+					}
 					return err
 				}
-				return printJSON(stdout, map[string]string{"userId": iuser, "kind": string(k), "token": tok})
+				out := map[string]string{"userId": iuser, "kind": string(k), "token": tok}
+				if k == auth.KindAPI {
+					out["profile"] = string(prof)
+				}
+				return printJSON(stdout, out)
 			})
 		},
 	}
 	issue.Flags().StringVar(&iuser, "user", "", "user id (required)")
 	issue.Flags().StringVar(&ikind, "kind", "", "api or agent (required)")
+	issue.Flags().StringVar(&iprofile, "profile", string(profile.Standard), "response profile of an API token: standard or compatible")
 	issue.Flags().StringVar(&idata, "data", envOr("RELAY_DATA", "./relay-data"), "data directory (env RELAY_DATA)")
 	_ = issue.MarkFlagRequired("user")
 	_ = issue.MarkFlagRequired("kind")
 
-	tokens.AddCommand(revoke, issue)
+	var pdata, ptoken, pprofile string
+	setProfile := &cobra.Command{
+		Use:   "profile",
+		Short: `Set an API token's response profile (--token, or "-" to read it from stdin) and print {"profile"} as JSON`,
+		Long: "Set the response profile of an API token: standard or compatible. A running relay\n" +
+			"applies it within seconds. Prefer --token - and the token on standard input:\n" +
+			"command lines are visible to other users of the machine.",
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			prof, err := parseProfile(pprofile)
+			if err != nil {
+				return err
+			}
+			tok, err := tokenArg(cmd, ptoken)
+			if err != nil {
+				return err
+			}
+			return withStore(cmd.Context(), pdata, func(ctx context.Context, st *store.SQLite) error {
+				switch err := auth.SetTokenProfile(ctx, st, tok, prof); {
+				case errors.Is(err, store.ErrNotFound):
+					return errors.New("no such token")
+				case errors.Is(err, auth.ErrProfileAPIOnly):
+					return errors.New("response profiles apply to API tokens only")
+				case err != nil:
+					return err
+				}
+				return printJSON(stdout, map[string]string{"profile": string(prof)})
+			})
+		},
+	}
+	setProfile.Flags().StringVar(&ptoken, "token", "", `the API token, or "-" to read it from standard input (required)`)
+	setProfile.Flags().StringVar(&pprofile, "profile", "", "standard or compatible (required)")
+	setProfile.Flags().StringVar(&pdata, "data", envOr("RELAY_DATA", "./relay-data"), "data directory (env RELAY_DATA)")
+	_ = setProfile.MarkFlagRequired("token")
+	_ = setProfile.MarkFlagRequired("profile")
+
+	var ldata, luser string
+	list := &cobra.Command{
+		Use:   "list",
+		Short: `List a user's tokens (never their text) and print {"userId","tokens":[…]} as JSON`,
+		Long: "List a user's tokens, revoked ones included: a short id (the start of the token's\n" +
+			"hash), its kind, an API token's response profile, and when it was issued and revoked.",
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			return withStore(cmd.Context(), ldata, func(ctx context.Context, st *store.SQLite) error {
+				ts, err := auth.ListTokens(ctx, st, luser)
+				if errors.Is(err, store.ErrNotFound) {
+					return errors.New("no such user")
+				}
+				if err != nil {
+					return err
+				}
+				return printJSON(stdout, map[string]any{"userId": luser, "tokens": ts})
+			})
+		},
+	}
+	list.Flags().StringVar(&luser, "user", "", "user id (required)")
+	list.Flags().StringVar(&ldata, "data", envOr("RELAY_DATA", "./relay-data"), "data directory (env RELAY_DATA)")
+	_ = list.MarkFlagRequired("user")
+
+	tokens.AddCommand(revoke, issue, setProfile, list)
 	return tokens
+}
+
+// parseProfile reads a --profile flag.
+func parseProfile(s string) (profile.Profile, error) {
+	p, err := profile.Parse(s)
+	if err != nil || s == "" {
+		return "", errors.New("--profile must be standard or compatible")
+	}
+	return p, nil
+}
+
+// tokenArg returns a --token flag's token, read from standard input when
+// the flag is "-".
+func tokenArg(cmd *cobra.Command, flag string) (string, error) {
+	if flag != "-" {
+		return flag, nil
+	}
+	b, err := io.ReadAll(io.LimitReader(cmd.InOrStdin(), 4096))
+	if err != nil {
+		return "", err
+	}
+	return string(bytes.TrimSpace(b)), nil
 }
 
 func parseKind(s string, allowEmpty bool) (auth.Kind, error) {

@@ -22,6 +22,7 @@ import (
 	"tradebridge/relay/budget"
 	"tradebridge/relay/httpapi"
 	"tradebridge/relay/hub"
+	"tradebridge/relay/profile"
 	"tradebridge/relay/store"
 )
 
@@ -71,8 +72,9 @@ const IdempotencyTTL = 24 * time.Hour
 
 // API is the trading API's handler set.
 type API struct {
-	opts Options
-	log  *zap.Logger
+	opts  Options
+	log   *zap.Logger
+	keyed *KeyedWrites
 }
 
 // New returns the API.
@@ -100,7 +102,11 @@ func New(opts Options) (*API, error) {
 			return nil, err
 		}
 	}
-	return &API{opts: opts, log: opts.Logger.Named("api")}, nil
+	keyed, err := NewKeyedWrites(KeyedOptions{Store: opts.Idempotency, Caller: opts.Caller, CallTimeout: opts.CallTimeout, Now: opts.Now, Logger: opts.Logger})
+	if err != nil {
+		return nil, err
+	}
+	return &API{opts: opts, log: opts.Logger.Named("api"), keyed: keyed}, nil
 }
 
 // Budget returns the per-user trading budget, for the stream API to share.
@@ -111,8 +117,11 @@ type Mux interface {
 	Handle(pattern string, handler http.Handler)
 }
 
-// Register adds the trading routes to mux, and the OpenAPI document at
-// GET /v1/api/openapi.json.
+// Register adds the trading routes to mux, and the contract documents,
+// served without a token: the OpenAPI documents at GET
+// /v1/api/openapi.json (standard profile) and
+// /v1/api/openapi.compatible.json, and the stream API's AsyncAPI
+// document at GET /v1/api/asyncapi.json.
 func (a *API) Register(mux Mux) {
 	for i := range endpoints {
 		ep := &endpoints[i]
@@ -120,7 +129,7 @@ func (a *API) Register(mux Mux) {
 			a.serve(w, r, p, ep)
 		}))
 	}
-	mux.Handle("GET "+OpenAPIPath, http.HandlerFunc(serveOpenAPI))
+	registerDocuments(mux)
 }
 
 type handlerFunc func(w http.ResponseWriter, r *http.Request, p auth.Principal)
@@ -142,7 +151,7 @@ func (a *API) serve(w http.ResponseWriter, r *http.Request, p auth.Principal, ep
 		return
 	}
 	if f, _ := protocol.LookupFunction(fn); !f.Write {
-		a.call(w, r, p, fn, "", raw, ep.Top)
+		a.call(w, r, p, fn, "", raw)
 		return
 	}
 	key, e := idempotencyKey(r, ep, args)
@@ -151,7 +160,7 @@ func (a *API) serve(w http.ResponseWriter, r *http.Request, p auth.Principal, ep
 		return
 	}
 	if key == "" {
-		a.call(w, r, p, fn, newRequestID(), raw, ep.Top)
+		a.call(w, r, p, fn, newRequestID(), raw)
 		return
 	}
 	a.idempotentCall(w, r, p, ep, fn, key, raw)
@@ -254,9 +263,9 @@ func newRequestID() string {
 	return "rly:" + hex.EncodeToString(b[:])
 }
 
-// call forwards one RPC and writes the outcome. top, when set, adds
-// top-level fields derived from the result.
-func (a *API) call(w http.ResponseWriter, r *http.Request, p auth.Principal, fn, requestID string, args json.RawMessage, top func(json.RawMessage) map[string]any) {
+// call forwards one RPC and writes the outcome in the caller's response
+// profile.
+func (a *API) call(w http.ResponseWriter, r *http.Request, p auth.Principal, fn, requestID string, args json.RawMessage) {
 	ctx, cancel := context.WithTimeout(r.Context(), a.opts.CallTimeout)
 	defer cancel()
 	result, err := a.opts.Caller.Call(ctx, p.UserID, fn, requestID, args)
@@ -264,13 +273,18 @@ func (a *API) call(w http.ResponseWriter, r *http.Request, p auth.Principal, fn,
 		a.writeCallError(w, r, p, fn, err)
 		return
 	}
-	if top != nil {
-		if t := top(result); t != nil {
-			httpapi.WriteWithTop(w, http.StatusOK, result, t)
-			return
-		}
+	a.writeResult(w, p, fn, result)
+}
+
+// writeResult answers with fn's result in the caller's response profile.
+func (a *API) writeResult(w http.ResponseWriter, p auth.Principal, fn string, result json.RawMessage) {
+	reply, err := profile.Render(p.Profile, fn, result)
+	if err != nil {
+		a.log.Error("agent answered with a record of the wrong shape", zap.String("user", p.UserID), zap.String("fn", fn), zap.Error(err))
+		httpapi.WriteError(w, http.StatusInternalServerError, httpapi.Error{Code: CodeInternal, Detail: "the add-on answered with a result the relay cannot read"})
+		return
 	}
-	httpapi.Write(w, http.StatusOK, result)
+	httpapi.WriteMembers(w, http.StatusOK, reply.AppendTo)
 }
 
 // writeCallError maps a failed call to its status and code.

@@ -7,6 +7,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -54,7 +55,18 @@ func (f *fakeAgent) Call(ctx context.Context, userID, fn, requestID string, args
 	if reply != nil {
 		return reply(c)
 	}
+	if listFunctions[fn] {
+		return json.RawMessage(`[]`), nil
+	}
 	return json.RawMessage(`{"orderId":"o-1"}`), nil
+}
+
+// listFunctions answer with an array, as the agent does.
+var listFunctions = map[string]bool{
+	protocol.FnListAccounts: true, protocol.FnListPositions: true, protocol.FnGetAllPositions: true,
+	protocol.FnListOrders: true, protocol.FnGetAllOrders: true, protocol.FnListExecutions: true,
+	protocol.FnGetExecutionsByOrderID: true, protocol.FnListStrategies: true,
+	protocol.FnListAllStrategies: true, protocol.FnGetAtmTemplates: true,
 }
 
 func (f *fakeAgent) all() []call {
@@ -176,7 +188,7 @@ func TestOpenAPIMatchesRoutes(t *testing.T) {
 	}
 	var registered []string
 	for _, p := range e.routes {
-		if p != "GET "+api.OpenAPIPath {
+		if !slices.Contains(api.DocumentPaths, strings.TrimPrefix(p, "GET ")) {
 			registered = append(registered, p)
 		}
 	}
@@ -467,4 +479,20 @@ func TestBadIdempotencyKey(t *testing.T) {
 	r := e.do("POST", "/v1/api/orders/cancelall", "tb_api_pro", "", "Idempotency-Key", strings.Repeat("k", 256))
 	require.Equal(t, 400, r.Status)
 	require.Empty(t, e.agent.all())
+}
+
+// StartStrategy takes strategyClass or its alias strategy_class; one of
+// them is required, and its absence is named like any missing field.
+func TestStartStrategyNeedsAClass(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	r := e.do("POST", "/v1/api/accounts/Sim101/strategies/start", "tb_api_pro", `{"instrument":"ES"}`)
+	require.Equal(t, http.StatusBadRequest, r.Status, r.Raw)
+	require.Equal(t, "missing_required_fields", r.Body["error"])
+	require.Contains(t, r.Body["detail"], "strategyClass")
+	require.Empty(t, e.agent.all(), "nothing reached the agent")
+	for _, body := range []string{`{"strategyClass":"SampleRsi","instrument":"ES"}`, `{"strategy_class":"SampleRsi","instrument":"ES"}`} {
+		r = e.do("POST", "/v1/api/accounts/Sim101/strategies/start", "tb_api_pro", body)
+		require.Equal(t, http.StatusOK, r.Status, r.Raw)
+	}
 }

@@ -170,6 +170,9 @@ func validJSON(s map[string]any) any {
 		}
 		return 1
 	case "number":
+		if hi, ok := s["maximum"].(float64); ok && hi < 1.25 {
+			return hi / 2 // a fraction (percent)
+		}
 		return 1.25
 	case "boolean":
 		return true

@@ -1,7 +1,7 @@
 package api
 
 import (
-	"encoding/json"
+	"slices"
 
 	"tradebridge/protocol"
 )
@@ -18,8 +18,6 @@ type endpoint struct {
 	Params  []param
 	// OneOf lists groups of parameters of which at least one must be sent.
 	OneOf [][]string
-	// Top lifts values of the result to the top level of the response.
-	Top func(result json.RawMessage) map[string]any
 	// OrderIDKey: the body's orderId also serves as the idempotency key.
 	OrderIDKey bool
 	// Choose picks another function for some arguments (POST
@@ -127,6 +125,24 @@ var placeParams = []param{
 	{Name: "smartOptions", In: inBody, Type: tObject, Doc: "platform-specific order options"},
 }
 
+// flatPlaceParams are FlatPlace's body fields: PlaceOrder's, where only
+// instrument, action and quantity are required; orderType defaults from
+// the prices sent (both: StopLimit, limitPrice: Limit, stopPrice:
+// StopMarket, neither: Market) and timeInForce to Day.
+var flatPlaceParams = func() []param {
+	ps := slices.Clone(placeParams)
+	for i := range ps {
+		switch ps[i].Name {
+		case "orderType":
+			ps[i].Required = false
+			ps[i].Doc = "Market, Limit, StopMarket or StopLimit (any casing); by default StopLimit with both prices, Limit with limitPrice, StopMarket with stopPrice, else Market"
+		case "timeInForce":
+			ps[i].Required, ps[i].Default = false, protocol.TimeInForceDay
+		}
+	}
+	return ps
+}()
+
 // endpoints is the trading API.
 var endpoints = []endpoint{
 	// Reads.
@@ -165,26 +181,26 @@ var endpoints = []endpoint{
 	{Method: "POST", Path: "/v1/api/accounts/{account}/positions/close", Fn: protocol.FnClosePosition, Summary: "Close a position, wholly or partly",
 		Params: []param{pAccount, bInstrumentReq,
 			{Name: "quantity", In: inBody, Type: tInteger, Min: 1, Max: 10000, Doc: "contracts to close"},
-			{Name: "percent", In: inBody, Type: tNumber, Min: 0, Max: 100, Doc: "percentage of the position to close"},
+			{Name: "percent", In: inBody, Type: tNumber, Min: 0, Max: 1, Doc: "fraction of the position to close, above 0 and at most 1 (0.5 closes half); rounded up to a whole contract"},
 			bStrategyTag, bForce}},
 	{Method: "POST", Path: "/v1/api/accounts/{account}/positions/reverse", Fn: protocol.FnReverse, Summary: "Reverse a position at the same size",
-		Params: []param{pAccount, bInstrumentReq, bStrategyTag, bForce}, Top: topOrderID},
+		Params: []param{pAccount, bInstrumentReq, bStrategyTag, bForce}},
 	{Method: "POST", Path: "/v1/api/accounts/{account}/positions/reverseposition", Fn: protocol.FnReversePosition, Summary: "Close the open position, then place a new order",
 		Params: []param{pAccount, bInstrumentReq, required(bAction), required(bQuantity), required(bOrderType), required(bTimeInForce),
 			bLimitPrice, bStopPrice, bOcoID, bAtmTemplate, bOrderID},
-		Top: topOrderID, OrderIDKey: true},
+		OrderIDKey: true},
 	{Method: "POST", Path: "/v1/api/accounts/{account}/orders/cancel", Fn: protocol.FnCancelOrders, Summary: "Cancel the account's working orders",
 		Params: []param{pAccount, bInstrument, bStrategyTag, bForce}},
 	{Method: "POST", Path: "/v1/api/accounts/{account}/orders/place", Fn: protocol.FnPlaceOrder, Summary: "Place an order",
-		Params: placeParams, Top: topOrderID, OrderIDKey: true},
+		Params: placeParams, OrderIDKey: true},
 	{Method: "POST", Path: "/v1/api/accounts/{account}/orders/flatplace", Fn: protocol.FnFlatPlace, Summary: "Flatten the instrument, then place an order",
-		Params: placeParams, Top: topOrderID, OrderIDKey: true},
+		Params: flatPlaceParams, OrderIDKey: true},
 	{Method: "POST", Path: "/v1/api/accounts/{account}/orders/cancel_and_bracket", Fn: protocol.FnCancelAndBracket, Summary: "Cancel the instrument's orders, then bracket the position",
 		Params: []param{pAccount, bInstrumentReq, required(bAction), required(bQuantity),
 			{Name: "takeProfit", In: inBody, Type: tNumber, Min: 0, Max: 1e9, Doc: "limit price of the take-profit order"},
 			{Name: "stopLoss", In: inBody, Type: tNumber, Min: 0, Max: 1e9, Doc: "stop price of the stop-loss order"},
 			bOcoID},
-		OneOf: [][]string{{"takeProfit", "stopLoss"}}, Top: topOrderIDs},
+		OneOf: [][]string{{"takeProfit", "stopLoss"}}},
 	{Method: "POST", Path: "/v1/api/accounts/{account}/orders/{orderId}/cancel", Fn: protocol.FnCancelOrder, Summary: "Cancel one order",
 		Params: []param{pAccount, pOrderIDPath}},
 	{Method: "POST", Path: "/v1/api/accounts/{account}/orders/{orderId}/change", Fn: protocol.FnChangeOrder, Summary: "Change one order's quantity or prices",
@@ -217,27 +233,4 @@ var endpoints = []endpoint{
 			{Name: "splitAdjust", In: inBody, Type: tBoolean, Doc: "accepted for compatibility; futures have no splits"},
 			{Name: "dividendAdjust", In: inBody, Type: tBoolean, Doc: "accepted for compatibility; futures pay no dividends"},
 			{Name: "mergePolicy", In: inBody, Type: tString, Format: formatName, Max: 32, Doc: "accepted for compatibility"}}},
-}
-
-// topOrderID lifts the new order's id to the top level of the response,
-// where bot authors also look for it.
-func topOrderID(result json.RawMessage) map[string]any {
-	var or struct {
-		OrderID string `json:"orderId"`
-	}
-	if json.Unmarshal(result, &or) != nil || or.OrderID == "" {
-		return nil
-	}
-	return map[string]any{"orderId": or.OrderID}
-}
-
-// topOrderIDs lifts the placed orders' ids (cancel and bracket).
-func topOrderIDs(result json.RawMessage) map[string]any {
-	var r struct {
-		OrderIDs []string `json:"orderIds"`
-	}
-	if json.Unmarshal(result, &r) != nil || r.OrderIDs == nil {
-		return nil
-	}
-	return map[string]any{"orderIds": r.OrderIDs}
 }

@@ -6,6 +6,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"net/http"
 	"strconv"
 	"time"
@@ -25,6 +26,9 @@ const (
 
 // IdempotencyKeyHeader names a write for exactly-once execution.
 const IdempotencyKeyHeader = "Idempotency-Key"
+
+// ReplayedHeader marks an HTTP response that repeats a recorded outcome.
+const ReplayedHeader = "Idempotent-Replayed"
 
 // idempotencyKey returns the write's key: the Idempotency-Key header, or
 // the body's orderId on routes that place one order. Empty means none.
@@ -59,121 +63,360 @@ func validKey(k string) bool {
 	return true
 }
 
-// idempotentCall runs a write under its key: the first request runs it and
-// records its response durably; a repeat gets that response (status and
-// body) and runs nothing; a repeat with another body is 422; a repeat while
-// the first runs is 409. A write whose outcome the relay could not learn
-// (the tunnel dropped after it was sent, the agent was absent) is recorded
-// as unknown: its retry runs it again under the same request id, and the
-// agent, which remembers outcomes by request id, answers the first outcome
-// instead of placing twice.
-func (a *API) idempotentCall(w http.ResponseWriter, r *http.Request, p auth.Principal, ep *endpoint, fn, key string, args json.RawMessage) {
-	now := a.opts.Now()
-	sum := sha256.New()
-	sum.Write([]byte(ep.Method + " " + ep.Path + "\x00" + fn + "\x00"))
-	sum.Write(args)
-	rec := store.Idempotent{UserID: p.UserID, Key: key, Fingerprint: hex.EncodeToString(sum.Sum(nil)), CreatedAt: now}
+// ---- Keyed writes: one rule for every door ----
+
+// KeyedWrites runs writes that carry an idempotency key, for the HTTP
+// routes and the WebSocket form of RPC (package stream) alike, so that a
+// key means the same on either door:
+//
+//   - The key space is one per user: "key:<Idempotency-Key or
+//     idempotencyKey>" or "order:<orderId>", whichever door spelt it.
+//   - The first request claims the key in the store, calls the agent under
+//     request id "idem:"+key, and records the Outcome durably before the
+//     caller hears it. A repeat within IdempotencyTTL gets that Outcome
+//     (Replayed) and runs nothing.
+//   - The request is fingerprinted by function and canonical typed
+//     arguments, never by route or transport: the same write sent over
+//     HTTP and over the socket is the same request. Another request under
+//     the same key is 422 idempotency_key_reused; a repeat while the first
+//     runs is 409 request_in_progress.
+//   - An outcome the relay could not learn (outcome_unknown,
+//     addon_disconnected, the agent's request_in_progress, the caller gone,
+//     a relay failure) is recorded as unknown: a retry runs again under the
+//     same request id, and the agent, which remembers outcomes by request
+//     id, answers with the first one.
+//
+// Records of the previous, HTTP-only format (the whole response body,
+// fingerprinted by method, route and body) are still replayed byte for
+// byte on HTTP until they expire; the socket, which never wrote them,
+// refuses their keys as idempotency_key_reused and runs nothing.
+//
+// Each door renders the Outcome itself, in the caller's response profile.
+type KeyedWrites struct {
+	store   IdempotencyStore
+	caller  Caller
+	timeout time.Duration
+	now     func() time.Time
+	log     *zap.Logger
+}
+
+// KeyedOptions configure KeyedWrites.
+type KeyedOptions struct {
+	// Store keeps the outcomes. Required.
+	Store IdempotencyStore
+	// Caller reaches the agents. Required.
+	Caller Caller
+	// CallTimeout bounds the agent's answer. Default 30 s. A record left
+	// running longer than CallTimeout plus 30 s is taken over by a retry,
+	// so doors sharing a store should share the timeout.
+	CallTimeout time.Duration
+	// Now is the clock of the records; nil means time.Now.
+	Now    func() time.Time
+	Logger *zap.Logger
+}
+
+// NewKeyedWrites returns the runner of keyed writes.
+func NewKeyedWrites(o KeyedOptions) (*KeyedWrites, error) {
+	if o.Store == nil || o.Caller == nil {
+		return nil, errors.New("api: KeyedOptions.Store and KeyedOptions.Caller are required")
+	}
+	if o.CallTimeout <= 0 {
+		o.CallTimeout = 30 * time.Second
+	}
+	if o.Now == nil {
+		o.Now = time.Now
+	}
+	if o.Logger == nil {
+		o.Logger = zap.NewNop()
+	}
+	return &KeyedWrites{store: o.Store, caller: o.Caller, timeout: o.CallTimeout, now: o.Now, log: o.Logger.Named("idempotency")}, nil
+}
+
+// Outcome is what a keyed write came to, independent of the door it came
+// in by. Exactly one of three holds: Gone (nobody to answer), Err != nil
+// (a failure, with the HTTP status the HTTP API answers in Err.Status),
+// or a success: Fn ran and the agent answered Result, its raw record, for
+// the door to render in the caller's response profile.
+type Outcome struct {
+	Fn     string
+	Result json.RawMessage
+	Err    *httpapi.Error
+	// Replayed is true when the outcome is a recorded one, answered again
+	// without running anything.
+	Replayed bool
+	// Gone is true when the caller's context ended before the outcome was
+	// known: there is nobody to answer.
+	Gone bool
+
+	// legacyStatus and legacyBody are a record of the HTTP-only format
+	// (see decodeRecord), which only the HTTP door replays.
+	legacyStatus int
+	legacyBody   []byte
+}
+
+// Run runs fn with args under key for userID, or answers with the recorded
+// outcome of the same request. key is "key:…" or "order:…" as the doors
+// spell it (see SocketCall.Key); args are the canonical typed arguments the
+// agent receives. ctx is the caller's: when it ends the call is abandoned
+// and its outcome recorded as unknown.
+func (k *KeyedWrites) Run(ctx context.Context, userID, fn, key string, args json.RawMessage) Outcome {
+	return k.run(ctx, userID, fn, key, args, "")
+}
+
+// run is Run; legacyFP, when not empty, is the fingerprint the HTTP API
+// gave the same request before outcomes were transport-neutral, so that
+// its records keep answering retries until they expire.
+func (k *KeyedWrites) run(ctx context.Context, userID, fn, key string, args json.RawMessage, legacyFP string) Outcome {
+	now := k.now()
+	rec := store.Idempotent{UserID: userID, Key: key, Fingerprint: fingerprint(fn, args), CreatedAt: now}
 	// A record left running longer than a call can last belongs to a relay
 	// that went away mid-call.
-	stale := now.Add(-(a.opts.CallTimeout + 30*time.Second))
-	got, claimed, err := a.opts.Idempotency.ClaimIdempotent(r.Context(), rec, stale, now.Add(-IdempotencyTTL))
+	stale := now.Add(-(k.timeout + 30*time.Second))
+	expired := now.Add(-IdempotencyTTL)
+	got, claimed, err := k.store.ClaimIdempotent(ctx, rec, stale, expired)
+	if err == nil && !claimed && legacyFP != "" && got.Fingerprint == legacyFP {
+		// The same request, recorded by the previous format: claim it
+		// under its own fingerprint (a record left unknown or stale is
+		// taken over; the fingerprint stays the legacy one).
+		rec.Fingerprint = legacyFP
+		got, claimed, err = k.store.ClaimIdempotent(ctx, rec, stale, expired)
+	}
 	if err != nil {
-		a.log.Error("claiming idempotency key", zap.String("user", p.UserID), zap.Error(err))
-		httpapi.WriteError(w, http.StatusServiceUnavailable, httpapi.Error{Code: CodeStorageUnavailable,
-			Detail: "the relay cannot record the request right now; nothing was sent; retry shortly", RetryAfter: 2})
-		return
+		if ctx.Err() != nil {
+			return Outcome{Gone: true}
+		}
+		k.log.Error("claiming idempotency key", zap.String("user", userID), zap.Error(err))
+		return failed(http.StatusServiceUnavailable, CodeStorageUnavailable,
+			"the relay cannot record the request right now; nothing was sent; retry shortly", 2)
 	}
 	if !claimed {
 		switch {
 		case got.Fingerprint != rec.Fingerprint:
-			httpapi.WriteError(w, http.StatusUnprocessableEntity, httpapi.Error{Code: CodeIdempotencyKeyReused,
-				Detail: "this idempotency key or orderId was already used for a different request in the last 24 hours"})
+			return failed(http.StatusUnprocessableEntity, CodeIdempotencyKeyReused,
+				"this idempotency key or orderId was already used for a different request in the last 24 hours", 0)
 		case got.State == store.IdemDone:
-			replay(w, got)
+			o, err := decodeRecord(got)
+			if err != nil {
+				// Never run the write again: it ran.
+				k.log.Error("reading a recorded write outcome", zap.String("user", userID), zap.String("fn", fn), zap.Error(err))
+				o = failed(http.StatusInternalServerError, CodeInternal, "the relay cannot read the recorded outcome of this request", 0)
+			} else if o.legacyBody != nil && legacyFP == "" {
+				// Only the HTTP door speaks the previous format; its
+				// fingerprints never match another door's anyway.
+				o = failed(http.StatusInternalServerError, CodeInternal, "the relay cannot read the recorded outcome of this request", 0)
+			}
+			o.Replayed = true
+			return o
 		default:
-			httpapi.WriteError(w, http.StatusConflict, httpapi.Error{Code: CodeRequestInProgress,
-				Detail: "a request with this idempotency key or orderId is still running", RetryAfter: 1})
+			return failed(http.StatusConflict, CodeRequestInProgress,
+				"a request with this idempotency key or orderId is still running", 1)
 		}
-		return
 	}
 
-	rw := &recorder{header: make(http.Header)}
-	a.call(rw, r, p, fn, "idem:"+key, args, ep.Top)
-	rec.UpdatedAt = a.opts.Now()
+	cctx, cancel := context.WithTimeout(ctx, k.timeout)
+	result, err := k.caller.Call(cctx, userID, fn, "idem:"+key, args)
+	cancel()
+	var o Outcome
 	rec.State = store.IdemDone
-	rec.Status = rw.status
-	rec.Body = rw.body.Bytes()
-	if rw.status == 0 || rw.unknownOutcome() {
-		rec.State, rec.Status, rec.Body = store.IdemUnknown, 0, nil
+	switch {
+	case err == nil:
+		o = Outcome{Fn: fn, Result: result}
+		rec.Status = http.StatusOK
+	default:
+		// A keyed call is a write: an interrupted one has an unknown
+		// outcome.
+		if e, ok := CallError(err, true); ok {
+			o = Outcome{Err: &e}
+			rec.Status = e.Status
+			if unknownOutcome(e.Code) {
+				rec.State = store.IdemUnknown
+			}
+			break
+		}
+		rec.State = store.IdemUnknown
+		if ctx.Err() != nil {
+			// The caller went away; the call may have run.
+			k.log.Debug("caller left before the answer", zap.String("user", userID), zap.String("fn", fn))
+			o = Outcome{Gone: true}
+			break
+		}
+		k.log.Error("call failed", zap.String("user", userID), zap.String("fn", fn), zap.Error(err))
+		o = failed(http.StatusInternalServerError, CodeInternal, "the relay failed to complete the call", 0)
 	}
+	if rec.State == store.IdemDone {
+		body, err := encodeRecord(o)
+		if err != nil {
+			// Only a result that is not JSON fails to encode; no door
+			// could have rendered it either.
+			k.log.Error("agent answered with a result that is not JSON", zap.String("user", userID), zap.String("fn", fn), zap.Error(err))
+			o = failed(http.StatusInternalServerError, CodeInternal, "the add-on answered with a result the relay cannot read", 0)
+			body, _ = encodeRecord(o)
+			rec.Status = http.StatusInternalServerError
+		}
+		rec.Body = body
+	} else {
+		rec.Status, rec.Body = 0, nil
+	}
+	rec.UpdatedAt = k.now()
 	// The outcome is recorded before the caller hears it, so that a retry
 	// after this answer gets the same one.
-	ctx, cancel := context.WithTimeout(context.WithoutCancel(r.Context()), 5*time.Second)
-	defer cancel()
-	if err := a.opts.Idempotency.FinishIdempotent(ctx, rec); err != nil {
+	fctx, fcancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+	defer fcancel()
+	if err := k.store.FinishIdempotent(fctx, rec); err != nil {
 		// The agent still remembers the outcome by request id, so a
 		// retry learns it; the record stays running until it is stale.
-		a.log.Error("recording write outcome", zap.String("user", p.UserID), zap.String("fn", fn), zap.Error(err))
+		k.log.Error("recording write outcome", zap.String("user", userID), zap.String("fn", fn), zap.Error(err))
 	}
-	rw.copyTo(w)
+	return o
 }
 
-// replay answers with a recorded response.
-func replay(w http.ResponseWriter, rec store.Idempotent) {
+// unknownOutcome reports the errors that say nothing about whether the
+// write ran: the relay's own outcome_unknown and addon_disconnected, and
+// the agent's request_in_progress (the first try of the same request id
+// still runs there). Recording one of them as the answer would hide the
+// true outcome for 24 hours; a retry asks the agent, which answers from
+// its memory of request ids.
+func unknownOutcome(code string) bool {
+	return code == CodeOutcomeUnknown || code == CodeAddonDisconnected || code == CodeRequestInProgress
+}
+
+func failed(status int, code, detail string, retryAfter int) Outcome {
+	return Outcome{Err: &httpapi.Error{Status: status, Code: code, Detail: detail, RetryAfter: retryAfter}}
+}
+
+// fingerprint names a request by what it asks the agent to do, whichever
+// door it came in by: the function and its arguments in canonical JSON
+// (sorted keys, no insignificant space). The "v2:" prefix tells it from the
+// fingerprints of the HTTP-only format (hex of method, route and body).
+func fingerprint(fn string, args json.RawMessage) string {
+	sum := sha256.New()
+	sum.Write([]byte(fn))
+	sum.Write([]byte{0})
+	sum.Write(canonicalJSON(args))
+	return fingerprintPrefix + hex.EncodeToString(sum.Sum(nil))
+}
+
+const fingerprintPrefix = "v2:"
+
+// canonicalJSON re-encodes b with sorted keys and without space; numbers
+// keep their text. b is returned as is when it is not JSON.
+func canonicalJSON(b json.RawMessage) []byte {
+	b = bytes.TrimSpace(b)
+	if len(b) == 0 {
+		return []byte("{}")
+	}
+	dec := json.NewDecoder(bytes.NewReader(b))
+	dec.UseNumber()
+	var v any
+	if dec.Decode(&v) != nil {
+		return b
+	}
+	out, err := json.Marshal(v)
+	if err != nil {
+		return b
+	}
+	return out
+}
+
+// legacyFingerprint is the fingerprint the HTTP API gave a request before
+// outcomes were transport-neutral.
+func legacyFingerprint(ep *endpoint, fn string, args json.RawMessage) string {
+	sum := sha256.New()
+	sum.Write([]byte(ep.Method + " " + ep.Path + "\x00" + fn + "\x00"))
+	sum.Write(args)
+	return hex.EncodeToString(sum.Sum(nil))
+}
+
+// outcomeVersion marks a record of the transport-neutral format.
+const outcomeVersion = 2
+
+// outcomeRecord is an Outcome as the store keeps it (store.Idempotent's
+// Body; Status holds the HTTP status as well, for operators): a success is
+// {"v":2,"fn":…,"result":<the agent's record>}, a failure
+// {"v":2,"error":{"status":…,"code":…,"detail":…,"fields":…,"retryAfter":…}}.
+// Records of the previous format hold the HTTP response body itself, which
+// never has a top-level "v".
+type outcomeRecord struct {
+	V      int             `json:"v"`
+	Fn     string          `json:"fn,omitempty"`
+	Result json.RawMessage `json:"result,omitempty"`
+	Error  *recordedError  `json:"error,omitempty"`
+}
+
+type recordedError struct {
+	Status     int                  `json:"status"`
+	Code       string               `json:"code"`
+	Detail     string               `json:"detail,omitempty"`
+	Fields     []httpapi.FieldError `json:"fields,omitempty"`
+	RetryAfter int                  `json:"retryAfter,omitempty"`
+}
+
+func encodeRecord(o Outcome) ([]byte, error) {
+	r := outcomeRecord{V: outcomeVersion, Fn: o.Fn, Result: o.Result}
+	if e := o.Err; e != nil {
+		r = outcomeRecord{V: outcomeVersion, Error: &recordedError{Status: e.Status, Code: e.Code, Detail: e.Detail, Fields: e.Fields, RetryAfter: e.RetryAfter}}
+	}
+	return json.Marshal(r)
+}
+
+// decodeRecord reads a done record of either format.
+func decodeRecord(rec store.Idempotent) (Outcome, error) {
+	var r outcomeRecord
+	if json.Unmarshal(rec.Body, &r) != nil || r.V == 0 {
+		if rec.Status == 0 || len(rec.Body) == 0 {
+			return Outcome{}, errors.New("api: an idempotency record holds no outcome")
+		}
+		return Outcome{legacyStatus: rec.Status, legacyBody: rec.Body}, nil
+	}
+	switch {
+	case r.V != outcomeVersion:
+		return Outcome{}, errors.New("api: an idempotency record of an unknown version")
+	case r.Error != nil:
+		e := r.Error
+		return Outcome{Err: &httpapi.Error{Status: e.Status, Code: e.Code, Detail: e.Detail, Fields: e.Fields, RetryAfter: e.RetryAfter}}, nil
+	case r.Fn == "":
+		return Outcome{}, errors.New("api: an idempotency record without a function")
+	}
+	return Outcome{Fn: r.Fn, Result: r.Result}, nil
+}
+
+// ---- The HTTP door ----
+
+// idempotentCall runs a keyed write from an HTTP route and answers with
+// its outcome (see KeyedWrites).
+func (a *API) idempotentCall(w http.ResponseWriter, r *http.Request, p auth.Principal, ep *endpoint, fn, key string, args json.RawMessage) {
+	o := a.keyed.run(r.Context(), p.UserID, fn, key, args, legacyFingerprint(ep, fn, args))
+	a.writeOutcome(w, p, o)
+}
+
+// writeOutcome answers with a keyed write's outcome: the rendered result
+// in the caller's profile, or the error; a replay carries
+// Idempotent-Replayed: true.
+func (a *API) writeOutcome(w http.ResponseWriter, p auth.Principal, o Outcome) {
+	if o.Gone {
+		return
+	}
+	if o.Replayed {
+		w.Header().Set(ReplayedHeader, "true")
+	}
+	switch {
+	case o.legacyBody != nil:
+		replayLegacy(w, o.legacyStatus, o.legacyBody)
+	case o.Err != nil:
+		httpapi.WriteError(w, o.Err.Status, *o.Err)
+	default:
+		a.writeResult(w, p, o.Fn, o.Result)
+	}
+}
+
+// replayLegacy answers with a response recorded in the previous format,
+// byte for byte.
+func replayLegacy(w http.ResponseWriter, status int, body []byte) {
 	h := w.Header()
 	h.Set("Content-Type", "application/json")
 	h.Set("X-Content-Type-Options", "nosniff")
 	h.Set("Cache-Control", "no-store")
-	h.Set("Idempotent-Replayed", "true")
-	h.Set("Content-Length", strconv.Itoa(len(rec.Body)))
-	w.WriteHeader(rec.Status)
-	_, _ = w.Write(rec.Body)
-}
-
-// recorder captures a response so that it can be recorded before it is
-// sent.
-type recorder struct {
-	header http.Header
-	status int
-	body   bytes.Buffer
-}
-
-func (r *recorder) Header() http.Header { return r.header }
-
-func (r *recorder) WriteHeader(status int) {
-	if r.status == 0 {
-		r.status = status
-	}
-}
-
-func (r *recorder) Write(b []byte) (int, error) {
-	if r.status == 0 {
-		r.status = http.StatusOK
-	}
-	return r.body.Write(b)
-}
-
-// unknownOutcome reports a response that says nothing about whether the
-// write ran: the relay's own 503 outcome_unknown and 408 addon_disconnected.
-func (r *recorder) unknownOutcome() bool {
-	if r.status != http.StatusServiceUnavailable && r.status != http.StatusRequestTimeout {
-		return false
-	}
-	var e struct {
-		Error string `json:"error"`
-	}
-	_ = json.Unmarshal(r.body.Bytes(), &e)
-	return e.Error == CodeOutcomeUnknown || e.Error == CodeAddonDisconnected
-}
-
-func (r *recorder) copyTo(w http.ResponseWriter) {
-	if r.status == 0 {
-		return // the caller went away; nothing was written
-	}
-	h := w.Header()
-	for k, v := range r.header {
-		h[k] = v
-	}
-	w.WriteHeader(r.status)
-	_, _ = w.Write(r.body.Bytes())
+	h.Set("Content-Length", strconv.Itoa(len(body)))
+	w.WriteHeader(status)
+	_, _ = w.Write(body)
 }

@@ -25,7 +25,10 @@ const (
 	fieldWrongType   = httpapi.FieldCodeWrongType
 	fieldNotAllowed  = "not_allowed" // a value outside the enumeration
 	fieldBadFormat   = "string_pattern_mismatch"
-	fieldOutOfRange  = "out_of_range"
+	fieldOutOfRange  = "out_of_range"       // a string longer than its maximum
+	fieldTooSmall    = "greater_than_equal" // a number below its minimum (limit)
+	fieldNotAbove    = "greater_than"       // a number at or below its exclusive minimum (limit)
+	fieldTooLarge    = "less_than_equal"    // a number above its maximum (limit)
 	fieldUnknown     = "unknown_field"
 	fieldDuplicate   = "duplicate_field" // a field and its alias both sent
 	fieldOneRequired = "one_of_required"
@@ -79,8 +82,17 @@ func parseArgs(w http.ResponseWriter, r *http.Request, ep *endpoint) (map[string
 }
 
 // completeArgs fills in the defaults of absent parameters and refuses args
-// that lack a required parameter or every member of a OneOf group.
+// that lack a required parameter, a price their orderType needs, or every
+// member of a OneOf group. An optional orderType (FlatPlace) defaults from
+// the prices sent: protocol.FlatPlaceOrderType.
 func completeArgs(ep *endpoint, args map[string]any) *httpapi.Error {
+	if p := ep.param("orderType", inBody); p != nil && !p.Required {
+		if _, ok := args["orderType"]; !ok {
+			_, limit := args["limitPrice"]
+			_, stop := args["stopPrice"]
+			args["orderType"] = protocol.FlatPlaceOrderType(limit, stop)
+		}
+	}
 	var missing []httpapi.FieldError
 	for i := range ep.Params {
 		p := &ep.Params[i]
@@ -92,12 +104,17 @@ func completeArgs(ep *endpoint, args map[string]any) *httpapi.Error {
 			}
 		}
 	}
+	missing = append(missing, missingPrices(ep, args)...)
 	if len(missing) > 0 {
 		names := make([]string, len(missing))
 		for i, f := range missing {
 			names[i] = f.Path
 		}
-		return argsError(CodeMissingFields, "missing required fields: "+strings.Join(names, ", "), missing...)
+		detail := "missing required fields: " + strings.Join(names, ", ")
+		if hint := missingHints[ep.Fn]; hint != "" {
+			detail += "; " + hint
+		}
+		return argsError(CodeMissingFields, detail, missing...)
 	}
 	for _, group := range ep.OneOf {
 		if !slices.ContainsFunc(group, func(n string) bool { _, ok := args[n]; return ok }) {
@@ -109,6 +126,30 @@ func completeArgs(ep *endpoint, args map[string]any) *httpapi.Error {
 		}
 	}
 	return nil
+}
+
+// missingHints complete the detail of a route's missing fields.
+var missingHints = map[string]string{
+	protocol.FnFlatPlace: "flat place needs them to know what to place",
+}
+
+// missingPrices names the prices args' orderType needs and lacks: a limit
+// price for Limit and StopLimit, a stop price for StopMarket and StopLimit.
+func missingPrices(ep *endpoint, args map[string]any) []httpapi.FieldError {
+	t, _ := args["orderType"].(string)
+	var out []httpapi.FieldError
+	for _, need := range []struct {
+		name  string
+		types []string
+	}{
+		{"limitPrice", []string{protocol.OrderTypeLimit, protocol.OrderTypeStopLimit}},
+		{"stopPrice", []string{protocol.OrderTypeStopMarket, protocol.OrderTypeStopLimit}},
+	} {
+		if _, ok := args[need.name]; !ok && slices.Contains(need.types, t) && ep.param(need.name, inBody) != nil {
+			out = append(out, httpapi.FieldError{Path: need.name, Code: fieldMissing})
+		}
+	}
+	return out
 }
 
 // parseQuery types the query parameters. Unknown and repeated parameters are
@@ -124,19 +165,104 @@ func parseQuery(r *http.Request, ep *endpoint, args map[string]any) *httpapi.Err
 	for name, vals := range q {
 		p := ep.param(name, inQuery)
 		if p == nil {
-			return argsError(CodeUnknownParameter, "the query has a parameter this route does not take")
+			return unknownError(ep, inQuery, name)
 		}
 		if len(vals) > 1 {
 			return argsError(CodeUnknownParameter, "the query parameter "+p.Name+" is repeated")
 		}
 		v, fe := typedText(p, vals[0])
 		if fe != nil {
-			return argsError(CodeInvalidArgument, "the query parameter "+p.Name+" is not valid", *fe)
+			return argsError(CodeInvalidArgument, "the query parameter "+fieldDetail(p, fe), *fe)
 		}
 		args[p.Name] = v
 	}
 	return nil
 }
+
+// unknownError refuses a query parameter or body field the route does not
+// take. fields names it only when it looks like a field name (never
+// arbitrary bytes of the caller's); the detail lists what the route takes
+// there.
+func unknownError(ep *endpoint, in, name string) *httpapi.Error {
+	code, what := CodeInvalidArgument, "the body has a field"
+	if in == inQuery {
+		code, what = CodeUnknownParameter, "the query has a parameter"
+	}
+	safe := safeFieldName(name)
+	detail := what + " this route does not take (named in fields when it looks like a field name)"
+	var takes []string
+	for i := range ep.Params {
+		if ep.Params[i].In == in {
+			takes = append(takes, ep.Params[i].Name)
+		}
+	}
+	if len(takes) == 0 {
+		detail += "; it takes none"
+	} else {
+		detail += "; it takes " + strings.Join(takes, ", ")
+	}
+	return argsError(code, detail, httpapi.FieldError{Path: safe, Code: fieldUnknown})
+}
+
+// fieldDetail is the sentence of a field error: the field's name and the
+// rule it broke (the allowed values, the bound crossed, the form), never the
+// value sent.
+func fieldDetail(p *param, fe *httpapi.FieldError) string {
+	n := p.Name
+	switch fe.Code {
+	case fieldNotAllowed:
+		return n + " must be one of " + strings.Join(p.Enum, ", ") + " (any casing)"
+	case fieldTooSmall:
+		return n + " must be at least " + number(p.Min) + rangeHint(p)
+	case fieldNotAbove:
+		return n + " must be above " + number(p.Min) + rangeHint(p)
+	case fieldTooLarge:
+		return n + " must be at most " + number(p.Max) + rangeHint(p)
+	case fieldOutOfRange:
+		return n + " must be at most " + number(p.Max) + " characters"
+	case fieldWrongType:
+		switch p.Type {
+		case tInteger:
+			return n + " must be a whole number"
+		case tNumber:
+			return n + " must be a finite number"
+		case tBoolean:
+			return n + " must be true or false"
+		case tObject:
+			return n + " must be an object"
+		}
+		return n + " must be a string"
+	case fieldBadFormat:
+		switch p.Format {
+		case formatInstrument:
+			return n + ` must be written as "ES 12-26" (root and contract month), "ES" (the front month) or "ESZ26" (month code)`
+		case formatName:
+			return n + " must be 1 to 64 printable characters without leading or trailing spaces"
+		case formatTime:
+			return n + " must be an RFC 3339 time such as 2026-11-18T15:00:00Z"
+		case formatPositionList:
+			return n + " must be a comma-separated list of flat, long, short"
+		case "integer-text":
+			return n + ` must be a whole number from 1 to 100000, as text ("5")`
+		}
+	}
+	return "the field " + n + " is not valid"
+}
+
+// rangeHints explain a number's range where the bound alone does not.
+var rangeHints = map[string]string{
+	"percent": "percent is a fraction of the position: 0.5 closes half",
+}
+
+func rangeHint(p *param) string {
+	if h := rangeHints[p.Name]; h != "" {
+		return "; " + h
+	}
+	return ""
+}
+
+// number spells a bound: 1, 0.5, 10000.
+func number(f float64) string { return strconv.FormatFloat(f, 'f', -1, 64) }
 
 // parseQueryStrict is url.ParseQuery that refuses ';' separators and keeps
 // empty values.
@@ -207,8 +333,7 @@ func parseBody(w http.ResponseWriter, r *http.Request, ep *endpoint, args map[st
 	for name, raw := range body {
 		p := ep.param(name, inBody)
 		if p == nil {
-			return argsError(CodeInvalidArgument, "the body has a field this route does not take",
-				httpapi.FieldError{Path: safeFieldName(name), Code: fieldUnknown})
+			return unknownError(ep, inBody, name)
 		}
 		if seen[p.Name] {
 			return argsError(CodeInvalidArgument, "the field "+p.Name+" is sent twice under different names",
@@ -220,7 +345,7 @@ func parseBody(w http.ResponseWriter, r *http.Request, ep *endpoint, args map[st
 		}
 		v, fe := typedJSON(p, raw)
 		if fe != nil {
-			return argsError(CodeInvalidArgument, "the field "+p.Name+" is not valid", *fe)
+			return argsError(CodeInvalidArgument, fieldDetail(p, fe), *fe)
 		}
 		args[p.Name] = v
 	}
@@ -233,8 +358,11 @@ func safeFieldName(s string) string {
 	if fieldNameRE.MatchString(s) {
 		return s
 	}
-	return "(unnamed)"
+	return unnamedField
 }
+
+// unnamedField stands for a field name that is not repeated.
+const unnamedField = "(unnamed)"
 
 var fieldNameRE = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]{0,39}$`)
 
@@ -281,14 +409,30 @@ func typedJSON(p *param, raw json.RawMessage) (any, *httpapi.FieldError) {
 	return nil, wrong
 }
 
+// checkRange checks a number against its parameter's bounds and reports
+// the bound crossed. A number parameter (prices, fractions) whose minimum
+// is 0 must be above it: no price or fraction of this API may be 0.
 func (p *param) checkRange(f float64) *httpapi.FieldError {
 	if p.Min == 0 && p.Max == 0 {
 		return nil
 	}
-	if f < p.Min || f > p.Max {
-		return &httpapi.FieldError{Path: p.Name, Code: fieldOutOfRange, Limit: p.Max}
+	switch {
+	case p.Type == tNumber && p.Min == 0 && f <= 0:
+		return &httpapi.FieldError{Path: p.Name, Code: fieldNotAbove, Limit: p.bound(p.Min)}
+	case f < p.Min:
+		return &httpapi.FieldError{Path: p.Name, Code: fieldTooSmall, Limit: p.bound(p.Min)}
+	case f > p.Max:
+		return &httpapi.FieldError{Path: p.Name, Code: fieldTooLarge, Limit: p.bound(p.Max)}
 	}
 	return nil
+}
+
+// bound is a limit as the field's type writes it (1, not 1.0).
+func (p *param) bound(f float64) any {
+	if p.Type == tInteger {
+		return int64(f)
+	}
+	return f
 }
 
 // checkString checks a string's enumeration and format and returns the
@@ -300,7 +444,7 @@ func (p *param) checkString(s string) (any, *httpapi.FieldError) {
 				return e, nil
 			}
 		}
-		return nil, &httpapi.FieldError{Path: p.Name, Code: fieldNotAllowed}
+		return nil, &httpapi.FieldError{Path: p.Name, Code: fieldNotAllowed, Allowed: p.Enum}
 	}
 	if p.Max > 0 && float64(utf8.RuneCountInString(s)) > p.Max {
 		return nil, &httpapi.FieldError{Path: p.Name, Code: fieldOutOfRange, Limit: p.Max}

@@ -41,17 +41,6 @@ type SocketCall struct {
 	// has none. Its request id is "idem:"+Key on both transports, so a
 	// write retried over either runs at most once on the agent.
 	Key string
-
-	top func(json.RawMessage) map[string]any
-}
-
-// Top returns the fields the HTTP route lifts from result to the top level
-// of its response (orderId, orderIds), or nil.
-func (c SocketCall) Top(result json.RawMessage) map[string]any {
-	if c.top == nil {
-		return nil
-	}
-	return c.top(result)
 }
 
 // PrepareSocketCall checks a WebSocket rpc frame's api and args. args must
@@ -97,7 +86,7 @@ func PrepareSocketCall(api string, args json.RawMessage) (SocketCall, *httpapi.E
 			return SocketCall{}, argsError(CodeInvalidArgument, "args has a field this function does not take",
 				httpapi.FieldError{Path: safeFieldName(name), Code: fieldUnknown})
 		}
-		return finishSocketCall(api, map[string]any{}, key, nil, false)
+		return finishSocketCall(api, map[string]any{}, key, false)
 	}
 	var firstErr, lenientErr *httpapi.Error
 	lenient := lenientEndpoint(cands)
@@ -108,7 +97,7 @@ func PrepareSocketCall(api string, args json.RawMessage) (SocketCall, *httpapi.E
 			if ep.Choose != nil {
 				fn = ep.Choose(m)
 			}
-			return finishSocketCall(fn, m, key, ep.Top, ep.OrderIDKey)
+			return finishSocketCall(fn, m, key, ep.OrderIDKey)
 		}
 		if firstErr == nil {
 			firstErr = e
@@ -123,13 +112,13 @@ func PrepareSocketCall(api string, args json.RawMessage) (SocketCall, *httpapi.E
 	return SocketCall{}, firstErr
 }
 
-func finishSocketCall(fn string, m map[string]any, key string, top func(json.RawMessage) map[string]any, orderIDKey bool) (SocketCall, *httpapi.Error) {
+func finishSocketCall(fn string, m map[string]any, key string, orderIDKey bool) (SocketCall, *httpapi.Error) {
 	raw, err := json.Marshal(m)
 	if err != nil {
 		return SocketCall{}, &httpapi.Error{Status: http.StatusInternalServerError, Code: CodeInternal, Detail: "the relay failed to encode the request"}
 	}
 	f, _ := protocol.LookupFunction(fn)
-	c := SocketCall{Fn: fn, Args: raw, Write: f.Write, top: top}
+	c := SocketCall{Fn: fn, Args: raw, Write: f.Write}
 	if f.Write {
 		c.Key = key
 		if c.Key == "" && orderIDKey {

@@ -30,7 +30,6 @@ func TestPrepareSocketCall(t *testing.T) {
 	require.Equal(t, "Buy", m["action"])
 	require.Equal(t, "Limit", m["orderType"])
 	require.Equal(t, "Gtc", m["timeInForce"])
-	require.Equal(t, map[string]any{"orderId": "o-1"}, c.Top(json.RawMessage(`{"orderId":"o-1"}`)))
 
 	// idempotencyKey wins over orderId and is not forwarded.
 	c, e = api.PrepareSocketCall("PlaceOrder", json.RawMessage(`{"account":"Sim101","action":"Sell","instrument":"ES","orderType":"Market","quantity":1,"timeInForce":"Day","orderId":"o-7","idempotencyKey":"k"}`))

@@ -11,6 +11,7 @@ import (
 
 	"go.uber.org/zap"
 
+	"tradebridge/relay/profile"
 	"tradebridge/relay/store"
 )
 
@@ -31,6 +32,9 @@ type Principal struct {
 	UserName string
 	Plan     Plan
 	Kind     Kind
+	// Profile is the response profile of an API token: how trading
+	// results are shaped for this caller.
+	Profile profile.Profile
 	// TokenHash identifies the token (its stored hash) without revealing
 	// it.
 	TokenHash string
@@ -126,7 +130,12 @@ func (a *Authenticator) lookup(ctx context.Context, hash string, want Kind) (Pri
 	case t.Revoked(), u.Disabled, Kind(t.Kind) != want:
 		return Principal{}, ErrUnauthorized
 	}
-	return Principal{UserID: u.ID, UserName: u.Name, Plan: Plan(u.Plan), Kind: want, TokenHash: hash}, nil
+	prof, err := profile.Parse(t.Profile)
+	if err != nil {
+		a.log.Warn("token has an unknown response profile; using standard", zap.String("user", u.ID))
+		prof = profile.Standard
+	}
+	return Principal{UserID: u.ID, UserName: u.Name, Plan: Plan(u.Plan), Kind: want, Profile: prof, TokenHash: hash}, nil
 }
 
 func (a *Authenticator) remember(hash string, v verdict, now time.Time) {
@@ -188,18 +197,84 @@ func CreateUser(ctx context.Context, st store.Store, name string, plan Plan, now
 	return Credentials{UserID: id, APIToken: apiTok, AgentToken: agentTok}, nil
 }
 
-// IssueToken issues another token of the kind to an existing user;
+// IssueToken issues another token of the kind to an existing user, with
+// the response profile prof (API tokens only; "" is the standard one);
 // store.ErrNotFound if there is no such user.
-func IssueToken(ctx context.Context, st store.Store, userID string, k Kind, now time.Time) (string, error) {
+func IssueToken(ctx context.Context, st store.Store, userID string, k Kind, prof profile.Profile, now time.Time) (string, error) {
+	if !k.Valid() {
+		return "", fmt.Errorf("auth: unknown token kind %q", k)
+	}
+	if prof == "" {
+		prof = profile.Standard
+	}
+	if _, err := profile.Parse(string(prof)); err != nil {
+		return "", err
+	}
+	if k != KindAPI && prof != profile.Standard {
+		return "", ErrProfileAPIOnly
+	}
 	tok, err := NewToken(k)
 	if err != nil {
 		return "", err
 	}
-	err = st.AddToken(ctx, store.Token{Hash: Hash(tok), UserID: userID, Kind: string(k), CreatedAt: now.UTC()})
+	err = st.AddToken(ctx, store.Token{Hash: Hash(tok), UserID: userID, Kind: string(k), Profile: string(prof), CreatedAt: now.UTC()})
 	if err != nil {
 		return "", err
 	}
 	return tok, nil
+}
+
+// ErrProfileAPIOnly refuses a response profile for an agent token: only
+// API tokens receive trading results.
+var ErrProfileAPIOnly = errors.New("auth: response profiles apply to API tokens only")
+
+// SetTokenProfile changes the response profile of an API token; a running
+// relay applies it within its cache TTL. store.ErrNotFound if the token was
+// never issued.
+func SetTokenProfile(ctx context.Context, st store.Store, token string, prof profile.Profile) error {
+	if _, err := profile.Parse(string(prof)); err != nil || prof == "" {
+		return profile.ErrUnknown
+	}
+	k, ok := ParseKind(token)
+	if !ok {
+		return fmt.Errorf("auth: malformed token: %w", store.ErrNotFound)
+	}
+	if k != KindAPI {
+		return ErrProfileAPIOnly
+	}
+	return st.SetTokenProfile(ctx, Hash(token), string(prof))
+}
+
+// TokenInfo describes an issued token without revealing it: its kind,
+// response profile, when it was issued and revoked, and the first 12 hex
+// digits of its hash, which `relay tokens list` shows to tell tokens apart.
+type TokenInfo struct {
+	ID        string `json:"id"`
+	Kind      Kind   `json:"kind"`
+	Profile   string `json:"profile,omitempty"`
+	CreatedAt string `json:"createdAt"`
+	RevokedAt string `json:"revokedAt,omitempty"`
+}
+
+// ListTokens describes a user's tokens, oldest first; store.ErrNotFound if
+// there is no such user.
+func ListTokens(ctx context.Context, st store.Store, userID string) ([]TokenInfo, error) {
+	ts, err := st.ListTokens(ctx, userID)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]TokenInfo, 0, len(ts))
+	for _, t := range ts {
+		ti := TokenInfo{ID: t.Hash[:min(12, len(t.Hash))], Kind: Kind(t.Kind), CreatedAt: t.CreatedAt.UTC().Format(time.RFC3339)}
+		if ti.Kind == KindAPI {
+			ti.Profile = t.Profile
+		}
+		if t.Revoked() {
+			ti.RevokedAt = t.RevokedAt.UTC().Format(time.RFC3339)
+		}
+		out = append(out, ti)
+	}
+	return out, nil
 }
 
 // RevokeToken revokes a token; store.ErrNotFound if it was never issued.

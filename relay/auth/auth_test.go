@@ -12,6 +12,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"tradebridge/relay/auth"
+	"tradebridge/relay/profile"
 	"tradebridge/relay/store"
 )
 
@@ -121,7 +122,7 @@ func TestAuthenticate(t *testing.T) {
 	p, err := a.Authenticate(ctx, creds.APIToken, auth.KindAPI)
 	require.NoError(t, err)
 	require.Equal(t, auth.Principal{UserID: creds.UserID, UserName: "alice", Plan: auth.PlanPro,
-		Kind: auth.KindAPI, TokenHash: auth.Hash(creds.APIToken)}, p)
+		Kind: auth.KindAPI, Profile: profile.Standard, TokenHash: auth.Hash(creds.APIToken)}, p)
 
 	t.Run("wrong kind", func(t *testing.T) {
 		_, err := a.Authenticate(ctx, creds.APIToken, auth.KindAgent)
@@ -167,7 +168,7 @@ func TestAuthenticate(t *testing.T) {
 		require.NoError(t, err)
 	})
 	t.Run("store failure is not unauthorized and is not cached", func(t *testing.T) {
-		tok, err := auth.IssueToken(ctx, st, creds.UserID, auth.KindAPI, now)
+		tok, err := auth.IssueToken(ctx, st, creds.UserID, auth.KindAPI, "", now)
 		require.NoError(t, err)
 		st.fail.Store(true)
 		_, err = a.Authenticate(ctx, tok, auth.KindAPI)
@@ -179,6 +180,53 @@ func TestAuthenticate(t *testing.T) {
 	})
 }
 
+// An API token's response profile reaches the principal; changing it
+// takes effect once the cached verdict expires.
+func TestTokenProfile(t *testing.T) {
+	ctx := context.Background()
+	st := newStore(t)
+	now := time.Date(2026, 11, 2, 9, 0, 0, 0, time.UTC)
+	a, err := auth.New(auth.Options{Store: st, CacheTTL: 2 * time.Second, Now: func() time.Time { return now }})
+	require.NoError(t, err)
+	creds, err := auth.CreateUser(ctx, st, "alice", auth.PlanPro, now)
+	require.NoError(t, err)
+
+	compat, err := auth.IssueToken(ctx, st, creds.UserID, auth.KindAPI, profile.Compatible, now)
+	require.NoError(t, err)
+	p, err := a.Authenticate(ctx, compat, auth.KindAPI)
+	require.NoError(t, err)
+	require.Equal(t, profile.Compatible, p.Profile)
+
+	p, err = a.Authenticate(ctx, creds.APIToken, auth.KindAPI)
+	require.NoError(t, err)
+	require.Equal(t, profile.Standard, p.Profile)
+	require.NoError(t, auth.SetTokenProfile(ctx, st, creds.APIToken, profile.Compatible))
+	p, _ = a.Authenticate(ctx, creds.APIToken, auth.KindAPI)
+	require.Equal(t, profile.Standard, p.Profile, "the cached verdict holds until it expires")
+	now = now.Add(2 * time.Second)
+	p, _ = a.Authenticate(ctx, creds.APIToken, auth.KindAPI)
+	require.Equal(t, profile.Compatible, p.Profile)
+
+	_, err = auth.IssueToken(ctx, st, creds.UserID, auth.KindAgent, profile.Compatible, now)
+	require.ErrorIs(t, err, auth.ErrProfileAPIOnly)
+	require.ErrorIs(t, auth.SetTokenProfile(ctx, st, creds.AgentToken, profile.Compatible), auth.ErrProfileAPIOnly)
+	require.ErrorIs(t, auth.SetTokenProfile(ctx, st, creds.APIToken, "fancy"), profile.ErrUnknown)
+	_, err = auth.IssueToken(ctx, st, creds.UserID, auth.KindAPI, "fancy", now)
+	require.ErrorIs(t, err, profile.ErrUnknown)
+
+	infos, err := auth.ListTokens(ctx, st, creds.UserID)
+	require.NoError(t, err)
+	require.Len(t, infos, 3)
+	for _, ti := range infos {
+		require.Len(t, ti.ID, 12)
+		if ti.Kind == auth.KindAgent {
+			require.Empty(t, ti.Profile, "agent tokens have no profile")
+		} else {
+			require.Equal(t, "compatible", ti.Profile)
+		}
+	}
+}
+
 func TestIssueAndRevoke(t *testing.T) {
 	ctx := context.Background()
 	st := newStore(t)
@@ -186,13 +234,13 @@ func TestIssueAndRevoke(t *testing.T) {
 	a, err := auth.New(auth.Options{Store: st, CacheTTL: -1})
 	require.NoError(t, err)
 
-	_, err = auth.IssueToken(ctx, st, "usr_nobody", auth.KindAPI, now)
+	_, err = auth.IssueToken(ctx, st, "usr_nobody", auth.KindAPI, "", now)
 	require.ErrorIs(t, err, store.ErrNotFound)
 	require.ErrorIs(t, auth.RevokeToken(ctx, st, "not-a-token", now), store.ErrNotFound)
 
 	creds, err := auth.CreateUser(ctx, st, "bob", auth.PlanElite, now)
 	require.NoError(t, err)
-	second, err := auth.IssueToken(ctx, st, creds.UserID, auth.KindAgent, now)
+	second, err := auth.IssueToken(ctx, st, creds.UserID, auth.KindAgent, "", now)
 	require.NoError(t, err)
 
 	n, err := auth.RevokeUserTokens(ctx, st, creds.UserID, auth.KindAgent, now)

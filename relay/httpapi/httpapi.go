@@ -53,6 +53,10 @@ const (
 	CodeUnexpectedBody         = "unexpected_body"
 )
 
+// RequestIDHeader names a request: the relay sets it on every response, and
+// WriteError repeats it as meta.requestId when the Error names none.
+const RequestIDHeader = "X-Request-Id"
+
 // FieldCodeWrongType is the FieldError code of a value whose JSON type does
 // not fit the field (a string where a number is expected, a number out of
 // the field's range, ...).
@@ -107,13 +111,15 @@ func (e *Error) Unwrap() error { return e.cause }
 
 // FieldError names one field at fault. Path is the dotted path of the field
 // as the API documents it ("quantity", "smartOptions.x"); Code says what is
-// wrong with it; Limit and Pattern state the rule that was broken when it has
-// one (a maximum length, a regular expression).
+// wrong with it; Limit, Pattern and Allowed state the rule that was broken
+// when it has one (the bound crossed, a regular expression, the values an
+// enumerated field takes).
 type FieldError struct {
-	Path    string `json:"path"`
-	Code    string `json:"code"`
-	Limit   any    `json:"limit,omitempty"`
-	Pattern string `json:"pattern,omitempty"`
+	Path    string   `json:"path"`
+	Code    string   `json:"code"`
+	Limit   any      `json:"limit,omitempty"`
+	Pattern string   `json:"pattern,omitempty"`
+	Allowed []string `json:"allowed,omitempty"`
 }
 
 // maxPooledBuffer bounds the buffers kept for reuse, so that one huge
@@ -182,6 +188,20 @@ func WriteWithTop(w http.ResponseWriter, status int, data any, top map[string]an
 	send(w, status, buf.Bytes())
 }
 
+// WriteMembers sends status and a success whose top-level members besides
+// "success" are appended by appendMembers, each as `,"key":value` (a
+// response profile's rendering, see package profile). The members must be
+// valid JSON; appendMembers is called with {"success":true already in the
+// buffer.
+func WriteMembers(w http.ResponseWriter, status int, appendMembers func([]byte) []byte) {
+	buf := getBuffer()
+	defer putBuffer(buf)
+	buf.WriteString(`{"success":true`)
+	buf.Write(appendMembers(buf.AvailableBuffer()))
+	buf.WriteString("}\n")
+	send(w, status, buf.Bytes())
+}
+
 // errorBody is the wire form of an Error.
 type errorBody struct {
 	Success    bool         `json:"success"`
@@ -218,6 +238,11 @@ func WriteError(w http.ResponseWriter, status int, e Error) {
 	}
 	if body.Error == "" {
 		body.Error = CodeInternal
+	}
+	if e.RequestID == "" {
+		// The relay's middleware names every request in this header
+		// before any handler runs.
+		e.RequestID = w.Header().Get(RequestIDHeader)
 	}
 	if e.RequestID != "" {
 		body.Meta = &errorMeta{RequestID: e.RequestID}

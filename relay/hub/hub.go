@@ -191,6 +191,7 @@ func (h *Hub) Info(userID string) (Info, bool) {
 
 // Call runs the RPC function fn with args on userID's agent and returns its
 // result. requestID, when set, makes a write run at most once on the agent.
+// The request id WithTrace put in ctx travels along as Request.Trace.
 // Errors: ErrNotConnected, ErrConnectionLost, ErrTimeout, ErrClosed, or the
 // agent's *protocol.Error.
 func (h *Hub) Call(ctx context.Context, userID, fn, requestID string, args json.RawMessage) (json.RawMessage, error) {
@@ -205,11 +206,29 @@ func (h *Hub) Call(ctx context.Context, userID, fn, requestID string, args json.
 		ctx, cancel = context.WithTimeout(ctx, h.opts.DefaultTimeout)
 		defer cancel()
 	}
-	req := protocol.Request{Fn: fn, RequestID: requestID, Args: args}
+	req := protocol.Request{Fn: fn, RequestID: requestID, Args: args, Trace: TraceFrom(ctx)}
 	if dedicatedStream(fn) {
 		return c.callOnOwnStream(ctx, req)
 	}
 	return c.rpc.call(ctx, req)
+}
+
+type traceKey struct{}
+
+// WithTrace returns ctx carrying id, the request id of the HTTP (or stream)
+// request a call serves. Call sends it to the agent as Request.Trace, for
+// its logs. An id that breaks protocol.ValidTrace is not carried.
+func WithTrace(ctx context.Context, id string) context.Context {
+	if !protocol.ValidTrace(id) {
+		return ctx
+	}
+	return context.WithValue(ctx, traceKey{}, id)
+}
+
+// TraceFrom returns the request id WithTrace put in ctx, or "".
+func TraceFrom(ctx context.Context) string {
+	id, _ := ctx.Value(traceKey{}).(string)
+	return id
 }
 
 // dedicatedStream reports whether fn's replies may be large enough to hold

@@ -154,8 +154,8 @@ func isConstraint(err error) bool {
 
 func insertToken(ctx context.Context, tx *sql.Tx, t Token) error {
 	_, err := tx.ExecContext(ctx,
-		"INSERT INTO tokens (hash, user_id, kind, created_at) VALUES (?, ?, ?, ?)",
-		t.Hash, t.UserID, t.Kind, millis(t.CreatedAt))
+		"INSERT INTO tokens (hash, user_id, kind, profile, created_at) VALUES (?, ?, ?, ?, ?)",
+		t.Hash, t.UserID, t.Kind, profileOrDefault(t.Profile), millis(t.CreatedAt))
 	if isConstraint(err) {
 		return ErrConflict
 	}
@@ -236,9 +236,9 @@ func (s *SQLite) LookupToken(ctx context.Context, hash string) (Token, User, err
 	t := Token{Hash: hash}
 	var created, revoked sql.NullInt64
 	u, err := scanUser(s.db.QueryRowContext(ctx,
-		"SELECT "+userColumns+", tokens.kind, tokens.created_at, tokens.revoked_at"+
+		"SELECT "+userColumns+", tokens.kind, tokens.profile, tokens.created_at, tokens.revoked_at"+
 			" FROM tokens JOIN users ON users.id = tokens.user_id WHERE tokens.hash = ?", hash),
-		&t.Kind, &created, &revoked)
+		&t.Kind, &t.Profile, &created, &revoked)
 	if err != nil {
 		return Token{}, User{}, wrap("look up token", err)
 	}
@@ -246,6 +246,48 @@ func (s *SQLite) LookupToken(ctx context.Context, hash string) (Token, User, err
 	t.CreatedAt = fromMillis(created)
 	t.RevokedAt = fromMillis(revoked)
 	return t, u, nil
+}
+
+// SetTokenProfile implements Store.
+func (s *SQLite) SetTokenProfile(ctx context.Context, hash, profile string) error {
+	err := s.tx(ctx, func(tx *sql.Tx) error {
+		res, err := tx.ExecContext(ctx, "UPDATE tokens SET profile = ? WHERE hash = ?", profileOrDefault(profile), hash)
+		return affected(res, err)
+	})
+	return wrap("set token profile", err)
+}
+
+// ListTokens implements Store.
+func (s *SQLite) ListTokens(ctx context.Context, userID string) ([]Token, error) {
+	if _, err := s.User(ctx, userID); err != nil {
+		return nil, err
+	}
+	rows, err := s.db.QueryContext(ctx,
+		"SELECT hash, kind, profile, created_at, revoked_at FROM tokens WHERE user_id = ? ORDER BY created_at, hash", userID)
+	if err != nil {
+		return nil, wrap("list tokens", err)
+	}
+	defer rows.Close()
+	var out []Token
+	for rows.Next() {
+		t := Token{UserID: userID}
+		var created, revoked sql.NullInt64
+		if err := rows.Scan(&t.Hash, &t.Kind, &t.Profile, &created, &revoked); err != nil {
+			return nil, wrap("list tokens", err)
+		}
+		t.CreatedAt = fromMillis(created)
+		t.RevokedAt = fromMillis(revoked)
+		out = append(out, t)
+	}
+	return out, wrap("list tokens", rows.Err())
+}
+
+// profileOrDefault stores an empty profile as the default one.
+func profileOrDefault(p string) string {
+	if p == "" {
+		return "standard"
+	}
+	return p
 }
 
 // RevokeToken implements Store.

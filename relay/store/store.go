@@ -37,9 +37,12 @@ type User struct {
 // Token is the stored form of an API or agent token: its hash, never its
 // text.
 type Token struct {
-	Hash      string
-	UserID    string
-	Kind      string
+	Hash   string
+	UserID string
+	Kind   string
+	// Profile is an API token's response profile ("standard" or
+	// "compatible"); empty means standard.
+	Profile   string
 	CreatedAt time.Time
 	// RevokedAt is the zero time while the token is valid.
 	RevokedAt time.Time
@@ -88,6 +91,12 @@ type Store interface {
 	// LookupToken returns the token with the hash and its user, revoked or
 	// not; ErrNotFound if there is none.
 	LookupToken(ctx context.Context, hash string) (Token, User, error)
+	// SetTokenProfile sets the response profile of the token with the
+	// hash. ErrNotFound if there is none.
+	SetTokenProfile(ctx context.Context, hash, profile string) error
+	// ListTokens returns the user's tokens, revoked ones included, oldest
+	// first. ErrNotFound if the user does not exist.
+	ListTokens(ctx context.Context, userID string) ([]Token, error)
 	// RevokeToken revokes the token with the hash at the given time. Revoking
 	// a revoked token changes nothing. ErrNotFound if there is none.
 	RevokeToken(ctx context.Context, hash string, at time.Time) error

@@ -40,7 +40,7 @@ func TestUsersAndTokens(t *testing.T) {
 
 	tok, owner, err := s.LookupToken(ctx, "h-agent")
 	require.NoError(t, err)
-	require.Equal(t, store.Token{Hash: "h-agent", UserID: "usr_1", Kind: "agent", CreatedAt: t0}, tok)
+	require.Equal(t, store.Token{Hash: "h-agent", UserID: "usr_1", Kind: "agent", Profile: "standard", CreatedAt: t0}, tok, "the default profile is stored")
 	require.False(t, tok.Revoked())
 	require.Equal(t, u, owner)
 
@@ -63,6 +63,41 @@ func TestUsersAndTokens(t *testing.T) {
 	require.NoError(t, err)
 	require.False(t, tok.Revoked())
 	require.True(t, owner.Disabled)
+}
+
+// A token's response profile is stored with it, changed in place, and
+// listed with the user's other tokens, revoked ones included.
+func TestTokenProfilesAndListing(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	s := open(t, dir)
+	require.NoError(t, s.CreateUser(ctx, store.User{ID: "usr_1", Name: "alice", Plan: "pro", CreatedAt: t0},
+		store.Token{Hash: "h-api", UserID: "usr_1", Kind: "api", CreatedAt: t0},
+		store.Token{Hash: "h-agent", UserID: "usr_1", Kind: "agent", CreatedAt: t0}))
+	require.NoError(t, s.AddToken(ctx, store.Token{Hash: "h-compat", UserID: "usr_1", Kind: "api", Profile: "compatible", CreatedAt: t0.Add(time.Minute)}))
+	tok, _, err := s.LookupToken(ctx, "h-compat")
+	require.NoError(t, err)
+	require.Equal(t, "compatible", tok.Profile)
+
+	require.NoError(t, s.SetTokenProfile(ctx, "h-api", "compatible"))
+	require.ErrorIs(t, s.SetTokenProfile(ctx, "h-nope", "compatible"), store.ErrNotFound)
+	require.NoError(t, s.RevokeToken(ctx, "h-compat", t0.Add(time.Hour)))
+
+	require.NoError(t, s.Close())
+	s = open(t, dir)
+	ts, err := s.ListTokens(ctx, "usr_1")
+	require.NoError(t, err)
+	require.Len(t, ts, 3)
+	byHash := map[string]store.Token{}
+	for _, tk := range ts {
+		byHash[tk.Hash] = tk
+	}
+	require.Equal(t, "compatible", byHash["h-api"].Profile, "the change is durable")
+	require.Equal(t, "standard", byHash["h-agent"].Profile)
+	require.True(t, byHash["h-compat"].Revoked())
+	require.Equal(t, "h-compat", ts[2].Hash, "oldest first")
+	_, err = s.ListTokens(ctx, "usr_nobody")
+	require.ErrorIs(t, err, store.ErrNotFound)
 }
 
 func TestErrors(t *testing.T) {

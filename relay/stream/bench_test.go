@@ -114,6 +114,7 @@ func benchFanout(b *testing.B, clients, instruments int, paced bool) {
 		Auth:               staticAuth{token: token, p: auth.Principal{UserID: "usr_bench", Plan: auth.PlanPro, Kind: auth.KindAPI}},
 		Upstream:           benchUpstream{},
 		Budget:             roomy,
+		Idempotency:        noIdempotency{},
 		SubscriptionBudget: roomy,
 		Logger:             zap.NewNop(),
 		MaxSocketsPerUser:  clients,

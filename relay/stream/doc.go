@@ -59,8 +59,8 @@
 // that it missed nothing.
 //
 //	{"seq":1,"type":"status","agentConnected":true,"detail":"…"}
-//	{"seq":2,"type":"rpc","id":"1","success":true,"data":{…},"orderId":"…"}
-//	{"seq":3,"type":"rpc","id":"2","success":false,"error":"no_position","detail":"…"}
+//	{"seq":2,"id":"1","success":true,"data":{…PlaceResult…},"orderId":"…"}
+//	{"seq":3,"id":"2","success":false,"error":"no_position","detail":"…"}
 //	{"seq":4,"type":"subscribed","instruments":["ES 12-26","NQ 12-26"],"unknown":["XX"],"quotes":[{…Quote…}]}
 //	{"seq":5,"type":"unsubscribed","instruments":["ES 12-26"]}
 //	{"seq":6,"type":"pnlStreaming","enabled":true,"interval":1000}
@@ -69,10 +69,13 @@
 //	{"seq":9,"type":"marketData","quotes":[{…Quote…},…],"dropped":12}
 //	{"seq":10,"type":"pnlUpdate","epoch":1767225600000,"accounts":[{…PnlAccount…}]}
 //
-// Replies carry the frame's id when it had one. Error frames and failed rpc
-// replies have error (a stable code), detail (a sentence that never
-// repeats what the client sent), and, where they apply, fields,
-// retryAfter (seconds) and policy, as the HTTP API's error body.
+// Every frame has a type except rpc replies, as the specification says: a
+// client tells a reply from an event by the absence of type, and matches
+// it to its request by id. Replies carry the frame's id when it had one.
+// Error frames and failed rpc replies have error (a stable code), detail
+// (a sentence that never repeats what the client sent), and, where they
+// apply, fields, retryAfter (seconds) and policy, as the HTTP API's error
+// body.
 //
 // # status
 //
@@ -88,18 +91,53 @@
 // function's HTTP route together, plus the query parameters (typed, or as
 // the text HTTP carries: "true", "320"), and is checked against the same
 // table as the HTTP routes (relay/api), with the same codes and field
-// errors, defaults filled in. A write may carry idempotencyKey in args,
-// the Idempotency-Key header's counterpart, removed before the call;
-// orders also use orderId. A write's request id is "idem:key:<key>" or
-// "idem:order:<orderId>", the same as on HTTP, else a fresh one, so the
-// agent runs a write retried over either transport once. (The HTTP API
-// additionally stores replies by key for 24 h and refuses a key reused for
-// a different request; over the socket the agent's own memory of request
-// ids answers a repeat.) The reply is {type:"rpc",id,success:true,data}
-// with orderId or orderIds lifted to the top level as on HTTP, or
-// {type:"rpc",id,success:false,error,detail}; the errors are the HTTP
-// API's (addon_disconnected when the agent is away, outcome_unknown when a
+// errors, defaults filled in.
+//
+// The reply has no type. A success is {id,success:true,…} with the
+// members the HTTP route answers in the profile of the socket's API token
+// (package relay/profile, sk.p.Profile): in the standard profile
+// data, always an object (lists are named: ListAccounts {"accounts":[…]},
+// ListPositions {"positions":[…],"count":n}, ListOrders {"orders":[…]}),
+// with a write's orderId or orderIds also at the top level:
+//
+//	{"seq":5,"id":"p","success":true,"data":{"orderId":"…",…},"orderId":"…"}
+//	{"seq":6,"id":"l","success":true,"data":{"positions":[…],"count":1}}
+//
+// in the compatible profile the members of data stand at the top level
+// (GetWatermarks keeps data in both):
+//
+//	{"seq":5,"id":"p","success":true,"orderId":"…",…}
+//	{"seq":6,"id":"l","success":true,"positions":[…],"count":1}
+//
+// A failure is {id,success:false,error,detail} (fields, retryAfter where
+// they apply), the same in both profiles; the errors are the HTTP API's
+// (addon_disconnected when the agent is away, outcome_unknown when a
 // write's tunnel dropped, deadline_exceeded, the agent's codes).
+//
+// A write may carry idempotencyKey in args, the Idempotency-Key header's
+// counterpart, removed before the call; PlaceOrder, FlatPlace and
+// ReversePosition also use orderId. A keyed write runs under the HTTP
+// API's rule, on the same durable store (relay/api KeyedWrites): the key
+// ("key:<idempotencyKey>" or "order:<orderId>", per user) is one key space
+// for both doors; the request is fingerprinted by function and canonical
+// typed args, not by transport; the agent is called with request id
+// "idem:key:<key>" or "idem:order:<orderId>"; and the outcome (the agent's
+// result, or the error) is recorded before the reply is sent. A repeat
+// within 24 h, over the socket or HTTP, is answered with the recorded
+// outcome, rendered in the asking token's profile, with "replayed":true
+// (Idempotent-Replayed: true on HTTP), and runs nothing, even after the
+// agent restarted and forgot its request ids. Another request under the
+// same key is idempotency_key_reused; a repeat while the first runs is
+// request_in_progress (retryAfter 1); a store that cannot record the key
+// answers storage_unavailable and sends nothing. An outcome the relay
+// could not learn (outcome_unknown, addon_disconnected, the agent's
+// request_in_progress, the socket closing mid-call) is not recorded as the
+// answer: the retry runs again under the same request id and the agent
+// answers from its memory. A write without a key gets a fresh
+// request id, so the agent runs it at most once however the tunnel
+// behaves.
+//
+//	{"seq":9,"id":"p2","success":true,"data":{"orderId":"…",…},"orderId":"…","replayed":true}
 //
 // Every rpc frame costs one request of the user's trading budget, the one
 // the HTTP API charges (180 per minute, burst 20); over it, the reply is

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"tradebridge/relay/httpapi"
+	"tradebridge/relay/profile"
 )
 
 // Client actions.
@@ -23,7 +24,6 @@ const (
 
 // Server frame types.
 const (
-	typeRPC          = "rpc"
 	typeSubscribed   = "subscribed"
 	typeUnsubscribed = "unsubscribed"
 	typePnlStreaming = "pnlStreaming"
@@ -68,9 +68,10 @@ const maxDepth = httpapi.DefaultMaxDepth
 // maxIDLen bounds the id a client correlates with, as sent.
 const maxIDLen = 130
 
-// errorFrame is {type:"error"} and the failure half of {type:"rpc"}.
+// errorFrame is {type:"error"} and, without type, the failure of an rpc
+// reply.
 type errorFrame struct {
-	Type       string               `json:"type"`
+	Type       string               `json:"type,omitempty"`
 	ID         json.RawMessage      `json:"id,omitempty"`
 	Success    *bool                `json:"success,omitempty"`
 	Error      string               `json:"error"`
@@ -78,6 +79,7 @@ type errorFrame struct {
 	Fields     []httpapi.FieldError `json:"fields,omitempty"`
 	RetryAfter int                  `json:"retryAfter,omitempty"`
 	Policy     string               `json:"policy,omitempty"`
+	Replayed   bool                 `json:"replayed,omitempty"`
 }
 
 var falseValue = false
@@ -91,14 +93,18 @@ type frameError struct {
 	policy     string
 	// bad frames count towards the garbage limit.
 	bad bool
+	// replayed marks the recorded outcome of a keyed write answered
+	// again (rpc replies only).
+	replayed bool
 }
 
 func (e *frameError) encode(id json.RawMessage, rpc bool) []byte {
 	f := errorFrame{Type: typeError, ID: id, Error: e.code, Detail: e.detail, Fields: e.fields,
 		RetryAfter: e.retryAfter, Policy: e.policy}
 	if rpc {
-		f.Type = typeRPC
+		f.Type = ""
 		f.Success = &falseValue
+		f.Replayed = e.replayed
 	}
 	return mustJSON(f)
 }
@@ -155,30 +161,21 @@ func statusBody(connected bool) []byte {
 	return statusDown
 }
 
-// rpcSuccess is {"type":"rpc","id":…,"success":true,"data":…} plus the
-// top-level fields the HTTP route adds (orderId, orderIds).
-func rpcSuccess(id, data json.RawMessage, top map[string]any) []byte {
-	if len(data) == 0 {
-		data = json.RawMessage("null")
+// rpcSuccess is {"id":…,"success":true,…} with the members of the
+// call's reply in the caller's response profile (package profile), and
+// "replayed":true last when the reply repeats a keyed write's recorded
+// outcome. RPC replies carry no type: clients tell them from events by its
+// absence, as the specification says.
+func rpcSuccess(id json.RawMessage, reply profile.Reply, replayed bool) []byte {
+	b := make([]byte, 0, 80+len(id)+len(reply.Get("data")))
+	b = append(b, `{"id":`...)
+	b = append(b, id...)
+	b = append(b, `,"success":true`...)
+	b = reply.AppendTo(b)
+	if replayed {
+		b = append(b, `,"replayed":true`...)
 	}
-	var b bytes.Buffer
-	b.Grow(48 + len(id) + len(data))
-	b.WriteString(`{"type":"rpc","id":`)
-	b.Write(id)
-	b.WriteString(`,"success":true,"data":`)
-	b.Write(data)
-	for _, k := range []string{"orderId", "orderIds"} {
-		if v, ok := top[k]; ok {
-			enc, err := json.Marshal(v)
-			if err != nil {
-				continue
-			}
-			b.WriteString(`,"` + k + `":`)
-			b.Write(enc)
-		}
-	}
-	b.WriteByte('}')
-	return b.Bytes()
+	return append(b, '}')
 }
 
 // clientFrame is a parsed client frame.

@@ -24,6 +24,8 @@ import (
 	"tradebridge/relay/auth"
 	"tradebridge/relay/budget"
 	"tradebridge/relay/hub"
+	"tradebridge/relay/profile"
+	"tradebridge/relay/store"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
@@ -32,6 +34,7 @@ func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 const (
 	tokA    = "tb_api_aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa"
 	tokA2   = "tb_api_a2a2a2a2a2a2a2a2a2a2a2a2a2a2a2a2a2a2a2a2a2a"
+	tokAC   = "tb_api_acacacacacacacacacacacacacacacacacacacacaca" // userA, compatible profile
 	tokB    = "tb_api_bbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbb"
 	tokFree = "tb_api_ffffffffffffffffffffffffffffffffffffffffff"
 	userA   = "usr_a"
@@ -48,6 +51,7 @@ func newFakeAuth() *fakeAuth {
 	return &fakeAuth{tokens: map[string]auth.Principal{
 		tokA:    {UserID: userA, Plan: auth.PlanPro, Kind: auth.KindAPI},
 		tokA2:   {UserID: userA, Plan: auth.PlanPro, Kind: auth.KindAPI},
+		tokAC:   {UserID: userA, Plan: auth.PlanPro, Kind: auth.KindAPI, Profile: profile.Compatible},
 		tokB:    {UserID: userB, Plan: auth.PlanElite, Kind: auth.KindAPI},
 		tokFree: {UserID: "usr_free", Plan: auth.PlanFree, Kind: auth.KindAPI},
 	}}
@@ -149,7 +153,30 @@ func (f *fakeUpstream) Call(ctx context.Context, userID, fn, requestID string, a
 	if onCall != nil {
 		return onCall(ctx, c)
 	}
-	return json.Marshal(map[string]any{"user": userID, "fn": fn, "args": args, "orderId": "o-1"})
+	return echoRecord(c)
+}
+
+// listFunctions answer with a JSON array, as the agent's records of them
+// are; package profile names the array in the reply.
+var listFunctions = map[string]bool{
+	protocol.FnListAccounts: true, protocol.FnListPositions: true, protocol.FnGetAllPositions: true,
+	protocol.FnListOrders: true, protocol.FnGetAllOrders: true, protocol.FnListExecutions: true,
+	protocol.FnGetExecutionsByOrderID: true, protocol.FnListStrategies: true, protocol.FnListAllStrategies: true,
+	protocol.FnGetAtmTemplates: true,
+}
+
+// echoRecord is the fake agent's record for a call: for a list function
+// an array of one element, else an object; either echoes the user, the
+// function and the arguments, and writes carry orderId o-1.
+func echoRecord(c upCall) (json.RawMessage, error) {
+	m := map[string]any{"user": c.User, "fn": c.Fn, "args": c.Args}
+	if f, _ := protocol.LookupFunction(c.Fn); f.Write {
+		m["orderId"] = "o-1"
+	}
+	if listFunctions[c.Fn] {
+		return json.Marshal([]any{m})
+	}
+	return json.Marshal(m)
 }
 
 // fakeResolve resolves like the simulator: a known root or a contract of
@@ -268,6 +295,7 @@ func (t *fakeTicker) Stop() {
 type env struct {
 	t      *testing.T
 	srv    *Server
+	store  *store.SQLite
 	up     *fakeUpstream
 	auth   *fakeAuth
 	clock  *fakeClock
@@ -284,8 +312,14 @@ func newEnv(t *testing.T, tweak ...func(*Options)) *env {
 	require.NoError(t, err)
 	subs, err := budget.New(budget.Options{Policy: budget.Policy{Name: "subscriptions", Rate: 1 << 20, Period: time.Minute, Burst: 1 << 20}})
 	require.NoError(t, err)
-	e := &env{t: t, up: &fakeUpstream{}, auth: newFakeAuth(), clock: newFakeClock(), budget: roomy, logs: logs}
-	opts := Options{Auth: e.auth, Upstream: e.up, Budget: roomy, SubscriptionBudget: subs, Logger: zap.New(core), Clock: e.clock}
+	st, err := store.Open(context.Background(), store.Options{Dir: t.TempDir()})
+	require.NoError(t, err)
+	t.Cleanup(func() { st.Close() })
+	for _, id := range []string{userA, userB, "usr_free"} {
+		require.NoError(t, st.CreateUser(context.Background(), store.User{ID: id, Name: id, Plan: "pro", CreatedAt: time.Now()}))
+	}
+	e := &env{t: t, store: st, up: &fakeUpstream{}, auth: newFakeAuth(), clock: newFakeClock(), budget: roomy, logs: logs}
+	opts := Options{Auth: e.auth, Upstream: e.up, Budget: roomy, Idempotency: st, SubscriptionBudget: subs, Logger: zap.New(core), Clock: e.clock}
 	for _, f := range tweak {
 		f(&opts)
 	}
@@ -400,6 +434,27 @@ func (c *client) readType(typ string) map[string]any {
 		f, err := c.readErr(5 * time.Second)
 		require.NoError(c.t, err, "waiting for a %s frame", typ)
 		if f["type"] == typ {
+			return f
+		}
+		c.pending = append(c.pending, f)
+	}
+}
+
+// readReply returns the next rpc reply, keeping the other frames for later
+// reads, as a client that dispatches on type does: a reply is the frame
+// without a type.
+func (c *client) readReply() map[string]any {
+	c.t.Helper()
+	for i, f := range c.pending {
+		if _, typed := f["type"]; !typed {
+			c.pending = append(c.pending[:i:i], c.pending[i+1:]...)
+			return f
+		}
+	}
+	for {
+		f, err := c.readErr(5 * time.Second)
+		require.NoError(c.t, err, "waiting for an rpc reply")
+		if _, typed := f["type"]; !typed {
 			return f
 		}
 		c.pending = append(c.pending, f)

@@ -9,6 +9,7 @@ import (
 
 	"go.uber.org/zap"
 
+	"tradebridge/relay/api"
 	"tradebridge/relay/auth"
 	"tradebridge/relay/budget"
 )
@@ -94,6 +95,11 @@ type Options struct {
 	// API's (api.API.Budget): rpc frames and socket upgrades are charged
 	// to it. Required, so that the two can never be configured apart.
 	Budget *budget.Limiter
+	// Idempotency is the store of keyed writes' outcomes, the HTTP API's
+	// (api.Options.Idempotency): an rpc write with idempotencyKey or
+	// orderId runs under the same rule on either door (api.KeyedWrites).
+	// Required, so that a socket can never skip it.
+	Idempotency api.IdempotencyStore
 	// IPBudget, when set, is checked per client address before the token,
 	// as on the HTTP API.
 	IPBudget *budget.Limiter
@@ -153,8 +159,8 @@ type Options struct {
 }
 
 func (o *Options) setDefaults() error {
-	if o.Auth == nil || o.Upstream == nil || o.Budget == nil {
-		return errors.New("stream: Options.Auth, Options.Upstream and Options.Budget are required")
+	if o.Auth == nil || o.Upstream == nil || o.Budget == nil || o.Idempotency == nil {
+		return errors.New("stream: Options.Auth, Options.Upstream, Options.Budget and Options.Idempotency are required")
 	}
 	if o.Logger == nil {
 		o.Logger = zap.NewNop()

@@ -36,7 +36,8 @@ const (
 type Server struct {
 	opts   Options
 	log    *zap.Logger
-	ctx    context.Context // ends when the Server closes
+	keyed  *api.KeyedWrites // rpc writes with a key
+	ctx    context.Context  // ends when the Server closes
 	cancel context.CancelFunc
 
 	mu     sync.RWMutex
@@ -58,10 +59,16 @@ func New(opts Options) (*Server, error) {
 	if err := opts.setDefaults(); err != nil {
 		return nil, err
 	}
+	keyed, err := api.NewKeyedWrites(api.KeyedOptions{Store: opts.Idempotency, Caller: opts.Upstream,
+		CallTimeout: opts.CallTimeout, Logger: opts.Logger.Named("stream")})
+	if err != nil {
+		return nil, err
+	}
 	ctx, cancel := context.WithCancel(context.Background())
 	return &Server{
 		opts:   opts,
 		log:    opts.Logger.Named("stream"),
+		keyed:  keyed,
 		ctx:    ctx,
 		cancel: cancel,
 		users:  make(map[string]*user),

@@ -15,6 +15,7 @@ import (
 
 	"tradebridge/relay/api"
 	"tradebridge/relay/auth"
+	"tradebridge/relay/profile"
 )
 
 // socket is one client connection. Its goroutines: serve (the lifecycle,
@@ -382,28 +383,30 @@ func (sk *socket) rpc(f clientFrame) {
 		return
 	}
 	sk.badInRow = 0
-	requestID := ""
-	if call.Write {
-		if call.Key != "" {
-			requestID = "idem:" + call.Key
-		} else {
-			requestID = newID("rly:")
-		}
-	}
 	sk.inflight.Add(1)
 	sk.calls.Add(1)
 	go func() {
 		defer sk.calls.Done()
 		defer sk.inflight.Add(-1)
+		if call.Write && call.Key != "" {
+			// The HTTP API's rule, on the same store: a repeat within
+			// 24 h is answered with the recorded outcome.
+			sk.answer(f.id, call.Fn, sk.srv.keyed.Run(sk.ctx, sk.p.UserID, call.Fn, call.Key, call.Args))
+			return
+		}
+		requestID := ""
+		if call.Write {
+			requestID = newID("rly:")
+		}
 		ctx, cancel := context.WithTimeout(sk.ctx, sk.srv.opts.CallTimeout)
 		defer cancel()
 		res, err := sk.srv.opts.Upstream.Call(ctx, sk.p.UserID, call.Fn, requestID, call.Args)
 		if err == nil {
-			sk.reply(rpcSuccess(f.id, res, call.Top(res)))
+			sk.answer(f.id, call.Fn, api.Outcome{Fn: call.Fn, Result: res})
 			return
 		}
 		if e, ok := api.CallError(err, call.Write); ok {
-			sk.reply((&frameError{code: e.Code, detail: e.Detail, fields: e.Fields, retryAfter: e.RetryAfter}).encode(f.id, true))
+			sk.answer(f.id, call.Fn, api.Outcome{Err: &e})
 			return
 		}
 		if sk.ctx.Err() != nil {
@@ -412,6 +415,28 @@ func (sk *socket) rpc(f clientFrame) {
 		sk.log.Error("stream call failed", zap.String("fn", call.Fn), zap.Error(err))
 		sk.reply((&frameError{code: CodeInternal, detail: "the relay failed to complete the call"}).encode(f.id, true))
 	}()
+}
+
+// answer sends the rpc reply of an outcome: the result rendered in the
+// socket's response profile, or the error; a recorded outcome answered
+// again carries "replayed":true.
+func (sk *socket) answer(id json.RawMessage, fn string, o api.Outcome) {
+	if o.Gone {
+		return // the socket is closing; nobody to answer
+	}
+	if e := o.Err; e != nil {
+		fe := &frameError{code: e.Code, detail: e.Detail, fields: e.Fields, retryAfter: e.RetryAfter, policy: e.Policy, replayed: o.Replayed}
+		sk.reply(fe.encode(id, true))
+		return
+	}
+	reply, err := profile.Render(sk.p.Profile, o.Fn, o.Result)
+	if err != nil {
+		sk.log.Error("agent answered with a record of the wrong shape", zap.String("fn", fn), zap.Error(err))
+		fe := &frameError{code: CodeInternal, detail: "the add-on answered with a result the relay cannot read", replayed: o.Replayed}
+		sk.reply(fe.encode(id, true))
+		return
+	}
+	sk.reply(rpcSuccess(id, reply, o.Replayed))
 }
 
 // ---- Slots ----

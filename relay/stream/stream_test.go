@@ -187,11 +187,13 @@ func TestRPC(t *testing.T) {
 	c := e.dial(tokA)
 
 	// A write without a key gets a fresh request id; path parameters and
-	// body fields travel together; orderId is lifted as on HTTP.
+	// body fields travel together; orderId is lifted as on HTTP. The reply
+	// has no type.
 	c.send(map[string]any{"action": "rpc", "id": "w1", "api": "PlaceOrder", "args": map[string]any{
 		"account": "Sim101", "action": "buy", "instrument": "ES 12-26", "orderType": "market", "quantity": 1, "timeInForce": "day"}})
 	f := c.read()
-	require.Equal(t, "rpc", f["type"])
+	require.NotContains(t, f, "type")
+	require.NotContains(t, f, "replayed")
 	require.Equal(t, "w1", f["id"])
 	require.Equal(t, true, f["success"])
 	require.Equal(t, "o-1", f["orderId"])
@@ -215,7 +217,9 @@ func TestRPC(t *testing.T) {
 	c.send(map[string]any{"action": "rpc", "id": "r1", "api": "ListOrders", "args": map[string]any{"account": "Sim101", "activeOnly": "false"}})
 	f = c.read()
 	require.Equal(t, true, f["success"])
-	args = f["data"].(map[string]any)["args"].(map[string]any)
+	orders := f["data"].(map[string]any)["orders"].([]any) // a list is named
+	require.Len(t, orders, 1)
+	args = orders[0].(map[string]any)["args"].(map[string]any)
 	require.Equal(t, false, args["activeOnly"])
 	require.Equal(t, float64(320), args["lookbackTime"]) // the HTTP default
 	require.Equal(t, "idem:key:k-1", e.up.callsOf(protocol.FnCancelAllOrders)[0].RequestID)
@@ -242,7 +246,7 @@ func TestRPC(t *testing.T) {
 	} {
 		c.send(tc.frame)
 		f := c.read()
-		require.Equal(t, "rpc", f["type"], tc.frame)
+		require.NotContains(t, f, "type", tc.frame)
 		require.Equal(t, tc.frame["id"], int(f["id"].(float64)))
 		require.Equal(t, false, f["success"])
 		require.Equal(t, tc.code, f["error"], tc.frame)
@@ -266,7 +270,8 @@ func TestRPC(t *testing.T) {
 	require.Equal(t, "no position in ES 12-26", f["detail"])
 	e.up.setConnected(userA, false)
 	c.send(map[string]any{"action": "rpc", "id": "y", "api": "ListAccounts"})
-	f = c.readType("rpc")
+	f = c.readReply()
+	require.Equal(t, "y", f["id"])
 	require.Equal(t, "addon_disconnected", f["error"])
 }
 
@@ -296,7 +301,7 @@ func TestRPCsRunConcurrentlyAndCorrelate(t *testing.T) {
 	seen := map[string]bool{}
 	for range n {
 		f := c.read()
-		require.Equal(t, "rpc", f["type"])
+		require.NotContains(t, f, "type")
 		require.Equal(t, true, f["success"], f)
 		id := f["id"].(string)
 		acct := f["data"].(map[string]any)["echo"].(map[string]any)["account"].(string)
@@ -315,7 +320,7 @@ func TestRPCsInFlightAreBounded(t *testing.T) {
 		case <-release:
 		case <-ctx.Done():
 		}
-		return json.RawMessage(`{}`), nil
+		return json.RawMessage(`[]`), nil // ListAccounts' record is an array
 	}
 	c := e.dial(tokA)
 	for i := range 16 {
@@ -725,10 +730,13 @@ func TestUsersNeverSeeEachOthersData(t *testing.T) {
 	check(a, userA, 1000)
 	check(b, userB, 2000)
 	// RPCs reach the caller's own agent.
+	accountsUser := func(f map[string]any) any {
+		return f["data"].(map[string]any)["accounts"].([]any)[0].(map[string]any)["user"]
+	}
 	a.send(map[string]any{"action": "rpc", "id": 1, "api": "ListAccounts"})
-	require.Equal(t, userA, a.readType("rpc")["data"].(map[string]any)["user"])
+	require.Equal(t, userA, accountsUser(a.readReply()))
 	b.send(map[string]any{"action": "rpc", "id": 1, "api": "ListAccounts"})
-	require.Equal(t, userB, b.readType("rpc")["data"].(map[string]any)["user"])
+	require.Equal(t, userB, accountsUser(b.readReply()))
 }
 
 func TestSocketLimitPerUser(t *testing.T) {
@@ -912,11 +920,13 @@ func TestOptions(t *testing.T) {
 	require.Error(t, err)
 	_, err = New(Options{Auth: newFakeAuth(), Upstream: &fakeUpstream{}})
 	require.Error(t, err, "the shared budget is required")
-	_, err = New(Options{Auth: newFakeAuth(), Upstream: &fakeUpstream{}, Budget: l, MaxInFlight: -1})
+	_, err = New(Options{Auth: newFakeAuth(), Upstream: &fakeUpstream{}, Budget: l})
+	require.Error(t, err, "the shared idempotency store is required")
+	_, err = New(Options{Auth: newFakeAuth(), Upstream: &fakeUpstream{}, Budget: l, Idempotency: noIdempotency{}, MaxInFlight: -1})
 	require.Error(t, err)
-	_, err = New(Options{Auth: newFakeAuth(), Upstream: &fakeUpstream{}, Budget: l, WriteTimeout: -time.Second})
+	_, err = New(Options{Auth: newFakeAuth(), Upstream: &fakeUpstream{}, Budget: l, Idempotency: noIdempotency{}, WriteTimeout: -time.Second})
 	require.Error(t, err)
-	s, err := New(Options{Auth: newFakeAuth(), Upstream: &fakeUpstream{}, Budget: l})
+	s, err := New(Options{Auth: newFakeAuth(), Upstream: &fakeUpstream{}, Budget: l, Idempotency: noIdempotency{}})
 	require.NoError(t, err)
 	require.Equal(t, 5, s.opts.MaxSocketsPerUser)
 	require.Equal(t, 50, s.opts.MaxInstruments)

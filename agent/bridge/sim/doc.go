@@ -51,8 +51,8 @@
 // the current one that ends in that digit). Matching is case-insensitive and
 // ignores surrounding spaces. A root the simulator does not know, a month
 // that is not a contract month of its root ("ES 11-26"), a contract already
-// expired or one more than ten years out is an error wrapping
-// bridge.ErrInstrumentUnknown.
+// expired or one more than ten years out is a *bridge.InstrumentError
+// naming the cause (it matches bridge.ErrInstrumentUnknown).
 //
 // Contract months and the front-month roll, with dates taken in New York
 // time (US daylight-saving rules, computed without the tz database):
@@ -300,8 +300,9 @@
 // Closed markets. Nothing fills while an order's market is closed (outside
 // its trading hours, or once the contract expired): a Market order, or a
 // limit order that would fill at once, is refused with the reason "market is
-// closed", while an order that would rest is accepted and waits for the
-// open.
+// closed; it reopens <day> at 18:00 New York time (<instant> UTC)" ("market
+// is closed: the contract has expired" after expiry), while an order that
+// would rest is accepted and waits for the open.
 //
 // OCO. When an order with an OCO id fills, even partly, the account's other
 // non-terminal orders with the same OCO id are cancelled (orders of other

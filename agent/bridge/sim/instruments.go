@@ -143,44 +143,64 @@ func (r *rootSpec) front(now time.Time) contract {
 	}
 }
 
-// listed returns the contract of year and month if it trades at now.
-func (r *rootSpec) listed(year int, month time.Month, now time.Time) (contract, bool) {
-	if !r.hasMonth(month) || year > now.Year()+10 {
-		return contract{}, false
+// listed returns the contract of year and month if it trades at now, and
+// otherwise the cause (bridge.Instrument*) with r.
+func (r *rootSpec) listed(year int, month time.Month, now time.Time) (contract, *rootSpec, string) {
+	switch {
+	case !r.hasMonth(month):
+		return contract{}, r, bridge.InstrumentNotContractMonth
+	case year > now.Year()+10:
+		return contract{}, r, bridge.InstrumentNotListed
 	}
 	c := newContract(r, year, month)
-	return c, now.Before(c.expiresAt)
+	if !now.Before(c.expiresAt) {
+		return contract{}, r, bridge.InstrumentExpired
+	}
+	return c, r, ""
 }
 
 // monthCodes are the futures month letters, January first.
 const monthCodes = "FGHJKMNQUVXZ"
 
 // resolve turns an instrument as a caller wrote it into a contract trading at
-// now: "ES 12-26", "ES" (front month), "ESZ26" or "ESZ6", in any case.
+// now: "ES 12-26", "ES" (front month), "ESZ26" or "ESZ6", in any case. A
+// refusal is a *bridge.InstrumentError saying why.
 func resolve(instrument string, now time.Time) (contract, error) {
-	c, ok := parseInstrument(strings.ToUpper(strings.TrimSpace(instrument)), now)
-	if !ok {
-		return contract{}, fmt.Errorf("sim: not a contract the simulator trades: %w", bridge.ErrInstrumentUnknown)
+	c, r, cause := parseInstrument(strings.ToUpper(strings.TrimSpace(instrument)), now)
+	if cause == "" {
+		return c, nil
 	}
-	return c, nil
+	e := &bridge.InstrumentError{Cause: cause}
+	if r != nil {
+		e.Root, e.Front = r.symbol, r.front(now).name
+		for _, m := range r.months {
+			e.Months += string(monthCodes[m-1])
+		}
+	}
+	return contract{}, fmt.Errorf("sim: not a contract the simulator trades: %w", e)
 }
 
-func parseInstrument(s string, now time.Time) (contract, bool) {
+// parseInstrument resolves s (upper case). On failure it returns the
+// cause, and the root when it is one the simulator trades.
+func parseInstrument(s string, now time.Time) (contract, *rootSpec, string) {
 	if sym, rest, ok := strings.Cut(s, " "); ok {
 		r := roots[sym]
 		rest = strings.TrimSpace(rest)
-		if r == nil || len(rest) != 5 || rest[2] != '-' || !digits(rest[:2]) || !digits(rest[3:]) {
-			return contract{}, false
+		if len(rest) != 5 || rest[2] != '-' || !digits(rest[:2]) || !digits(rest[3:]) || !validSymbol(sym) {
+			return contract{}, r, bridge.InstrumentMalformed
 		}
 		mm, _ := strconv.Atoi(rest[:2])
 		yy, _ := strconv.Atoi(rest[3:])
 		if mm < 1 || mm > 12 {
-			return contract{}, false
+			return contract{}, r, bridge.InstrumentMalformed
+		}
+		if r == nil {
+			return contract{}, nil, bridge.InstrumentUnknownRoot
 		}
 		return r.listed(2000+yy, time.Month(mm), now)
 	}
 	if r := roots[s]; r != nil {
-		return r.front(now), true
+		return r.front(now), r, ""
 	}
 	// Month-code form: root, month letter, one or two year digits.
 	i := len(s)
@@ -188,13 +208,22 @@ func parseInstrument(s string, now time.Time) (contract, bool) {
 		i--
 	}
 	yearDigits := s[i:]
-	if len(yearDigits) < 1 || len(yearDigits) > 2 || i < 2 {
-		return contract{}, false
+	switch {
+	case !validSymbol(s[:i]):
+		return contract{}, nil, bridge.InstrumentMalformed
+	case yearDigits == "":
+		// Letters only: a root the simulator does not trade.
+		return contract{}, nil, bridge.InstrumentUnknownRoot
+	case len(yearDigits) > 2 || i < 2:
+		return contract{}, roots[s[:i]], bridge.InstrumentMalformed
 	}
-	m := strings.IndexByte(monthCodes, s[i-1])
 	r := roots[s[:i-1]]
-	if m < 0 || r == nil {
-		return contract{}, false
+	m := strings.IndexByte(monthCodes, s[i-1])
+	switch {
+	case r == nil && m >= 0:
+		return contract{}, nil, bridge.InstrumentUnknownRoot
+	case m < 0:
+		return contract{}, r, bridge.InstrumentMalformed
 	}
 	n, _ := strconv.Atoi(yearDigits)
 	year := 2000 + n
@@ -205,6 +234,19 @@ func parseInstrument(s string, now time.Time) (contract, bool) {
 		}
 	}
 	return r.listed(year, time.Month(m+1), now)
+}
+
+// validSymbol reports whether s could be a root: 1 to 6 letters and digits.
+func validSymbol(s string) bool {
+	if s == "" || len(s) > 6 {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; !('A' <= c && c <= 'Z' || '0' <= c && c <= '9') {
+			return false
+		}
+	}
+	return true
 }
 
 func digits(s string) bool {

@@ -203,7 +203,7 @@ func (p *Platform) changeLocked(now time.Time, o *order, req bridge.ChangeReques
 	}
 	if repriced && o.hasLimit() && (!o.isStop() || o.triggered) && o.limitReached(m, limit) &&
 		!marketOpen(o.c, now) {
-		return reject("market is closed")
+		return closedReject(o.c, now)
 	}
 	o.rec.Quantity = qty
 	if o.hasLimit() {

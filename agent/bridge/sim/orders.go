@@ -165,7 +165,7 @@ func (p *Platform) prepareLocked(now time.Time, a *account, c contract, req brid
 		return nil, reject("sell stop price must be below the market")
 	}
 	if o.fillsAtOnce(m) && !marketOpen(c, now) {
-		return nil, reject("market is closed")
+		return nil, closedReject(c, now)
 	}
 	return o, nil
 }

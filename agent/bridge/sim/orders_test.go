@@ -639,6 +639,38 @@ func TestFillEvents(t *testing.T) {
 	}, describe(drain(ch)))
 }
 
+// weekendClosed is the refusal of a trade on Saturday 10 October 2026: the
+// market reopens Sunday at 18:00 EDT, 22:00 UTC.
+const weekendClosed = "market is closed; it reopens Sunday 11 Oct 2026 at 18:00 New York time (2026-10-11 22:00 UTC)"
+
+// A closed market says when it reopens, in New York time and UTC: after the
+// weekend, after the daily break, and in winter (EST) as in summer (EDT).
+func TestMarketClosedSaysWhenItReopens(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		name string
+		now  time.Time
+		want string
+	}{
+		{"Saturday, summer time", time.Date(2026, 10, 10, 16, 0, 0, 0, time.UTC), weekendClosed},
+		{"Friday after the close, winter time", time.Date(2026, 11, 20, 22, 30, 0, 0, time.UTC),
+			"market is closed; it reopens Sunday 22 Nov 2026 at 18:00 New York time (2026-11-22 23:00 UTC)"},
+		{"daily break, Wednesday", time.Date(2026, 11, 18, 22, 15, 0, 0, time.UTC),
+			"market is closed; it reopens Wednesday 18 Nov 2026 at 18:00 New York time (2026-11-18 23:00 UTC)"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			p, clock := newSim(t, sim.Options{})
+			require.NoError(t, p.SetPrice("ES", 6000))
+			clock.Set(tc.now)
+			_, err := p.SubmitOrder(ctx, esOrder("Buy", "Market", 1, 0, 0))
+			var re *bridge.RejectError
+			require.ErrorAs(t, err, &re)
+			require.Equal(t, tc.want, re.Reason)
+		})
+	}
+}
+
 func TestMarketClosed(t *testing.T) {
 	p, clock := newSim(t, sim.Options{})
 	require.NoError(t, p.SetPrice("ES", 6000))
@@ -657,14 +689,14 @@ func TestMarketClosed(t *testing.T) {
 		_, err := p.SubmitOrder(ctx, req)
 		var re *bridge.RejectError
 		require.ErrorAs(t, err, &re, "%+v", req)
-		require.Equal(t, "market is closed", re.Reason)
+		require.Equal(t, weekendClosed, re.Reason)
 	}
 	bid := submit(t, p, esOrder("Buy", "Limit", 1, 5990, 0))
 	stop := submit(t, p, esOrder("Sell", "StopMarket", 1, 0, 5980))
 	_, err := p.ChangeOrder(ctx, bridge.ChangeRequest{Account: "Sim101", OrderID: bid.OrderID, LimitPrice: 6001})
 	var re *bridge.RejectError
 	require.ErrorAs(t, err, &re)
-	require.Equal(t, "market is closed", re.Reason)
+	require.Equal(t, weekendClosed, re.Reason)
 
 	require.NoError(t, p.SetPrice("ES", 5970)) // through both, but closed
 	require.Equal(t, "Working", orderByID(t, p, "Sim101", bid.OrderID).OrderState)

@@ -1,6 +1,7 @@
 package sim
 
 import (
+	"fmt"
 	"time"
 
 	"go.uber.org/zap"
@@ -160,4 +161,26 @@ func (p *Platform) resetLocked(t time.Time) {
 // working, or it ended in the current session.
 func (p *Platform) orderInSession(o *order) bool {
 	return !o.terminal() || !o.done.Before(p.sessionStart)
+}
+
+// closedReject refuses a trade of c while its market is closed at now,
+// saying when it reopens, in New York time and UTC, or that the contract
+// has expired.
+func closedReject(c contract, now time.Time) error {
+	if !now.Before(c.expiresAt) {
+		return reject("market is closed: the contract has expired")
+	}
+	s := sessionFrom(now)
+	if !now.Before(s.open) {
+		s = s.next()
+	}
+	return reject(reopenReason(s))
+}
+
+// reopenReason is the refusal of a trade before session s opens.
+func reopenReason(s tradingSession) string {
+	ny := s.day.AddDate(0, 0, -1) // the session opens on the evening before its trade date
+	return fmt.Sprintf("market is closed; it reopens %s %d %s %d at %02d:00 New York time (%s UTC)",
+		ny.Weekday(), ny.Day(), ny.Month().String()[:3], ny.Year(), sessionOpenHour,
+		s.open.UTC().Format("2006-01-02 15:04"))
 }

@@ -656,7 +656,7 @@ func (p *Platform) SetStrategyState(ctx context.Context, account, id string, act
 // own position at the market.
 func (p *Platform) closeStrategyLocked(s *strategy, now time.Time) error {
 	if s.pos != 0 && !marketOpen(s.m.c, now) {
-		return &bridge.RejectError{Reason: "market is closed"}
+		return closedReject(s.m.c, now)
 	}
 	for _, so := range s.orders {
 		if !so.o.terminal() {
