@@ -6,7 +6,7 @@ BIN     := bin
 VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 LDFLAGS := -X tradebridge/agent.Version=$(VERSION)
 
-.PHONY: all build demo test test-short vet bench windows clean
+.PHONY: all build demo test test-short test-deps vet bench windows clean clients examples-browser
 
 all: build
 
@@ -20,7 +20,7 @@ demo: build
 	./scripts/demo.sh
 
 ## test: vet, the Windows build of the agent, and every test with the race detector.
-test: vet windows
+test: test-deps vet windows
 	$(GO) test -race -count=1 ./...
 
 test-short:
@@ -32,6 +32,23 @@ vet:
 ## windows: the agent must always build for Windows.
 windows:
 	GOOS=windows GOARCH=amd64 $(GO) build -o /dev/null ./cmd/agent
+
+## test-deps: what the tests of examples/ need beyond Go: Debian's python3
+## packages (websocket-client, requests, the Python client's urllib3, six,
+## dateutil, certifi) and npm ci in clients/; quick when all is there.
+test-deps:
+	./scripts/test-deps.sh
+
+## clients: regenerate clients/ (TypeScript: @hey-api/openapi-ts; Python:
+## Swagger Codegen, on Java) from the relay's OpenAPI document.
+clients: test-deps
+	./scripts/gen-clients.sh
+
+## examples-browser: install Debian's chromium (large; make test does not)
+## and run the browser test of examples/quotes.html.
+examples-browser:
+	./scripts/test-deps.sh --browser
+	$(GO) test -count=1 -run 'TestQuotesPage' -v ./examples/
 
 ## bench: the benchmarks named in the issues, with their ratios.
 bench:

@@ -1,0 +1,6 @@
+from __future__ import absolute_import
+
+# flake8: noqa
+
+# import apis into api package
+from tradebridge_client.api.default_api import DefaultApi

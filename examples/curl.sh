@@ -1,0 +1,90 @@
+#!/usr/bin/env bash
+# A walk through the trading API with curl: list the accounts, read a quote,
+# place a market order with an Idempotency-Key, repeat it to see the replay,
+# read the positions, close half, and flatten.
+#
+#   RELAY_URL  the relay's base URL (default http://127.0.0.1:8080, make demo's)
+#   API_TOKEN  an API token (tb_api_…; make demo prints one)
+#   ACCOUNT    the account to trade (default Sim101)
+#   INSTRUMENT the instrument (default ES, the front month)
+#
+# Needs curl; prints each step and the relay's answer. The token is sent in a
+# header read from standard input, so it is not on curl's command line, and it
+# is never printed.
+set -euo pipefail
+
+relay=${RELAY_URL:-http://127.0.0.1:8080}
+relay=${relay%/}
+account=${ACCOUNT:-Sim101}
+instrument=${INSTRUMENT:-ES}
+: "${API_TOKEN:?set API_TOKEN to an API token (make demo prints one)}"
+
+api="$relay/v1/api"
+# A key of our own for the order: a repeat with the same key places nothing
+# and returns the first answer.
+key="curl-example-$(date +%s)-$$"
+
+step() { printf '\n== %s\n' "$*"; }
+
+# call METHOD PATH [JSON BODY] [EXTRA HEADER]: prints the status and the body;
+# fails the script on a status other than 200.
+call() {
+  local method=$1 path=$2 body=${3:-} extra=${4:-}
+  local out status
+  local args=(-sS -X "$method" -o "$bodyfile" -w '%{http_code}' -D "$headers" -H @-)
+  [ -n "$body" ] && args+=(-H 'Content-Type: application/json' --data "$body")
+  [ -n "$extra" ] && args+=(-H "$extra")
+  printf '%s %s\n' "$method" "$path"
+  [ -n "$body" ] && printf '   body %s\n' "$body"
+  # The Authorization header comes from standard input (-H @-).
+  status=$(printf 'Authorization: Bearer %s\n' "$API_TOKEN" | curl "${args[@]}" "$api$path") || {
+    echo "curl could not reach $relay" >&2; exit 1; }
+  out=$(cat "$bodyfile")
+  printf '<- %s %s\n' "$status" "$out"
+  last=$out
+  if [ "$status" != 200 ]; then
+    echo "step failed with HTTP $status" >&2
+    exit 1
+  fi
+}
+
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+headers=$tmp/headers
+bodyfile=$tmp/body
+
+step "1. List the accounts"
+call GET /accounts
+
+step "2. Read a quote for $instrument"
+call GET "/market/quote?instrument=$(printf '%s' "$instrument" | sed 's/ /%20/g')"
+
+order='{"action":"Buy","instrument":"'"$instrument"'","orderType":"Market","quantity":2,"timeInForce":"Day"}'
+step "3. Buy 2 $instrument at market, with Idempotency-Key $key"
+call POST "/accounts/$account/orders/place" "$order" "Idempotency-Key: $key"
+first_id=$(printf '%s' "$last" | sed -n 's/.*"orderId":"\([^"]*\)".*/\1/p' | head -n1)
+echo "   orderId $first_id"
+
+step "4. Send the same request again with the same key: nothing new is placed"
+call POST "/accounts/$account/orders/place" "$order" "Idempotency-Key: $key"
+again_id=$(printf '%s' "$last" | sed -n 's/.*"orderId":"\([^"]*\)".*/\1/p' | head -n1)
+replayed=$(tr -d '\r' <"$headers" | sed -n 's/^[Ii]dempotent-[Rr]eplayed: *//p')
+echo "   orderId $again_id, Idempotent-Replayed: ${replayed:-absent}"
+if [ "$first_id" != "$again_id" ]; then
+  echo "the repeat answered another order ($again_id, not $first_id)" >&2
+  exit 1
+fi
+echo "   same order: the replay placed nothing"
+
+step "5. Read the positions of $account"
+call GET "/accounts/$account/positions"
+
+step "6. Close half of the $instrument position (percent 0.5)"
+call POST "/accounts/$account/positions/close" '{"instrument":"'"$instrument"'","percent":0.5}'
+call GET "/accounts/$account/positions"
+
+step "7. Flatten $account"
+call POST "/accounts/$account/positions/flatten" '{}'
+call GET "/accounts/$account/positions"
+
+printf '\ndone\n'
