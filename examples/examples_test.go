@@ -12,10 +12,9 @@
 // make test does not install (make examples-browser does): it skips without
 // it, also under CI.
 //
-// The simulator keeps CME Globex hours and the agent's command cannot pin its
-// clock, so the tests that trade at market skip while the market is closed
-// (Friday 17:00 to Sunday 18:00 New York time, and the daily 17:00-18:00
-// break).
+// The simulator keeps CME Globex hours, so each agent starts its simulator
+// inside them (agent run --sim-start, see simStart): the examples trade at
+// market whatever the hour.
 package examples_test
 
 import (
@@ -115,7 +114,7 @@ func start(t *testing.T, compatible bool) *env {
 	e.url = "http://" + addr
 	startProcess(t, filepath.Join(logs, "relay.log"), nil, bin.relay, "serve", "--listen", addr, "--data", data)
 	waitFor(t, 15*time.Second, "the relay to be ready", func() bool { return status(e.url+"/readyz", "") == http.StatusOK })
-	startProcess(t, filepath.Join(logs, "agent.log"), []string{"AGENT_TOKEN=" + creds.AgentToken}, bin.agent, "run", "--relay", e.url, "--platform", "sim")
+	startProcess(t, filepath.Join(logs, "agent.log"), []string{"AGENT_TOKEN=" + creds.AgentToken}, bin.agent, "run", "--relay", e.url, "--platform", "sim", "--sim-start", simStart(time.Now()))
 	waitFor(t, 15*time.Second, "the agent to connect", func() bool { return status(e.url+"/v1/api/accounts", e.apiToken) == http.StatusOK })
 	t.Cleanup(func() {
 		if t.Failed() {
@@ -227,45 +226,20 @@ func tail(b []byte, n int) []byte {
 	return b
 }
 
-// marketClosed tells whether the simulator refuses market orders at now:
-// outside CME Globex hours (Sunday 18:00 to Friday 17:00 New York time, with
-// a daily break from 17:00 to 18:00). The last two minutes before a close
-// count as closed, so that a test does not start just before one.
-func marketClosed(now time.Time) bool {
+// simStart is a moment inside CME Globex hours near now, for the agents'
+// simulators: the most recent Wednesday, 10:00 New York time. Contract
+// months near it are the ones near today.
+func simStart(now time.Time) string {
 	ny, err := time.LoadLocation("America/New_York")
 	if err != nil {
 		panic(err)
 	}
-	soon := now.Add(2 * time.Minute).In(ny)
-	for _, t := range []time.Time{now.In(ny), soon} {
-		wd, h := t.Weekday(), t.Hour()
-		switch {
-		case wd == time.Saturday,
-			wd == time.Sunday && h < 18,
-			wd == time.Friday && h >= 17,
-			h == 17:
-			return true
-		}
+	t := now.In(ny)
+	t = time.Date(t.Year(), t.Month(), t.Day(), 10, 0, 0, 0, ny)
+	for t.Weekday() != time.Wednesday || t.After(now) {
+		t = t.AddDate(0, 0, -1)
 	}
-	return false
-}
-
-// needMarket skips t while the simulator's market is closed.
-func needMarket(t *testing.T) {
-	t.Helper()
-	if marketClosed(time.Now()) {
-		t.Skip("the simulator's market is closed now (CME Globex hours: Sunday 18:00 to Friday 17:00 New York time, " +
-			"break 17:00-18:00) and market orders are refused; `agent run` has no option to pin the simulator's clock")
-	}
-}
-
-// skipIfMarketClosed skips t when an example's output shows the simulator
-// refused a trade because its market closed during the test.
-func skipIfMarketClosed(t *testing.T, out []byte) {
-	t.Helper()
-	if bytes.Contains(out, []byte("market is closed")) {
-		t.Skipf("the simulator's market closed during the test:\n%s", out)
-	}
+	return t.Format(time.RFC3339)
 }
 
 // missing skips t, or fails it under CI, where make test installs every
@@ -348,13 +322,11 @@ func clientEnv(e *env, token string) []string {
 }
 
 func TestCurlWalkthrough(t *testing.T) {
-	needMarket(t)
 	if _, err := exec.LookPath("curl"); err != nil {
 		missing(t, "curl not found")
 	}
 	e := start(t, false)
 	out, err := run(t, 60*time.Second, repo, clientEnv(e, e.apiToken), "bash", "examples/curl.sh")
-	skipIfMarketClosed(t, out)
 	require.NoError(t, err, "%s", out)
 	noToken(t, out, e.apiToken)
 	s := string(out)
@@ -367,7 +339,6 @@ func TestCurlWalkthrough(t *testing.T) {
 }
 
 func TestPythonBot(t *testing.T) {
-	needMarket(t)
 	py := python(t, "websocket")
 	e := start(t, false)
 
@@ -398,7 +369,6 @@ func TestPythonBot(t *testing.T) {
 			t.Fatalf("no fill within 30 s:\n%s", out.Bytes())
 		case <-time.After(100 * time.Millisecond):
 			b := out.Bytes()
-			skipIfMarketClosed(t, b)
 			waiting = !bytes.Contains(b, []byte("fill: entry"))
 		}
 	}
@@ -424,11 +394,9 @@ func TestPythonBot(t *testing.T) {
 }
 
 func TestCompatibleProfileBot(t *testing.T) {
-	needMarket(t)
 	py := python(t, "requests")
 	e := start(t, true)
 	out, err := run(t, 60*time.Second, repo, clientEnv(e, e.compatToken), py, "examples/compat_bot.py")
-	skipIfMarketClosed(t, out)
 	require.NoError(t, err, "%s", out)
 	noToken(t, out, e.compatToken, e.apiToken)
 	s := string(out)
@@ -441,18 +409,15 @@ func TestCompatibleProfileBot(t *testing.T) {
 }
 
 func TestPythonClientSmoke(t *testing.T) {
-	needMarket(t)
 	py := python(t, "urllib3", "six", "dateutil", "certifi")
 	e := start(t, false)
 	out, err := run(t, 60*time.Second, repo, clientEnv(e, e.apiToken), py, "clients/python/smoke.py")
-	skipIfMarketClosed(t, out)
 	require.NoError(t, err, "%s", out)
 	noToken(t, out, e.apiToken)
 	checkSmoke(t, out)
 }
 
 func TestTypeScriptClientSmoke(t *testing.T) {
-	needMarket(t)
 	tsDir := filepath.Join(repo, "clients", "typescript")
 	node := nodeTools(t, tsDir)
 	e := start(t, false)
@@ -460,7 +425,6 @@ func TestTypeScriptClientSmoke(t *testing.T) {
 	out, err := run(t, 90*time.Second, tsDir, nil, filepath.Join(tsDir, "node_modules", ".bin", "tsc"), "-p", "tsconfig.json", "--outDir", dist)
 	require.NoError(t, err, "tsc: %s", out)
 	out, err = run(t, 60*time.Second, tsDir, clientEnv(e, e.apiToken), node, filepath.Join(dist, "smoke.js"))
-	skipIfMarketClosed(t, out)
 	require.NoError(t, err, "%s", out)
 	noToken(t, out, e.apiToken)
 	checkSmoke(t, out)
@@ -501,8 +465,6 @@ func nodeTools(t *testing.T, dir string) string {
 
 // TestQuotesPage loads examples/quotes.html in headless Chromium with the
 // relay and a token in the URL fragment, and checks that quotes appear.
-// The quotes come in the subscribed reply, so it passes also while the
-// market is closed.
 func TestQuotesPage(t *testing.T) {
 	chromium := os.Getenv("TB_CHROMIUM")
 	if chromium == "" {

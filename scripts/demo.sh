@@ -3,6 +3,8 @@
 # prints curl lines that work against them. Ctrl-C stops both.
 #   DEMO_PORT     relay port (default 8080)
 #   DEMO_SECONDS  stop by itself after this many seconds (default: run until Ctrl-C)
+#   DEMO_SIM_START  start the simulator's clock at this RFC 3339 time, e.g. to trade
+#                 while the real market is closed (agent run --sim-start)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -16,6 +18,9 @@ creds=$(bin/relay users add --data "$work/data" --name demo --plan pro)
 field() { printf '%s' "$creds" | sed -n "s/.*\"$1\":\"\([^\"]*\)\".*/\1/p"; }
 api_token=$(field apiToken)
 agent_token=$(field agentToken)
+user_id=$(field userId)
+compat=$(bin/relay tokens issue --data "$work/data" --user "$user_id" --kind api --profile compatible)
+compat_token=$(printf '%s' "$compat" | sed -n 's/.*"token":"\([^"]*\)".*/\1/p')
 
 pids=()
 cleanup() {
@@ -34,7 +39,7 @@ for _ in $(seq 100); do
   sleep 0.1
 done
 
-AGENT_TOKEN="$agent_token" bin/agent run --relay "$base" --platform sim 2>"$work/agent.log" &
+AGENT_TOKEN="$agent_token" AGENT_SIM_START="${DEMO_SIM_START:-}" bin/agent run --relay "$base" --platform sim 2>"$work/agent.log" &
 pids+=($!)
 for _ in $(seq 100); do
   status=$(curl -s -o /dev/null -w '%{http_code}' -H "Authorization: Bearer $api_token" "$base/v1/api/accounts" || true)
@@ -49,6 +54,8 @@ cat <<MSG
 
 Relay on $base with an agent on the simulator (accounts Sim101, Sim102).
 Logs: $work/relay.log, $work/agent.log
+API token (standard profile):   $api_token
+API token (compatible profile): $compat_token   (see "Porting a bot" in the README)
 
 Try:
   curl -s -H "Authorization: Bearer $api_token" $base/v1/api/accounts

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"time"
 
 	"go.uber.org/zap"
 
@@ -20,6 +21,9 @@ type Config struct {
 	RelayURL string `json:"relayUrl"`
 	Token    string `json:"token"`
 	Platform string `json:"platform"`
+	// SimStart, with the simulator, is the RFC 3339 instant its clock
+	// starts at (it then runs at real speed); empty means now.
+	SimStart string `json:"simStart,omitempty"`
 }
 
 // loadConfig merges flags over environment variables over the config file.
@@ -50,8 +54,17 @@ func loadConfig(path string, flags Config, getenv func(string) string) (Config, 
 	pick(&cfg.RelayURL, "AGENT_RELAY_URL", flags.RelayURL)
 	pick(&cfg.Token, "AGENT_TOKEN", flags.Token)
 	pick(&cfg.Platform, "AGENT_PLATFORM", flags.Platform)
+	pick(&cfg.SimStart, "AGENT_SIM_START", flags.SimStart)
 	if cfg.Platform == "" {
 		cfg.Platform = "sim"
+	}
+	if cfg.SimStart != "" {
+		if cfg.Platform != "sim" {
+			return cfg, errors.New("--sim-start applies to the simulator only (--platform sim)")
+		}
+		if _, err := time.Parse(time.RFC3339, cfg.SimStart); err != nil {
+			return cfg, errors.New("--sim-start must be an RFC 3339 time, e.g. 2026-11-25T10:00:00-05:00")
+		}
 	}
 	switch {
 	case cfg.RelayURL == "":
@@ -62,11 +75,24 @@ func loadConfig(path string, flags Config, getenv func(string) string) (Config, 
 	return cfg, nil
 }
 
-// openPlatform starts the configured platform.
-func openPlatform(cfg Config, log *zap.Logger) (bridge.Platform, error) {
+// openPlatform starts the configured platform. now is the platform's
+// clock, which the operations measure lookbackTime windows on.
+func openPlatform(cfg Config, log *zap.Logger) (p bridge.Platform, now func() time.Time, err error) {
 	switch cfg.Platform {
 	case "sim":
-		return sim.New(sim.Options{Logger: log.Named("sim")})
+		opts := sim.Options{Logger: log.Named("sim")}
+		now = time.Now
+		if cfg.SimStart != "" {
+			start, err := time.Parse(time.RFC3339, cfg.SimStart)
+			if err != nil {
+				return nil, nil, err
+			}
+			opts.Clock = sim.StartedClock(start)
+			now = opts.Clock.Now
+			log.Info("the simulator's clock starts at a chosen time", zap.Time("simStart", start))
+		}
+		p, err := sim.New(opts)
+		return p, now, err
 	}
-	return nil, fmt.Errorf("unknown platform %q: this build supports sim", cfg.Platform)
+	return nil, nil, fmt.Errorf("unknown platform %q: this build supports sim", cfg.Platform)
 }

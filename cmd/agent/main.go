@@ -13,6 +13,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"tradebridge/agent"
+	"tradebridge/agent/ops"
 	"tradebridge/cmd/internal/logflags"
 )
 
@@ -67,12 +68,13 @@ func newRunCmd() *cobra.Command {
 			defer log.Sync() //nolint:errcheck
 			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
 			defer stop()
-			platform, err := openPlatform(cfg, log)
+			platform, now, err := openPlatform(cfg, log)
 			if err != nil {
 				return err
 			}
 			defer platform.Close()
-			a, err := agent.New(agent.Options{RelayURL: cfg.RelayURL, Token: cfg.Token, Platform: platform, Logger: log})
+			a, err := agent.New(agent.Options{RelayURL: cfg.RelayURL, Token: cfg.Token, Platform: platform, Logger: log,
+				Ops: ops.Options{Now: now}})
 			if err != nil {
 				return err
 			}
@@ -85,6 +87,7 @@ func newRunCmd() *cobra.Command {
 	f.StringVar(&flags.RelayURL, "relay", "", "relay base URL, e.g. https://relay.example or http://127.0.0.1:8080 (env AGENT_RELAY_URL)")
 	f.StringVar(&flags.Token, "token", "", "agent token (env AGENT_TOKEN)")
 	f.StringVar(&flags.Platform, "platform", "", "trading platform: sim (env AGENT_PLATFORM; default sim)")
+	f.StringVar(&flags.SimStart, "sim-start", "", "with the simulator: the RFC 3339 time its clock starts at, then runs at real speed, e.g. to try a bot while the market is closed (env AGENT_SIM_START)")
 	logs.Register(f)
 	return cmd
 }

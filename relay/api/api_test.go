@@ -496,3 +496,26 @@ func TestStartStrategyNeedsAClass(t *testing.T) {
 		require.Equal(t, http.StatusOK, r.Status, r.Raw)
 	}
 }
+
+// A path segment that cannot be an account name or id is invalid_path,
+// with the rule and the parameter named, never the segment.
+func TestInvalidPath(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	for _, path := range []string{
+		"/v1/api/accounts/" + strings.Repeat("A", 65) + "/positions",
+		"/v1/api/accounts/%01Sim/positions",
+		"/v1/api/accounts/%20Sim101/positions",
+		"/v1/api/accounts/Sim101/orders/%7F1",
+	} {
+		r := e.do("GET", path, "tb_api_pro", "")
+		require.Equal(t, http.StatusBadRequest, r.Status, path)
+		require.Equal(t, "invalid_path", r.Body["error"], path)
+		require.Contains(t, r.Body["detail"], "64 printable characters")
+		require.NotContains(t, r.Raw, "AAAA")
+		fields := r.Body["fields"].([]any)
+		require.Len(t, fields, 1)
+		require.Contains(t, []string{"account", "orderId"}, fields[0].(map[string]any)["path"])
+	}
+	require.Empty(t, e.agent.all())
+}

@@ -61,7 +61,8 @@ func parseArgs(w http.ResponseWriter, r *http.Request, ep *endpoint) (map[string
 		v := r.PathValue(p.Name)
 		if !validName(v) {
 			return nil, &httpapi.Error{Status: http.StatusBadRequest, Code: CodeInvalidPath,
-				Detail: "the " + p.Name + " in the path is not valid"}
+				Detail: "the " + p.Name + " in the path must be 1 to 64 printable characters, without leading or trailing spaces (URL-encode spaces and slashes)",
+				Fields: []httpapi.FieldError{{Path: p.Name, Code: fieldBadFormat, Limit: 64}}}
 		}
 		args[p.Name] = v
 	}

@@ -46,3 +46,13 @@ func (c *ManualClock) Set(t time.Time) {
 	defer c.mu.Unlock()
 	c.t = t
 }
+
+// StartedClock returns a Clock that reads start now and then advances with
+// the system clock: a simulator started at a chosen moment, for trying a
+// bot outside market hours or replaying a known session. The offset from
+// the system clock is fixed when it is made.
+func StartedClock(start time.Time) Clock { return shiftedClock{offset: time.Until(start)} }
+
+type shiftedClock struct{ offset time.Duration }
+
+func (c shiftedClock) Now() time.Time { return time.Now().Add(c.offset) }

@@ -1,0 +1,65 @@
+package main
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+	"go.uber.org/zap"
+
+	"tradebridge/agent/bridge"
+	"tradebridge/protocol"
+)
+
+func env(m map[string]string) func(string) string { return func(k string) string { return m[k] } }
+
+// Flags win over the environment, which wins over the file; the
+// simulator's start time is checked before anything starts.
+func TestLoadConfigSimStart(t *testing.T) {
+	t.Parallel()
+	base := map[string]string{"AGENT_RELAY_URL": "http://127.0.0.1:1", "AGENT_TOKEN": "tb_agent_x"}
+	cfg, err := loadConfig("", Config{}, env(base))
+	require.NoError(t, err)
+	require.Equal(t, "sim", cfg.Platform)
+	require.Empty(t, cfg.SimStart)
+
+	withEnv := map[string]string{"AGENT_SIM_START": "2026-11-25T10:00:00-05:00"}
+	for k, v := range base {
+		withEnv[k] = v
+	}
+	cfg, err = loadConfig("", Config{}, env(withEnv))
+	require.NoError(t, err)
+	require.Equal(t, "2026-11-25T10:00:00-05:00", cfg.SimStart)
+	cfg, err = loadConfig("", Config{SimStart: "2026-11-24T15:00:00Z"}, env(withEnv))
+	require.NoError(t, err)
+	require.Equal(t, "2026-11-24T15:00:00Z", cfg.SimStart, "the flag wins")
+
+	_, err = loadConfig("", Config{SimStart: "tomorrow"}, env(base))
+	require.ErrorContains(t, err, "RFC 3339")
+	_, err = loadConfig("", Config{SimStart: "2026-11-24T15:00:00Z", Platform: "ninjatrader"}, env(base))
+	require.ErrorContains(t, err, "simulator only")
+}
+
+// A simulator started inside market hours trades even while the real
+// market is closed: a Saturday start refuses a market order, a Wednesday
+// start fills it.
+func TestSimStartOpensTheMarket(t *testing.T) {
+	t.Parallel()
+	place := func(start string) error {
+		p, now, err := openPlatform(Config{Platform: "sim", SimStart: start}, zap.NewNop())
+		require.NoError(t, err)
+		want, _ := time.Parse(time.RFC3339, start)
+		require.WithinDuration(t, want, now(), time.Minute, "the operations read the simulator's clock")
+		defer p.Close()
+		accts, err := p.Accounts(context.Background())
+		require.NoError(t, err)
+		_, err = p.SubmitOrder(context.Background(), bridge.OrderRequest{Account: accts[0].Name, Instrument: "ES 03-27",
+			Action: protocol.ActionBuy, OrderType: protocol.OrderTypeMarket, Quantity: 1, TimeInForce: protocol.TimeInForceDay})
+		return err
+	}
+	require.NoError(t, place("2026-11-25T10:00:00-05:00"))
+	err := place("2026-11-28T10:00:00-05:00")
+	require.Error(t, err)
+	require.Contains(t, err.Error(), "market is closed")
+}
