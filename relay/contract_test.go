@@ -71,21 +71,8 @@ type exchange struct {
 // response (status, headers, body) against c.
 func (c contract) check(t *testing.T, s *system, token, method, path, body string, header ...string) exchange {
 	t.Helper()
-	var rd io.Reader
-	if body != "" {
-		rd = strings.NewReader(body)
-	}
-	req, err := http.NewRequest(method, s.base+path, rd)
+	req, err := s.newRequest(method, path, token, body, header...)
 	require.NoError(t, err)
-	if token != "" {
-		req.Header.Set("Authorization", "Bearer "+token)
-	}
-	if body != "" {
-		req.Header.Set("Content-Type", "application/json")
-	}
-	for i := 0; i+1 < len(header); i += 2 {
-		req.Header.Set(header[i], header[i+1])
-	}
 	route, params, err := c.router.FindRoute(req)
 	require.NoError(t, err, "%s %s is a documented route", method, path)
 	in := &openapi3filter.RequestValidationInput{Request: req, PathParams: params, Route: route,

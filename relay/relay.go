@@ -177,10 +177,10 @@ func (r *Relay) requestIDs(next http.Handler) http.Handler {
 		w.Header().Set(httpapi.RequestIDHeader, id)
 		req = req.WithContext(hub.WithTrace(req.Context(), id))
 		start := time.Now()
-		sw := &statusRecorder{ResponseWriter: w}
+		sw := &httpapi.StatusRecorder{ResponseWriter: w}
 		next.ServeHTTP(sw, req)
 		level := zap.DebugLevel
-		if sw.status >= 400 {
+		if sw.Status >= 400 {
 			level = zap.InfoLevel
 		}
 		if ce := r.log.Check(level, "request"); ce != nil {
@@ -188,7 +188,7 @@ func (r *Relay) requestIDs(next http.Handler) http.Handler {
 			if route == "" {
 				route = "unmatched"
 			}
-			ce.Write(zap.String("requestId", id), zap.String("route", route), zap.Int("status", sw.status),
+			ce.Write(zap.String("requestId", id), zap.String("route", route), zap.Int("status", sw.Status),
 				zap.Duration("took", time.Since(start)))
 		}
 	})
@@ -200,30 +200,6 @@ func newRequestID() string {
 	_, _ = rand.Read(b[:])
 	return "req-" + hex.EncodeToString(b[:])
 }
-
-// statusRecorder remembers the status a handler answered.
-type statusRecorder struct {
-	http.ResponseWriter
-	status int
-}
-
-func (w *statusRecorder) WriteHeader(code int) {
-	if w.status == 0 {
-		w.status = code
-	}
-	w.ResponseWriter.WriteHeader(code)
-}
-
-func (w *statusRecorder) Write(p []byte) (int, error) {
-	if w.status == 0 {
-		w.status = http.StatusOK
-	}
-	return w.ResponseWriter.Write(p)
-}
-
-// Unwrap lets http.ResponseController and WebSocket upgrades reach the
-// underlying writer.
-func (w *statusRecorder) Unwrap() http.ResponseWriter { return w.ResponseWriter }
 
 // Handler returns the relay's HTTP handler.
 func (r *Relay) Handler() http.Handler { return r.handler }

@@ -190,14 +190,16 @@ func (s *system) doAsync(method, path, token, body string, header ...string) res
 	return r
 }
 
-func (s *system) request(method, path, token, body string, header ...string) (response, error) {
+// newRequest builds a request to the relay with token, a JSON body and
+// more headers as name, value pairs.
+func (s *system) newRequest(method, path, token, body string, header ...string) (*http.Request, error) {
 	var rd io.Reader
 	if body != "" {
 		rd = strings.NewReader(body)
 	}
 	req, err := http.NewRequest(method, s.base+path, rd)
 	if err != nil {
-		return response{}, err
+		return nil, err
 	}
 	if token != "" {
 		req.Header.Set("Authorization", "Bearer "+token)
@@ -207,6 +209,14 @@ func (s *system) request(method, path, token, body string, header ...string) (re
 	}
 	for i := 0; i+1 < len(header); i += 2 {
 		req.Header.Set(header[i], header[i+1])
+	}
+	return req, nil
+}
+
+func (s *system) request(method, path, token, body string, header ...string) (response, error) {
+	req, err := s.newRequest(method, path, token, body, header...)
+	if err != nil {
+		return response{}, err
 	}
 	resp, err := s.client.Do(req)
 	if err != nil {

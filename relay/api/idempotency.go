@@ -8,7 +8,6 @@ import (
 	"encoding/json"
 	"errors"
 	"net/http"
-	"strconv"
 	"time"
 
 	"go.uber.org/zap"
@@ -412,11 +411,5 @@ func (a *API) writeOutcome(w http.ResponseWriter, p auth.Principal, o Outcome) {
 // replayLegacy answers with a response recorded in the previous format,
 // byte for byte.
 func replayLegacy(w http.ResponseWriter, status int, body []byte) {
-	h := w.Header()
-	h.Set("Content-Type", "application/json")
-	h.Set("X-Content-Type-Options", "nosniff")
-	h.Set("Cache-Control", "no-store")
-	h.Set("Content-Length", strconv.Itoa(len(body)))
-	w.WriteHeader(status)
-	_, _ = w.Write(body)
+	httpapi.WriteRecorded(w, status, body)
 }

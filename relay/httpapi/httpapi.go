@@ -286,6 +286,11 @@ func encodeValue(enc *json.Encoder, buf *bytes.Buffer, v any) error {
 	return nil
 }
 
+// WriteRecorded sends status and body, a response this package wrote
+// earlier and the caller recorded (a replayed idempotent write), with the
+// headers every response carries.
+func WriteRecorded(w http.ResponseWriter, status int, body []byte) { send(w, status, body) }
+
 // send writes the headers every response carries, then status and body.
 func send(w http.ResponseWriter, status int, body []byte) {
 	h := w.Header()
@@ -296,3 +301,32 @@ func send(w http.ResponseWriter, status int, body []byte) {
 	w.WriteHeader(status)
 	_, _ = w.Write(body)
 }
+
+// StatusRecorder is a ResponseWriter that remembers the status its handler
+// answered, for the middlewares that log and count responses. Status is 0
+// until the handler writes, then the status sent (200 for a Write without
+// WriteHeader).
+type StatusRecorder struct {
+	http.ResponseWriter
+	Status int
+}
+
+// WriteHeader records the first status and sends it.
+func (w *StatusRecorder) WriteHeader(code int) {
+	if w.Status == 0 {
+		w.Status = code
+	}
+	w.ResponseWriter.WriteHeader(code)
+}
+
+// Write records 200 when nothing was written before, and writes p.
+func (w *StatusRecorder) Write(p []byte) (int, error) {
+	if w.Status == 0 {
+		w.Status = http.StatusOK
+	}
+	return w.ResponseWriter.Write(p)
+}
+
+// Unwrap lets http.ResponseController and WebSocket upgrades reach the
+// underlying writer.
+func (w *StatusRecorder) Unwrap() http.ResponseWriter { return w.ResponseWriter }
