@@ -29,6 +29,7 @@ import (
 	"errors"
 	"fmt"
 	"reflect"
+	"strconv"
 	"strings"
 
 	"tradebridge/protocol"
@@ -69,13 +70,21 @@ type Member struct {
 }
 
 // Reply is a success rendered for one profile: the members that stand next
-// to "success" at the top level, in the order they are written. The
-// standard profile's Reply starts with "data".
-type Reply []Member
+// to "success" at the top level. The standard profile's reply is "data"
+// and, for writes, the ids; the compatible profile's is the members of
+// data.
+type Reply struct {
+	members []Member
+	// inline is a JSON object whose members follow members at the same
+	// level: the compatible profile splices a record's members in without
+	// decoding them.
+	inline json.RawMessage
+}
 
-// Get returns the value of the member key, or nil.
+// Get returns the value of the member key written as a member of its
+// own (not one spliced in from a record), or nil.
 func (r Reply) Get(key string) json.RawMessage {
-	for _, m := range r {
+	for _, m := range r.members {
 		if m.Key == key {
 			return m.Value
 		}
@@ -83,14 +92,29 @@ func (r Reply) Get(key string) json.RawMessage {
 	return nil
 }
 
+// Size is about the number of bytes AppendTo appends.
+func (r Reply) Size() int {
+	n := len(r.inline)
+	for _, m := range r.members {
+		n += len(m.Key) + len(m.Value) + 4
+	}
+	return n
+}
+
 // AppendTo appends the members as JSON object members (",\"key\":value"
 // each, with a leading comma), for a writer that has already written
 // {"success":true.
 func (r Reply) AppendTo(b []byte) []byte {
-	for _, m := range r {
+	for _, m := range r.members {
 		b = append(b, ',')
 		b = appendKey(b, m.Key)
 		b = append(b, m.Value...)
+	}
+	if inner := bytes.TrimSpace(r.inline); len(inner) >= 2 {
+		if inner = bytes.TrimSpace(inner[1 : len(inner)-1]); len(inner) > 0 {
+			b = append(b, ',')
+			b = append(b, inner...)
+		}
 	}
 	return b
 }
@@ -102,19 +126,36 @@ func appendKey(b []byte, k string) []byte {
 }
 
 // Render turns result, the agent's answer to fn, into the reply of profile
-// p. It fails only when result is not the record fn returns, which is the
-// agent's fault.
+// p. result must be valid JSON, as the tunnel's decoder and the
+// idempotency store deliver it. Render fails only when result is not the
+// record fn returns, which is the agent's fault.
 func Render(p Profile, fn string, result json.RawMessage) (Reply, error) {
-	data, err := Data(fn, result)
+	s, ok := shapes[fn]
+	if !ok {
+		return Reply{}, fmt.Errorf("profile: no shape for function %q", fn)
+	}
+	result = bytes.TrimSpace(result)
+	compat := p == Compatible && !wrapped[fn]
+	if s.List != "" {
+		ms, err := listMembers(s.List, s.Count, result)
+		if err != nil {
+			return Reply{}, err
+		}
+		if compat {
+			return Reply{members: ms}, nil
+		}
+		return Reply{members: []Member{{Key: "data", Value: object(ms)}}}, nil
+	}
+	data, err := s.data(fn, result)
 	if err != nil {
-		return nil, err
+		return Reply{}, err
 	}
-	if p == Compatible && !wrapped[fn] {
-		return members(data)
+	if compat {
+		return Reply{inline: data}, nil
 	}
-	r := Reply{{Key: "data", Value: data}}
+	r := Reply{members: []Member{{Key: "data", Value: data}}}
 	if f, _ := protocol.LookupFunction(fn); f.Write {
-		r = append(r, ids(data)...)
+		r.members = append(r.members, ids(data)...)
 	}
 	return r, nil
 }
@@ -198,18 +239,21 @@ func DataType(fn string) (t reflect.Type, ok bool) {
 // Wrapped reports whether fn's compatible reply keeps the data member.
 func Wrapped(fn string) bool { return wrapped[fn] }
 
-// Data returns fn's data object for the agent's record result.
+// Data returns fn's data object in the standard profile for the agent's
+// record result (valid JSON).
 func Data(fn string, result json.RawMessage) (json.RawMessage, error) {
-	s, ok := shapes[fn]
-	if !ok {
-		return nil, fmt.Errorf("profile: no shape for function %q", fn)
+	r, err := Render(Standard, fn, result)
+	if err != nil {
+		return nil, err
 	}
-	result = bytes.TrimSpace(result)
+	return r.Get("data"), nil
+}
+
+// data returns the data object of a shape that is not a list.
+func (s shape) data(fn string, result json.RawMessage) (json.RawMessage, error) {
 	switch {
 	case s.Transform != nil:
 		return s.Transform(result)
-	case s.List != "":
-		return list(s.List, s.Count, result)
 	case s.Rename != nil:
 		return rename(result, s.Rename)
 	}
@@ -219,25 +263,75 @@ func Data(fn string, result json.RawMessage) (json.RawMessage, error) {
 	return result, nil
 }
 
-// list names the array result under key, with its length as count.
-func list(key string, count bool, result json.RawMessage) (json.RawMessage, error) {
-	var items []json.RawMessage
-	if err := json.Unmarshal(result, &items); err != nil {
-		return nil, fmt.Errorf("profile: a list result is not an array: %w", err)
+// listMembers names the array result under key, with its length as count.
+func listMembers(key string, count bool, result json.RawMessage) ([]Member, error) {
+	n, err := countElements(result)
+	if err != nil {
+		return nil, err
 	}
-	b := make([]byte, 0, len(result)+len(key)+24)
-	b = append(b, '{')
-	b = appendKey(b, key)
-	if items == nil {
-		b = append(b, "[]"...)
-	} else {
-		b = append(b, result...)
+	if n == 0 {
+		result = json.RawMessage("[]") // also for null
 	}
+	ms := []Member{{Key: key, Value: result}}
 	if count {
-		b = append(b, `,"count":`...)
-		b = fmt.Appendf(b, "%d", len(items))
+		ms = append(ms, Member{Key: "count", Value: strconv.AppendInt(nil, int64(n), 10)})
 	}
-	return append(b, '}'), nil
+	return ms, nil
+}
+
+// object writes members as one JSON object.
+func object(ms []Member) json.RawMessage {
+	b := Reply{members: ms}.AppendTo([]byte{'{'})
+	if len(b) > 1 {
+		b = append(b[:1], b[2:]...) // the first member's leading comma
+	}
+	return append(b, '}')
+}
+
+// countElements returns the number of elements of a JSON array (null has
+// none). arr must be valid JSON: the count is taken by scanning, without
+// decoding, since a list of positions or orders is the relay's most common
+// answer.
+func countElements(arr []byte) (int, error) {
+	if string(arr) == "null" {
+		return 0, nil
+	}
+	if len(arr) < 2 || arr[0] != '[' || arr[len(arr)-1] != ']' {
+		return 0, errors.New("profile: a list result is not an array")
+	}
+	n, depth, inString, escaped, empty := 0, 0, false, false, true
+	for _, c := range arr[1 : len(arr)-1] {
+		if inString {
+			switch {
+			case escaped:
+				escaped = false
+			case c == '\\':
+				escaped = true
+			case c == '"':
+				inString = false
+			}
+			continue
+		}
+		switch c {
+		case ' ', '\t', '\n', '\r':
+			continue
+		case '"':
+			inString = true
+		case '[', '{':
+			depth++
+		case ']', '}':
+			depth--
+		case ',':
+			if depth == 0 {
+				n++
+			}
+		}
+		empty = false
+	}
+	if empty {
+		return 0, nil
+	}
+	return n + 1, nil
 }
 
 // rename returns the object result with some members renamed, in the
@@ -247,29 +341,22 @@ func rename(result json.RawMessage, names map[string]string) (json.RawMessage, e
 	if err != nil {
 		return nil, err
 	}
-	b := []byte{'{'}
 	for i, m := range ms {
-		if i > 0 {
-			b = append(b, ',')
+		if n, ok := names[m.Key]; ok {
+			ms[i].Key = n
 		}
-		k := m.Key
-		if n, ok := names[k]; ok {
-			k = n
-		}
-		b = appendKey(b, k)
-		b = append(b, m.Value...)
 	}
-	return append(b, '}'), nil
+	return object(ms), nil
 }
 
 // members splits a JSON object into its members, in order.
-func members(obj json.RawMessage) (Reply, error) {
+func members(obj json.RawMessage) ([]Member, error) {
 	dec := json.NewDecoder(bytes.NewReader(obj))
 	dec.UseNumber()
 	if t, err := dec.Token(); err != nil || t != json.Delim('{') {
 		return nil, errors.New("profile: the result is not a JSON object")
 	}
-	var r Reply
+	var r []Member
 	for dec.More() {
 		t, err := dec.Token()
 		if err != nil {
@@ -287,7 +374,7 @@ func members(obj json.RawMessage) (Reply, error) {
 
 // ids returns a write's orderId and orderIds members, for the top level
 // of the standard profile.
-func ids(data json.RawMessage) Reply {
+func ids(data json.RawMessage) []Member {
 	var v struct {
 		OrderID  string          `json:"orderId"`
 		OrderIDs json.RawMessage `json:"orderIds"`
@@ -295,7 +382,7 @@ func ids(data json.RawMessage) Reply {
 	if json.Unmarshal(data, &v) != nil {
 		return nil
 	}
-	var r Reply
+	var r []Member
 	if v.OrderID != "" {
 		enc, _ := json.Marshal(v.OrderID)
 		r = append(r, Member{Key: "orderId", Value: enc})

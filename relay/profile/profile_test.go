@@ -171,3 +171,75 @@ func TestWrongShapeIsAnError(t *testing.T) {
 		require.Error(t, err, fn)
 	}
 }
+
+// BenchmarkRender measures the relay's cost of shaping a result: a list of
+// 20 positions and a placed order, in each profile.
+func BenchmarkRender(b *testing.B) {
+	positions, _ := json.Marshal(slices.Repeat([]protocol.Position{pos}, 20))
+	placed, _ := json.Marshal(protocol.PlaceResult{OrderID: "sim-1", Order: &order})
+	for _, tc := range []struct {
+		name, fn string
+		raw      json.RawMessage
+	}{{"ListPositions", protocol.FnListPositions, positions}, {"PlaceOrder", protocol.FnPlaceOrder, placed}} {
+		for _, p := range profile.All {
+			b.Run(tc.name+"/"+string(p), func(b *testing.B) {
+				b.ReportAllocs()
+				for b.Loop() {
+					if _, err := profile.Render(p, tc.fn, tc.raw); err != nil {
+						b.Fatal(err)
+					}
+				}
+			})
+		}
+	}
+}
+
+// The count of a list is taken by scanning; strings holding commas,
+// brackets, quotes and escapes do not confuse it.
+func TestCountIgnoresStrings(t *testing.T) {
+	t.Parallel()
+	for _, raw := range []string{
+		`[]`, ` [ ] `, `null`, `[{}]`, `[{},{}]`, `[[1,2],[3]]`,
+		`[{"tag":"a,b"},{"tag":"]}[{,"}]`,
+		`[{"tag":"say \"hi\", then \\"},{"tag":"\\\","}]`,
+		`[{"a":[1,{"b":[2,3]}],"c":"x"} , {"d":null}]`,
+	} {
+		var items []json.RawMessage
+		require.NoError(t, json.Unmarshal([]byte(raw), &items), raw)
+		r, err := profile.Render(profile.Compatible, protocol.FnListPositions, json.RawMessage(raw))
+		require.NoError(t, err, raw)
+		var got struct {
+			Positions []json.RawMessage `json:"positions"`
+			Count     int               `json:"count"`
+		}
+		body := append(r.AppendTo([]byte(`{"success":true`)), '}')
+		require.NoError(t, json.Unmarshal(body, &got), string(body))
+		require.Equal(t, len(items), got.Count, raw)
+		require.Len(t, got.Positions, len(items), raw)
+	}
+}
+
+// FuzzListCount checks the scanned count against encoding/json on every
+// valid JSON array.
+func FuzzListCount(f *testing.F) {
+	for _, s := range []string{`[]`, `[1,"a,b",{"x":[1,2]}]`, `["\"]",[]]`, `null`} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, raw string) {
+		var items []json.RawMessage
+		if json.Unmarshal([]byte(raw), &items) != nil {
+			return
+		}
+		r, err := profile.Render(profile.Compatible, protocol.FnListOrders, json.RawMessage(raw))
+		if err != nil {
+			t.Fatalf("%q: %v", raw, err)
+		}
+		var got struct {
+			Orders []json.RawMessage `json:"orders"`
+		}
+		body := append(r.AppendTo([]byte(`{"success":true`)), '}')
+		if err := json.Unmarshal(body, &got); err != nil || len(got.Orders) != len(items) {
+			t.Fatalf("%q: %s (%v)", raw, body, err)
+		}
+	})
+}

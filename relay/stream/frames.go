@@ -167,7 +167,7 @@ func statusBody(connected bool) []byte {
 // outcome. RPC replies carry no type: clients tell them from events by its
 // absence, as the specification says.
 func rpcSuccess(id json.RawMessage, reply profile.Reply, replayed bool) []byte {
-	b := make([]byte, 0, 80+len(id)+len(reply.Get("data")))
+	b := make([]byte, 0, 80+len(id)+reply.Size())
 	b = append(b, `{"id":`...)
 	b = append(b, id...)
 	b = append(b, `,"success":true`...)
