@@ -6,7 +6,7 @@ BIN     := bin
 VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 LDFLAGS := -X tradebridge/agent.Version=$(VERSION)
 
-.PHONY: all build demo test test-short test-deps vet bench windows clean clients examples-browser
+.PHONY: all build demo test test-short test-deps vet bench windows clean clients
 
 all: build
 
@@ -43,12 +43,6 @@ test-deps:
 ## Swagger Codegen, on Java) from the relay's OpenAPI document.
 clients: test-deps
 	./scripts/gen-clients.sh
-
-## examples-browser: install Debian's chromium (large; make test does not)
-## and run the browser test of examples/quotes.html.
-examples-browser:
-	./scripts/test-deps.sh --browser
-	$(GO) test -count=1 -run 'TestQuotesPage' -v ./examples/
 
 ## bench: the benchmarks named in the issues, with their ratios.
 bench:

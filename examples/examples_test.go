@@ -9,8 +9,7 @@
 // clients/typescript and clients/python/generator. A test whose tool is
 // missing skips with a message saying how to install it, except under CI
 // (CI set), where it fails. The browser test needs Debian's chromium, which
-// make test does not install (make examples-browser does): it skips without
-// it, also under CI.
+// make test installs too.
 //
 // The simulator keeps CME Globex hours, so each agent starts its simulator
 // inside them (agent run --sim-start, see simStart): the examples trade at
@@ -415,6 +414,10 @@ func TestPythonClientSmoke(t *testing.T) {
 	require.NoError(t, err, "%s", out)
 	noToken(t, out, e.apiToken)
 	checkSmoke(t, out)
+	s := string(out)
+	require.Contains(t, s, "fills: ")
+	require.Contains(t, s, "position: Long 2 ")
+	require.Contains(t, s, "closed half: order ")
 }
 
 func TestTypeScriptClientSmoke(t *testing.T) {
@@ -471,8 +474,7 @@ func TestQuotesPage(t *testing.T) {
 		chromium = "/usr/bin/chromium"
 	}
 	if _, err := exec.LookPath(chromium); err != nil {
-		t.Skipf("%s not found: make test does not install Debian's chromium (a large package); "+
-			"`make examples-browser` installs it and runs this test", chromium)
+		missing(t, chromium+" not found: make test (scripts/test-deps.sh) installs Debian's chromium")
 	}
 	e := start(t, false)
 	page := (&url.URL{Scheme: "file", Path: filepath.Join(repo, "examples", "quotes.html")}).String() +

