@@ -474,7 +474,7 @@ func TestQuotesPage(t *testing.T) {
 		chromium = "/usr/bin/chromium"
 	}
 	if _, err := exec.LookPath(chromium); err != nil {
-		missing(t, chromium+" not found: make test (scripts/test-deps.sh) installs Debian's chromium")
+		missing(t, "%s not found: make test (scripts/test-deps.sh) installs Debian's chromium", chromium)
 	}
 	e := start(t, false)
 	page := (&url.URL{Scheme: "file", Path: filepath.Join(repo, "examples", "quotes.html")}).String() +
