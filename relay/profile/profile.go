@@ -151,6 +151,9 @@ func Render(p Profile, fn string, result json.RawMessage) (Reply, error) {
 		return Reply{}, err
 	}
 	if compat {
+		if err := noSuccessMember(data); err != nil {
+			return Reply{}, err
+		}
 		return Reply{inline: data}, nil
 	}
 	r := Reply{members: []Member{{Key: "data", Value: data}}}
@@ -239,16 +242,6 @@ func DataType(fn string) (t reflect.Type, ok bool) {
 // Wrapped reports whether fn's compatible reply keeps the data member.
 func Wrapped(fn string) bool { return wrapped[fn] }
 
-// Data returns fn's data object in the standard profile for the agent's
-// record result (valid JSON).
-func Data(fn string, result json.RawMessage) (json.RawMessage, error) {
-	r, err := Render(Standard, fn, result)
-	if err != nil {
-		return nil, err
-	}
-	return r.Get("data"), nil
-}
-
 // data returns the data object of a shape that is not a list.
 func (s shape) data(fn string, result json.RawMessage) (json.RawMessage, error) {
 	switch {
@@ -261,6 +254,25 @@ func (s shape) data(fn string, result json.RawMessage) (json.RawMessage, error) 
 		return nil, fmt.Errorf("profile: %s answered with something other than an object", fn)
 	}
 	return result, nil
+}
+
+// noSuccessMember refuses a record with a top-level "success" member,
+// which, spliced in, would contradict the reply's own. No record has one;
+// only a faulty agent's could.
+func noSuccessMember(data json.RawMessage) error {
+	if !bytes.Contains(data, []byte(`"success"`)) {
+		return nil
+	}
+	ms, err := members(data)
+	if err != nil {
+		return err
+	}
+	for _, m := range ms {
+		if m.Key == "success" {
+			return errors.New("profile: the result has a success member")
+		}
+	}
+	return nil
 }
 
 // listMembers names the array result under key, with its length as count.

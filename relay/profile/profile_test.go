@@ -170,6 +170,11 @@ func TestWrongShapeIsAnError(t *testing.T) {
 		_, err := profile.Render(profile.Standard, fn, json.RawMessage(raw))
 		require.Error(t, err, fn)
 	}
+	// A record must not contradict the reply's own success member.
+	_, err := profile.Render(profile.Compatible, protocol.FnGetAccount, json.RawMessage(`{"name":"Sim101","success":false}`))
+	require.Error(t, err)
+	_, err = profile.Render(profile.Compatible, protocol.FnGetAccount, json.RawMessage(`{"name":"Sim101","displayName":"\"success\""}`))
+	require.NoError(t, err, "a string holding the word is fine")
 }
 
 // BenchmarkRender measures the relay's cost of shaping a result: a list of
