@@ -278,13 +278,25 @@ func (a *API) call(w http.ResponseWriter, r *http.Request, p auth.Principal, fn,
 
 // writeResult answers with fn's result in the caller's response profile.
 func (a *API) writeResult(w http.ResponseWriter, p auth.Principal, fn string, result json.RawMessage) {
-	reply, err := profile.Render(p.Profile, fn, result)
-	if err != nil {
-		a.log.Error("agent answered with a record of the wrong shape", zap.String("user", p.UserID), zap.String("fn", fn), zap.Error(err))
-		httpapi.WriteError(w, http.StatusInternalServerError, httpapi.Error{Code: CodeInternal, Detail: "the add-on answered with a result the relay cannot read"})
+	reply, e := Render(a.log, p.Profile, fn, result)
+	if e != nil {
+		httpapi.WriteError(w, e.Status, *e)
 		return
 	}
 	httpapi.WriteMembers(w, http.StatusOK, reply.AppendTo)
+}
+
+// Render renders fn's result in response profile prof, for the HTTP
+// routes and the WebSocket form of RPC alike. A record of the wrong shape
+// is the agent's fault: it is logged and answered 500 internal_error.
+func Render(log *zap.Logger, prof profile.Profile, fn string, result json.RawMessage) (profile.Reply, *httpapi.Error) {
+	reply, err := profile.Render(prof, fn, result)
+	if err != nil {
+		log.Error("agent answered with a record of the wrong shape", zap.String("fn", fn), zap.Error(err))
+		return profile.Reply{}, &httpapi.Error{Status: http.StatusInternalServerError, Code: CodeInternal,
+			Detail: "the add-on answered with a result the relay cannot read"}
+	}
+	return reply, nil
 }
 
 // writeCallError maps a failed call to its status and code.

@@ -106,20 +106,10 @@ func customizeSchema(_ string, t reflect.Type, tag reflect.StructTag, schema *op
 // written: those without omitempty.
 func requiredFields(t reflect.Type) []string {
 	var req []string
-	for i := range t.NumField() {
-		f := t.Field(i)
-		tag, ok := f.Tag.Lookup("json")
-		if !ok || !f.IsExported() {
-			continue
+	for name, required := range jsonFields(t) {
+		if required {
+			req = append(req, name)
 		}
-		name, _, _ := strings.Cut(tag, ",")
-		if name == "-" || omitEmpty(f.Tag) {
-			continue
-		}
-		if name == "" {
-			name = f.Name
-		}
-		req = append(req, name)
 	}
 	sort.Strings(req)
 	return req

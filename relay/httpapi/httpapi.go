@@ -1,6 +1,7 @@
 // Package httpapi is the relay's only way to speak JSON over HTTP. Every
-// relay handler writes its responses through Write, WriteWithTop and
-// WriteError, and reads request bodies through ReadJSON and RejectBody, so
+// relay handler writes its responses through Write, WriteWithTop,
+// WriteMembers (a response profile's rendering), WriteRecorded (a replayed
+// response) and WriteError, and reads request bodies through ReadJSON and RejectBody, so
 // that the envelope, the security headers, the size and time limits and the
 // strictness of the JSON accepted are decided once, here, and are the same
 // on every route (the role coder's coderd/httpapi plays for coderd).

@@ -63,8 +63,8 @@ func Parse(s string) (Profile, error) {
 	return "", ErrUnknown
 }
 
-// Member is one top-level member of a success response besides success.
-type Member struct {
+// member is one top-level member of a success response besides success.
+type member struct {
 	Key   string
 	Value json.RawMessage
 }
@@ -74,7 +74,7 @@ type Member struct {
 // and, for writes, the ids; the compatible profile's is the members of
 // data.
 type Reply struct {
-	members []Member
+	members []member
 	// inline is a JSON object whose members follow members at the same
 	// level: the compatible profile splices a record's members in without
 	// decoding them.
@@ -144,7 +144,7 @@ func Render(p Profile, fn string, result json.RawMessage) (Reply, error) {
 		if compat {
 			return Reply{members: ms}, nil
 		}
-		return Reply{members: []Member{{Key: "data", Value: object(ms)}}}, nil
+		return Reply{members: []member{{Key: "data", Value: object(ms)}}}, nil
 	}
 	data, err := s.data(fn, result)
 	if err != nil {
@@ -156,7 +156,7 @@ func Render(p Profile, fn string, result json.RawMessage) (Reply, error) {
 		}
 		return Reply{inline: data}, nil
 	}
-	r := Reply{members: []Member{{Key: "data", Value: data}}}
+	r := Reply{members: []member{{Key: "data", Value: data}}}
 	if f, _ := protocol.LookupFunction(fn); f.Write {
 		r.members = append(r.members, ids(data)...)
 	}
@@ -276,7 +276,7 @@ func noSuccessMember(data json.RawMessage) error {
 }
 
 // listMembers names the array result under key, with its length as count.
-func listMembers(key string, count bool, result json.RawMessage) ([]Member, error) {
+func listMembers(key string, count bool, result json.RawMessage) ([]member, error) {
 	n, err := countElements(result)
 	if err != nil {
 		return nil, err
@@ -284,15 +284,15 @@ func listMembers(key string, count bool, result json.RawMessage) ([]Member, erro
 	if n == 0 {
 		result = json.RawMessage("[]") // also for null
 	}
-	ms := []Member{{Key: key, Value: result}}
+	ms := []member{{Key: key, Value: result}}
 	if count {
-		ms = append(ms, Member{Key: "count", Value: strconv.AppendInt(nil, int64(n), 10)})
+		ms = append(ms, member{Key: "count", Value: strconv.AppendInt(nil, int64(n), 10)})
 	}
 	return ms, nil
 }
 
 // object writes members as one JSON object.
-func object(ms []Member) json.RawMessage {
+func object(ms []member) json.RawMessage {
 	b := Reply{members: ms}.AppendTo([]byte{'{'})
 	if len(b) > 1 {
 		b = append(b[:1], b[2:]...) // the first member's leading comma
@@ -362,13 +362,13 @@ func rename(result json.RawMessage, names map[string]string) (json.RawMessage, e
 }
 
 // members splits a JSON object into its members, in order.
-func members(obj json.RawMessage) ([]Member, error) {
+func members(obj json.RawMessage) ([]member, error) {
 	dec := json.NewDecoder(bytes.NewReader(obj))
 	dec.UseNumber()
 	if t, err := dec.Token(); err != nil || t != json.Delim('{') {
 		return nil, errors.New("profile: the result is not a JSON object")
 	}
-	var r []Member
+	var r []member
 	for dec.More() {
 		t, err := dec.Token()
 		if err != nil {
@@ -379,14 +379,14 @@ func members(obj json.RawMessage) ([]Member, error) {
 		if err := dec.Decode(&v); err != nil {
 			return nil, fmt.Errorf("profile: reading the result: %w", err)
 		}
-		r = append(r, Member{Key: k, Value: v})
+		r = append(r, member{Key: k, Value: v})
 	}
 	return r, nil
 }
 
 // ids returns a write's orderId and orderIds members, for the top level
 // of the standard profile.
-func ids(data json.RawMessage) []Member {
+func ids(data json.RawMessage) []member {
 	var v struct {
 		OrderID  string          `json:"orderId"`
 		OrderIDs json.RawMessage `json:"orderIds"`
@@ -394,13 +394,13 @@ func ids(data json.RawMessage) []Member {
 	if json.Unmarshal(data, &v) != nil {
 		return nil
 	}
-	var r []Member
+	var r []member
 	if v.OrderID != "" {
 		enc, _ := json.Marshal(v.OrderID)
-		r = append(r, Member{Key: "orderId", Value: enc})
+		r = append(r, member{Key: "orderId", Value: enc})
 	}
 	if len(v.OrderIDs) > 0 && !bytes.Equal(v.OrderIDs, []byte("null")) {
-		r = append(r, Member{Key: "orderIds", Value: v.OrderIDs})
+		r = append(r, member{Key: "orderIds", Value: v.OrderIDs})
 	}
 	return r
 }

@@ -15,7 +15,6 @@ import (
 
 	"tradebridge/relay/api"
 	"tradebridge/relay/auth"
-	"tradebridge/relay/profile"
 )
 
 // socket is one client connection. Its goroutines: serve (the lifecycle,
@@ -391,7 +390,7 @@ func (sk *socket) rpc(f clientFrame) {
 		if call.Write && call.Key != "" {
 			// The HTTP API's rule, on the same store: a repeat within
 			// 24 h is answered with the recorded outcome.
-			sk.answer(f.id, call.Fn, sk.srv.keyed.Run(sk.ctx, sk.p.UserID, call.Fn, call.Key, call.Args))
+			sk.answer(f.id, sk.srv.keyed.Run(sk.ctx, sk.p.UserID, call.Fn, call.Key, call.Args))
 			return
 		}
 		requestID := ""
@@ -402,11 +401,11 @@ func (sk *socket) rpc(f clientFrame) {
 		defer cancel()
 		res, err := sk.srv.opts.Upstream.Call(ctx, sk.p.UserID, call.Fn, requestID, call.Args)
 		if err == nil {
-			sk.answer(f.id, call.Fn, api.Outcome{Fn: call.Fn, Result: res})
+			sk.answer(f.id, api.Outcome{Fn: call.Fn, Result: res})
 			return
 		}
 		if e, ok := api.CallError(err, call.Write); ok {
-			sk.answer(f.id, call.Fn, api.Outcome{Err: &e})
+			sk.answer(f.id, api.Outcome{Err: &e})
 			return
 		}
 		if sk.ctx.Err() != nil {
@@ -420,7 +419,7 @@ func (sk *socket) rpc(f clientFrame) {
 // answer sends the rpc reply of an outcome: the result rendered in the
 // socket's response profile, or the error; a recorded outcome answered
 // again carries "replayed":true.
-func (sk *socket) answer(id json.RawMessage, fn string, o api.Outcome) {
+func (sk *socket) answer(id json.RawMessage, o api.Outcome) {
 	if o.Gone {
 		return // the socket is closing; nobody to answer
 	}
@@ -429,10 +428,9 @@ func (sk *socket) answer(id json.RawMessage, fn string, o api.Outcome) {
 		sk.reply(fe.encode(id, true))
 		return
 	}
-	reply, err := profile.Render(sk.p.Profile, o.Fn, o.Result)
-	if err != nil {
-		sk.log.Error("agent answered with a record of the wrong shape", zap.String("fn", fn), zap.Error(err))
-		fe := &frameError{code: CodeInternal, detail: "the add-on answered with a result the relay cannot read", replayed: o.Replayed}
+	reply, e := api.Render(sk.log, sk.p.Profile, o.Fn, o.Result)
+	if e != nil {
+		fe := &frameError{code: e.Code, detail: e.Detail, replayed: o.Replayed}
 		sk.reply(fe.encode(id, true))
 		return
 	}
