@@ -47,9 +47,18 @@ type system struct {
 	// budget is the trading budget of the relay; tests that do not test
 	// budgets use a roomy one.
 	budget budget.Policy
+	// tweak, when set, changes the relay's options before each start.
+	tweak func(*relay.Options)
 }
 
 func newSystem(t testing.TB) *system {
+	t.Helper()
+	return newSystemWith(t, nil)
+}
+
+// newSystemWith is newSystem with a relay whose options tweak may change
+// (before every start, restarts included).
+func newSystemWith(t testing.TB, tweak func(*relay.Options)) *system {
 	t.Helper()
 	core, logs := observer.New(zapcore.DebugLevel)
 	log := zap.New(core)
@@ -60,7 +69,7 @@ func newSystem(t testing.TB) *system {
 	st, err := store.Open(context.Background(), store.Options{Dir: t.TempDir()})
 	require.NoError(t, err)
 	s := &system{t: t, st: st, logs: logs, log: log, users: map[string]auth.Credentials{},
-		budget: roomy,
+		budget: roomy, tweak: tweak,
 		client: &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 128}}}
 	for name, plan := range map[string]auth.Plan{"alice": auth.PlanPro, "bob": auth.PlanElite, "carol": auth.PlanFree} {
 		creds, err := auth.CreateUser(context.Background(), st, name, plan, time.Now())
@@ -91,8 +100,12 @@ func (s *system) compatibleToken(user string) string {
 
 // serve runs a relay on ln until s.stop.
 func (s *system) serve(ln net.Listener) {
-	r, err := relay.New(relay.Options{Store: s.st, Logger: s.log, AuthCacheTTL: 50 * time.Millisecond,
-		TradingBudget: s.budget, IPBudget: roomy})
+	opts := relay.Options{Store: s.st, Logger: s.log, AuthCacheTTL: 50 * time.Millisecond,
+		TradingBudget: s.budget, IPBudget: roomy}
+	if s.tweak != nil {
+		s.tweak(&opts)
+	}
+	r, err := relay.New(opts)
 	require.NoError(s.t, err)
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
