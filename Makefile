@@ -6,7 +6,7 @@ BIN     := bin
 VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 LDFLAGS := -X tradebridge/agent.Version=$(VERSION)
 
-.PHONY: all build demo test test-short test-deps vet bench windows clean clients
+.PHONY: all build demo test test-short test-deps vet bench fuzz windows clean clients
 
 all: build
 
@@ -47,6 +47,13 @@ clients: test-deps
 ## bench: the benchmarks named in the issues, with their ratios.
 bench:
 	$(GO) test -p 1 -run '^$$' -bench . -benchmem -count=1 ./...
+
+## fuzz: every fuzz target (func FuzzX, found by scripts/fuzz.sh) for
+## FUZZTIME each, one after another, stopping at the first finding:
+## make fuzz FUZZTIME=30s.
+FUZZTIME ?= 10m
+fuzz:
+	GO=$(GO) FUZZTIME=$(FUZZTIME) ./scripts/fuzz.sh
 
 clean:
 	rm -rf $(BIN) .demo

@@ -111,7 +111,9 @@ func start(t *testing.T, compatible bool) *env {
 
 	addr := freeAddr(t)
 	e.url = "http://" + addr
-	startProcess(t, filepath.Join(logs, "relay.log"), nil, bin.relay, "serve", "--listen", addr, "--data", data)
+	// Tests run relays side by side: none takes the default operator
+	// address (127.0.0.1:9090).
+	startProcess(t, filepath.Join(logs, "relay.log"), nil, bin.relay, "serve", "--listen", addr, "--operator-listen", "off", "--data", data)
 	waitFor(t, 15*time.Second, "the relay to be ready", func() bool { return status(e.url+"/readyz", "") == http.StatusOK })
 	startProcess(t, filepath.Join(logs, "agent.log"), []string{"AGENT_TOKEN=" + creds.AgentToken}, bin.agent, "run", "--relay", e.url, "--platform", "sim", "--sim-start", simStart(time.Now()))
 	waitFor(t, 15*time.Second, "the agent to connect", func() bool { return status(e.url+"/v1/api/accounts", e.apiToken) == http.StatusOK })

@@ -7,7 +7,9 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
 	"sync"
+	"time"
 )
 
 // Type identifies the kind of a frame. The values are part of the wire
@@ -63,6 +65,11 @@ const MaxFrameSize = 4 << 20
 // ErrFrameTooLarge reports a frame whose announced payload exceeds MaxFrameSize.
 var ErrFrameTooLarge = errors.New("protocol: frame exceeds maximum size")
 
+// ErrFrameTimeout reports a frame that did not arrive whole within the
+// Reader's frame timeout once its first byte had arrived (see
+// Reader.SetFrameTimeout).
+var ErrFrameTimeout = errors.New("protocol: frame not completed in time")
+
 // ErrMalformedFrame reports a frame that is not valid for its type: an
 // unknown type or a payload that is not the JSON object the type requires.
 var ErrMalformedFrame = errors.New("protocol: malformed frame")
@@ -116,12 +123,27 @@ func (fw *Writer) WriteRaw(t Type, payload []byte) error {
 	return err
 }
 
+// ReaderBufferSize is the size of a Reader's read buffer, which it holds
+// besides the payload of the largest frame read so far.
+const ReaderBufferSize = 16 << 10
+
 // Reader reads frames from an underlying stream. It is not safe for
 // concurrent use.
 type Reader struct {
+	src io.Reader
 	r   *bufio.Reader
 	max int
 	buf []byte
+
+	// Set by SetFrameTimeout.
+	dl      deadliner
+	timeout time.Duration
+	armed   bool // a frame deadline is set on dl
+}
+
+// deadliner is a stream with read deadlines, such as a net.Conn.
+type deadliner interface {
+	SetReadDeadline(time.Time) error
 }
 
 // NewReader returns a Reader of frames from r that refuses payloads larger
@@ -130,16 +152,77 @@ func NewReader(r io.Reader, max int) *Reader {
 	if max <= 0 || max > MaxFrameSize {
 		max = MaxFrameSize
 	}
-	return &Reader{r: bufio.NewReaderSize(r, 16<<10), max: max}
+	return &Reader{src: r, r: bufio.NewReaderSize(r, ReaderBufferSize), max: max}
+}
+
+// SetFrameTimeout bounds the time a frame takes to arrive: once its first
+// byte has arrived, the rest must follow within d, else ReadFrame fails
+// with ErrFrameTimeout (the stream is then out of sync). Between frames
+// there is no deadline. It needs a stream with read deadlines
+// (SetReadDeadline, as net.Conn has), which the Reader then owns: nobody
+// else may set them. d <= 0, or a stream without deadlines, turns the
+// bound off.
+func (fr *Reader) SetFrameTimeout(d time.Duration) {
+	dl, ok := fr.src.(deadliner)
+	if !ok || d <= 0 {
+		fr.dl, fr.timeout = nil, 0
+		return
+	}
+	fr.dl, fr.timeout = dl, d
+}
+
+// begin waits, without a deadline, for the next frame's first byte, and
+// then sets the frame's deadline unless the whole frame is buffered.
+func (fr *Reader) begin() error {
+	if fr.armed {
+		fr.armed = false
+		if err := fr.dl.SetReadDeadline(time.Time{}); err != nil {
+			return err
+		}
+	}
+	if _, err := fr.r.Peek(1); err != nil {
+		return err
+	}
+	if fr.r.Buffered() >= HeaderSize {
+		h, _ := fr.r.Peek(HeaderSize) // buffered: does not read
+		if n := binary.BigEndian.Uint32(h[:4]); uint64(fr.r.Buffered()) >= HeaderSize+uint64(n) {
+			return nil // the whole frame is here
+		}
+	}
+	fr.armed = true
+	return fr.dl.SetReadDeadline(time.Now().Add(fr.timeout))
+}
+
+// failed reports a read error, as ErrFrameTimeout when the frame's
+// deadline passed.
+func (fr *Reader) failed(err error) error {
+	if fr.armed && isTimeout(err) {
+		return fmt.Errorf("%w: %w", ErrFrameTimeout, err)
+	}
+	return err
+}
+
+func isTimeout(err error) bool {
+	if errors.Is(err, os.ErrDeadlineExceeded) {
+		return true
+	}
+	var te interface{ Timeout() bool }
+	return errors.As(err, &te) && te.Timeout()
 }
 
 // ReadFrame reads the next frame. The returned payload is valid until the
-// next call. An oversized length yields ErrFrameTooLarge and an unknown type
-// ErrMalformedFrame; the stream is then out of sync and must be closed.
+// next call. An oversized length yields ErrFrameTooLarge, an unknown type
+// ErrMalformedFrame, and a frame that takes longer than the frame timeout
+// ErrFrameTimeout; the stream is then out of sync and must be closed.
 func (fr *Reader) ReadFrame() (Type, []byte, error) {
+	if fr.dl != nil {
+		if err := fr.begin(); err != nil {
+			return 0, nil, err
+		}
+	}
 	var h [HeaderSize]byte
 	if _, err := io.ReadFull(fr.r, h[:]); err != nil {
-		return 0, nil, err
+		return 0, nil, fr.failed(err)
 	}
 	n := binary.BigEndian.Uint32(h[:4])
 	t := Type(h[4])
@@ -157,7 +240,7 @@ func (fr *Reader) ReadFrame() (Type, []byte, error) {
 		if err == io.EOF {
 			err = io.ErrUnexpectedEOF
 		}
-		return t, nil, err
+		return t, nil, fr.failed(err)
 	}
 	return t, p, nil
 }

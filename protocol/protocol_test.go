@@ -76,6 +76,7 @@ func TestSubprotocol(t *testing.T) {
 		{"tradebridge.tunnel.v", 0, false},
 		{"tradebridge.tunnel.v0", 0, false},
 		{"tradebridge.tunnel.v1x", 0, false},
+		{"tradebridge.tunnel.v01", 0, false}, // one spelling per version
 		{"other.v1", 0, false},
 		{"tradebridge.tunnel.v99999999999999999999", 0, false},
 	} {

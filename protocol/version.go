@@ -26,8 +26,12 @@ func ParseSubprotocol(s string) (int, bool) {
 	if len(s) <= len(SubprotocolPrefix) || s[:len(SubprotocolPrefix)] != SubprotocolPrefix {
 		return 0, false
 	}
+	digits := s[len(SubprotocolPrefix):]
+	if digits[0] == '0' {
+		return 0, false // one spelling per version: no leading zeros
+	}
 	v := 0
-	for _, c := range s[len(SubprotocolPrefix):] {
+	for _, c := range digits {
 		if c < '0' || c > '9' || v > 1<<20 {
 			return 0, false
 		}

@@ -3,6 +3,44 @@
 // the trading API (relay/api), the WebSocket stream API (relay/stream) and
 // metrics (relay/metrics) into one HTTP server with timeouts and a graceful
 // shutdown that also closes the stream sockets and ends the tunnels.
+//
+// # Limits
+//
+// The relay is public, so what any client can make it hold is bounded,
+// whatever the client sends (the defaults; each is an Option):
+//
+//   - a connection sends its request's headers within ReadHeaderTimeout
+//     (10 s) of opening, or of its first byte after the previous request;
+//     headers larger than 64 KiB are refused (431);
+//   - a request's body arrives within BodyTimeout (10 s) of its headers
+//     (else 408 body_timeout), whoever reads it;
+//   - a request answered before its body was read (a refusal: 401, 403,
+//     429, 404, 405, or a route that takes no body) is answered at once
+//     with Connection: close, and the connection is closed at most
+//     UnreadBodyGrace (1 s) later;
+//   - a response is written within WriteTimeout (60 s) of the headers;
+//   - an idle keep-alive connection is closed after IdleTimeout (60 s);
+//   - one client address (an IPv6 /64) holds at most MaxConnsPerAddr (128)
+//     open connections, WebSocket sockets and tunnels included; the next
+//     is answered 429 rate_limited (policy "connections") and closed.
+//
+// So no request without a token holds a connection longer than
+// ReadHeaderTimeout + UnreadBodyGrace (11 s), one with a token no longer
+// than ReadHeaderTimeout + WriteTimeout (70 s), a connection between
+// requests no longer than IdleTimeout (60 s), and one address no more than
+// 128 connections.
+//
+// # Shutdown
+//
+// When Serve's context ends the relay stops accepting and lets running
+// requests finish within ShutdownTimeout. If some have not by then, it
+// logs a warning and cuts them short: it closes the stream sockets (1001)
+// and the tunnels, so that a call waiting on an agent answers 503
+// outcome_unknown (a write, recorded as such for its idempotency key) or
+// 408 addon_disconnected (a read), and ends every request's context with
+// httpapi.ErrShuttingDown. Serve returns only when every handler has
+// returned, so that the caller may close the store; it returns nil for a
+// shutdown that was asked for.
 package relay
 
 import (
@@ -53,16 +91,59 @@ type Options struct {
 	// Idempotency, IPBudget, Logger and Metrics in it are filled by the
 	// Relay.
 	Stream stream.Options
+
+	// ReadHeaderTimeout bounds the time to receive a request's headers.
+	// Default 10 s.
+	ReadHeaderTimeout time.Duration
+	// BodyTimeout bounds the time to receive a request's body, from when
+	// its headers are in. Default 10 s (httpapi.DefaultTimeout).
+	BodyTimeout time.Duration
+	// UnreadBodyGrace bounds how long a connection stays open after an
+	// answer sent before its request's body was read. Default 1 s.
+	UnreadBodyGrace time.Duration
+	// WriteTimeout bounds the time to write a response, from when the
+	// request's headers are in. It must exceed the longest a request may
+	// wait (its body, the agent's 30 s, the store). Default 60 s.
+	WriteTimeout time.Duration
+	// IdleTimeout closes a keep-alive connection that sends no new request
+	// for that long. Default 60 s.
+	IdleTimeout time.Duration
+	// MaxConnsPerAddr caps the open connections of one client address (an
+	// IPv6 /64). Zero means httpapi.DefaultMaxConnsPerAddr (128); negative
+	// means no cap (behind a proxy that does not keep the client's
+	// address, every connection has the proxy's).
+	MaxConnsPerAddr int
+	// OperatorListener, when set, is where Serve also answers the
+	// operator's routes: GET /metrics (Prometheus), /healthz and /readyz.
+	// /metrics is served there only, never on the public listener. Serve
+	// closes it when it returns.
+	OperatorListener net.Listener
 }
+
+// Defaults of Options.
+const (
+	DefaultShutdownTimeout   = 10 * time.Second
+	DefaultReadHeaderTimeout = 10 * time.Second
+	DefaultIdleTimeout       = 60 * time.Second
+)
+
+// ErrShutdownIncomplete reports handlers still running when Serve gave up
+// waiting for them after a shutdown.
+var ErrShutdownIncomplete = errors.New("relay: requests still running after shutdown")
 
 // Relay is the relay service.
 type Relay struct {
-	opts    Options
-	log     *zap.Logger
-	hub     *hub.Hub
-	stream  *stream.Server
-	metrics *metrics.Metrics
-	handler http.Handler
+	opts     Options
+	log      *zap.Logger
+	hub      *hub.Hub
+	stream   *stream.Server
+	metrics  *metrics.Metrics
+	guard    *httpapi.Guard
+	handler  http.Handler
+	operator http.Handler
+	// stopping is set when Serve starts shutting down: /readyz answers
+	// 503 so that load balancers stop sending.
+	stopping atomic.Bool
 }
 
 // New builds a Relay.
@@ -74,15 +155,45 @@ func New(opts Options) (*Relay, error) {
 		opts.Logger = zap.NewNop()
 	}
 	if opts.ShutdownTimeout <= 0 {
-		opts.ShutdownTimeout = 10 * time.Second
+		opts.ShutdownTimeout = DefaultShutdownTimeout
+	}
+	if opts.ReadHeaderTimeout < 0 || opts.BodyTimeout < 0 || opts.UnreadBodyGrace < 0 || opts.WriteTimeout < 0 || opts.IdleTimeout < 0 {
+		return nil, errors.New("relay: Options timeouts must not be negative")
+	}
+	if opts.ReadHeaderTimeout == 0 {
+		opts.ReadHeaderTimeout = DefaultReadHeaderTimeout
+	}
+	if opts.IdleTimeout == 0 {
+		opts.IdleTimeout = DefaultIdleTimeout
+	}
+	guard, err := httpapi.NewGuard(httpapi.GuardOptions{BodyTimeout: opts.BodyTimeout, UnreadBodyGrace: opts.UnreadBodyGrace, WriteTimeout: opts.WriteTimeout})
+	if err != nil {
+		return nil, err
 	}
 	authn, err := auth.New(auth.Options{Store: opts.Store, CacheTTL: opts.AuthCacheTTL, Logger: opts.Logger.Named("auth")})
 	if err != nil {
 		return nil, err
 	}
+	if opts.TradingBudget == (budget.Policy{}) {
+		opts.TradingBudget = budget.Trading
+	}
+	if opts.IPBudget == (budget.Policy{}) {
+		opts.IPBudget = api.DefaultIPPolicy
+	}
+	trading, err := budget.New(budget.Options{Policy: opts.TradingBudget})
+	if err != nil {
+		return nil, fmt.Errorf("relay: trading budget: %w", err)
+	}
+	// One per-address budget for every door (trading routes, stream,
+	// tunnel), checked before any token.
+	perIP, err := budget.New(budget.Options{Policy: opts.IPBudget})
+	if err != nil {
+		return nil, fmt.Errorf("relay: ip budget: %w", err)
+	}
 	m := metrics.New()
 	hopts := opts.Hub
 	hopts.Auth = authn
+	hopts.IPBudget = perIP
 	hopts.Logger = opts.Logger
 	hopts.Metrics = m
 	// The stream server needs the hub, and the hub its callbacks: they
@@ -109,22 +220,6 @@ func New(opts Options) (*Relay, error) {
 	if err != nil {
 		return nil, err
 	}
-	if opts.TradingBudget == (budget.Policy{}) {
-		opts.TradingBudget = budget.Trading
-	}
-	if opts.IPBudget == (budget.Policy{}) {
-		opts.IPBudget = api.DefaultIPPolicy
-	}
-	trading, err := budget.New(budget.Options{Policy: opts.TradingBudget})
-	if err != nil {
-		h.Close()
-		return nil, fmt.Errorf("relay: trading budget: %w", err)
-	}
-	perIP, err := budget.New(budget.Options{Policy: opts.IPBudget})
-	if err != nil {
-		h.Close()
-		return nil, fmt.Errorf("relay: ip budget: %w", err)
-	}
 	a, err := api.New(api.Options{Caller: h, Auth: authn, Idempotency: opts.Store, Budget: trading, IPBudget: perIP, Logger: opts.Logger})
 	if err != nil {
 		h.Close()
@@ -144,21 +239,46 @@ func New(opts Options) (*Relay, error) {
 		return nil, err
 	}
 	streams.Store(st)
-	r := &Relay{opts: opts, log: opts.Logger.Named("relay"), hub: h, stream: st, metrics: m}
+	r := &Relay{opts: opts, log: opts.Logger.Named("relay"), hub: h, stream: st, metrics: m, guard: guard}
 
 	mux := &routes{ServeMux: http.NewServeMux()}
 	mux.Handle("GET "+protocol.ConnectPath, h)
-	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) {
-		httpapi.Write(w, http.StatusOK, map[string]string{"status": "ok"})
-	})
+	mux.HandleFunc("GET /healthz", healthy)
 	mux.HandleFunc("GET /readyz", r.ready)
-	mux.Handle("GET /metrics", m.Handler())
 	a.Register(mux)
 	mux.Handle("GET "+stream.Path, st)
 	mux.addNotAllowed()
 	mux.ServeMux.HandleFunc("/", fallback(mux.ServeMux))
-	r.handler = r.requestIDs(m.Middleware(mux.ServeMux))
+	r.handler = guard.Wrap(r.requestIDs(m.Middleware(oneAuthorization(mux.ServeMux))))
+
+	op := &routes{ServeMux: http.NewServeMux()}
+	op.Handle("GET /metrics", m.Handler())
+	op.HandleFunc("GET /healthz", healthy)
+	op.HandleFunc("GET /readyz", r.ready)
+	op.addNotAllowed()
+	op.ServeMux.HandleFunc("/", fallback(op.ServeMux))
+	r.operator = guard.Wrap(op.ServeMux)
 	return r, nil
+}
+
+// healthy answers the liveness probe.
+func healthy(w http.ResponseWriter, _ *http.Request) {
+	httpapi.Write(w, http.StatusOK, map[string]string{"status": "ok"})
+}
+
+// oneAuthorization refuses a request with more than one Authorization
+// header, on every door (trading routes, the stream socket before its
+// upgrade, the agents' tunnel), with 401 unauthorized: which header counts
+// would depend on who reads it, and a proxy in front may read another one
+// than the relay. auth.BearerToken finds no token in such a request either.
+func oneAuthorization(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
+		if auth.AmbiguousAuthorization(req.Header) {
+			httpapi.WriteError(w, http.StatusUnauthorized, httpapi.Error{Code: api.CodeUnauthorized, Detail: auth.DetailAmbiguousAuthorization})
+			return
+		}
+		next.ServeHTTP(w, req)
+	})
 }
 
 // requestIDs names every request before anything else runs: the caller's
@@ -204,14 +324,23 @@ func newRequestID() string {
 // Handler returns the relay's HTTP handler.
 func (r *Relay) Handler() http.Handler { return r.handler }
 
+// OperatorHandler returns the handler of the operator's listener: GET
+// /metrics, /healthz and /readyz.
+func (r *Relay) OperatorHandler() http.Handler { return r.operator }
+
 // Hub returns the relay's tunnel hub.
 func (r *Relay) Hub() *hub.Hub { return r.hub }
 
 // Stream returns the relay's WebSocket stream server.
 func (r *Relay) Stream() *stream.Server { return r.stream }
 
-// ready answers 200 when the store answers.
+// ready answers 200 when the store answers, and 503 shutting_down once the
+// relay is shutting down.
 func (r *Relay) ready(w http.ResponseWriter, req *http.Request) {
+	if r.stopping.Load() {
+		httpapi.WriteError(w, http.StatusServiceUnavailable, httpapi.Error{Code: httpapi.CodeShuttingDown, Detail: "the relay is shutting down", RetryAfter: 1})
+		return
+	}
 	ctx, cancel := context.WithTimeout(req.Context(), 2*time.Second)
 	defer cancel()
 	if err := r.opts.Store.Ping(ctx); err != nil {
@@ -222,46 +351,141 @@ func (r *Relay) ready(w http.ResponseWriter, req *http.Request) {
 	httpapi.Write(w, http.StatusOK, map[string]string{"status": "ready"})
 }
 
-// Serve answers HTTP on ln until ctx ends, then shuts down gracefully:
-// it stops accepting, lets running requests finish within ShutdownTimeout,
-// closes every stream socket (1001) and every agent tunnel.
+// Serve answers HTTP on ln (capped per client address, see
+// Options.MaxConnsPerAddr), and the operator's routes on
+// Options.OperatorListener when set, until ctx ends; then it shuts down
+// (see the package documentation) and returns nil once every handler has
+// returned. It returns an error when a listener fails, or
+// ErrShutdownIncomplete when handlers still run after the shutdown's
+// grace. A Relay serves once: after Serve returns, build a new one.
 func (r *Relay) Serve(ctx context.Context, ln net.Listener) error {
-	srv := &http.Server{
-		Handler:           r.handler,
-		ReadHeaderTimeout: 10 * time.Second,
-		IdleTimeout:       120 * time.Second,
-		MaxHeaderBytes:    64 << 10,
-		ErrorLog:          zap.NewStdLog(r.log.Named("http")),
-		BaseContext:       func(net.Listener) context.Context { return context.WithoutCancel(ctx) },
+	if r.opts.MaxConnsPerAddr >= 0 {
+		var err error
+		ln, err = httpapi.LimitListener(ln, httpapi.LimitOptions{MaxPerAddr: r.opts.MaxConnsPerAddr, OnRefuse: r.metrics.ConnectionRefused})
+		if err != nil {
+			return err
+		}
 	}
-	errc := make(chan error, 1)
-	go func() { errc <- srv.Serve(ln) }()
+	// Requests' contexts do not end with ctx: running requests finish
+	// during the graceful shutdown. hardStop ends them once it is over.
+	base, hardStop := context.WithCancelCause(context.WithoutCancel(ctx))
+	defer hardStop(nil)
+	errLog := zap.NewStdLog(r.log.Named("http"))
+	servers := []*http.Server{{
+		Handler:           r.handler,
+		ReadHeaderTimeout: r.opts.ReadHeaderTimeout,
+		IdleTimeout:       r.opts.IdleTimeout,
+		MaxHeaderBytes:    64 << 10,
+		ErrorLog:          errLog,
+		BaseContext:       func(net.Listener) context.Context { return base },
+	}}
+	listeners := []net.Listener{ln}
+	if op := r.opts.OperatorListener; op != nil {
+		servers = append(servers, &http.Server{
+			Handler:           r.operator,
+			ReadHeaderTimeout: r.opts.ReadHeaderTimeout,
+			IdleTimeout:       r.opts.IdleTimeout,
+			MaxHeaderBytes:    64 << 10,
+			ErrorLog:          errLog,
+			BaseContext:       func(net.Listener) context.Context { return base },
+		})
+		listeners = append(listeners, op)
+	}
+	errc := make(chan error, len(servers))
+	for i, srv := range servers {
+		go func() { errc <- srv.Serve(listeners[i]) }()
+	}
+	served := len(servers)
 	jctx, stopJanitor := context.WithCancel(ctx)
 	janitorDone := make(chan struct{})
 	go func() { defer close(janitorDone); r.janitor(jctx) }()
 	defer func() { stopJanitor(); <-janitorDone }()
 	r.log.Info("relay listening", zap.String("addr", ln.Addr().String()))
-	select {
-	case err := <-errc:
-		r.stream.Close()
-		r.hub.Close()
-		return fmt.Errorf("relay: serve: %w", err)
-	case <-ctx.Done():
+	if len(listeners) > 1 {
+		r.log.Info("operator routes listening", zap.String("addr", listeners[1].Addr().String()))
 	}
-	r.log.Info("relay shutting down")
-	sctx, cancel := context.WithTimeout(context.Background(), r.opts.ShutdownTimeout)
-	defer cancel()
-	// Hijacked connections (stream sockets, tunnels) are not waited for
-	// by Shutdown: they are closed next, sockets first so that they hear
-	// 1001 rather than a lost agent.
-	err := srv.Shutdown(sctx)
+	var failed error
+	select {
+	case failed = <-errc:
+		served--
+		r.log.Error("a listener failed; stopping", zap.Error(failed))
+	case <-ctx.Done():
+		r.log.Info("relay shutting down")
+	}
+	err := r.shutdown(servers, hardStop)
+	for range served {
+		<-errc
+	}
+	if failed != nil {
+		return fmt.Errorf("relay: serve: %w", failed)
+	}
+	return err
+}
+
+// shutdown stops servers gracefully within ShutdownTimeout, then cuts
+// what still runs short (see the package documentation). It returns once
+// every handler has returned, or ErrShutdownIncomplete.
+func (r *Relay) shutdown(servers []*http.Server, hardStop context.CancelCauseFunc) error {
+	r.stopping.Store(true)
+	grace := r.opts.ShutdownTimeout
+	cut := !shutdownAll(servers, grace)
+	if cut {
+		r.log.Warn("shutdown: requests still running; cutting them short",
+			zap.Duration("shutdownTimeout", grace), zap.Int("running", r.guard.Running()))
+	}
+	// Hijacked connections are not waited for by Shutdown: the stream
+	// sockets close first, so that they hear 1001 rather than a lost
+	// agent, then the tunnels, which fails the calls still waiting on an
+	// agent (their outcome is recorded, then answered).
 	r.stream.Close()
 	r.hub.Close()
-	<-errc
+	hardStop(httpapi.ErrShuttingDown)
+	// Wait for the handlers to answer; those that have not within grace
+	// (a body still trickling in, a client that does not read) lose their
+	// connections, which ends them.
+	wctx, cancel := context.WithTimeout(context.Background(), grace)
+	err := r.guard.Wait(wctx)
+	cancel()
+	if err == nil {
+		// Every handler returned; net/http sends what they answered
+		// after they return, then closes the connections.
+		shutdownAll(servers, grace)
+	}
+	for _, srv := range servers {
+		_ = srv.Close()
+	}
 	if err != nil {
-		return fmt.Errorf("relay: shutdown: %w", err)
+		wctx, cancel := context.WithTimeout(context.Background(), grace)
+		err = r.guard.Wait(wctx)
+		cancel()
+	}
+	if err != nil {
+		n := r.guard.Running()
+		r.log.Error("shutdown: requests still running; giving up on them", zap.Int("running", n))
+		return fmt.Errorf("%w: %d", ErrShutdownIncomplete, n)
+	}
+	if cut {
+		r.log.Warn("shutdown: requests cut short; all handlers returned")
 	}
 	return nil
+}
+
+// shutdownAll shuts servers down (http.Server.Shutdown) side by side and
+// reports whether they all finished within timeout.
+func shutdownAll(servers []*http.Server, timeout time.Duration) bool {
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	defer cancel()
+	errs := make(chan error, len(servers))
+	for _, srv := range servers {
+		go func() { errs <- srv.Shutdown(ctx) }()
+	}
+	ok := true
+	for range servers {
+		if err := <-errs; errors.Is(err, context.DeadlineExceeded) {
+			ok = false
+		}
+	}
+	return ok
 }
 
 // janitor deletes expired idempotency records every hour until ctx ends.

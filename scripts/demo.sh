@@ -2,6 +2,7 @@
 # Starts a relay and an agent on the simulator, creates a demo user, and
 # prints curl lines that work against them. Ctrl-C stops both.
 #   DEMO_PORT     relay port (default 8080)
+#   DEMO_OPERATOR_PORT  port of the relay's operator routes, GET /metrics (default DEMO_PORT + 1)
 #   DEMO_SECONDS  stop by itself after this many seconds (default: run until Ctrl-C)
 #   DEMO_SIM_START  start the simulator's clock at this RFC 3339 time, e.g. to trade
 #                 while the real market is closed (agent run --sim-start)
@@ -9,6 +10,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 port=${DEMO_PORT:-8080}
+operator_port=${DEMO_OPERATOR_PORT:-$((port + 1))}
 base="http://127.0.0.1:${port}"
 work=.demo
 rm -rf "$work"
@@ -29,7 +31,7 @@ cleanup() {
 }
 trap cleanup EXIT INT TERM
 
-bin/relay serve --listen "127.0.0.1:${port}" --data "$work/data" 2>"$work/relay.log" &
+bin/relay serve --listen "127.0.0.1:${port}" --operator-listen "127.0.0.1:${operator_port}" --data "$work/data" 2>"$work/relay.log" &
 pids+=($!)
 for _ in $(seq 100); do
   curl -fsS "$base/healthz" >/dev/null 2>&1 && break
@@ -65,6 +67,8 @@ Try:
     $base/v1/api/accounts/Sim101/orders/place
 
   curl -s -H "Authorization: Bearer $api_token" $base/v1/api/accounts/Sim101/positions
+
+  curl -s http://127.0.0.1:${operator_port}/metrics    # the operator's listener, loopback only
 
 Example call, GET /v1/api/accounts/Sim101:
 MSG

@@ -6,6 +6,12 @@
 // Each yamux frame travels as exactly one binary WebSocket message: yamux
 // writes a data frame's 12-byte header and its body in two calls, and Conn
 // joins them, which halves the per-frame cost on the wire.
+//
+// The end that does not trust its peer (the relay) sets a Guard: Conn then
+// parses the yamux frame headers in both directions, refuses streams and
+// pings beyond the Guard before yamux sees them, and keeps each stream's
+// send window as yamux does, so that a writer can wait until a frame fits
+// whole (WaitSendWindow) instead of leaving it half sent.
 package transport
 
 import (
@@ -57,20 +63,36 @@ func YamuxConfig(logger *zap.Logger) *yamux.Config {
 	cfg.StreamOpenTimeout = 10 * time.Second
 	cfg.StreamCloseTimeout = 30 * time.Second
 	cfg.LogOutput = nil
-	cfg.Logger = yamuxLogger{log: logger.Named("yamux")}
+	cfg.Logger = &yamuxLogger{log: logger.Named("yamux")}
 	return cfg
 }
 
 // yamuxLogger turns yamux's "[ERR] yamux: …" lines into leveled zap
 // entries. A line whose error is a normal end of the connection
-// (NormalClose: the peer or the owner closed it) is debug level, so a
-// clean shutdown logs nothing that reads like an error; real failures
-// keep yamux's level ([ERR] error, [WARN] warn).
-type yamuxLogger struct{ log *zap.Logger }
+// (NormalClose: the peer or the owner closed it) or a Guard violation
+// (the owner logs it) is debug level, so a clean shutdown logs nothing
+// that reads like an error; real failures keep yamux's level ([ERR]
+// error, [WARN] warn). yamux logs some lines once per frame ("frame for
+// missing stream", "discarding data"), which a peer can send by the
+// million: at most logBurst lines at info level or above are written per
+// logWindow, and the next window starts with the count of those dropped.
+type yamuxLogger struct {
+	log *zap.Logger
 
-func (l yamuxLogger) Print(v ...any)                 { l.emit(fmt.Sprint(v...), v) }
-func (l yamuxLogger) Println(v ...any)               { l.emit(fmt.Sprintln(v...), v) }
-func (l yamuxLogger) Printf(format string, v ...any) { l.emit(fmt.Sprintf(format, v...), v) }
+	mu          sync.Mutex
+	windowStart time.Time
+	lines       int
+	dropped     int
+}
+
+const (
+	logBurst  = 20
+	logWindow = 10 * time.Second
+)
+
+func (l *yamuxLogger) Print(v ...any)                 { l.emit(fmt.Sprint(v...), v) }
+func (l *yamuxLogger) Println(v ...any)               { l.emit(fmt.Sprintln(v...), v) }
+func (l *yamuxLogger) Printf(format string, v ...any) { l.emit(fmt.Sprintf(format, v...), v) }
 
 // yamuxLevels are the level prefixes of yamux's log lines.
 var yamuxLevels = []struct {
@@ -78,7 +100,7 @@ var yamuxLevels = []struct {
 	level  zapcore.Level
 }{{"[ERR] ", zap.ErrorLevel}, {"[WARN] ", zap.WarnLevel}, {"[INFO] ", zap.InfoLevel}, {"[DEBUG] ", zap.DebugLevel}}
 
-func (l yamuxLogger) emit(msg string, args []any) {
+func (l *yamuxLogger) emit(msg string, args []any) {
 	msg = strings.TrimSpace(msg)
 	level := zap.InfoLevel
 	for _, p := range yamuxLevels {
@@ -89,13 +111,43 @@ func (l yamuxLogger) emit(msg string, args []any) {
 	}
 	msg = strings.TrimPrefix(msg, "yamux: ")
 	for _, a := range args {
-		if err, ok := a.(error); ok && NormalClose(err) {
+		var ge *GuardError
+		if err, ok := a.(error); ok && (NormalClose(err) || errors.As(err, &ge)) {
 			level = zap.DebugLevel
 		}
 	}
-	if ce := l.log.Check(level, msg); ce != nil {
-		ce.Write()
+	ce := l.log.Check(level, msg)
+	if ce == nil {
+		return
 	}
+	if level >= zap.InfoLevel && !l.admit() {
+		return
+	}
+	ce.Write()
+}
+
+// admit reports whether one more line at info level or above may be
+// written in this window, and writes the count of the lines the last
+// window dropped.
+func (l *yamuxLogger) admit() bool {
+	l.mu.Lock()
+	now := time.Now()
+	var dropped int
+	if now.Sub(l.windowStart) >= logWindow {
+		dropped = l.dropped
+		l.windowStart, l.lines, l.dropped = now, 0, 0
+	}
+	ok := l.lines < logBurst
+	if ok {
+		l.lines++
+	} else {
+		l.dropped++
+	}
+	l.mu.Unlock()
+	if dropped > 0 {
+		l.log.Warn("log lines dropped", zap.Int("dropped", dropped), zap.Duration("window", logWindow))
+	}
+	return ok
 }
 
 // NormalClose reports whether err is how a connection ends when one side
@@ -133,6 +185,11 @@ type Conn struct {
 
 	closeCode   websocket.StatusCode
 	closeReason string
+
+	closed    chan struct{} // closed once reading failed or the owner closed c
+	closeOnce sync.Once
+
+	guard *guard // set by SetGuard, else nil
 }
 
 // NewConn wraps ws. The read limit is set to MaxMessage; ctx bounds the
@@ -140,7 +197,8 @@ type Conn struct {
 func NewConn(ctx context.Context, ws *websocket.Conn) *Conn {
 	nc := websocket.NetConn(ctx, ws, websocket.MessageBinary)
 	ws.SetReadLimit(MaxMessage) // NetConn lifts the limit; put ours back
-	return &Conn{Conn: nc, ws: ws, pending: make([]byte, 0, 64<<10), closeCode: websocket.StatusNormalClosure}
+	return &Conn{Conn: nc, ws: ws, pending: make([]byte, 0, 64<<10), closeCode: websocket.StatusNormalClosure,
+		closed: make(chan struct{})}
 }
 
 // SetDefaultClose sets the close code and reason that Close sends. yamux
@@ -153,9 +211,15 @@ func (c *Conn) SetDefaultClose(code int, reason string) {
 }
 
 // Close implements net.Conn, sending the code set by SetDefaultClose
-// (normal closure unless set).
+// (normal closure unless set). When the peer broke the Guard, the reason
+// says how.
 func (c *Conn) Close() error {
-	return c.CloseWith(int(c.closeCode), c.closeReason)
+	reason := c.closeReason
+	var ge *GuardError
+	if errors.As(c.GuardErr(), &ge) {
+		reason = ge.Reason()
+	}
+	return c.CloseWith(int(c.closeCode), reason)
 }
 
 // Write implements net.Conn. A yamux data-frame header is held back and sent
@@ -174,7 +238,14 @@ func (c *Conn) Write(p []byte) (int, error) {
 		}
 		return len(p), nil
 	}
-	if len(p) == yamuxHeaderSize && p[1] == yamuxTypeData && binary.BigEndian.Uint32(p[8:12]) > 0 {
+	if len(p) != yamuxHeaderSize {
+		return c.Conn.Write(p)
+	}
+	// yamux writes every header in a Write of its own.
+	if c.guard != nil {
+		c.guard.wrote(p)
+	}
+	if p[1] == yamuxTypeData && binary.BigEndian.Uint32(p[8:12]) > 0 {
 		c.pending = append(c.pending[:0], p...)
 		c.hasHdr = true
 		return len(p), nil
@@ -183,22 +254,33 @@ func (c *Conn) Write(p []byte) (int, error) {
 }
 
 // Read implements net.Conn and remembers the error that ended reading.
+// With a Guard, a frame that breaks it ends reading with a *GuardError.
 func (c *Conn) Read(p []byte) (int, error) {
-	n, err := c.Conn.Read(p)
+	var n int
+	var err error
+	if c.guard != nil {
+		n, err = c.guard.read(c.Conn, p)
+	} else {
+		n, err = c.Conn.Read(p)
+	}
 	if err != nil {
 		c.emu.Lock()
 		if c.readErr == nil {
 			c.readErr = err
 		}
 		c.emu.Unlock()
+		c.markClosed()
 	}
 	return n, err
 }
+
+func (c *Conn) markClosed() { c.closeOnce.Do(func() { close(c.closed) }) }
 
 // CloseWith closes the WebSocket with a status code and reason the peer can
 // read. It is safe to call more than once; later calls have no effect on the
 // wire.
 func (c *Conn) CloseWith(code int, reason string) error {
+	c.markClosed()
 	err := c.ws.Close(websocket.StatusCode(code), reason)
 	c.Conn.Close()
 	return err
@@ -216,4 +298,16 @@ func (c *Conn) CloseStatus() int {
 		return int(websocket.StatusNormalClosure)
 	}
 	return int(websocket.CloseStatus(c.readErr))
+}
+
+// CloseReason returns the reason of the WebSocket close the peer sent, or
+// "" (none, or still open).
+func (c *Conn) CloseReason() string {
+	c.emu.Lock()
+	defer c.emu.Unlock()
+	var ce websocket.CloseError
+	if errors.As(c.readErr, &ce) {
+		return ce.Reason
+	}
+	return ""
 }

@@ -44,16 +44,34 @@ func newRootCmd(stdout io.Writer) *cobra.Command {
 	return root
 }
 
+// defaultOperatorListen is where relay serve answers GET /metrics (and
+// /healthz, /readyz) unless told otherwise: the loopback interface only,
+// so that metrics are never public by accident.
+const defaultOperatorListen = "127.0.0.1:9090"
+
 func newServeCmd() *cobra.Command {
 	var (
-		listen, data string
-		logs         logflags.Flags
+		listen, operatorListen, data string
+		shutdownTimeout              time.Duration
+		logs                         logflags.Flags
 	)
+	defaultShutdown, envErr := envDuration("RELAY_SHUTDOWN_TIMEOUT", relay.DefaultShutdownTimeout)
 	cmd := &cobra.Command{
 		Use:   "serve",
 		Short: "Serve the trading API and agent tunnels",
-		Args:  cobra.NoArgs,
+		Long: "Serve the trading API, the stream API and the agents' tunnels on --listen, and the\n" +
+			"operator's routes (GET /metrics, /healthz, /readyz) on --operator-listen. SIGINT or\n" +
+			"SIGTERM shut down gracefully: running requests get --shutdown-timeout to finish, then\n" +
+			"are cut short (a write waiting on an agent answers and records outcome_unknown); the\n" +
+			"command exits 0 once every request has ended.",
+		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			if envErr != nil && !cmd.Flags().Changed("shutdown-timeout") {
+				return envErr
+			}
+			if shutdownTimeout <= 0 {
+				return errors.New("--shutdown-timeout must be positive")
+			}
 			log, err := logs.Logger()
 			if err != nil {
 				return err
@@ -66,20 +84,34 @@ func newServeCmd() *cobra.Command {
 				return fmt.Errorf("opening the data directory: %w", err)
 			}
 			defer st.Close()
-			r, err := relay.New(relay.Options{Store: st, Logger: log})
-			if err != nil {
-				return err
-			}
-			defer r.Close()
 			ln, err := net.Listen("tcp", listen)
 			if err != nil {
 				return fmt.Errorf("cannot listen on %s: %w", listen, err)
 			}
+			defer ln.Close()
+			var opLn net.Listener
+			if operatorListen != "" && operatorListen != "off" {
+				if opLn, err = net.Listen("tcp", operatorListen); err != nil {
+					return fmt.Errorf("cannot listen on %s (--operator-listen; \"off\" disables it): %w", operatorListen, err)
+				}
+				defer opLn.Close()
+			}
+			r, err := relay.New(relay.Options{Store: st, Logger: log, OperatorListener: opLn, ShutdownTimeout: shutdownTimeout})
+			if err != nil {
+				return err
+			}
+			defer r.Close()
+			// Serve returns once every request has ended, so the store is
+			// closed (deferred above) under no handler.
 			return r.Serve(ctx, ln)
 		},
 	}
 	cmd.Flags().StringVar(&listen, "listen", envOr("RELAY_LISTEN", "127.0.0.1:8080"), "address to listen on (env RELAY_LISTEN)")
+	cmd.Flags().StringVar(&operatorListen, "operator-listen", envOr("RELAY_OPERATOR_LISTEN", defaultOperatorListen),
+		`address of the operator's routes: GET /metrics, /healthz, /readyz; "off" disables it (env RELAY_OPERATOR_LISTEN)`)
 	cmd.Flags().StringVar(&data, "data", envOr("RELAY_DATA", "./relay-data"), "data directory holding the SQLite store (env RELAY_DATA)")
+	cmd.Flags().DurationVar(&shutdownTimeout, "shutdown-timeout", defaultShutdown,
+		"how long running requests may take to finish on SIGINT/SIGTERM before they are cut short (env RELAY_SHUTDOWN_TIMEOUT)")
 	logs.Register(cmd.Flags())
 	return cmd
 }
@@ -319,4 +351,17 @@ func envOr(key, def string) string {
 		return v
 	}
 	return def
+}
+
+// envDuration reads a positive duration (time.ParseDuration) from the
+// environment; def when unset.
+func envDuration(key string, def time.Duration) (time.Duration, error) {
+	v := os.Getenv(key)
+	if v == "" {
+		return def, nil
+	}
+	if d, err := time.ParseDuration(v); err == nil && d > 0 {
+		return d, nil
+	}
+	return def, fmt.Errorf("%s must be a positive duration such as 10s", key)
 }

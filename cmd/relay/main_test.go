@@ -4,8 +4,15 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 
@@ -105,4 +112,83 @@ func TestTokenProfileCommands(t *testing.T) {
 		require.NotContains(t, err.Error(), "tb_", "errors never repeat a token")
 	}
 	require.Equal(t, profile.Standard, profileOf(t, dir, creds.APIToken))
+}
+
+// freeAddr returns a loopback address that was free a moment ago.
+func freeAddr(t *testing.T) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	addr := ln.Addr().String()
+	require.NoError(t, ln.Close())
+	return addr
+}
+
+// httpStatus is the status of GET url, or 0 when it cannot be had.
+func httpStatus(url string) int {
+	c := http.Client{Timeout: time.Second}
+	resp, err := c.Get(url)
+	if err != nil {
+		return 0
+	}
+	resp.Body.Close()
+	return resp.StatusCode
+}
+
+// relay serve ends with a nil error (exit status 0) on a shutdown it was
+// asked for (its context ends, as on SIGINT or SIGTERM), also when a
+// request had to be cut short past --shutdown-timeout: here one whose body
+// never arrives. /metrics is on the operator's listener only, and the
+// store is created 0600.
+func TestServeShutsDownCleanly(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	out, err := run(t, "", "users", "add", "--data", dir, "--name", "erin", "--plan", "pro")
+	require.NoError(t, err)
+	creds := decode[auth.Credentials](t, out)
+	addr, operator := freeAddr(t), freeAddr(t)
+
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	done := make(chan error, 1)
+	cmd := newRootCmd(io.Discard)
+	cmd.SetArgs([]string{"serve", "--listen", addr, "--operator-listen", operator, "--data", dir,
+		"--shutdown-timeout", "200ms", "--log-level", "error"})
+	cmd.SetErr(io.Discard)
+	go func() { done <- cmd.ExecuteContext(ctx) }()
+	require.Eventually(t, func() bool { return httpStatus("http://"+addr+"/healthz") == http.StatusOK },
+		10*time.Second, 20*time.Millisecond, "the relay starts")
+	require.Equal(t, http.StatusNotFound, httpStatus("http://"+addr+"/metrics"))
+	require.Equal(t, http.StatusOK, httpStatus("http://"+operator+"/metrics"))
+	fi, err := os.Stat(filepath.Join(dir, store.FileName))
+	require.NoError(t, err)
+	require.Equal(t, os.FileMode(0o600), fi.Mode().Perm())
+
+	c, err := net.Dial("tcp", addr)
+	require.NoError(t, err)
+	defer c.Close()
+	_, err = io.WriteString(c, "POST /v1/api/accounts/Sim101/orders/place HTTP/1.1\r\nHost: relay\r\nAuthorization: Bearer "+
+		creds.APIToken+"\r\nContent-Type: application/json\r\nContent-Length: 100\r\n\r\n{")
+	require.NoError(t, err)
+	time.Sleep(100 * time.Millisecond) // the handler waits for the body
+
+	start := time.Now()
+	cancel()
+	select {
+	case err := <-done:
+		require.NoError(t, err, "a shutdown that was asked for exits 0")
+	case <-time.After(10 * time.Second):
+		t.Fatal("relay serve did not return")
+	}
+	require.Less(t, time.Since(start), 5*time.Second)
+	require.NoError(t, c.SetReadDeadline(time.Now().Add(time.Second)))
+	_, err = io.Copy(io.Discard, c)
+	require.False(t, errors.Is(err, os.ErrDeadlineExceeded), "the cut request's connection is closed")
+}
+
+// A malformed RELAY_SHUTDOWN_TIMEOUT is refused before anything starts.
+func TestServeRefusesAMalformedShutdownTimeout(t *testing.T) {
+	t.Setenv("RELAY_SHUTDOWN_TIMEOUT", "soon")
+	_, err := run(t, "", "serve", "--listen", "127.0.0.1:0", "--operator-listen", "off", "--data", t.TempDir())
+	require.ErrorContains(t, err, "RELAY_SHUTDOWN_TIMEOUT")
 }

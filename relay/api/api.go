@@ -188,7 +188,7 @@ const (
 func (a *API) authenticated(h handlerFunc) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if d := a.opts.IPBudget.Allow(clientAddr(r)); !d.Allowed {
-			WriteRateLimited(w, a.opts.IPBudget.Policy(), d)
+			httpapi.WriteRateLimited(w, a.opts.IPBudget.Policy(), d)
 			return
 		}
 		token, _ := auth.BearerToken(r.Header)
@@ -200,7 +200,7 @@ func (a *API) authenticated(h handlerFunc) http.Handler {
 		pol := a.opts.Budget.Policy()
 		d := a.opts.Budget.Allow(p.UserID)
 		if !d.Allowed {
-			WriteRateLimited(w, pol, d)
+			httpapi.WriteRateLimited(w, pol, d)
 			return
 		}
 		w.Header().Set("RateLimit-Policy", pol.PolicyHeader())
@@ -232,17 +232,10 @@ func CheckToken(ctx context.Context, authn Authenticator, token string, log *zap
 	return p, nil
 }
 
-// CodeRateLimited answers a request over budget (429).
-const CodeRateLimited = "rate_limited"
-
-// WriteRateLimited answers 429 rate_limited naming the budget, with
-// Retry-After (whole seconds, never 0) and the RateLimit headers.
-func WriteRateLimited(w http.ResponseWriter, pol budget.Policy, d budget.Decision) {
-	w.Header().Set("RateLimit-Policy", pol.PolicyHeader())
-	w.Header().Set("RateLimit", pol.Header(d))
-	httpapi.WriteError(w, http.StatusTooManyRequests, httpapi.Error{Code: CodeRateLimited,
-		Detail: "the request budget is used up; wait retryAfter seconds", RetryAfter: d.RetryAfterSeconds(), Policy: pol.Name})
-}
+// CodeRateLimited answers a request over budget (429); the OpenAPI
+// document lists it among the trading API's codes. httpapi.WriteRateLimited
+// writes it.
+const CodeRateLimited = httpapi.CodeRateLimited
 
 // clientAddr is the address the request came from. The relay answers on
 // the address clients connect to; a deployment behind a proxy must make

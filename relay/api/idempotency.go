@@ -81,9 +81,12 @@ func validKey(k string) bool {
 //     runs is 409 request_in_progress.
 //   - An outcome the relay could not learn (outcome_unknown,
 //     addon_disconnected, the agent's request_in_progress, the caller gone,
-//     a relay failure) is recorded as unknown: a retry runs again under the
-//     same request id, and the agent, which remembers outcomes by request
-//     id, answers with the first one.
+//     the relay shutting down under the call, a relay failure) is recorded
+//     as unknown, with a context the caller's end does not cancel: a retry
+//     runs again under the same request id, and the agent, which remembers
+//     outcomes by request id, answers with the first one. A call cut short
+//     by a shutdown (its context ended with httpapi.ErrShuttingDown) is
+//     answered 503 outcome_unknown: its caller is still there.
 //
 // Records of the previous, HTTP-only format (the whole response body,
 // fingerprinted by method, route and body) are still replayed byte for
@@ -181,6 +184,11 @@ func (k *KeyedWrites) run(ctx context.Context, userID, fn, key string, args json
 		got, claimed, err = k.store.ClaimIdempotent(ctx, rec, stale, expired)
 	}
 	if err != nil {
+		if stopping(ctx) {
+			// Nothing was claimed, so nothing was sent.
+			return failed(http.StatusServiceUnavailable, CodeStorageUnavailable,
+				"the relay is shutting down; nothing was sent; retry shortly", 1)
+		}
 		if ctx.Err() != nil {
 			return Outcome{Gone: true}
 		}
@@ -233,6 +241,14 @@ func (k *KeyedWrites) run(ctx context.Context, userID, fn, key string, args json
 			break
 		}
 		rec.State = store.IdemUnknown
+		if stopping(ctx) {
+			// The relay stops under the call, which may have run; the
+			// caller is still there.
+			k.log.Warn("keyed write cut short by the shutdown; recorded as unknown", zap.String("user", userID), zap.String("fn", fn))
+			o = failed(http.StatusServiceUnavailable, CodeOutcomeUnknown,
+				"the relay shut down before the add-on confirmed the outcome; retry with the same Idempotency-Key or orderId to learn it", 0)
+			break
+		}
 		if ctx.Err() != nil {
 			// The caller went away; the call may have run.
 			k.log.Debug("caller left before the answer", zap.String("user", userID), zap.String("fn", fn))
@@ -267,6 +283,13 @@ func (k *KeyedWrites) run(ctx context.Context, userID, fn, key string, args json
 		k.log.Error("recording write outcome", zap.String("user", userID), zap.String("fn", fn), zap.Error(err))
 	}
 	return o
+}
+
+// stopping reports a context the server ended because it is shutting down
+// (httpapi.ErrShuttingDown) rather than because the caller left: the
+// caller still waits for an answer.
+func stopping(ctx context.Context) bool {
+	return ctx.Err() != nil && errors.Is(context.Cause(ctx), httpapi.ErrShuttingDown)
 }
 
 // unknownOutcome reports the errors that say nothing about whether the

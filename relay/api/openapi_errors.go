@@ -38,7 +38,7 @@ var (
 		http.StatusRequestTimeout:      {CodeAddonDisconnected, CodePlatformUnavailable},
 		http.StatusTooManyRequests:     {CodeRateLimited},
 		http.StatusInternalServerError: {CodeInternal},
-		http.StatusServiceUnavailable:  {CodeStorageUnavailable},
+		http.StatusServiceUnavailable:  {CodeStorageUnavailable, httpapi.CodeShuttingDown},
 		http.StatusGatewayTimeout:      {CodeDeadlineExceeded, protocol.CodeCancelled},
 	}
 	getCodes  = map[int][]string{http.StatusBadRequest: {httpapi.CodeUnexpectedBody}}

@@ -9,6 +9,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/hashicorp/golang-lru/v2/simplelru"
 	"go.uber.org/zap"
 
 	"tradebridge/relay/profile"
@@ -48,7 +49,12 @@ type Options struct {
 	// revoked token keeps working. Zero means 2s; negative disables the
 	// cache.
 	CacheTTL time.Duration
-	// CacheSize bounds the number of cached verdicts. Zero means 10000.
+	// CacheSize bounds the number of cached verdicts of each kind: at
+	// most CacheSize tokens that were accepted and CacheSize that were
+	// refused. When one kind is full, its least recently used verdict is
+	// evicted, one at a time. The two kinds never evict each other, so a
+	// flood of made-up tokens cannot push out honest callers' verdicts.
+	// Zero means 10000.
 	CacheSize int
 	// Logger receives store failures. Nil means no logging.
 	Logger *zap.Logger
@@ -62,8 +68,11 @@ type Authenticator struct {
 	opts Options
 	log  *zap.Logger
 
-	mu    sync.Mutex
-	cache map[string]verdict // by token hash
+	mu sync.Mutex
+	// accepted and refused hold verdicts by token hash, each its own
+	// least-recently-used cache (see Options.CacheSize).
+	accepted *simplelru.LRU[string, verdict]
+	refused  *simplelru.LRU[string, verdict]
 }
 
 type verdict struct {
@@ -89,7 +98,15 @@ func New(opts Options) (*Authenticator, error) {
 	if opts.Now == nil {
 		opts.Now = time.Now
 	}
-	return &Authenticator{opts: opts, log: opts.Logger, cache: make(map[string]verdict)}, nil
+	accepted, err := simplelru.NewLRU[string, verdict](opts.CacheSize, nil)
+	if err != nil {
+		return nil, fmt.Errorf("auth: cache: %w", err)
+	}
+	refused, err := simplelru.NewLRU[string, verdict](opts.CacheSize, nil)
+	if err != nil {
+		return nil, fmt.Errorf("auth: cache: %w", err)
+	}
+	return &Authenticator{opts: opts, log: opts.Logger, accepted: accepted, refused: refused}, nil
 }
 
 // Authenticate returns the principal of a token of the wanted kind, or
@@ -100,22 +117,17 @@ func (a *Authenticator) Authenticate(ctx context.Context, token string, want Kin
 	}
 	hash := Hash(token)
 	now := a.opts.Now()
-	if a.opts.CacheTTL > 0 {
-		a.mu.Lock()
-		v, hit := a.cache[hash]
-		a.mu.Unlock()
-		if hit && now.Before(v.expires) {
-			if !v.ok {
-				return Principal{}, ErrUnauthorized
-			}
-			return v.p, nil
+	if v, hit := a.cached(hash, now); hit {
+		if !v.ok {
+			return Principal{}, ErrUnauthorized
 		}
+		return v.p, nil
 	}
 	p, err := a.lookup(ctx, hash, want)
 	if err != nil && !errors.Is(err, ErrUnauthorized) {
 		return Principal{}, err
 	}
-	a.remember(hash, verdict{p: p, ok: err == nil, expires: now.Add(a.opts.CacheTTL)}, now)
+	a.remember(hash, verdict{p: p, ok: err == nil, expires: now.Add(a.opts.CacheTTL)})
 	return p, err
 }
 
@@ -138,23 +150,43 @@ func (a *Authenticator) lookup(ctx context.Context, hash string, want Kind) (Pri
 	return Principal{UserID: u.ID, UserName: u.Name, Plan: Plan(u.Plan), Kind: want, Profile: prof, TokenHash: hash}, nil
 }
 
-func (a *Authenticator) remember(hash string, v verdict, now time.Time) {
+// cached returns the verdict on the token of hash when one younger than
+// CacheTTL is cached. An older one is dropped: the token is looked up
+// again.
+func (a *Authenticator) cached(hash string, now time.Time) (verdict, bool) {
+	if a.opts.CacheTTL <= 0 {
+		return verdict{}, false
+	}
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	for _, c := range []*simplelru.LRU[string, verdict]{a.accepted, a.refused} {
+		v, hit := c.Get(hash)
+		if !hit {
+			continue
+		}
+		if now.Before(v.expires) {
+			return v, true
+		}
+		c.Remove(hash)
+	}
+	return verdict{}, false
+}
+
+// remember caches v, the verdict on the token of hash, in the cache of its
+// kind, evicting that cache's least recently used verdict when it is full.
+// A verdict of the other kind on the same token is dropped.
+func (a *Authenticator) remember(hash string, v verdict) {
 	if a.opts.CacheTTL <= 0 {
 		return
 	}
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	if len(a.cache) >= a.opts.CacheSize {
-		for h, old := range a.cache {
-			if !now.Before(old.expires) {
-				delete(a.cache, h)
-			}
-		}
-		if len(a.cache) >= a.opts.CacheSize {
-			clear(a.cache)
-		}
+	into, other := a.accepted, a.refused
+	if !v.ok {
+		into, other = a.refused, a.accepted
 	}
-	a.cache[hash] = v
+	other.Remove(hash)
+	into.Add(hash, v)
 }
 
 // Credentials are a new user's id and first tokens, shown once.

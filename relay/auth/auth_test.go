@@ -260,3 +260,84 @@ func TestIssueAndRevoke(t *testing.T) {
 	_, err = auth.New(auth.Options{})
 	require.Error(t, err)
 }
+
+// tokenTable is a store that knows one API token and counts look-ups; it
+// answers every other hash with store.ErrNotFound, quickly.
+type tokenTable struct {
+	store.Store
+	hash    string
+	lookups atomic.Int32
+}
+
+func (s *tokenTable) LookupToken(_ context.Context, hash string) (store.Token, store.User, error) {
+	s.lookups.Add(1)
+	if hash != s.hash {
+		return store.Token{}, store.User{}, store.ErrNotFound
+	}
+	return store.Token{Hash: hash, UserID: "usr_honest", Kind: string(auth.KindAPI), Profile: string(profile.Standard)},
+		store.User{ID: "usr_honest", Name: "honest", Plan: string(auth.PlanPro)}, nil
+}
+
+// A flood of made-up tokens evicts refusals one at a time and never an
+// honest caller's verdict: after 20,000 random tokens (twice the cache)
+// the honest token is still answered without a look-up. The TTL still
+// applies to it.
+func TestCacheSurvivesAFloodOfRandomTokens(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	honest, err := auth.NewToken(auth.KindAPI)
+	require.NoError(t, err)
+	st := &tokenTable{hash: auth.Hash(honest)}
+	now := time.Date(2026, 11, 2, 9, 0, 0, 0, time.UTC)
+	a, err := auth.New(auth.Options{Store: st, CacheTTL: time.Minute, CacheSize: 10_000, Now: func() time.Time { return now }})
+	require.NoError(t, err)
+
+	p, err := a.Authenticate(ctx, honest, auth.KindAPI)
+	require.NoError(t, err)
+	require.Equal(t, "usr_honest", p.UserID)
+	require.EqualValues(t, 1, st.lookups.Load())
+
+	const flood = 20_000
+	var last string
+	for range flood {
+		last, err = auth.NewToken(auth.KindAPI)
+		require.NoError(t, err)
+		_, err = a.Authenticate(ctx, last, auth.KindAPI)
+		require.ErrorIs(t, err, auth.ErrUnauthorized)
+	}
+	require.EqualValues(t, 1+flood, st.lookups.Load())
+
+	p, err = a.Authenticate(ctx, honest, auth.KindAPI)
+	require.NoError(t, err)
+	require.Equal(t, "usr_honest", p.UserID)
+	require.EqualValues(t, 1+flood, st.lookups.Load(), "the honest verdict is still cached")
+	_, err = a.Authenticate(ctx, last, auth.KindAPI)
+	require.ErrorIs(t, err, auth.ErrUnauthorized)
+	require.EqualValues(t, 1+flood, st.lookups.Load(), "recent refusals stay cached too")
+
+	now = now.Add(time.Minute)
+	_, err = a.Authenticate(ctx, honest, auth.KindAPI)
+	require.NoError(t, err)
+	require.EqualValues(t, 2+flood, st.lookups.Load(), "a verdict older than CacheTTL is looked up again")
+}
+
+// Two Authorization headers carry no token, whichever is valid: a proxy
+// that reads the last one would disagree with a relay that read the first.
+func TestBearerTokenRefusesTwoHeaders(t *testing.T) {
+	t.Parallel()
+	h := http.Header{}
+	h.Add("Authorization", "Bearer first")
+	h.Add("Authorization", "Bearer second")
+	got, ok := auth.BearerToken(h)
+	require.False(t, ok)
+	require.Empty(t, got)
+	require.True(t, auth.AmbiguousAuthorization(h))
+
+	h.Del("Authorization")
+	require.False(t, auth.AmbiguousAuthorization(h))
+	h.Set("Authorization", "Bearer only")
+	require.False(t, auth.AmbiguousAuthorization(h))
+	got, ok = auth.BearerToken(h)
+	require.True(t, ok)
+	require.Equal(t, "only", got)
+}

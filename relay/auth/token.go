@@ -88,16 +88,31 @@ func Display(token string) string {
 }
 
 // BearerToken returns the token of an "Authorization: Bearer <token>"
-// header. The scheme is case-insensitive, as RFC 9110 says.
+// header. The scheme is case-insensitive, as RFC 9110 says. A request with
+// more than one Authorization header has no token: which one counts would
+// depend on who reads it (a proxy may take the last where the relay took
+// the first), so callers refuse it; see AmbiguousAuthorization.
 func BearerToken(h http.Header) (string, bool) {
-	v := h.Get("Authorization")
-	scheme, token, ok := strings.Cut(v, " ")
+	vs := h.Values("Authorization")
+	if len(vs) != 1 {
+		return "", false
+	}
+	scheme, token, ok := strings.Cut(vs[0], " ")
 	if !ok || !strings.EqualFold(scheme, "Bearer") {
 		return "", false
 	}
 	token = strings.TrimSpace(token)
 	return token, token != ""
 }
+
+// AmbiguousAuthorization reports a request with more than one
+// Authorization header. Every door refuses it with 401 unauthorized
+// (DetailAmbiguousAuthorization) before it looks at any token.
+func AmbiguousAuthorization(h http.Header) bool { return len(h.Values("Authorization")) > 1 }
+
+// DetailAmbiguousAuthorization is the detail of the 401 answered to a
+// request with more than one Authorization header.
+const DetailAmbiguousAuthorization = "send exactly one Authorization header"
 
 // Plan is a user's subscription plan. Trading routes need Pro or above.
 type Plan string

@@ -31,8 +31,10 @@
 package httpapi
 
 import (
+	"bufio"
 	"bytes"
 	"encoding/json"
+	"net"
 	"net/http"
 	"slices"
 	"strconv"
@@ -303,13 +305,29 @@ func send(w http.ResponseWriter, status int, body []byte) {
 	_, _ = w.Write(body)
 }
 
-// StatusRecorder is a ResponseWriter that remembers the status its handler
-// answered, for the middlewares that log and count responses. Status is 0
-// until the handler writes, then the status sent (200 for a Write without
-// WriteHeader).
+// StatusRecorder is the relay's one ResponseWriter wrapper: it remembers
+// the status its handler answered, for the middlewares that log and count
+// responses, and lets Guard act just before the status is sent and when a
+// handler takes the connection over. Status is 0 until the handler writes,
+// then the status sent (200 for a Write or a Flush without WriteHeader).
+//
+// Unwrap lets http.ResponseController reach the underlying writer (read
+// and write deadlines, full duplex); Hijack and FlushError are its own, so
+// that a WebSocket upgrade through any number of recorders is seen by each.
 type StatusRecorder struct {
 	http.ResponseWriter
 	Status int
+	// Hijacked is true once the handler took the connection over.
+	Hijacked bool
+	// BeforeHeader, when set, is called once with the status, before a
+	// final (non-1xx) status is sent: by WriteHeader, the first Write, or
+	// a Flush. It may still change the header.
+	BeforeHeader func(status int)
+	// AfterHijack, when set, is called with the connection once the
+	// handler took it over.
+	AfterHijack func(net.Conn)
+
+	headerDone bool
 }
 
 // WriteHeader records the first status and sends it.
@@ -317,6 +335,7 @@ func (w *StatusRecorder) WriteHeader(code int) {
 	if w.Status == 0 {
 		w.Status = code
 	}
+	w.beforeHeader(code)
 	w.ResponseWriter.WriteHeader(code)
 }
 
@@ -325,7 +344,43 @@ func (w *StatusRecorder) Write(p []byte) (int, error) {
 	if w.Status == 0 {
 		w.Status = http.StatusOK
 	}
+	w.beforeHeader(http.StatusOK)
 	return w.ResponseWriter.Write(p)
+}
+
+// FlushError records 200 when nothing was written before, and flushes the
+// underlying writer (see http.ResponseController.Flush).
+func (w *StatusRecorder) FlushError() error {
+	if w.Status == 0 {
+		w.Status = http.StatusOK
+	}
+	w.beforeHeader(http.StatusOK)
+	return http.NewResponseController(w.ResponseWriter).Flush()
+}
+
+// Hijack takes the connection over from the underlying writer (see
+// http.ResponseController.Hijack) and records it.
+func (w *StatusRecorder) Hijack() (net.Conn, *bufio.ReadWriter, error) {
+	conn, rw, err := http.NewResponseController(w.ResponseWriter).Hijack()
+	if err != nil {
+		return nil, nil, err
+	}
+	w.Hijacked = true
+	if w.AfterHijack != nil {
+		w.AfterHijack(conn)
+	}
+	return conn, rw, nil
+}
+
+// beforeHeader calls BeforeHeader once, for the first final status.
+func (w *StatusRecorder) beforeHeader(code int) {
+	if w.headerDone || code < http.StatusOK {
+		return
+	}
+	w.headerDone = true
+	if w.BeforeHeader != nil {
+		w.BeforeHeader(code)
+	}
 }
 
 // Unwrap lets http.ResponseController and WebSocket upgrades reach the

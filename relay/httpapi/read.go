@@ -131,25 +131,39 @@ func ReadJSON(w http.ResponseWriter, r *http.Request, dst any, opts ReadOptions)
 
 // RejectBody refuses a body on requests that take none (GET, DELETE): it
 // returns 400 unexpected_body when Content-Length is positive or, for a body
-// of unknown length, when the body holds at least one byte. Otherwise it
+// of unknown length, when the body holds at least one byte or cannot be
+// read to its (empty) end: a chunked body that sends nothing until the
+// read deadline (the server's: see Guard) or is malformed. Otherwise it
 // returns nil. It reads at most one byte.
 func RejectBody(r *http.Request) *Error {
 	if r.ContentLength > 0 {
-		return unexpectedBody()
+		return unexpectedBody(nil)
 	}
 	if r.Body == nil || r.Body == http.NoBody || r.ContentLength == 0 {
 		return nil
 	}
 	var b [1]byte
-	if n, _ := io.ReadFull(r.Body, b[:]); n > 0 {
-		return unexpectedBody()
+	n, err := io.ReadFull(r.Body, b[:])
+	switch {
+	case n > 0:
+		return unexpectedBody(nil)
+	case err != nil && err != io.EOF:
+		// Taking a read that failed for "no body" would let a request
+		// that announced a body and sent none through.
+		return unexpectedBody(err)
 	}
 	return nil
 }
 
-func unexpectedBody() *Error {
+// unexpectedBody is the 400 unexpected_body error; err, when not nil, is
+// the read failure behind it.
+func unexpectedBody(err error) *Error {
+	cause := ErrUnexpectedBody
+	if err != nil {
+		cause = fmt.Errorf("%w: %w", ErrUnexpectedBody, err)
+	}
 	return &Error{Status: http.StatusBadRequest, Code: CodeUnexpectedBody,
-		Detail: "this request takes no body; send it without one", cause: ErrUnexpectedBody}
+		Detail: "this request takes no body; send it without one", cause: cause}
 }
 
 // checkContentHeaders accepts only uncompressed application/json in UTF-8.

@@ -11,6 +11,7 @@ import (
 	"os"
 	"strings"
 	"testing"
+	"testing/iotest"
 	"time"
 
 	"github.com/stretchr/testify/require"
@@ -331,4 +332,18 @@ func TestRejectBody(t *testing.T) {
 			require.ErrorIs(t, e, httpapi.ErrUnexpectedBody)
 		})
 	}
+}
+
+// A body of unknown length that sends nothing until the read deadline is
+// not taken for no body: it was announced, so it is unexpected.
+func TestRejectBodyTimeout(t *testing.T) {
+	r := httptest.NewRequest(http.MethodGet, "/v1/api/accounts", nil)
+	r.Body = io.NopCloser(iotest.ErrReader(os.ErrDeadlineExceeded))
+	r.ContentLength = -1
+	e := httpapi.RejectBody(r)
+	require.NotNil(t, e)
+	require.Equal(t, http.StatusBadRequest, e.Status)
+	require.Equal(t, "unexpected_body", e.Code)
+	require.ErrorIs(t, e, httpapi.ErrUnexpectedBody)
+	require.ErrorIs(t, e, os.ErrDeadlineExceeded)
 }

@@ -2,6 +2,7 @@ package hub
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"net"
@@ -16,6 +17,21 @@ import (
 	"tradebridge/protocol"
 	"tradebridge/relay/auth"
 	"tradebridge/transport"
+)
+
+// Tunnel tunables that are not options.
+const (
+	// controlMaxFrame is the largest frame the control stream takes
+	// (Hello and events).
+	controlMaxFrame = 64 << 10
+	// cancelTimeout bounds the write of a Cancel frame: one that cannot
+	// be sent in time is dropped (the agent's own deadline ends the call).
+	cancelTimeout = time.Second
+	// Agents ping every transport.KeepAliveInterval; a burst of
+	// agentPingBurst, then one per agentPingInterval, is far more than
+	// an honest agent sends.
+	agentPingBurst    = 10
+	agentPingInterval = time.Second
 )
 
 // agentConn is one live tunnel.
@@ -34,6 +50,15 @@ type agentConn struct {
 
 	closeOnce sync.Once
 	done      chan struct{} // closed when the tunnel is finished
+
+	// streamCalls holds a token per stream of its own (GetBars) open,
+	// until the agent has closed its end too.
+	streamCalls chan struct{}
+	// mu guards ending; wg counts the goroutines that finish streams of
+	// their own, which serveTunnel waits for once ending is set.
+	mu     sync.Mutex
+	ending bool
+	wg     sync.WaitGroup
 }
 
 // serveTunnel runs an upgraded tunnel until it ends. It owns every goroutine
@@ -48,12 +73,17 @@ func (h *Hub) serveTunnel(ws *websocket.Conn, p auth.Principal, token string, ve
 		sessionID: newSessionID(),
 		conn:      transport.NewConn(ctx, ws),
 		done:      make(chan struct{}),
+
+		streamCalls: make(chan struct{}, h.opts.MaxStreamCalls),
 	}
 	c.log = h.log.With(zap.String("user", p.UserID), zap.String("session", c.sessionID))
 	// Every deliberate close goes through c.close with its own code; yamux
 	// closes the connection by itself only on bytes that are not yamux or a
 	// missed keepalive.
 	c.conn.SetDefaultClose(protocol.CloseProtocolError, "tunnel protocol error or keepalive timeout")
+	// The agent opens one stream, the control stream; yamux never sees
+	// the SYN of another, so it buffers nothing for it.
+	c.conn.SetGuard(transport.Guard{MaxPeerStreams: 1, PingBurst: agentPingBurst, PingInterval: agentPingInterval})
 	defer c.close(int(websocket.StatusNormalClosure), "")
 
 	sess, err := yamux.Server(c.conn, transport.YamuxConfig(c.log))
@@ -66,7 +96,10 @@ func (h *Hub) serveTunnel(ws *websocket.Conn, p auth.Principal, token string, ve
 	control, err := c.handshake(version)
 	if err != nil {
 		var ce *closeError
-		if errors.As(err, &ce) {
+		if gerr := c.conn.GuardErr(); gerr != nil {
+			c.log.Warn("agent broke the tunnel's rules; closing tunnel", zap.Error(gerr))
+			c.close(protocol.CloseProtocolError, guardReason(gerr))
+		} else if errors.As(err, &ce) {
 			c.log.Info("handshake refused", zap.String("reason", protocol.CloseReason(ce.code)), zap.Error(ce.err))
 			c.close(ce.code, ce.reason)
 		} else {
@@ -90,9 +123,8 @@ func (h *Hub) serveTunnel(ws *websocket.Conn, p auth.Principal, token string, ve
 	c.rpc.start()
 	defer c.rpc.wait()
 	var wg sync.WaitGroup
-	wg.Add(2)
+	wg.Add(1)
 	go func() { defer wg.Done(); c.readEvents(control) }()
-	go func() { defer wg.Done(); c.refuseStreams() }()
 
 	if err := h.register(c); err != nil {
 		c.close(protocol.CloseShuttingDown, "relay shutting down")
@@ -109,9 +141,13 @@ func (h *Hub) serveTunnel(ws *websocket.Conn, p auth.Principal, token string, ve
 	select {
 	case <-sess.CloseChan():
 		// yamux ended the session on its own (the agent went away, sent
-		// bytes that are not yamux, or stopped answering pings). The
-		// transport sends the same code when yamux gets there first.
-		if c.conn.CloseStatus() == -1 {
+		// bytes that are not yamux, broke the transport's Guard, or
+		// stopped answering pings). The transport sends the same code
+		// and reason when yamux gets there first.
+		if gerr := c.conn.GuardErr(); gerr != nil {
+			c.log.Warn("agent broke the tunnel's rules; closing tunnel", zap.Error(gerr))
+			c.close(protocol.CloseProtocolError, guardReason(gerr))
+		} else if c.conn.CloseStatus() == -1 {
 			c.close(protocol.CloseProtocolError, "tunnel protocol error or keepalive timeout")
 		}
 	case <-c.done:
@@ -120,6 +156,10 @@ func (h *Hub) serveTunnel(ws *websocket.Conn, p auth.Principal, token string, ve
 	c.close(int(websocket.StatusNormalClosure), "")
 	sess.Close()
 	wg.Wait()
+	c.mu.Lock()
+	c.ending = true
+	c.mu.Unlock()
+	c.wg.Wait()
 	c.log.Info("agent disconnected", zap.Int("closeStatus", c.conn.CloseStatus()))
 }
 
@@ -162,7 +202,7 @@ func (c *agentConn) handshake(version int) (net.Conn, error) {
 		return nil, &closeError{protocol.CloseBadHandshake, "no hello in time", errors.New("timeout")}
 	}
 	_ = control.SetReadDeadline(time.Now().Add(timeout))
-	fr := protocol.NewReader(control, 64<<10)
+	fr := protocol.NewReader(control, controlMaxFrame)
 	t, payload, err := fr.ReadFrame()
 	if err != nil {
 		control.Close()
@@ -183,8 +223,19 @@ func (c *agentConn) handshake(version int) (net.Conn, error) {
 			fmt.Errorf("hello %d, subprotocol %d", hello.ProtocolVersion, version)}
 	}
 	_ = control.SetReadDeadline(time.Time{})
+	fr.SetFrameTimeout(c.hub.opts.FrameTimeout)
 	c.hello = hello
 	return &framedConn{Conn: control, r: fr}, nil
+}
+
+// guardReason is the close reason of a Guard violation: the one the
+// transport sends when yamux closes the connection first.
+func guardReason(err error) string {
+	var ge *transport.GuardError
+	if errors.As(err, &ge) {
+		return ge.Reason()
+	}
+	return "tunnel protocol error"
 }
 
 // welcome completes the handshake. It is sent only once the tunnel is
@@ -204,13 +255,18 @@ type framedConn struct {
 }
 
 // readEvents reads the agent's events from the control stream until it
-// closes. A malformed frame ends the tunnel.
+// closes. A malformed frame ends the tunnel; an agent that sends faster
+// than Options.EventBytesPerSecond is read more slowly.
 func (c *agentConn) readEvents(control net.Conn) {
 	fr := control.(*framedConn).r
+	pace := newPacer(c.hub.opts.EventBytesPerSecond)
 	for {
 		t, payload, err := fr.ReadFrame()
 		if err != nil {
 			c.failProtocol(err)
+			return
+		}
+		if !pace.take(len(payload)+EventOverhead, c.done) {
 			return
 		}
 		if t != protocol.TypeEvent {
@@ -228,16 +284,35 @@ func (c *agentConn) readEvents(control net.Conn) {
 	}
 }
 
-// refuseStreams closes streams the agent opens after the handshake: in
-// this protocol version only the relay opens them.
-func (c *agentConn) refuseStreams() {
-	for {
-		s, err := c.sess.AcceptStream()
-		if err != nil {
-			return
-		}
-		c.log.Warn("agent opened an unexpected stream; closing it")
-		s.Close()
+// pacer is a byte budget that makes its reader wait: take returns once
+// the budget has room again.
+type pacer struct {
+	rate  float64 // bytes per second, and the burst
+	debt  float64 // bytes taken beyond the budget (negative: room)
+	since time.Time
+}
+
+func newPacer(bytesPerSecond int) *pacer {
+	return &pacer{rate: float64(bytesPerSecond), debt: -float64(bytesPerSecond), since: time.Now()}
+}
+
+// take charges n bytes and waits while the budget is overdrawn. It
+// returns false if done closed meanwhile.
+func (p *pacer) take(n int, done <-chan struct{}) bool {
+	now := time.Now()
+	p.debt = max(p.debt-now.Sub(p.since).Seconds()*p.rate, -p.rate)
+	p.since = now
+	p.debt += float64(n)
+	if p.debt <= 0 {
+		return true
+	}
+	t := time.NewTimer(time.Duration(p.debt / p.rate * float64(time.Second)))
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return true
+	case <-done:
+		return false
 	}
 }
 
@@ -251,6 +326,9 @@ func (c *agentConn) failProtocol(err error) {
 	case errors.Is(err, protocol.ErrMalformedFrame):
 		c.log.Warn("agent sent a malformed frame; closing tunnel", zap.Error(err))
 		c.close(protocol.CloseProtocolError, "malformed frame")
+	case errors.Is(err, protocol.ErrFrameTimeout):
+		c.log.Warn("agent did not finish a frame in time; closing tunnel", zap.Duration("frameTimeout", c.hub.opts.FrameTimeout))
+		c.close(protocol.CloseProtocolError, "frame not completed in time")
 	default: // the stream or session ended
 		c.close(int(websocket.StatusNormalClosure), "")
 	}
@@ -271,27 +349,148 @@ func (c *agentConn) close(code int, reason string) {
 	})
 }
 
+// hold counts a goroutine the tunnel waits for before serveTunnel returns;
+// it reports false once the tunnel is ending.
+func (c *agentConn) hold() bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.ending {
+		return false
+	}
+	c.wg.Add(1)
+	return true
+}
+
 // callOnOwnStream runs one call on a stream of its own, for replies large
-// enough to hold up the shared stream.
+// enough to hold up the shared stream. At most Options.MaxStreamCalls such
+// streams are open per tunnel; a caller waits for its turn until its
+// deadline. The call returns as soon as its reply arrives or its deadline
+// passes; the stream is finished in the background, and keeps its turn
+// until the agent has closed its end too (or yamux gave up on it after
+// StreamCloseTimeout), so that the streams the relay buffers for stay
+// bounded.
 func (c *agentConn) callOnOwnStream(ctx context.Context, req protocol.Request) ([]byte, error) {
+	if !c.hold() {
+		return nil, ErrConnectionLost
+	}
+	select {
+	case c.streamCalls <- struct{}{}:
+	case <-ctx.Done():
+		c.wg.Done()
+		return nil, ctxError(ctx)
+	case <-c.done:
+		c.wg.Done()
+		return nil, ErrConnectionLost
+	}
 	s, err := c.sess.OpenStream()
 	if err != nil {
+		<-c.streamCalls
+		c.wg.Done()
 		return nil, ErrConnectionLost
 	}
 	rs := newRPCStream(c, s, false)
 	rs.start()
-	defer func() {
+	out, err := rs.call(ctx, req)
+	go func() {
+		defer c.wg.Done()
 		s.Close()
 		rs.wait()
+		c.conn.ForgetStream(s.StreamID())
+		<-c.streamCalls
 	}()
-	return rs.call(ctx, req)
+	return out, err
+}
+
+// ctxError is the error of a call whose context ended before it was sent.
+func ctxError(ctx context.Context) error {
+	if errors.Is(ctx.Err(), context.DeadlineExceeded) {
+		return ErrTimeout
+	}
+	return ctx.Err()
+}
+
+// errEncode reports a frame the relay could not encode; nothing was sent.
+var errEncode = errors.New("hub: cannot encode")
+
+// errOutOfSync is why a tunnel ends when a frame was only partly written
+// by its deadline: the stream cannot carry another frame.
+const errOutOfSync = "a request could not be sent to the agent in time"
+
+// frameWriter writes the relay's frames to one stream: one frame at a
+// time, each whole or not at all by its deadline.
+//
+// A writer takes its turn (a channel, so waiting for it respects the
+// caller's context), then waits until the stream's send window can take
+// the whole frame (transport.Conn.WaitSendWindow), then writes with the
+// caller's deadline. An agent that stops reading (the real agent does at
+// its concurrency limit) therefore makes later calls wait and fail by
+// their own deadline with nothing sent, and its tunnel stays. A write that
+// put part of a frame on the wire by its deadline leaves the stream out of
+// sync: the caller reports partial and the tunnel ends.
+type frameWriter struct {
+	s    net.Conn
+	turn chan struct{} // holds a token while a frame is being written
+	// window waits until n bytes fit the stream's send window.
+	window func(ctx context.Context, n int) error
+	buf    []byte // owned by the turn's holder
+}
+
+func newFrameWriter(s net.Conn, window func(ctx context.Context, n int) error) *frameWriter {
+	return &frameWriter{s: s, turn: make(chan struct{}, 1), window: window}
+}
+
+// write writes the frame encode returns, of type t, by ctx's deadline.
+// encode runs after the turn is taken, and again if waiting for the window
+// took time, so that a Request's TimeoutMs counts from when it is sent; it
+// must not grow the frame when called again. partial reports a frame of
+// which a part was written: the stream is out of sync. An error without
+// partial means nothing was written: ctx's error (its turn or the window
+// did not come in time), a write timeout (yamux's, at ctx's deadline), an
+// encoding error, or the stream's end.
+func (w *frameWriter) write(ctx context.Context, t protocol.Type, encode func() ([]byte, error)) (partial bool, err error) {
+	select {
+	case w.turn <- struct{}{}:
+	case <-ctx.Done():
+		return false, ctx.Err()
+	}
+	defer func() { <-w.turn }()
+	frame, err := w.frame(t, encode)
+	if err != nil {
+		return false, err
+	}
+	start := time.Now()
+	if err := w.window(ctx, len(frame)); err != nil {
+		return false, err
+	}
+	if time.Since(start) > time.Millisecond {
+		if frame, err = w.frame(t, encode); err != nil {
+			return false, err
+		}
+	}
+	deadline, _ := ctx.Deadline()
+	if err := w.s.SetWriteDeadline(deadline); err != nil {
+		return false, err
+	}
+	n, err := w.s.Write(frame)
+	if cap(frame) <= 64<<10 {
+		w.buf = frame[:0] // keep a modest buffer for the next frame
+	}
+	return err != nil && n > 0, err
+}
+
+func (w *frameWriter) frame(t protocol.Type, encode func() ([]byte, error)) ([]byte, error) {
+	payload, err := encode()
+	if err != nil {
+		return nil, fmt.Errorf("%w %s: %w", errEncode, t, err)
+	}
+	return protocol.AppendFrame(w.buf[:0], t, payload)
 }
 
 // rpcStream multiplexes calls over one yamux stream by correlation id.
 type rpcStream struct {
 	c      *agentConn
-	s      net.Conn
-	w      *protocol.Writer
+	s      *yamux.Stream
+	w      *frameWriter
 	shared bool // the tunnel's long-lived stream: its end ends the tunnel
 	nextID atomic.Uint64
 
@@ -304,9 +503,13 @@ type rpcStream struct {
 	dead    bool
 }
 
-func newRPCStream(c *agentConn, s net.Conn, shared bool) *rpcStream {
+func newRPCStream(c *agentConn, s *yamux.Stream, shared bool) *rpcStream {
+	id := s.StreamID()
 	return &rpcStream{
-		c: c, s: s, w: protocol.NewWriter(s), shared: shared,
+		c: c, s: s, shared: shared,
+		w: newFrameWriter(s, func(ctx context.Context, n int) error {
+			return c.conn.WaitSendWindow(ctx, id, n)
+		}),
 		cancels: make(chan uint64, 256),
 		stop:    make(chan struct{}),
 		pending: make(map[uint64]chan *protocol.Response),
@@ -323,13 +526,25 @@ func (r *rpcStream) start() {
 func (r *rpcStream) wait() { r.wg.Wait() }
 
 // cancelLoop sends Cancel frames for abandoned calls, so a caller never
-// waits on a slow write to give up.
+// waits on a slow write to give up. A Cancel that cannot be sent within
+// cancelTimeout is dropped: the agent's own deadline (Request.TimeoutMs)
+// ends the call anyway.
 func (r *rpcStream) cancelLoop() {
 	for {
 		select {
 		case id := <-r.cancels:
-			if err := r.w.WriteFrame(protocol.TypeCancel, protocol.Cancel{ID: id}); err != nil {
+			ctx, cancel := context.WithTimeout(context.Background(), cancelTimeout)
+			partial, err := r.w.write(ctx, protocol.TypeCancel, func() ([]byte, error) {
+				return json.Marshal(protocol.Cancel{ID: id})
+			})
+			cancel()
+			switch {
+			case partial:
+				r.c.log.Info("agent did not take a cancel in time; closing tunnel")
+				r.c.close(int(websocket.StatusNormalClosure), errOutOfSync)
 				return
+			case err != nil && !timedOut(err):
+				return // the stream ended
 			}
 		case <-r.stop:
 			return
@@ -337,18 +552,24 @@ func (r *rpcStream) cancelLoop() {
 	}
 }
 
+// timedOut reports whether a write failed for want of time: its context
+// ended, or yamux's write deadline passed.
+func timedOut(err error) bool {
+	if errors.Is(err, context.DeadlineExceeded) || errors.Is(err, context.Canceled) {
+		return true
+	}
+	var ne net.Error
+	return errors.As(err, &ne) && ne.Timeout()
+}
+
 var respChanPool = sync.Pool{New: func() any { return make(chan *protocol.Response, 1) }}
 
 func (r *rpcStream) call(ctx context.Context, req protocol.Request) ([]byte, error) {
 	deadline, _ := ctx.Deadline()
-	timeout := time.Until(deadline)
-	if timeout <= 0 {
+	if time.Until(deadline) <= 0 {
 		return nil, ErrTimeout
 	}
 	req.ID = r.nextID.Add(1)
-	// Round up, so the agent's deadline (measured from when it reads the
-	// request) never passes before ours.
-	req.TimeoutMs = int64((timeout + time.Millisecond - 1) / time.Millisecond)
 
 	ch := respChanPool.Get().(chan *protocol.Response)
 	r.mu.Lock()
@@ -360,10 +581,37 @@ func (r *rpcStream) call(ctx context.Context, req protocol.Request) ([]byte, err
 	r.pending[req.ID] = ch
 	r.mu.Unlock()
 
-	if err := r.w.WriteFrame(protocol.TypeRequest, &req); err != nil {
-		r.forget(req.ID)
-		// A failed write may have put part of the frame on the wire.
-		r.c.close(int(websocket.StatusNormalClosure), "")
+	partial, err := r.w.write(ctx, protocol.TypeRequest, func() ([]byte, error) {
+		timeout := time.Until(deadline)
+		if timeout <= 0 {
+			return nil, context.DeadlineExceeded
+		}
+		// Round up, so the agent's deadline (measured from when it reads
+		// the request) never passes before ours.
+		req.TimeoutMs = int64((timeout + time.Millisecond - 1) / time.Millisecond)
+		return json.Marshal(&req)
+	})
+	if err != nil {
+		if !r.forget(req.ID) {
+			// The stream died meanwhile and failAll answered; take it.
+			<-ch
+		}
+		respChanPool.Put(ch)
+		switch {
+		case partial:
+			// The stream is out of sync: the agent never read this
+			// request whole, and no other frame can follow it.
+			r.c.log.Info("agent did not take a request in time; closing tunnel", zap.String("fn", req.Fn))
+			r.c.close(int(websocket.StatusNormalClosure), errOutOfSync)
+			return nil, ErrTimeout
+		case errors.Is(err, context.Canceled):
+			return nil, err
+		case timedOut(err):
+			// Nothing was sent: only this call fails.
+			return nil, ErrTimeout
+		case errors.Is(err, protocol.ErrFrameTooLarge) || errors.Is(err, errEncode):
+			return nil, err
+		}
 		return nil, ErrConnectionLost
 	}
 	select {
@@ -378,10 +626,7 @@ func (r *rpcStream) call(ctx context.Context, req protocol.Request) ([]byte, err
 			case r.cancels <- req.ID:
 			default:
 			}
-			if errors.Is(ctx.Err(), context.DeadlineExceeded) {
-				return nil, ErrTimeout
-			}
-			return nil, ctx.Err()
+			return nil, ctxError(ctx)
 		}
 		// The reply raced the deadline and won; use it.
 		resp := <-ch
@@ -423,11 +668,13 @@ func (r *rpcStream) forget(id uint64) bool {
 // still waiting.
 func (r *rpcStream) readLoop() {
 	fr := protocol.NewReader(r.s, 0)
+	fr.SetFrameTimeout(r.c.hub.opts.FrameTimeout)
 	defer r.failAll()
 	for {
 		t, payload, err := fr.ReadFrame()
 		if err != nil {
-			if r.shared || errors.Is(err, protocol.ErrFrameTooLarge) || errors.Is(err, protocol.ErrMalformedFrame) {
+			if r.shared || errors.Is(err, protocol.ErrFrameTooLarge) || errors.Is(err, protocol.ErrMalformedFrame) ||
+				errors.Is(err, protocol.ErrFrameTimeout) {
 				r.c.failProtocol(err)
 			}
 			return

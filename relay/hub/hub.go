@@ -7,6 +7,13 @@
 // with correlation ids, or over a stream of its own for large transfers, and
 // returns as soon as the reply arrives, the caller gives up, or the tunnel
 // drops.
+//
+// An agent is not trusted: it may open no stream besides its control
+// stream, a frame it starts must arrive within Options.FrameTimeout, its
+// events are read no faster than Options.EventBytesPerSecond, and a call
+// never waits past its deadline for an agent that stops reading. Whatever
+// an agent sends, its tunnel holds at most Options.TunnelMemoryBound bytes
+// of the relay's memory.
 package hub
 
 import (
@@ -16,6 +23,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"net"
 	"net/http"
 	"sync"
 	"time"
@@ -25,7 +33,9 @@ import (
 
 	"tradebridge/protocol"
 	"tradebridge/relay/auth"
+	"tradebridge/relay/budget"
 	"tradebridge/relay/httpapi"
+	"tradebridge/transport"
 )
 
 // Errors returned by Call. A *protocol.Error is the agent's own answer.
@@ -89,6 +99,65 @@ type Options struct {
 	// ReverifyInterval is how often live tunnels' tokens are checked again,
 	// so that a revoked agent token ends its tunnel. Default 30 s.
 	ReverifyInterval time.Duration
+	// IPBudget, when set, is the per-client-address budget, checked before
+	// the agent token so that guessing tokens costs no look-ups: over it,
+	// the connect answers 429 rate_limited (policy "ip") as the trading
+	// API does.
+	IPBudget *budget.Limiter
+	// FrameTimeout bounds the time a frame from the agent takes to arrive
+	// once its first byte has: a reply that starts and never finishes
+	// ends the tunnel (CloseProtocolError). Between frames there is no
+	// bound; keepalives notice a dead agent. Default 60 s, which lets the
+	// largest frame (protocol.MaxFrameSize, 4 MiB) cross an uplink of
+	// 0.56 Mbit/s; raise it for slower links.
+	FrameTimeout time.Duration
+	// MaxStreamCalls bounds the calls that run on a stream of their own
+	// (GetBars) at once per tunnel; more wait their turn, and fail with
+	// ErrTimeout when their deadline passes first. A stream counts until
+	// the agent has closed its end too. Default DefaultMaxStreamCalls.
+	MaxStreamCalls int
+	// EventBytesPerSecond bounds how fast the relay reads an agent's
+	// events: the payload bytes plus EventOverhead per event. Beyond it
+	// the relay reads more slowly and the agent's writes wait (yamux flow
+	// control); an agent is never closed for sending too much. The burst
+	// is one second's worth. Default 8 MiB/s, some ten times an agent
+	// that streams quotes of 250 instruments at 20 a second each; at
+	// least the largest event (64 KiB) plus EventOverhead.
+	EventBytesPerSecond int
+}
+
+// DefaultMaxStreamCalls is the default of Options.MaxStreamCalls.
+const DefaultMaxStreamCalls = 4
+
+// EventOverhead is what each event costs against
+// Options.EventBytesPerSecond besides its payload, so that a flood of tiny
+// events is bounded too.
+const EventOverhead = 256
+
+// TunnelMemoryBound returns the most memory the relay holds for one
+// tunnel of a Hub with these options, whatever its agent sends: the yamux
+// receive buffers of the streams the relay opens or accepts (the control
+// stream, the shared rpc stream and MaxStreamCalls streams of their own;
+// yamux accepts at most StreamWindow unread bytes per stream, in a
+// buffer that may be twice that), the frame readers of the rpc streams
+// (the largest frame, and its decoded copy) and of the control stream (64
+// KiB frames: the frame, the decoded event and the quote decoded from
+// it), and the WebSocket's buffers (one message of at most MaxMessage
+// being written). The agent cannot open streams of its own (the
+// transport refuses them before yamux sees them). Replies handed to
+// callers are the callers' memory, bounded by their budgets.
+func (o Options) TunnelMemoryBound() int64 {
+	k := int64(o.MaxStreamCalls)
+	if k <= 0 {
+		k = DefaultMaxStreamCalls
+	}
+	const (
+		yamuxBuffer = 2 * transport.StreamWindow
+		rpcReader   = protocol.ReaderBufferSize + 2*protocol.MaxFrameSize
+		ctlReader   = protocol.ReaderBufferSize + 3*controlMaxFrame
+		wire        = transport.MaxMessage + 64<<10 + 3*4<<10 // a message being written, the header buffer, bufio
+	)
+	return (2+k)*yamuxBuffer + (1+k)*rpcReader + ctlReader + wire
 }
 
 // Hub is the set of live agent tunnels. Create it with New.
@@ -125,6 +194,18 @@ func New(opts Options) (*Hub, error) {
 	}
 	if opts.ReverifyInterval <= 0 {
 		opts.ReverifyInterval = 30 * time.Second
+	}
+	if opts.FrameTimeout <= 0 {
+		opts.FrameTimeout = 60 * time.Second
+	}
+	if opts.MaxStreamCalls <= 0 {
+		opts.MaxStreamCalls = DefaultMaxStreamCalls
+	}
+	if opts.EventBytesPerSecond <= 0 {
+		opts.EventBytesPerSecond = 8 << 20
+	}
+	if least := controlMaxFrame + EventOverhead; opts.EventBytesPerSecond < least {
+		return nil, fmt.Errorf("hub: Options.EventBytesPerSecond must be at least %d, one second for the largest event", least)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	h := &Hub{
@@ -311,8 +392,16 @@ func (h *Hub) reverifyLoop() {
 	}
 }
 
-// ServeHTTP handles GET /v1/agent/connect.
+// ServeHTTP handles GET /v1/agent/connect. It checks, in order, the client
+// address's budget (429), the agent token (401), and the subprotocol
+// (400), and then upgrades.
 func (h *Hub) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if l := h.opts.IPBudget; l != nil {
+		if d := l.Allow(clientAddr(r)); !d.Allowed {
+			httpapi.WriteRateLimited(w, l.Policy(), d)
+			return
+		}
+	}
 	token, ok := auth.BearerToken(r.Header)
 	if !ok {
 		httpapi.WriteError(w, http.StatusUnauthorized, httpapi.Error{Code: "unauthorized", Detail: "an agent token is required"})
@@ -344,7 +433,7 @@ func (h *Hub) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	h.mu.Unlock()
 	if closed {
-		httpapi.WriteError(w, http.StatusServiceUnavailable, httpapi.Error{Code: "shutting_down", Detail: "the relay is shutting down", RetryAfter: 1})
+		httpapi.WriteError(w, http.StatusServiceUnavailable, httpapi.Error{Code: httpapi.CodeShuttingDown, Detail: "the relay is shutting down", RetryAfter: 1})
 		return
 	}
 	defer h.wg.Done()
@@ -358,6 +447,16 @@ func (h *Hub) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	h.serveTunnel(ws, p, token, version)
+}
+
+// clientAddr is the address the request came from (the trading API's rule:
+// the relay answers on the address clients connect to).
+func clientAddr(r *http.Request) string {
+	host, _, err := net.SplitHostPort(r.RemoteAddr)
+	if err != nil {
+		return r.RemoteAddr
+	}
+	return host
 }
 
 // negotiate returns the highest protocol version both sides speak (0 when

@@ -29,13 +29,16 @@ import (
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 
-// fakeAuth is an Authenticator over a fixed token table.
+// fakeAuth is an Authenticator over a fixed token table. It counts the
+// look-ups.
 type fakeAuth struct {
-	mu     sync.Mutex
-	tokens map[string]auth.Principal
+	mu      sync.Mutex
+	tokens  map[string]auth.Principal
+	lookups atomic.Int64
 }
 
 func (f *fakeAuth) Authenticate(_ context.Context, token string, want auth.Kind) (auth.Principal, error) {
+	f.lookups.Add(1)
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	p, ok := f.tokens[token]
@@ -82,13 +85,20 @@ type env struct {
 	auth *fakeAuth
 }
 
-func newEnv(t testing.TB) *env {
+func newEnv(t testing.TB) *env { return newEnvWith(t, nil) }
+
+// newEnvWith is newEnv with a hub whose options tweak may change.
+func newEnvWith(t testing.TB, tweak func(*hub.Options)) *env {
 	fa := &fakeAuth{tokens: map[string]auth.Principal{
 		"agent-a": {UserID: "usr_a", Plan: auth.PlanPro, Kind: auth.KindAgent},
 		"agent-b": {UserID: "usr_b", Plan: auth.PlanPro, Kind: auth.KindAgent},
 		"api-a":   {UserID: "usr_a", Plan: auth.PlanPro, Kind: auth.KindAPI},
 	}}
-	h, err := hub.New(hub.Options{Auth: fa, Logger: zaptest.NewLogger(t), HandshakeTimeout: 500 * time.Millisecond, ReverifyInterval: 50 * time.Millisecond})
+	opts := hub.Options{Auth: fa, Logger: zaptest.NewLogger(t), HandshakeTimeout: 500 * time.Millisecond, ReverifyInterval: 50 * time.Millisecond}
+	if tweak != nil {
+		tweak(&opts)
+	}
+	h, err := hub.New(opts)
 	require.NoError(t, err)
 	mux := http.NewServeMux()
 	mux.Handle("GET "+protocol.ConnectPath, h)
@@ -136,9 +146,15 @@ type agentUnderTest struct {
 
 func (e *env) startAgent(token, name string) *agentUnderTest {
 	e.t.Helper()
+	return e.startAgentWith(token, name, nil)
+}
+
+// startAgentWith is startAgent with options tweak may change.
+func (e *env) startAgentWith(token, name string, tweak func(*tunnel.Options)) *agentUnderTest {
+	e.t.Helper()
 	kd := &killableDialer{}
 	h := &echoHandler{name: name, block: make(chan struct{})}
-	c, err := tunnel.New(tunnel.Options{
+	opts := tunnel.Options{
 		RelayURL: e.srv.URL,
 		Token:    token,
 		Hello: func(context.Context) (protocol.Hello, error) {
@@ -150,7 +166,11 @@ func (e *env) startAgent(token, name string) *agentUnderTest {
 		BackoffBase: 20 * time.Millisecond,
 		BackoffCap:  200 * time.Millisecond,
 		HTTPClient:  &http.Client{Transport: &http.Transport{DialContext: kd.DialContext}},
-	})
+	}
+	if tweak != nil {
+		tweak(&opts)
+	}
+	c, err := tunnel.New(opts)
 	require.NoError(e.t, err)
 	a := &agentUnderTest{client: c, handler: h, dialer: kd, done: make(chan struct{})}
 	go func() {

@@ -1,7 +1,9 @@
 // Package metrics holds the relay's Prometheus metrics: HTTP requests by
 // route and status with latency histograms, connected agents and tunnel
 // (re)connections, and the WebSocket stream API's sockets, quotes delivered
-// and conflated, and closes by code. The relay serves them at GET /metrics.
+// and conflated, closes by code, and connections refused for their
+// address's cap. The relay serves them at GET /metrics on its operator
+// listener only.
 package metrics
 
 import (
@@ -30,6 +32,8 @@ type Metrics struct {
 	streamQuotes    prometheus.Counter
 	streamConflated prometheus.Counter
 	streamCloses    *prometheus.CounterVec
+
+	connsRefused prometheus.Counter
 }
 
 // New returns a Metrics with the Go runtime and process collectors.
@@ -73,9 +77,13 @@ func New() *Metrics {
 			Name: "relay_stream_closes_total",
 			Help: "Stream API sockets closed, by the WebSocket close code the relay sent (0: none, the connection was gone).",
 		}, []string{"code"}),
+		connsRefused: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "relay_connections_refused_total",
+			Help: "Connections refused because their client address held too many open ones.",
+		}),
 	}
 	m.reg.MustRegister(m.requests, m.latency, m.agents, m.connects, m.reconnects,
-		m.streamSockets, m.streamQuotes, m.streamConflated, m.streamCloses,
+		m.streamSockets, m.streamQuotes, m.streamConflated, m.streamCloses, m.connsRefused,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return m
 }
@@ -112,6 +120,9 @@ func (m *Metrics) StreamQuotes(delivered, conflated int) {
 		m.streamConflated.Add(float64(conflated))
 	}
 }
+
+// ConnectionRefused counts a connection refused for its address's cap.
+func (m *Metrics) ConnectionRefused() { m.connsRefused.Inc() }
 
 // StreamClosed counts a closed stream socket by the close code sent.
 func (m *Metrics) StreamClosed(code int) { m.streamCloses.WithLabelValues(strconv.Itoa(code)).Inc() }

@@ -188,13 +188,12 @@ func fakeResolve(n string) (string, bool) {
 	if knownRoots[n] {
 		return n + " 12-26", true
 	}
-	if m := monthCodeRE.FindStringSubmatch(n); m != nil && knownRoots[m[1]] {
-		month := strings.IndexByte(monthLetters, m[2][0]) + 1
-		year := m[3]
-		if len(year) == 1 {
-			year = "2" + year
+	if in, err := protocol.ParseInstrument(n); err == nil && in.Form == protocol.InstrumentMonthCode && knownRoots[in.Root] {
+		year := in.Year
+		if in.YearDigits == 1 {
+			year += 20
 		}
-		return fmt.Sprintf("%s %02d-%s", m[1], month, year), true
+		return protocol.ContractName(in.Root, in.Month, year), true
 	}
 	return "", false
 }

@@ -1,10 +1,6 @@
 package stream
 
 import (
-	"regexp"
-	"strconv"
-	"strings"
-
 	"tradebridge/protocol"
 )
 
@@ -26,7 +22,8 @@ import (
 // The rules are exact whenever the agent resolves a root to its front
 // month, which is what roots mean (DESIGN.md). An agent that reports its
 // own mapping (SubscriptionsResult.Resolved) is taken at its word and the
-// rules are not needed.
+// rules are not needed. Names are read with the one instrument grammar,
+// protocol.ParseInstrument.
 
 // contract is a parsed contract name "<ROOT> MM-YY".
 type contract struct {
@@ -36,21 +33,13 @@ type contract struct {
 	year  int // two digits
 }
 
-var contractRE = regexp.MustCompile(`^([A-Za-z0-9]{1,6}) (0[1-9]|1[0-2])-([0-9]{2})$`)
-
-// monthCodeRE matches "<root><month letter><1 or 2 year digits>".
-var monthCodeRE = regexp.MustCompile(`^([A-Z0-9]{1,6}?)([FGHJKMNQUVXZ])([0-9]{1,2})$`)
-
-const monthLetters = "FGHJKMNQUVXZ"
-
+// parseContract parses a name of the contract form.
 func parseContract(s string) (contract, bool) {
-	m := contractRE.FindStringSubmatch(s)
-	if m == nil {
+	in, err := protocol.ParseInstrument(s)
+	if err != nil || in.Form != protocol.InstrumentContract {
 		return contract{}, false
 	}
-	month, _ := strconv.Atoi(m[2])
-	year, _ := strconv.Atoi(m[3])
-	return contract{name: s, root: strings.ToUpper(m[1]), month: month, year: year}, true
+	return contract{name: s, root: in.Root, month: int(in.Month), year: in.Year}, true
 }
 
 func (c contract) before(d contract) bool {
@@ -60,8 +49,9 @@ func (c contract) before(d contract) bool {
 	return c.month < d.month
 }
 
-// normalizeContract is the map key of a contract name: upper case.
-func normalizeContract(s string) string { return strings.ToUpper(strings.TrimSpace(s)) }
+// normalizeContract is the map key of a contract name: trimmed, upper
+// case.
+func normalizeContract(s string) string { return protocol.NormalizeInstrument(s) }
 
 // resolveNames maps each requested name (normalized: trimmed, upper case)
 // to the normalized contract name quotes will carry, per the rules above.
@@ -123,20 +113,19 @@ func resolveNames(requested []string, res protocol.SubscriptionsResult) (mapping
 
 // resolveAlias applies rules 3 and 4 to r.
 func resolveAlias(r string, byRoot map[string][]contract, explicit map[string]bool) (string, bool) {
-	if _, isContract := parseContract(r); isContract {
+	in, err := protocol.ParseInstrument(r)
+	if err == nil && in.Form == protocol.InstrumentContract {
 		return "", false
 	}
-	if m := monthCodeRE.FindStringSubmatch(r); m != nil && m[1] != "" {
-		month := strings.IndexByte(monthLetters, m[2][0]) + 1
-		year, _ := strconv.Atoi(m[3])
+	if err == nil && in.Form == protocol.InstrumentMonthCode {
 		var best *contract
-		for i, c := range byRoot[m[1]] {
-			if c.month != month {
+		for i, c := range byRoot[in.Root] {
+			if c.month != int(in.Month) {
 				continue
 			}
-			if (len(m[3]) == 2 && c.year == year) || (len(m[3]) == 1 && c.year%10 == year) {
+			if (in.YearDigits == 2 && c.year == in.Year) || (in.YearDigits == 1 && c.year%10 == in.Year) {
 				if best == nil || c.before(*best) {
-					best = &byRoot[m[1]][i]
+					best = &byRoot[in.Root][i]
 				}
 			}
 		}

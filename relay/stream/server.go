@@ -29,7 +29,7 @@ const Path = "/ws/stream"
 const (
 	codeUpgradeRequired  = "upgrade_required"
 	codeUnknownParameter = "unknown_parameter"
-	codeShuttingDown     = "shutting_down"
+	codeShuttingDown     = httpapi.CodeShuttingDown
 )
 
 // Server serves GET /ws/stream. Create it with New; it is an http.Handler.
@@ -119,7 +119,12 @@ func (s *Server) Stats() Stats {
 // HandleEvent takes an event a user's agent sent (hub.Options.OnEvent).
 // Quotes go to that user's sockets subscribed to the quote's instrument,
 // and to nobody else. It never blocks: each socket keeps only the latest
-// quote of each instrument until its writer takes it.
+// quote of each instrument until its writer takes it. A quote the relay
+// cannot use is dropped and counted (Stats.BadQuotes): one that does not
+// decode, whose instrument is not a contract name (1 to 64 printable
+// characters), or that is larger than a quote can be (4 KiB as sent, 1
+// KiB as encoded for sockets), so that what an agent sends cannot grow
+// what the relay keeps.
 func (s *Server) HandleEvent(userID string, ev protocol.Event) {
 	if ev.Kind != protocol.EventQuote {
 		return
@@ -130,14 +135,18 @@ func (s *Server) HandleEvent(userID string, ev protocol.Event) {
 	if u == nil {
 		return
 	}
+	if len(ev.Data) > maxQuoteEvent {
+		s.stats.badQuotes.Add(1)
+		return
+	}
 	var q protocol.Quote
-	if err := json.Unmarshal(ev.Data, &q); err != nil || q.Instrument == "" {
+	if err := json.Unmarshal(ev.Data, &q); err != nil || !validInstrument(q.Instrument) {
 		s.stats.badQuotes.Add(1)
 		return
 	}
 	// Encoded once for every socket.
 	data, err := json.Marshal(&q)
-	if err != nil {
+	if err != nil || len(data) > maxQuoteBytes {
 		s.stats.badQuotes.Add(1)
 		return
 	}
@@ -173,7 +182,7 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	token, qerr := takeToken(r)
 	if s.opts.IPBudget != nil {
 		if d := s.opts.IPBudget.Allow(clientAddr(r)); !d.Allowed {
-			api.WriteRateLimited(w, s.opts.IPBudget.Policy(), d)
+			httpapi.WriteRateLimited(w, s.opts.IPBudget.Policy(), d)
 			return
 		}
 	}
@@ -192,7 +201,7 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if d := s.opts.Budget.Allow(p.UserID); !d.Allowed {
-		api.WriteRateLimited(w, s.opts.Budget.Policy(), d)
+		httpapi.WriteRateLimited(w, s.opts.Budget.Policy(), d)
 		return
 	}
 	u, over, ok := s.reserve(p.UserID)
@@ -279,7 +288,10 @@ func takeToken(r *http.Request) (string, *httpapi.Error) {
 			qtoken = strings.TrimSpace(q["token"][0])
 		}
 	}
-	if t, ok := auth.BearerToken(r.Header); ok {
+	if _, sent := r.Header["Authorization"]; sent {
+		// A request that sends the header is judged by it alone: a
+		// malformed one is no token, whatever the query string says.
+		t, _ := auth.BearerToken(r.Header)
 		return t, qerr
 	}
 	return qtoken, qerr

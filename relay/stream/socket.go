@@ -9,6 +9,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+	"unicode/utf8"
 
 	"github.com/coder/websocket"
 	"go.uber.org/zap"
@@ -279,6 +280,13 @@ func (sk *socket) readLoop() {
 		}
 		if sk.ended() {
 			continue // keep reading so that the close handshake completes
+		}
+		if typ == websocket.MessageText && !utf8.Valid(data) {
+			// RFC 6455 §8.1: a text message that is not UTF-8 fails the
+			// connection with 1007.
+			sk.log.Info("closing stream socket: a text frame is not valid UTF-8")
+			sk.end(websocket.StatusInvalidFramePayloadData, "text frames must be valid UTF-8")
+			continue
 		}
 		select {
 		case sk.tokens <- struct{}{}:

@@ -49,8 +49,12 @@ var upgradeHeaders = http.Header{
 }
 
 func withAuth(h http.Header, token string) http.Header {
+	return withAuthHeader(h, "Bearer "+token)
+}
+
+func withAuthHeader(h http.Header, value string) http.Header {
 	out := h.Clone()
-	out.Set("Authorization", "Bearer "+token)
+	out.Set("Authorization", value)
 	return out
 }
 
@@ -67,6 +71,9 @@ func TestUpgradeIsAdmittedBeforeItHappens(t *testing.T) {
 		{"no token", base, upgradeHeaders, 401, "unauthorized"},
 		{"bad token", base, withAuth(upgradeHeaders, "tb_api_nope"), 401, "unauthorized"},
 		{"bad query token", base + "?token=tb_api_nope", upgradeHeaders, 401, "unauthorized"},
+		// A header that is sent is the credential, even when it is not
+		// a bearer token and the query string holds a good one.
+		{"malformed header, good query token", base + "?token=" + tokA, withAuthHeader(upgradeHeaders, "Basic x"), 401, "unauthorized"},
 		{"free plan", base, withAuth(upgradeHeaders, tokFree), 403, "plan_required"},
 		{"not an upgrade", base, http.Header{"Authorization": {"Bearer " + tokA}}, 426, "upgrade_required"},
 		{"other query parameter", base + "?token=" + tokA + "&x=1", upgradeHeaders, 400, "unknown_parameter"},

@@ -98,16 +98,46 @@ type cachedQuote struct {
 	data []byte
 }
 
-// maxCachedQuotes bounds the latest quotes kept per user; the agent
-// streams only the user's subscriptions, so this is reached only by an
-// agent that sends quotes nobody asked for.
-const maxCachedQuotes = 1024
+// Bounds of what an agent's quotes make the relay keep. The agent streams
+// only the user's subscriptions, so the count is reached only by an agent
+// that sends quotes nobody asked for; a real quote encodes in about 300
+// bytes. Per user the cache holds at most maxCachedQuotes ×
+// (maxQuoteBytes + maxInstrumentLen) bytes of quotes and keys, 1.06 MiB.
+const (
+	maxCachedQuotes = 1024
+	// maxQuoteEvent bounds a quote event's data as the agent sent it
+	// (fields the relay does not know are dropped when it is encoded
+	// again).
+	maxQuoteEvent = 4 << 10
+	// maxQuoteBytes bounds a quote as the relay encodes it for sockets.
+	maxQuoteBytes = 1 << 10
+	// maxInstrumentLen bounds a quote's instrument name.
+	maxInstrumentLen = 64
+)
+
+// validInstrument reports whether s may name a contract: 1 to
+// maxInstrumentLen printable ASCII characters ("ES 12-26", "EURUSD").
+func validInstrument(s string) bool {
+	if s == "" || len(s) > maxInstrumentLen {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		if s[i] < 0x20 || s[i] > 0x7e {
+			return false
+		}
+	}
+	return true
+}
 
 // cacheQuote numbers a quote event and keeps it as its contract's latest.
+// Quotes beyond the bounds above are numbered but not kept.
 func (u *user) cacheQuote(contract string, data []byte) uint64 {
 	u.quoteMu.Lock()
 	defer u.quoteMu.Unlock()
 	u.quoteSeq++
+	if len(contract) > maxInstrumentLen || len(data) > maxQuoteBytes {
+		return u.quoteSeq
+	}
 	if _, ok := u.latest[contract]; ok || len(u.latest) < maxCachedQuotes {
 		u.latest[contract] = cachedQuote{seq: u.quoteSeq, data: data}
 	}

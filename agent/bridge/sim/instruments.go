@@ -3,7 +3,6 @@ package sim
 import (
 	"fmt"
 	"math"
-	"strconv"
 	"strings"
 	"time"
 
@@ -112,8 +111,7 @@ type contract struct {
 }
 
 func newContract(r *rootSpec, year int, month time.Month) contract {
-	c := contract{root: r, year: year, month: month,
-		name: fmt.Sprintf("%s %02d-%02d", r.symbol, int(month), year%100)}
+	c := contract{root: r, year: year, month: month, name: protocol.ContractName(r.symbol, month, year)}
 	var roll, last time.Time // dates (midnight UTC of a New York calendar day)
 	switch r.family {
 	case familyIndex:
@@ -159,14 +157,12 @@ func (r *rootSpec) listed(year int, month time.Month, now time.Time) (contract, 
 	return c, r, ""
 }
 
-// monthCodes are the futures month letters, January first.
-const monthCodes = "FGHJKMNQUVXZ"
-
 // resolve turns an instrument as a caller wrote it into a contract trading at
-// now: "ES 12-26", "ES" (front month), "ESZ26" or "ESZ6", in any case. A
-// refusal is a *bridge.InstrumentError saying why.
+// now: "ES 12-26", "ES" (front month), "ESZ26" or "ESZ6", in any case (the
+// forms of protocol.ParseInstrument). A refusal is a *bridge.InstrumentError
+// saying why.
 func resolve(instrument string, now time.Time) (contract, error) {
-	c, r, cause := parseInstrument(strings.ToUpper(strings.TrimSpace(instrument)), now)
+	c, r, cause := parseInstrument(protocol.NormalizeInstrument(instrument), now)
 	if cause == "" {
 		return c, nil
 	}
@@ -174,88 +170,70 @@ func resolve(instrument string, now time.Time) (contract, error) {
 	if r != nil {
 		e.Root, e.Front = r.symbol, r.front(now).name
 		for _, m := range r.months {
-			e.Months += string(monthCodes[m-1])
+			e.Months += string(protocol.MonthCode(m))
 		}
 	}
 	return contract{}, fmt.Errorf("sim: not a contract the simulator trades: %w", e)
 }
 
-// parseInstrument resolves s (upper case). On failure it returns the
-// cause, and the root when it is one the simulator trades.
+// parseInstrument resolves s (normalized: trimmed, upper case). On failure
+// it returns the cause, and the root when it is one the simulator trades.
+//
+// The syntax is protocol.ParseInstrument's; the rest is the simulator's:
+// a root it trades is that root's front month, a one-digit year is the
+// next year ending in that digit, and since every root it trades ends in
+// a letter, a name that is no month code but ends in a digit ("ESA26",
+// "ES123") is reported malformed (a month code gone wrong), not an
+// unknown root.
 func parseInstrument(s string, now time.Time) (contract, *rootSpec, string) {
-	if sym, rest, ok := strings.Cut(s, " "); ok {
-		r := roots[sym]
-		rest = strings.TrimSpace(rest)
-		if len(rest) != 5 || rest[2] != '-' || !digits(rest[:2]) || !digits(rest[3:]) || !validSymbol(sym) {
-			return contract{}, r, bridge.InstrumentMalformed
-		}
-		mm, _ := strconv.Atoi(rest[:2])
-		yy, _ := strconv.Atoi(rest[3:])
-		if mm < 1 || mm > 12 {
-			return contract{}, r, bridge.InstrumentMalformed
-		}
-		if r == nil {
-			return contract{}, nil, bridge.InstrumentUnknownRoot
-		}
-		return r.listed(2000+yy, time.Month(mm), now)
-	}
 	if r := roots[s]; r != nil {
 		return r.front(now), r, ""
 	}
-	// Month-code form: root, month letter, one or two year digits.
+	in, err := protocol.ParseInstrument(s)
+	if err != nil {
+		return contract{}, likelyRoot(s), bridge.InstrumentMalformed
+	}
+	r := roots[in.Root]
+	switch in.Form {
+	case protocol.InstrumentContract, protocol.InstrumentMonthCode:
+		if r == nil {
+			return contract{}, nil, bridge.InstrumentUnknownRoot
+		}
+		year := 2000 + in.Year
+		if in.YearDigits == 1 {
+			year = now.Year()
+			for year%10 != in.Year {
+				year++
+			}
+		}
+		return r.listed(year, in.Month, now)
+	}
+	if c := s[len(s)-1]; '0' <= c && c <= '9' {
+		return contract{}, likelyRoot(s), bridge.InstrumentMalformed
+	}
+	return contract{}, nil, bridge.InstrumentUnknownRoot
+}
+
+// likelyRoot is the root a malformed name s (normalized) seems to be
+// written with, when the simulator trades it: the text before the space
+// of a contract, else the text before the month letter and year digits
+// ("ES" of "ESA26"), or before the digits when there are more than two
+// ("ES" of "ES123").
+func likelyRoot(s string) *rootSpec {
+	if sym, _, ok := strings.Cut(s, " "); ok {
+		return roots[sym]
+	}
 	i := len(s)
 	for i > 0 && s[i-1] >= '0' && s[i-1] <= '9' {
 		i--
 	}
-	yearDigits := s[i:]
 	switch {
-	case !validSymbol(s[:i]):
-		return contract{}, nil, bridge.InstrumentMalformed
-	case yearDigits == "":
-		// Letters only: a root the simulator does not trade.
-		return contract{}, nil, bridge.InstrumentUnknownRoot
-	case len(yearDigits) > 2 || i < 2:
-		return contract{}, roots[s[:i]], bridge.InstrumentMalformed
+	case !protocol.ValidRoot(s[:i]):
+		return nil
+	case len(s)-i > 2 || i < 2:
+		return roots[s[:i]]
 	}
-	r := roots[s[:i-1]]
-	m := strings.IndexByte(monthCodes, s[i-1])
-	switch {
-	case r == nil && m >= 0:
-		return contract{}, nil, bridge.InstrumentUnknownRoot
-	case m < 0:
-		return contract{}, r, bridge.InstrumentMalformed
-	}
-	n, _ := strconv.Atoi(yearDigits)
-	year := 2000 + n
-	if len(yearDigits) == 1 {
-		year = now.Year()
-		for year%10 != n {
-			year++
-		}
-	}
-	return r.listed(year, time.Month(m+1), now)
-}
-
-// validSymbol reports whether s could be a root: 1 to 6 letters and digits.
-func validSymbol(s string) bool {
-	if s == "" || len(s) > 6 {
-		return false
-	}
-	for i := 0; i < len(s); i++ {
-		if c := s[i]; !('A' <= c && c <= 'Z' || '0' <= c && c <= '9') {
-			return false
-		}
-	}
-	return true
-}
-
-func digits(s string) bool {
-	for i := 0; i < len(s); i++ {
-		if s[i] < '0' || s[i] > '9' {
-			return false
-		}
-	}
-	return s != ""
+	return roots[s[:i-1]]
 }
 
 // date returns midnight UTC of a calendar day, normalizing month and day as

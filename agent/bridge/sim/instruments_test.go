@@ -166,3 +166,54 @@ func TestInstrumentInfoNearExpiry(t *testing.T) {
 	_, err = p.Instrument(ctx, "ES 09-26")
 	require.ErrorIs(t, err, bridge.ErrInstrumentUnknown, "expired")
 }
+
+// Names are read with protocol's instrument grammar; the simulator says
+// why it refuses one, and names the root when it trades it. The
+// "settled" cases are where its parser and the relay stream's used to
+// disagree: the grammar decided (docs: one instrument grammar).
+func TestInstrumentCauses(t *testing.T) {
+	for _, tc := range []struct {
+		in, want, cause, root string
+	}{
+		{in: "es 12-26", want: "ES 12-26"},
+		{in: " esz6 ", want: "ES 12-26"},
+		{in: "ESZ26", want: "ES 12-26"},
+		{in: "ESH7", want: "ES 03-27"},
+		{in: "GC", want: "GC 12-26"},
+		{in: "ES 13-26", cause: bridge.InstrumentMalformed, root: "ES"},
+		{in: "ESA26", cause: bridge.InstrumentMalformed, root: "ES"},
+		{in: "ES123", cause: bridge.InstrumentMalformed, root: "ES"},
+		{in: "MESA6", cause: bridge.InstrumentMalformed, root: "MES"},
+		{in: "Z6", cause: bridge.InstrumentMalformed},
+		{in: "ES-Z6", cause: bridge.InstrumentMalformed},
+		{in: "ES 12-26 X", cause: bridge.InstrumentMalformed, root: "ES"},
+		{in: "ZZ", cause: bridge.InstrumentUnknownRoot},
+		{in: "XXZ6", cause: bridge.InstrumentUnknownRoot},
+		{in: "QQQ 12-26", cause: bridge.InstrumentUnknownRoot},
+		{in: "ESF27", cause: bridge.InstrumentNotContractMonth, root: "ES"},
+		{in: "ES 06-26", cause: bridge.InstrumentExpired, root: "ES"},
+		{in: "ES 12-99", cause: bridge.InstrumentNotListed, root: "ES"},
+		// Settled: one space between root and month, as the stream reads
+		// contract names (the simulator used to trim any white space
+		// there).
+		{in: "ES  12-26", cause: bridge.InstrumentMalformed, root: "ES"},
+		{in: "ES \t12-26", cause: bridge.InstrumentMalformed, root: "ES"},
+		// Settled: a month code's root may have six characters, as the
+		// stream reads them (the simulator used to say malformed).
+		{in: "ABCDEFZ6", cause: bridge.InstrumentUnknownRoot},
+	} {
+		t.Run(tc.in, func(t *testing.T) {
+			p, _ := newSim(t, sim.Options{})
+			info, err := p.Instrument(ctx, tc.in)
+			if tc.cause == "" {
+				require.NoError(t, err)
+				require.Equal(t, tc.want, info.Instrument)
+				return
+			}
+			var ie *bridge.InstrumentError
+			require.ErrorAs(t, err, &ie)
+			require.Equal(t, tc.cause, ie.Cause)
+			require.Equal(t, tc.root, ie.Root)
+		})
+	}
+}

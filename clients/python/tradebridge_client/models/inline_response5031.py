@@ -66,7 +66,7 @@ class InlineResponse5031(Error):
         :param error: The error of this InlineResponse5031.  # noqa: E501
         :type: str
         """
-        allowed_values = ["outcome_unknown", "storage_unavailable"]  # noqa: E501
+        allowed_values = ["outcome_unknown", "shutting_down", "storage_unavailable"]  # noqa: E501
         if error not in allowed_values:
             raise ValueError(
                 "Invalid value for `error` ({0}), must be one of {1}"  # noqa: E501

@@ -521,10 +521,10 @@ export type ListAccountsAccountsErrors = {
         error?: 'internal_error';
     };
     /**
-     * the relay cannot check tokens right now, or (writes) the outcome is unknown: retry with the same key to learn it. Codes: `storage_unavailable`.
+     * the relay cannot check tokens right now, or (writes) the outcome is unknown: retry with the same key to learn it. Codes: `shutting_down`, `storage_unavailable`.
      */
     503: Error & {
-        error?: 'storage_unavailable';
+        error?: 'shutting_down' | 'storage_unavailable';
     };
     /**
      * the agent did not answer in time. Codes: `cancelled`, `deadline_exceeded`.
@@ -590,10 +590,10 @@ export type GetAccountSummaryAccountsSnapshotErrors = {
         error?: 'internal_error';
     };
     /**
-     * the relay cannot check tokens right now, or (writes) the outcome is unknown: retry with the same key to learn it. Codes: `storage_unavailable`.
+     * the relay cannot check tokens right now, or (writes) the outcome is unknown: retry with the same key to learn it. Codes: `shutting_down`, `storage_unavailable`.
      */
     503: Error & {
-        error?: 'storage_unavailable';
+        error?: 'shutting_down' | 'storage_unavailable';
     };
     /**
      * the agent did not answer in time. Codes: `cancelled`, `deadline_exceeded`.
@@ -664,10 +664,10 @@ export type GetAccountAccountsByAccountErrors = {
         error?: 'internal_error';
     };
     /**
-     * the relay cannot check tokens right now, or (writes) the outcome is unknown: retry with the same key to learn it. Codes: `storage_unavailable`.
+     * the relay cannot check tokens right now, or (writes) the outcome is unknown: retry with the same key to learn it. Codes: `shutting_down`, `storage_unavailable`.
      */
     503: Error & {
-        error?: 'storage_unavailable';
+        error?: 'shutting_down' | 'storage_unavailable';
     };
     /**
      * the agent did not answer in time. Codes: `cancelled`, `deadline_exceeded`.
@@ -743,10 +743,10 @@ export type ListExecutionsAccountsByAccountExecutionsErrors = {
         error?: 'internal_error';
     };
     /**
-     * the relay cannot check tokens right now, or (writes) the outcome is unknown: retry with the same key to learn it. Codes: `storage_unavailable`.
+     * the relay cannot check tokens right now, or (writes) the outcome is unknown: retry with the same key to learn it. Codes: `shutting_down`, `storage_unavailable`.
      */
     503: Error & {
-        error?: 'storage_unavailable';
+        error?: 'shutting_down' | 'storage_unavailable';
     };
     /**
      * the agent did not answer in time. Codes: `cancelled`, `deadline_exceeded`.
@@ -826,10 +826,10 @@ export type ListOrdersAccountsByAccountOrdersErrors = {
         error?: 'internal_error';
     };
     /**
-     * the relay cannot check tokens right now, or (writes) the outcome is unknown: retry with the same key to learn it. Codes: `storage_unavailable`.
+     * the relay cannot check tokens right now, or (writes) the outcome is unknown: retry with the same key to learn it. Codes: `shutting_down`, `storage_unavailable`.
      */
     503: Error & {
-        error?: 'storage_unavailable';
+        error?: 'shutting_down' | 'storage_unavailable';
     };
     /**
      * the agent did not answer in time. Codes: `cancelled`, `deadline_exceeded`.
@@ -934,10 +934,10 @@ export type CancelOrdersAccountsByAccountOrdersCancelErrors = {
         error?: 'internal_error';
     };
     /**
-     * the relay cannot check tokens right now, or (writes) the outcome is unknown: retry with the same key to learn it. Codes: `outcome_unknown`, `storage_unavailable`.
+     * the relay cannot check tokens right now, or (writes) the outcome is unknown: retry with the same key to learn it. Codes: `outcome_unknown`, `shutting_down`, `storage_unavailable`.
      */
     503: Error & {
-        error?: 'outcome_unknown' | 'storage_unavailable';
+        error?: 'outcome_unknown' | 'shutting_down' | 'storage_unavailable';
     };
     /**
      * the agent did not answer in time. Codes: `cancelled`, `deadline_exceeded`.
@@ -1048,10 +1048,10 @@ export type CancelAndBracketAccountsByAccountOrdersCancelAndBracketErrors = {
         error?: 'internal_error';
     };
     /**
-     * the relay cannot check tokens right now, or (writes) the outcome is unknown: retry with the same key to learn it. Codes: `outcome_unknown`, `storage_unavailable`.
+     * the relay cannot check tokens right now, or (writes) the outcome is unknown: retry with the same key to learn it. Codes: `outcome_unknown`, `shutting_down`, `storage_unavailable`.
      */
     503: Error & {
-        error?: 'outcome_unknown' | 'storage_unavailable';
+        error?: 'outcome_unknown' | 'shutting_down' | 'storage_unavailable';
     };
     /**
      * the agent did not answer in time. Codes: `cancelled`, `deadline_exceeded`.
@@ -1181,10 +1181,10 @@ export type FlatPlaceAccountsByAccountOrdersFlatplaceErrors = {
         error?: 'internal_error';
     };
     /**
-     * the relay cannot check tokens right now, or (writes) the outcome is unknown: retry with the same key to learn it. Codes: `outcome_unknown`, `storage_unavailable`.
+     * the relay cannot check tokens right now, or (writes) the outcome is unknown: retry with the same key to learn it. Codes: `outcome_unknown`, `shutting_down`, `storage_unavailable`.
      */
     503: Error & {
-        error?: 'outcome_unknown' | 'storage_unavailable';
+        error?: 'outcome_unknown' | 'shutting_down' | 'storage_unavailable';
     };
     /**
      * the agent did not answer in time. Codes: `cancelled`, `deadline_exceeded`.
@@ -1314,10 +1314,10 @@ export type PlaceOrderAccountsByAccountOrdersPlaceErrors = {
         error?: 'internal_error';
     };
     /**
-     * the relay cannot check tokens right now, or (writes) the outcome is unknown: retry with the same key to learn it. Codes: `outcome_unknown`, `storage_unavailable`.
+     * the relay cannot check tokens right now, or (writes) the outcome is unknown: retry with the same key to learn it. Codes: `outcome_unknown`, `shutting_down`, `storage_unavailable`.
      */
     503: Error & {
-        error?: 'outcome_unknown' | 'storage_unavailable';
+        error?: 'outcome_unknown' | 'shutting_down' | 'storage_unavailable';
     };
     /**
      * the agent did not answer in time. Codes: `cancelled`, `deadline_exceeded`.
@@ -1392,10 +1392,10 @@ export type GetOrderAccountsByAccountOrdersByOrderIdErrors = {
         error?: 'internal_error';
     };
     /**
-     * the relay cannot check tokens right now, or (writes) the outcome is unknown: retry with the same key to learn it. Codes: `storage_unavailable`.
+     * the relay cannot check tokens right now, or (writes) the outcome is unknown: retry with the same key to learn it. Codes: `shutting_down`, `storage_unavailable`.
      */
     503: Error & {
-        error?: 'storage_unavailable';
+        error?: 'shutting_down' | 'storage_unavailable';
     };
     /**
      * the agent did not answer in time. Codes: `cancelled`, `deadline_exceeded`.
@@ -1502,10 +1502,10 @@ export type CancelOrderAccountsByAccountOrdersByOrderIdCancelErrors = {
         error?: 'internal_error';
     };
     /**
-     * the relay cannot check tokens right now, or (writes) the outcome is unknown: retry with the same key to learn it. Codes: `outcome_unknown`, `storage_unavailable`.
+     * the relay cannot check tokens right now, or (writes) the outcome is unknown: retry with the same key to learn it. Codes: `outcome_unknown`, `shutting_down`, `storage_unavailable`.
      */
     503: Error & {
-        error?: 'outcome_unknown' | 'storage_unavailable';
+        error?: 'outcome_unknown' | 'shutting_down' | 'storage_unavailable';
     };
     /**
      * the agent did not answer in time. Codes: `cancelled`, `deadline_exceeded`.
@@ -1614,10 +1614,10 @@ export type ChangeOrderAccountsByAccountOrdersByOrderIdChangeErrors = {
         error?: 'internal_error';
     };
     /**
-     * the relay cannot check tokens right now, or (writes) the outcome is unknown: retry with the same key to learn it. Codes: `outcome_unknown`, `storage_unavailable`.
+     * the relay cannot check tokens right now, or (writes) the outcome is unknown: retry with the same key to learn it. Codes: `outcome_unknown`, `shutting_down`, `storage_unavailable`.
      */
     503: Error & {
-        error?: 'outcome_unknown' | 'storage_unavailable';
+        error?: 'outcome_unknown' | 'shutting_down' | 'storage_unavailable';
     };
     /**
      * the agent did not answer in time. Codes: `cancelled`, `deadline_exceeded`.
@@ -1693,10 +1693,10 @@ export type GetPositionAccountsByAccountPositionErrors = {
         error?: 'internal_error';
     };
     /**
-     * the relay cannot check tokens right now, or (writes) the outcome is unknown: retry with the same key to learn it. Codes: `storage_unavailable`.
+     * the relay cannot check tokens right now, or (writes) the outcome is unknown: retry with the same key to learn it. Codes: `shutting_down`, `storage_unavailable`.
      */
     503: Error & {
-        error?: 'storage_unavailable';
+        error?: 'shutting_down' | 'storage_unavailable';
     };
     /**
      * the agent did not answer in time. Codes: `cancelled`, `deadline_exceeded`.
@@ -1767,10 +1767,10 @@ export type ListPositionsAccountsByAccountPositionsErrors = {
         error?: 'internal_error';
     };
     /**
-     * the relay cannot check tokens right now, or (writes) the outcome is unknown: retry with the same key to learn it. Codes: `storage_unavailable`.
+     * the relay cannot check tokens right now, or (writes) the outcome is unknown: retry with the same key to learn it. Codes: `shutting_down`, `storage_unavailable`.
      */
     503: Error & {
-        error?: 'storage_unavailable';
+        error?: 'shutting_down' | 'storage_unavailable';
     };
     /**
      * the agent did not answer in time. Codes: `cancelled`, `deadline_exceeded`.
@@ -1877,10 +1877,10 @@ export type ClosePositionAccountsByAccountPositionsCloseErrors = {
         error?: 'internal_error';
     };
     /**
-     * the relay cannot check tokens right now, or (writes) the outcome is unknown: retry with the same key to learn it. Codes: `outcome_unknown`, `storage_unavailable`.
+     * the relay cannot check tokens right now, or (writes) the outcome is unknown: retry with the same key to learn it. Codes: `outcome_unknown`, `shutting_down`, `storage_unavailable`.
      */
     503: Error & {
-        error?: 'outcome_unknown' | 'storage_unavailable';
+        error?: 'outcome_unknown' | 'shutting_down' | 'storage_unavailable';
     };
     /**
      * the agent did not answer in time. Codes: `cancelled`, `deadline_exceeded`.
@@ -1990,10 +1990,10 @@ export type FlattenAccountsByAccountPositionsFlattenErrors = {
         error?: 'internal_error';
     };
     /**
-     * the relay cannot check tokens right now, or (writes) the outcome is unknown: retry with the same key to learn it. Codes: `outcome_unknown`, `storage_unavailable`.
+     * the relay cannot check tokens right now, or (writes) the outcome is unknown: retry with the same key to learn it. Codes: `outcome_unknown`, `shutting_down`, `storage_unavailable`.
      */
     503: Error & {
-        error?: 'outcome_unknown' | 'storage_unavailable';
+        error?: 'outcome_unknown' | 'shutting_down' | 'storage_unavailable';
     };
     /**
      * the agent did not answer in time. Codes: `cancelled`, `deadline_exceeded`.
@@ -2098,10 +2098,10 @@ export type ReverseAccountsByAccountPositionsReverseErrors = {
         error?: 'internal_error';
     };
     /**
-     * the relay cannot check tokens right now, or (writes) the outcome is unknown: retry with the same key to learn it. Codes: `outcome_unknown`, `storage_unavailable`.
+     * the relay cannot check tokens right now, or (writes) the outcome is unknown: retry with the same key to learn it. Codes: `outcome_unknown`, `shutting_down`, `storage_unavailable`.
      */
     503: Error & {
-        error?: 'outcome_unknown' | 'storage_unavailable';
+        error?: 'outcome_unknown' | 'shutting_down' | 'storage_unavailable';
     };
     /**
      * the agent did not answer in time. Codes: `cancelled`, `deadline_exceeded`.
@@ -2222,10 +2222,10 @@ export type ReversePositionAccountsByAccountPositionsReversepositionErrors = {
         error?: 'internal_error';
     };
     /**
-     * the relay cannot check tokens right now, or (writes) the outcome is unknown: retry with the same key to learn it. Codes: `outcome_unknown`, `storage_unavailable`.
+     * the relay cannot check tokens right now, or (writes) the outcome is unknown: retry with the same key to learn it. Codes: `outcome_unknown`, `shutting_down`, `storage_unavailable`.
      */
     503: Error & {
-        error?: 'outcome_unknown' | 'storage_unavailable';
+        error?: 'outcome_unknown' | 'shutting_down' | 'storage_unavailable';
     };
     /**
      * the agent did not answer in time. Codes: `cancelled`, `deadline_exceeded`.
@@ -2309,10 +2309,10 @@ export type GetQuoteAccountsByAccountQuoteErrors = {
         error?: 'internal_error';
     };
     /**
-     * the relay cannot check tokens right now, or (writes) the outcome is unknown: retry with the same key to learn it. Codes: `storage_unavailable`.
+     * the relay cannot check tokens right now, or (writes) the outcome is unknown: retry with the same key to learn it. Codes: `shutting_down`, `storage_unavailable`.
      */
     503: Error & {
-        error?: 'storage_unavailable';
+        error?: 'shutting_down' | 'storage_unavailable';
     };
     /**
      * the agent did not answer in time. Codes: `cancelled`, `deadline_exceeded`.
@@ -2388,10 +2388,10 @@ export type ListStrategiesAccountsByAccountStrategiesErrors = {
         error?: 'internal_error';
     };
     /**
-     * the relay cannot check tokens right now, or (writes) the outcome is unknown: retry with the same key to learn it. Codes: `storage_unavailable`.
+     * the relay cannot check tokens right now, or (writes) the outcome is unknown: retry with the same key to learn it. Codes: `shutting_down`, `storage_unavailable`.
      */
     503: Error & {
-        error?: 'storage_unavailable';
+        error?: 'shutting_down' | 'storage_unavailable';
     };
     /**
      * the agent did not answer in time. Codes: `cancelled`, `deadline_exceeded`.
@@ -2515,10 +2515,10 @@ export type StartStrategyAccountsByAccountStrategiesStartErrors = {
         error?: 'internal_error';
     };
     /**
-     * the relay cannot check tokens right now, or (writes) the outcome is unknown: retry with the same key to learn it. Codes: `outcome_unknown`, `storage_unavailable`.
+     * the relay cannot check tokens right now, or (writes) the outcome is unknown: retry with the same key to learn it. Codes: `outcome_unknown`, `shutting_down`, `storage_unavailable`.
      */
     503: Error & {
-        error?: 'outcome_unknown' | 'storage_unavailable';
+        error?: 'outcome_unknown' | 'shutting_down' | 'storage_unavailable';
     };
     /**
      * the agent did not answer in time. Codes: `cancelled`, `deadline_exceeded`.
@@ -2593,10 +2593,10 @@ export type GetStrategyAccountsByAccountStrategiesByIdErrors = {
         error?: 'internal_error';
     };
     /**
-     * the relay cannot check tokens right now, or (writes) the outcome is unknown: retry with the same key to learn it. Codes: `storage_unavailable`.
+     * the relay cannot check tokens right now, or (writes) the outcome is unknown: retry with the same key to learn it. Codes: `shutting_down`, `storage_unavailable`.
      */
     503: Error & {
-        error?: 'storage_unavailable';
+        error?: 'shutting_down' | 'storage_unavailable';
     };
     /**
      * the agent did not answer in time. Codes: `cancelled`, `deadline_exceeded`.
@@ -2706,10 +2706,10 @@ export type CloseStrategyAccountsByAccountStrategiesByIdCloseErrors = {
         error?: 'internal_error';
     };
     /**
-     * the relay cannot check tokens right now, or (writes) the outcome is unknown: retry with the same key to learn it. Codes: `outcome_unknown`, `storage_unavailable`.
+     * the relay cannot check tokens right now, or (writes) the outcome is unknown: retry with the same key to learn it. Codes: `outcome_unknown`, `shutting_down`, `storage_unavailable`.
      */
     503: Error & {
-        error?: 'outcome_unknown' | 'storage_unavailable';
+        error?: 'outcome_unknown' | 'shutting_down' | 'storage_unavailable';
     };
     /**
      * the agent did not answer in time. Codes: `cancelled`, `deadline_exceeded`.
@@ -2816,10 +2816,10 @@ export type DisableStrategyAccountsByAccountStrategiesByIdDisableErrors = {
         error?: 'internal_error';
     };
     /**
-     * the relay cannot check tokens right now, or (writes) the outcome is unknown: retry with the same key to learn it. Codes: `outcome_unknown`, `storage_unavailable`.
+     * the relay cannot check tokens right now, or (writes) the outcome is unknown: retry with the same key to learn it. Codes: `outcome_unknown`, `shutting_down`, `storage_unavailable`.
      */
     503: Error & {
-        error?: 'outcome_unknown' | 'storage_unavailable';
+        error?: 'outcome_unknown' | 'shutting_down' | 'storage_unavailable';
     };
     /**
      * the agent did not answer in time. Codes: `cancelled`, `deadline_exceeded`.
@@ -2926,10 +2926,10 @@ export type EnableStrategyAccountsByAccountStrategiesByIdEnableErrors = {
         error?: 'internal_error';
     };
     /**
-     * the relay cannot check tokens right now, or (writes) the outcome is unknown: retry with the same key to learn it. Codes: `outcome_unknown`, `storage_unavailable`.
+     * the relay cannot check tokens right now, or (writes) the outcome is unknown: retry with the same key to learn it. Codes: `outcome_unknown`, `shutting_down`, `storage_unavailable`.
      */
     503: Error & {
-        error?: 'outcome_unknown' | 'storage_unavailable';
+        error?: 'outcome_unknown' | 'shutting_down' | 'storage_unavailable';
     };
     /**
      * the agent did not answer in time. Codes: `cancelled`, `deadline_exceeded`.
@@ -3000,10 +3000,10 @@ export type GetWatermarksAccountsByAccountWatermarksErrors = {
         error?: 'internal_error';
     };
     /**
-     * the relay cannot check tokens right now, or (writes) the outcome is unknown: retry with the same key to learn it. Codes: `storage_unavailable`.
+     * the relay cannot check tokens right now, or (writes) the outcome is unknown: retry with the same key to learn it. Codes: `shutting_down`, `storage_unavailable`.
      */
     503: Error & {
-        error?: 'storage_unavailable';
+        error?: 'shutting_down' | 'storage_unavailable';
     };
     /**
      * the agent did not answer in time. Codes: `cancelled`, `deadline_exceeded`.
@@ -3069,10 +3069,10 @@ export type GetAtmTemplatesAtmTemplatesErrors = {
         error?: 'internal_error';
     };
     /**
-     * the relay cannot check tokens right now, or (writes) the outcome is unknown: retry with the same key to learn it. Codes: `storage_unavailable`.
+     * the relay cannot check tokens right now, or (writes) the outcome is unknown: retry with the same key to learn it. Codes: `shutting_down`, `storage_unavailable`.
      */
     503: Error & {
-        error?: 'storage_unavailable';
+        error?: 'shutting_down' | 'storage_unavailable';
     };
     /**
      * the agent did not answer in time. Codes: `cancelled`, `deadline_exceeded`.
@@ -3143,10 +3143,10 @@ export type GetExecutionsByOrderIdExecutionsOrderByOrderIdErrors = {
         error?: 'internal_error';
     };
     /**
-     * the relay cannot check tokens right now, or (writes) the outcome is unknown: retry with the same key to learn it. Codes: `storage_unavailable`.
+     * the relay cannot check tokens right now, or (writes) the outcome is unknown: retry with the same key to learn it. Codes: `shutting_down`, `storage_unavailable`.
      */
     503: Error & {
-        error?: 'storage_unavailable';
+        error?: 'shutting_down' | 'storage_unavailable';
     };
     /**
      * the agent did not answer in time. Codes: `cancelled`, `deadline_exceeded`.
@@ -3243,10 +3243,10 @@ export type GetBarsMarketBarsErrors = {
         error?: 'internal_error';
     };
     /**
-     * the relay cannot check tokens right now, or (writes) the outcome is unknown: retry with the same key to learn it. Codes: `storage_unavailable`.
+     * the relay cannot check tokens right now, or (writes) the outcome is unknown: retry with the same key to learn it. Codes: `shutting_down`, `storage_unavailable`.
      */
     503: Error & {
-        error?: 'storage_unavailable';
+        error?: 'shutting_down' | 'storage_unavailable';
     };
     /**
      * the agent did not answer in time. Codes: `cancelled`, `deadline_exceeded`.
@@ -3321,10 +3321,10 @@ export type MarketInfoMarketInfoErrors = {
         error?: 'internal_error';
     };
     /**
-     * the relay cannot check tokens right now, or (writes) the outcome is unknown: retry with the same key to learn it. Codes: `storage_unavailable`.
+     * the relay cannot check tokens right now, or (writes) the outcome is unknown: retry with the same key to learn it. Codes: `shutting_down`, `storage_unavailable`.
      */
     503: Error & {
-        error?: 'storage_unavailable';
+        error?: 'shutting_down' | 'storage_unavailable';
     };
     /**
      * the agent did not answer in time. Codes: `cancelled`, `deadline_exceeded`.
@@ -3403,10 +3403,10 @@ export type GetQuoteMarketQuoteErrors = {
         error?: 'internal_error';
     };
     /**
-     * the relay cannot check tokens right now, or (writes) the outcome is unknown: retry with the same key to learn it. Codes: `storage_unavailable`.
+     * the relay cannot check tokens right now, or (writes) the outcome is unknown: retry with the same key to learn it. Codes: `shutting_down`, `storage_unavailable`.
      */
     503: Error & {
-        error?: 'storage_unavailable';
+        error?: 'shutting_down' | 'storage_unavailable';
     };
     /**
      * the agent did not answer in time. Codes: `cancelled`, `deadline_exceeded`.
@@ -3481,10 +3481,10 @@ export type GetAllOrdersOrdersErrors = {
         error?: 'internal_error';
     };
     /**
-     * the relay cannot check tokens right now, or (writes) the outcome is unknown: retry with the same key to learn it. Codes: `storage_unavailable`.
+     * the relay cannot check tokens right now, or (writes) the outcome is unknown: retry with the same key to learn it. Codes: `shutting_down`, `storage_unavailable`.
      */
     503: Error & {
-        error?: 'storage_unavailable';
+        error?: 'shutting_down' | 'storage_unavailable';
     };
     /**
      * the agent did not answer in time. Codes: `cancelled`, `deadline_exceeded`.
@@ -3582,10 +3582,10 @@ export type CancelAllOrdersOrdersCancelallErrors = {
         error?: 'internal_error';
     };
     /**
-     * the relay cannot check tokens right now, or (writes) the outcome is unknown: retry with the same key to learn it. Codes: `outcome_unknown`, `storage_unavailable`.
+     * the relay cannot check tokens right now, or (writes) the outcome is unknown: retry with the same key to learn it. Codes: `outcome_unknown`, `shutting_down`, `storage_unavailable`.
      */
     503: Error & {
-        error?: 'outcome_unknown' | 'storage_unavailable';
+        error?: 'outcome_unknown' | 'shutting_down' | 'storage_unavailable';
     };
     /**
      * the agent did not answer in time. Codes: `cancelled`, `deadline_exceeded`.
@@ -3656,10 +3656,10 @@ export type GetAllPositionsPositionsErrors = {
         error?: 'internal_error';
     };
     /**
-     * the relay cannot check tokens right now, or (writes) the outcome is unknown: retry with the same key to learn it. Codes: `storage_unavailable`.
+     * the relay cannot check tokens right now, or (writes) the outcome is unknown: retry with the same key to learn it. Codes: `shutting_down`, `storage_unavailable`.
      */
     503: Error & {
-        error?: 'storage_unavailable';
+        error?: 'shutting_down' | 'storage_unavailable';
     };
     /**
      * the agent did not answer in time. Codes: `cancelled`, `deadline_exceeded`.
@@ -3765,10 +3765,10 @@ export type FlattenPositionsFlattenErrors = {
         error?: 'internal_error';
     };
     /**
-     * the relay cannot check tokens right now, or (writes) the outcome is unknown: retry with the same key to learn it. Codes: `outcome_unknown`, `storage_unavailable`.
+     * the relay cannot check tokens right now, or (writes) the outcome is unknown: retry with the same key to learn it. Codes: `outcome_unknown`, `shutting_down`, `storage_unavailable`.
      */
     503: Error & {
-        error?: 'outcome_unknown' | 'storage_unavailable';
+        error?: 'outcome_unknown' | 'shutting_down' | 'storage_unavailable';
     };
     /**
      * the agent did not answer in time. Codes: `cancelled`, `deadline_exceeded`.
@@ -3839,10 +3839,10 @@ export type ListAllStrategiesStrategiesErrors = {
         error?: 'internal_error';
     };
     /**
-     * the relay cannot check tokens right now, or (writes) the outcome is unknown: retry with the same key to learn it. Codes: `storage_unavailable`.
+     * the relay cannot check tokens right now, or (writes) the outcome is unknown: retry with the same key to learn it. Codes: `shutting_down`, `storage_unavailable`.
      */
     503: Error & {
-        error?: 'storage_unavailable';
+        error?: 'shutting_down' | 'storage_unavailable';
     };
     /**
      * the agent did not answer in time. Codes: `cancelled`, `deadline_exceeded`.
