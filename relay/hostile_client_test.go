@@ -90,6 +90,21 @@ func mustDialRaw(t *testing.T, addr string) *rawConn {
 	return rc
 }
 
+// head is a request's line and headers, the token (when not "") as a
+// bearer Authorization header, then the headers given, then the blank line.
+func head(method, path, token string, headers ...string) string {
+	var b strings.Builder
+	b.WriteString(method + " " + path + " HTTP/1.1\r\nHost: relay\r\n")
+	if token != "" {
+		b.WriteString("Authorization: Bearer " + token + "\r\n")
+	}
+	for _, h := range headers {
+		b.WriteString(h + "\r\n")
+	}
+	b.WriteString("\r\n")
+	return b.String()
+}
+
 func (rc *rawConn) write(s string) error {
 	_ = rc.c.SetWriteDeadline(time.Now().Add(5 * time.Second))
 	_, err := io.WriteString(rc.c, s)
@@ -206,12 +221,7 @@ func TestHostileBodyNeverSent(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
 			rc := mustDialRaw(t, s.addr)
-			auth := ""
-			if tc.token != "" {
-				auth = "Authorization: Bearer " + tc.token + "\r\n"
-			}
-			require.NoError(t, rc.write(tc.method+" "+tc.path+" HTTP/1.1\r\nHost: relay\r\n"+auth+
-				"Content-Type: application/json\r\nContent-Length: 100\r\n\r\n"))
+			require.NoError(t, rc.write(head(tc.method, tc.path, tc.token, "Content-Type: application/json", "Content-Length: 100")))
 			require.NoError(t, refusedAndClosed(rc, tc.status, hostileSlack, hostileGrace+hostileSlack))
 			s.honestServed(t)
 		})
@@ -231,7 +241,7 @@ func TestHostileBodyNeverSentOverBudget(t *testing.T) {
 	// finishes.
 	require.Equal(t, http.StatusUnauthorized, s.do("GET", "/v1/api/accounts", "", "").Status)
 	rc := mustDialRaw(t, s.addr)
-	require.NoError(t, rc.write("POST "+placePath+" HTTP/1.1\r\nHost: relay\r\nContent-Type: application/json\r\nContent-Length: 100\r\n\r\n"))
+	require.NoError(t, rc.write(head("POST", placePath, "", "Content-Type: application/json", "Content-Length: 100")))
 	require.NoError(t, refusedAndClosed(rc, http.StatusTooManyRequests, hostileSlack, hostileGrace+hostileSlack))
 }
 
@@ -246,7 +256,7 @@ func TestHostileManySilentBodies(t *testing.T) {
 	conns := make([]*rawConn, 0, attackers)
 	for range attackers {
 		rc := mustDialRaw(t, s.addr)
-		require.NoError(t, rc.write("POST "+placePath+" HTTP/1.1\r\nHost: relay\r\nContent-Type: application/json\r\nContent-Length: 100\r\n\r\n"))
+		require.NoError(t, rc.write(head("POST", placePath, "", "Content-Type: application/json", "Content-Length: 100")))
 		conns = append(conns, rc)
 	}
 	s.honestServed(t)
@@ -326,12 +336,7 @@ func TestHostileChunkedBodyNeverEnds(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
 			rc := mustDialRaw(t, s.addr)
-			auth := ""
-			if tc.token != "" {
-				auth = "Authorization: Bearer " + tc.token + "\r\n"
-			}
-			require.NoError(t, rc.write(tc.method+" "+tc.path+" HTTP/1.1\r\nHost: relay\r\n"+auth+
-				"Content-Type: application/json\r\nTransfer-Encoding: chunked\r\n\r\n"+tc.sent))
+			require.NoError(t, rc.write(head(tc.method, tc.path, tc.token, "Content-Type: application/json", "Transfer-Encoding: chunked")+tc.sent))
 			resp, body, err := rc.response(hostileBodyTimeout + hostileSlack)
 			require.NoError(t, err)
 			require.Equal(t, tc.status, resp.StatusCode, body)
@@ -447,7 +452,7 @@ func TestHostileConnectionsPerAddress(t *testing.T) {
 		rc, err := dialRaw(t, s.addr, "127.0.0.1")
 		require.NoError(t, err)
 		// Each holds a keep-alive connection after one request.
-		require.NoError(t, rc.write("GET /healthz HTTP/1.1\r\nHost: relay\r\n\r\n"))
+		require.NoError(t, rc.write(head("GET", "/healthz", "")))
 		resp, _, err := rc.response(hostileSlack)
 		require.NoError(t, err)
 		require.Equal(t, http.StatusOK, resp.StatusCode)
@@ -455,7 +460,7 @@ func TestHostileConnectionsPerAddress(t *testing.T) {
 	}
 	over, err := dialRaw(t, s.addr, "127.0.0.1")
 	require.NoError(t, err)
-	require.NoError(t, over.write("GET /healthz HTTP/1.1\r\nHost: relay\r\n\r\n"))
+	require.NoError(t, over.write(head("GET", "/healthz", "")))
 	resp, body, err := over.response(hostileSlack)
 	require.NoError(t, err)
 	require.Equal(t, http.StatusTooManyRequests, resp.StatusCode, body)
@@ -561,7 +566,7 @@ func TestHostileAgentTokensOverBudget(t *testing.T) {
 		rc, err := dialRaw(t, s.addr, from)
 		require.NoError(t, err)
 		tok := "tb_agent_" + strings.Repeat("Q", 43)
-		require.NoError(t, rc.write("GET "+protocol.ConnectPath+" HTTP/1.1\r\nHost: relay\r\nAuthorization: Bearer "+tok+"\r\n\r\n"))
+		require.NoError(t, rc.write(head("GET", protocol.ConnectPath, tok)))
 		resp, body, err := rc.response(hostileSlack)
 		require.NoError(t, err)
 		return response{Status: resp.StatusCode, Header: resp.Header, raw: []byte(body)}
