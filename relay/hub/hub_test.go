@@ -115,9 +115,20 @@ func newEnvWith(t testing.TB, tweak func(*hub.Options)) *env {
 type killableDialer struct {
 	mu    sync.Mutex
 	conns []net.Conn
+	held  chan struct{} // while set, dials wait for it to close
 }
 
 func (k *killableDialer) DialContext(ctx context.Context, network, addr string) (net.Conn, error) {
+	k.mu.Lock()
+	held := k.held
+	k.mu.Unlock()
+	if held != nil {
+		select {
+		case <-held:
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
+	}
 	c, err := (&net.Dialer{}).DialContext(ctx, network, addr)
 	if err == nil {
 		k.mu.Lock()
@@ -135,6 +146,22 @@ func (k *killableDialer) kill() {
 		c.Close()
 	}
 	k.conns = nil
+}
+
+// killAndHold is kill, with the agent's redials held until the returned
+// release is called.
+func (k *killableDialer) killAndHold() (release func()) {
+	held := make(chan struct{})
+	k.mu.Lock()
+	k.held = held
+	k.mu.Unlock()
+	k.kill()
+	return func() {
+		k.mu.Lock()
+		k.held = nil
+		k.mu.Unlock()
+		close(held)
+	}
 }
 
 type agentUnderTest struct {

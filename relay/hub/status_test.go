@@ -63,8 +63,12 @@ func TestOnStatusReportsConnectsAndDisconnects(t *testing.T) {
 	require.Eventually(t, func() bool { return len(log.all()) == 1 }, 5*time.Second, time.Millisecond)
 	require.Equal(t, []string{"usr_a:true:true"}, log.all())
 
-	// A dropped tunnel reports false; the agent's reconnection, true.
-	a.dialer.kill()
+	// A dropped tunnel reports false; the agent's reconnection, true. The
+	// redial waits until the relay has seen the drop: a tunnel that
+	// arrives first replaces the old one, which reports no false.
+	release := a.dialer.killAndHold()
+	require.Eventually(t, func() bool { return len(log.all()) >= 2 }, 10*time.Second, time.Millisecond)
+	release()
 	require.Eventually(t, func() bool { return len(log.all()) >= 3 }, 10*time.Second, time.Millisecond)
 	require.Equal(t, []string{"usr_a:true:true", "usr_a:false:true", "usr_a:true:true"}, log.all()[:3])
 

@@ -680,8 +680,10 @@ func (u *user) handlePnl(op userOp) {
 	if !op.enabled {
 		sk.setPnl(nil) // nothing after the reply
 	}
-	sk.reply(mustJSON(pnlStreamingFrame{Type: typePnlStreaming, ID: op.id, Enabled: op.enabled, Interval: sk.pnlInterval.Milliseconds()}))
+	// The poller is retuned before the reply, so a client that has read
+	// the reply is polled at its interval from then on.
 	u.retunePnl()
+	sk.reply(mustJSON(pnlStreamingFrame{Type: typePnlStreaming, ID: op.id, Enabled: op.enabled, Interval: sk.pnlInterval.Milliseconds()}))
 	if op.enabled {
 		u.kick(sk)
 	}
