@@ -484,10 +484,10 @@ func (p *param) checkString(s string) (any, *httpapi.FieldError) {
 	return s, nil
 }
 
-// instrumentRE accepts the forms DESIGN.md allows: "ES 12-26", a root
-// ("ES"), or a month code ("ESZ26", "ESZ6"). Whether the root exists is
-// the platform's to say.
-var instrumentRE = regexp.MustCompile(`^[A-Za-z0-9]{1,6}( (0[1-9]|1[0-2])-[0-9]{2})?$`)
+// instrumentRE is the one instrument grammar (protocol.ParseInstrument):
+// "ES 12-26", a root ("ES"), or a month code ("ESZ26", "ESZ6"). Whether
+// the root exists is the platform's to say.
+var instrumentRE = regexp.MustCompile(protocol.InstrumentPattern)
 
 // param finds the endpoint's parameter named name (or an alias) in in.
 func (ep *endpoint) param(name, in string) *param {

@@ -57,7 +57,7 @@ func TestErrorsTeach(t *testing.T) {
 			map[string]any{"path": "(unnamed)", "code": "unknown_field"}},
 		{"instrument form", "POST", place, `{"action":"Buy","instrument":"ES 13-26","orderType":"Market","quantity":1,"timeInForce":"Day"}`,
 			protocol.CodeInvalidArgument, `instrument must be written as "ES 12-26" (root and contract month), "ES" (the front month) or "ESZ26" (month code)`,
-			map[string]any{"path": "instrument", "code": "string_pattern_mismatch", "pattern": "^[A-Za-z0-9]{1,6}( (0[1-9]|1[0-2])-[0-9]{2})?$"}},
+			map[string]any{"path": "instrument", "code": "string_pattern_mismatch", "pattern": protocol.InstrumentPattern}},
 		{"Limit without limitPrice", "POST", place, `{"action":"Buy","instrument":"ES","orderType":"Limit","quantity":1,"timeInForce":"Day"}`,
 			protocol.CodeMissingFields, "missing required fields: limitPrice",
 			map[string]any{"path": "limitPrice", "code": "required"}},

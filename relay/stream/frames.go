@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"tradebridge/protocol"
 	"tradebridge/relay/httpapi"
 	"tradebridge/relay/profile"
 )
@@ -266,9 +267,10 @@ func safeFieldName(s string) string {
 	return "(unnamed)"
 }
 
-// instrumentRE accepts the forms DESIGN.md allows, as the HTTP API does:
-// "ES 12-26", a root ("ES"), or a month code ("ESZ26", "ESZ6").
-var instrumentRE = regexp.MustCompile(`^[A-Za-z0-9]{1,6}( (0[1-9]|1[0-2])-[0-9]{2})?$`)
+// instrumentRE is the one instrument grammar (protocol.ParseInstrument):
+// "ES 12-26", a root ("ES"), or a month code ("ESZ26", "ESZ6"). Whether
+// the root exists is the platform's to say.
+var instrumentRE = regexp.MustCompile(protocol.InstrumentPattern)
 
 // parseInstruments reads a subscribe or unsubscribe frame's instruments:
 // 1 to max names of a valid form, normalized (trimmed, upper case) and
