@@ -420,11 +420,10 @@ func instrumentForms(root string) string {
 
 // monthNames spells month codes ("HMUZ") as "H (Mar), M (Jun), …".
 func monthNames(codes string) string {
-	const letters = "FGHJKMNQUVXZ"
 	parts := make([]string, 0, len(codes))
 	for i := 0; i < len(codes); i++ {
-		if m := strings.IndexByte(letters, codes[i]); m >= 0 {
-			parts = append(parts, fmt.Sprintf("%c (%s)", codes[i], time.Month(m + 1).String()[:3]))
+		if m := protocol.MonthOfCode(codes[i]); m != 0 {
+			parts = append(parts, fmt.Sprintf("%c (%s)", codes[i], m.String()[:3]))
 		}
 	}
 	return strings.Join(parts, ", ")
