@@ -135,7 +135,6 @@ func FuzzClientFrame(f *testing.F) {
 	})
 }
 
-
 // sameJSON reports whether a and b are the same JSON value.
 func sameJSON(a, b json.RawMessage) bool {
 	if a == nil || b == nil {
