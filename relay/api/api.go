@@ -11,7 +11,6 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"errors"
-	"net"
 	"net/http"
 	"time"
 
@@ -187,8 +186,7 @@ const (
 // RateLimit headers.
 func (a *API) authenticated(h handlerFunc) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if d := a.opts.IPBudget.Allow(clientAddr(r)); !d.Allowed {
-			httpapi.WriteRateLimited(w, a.opts.IPBudget.Policy(), d)
+		if !httpapi.AllowAddress(w, r, a.opts.IPBudget) {
 			return
 		}
 		token, _ := auth.BearerToken(r.Header)
@@ -236,17 +234,6 @@ func CheckToken(ctx context.Context, authn Authenticator, token string, log *zap
 // document lists it among the trading API's codes. httpapi.WriteRateLimited
 // writes it.
 const CodeRateLimited = httpapi.CodeRateLimited
-
-// clientAddr is the address the request came from. The relay answers on
-// the address clients connect to; a deployment behind a proxy must make
-// the proxy keep the client's address (e.g. PROXY protocol).
-func clientAddr(r *http.Request) string {
-	host, _, err := net.SplitHostPort(r.RemoteAddr)
-	if err != nil {
-		return r.RemoteAddr
-	}
-	return host
-}
 
 // newRequestID names a write that has no idempotency key, so that the
 // agent still runs it at most once however the tunnel behaves.

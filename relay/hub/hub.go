@@ -23,7 +23,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"net"
 	"net/http"
 	"sync"
 	"time"
@@ -396,11 +395,8 @@ func (h *Hub) reverifyLoop() {
 // address's budget (429), the agent token (401), and the subprotocol
 // (400), and then upgrades.
 func (h *Hub) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	if l := h.opts.IPBudget; l != nil {
-		if d := l.Allow(clientAddr(r)); !d.Allowed {
-			httpapi.WriteRateLimited(w, l.Policy(), d)
-			return
-		}
+	if !httpapi.AllowAddress(w, r, h.opts.IPBudget) {
+		return
 	}
 	token, ok := auth.BearerToken(r.Header)
 	if !ok {
@@ -447,16 +443,6 @@ func (h *Hub) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	h.serveTunnel(ws, p, token, version)
-}
-
-// clientAddr is the address the request came from (the trading API's rule:
-// the relay answers on the address clients connect to).
-func clientAddr(r *http.Request) string {
-	host, _, err := net.SplitHostPort(r.RemoteAddr)
-	if err != nil {
-		return r.RemoteAddr
-	}
-	return host
 }
 
 // negotiate returns the highest protocol version both sides speak (0 when

@@ -5,7 +5,6 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"encoding/json"
-	"net"
 	"net/http"
 	"net/url"
 	"strconv"
@@ -180,11 +179,8 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	// The token may travel in the query string; no later step, log or
 	// metric may see it there.
 	token, qerr := takeToken(r)
-	if s.opts.IPBudget != nil {
-		if d := s.opts.IPBudget.Allow(clientAddr(r)); !d.Allowed {
-			httpapi.WriteRateLimited(w, s.opts.IPBudget.Policy(), d)
-			return
-		}
+	if !httpapi.AllowAddress(w, r, s.opts.IPBudget) {
+		return
 	}
 	if !isUpgrade(r) {
 		w.Header().Set("Upgrade", "websocket")
@@ -311,15 +307,6 @@ func headerHasToken(h http.Header, key, token string) bool {
 		}
 	}
 	return false
-}
-
-// clientAddr is the address the request came from (see api.clientAddr).
-func clientAddr(r *http.Request) string {
-	host, _, err := net.SplitHostPort(r.RemoteAddr)
-	if err != nil {
-		return r.RemoteAddr
-	}
-	return host
 }
 
 func newID(prefix string) string {
