@@ -14,6 +14,7 @@ import (
 
 	"tradebridge/agent/bridge"
 	"tradebridge/agent/dispatch"
+	"tradebridge/agent/mgmtconfig"
 	"tradebridge/agent/ops"
 	"tradebridge/agent/tunnel"
 	"tradebridge/protocol"
@@ -39,7 +40,7 @@ type Options struct {
 	// are filled by the Agent.
 	Ops ops.Options
 	// Dispatch tunes the dispatcher (write timeout, remembered outcomes);
-	// Ops and Logger in it are filled by the Agent.
+	// Ops and Logger in it are filled by the Agent, and Config when nil.
 	Dispatch dispatch.Options
 }
 
@@ -71,6 +72,9 @@ func New(opts Options) (*Agent, error) {
 	dopts := opts.Dispatch
 	dopts.Ops = o
 	dopts.Logger = opts.Logger
+	if dopts.Config == nil {
+		dopts.Config = new(mgmtconfig.Holder)
+	}
 	d, err := dispatch.New(dopts)
 	if err != nil {
 		return nil, err
@@ -153,6 +157,10 @@ func (a *Agent) forwardEvents(ctx context.Context) {
 		}
 	}
 }
+
+// Config returns the management configuration the relay pushed (copiers,
+// monitors, controls, …), for the engines that act on it.
+func (a *Agent) Config() *mgmtconfig.Holder { return a.dispatcher.Config() }
 
 // Connected reports whether the tunnel to the relay is up.
 func (a *Agent) Connected() bool { return a.tunnel.Connected() }

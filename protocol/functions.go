@@ -100,12 +100,23 @@ const (
 	FnSetSubscriptions = "SetSubscriptions"
 	// FnGetPnl returns a PnlSnapshot of every account.
 	FnGetPnl = "GetPnl"
+	// FnApplyConfig applies the user's whole management configuration:
+	// Config → ConfigApplied. The agent applies it atomically and
+	// ignores a Config whose Version is not above the one it runs, so a
+	// repeated or late push changes nothing. Since protocol version 2.
+	FnApplyConfig = "ApplyConfig"
+	// FnCheckMonitorRestart asks whether a stopped monitor, restarted
+	// with the given settings, would stop again at once: RestartCheck →
+	// RestartVerdict. It changes nothing. Since protocol version 2.
+	FnCheckMonitorRestart = "CheckMonitorRestart"
 )
 
 // InternalFunctions lists the relay's own functions.
 var InternalFunctions = []Function{
 	{Name: FnSetSubscriptions, Internal: true},
 	{Name: FnGetPnl, Internal: true},
+	{Name: FnApplyConfig, Internal: true},
+	{Name: FnCheckMonitorRestart, Internal: true},
 }
 
 var functionIndex = func() map[string]Function {

@@ -100,6 +100,12 @@ const (
 	EventAccount   = "account"
 	EventQuote     = "quote"
 	EventStrategy  = "strategy"
+	// EventMonitorState reports a monitor's new state (MonitorState).
+	// Since protocol version 2.
+	EventMonitorState = "monitorState"
+	// EventCopierState reports a copier halted or running again
+	// (CopierState). Since protocol version 2.
+	EventCopierState = "copierState"
 )
 
 // WebSocket close codes the relay uses when it ends a tunnel. They are in the

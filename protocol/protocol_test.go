@@ -18,7 +18,9 @@ var update = flag.Bool("update", false, "rewrite the golden files")
 // The type ids, close codes and error codes are the wire contract; a change
 // here breaks every deployed agent.
 func TestWireConstantsPinned(t *testing.T) {
-	require.Equal(t, 1, ProtocolVersion)
+	require.Equal(t, 2, ProtocolVersion)
+	require.Equal(t, 1, MinProtocolVersion)
+	require.Equal(t, 2, ConfigProtocolVersion)
 	require.Equal(t, "tradebridge.tunnel.v1", Subprotocol(1))
 	for typ, id := range map[Type]uint8{
 		TypeHello: 1, TypeWelcome: 2, TypeRequest: 3, TypeResponse: 4, TypeCancel: 5, TypeEvent: 6,
@@ -50,6 +52,8 @@ func TestWireConstantsPinned(t *testing.T) {
 	}
 	require.Equal(t, "SetSubscriptions", FnSetSubscriptions)
 	require.Equal(t, "GetPnl", FnGetPnl)
+	require.Equal(t, "ApplyConfig", FnApplyConfig)
+	require.Equal(t, "CheckMonitorRestart", FnCheckMonitorRestart)
 	for _, f := range InternalFunctions {
 		require.True(t, f.Internal)
 		require.False(t, f.Write)
@@ -60,6 +64,7 @@ func TestWireConstantsPinned(t *testing.T) {
 	for kind, want := range map[string]string{
 		EventOrder: "order", EventExecution: "execution", EventPosition: "position",
 		EventAccount: "account", EventQuote: "quote", EventStrategy: "strategy",
+		EventMonitorState: "monitorState", EventCopierState: "copierState",
 	} {
 		require.Equal(t, want, kind)
 	}

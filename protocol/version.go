@@ -8,7 +8,15 @@ package protocol
 //
 //	1 — 2026-11: length-prefixed JSON frames (Hello, Welcome, Goodbye,
 //	    Request, Response, Cancel, Event) over yamux over WebSocket.
-const ProtocolVersion = 1
+//	2 — 2026-11: the management configuration: FnApplyConfig and
+//	    FnCheckMonitorRestart, events EventMonitorState and
+//	    EventCopierState. A version 1 agent still trades; the relay
+//	    refuses management changes that need it (addon_version_unsupported).
+const ProtocolVersion = 2
+
+// ConfigProtocolVersion is the first version whose agents take the
+// management configuration (FnApplyConfig).
+const ConfigProtocolVersion = 2
 
 // MinProtocolVersion is the oldest version a relay of this build accepts.
 const MinProtocolVersion = 1

@@ -1,7 +1,8 @@
 // Package relay is the cloud service bot authors call. It wires the store
-// (relay/store), token checks (relay/auth), the agent tunnels (relay/hub),
-// the trading API (relay/api), the WebSocket stream API (relay/stream) and
-// metrics (relay/metrics) into one HTTP server with timeouts and a graceful
+// (relay/store), token checks (relay/auth), one admission for every door
+// (relay/admit), the agent tunnels (relay/hub), the trading API
+// (relay/api), the WebSocket stream API (relay/stream) and metrics
+// (relay/metrics) into one HTTP server with timeouts and a graceful
 // shutdown that also closes the stream sockets and ends the tunnels.
 //
 // # Limits
@@ -57,14 +58,17 @@ import (
 	"go.uber.org/zap"
 
 	"tradebridge/protocol"
+	"tradebridge/relay/admit"
 	"tradebridge/relay/api"
 	"tradebridge/relay/auth"
 	"tradebridge/relay/budget"
+	"tradebridge/relay/errcode"
 	"tradebridge/relay/httpapi"
 	"tradebridge/relay/hub"
 	"tradebridge/relay/metrics"
 	"tradebridge/relay/store"
 	"tradebridge/relay/stream"
+	"tradebridge/relay/tradecall"
 )
 
 // Options configure a Relay.
@@ -78,18 +82,18 @@ type Options struct {
 	// looked up again, and so how long a revocation may take to apply.
 	// Default 2 s.
 	AuthCacheTTL time.Duration
-	// Hub tunes the tunnels; Auth, Logger and Metrics in it are filled by
-	// the Relay.
+	// Hub tunes the tunnels; Auth, Admit, IPBudget, Logger and Metrics in
+	// it are filled by the Relay.
 	Hub hub.Options
 	// TradingBudget is the per-user budget of the trading API; the zero
 	// value means budget.Trading (the spec's 180 per minute, burst 20).
 	TradingBudget budget.Policy
 	// IPBudget is the per-client-address budget; zero means
-	// api.DefaultIPPolicy.
+	// admit.DefaultIPPolicy.
 	IPBudget budget.Policy
-	// Stream tunes the WebSocket stream API; Auth, Upstream, Budget,
-	// Idempotency, IPBudget, Logger and Metrics in it are filled by the
-	// Relay.
+	// Stream tunes the WebSocket stream API; Auth, Admit, Upstream,
+	// Budget, Idempotency, IPBudget, Logger and Metrics in it are filled by
+	// the Relay.
 	Stream stream.Options
 
 	// ReadHeaderTimeout bounds the time to receive a request's headers.
@@ -178,7 +182,7 @@ func New(opts Options) (*Relay, error) {
 		opts.TradingBudget = budget.Trading
 	}
 	if opts.IPBudget == (budget.Policy{}) {
-		opts.IPBudget = api.DefaultIPPolicy
+		opts.IPBudget = admit.DefaultIPPolicy
 	}
 	trading, err := budget.New(budget.Options{Policy: opts.TradingBudget})
 	if err != nil {
@@ -190,9 +194,16 @@ func New(opts Options) (*Relay, error) {
 	if err != nil {
 		return nil, fmt.Errorf("relay: ip budget: %w", err)
 	}
+	// One admission for every door: each admits its requests through it
+	// with its own policy (hub.Door, api.Door, stream.Door).
+	adm, err := admit.New(admit.Options{Auth: authn, Logger: opts.Logger})
+	if err != nil {
+		return nil, err
+	}
 	m := metrics.New()
 	hopts := opts.Hub
 	hopts.Auth = authn
+	hopts.Admit = adm
 	hopts.IPBudget = perIP
 	hopts.Logger = opts.Logger
 	hopts.Metrics = m
@@ -220,13 +231,14 @@ func New(opts Options) (*Relay, error) {
 	if err != nil {
 		return nil, err
 	}
-	a, err := api.New(api.Options{Caller: h, Auth: authn, Idempotency: opts.Store, Budget: trading, IPBudget: perIP, Logger: opts.Logger})
+	a, err := api.New(api.Options{Caller: h, Auth: authn, Admit: adm, Idempotency: opts.Store, Budget: trading, IPBudget: perIP, Logger: opts.Logger})
 	if err != nil {
 		h.Close()
 		return nil, err
 	}
 	sopts := opts.Stream
 	sopts.Auth = authn
+	sopts.Admit = adm
 	sopts.Upstream = h
 	sopts.Budget = a.Budget()      // one trading budget for HTTP and WebSocket
 	sopts.Idempotency = opts.Store // one store of keyed writes for both doors
@@ -274,7 +286,7 @@ func healthy(w http.ResponseWriter, _ *http.Request) {
 func oneAuthorization(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
 		if auth.AmbiguousAuthorization(req.Header) {
-			httpapi.WriteError(w, http.StatusUnauthorized, httpapi.Error{Code: api.CodeUnauthorized, Detail: auth.DetailAmbiguousAuthorization})
+			httpapi.WriteError(w, http.StatusUnauthorized, httpapi.Error{Code: errcode.Unauthorized, Detail: auth.DetailAmbiguousAuthorization})
 			return
 		}
 		next.ServeHTTP(w, req)
@@ -338,14 +350,14 @@ func (r *Relay) Stream() *stream.Server { return r.stream }
 // relay is shutting down.
 func (r *Relay) ready(w http.ResponseWriter, req *http.Request) {
 	if r.stopping.Load() {
-		httpapi.WriteError(w, http.StatusServiceUnavailable, httpapi.Error{Code: httpapi.CodeShuttingDown, Detail: "the relay is shutting down", RetryAfter: 1})
+		httpapi.WriteError(w, http.StatusServiceUnavailable, httpapi.Error{Code: errcode.ShuttingDown, Detail: "the relay is shutting down", RetryAfter: 1})
 		return
 	}
 	ctx, cancel := context.WithTimeout(req.Context(), 2*time.Second)
 	defer cancel()
 	if err := r.opts.Store.Ping(ctx); err != nil {
 		r.log.Warn("readiness: store unavailable", zap.Error(err))
-		httpapi.WriteError(w, http.StatusServiceUnavailable, httpapi.Error{Code: "storage_unavailable", Detail: "the store does not answer"})
+		httpapi.WriteError(w, http.StatusServiceUnavailable, httpapi.Error{Code: errcode.StorageUnavailable, Detail: "the store does not answer"})
 		return
 	}
 	httpapi.Write(w, http.StatusOK, map[string]string{"status": "ready"})
@@ -493,7 +505,7 @@ func (r *Relay) janitor(ctx context.Context) {
 	t := time.NewTicker(time.Hour)
 	defer t.Stop()
 	for {
-		if n, err := r.opts.Store.PurgeIdempotent(ctx, time.Now().Add(-api.IdempotencyTTL)); err != nil && ctx.Err() == nil {
+		if n, err := r.opts.Store.PurgeIdempotent(ctx, time.Now().Add(-tradecall.IdempotencyTTL)); err != nil && ctx.Err() == nil {
 			r.log.Warn("purging idempotency records", zap.Error(err))
 		} else if n > 0 {
 			r.log.Info("purged idempotency records", zap.Int("count", n))

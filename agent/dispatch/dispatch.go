@@ -33,13 +33,17 @@ import (
 
 	"go.uber.org/zap"
 
+	"tradebridge/agent/mgmtconfig"
 	"tradebridge/agent/ops"
 	"tradebridge/protocol"
 )
 
 // Options configure a Dispatcher.
 type Options struct {
-	Ops    *ops.Ops
+	Ops *ops.Ops
+	// Config holds the management configuration FnApplyConfig applies;
+	// nil means a Holder of the Dispatcher's own (see Dispatcher.Config).
+	Config *mgmtconfig.Holder
 	Logger *zap.Logger
 	// WriteTimeout bounds a write once it started; a write is not abandoned
 	// when its caller goes away, so that its outcome can be recorded.
@@ -85,6 +89,9 @@ func New(opts Options) (*Dispatcher, error) {
 	}
 	if opts.Now == nil {
 		opts.Now = time.Now
+	}
+	if opts.Config == nil {
+		opts.Config = new(mgmtconfig.Holder)
 	}
 	d := &Dispatcher{
 		opts:    opts,
@@ -135,9 +142,32 @@ func (d *Dispatcher) functions(o *ops.Ops) map[string]handlerFunc {
 		protocol.FnEnableStrategy:         with(o.EnableStrategy),
 		protocol.FnDisableStrategy:        with(o.DisableStrategy),
 		// The relay's own functions.
-		protocol.FnSetSubscriptions: with(o.SetSubscriptions),
-		protocol.FnGetPnl:           with(o.GetPnl),
+		protocol.FnSetSubscriptions:    with(o.SetSubscriptions),
+		protocol.FnGetPnl:              with(o.GetPnl),
+		protocol.FnApplyConfig:         with(d.applyConfig),
+		protocol.FnCheckMonitorRestart: with(o.CheckMonitorRestart),
 	}
+}
+
+// Config returns the holder of the management configuration the relay
+// pushed.
+func (d *Dispatcher) Config() *mgmtconfig.Holder { return d.opts.Config }
+
+// applyConfig applies the relay's management configuration (the relay's
+// internal FnApplyConfig) and answers the version the agent runs: the
+// pushed one, or the newer one it already had. It is not a write of the
+// exactly-once kind: a repeated push changes nothing by its version.
+func (d *Dispatcher) applyConfig(_ context.Context, cfg protocol.Config) (protocol.ConfigApplied, error) {
+	if cfg.Version <= 0 {
+		return protocol.ConfigApplied{}, protocol.NewError(protocol.CodeInvalidArgument, "the configuration's version must be at least 1")
+	}
+	before := d.opts.Config.Version()
+	v := d.opts.Config.Apply(&cfg)
+	if v == cfg.Version && v != before {
+		d.log.Info("management configuration applied", zap.Int64("version", v),
+			zap.Int("copiers", len(cfg.Copiers)), zap.Int("monitors", len(cfg.Monitors)))
+	}
+	return protocol.ConfigApplied{Version: v}, nil
 }
 
 // with adapts an operation taking typed arguments. Args must be absent,

@@ -1,7 +1,12 @@
 package main
 
 import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"io"
 	"os/exec"
+	"slices"
 	"strings"
 	"testing"
 
@@ -39,4 +44,62 @@ func TestImportGraph(t *testing.T) {
 			require.False(t, strings.HasPrefix(path, "tradebridge/relay"), "cmd/agent (%s) links %s", goos, path)
 		}
 	}
+}
+
+// listed is what `go list -json` says of a package.
+type listed struct {
+	ImportPath string
+	Imports    []string // direct
+	Deps       []string // transitive
+}
+
+// list describes pkgs with `go list -json`.
+func list(t *testing.T, pkgs ...string) map[string]listed {
+	t.Helper()
+	out, err := exec.Command("go", append([]string{"list", "-json"}, pkgs...)...).Output()
+	require.NoError(t, err)
+	got := map[string]listed{}
+	dec := json.NewDecoder(bytes.NewReader(out))
+	for {
+		var p listed
+		if err := dec.Decode(&p); errors.Is(err, io.EOF) {
+			break
+		} else {
+			require.NoError(t, err)
+		}
+		got[p.ImportPath] = p
+	}
+	return got
+}
+
+// The relay's doors: the stream socket shares the trading call with the
+// HTTP routes through relay/tradecall, never by linking relay/api, and
+// every door admits its requests through relay/admit.
+func TestRelayDoors(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs go list")
+	}
+	const (
+		api       = "tradebridge/relay/api"
+		stream    = "tradebridge/relay/stream"
+		hub       = "tradebridge/relay/hub"
+		admit     = "tradebridge/relay/admit"
+		tradecall = "tradebridge/relay/tradecall"
+		errcode   = "tradebridge/relay/errcode"
+	)
+	pkgs := list(t, api, stream, hub)
+	require.NotContains(t, pkgs[stream].Deps, api, "relay/stream must not link relay/api")
+	for _, door := range []string{api, stream, hub} {
+		require.Contains(t, pkgs[door].Imports, admit, "%s must admit through relay/admit", door)
+	}
+	for _, door := range []string{api, stream} {
+		require.Contains(t, pkgs[door].Imports, tradecall, "%s must call through relay/tradecall", door)
+	}
+	for _, line := range deps(t, "", errcode) {
+		path, std, _ := strings.Cut(line, " ")
+		if path != errcode {
+			require.Equal(t, "true", std, "relay/errcode must import only the standard library, but links %s", path)
+		}
+	}
+	require.False(t, slices.Contains(pkgs[hub].Deps, api) || slices.Contains(pkgs[hub].Deps, stream), "relay/hub must link no other door")
 }

@@ -22,6 +22,7 @@ import (
 	"tradebridge/relay/api"
 	"tradebridge/relay/auth"
 	"tradebridge/relay/budget"
+	"tradebridge/relay/errcode"
 	"tradebridge/relay/hub"
 	"tradebridge/relay/store"
 )
@@ -295,8 +296,8 @@ func TestBadInputPlacesNothing(t *testing.T) {
 		{"not an object", "POST", place, `[1]`, 400, "invalid_json"},
 		{"bracket needs a leg", "POST", "/v1/api/accounts/Sim101/orders/cancel_and_bracket", `{"instrument":"ES","action":"Buy","quantity":1}`, 400, protocol.CodeMissingFields},
 		{"quote needs instrument or root", "GET", "/v1/api/market/quote", "", 400, protocol.CodeMissingFields},
-		{"unknown query parameter", "GET", "/v1/api/accounts/Sim101/orders?actveOnly=true", "", 400, api.CodeUnknownParameter},
-		{"repeated query parameter", "GET", "/v1/api/accounts/Sim101/orders?activeOnly=true&activeOnly=false", "", 400, api.CodeUnknownParameter},
+		{"unknown query parameter", "GET", "/v1/api/accounts/Sim101/orders?actveOnly=true", "", 400, errcode.UnknownParameter},
+		{"repeated query parameter", "GET", "/v1/api/accounts/Sim101/orders?activeOnly=true&activeOnly=false", "", 400, errcode.UnknownParameter},
 		{"boolean as text only", "GET", "/v1/api/accounts/Sim101/orders?activeOnly=yes", "", 400, protocol.CodeInvalidArgument},
 		{"lookback out of range", "GET", "/v1/api/accounts/Sim101/executions?lookbackTime=901", "", 400, protocol.CodeInvalidArgument},
 		{"body on GET", "GET", "/v1/api/accounts", `{}`, 400, "unexpected_body"},
@@ -389,7 +390,7 @@ func TestIdempotentWrites(t *testing.T) {
 	// Another body under the same key.
 	r := e.do("POST", place, "tb_api_pro", strings.Replace(body, `"quantity":1`, `"quantity":2`, 1), "Idempotency-Key", "k-1")
 	require.Equal(t, 422, r.Status)
-	require.Equal(t, api.CodeIdempotencyKeyReused, r.Body["error"])
+	require.Equal(t, errcode.IdempotencyKeyReused, r.Body["error"])
 	// The same key of another user is another key.
 	require.Equal(t, 200, e.do("POST", place, "tb_api_pro2", body, "Idempotency-Key", "k-1").Status)
 	require.Len(t, e.agent.all(), 2)
@@ -419,7 +420,7 @@ func TestOutcomeUnknownThenRetry(t *testing.T) {
 	e.agent.reply = func(call) (json.RawMessage, error) { return nil, hub.ErrConnectionLost }
 	r := e.do("POST", place, "tb_api_pro", body, "Idempotency-Key", "k-9")
 	require.Equal(t, 503, r.Status)
-	require.Equal(t, api.CodeOutcomeUnknown, r.Body["error"])
+	require.Equal(t, errcode.OutcomeUnknown, r.Body["error"])
 
 	e.agent.reply = func(call) (json.RawMessage, error) { return nil, hub.ErrNotConnected }
 	r = e.do("POST", place, "tb_api_pro", body, "Idempotency-Key", "k-9")

@@ -74,7 +74,7 @@ func buildAsyncAPI() (map[string]any, error) {
 		"description": "the client's correlation id, carried back by the reply",
 		"oneOf":       []any{object{"type": "string", "maxLength": 128}, object{"type": "number"}},
 	}
-	instruments := object{"type": "array", "minItems": 1, "maxItems": 50, "items": object{"type": "string", "pattern": instrumentRE.String()},
+	instruments := object{"type": "array", "minItems": 1, "maxItems": 50, "items": object{"type": "string", "pattern": protocol.InstrumentPattern},
 		"description": `instrument names: "ES 12-26", a root ("ES") or a month code ("ESZ26")`}
 	strings := object{"type": "array", "items": object{"type": "string"}}
 	errorProps := func() object {

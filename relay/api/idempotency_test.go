@@ -16,14 +16,16 @@ import (
 
 	"tradebridge/protocol"
 	"tradebridge/relay/api"
+	"tradebridge/relay/errcode"
 	"tradebridge/relay/hub"
 	"tradebridge/relay/store"
+	"tradebridge/relay/tradecall"
 )
 
 // spyStore records what is finished in the store it wraps, and fails on
 // demand.
 type spyStore struct {
-	api.IdempotencyStore
+	tradecall.IdempotencyStore
 	mu        sync.Mutex
 	finished  []store.Idempotent
 	claimErr  error
@@ -59,22 +61,22 @@ func (s *spyStore) last() store.Idempotent {
 
 // newKeyedEnv is the HTTP API on a spied store, and a KeyedWrites (the
 // socket's door) on the same store and agent.
-func newKeyedEnv(t *testing.T) (*env, *spyStore, *api.KeyedWrites) {
+func newKeyedEnv(t *testing.T) (*env, *spyStore, *tradecall.KeyedWrites) {
 	var spy *spyStore
 	e := newEnv(t, func(o *api.Options) {
 		spy = &spyStore{IdempotencyStore: o.Idempotency}
 		o.Idempotency = spy
 	})
-	kw, err := api.NewKeyedWrites(api.KeyedOptions{Store: spy, Caller: e.agent})
+	kw, err := tradecall.NewKeyedWrites(tradecall.KeyedOptions{Store: spy, Caller: e.agent})
 	require.NoError(t, err)
 	return e, spy, kw
 }
 
 // socketRun runs a WebSocket rpc frame's api and args as package stream
 // does for a keyed write.
-func socketRun(t *testing.T, kw *api.KeyedWrites, user, fn, args string) api.Outcome {
+func socketRun(t *testing.T, kw *tradecall.KeyedWrites, user, fn, args string) tradecall.Outcome {
 	t.Helper()
-	c, e := api.PrepareSocketCall(fn, json.RawMessage(args))
+	c, e := tradecall.PrepareSocketCall(fn, json.RawMessage(args))
 	require.Nil(t, e)
 	require.True(t, c.Write)
 	require.NotEmpty(t, c.Key)
@@ -160,14 +162,14 @@ func TestOutcomeRecord(t *testing.T) {
 		},
 			false, store.IdemDone, 400, `{"v":2,"error":{"status":400,"code":"order_rejected","detail":"market is closed"}}`, "order_rejected"},
 		{"outcome unknown", func() (json.RawMessage, error) { return nil, hub.ErrConnectionLost },
-			false, store.IdemUnknown, 0, "", api.CodeOutcomeUnknown},
+			false, store.IdemUnknown, 0, "", errcode.OutcomeUnknown},
 		{"agent away", func() (json.RawMessage, error) { return nil, hub.ErrNotConnected },
-			false, store.IdemUnknown, 0, "", api.CodeAddonDisconnected},
+			false, store.IdemUnknown, 0, "", errcode.AddonDisconnected},
 		{"agent still runs the first try", func() (json.RawMessage, error) {
 			return nil, protocol.NewError(protocol.CodeRequestInProgress, "a write with this request id is still running")
-		}, false, store.IdemUnknown, 0, "", api.CodeRequestInProgress},
+		}, false, store.IdemUnknown, 0, "", errcode.RequestInProgress},
 		{"relay failure", func() (json.RawMessage, error) { return nil, errors.New("boom") },
-			false, store.IdemUnknown, 0, "", api.CodeInternal},
+			false, store.IdemUnknown, 0, "", errcode.InternalError},
 		{"caller gone", func() (json.RawMessage, error) { return nil, context.Canceled },
 			true, store.IdemUnknown, 0, "", ""},
 	}
@@ -182,7 +184,7 @@ func TestOutcomeRecord(t *testing.T) {
 				}
 				return tc.reply()
 			}
-			c, pe := api.PrepareSocketCall("PlaceOrder", json.RawMessage(place))
+			c, pe := tradecall.PrepareSocketCall("PlaceOrder", json.RawMessage(place))
 			require.Nil(t, pe)
 			o := kw.Run(ctx, "usr_pro", c.Fn, c.Key, c.Args)
 			cancel()
@@ -288,7 +290,7 @@ func TestLegacyRecordsStillAnswerHTTP(t *testing.T) {
 
 	// The socket does not read the previous format: it refuses, never runs.
 	o := socketRun(t, kw, "usr_pro", "PlaceOrder", `{"account":"Sim101","action":"Buy","instrument":"ES","orderType":"Market","quantity":1,"timeInForce":"Day","idempotencyKey":"old-done"}`)
-	require.Equal(t, api.CodeIdempotencyKeyReused, o.Err.Code)
+	require.Equal(t, errcode.IdempotencyKeyReused, o.Err.Code)
 	require.Len(t, e.agent.all(), 2)
 }
 
@@ -303,10 +305,10 @@ func TestKeyedWriteWhenTheStoreFails(t *testing.T) {
 	spy.claimErr = errors.New("disk on fire")
 	r := e.do("POST", place, "tb_api_pro", body, api.IdempotencyKeyHeader, "k-s")
 	require.Equal(t, 503, r.Status)
-	require.Equal(t, api.CodeStorageUnavailable, r.Body["error"])
+	require.Equal(t, errcode.StorageUnavailable, r.Body["error"])
 	require.Equal(t, "2", r.Header.Get("Retry-After"))
 	o := socketRun(t, kw, "usr_pro", "CancelAllOrders", `{"idempotencyKey":"k-s"}`)
-	require.Equal(t, api.CodeStorageUnavailable, o.Err.Code)
+	require.Equal(t, errcode.StorageUnavailable, o.Err.Code)
 	require.Equal(t, 503, o.Err.Status)
 	require.Empty(t, e.agent.all())
 

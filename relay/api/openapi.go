@@ -206,7 +206,7 @@ func operation(ep *endpoint, success object) object {
 			s["required"] = bodyRequired
 		}
 		for _, g := range ep.OneOf {
-			if ep.param(g[0], inBody) != nil {
+			if ep.Param(g[0], inBody) != nil {
 				bodyEither = append(bodyEither, g)
 			}
 		}
@@ -428,7 +428,7 @@ func schema(p param, text bool) object {
 	}
 	switch p.Format {
 	case formatInstrument:
-		s["pattern"] = instrumentRE.String()
+		s["pattern"] = protocol.InstrumentPattern
 	case formatTime:
 		s["format"] = "date-time"
 	case formatPositionList:

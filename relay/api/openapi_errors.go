@@ -6,7 +6,7 @@ import (
 	"sort"
 
 	"tradebridge/protocol"
-	"tradebridge/relay/httpapi"
+	"tradebridge/relay/errcode"
 )
 
 // The error codes each operation documents, per HTTP status. The lists
@@ -32,26 +32,26 @@ import (
 // methods outside the table; they belong to no operation.
 var (
 	commonCodes = map[int][]string{
-		http.StatusBadRequest:          {CodeInvalidArgument, CodeMissingFields, CodeUnknownParameter, CodeInvalidPath, protocol.CodeUnknownFunction},
-		http.StatusUnauthorized:        {CodeUnauthorized},
-		http.StatusForbidden:           {CodePlanRequired},
-		http.StatusRequestTimeout:      {CodeAddonDisconnected, CodePlatformUnavailable},
-		http.StatusTooManyRequests:     {CodeRateLimited},
-		http.StatusInternalServerError: {CodeInternal},
-		http.StatusServiceUnavailable:  {CodeStorageUnavailable, httpapi.CodeShuttingDown},
-		http.StatusGatewayTimeout:      {CodeDeadlineExceeded, protocol.CodeCancelled},
+		http.StatusBadRequest:          {errcode.InvalidArgument, errcode.MissingRequiredFields, errcode.UnknownParameter, errcode.InvalidPath, protocol.CodeUnknownFunction},
+		http.StatusUnauthorized:        {errcode.Unauthorized},
+		http.StatusForbidden:           {errcode.PlanRequired},
+		http.StatusRequestTimeout:      {errcode.AddonDisconnected, errcode.PlatformUnavailable},
+		http.StatusTooManyRequests:     {errcode.RateLimited},
+		http.StatusInternalServerError: {errcode.InternalError},
+		http.StatusServiceUnavailable:  {errcode.StorageUnavailable, errcode.ShuttingDown},
+		http.StatusGatewayTimeout:      {errcode.DeadlineExceeded, protocol.CodeCancelled},
 	}
-	getCodes  = map[int][]string{http.StatusBadRequest: {httpapi.CodeUnexpectedBody}}
+	getCodes  = map[int][]string{http.StatusBadRequest: {errcode.UnexpectedBody}}
 	postCodes = map[int][]string{
-		http.StatusBadRequest:            {httpapi.CodeInvalidJSON, httpapi.CodeInvalidField, httpapi.CodeUnexpectedBody},
-		http.StatusRequestTimeout:        {httpapi.CodeBodyTimeout},
-		http.StatusRequestEntityTooLarge: {httpapi.CodeBodyTooLarge},
-		http.StatusUnsupportedMediaType:  {httpapi.CodeUnsupportedContentType},
+		http.StatusBadRequest:            {errcode.InvalidJSON, errcode.InvalidField, errcode.UnexpectedBody},
+		http.StatusRequestTimeout:        {errcode.BodyTimeout},
+		http.StatusRequestEntityTooLarge: {errcode.BodyTooLarge},
+		http.StatusUnsupportedMediaType:  {errcode.UnsupportedContentType},
 	}
 	writeCodes = map[int][]string{
-		http.StatusConflict:            {CodeRequestInProgress},
-		http.StatusUnprocessableEntity: {CodeIdempotencyKeyReused},
-		http.StatusServiceUnavailable:  {CodeOutcomeUnknown},
+		http.StatusConflict:            {errcode.RequestInProgress},
+		http.StatusUnprocessableEntity: {errcode.IdempotencyKeyReused},
+		http.StatusServiceUnavailable:  {errcode.OutcomeUnknown},
 	}
 	// orderCodes are the refusals of writes on orders and positions.
 	orderCodes = []string{

@@ -13,7 +13,7 @@ import (
 
 	"tradebridge/protocol"
 	"tradebridge/relay/api"
-	"tradebridge/relay/httpapi"
+	"tradebridge/relay/errcode"
 	"tradebridge/relay/profile"
 	"tradebridge/relay/stream"
 )
@@ -157,10 +157,10 @@ func TestOpenAPIErrorCodes(t *testing.T) {
 		require.Contains(t, byCode, c, "agent code %s is documented", c)
 	}
 	for _, c := range []string{
-		api.CodeUnauthorized, api.CodePlanRequired, api.CodeAddonDisconnected, api.CodeOutcomeUnknown,
-		api.CodeInvalidPath, api.CodeStorageUnavailable, api.CodeInternal, api.CodeRateLimited,
-		api.CodeUnknownParameter, api.CodeIdempotencyKeyReused,
-		httpapi.CodeInvalidJSON, httpapi.CodeBodyTooLarge, httpapi.CodeUnsupportedContentType, httpapi.CodeUnexpectedBody,
+		errcode.Unauthorized, errcode.PlanRequired, errcode.AddonDisconnected, errcode.OutcomeUnknown,
+		errcode.InvalidPath, errcode.StorageUnavailable, errcode.InternalError, errcode.RateLimited,
+		errcode.UnknownParameter, errcode.IdempotencyKeyReused,
+		errcode.InvalidJSON, errcode.BodyTooLarge, errcode.UnsupportedContentType, errcode.UnexpectedBody,
 	} {
 		require.Contains(t, byCode, c, "relay code %s is documented", c)
 	}
@@ -170,11 +170,11 @@ func TestOpenAPIErrorCodes(t *testing.T) {
 	}{
 		{"GET /v1/api/accounts/{account}", "400", protocol.CodeAccountNotFound, true},
 		{"GET /v1/api/accounts", "400", protocol.CodeAccountNotFound, false},
-		{"GET /v1/api/accounts", "401", api.CodeUnauthorized, true},
-		{"GET /v1/api/accounts", "408", api.CodeAddonDisconnected, true},
+		{"GET /v1/api/accounts", "401", errcode.Unauthorized, true},
+		{"GET /v1/api/accounts", "408", errcode.AddonDisconnected, true},
 		{"POST /v1/api/accounts/{account}/orders/place", "400", protocol.CodeOrderRejected, true},
-		{"POST /v1/api/accounts/{account}/orders/place", "503", api.CodeOutcomeUnknown, true},
-		{"POST /v1/api/accounts/{account}/orders/place", "422", api.CodeIdempotencyKeyReused, true},
+		{"POST /v1/api/accounts/{account}/orders/place", "503", errcode.OutcomeUnknown, true},
+		{"POST /v1/api/accounts/{account}/orders/place", "422", errcode.IdempotencyKeyReused, true},
 		{"GET /v1/api/accounts/{account}/positions", "400", protocol.CodeOrderRejected, false},
 		{"GET /v1/api/accounts/{account}/strategies/{id}", "400", protocol.CodeStrategyNotFound, true},
 		{"POST /v1/api/accounts/{account}/strategies/{id}/enable", "400", protocol.CodeStrategyTerminal, true},

@@ -6,6 +6,8 @@ import (
 	"encoding/base64"
 	"errors"
 	"fmt"
+	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -39,6 +41,44 @@ type Principal struct {
 	// TokenHash identifies the token (its stored hash) without revealing
 	// it.
 	TokenHash string
+	// ManagementClosed reports that the Management API is closed for the
+	// user (403 not_available), from the user's row.
+	ManagementClosed bool
+	// Withheld are the features withheld from the user's plan (403
+	// plan_required), from the user's row: names of Features. Nil when
+	// none. Cached principals share it: callers must not change it.
+	Withheld []string
+}
+
+// Withholds reports whether the feature (one of Features) is withheld
+// from the principal's plan.
+func (p Principal) Withholds(feature string) bool {
+	return slices.Contains(p.Withheld, feature)
+}
+
+// Features are the names of what may be withheld from a user's plan: the
+// families of the Management API and its kinds of resource.
+var Features = []string{
+	"desktop", "tv",
+	"copier", "monitor", "account-group", "atm-template", "controls", "news-lockout", "connection-settings",
+}
+
+// ErrUnknownFeature refuses a withheld feature that is not one of
+// Features.
+var ErrUnknownFeature = errors.New("auth: unknown feature")
+
+// SetUserAccess opens or closes the Management API for a user and sets the
+// features withheld from the user's plan (each one of Features; kept
+// sorted, each once). A running relay applies it within its cache TTL.
+// store.ErrNotFound if there is no such user.
+func SetUserAccess(ctx context.Context, st store.Store, userID string, managementClosed bool, withheld []string) error {
+	for _, f := range withheld {
+		if !slices.Contains(Features, f) {
+			return fmt.Errorf("%w (the features are %s)", ErrUnknownFeature, strings.Join(Features, ", "))
+		}
+	}
+	ws := slices.Compact(slices.Sorted(slices.Values(withheld)))
+	return st.SetUserAccess(ctx, userID, managementClosed, ws)
 }
 
 // Options configures an Authenticator.
@@ -147,7 +187,8 @@ func (a *Authenticator) lookup(ctx context.Context, hash string, want Kind) (Pri
 		a.log.Warn("token has an unknown response profile; using standard", zap.String("user", u.ID))
 		prof = profile.Standard
 	}
-	return Principal{UserID: u.ID, UserName: u.Name, Plan: Plan(u.Plan), Kind: want, Profile: prof, TokenHash: hash}, nil
+	return Principal{UserID: u.ID, UserName: u.Name, Plan: Plan(u.Plan), Kind: want, Profile: prof, TokenHash: hash,
+		ManagementClosed: u.ManagementClosed, Withheld: u.Withheld}, nil
 }
 
 // cached returns the verdict on the token of hash when one younger than

@@ -14,6 +14,8 @@ import (
 	"strings"
 	"testing"
 	"unicode/utf8"
+
+	"tradebridge/relay/errcode"
 )
 
 // fuzzDepth is the depth limit the comparison with encoding/json uses:
@@ -304,32 +306,32 @@ func FuzzReadJSON(f *testing.F) {
 		}
 		var mbe *http.MaxBytesError
 		switch {
-		case e.Status == http.StatusUnsupportedMediaType && e.Code == CodeUnsupportedContentType:
+		case e.Status == http.StatusUnsupportedMediaType && e.Code == errcode.UnsupportedContentType:
 			if ctOK || !errors.Is(e, ErrUnsupportedContentType) {
 				t.Fatalf("ReadJSON refused Content-Type %q (mode %d): %v", ct, mode, e)
 			}
 		case !ctOK:
 			t.Fatalf("ReadJSON(%q) with Content-Type %q (mode %d): %v", body, ct, mode, e)
-		case e.Status == http.StatusRequestEntityTooLarge && e.Code == CodeBodyTooLarge:
+		case e.Status == http.StatusRequestEntityTooLarge && e.Code == errcode.BodyTooLarge:
 			if int64(len(body)) <= opts.MaxBytes || !errors.As(e, &mbe) {
 				t.Fatalf("ReadJSON refused %d bytes as too large: %v", len(body), e)
 			}
 		case int64(len(body)) > opts.MaxBytes:
 			t.Fatalf("ReadJSON(%d bytes): %v", len(body), e)
-		case e.Status == http.StatusBadRequest && e.Code == CodeInvalidJSON:
+		case e.Status == http.StatusBadRequest && e.Code == errcode.InvalidJSON:
 			if !errors.Is(e, ErrInvalidJSON) {
 				t.Fatalf("ReadJSON(%q): invalid_json without a syntax error: %v", body, e)
 			}
 			if err := Validate(body, opts.MaxDepth); err == nil && firstByte(body) == '{' {
 				t.Fatalf("ReadJSON(%q): invalid_json for a valid object: %v", body, e)
 			}
-		case e.Status == http.StatusBadRequest && e.Code == CodeInvalidField:
+		case e.Status == http.StatusBadRequest && e.Code == errcode.InvalidField:
 			var want fuzzArgs
 			if Validate(body, opts.MaxDepth) != nil || json.Unmarshal(body, &want) == nil {
 				t.Fatalf("ReadJSON(%q): invalid_field, but encoding/json decodes it", body)
 			}
 			for _, fe := range e.Fields {
-				if !fuzzPaths[fe.Path] || fe.Code != FieldCodeWrongType {
+				if !fuzzPaths[fe.Path] || fe.Code != errcode.FieldCodeWrongType {
 					t.Fatalf("ReadJSON(%q): field %+v is none of the destination's", body, fe)
 				}
 			}

@@ -8,6 +8,8 @@ import (
 	"net/http"
 	"sync"
 	"time"
+
+	"tradebridge/relay/errcode"
 )
 
 // Defaults of GuardOptions.
@@ -20,9 +22,6 @@ const (
 	// store's writes) with a margin.
 	DefaultWriteTimeout = 60 * time.Second
 )
-
-// CodeShuttingDown is the code of the 503 answered while the server stops.
-const CodeShuttingDown = "shutting_down"
 
 // ErrShuttingDown is the cause (context.Cause) with which a server that
 // stops before its requests finished ends their contexts. A handler that
@@ -134,7 +133,7 @@ func (g *Guard) Wrap(next http.Handler) http.Handler {
 				next.ServeHTTP(sw, r)
 			}()
 		} else {
-			WriteError(sw, http.StatusServiceUnavailable, Error{Code: CodeShuttingDown, Detail: "the relay is shutting down; retry shortly", RetryAfter: 1})
+			WriteError(sw, http.StatusServiceUnavailable, Error{Code: errcode.ShuttingDown, Detail: "the relay is shutting down; retry shortly", RetryAfter: 1})
 		}
 		if sw.Hijacked {
 			return
@@ -142,7 +141,7 @@ func (g *Guard) Wrap(next http.Handler) http.Handler {
 		if sw.Status == 0 && errors.Is(context.Cause(r.Context()), ErrShuttingDown) {
 			// The server stopped under a handler that then had nothing to
 			// say; its caller must not read an empty 200.
-			WriteError(sw, http.StatusServiceUnavailable, Error{Code: CodeShuttingDown, RetryAfter: 1,
+			WriteError(sw, http.StatusServiceUnavailable, Error{Code: errcode.ShuttingDown, RetryAfter: 1,
 				Detail: "the relay shut down before the request finished; a change it asked for may or may not have been made: " +
 					"retry with the same Idempotency-Key or orderId, or read before retrying"})
 		}

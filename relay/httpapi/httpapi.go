@@ -12,7 +12,7 @@
 // fields next to data (WriteWithTop). A failure is
 //
 //	{"success":false,"error":"<code>","detail":"<sentence>","fields":[...],
-//	 "retryAfter":<seconds>,"policy":"<name>","meta":{"requestId":"<id>"}}
+//	 "retryAfter":<seconds>,"policy":"<name>","meta":{"requestId":"<id>","etag":"<tag>"}}
 //
 // where only success and error are always present. Every response carries
 // Content-Type: application/json, X-Content-Type-Options: nosniff and
@@ -40,30 +40,13 @@ import (
 	"strconv"
 	"strings"
 	"sync"
-)
 
-// Error codes written by this package. Handlers define the codes of their
-// own domain next to them.
-const (
-	CodeInternal               = "internal_error"
-	CodeNotFound               = "not_found"
-	CodeMethodNotAllowed       = "method_not_allowed"
-	CodeUnsupportedContentType = "unsupported_content_type"
-	CodeBodyTooLarge           = "body_too_large"
-	CodeBodyTimeout            = "body_timeout"
-	CodeInvalidJSON            = "invalid_json"
-	CodeInvalidField           = "invalid_field"
-	CodeUnexpectedBody         = "unexpected_body"
+	"tradebridge/relay/errcode"
 )
 
 // RequestIDHeader names a request: the relay sets it on every response, and
 // WriteError repeats it as meta.requestId when the Error names none.
 const RequestIDHeader = "X-Request-Id"
-
-// FieldCodeWrongType is the FieldError code of a value whose JSON type does
-// not fit the field (a string where a number is expected, a number out of
-// the field's range, ...).
-const FieldCodeWrongType = "wrong_type"
 
 // Error is a failed request as the caller sees it. It is also an error, so
 // code deeper in a handler may return it and let the handler write it with
@@ -101,7 +84,7 @@ type Error struct {
 func (e *Error) Error() string {
 	code := e.Code
 	if code == "" {
-		code = CodeInternal
+		code = errcode.InternalError
 	}
 	if e.Detail == "" {
 		return code
@@ -143,7 +126,7 @@ func putBuffer(b *bytes.Buffer) {
 
 // encodeFailure is written when a response cannot be encoded. It is a
 // constant so that writing it cannot fail in turn.
-var encodeFailure = []byte(`{"success":false,"error":"internal_error","detail":"the relay failed to encode the response"}` + "\n")
+var encodeFailure = []byte(`{"success":false,"error":"` + errcode.InternalError + `","detail":"the relay failed to encode the response"}` + "\n")
 
 // Write sends status and {"success":true,"data":data}. data is encoded with
 // encoding/json; a json.RawMessage is written as is. status must allow a
@@ -217,13 +200,15 @@ type errorBody struct {
 }
 
 type errorMeta struct {
-	RequestID string `json:"requestId"`
+	RequestID string `json:"requestId,omitempty"`
+	// ETag is the resource's current ETag (with 412 precondition_failed).
+	ETag string `json:"etag,omitempty"`
 }
 
 // WriteError sends status and the error body of e, omitting empty fields.
 // A status of 0 means e.Status, and 500 if that is 0 too. When e.RetryAfter
 // is positive the Retry-After header is set; when e.ETag is set, the ETag
-// header. If e cannot be encoded (a FieldError.Limit that encoding/json
+// header and meta.etag. If e cannot be encoded (a FieldError.Limit that encoding/json
 // refuses), WriteError sends a 500 internal_error instead.
 func WriteError(w http.ResponseWriter, status int, e Error) {
 	if status == 0 {
@@ -240,15 +225,15 @@ func WriteError(w http.ResponseWriter, status int, e Error) {
 		Policy:     e.Policy,
 	}
 	if body.Error == "" {
-		body.Error = CodeInternal
+		body.Error = errcode.InternalError
 	}
 	if e.RequestID == "" {
 		// The relay's middleware names every request in this header
 		// before any handler runs.
 		e.RequestID = w.Header().Get(RequestIDHeader)
 	}
-	if e.RequestID != "" {
-		body.Meta = &errorMeta{RequestID: e.RequestID}
+	if e.RequestID != "" || e.ETag != "" {
+		body.Meta = &errorMeta{RequestID: e.RequestID, ETag: e.ETag}
 	}
 	buf := getBuffer()
 	defer putBuffer(buf)
@@ -268,14 +253,14 @@ func WriteError(w http.ResponseWriter, status int, e Error) {
 
 // NotFound sends 404 not_found.
 func NotFound(w http.ResponseWriter) {
-	WriteError(w, http.StatusNotFound, Error{Code: CodeNotFound, Detail: "nothing is served at this path"})
+	WriteError(w, http.StatusNotFound, Error{Code: errcode.NotFound, Detail: "nothing is served at this path"})
 }
 
 // MethodNotAllowed sends 405 method_not_allowed with an Allow header listing
 // allowed, the methods the path does serve.
 func MethodNotAllowed(w http.ResponseWriter, allowed ...string) {
 	w.Header().Set("Allow", strings.Join(allowed, ", "))
-	WriteError(w, http.StatusMethodNotAllowed, Error{Code: CodeMethodNotAllowed, Detail: "this path does not serve the request's method; see the Allow header"})
+	WriteError(w, http.StatusMethodNotAllowed, Error{Code: errcode.MethodNotAllowed, Detail: "this path does not serve the request's method; see the Allow header"})
 }
 
 // encodeValue appends the JSON encoding of v to buf without the newline

@@ -12,6 +12,7 @@ import (
 	"github.com/stretchr/testify/require"
 	"go.uber.org/goleak"
 
+	"tradebridge/relay/errcode"
 	"tradebridge/relay/httpapi"
 )
 
@@ -90,7 +91,7 @@ func TestWriteEncodeFailure(t *testing.T) {
 			}
 			require.NoError(t, json.Unmarshal(rec.Body.Bytes(), &body))
 			require.False(t, body.Success)
-			require.Equal(t, httpapi.CodeInternal, body.Error)
+			require.Equal(t, errcode.InternalError, body.Error)
 			require.Empty(t, rec.Header().Get("Retry-After"))
 		})
 	}
@@ -116,7 +117,7 @@ func TestWriteError(t *testing.T) {
 				Fields: []httpapi.FieldError{{Path: "quantity", Code: "too_large", Limit: 100}, {Path: "tag", Code: "pattern", Pattern: "^[a-z]+$"}}},
 			wantStatus: http.StatusTooManyRequests,
 			want: `{"success":false,"error":"rate_limited","detail":"slow down","retryAfter":7,"policy":"orders-per-minute",
-				"meta":{"requestId":"req-1"},
+				"meta":{"requestId":"req-1","etag":"\"v3\""},
 				"fields":[{"path":"quantity","code":"too_large","limit":100},{"path":"tag","code":"pattern","pattern":"^[a-z]+$"}]}`,
 			wantHeader: map[string]string{"Retry-After": "7", "ETag": `"v3"`},
 		},

@@ -7,6 +7,8 @@ import (
 	"strconv"
 	"sync"
 	"time"
+
+	"tradebridge/relay/errcode"
 )
 
 // DefaultMaxConnsPerAddr is the default cap of LimitListener: the open
@@ -54,7 +56,7 @@ type limitListener struct {
 
 // connRefused is the whole answer to a connection over the cap.
 var connRefused = func() []byte {
-	body := `{"success":false,"error":"rate_limited","detail":"too many open connections from your address; close some or wait","retryAfter":1,"policy":"connections"}` + "\n"
+	body := `{"success":false,"error":"` + errcode.RateLimited + `","detail":"too many open connections from your address; close some or wait","retryAfter":1,"policy":"connections"}` + "\n"
 	return []byte("HTTP/1.1 429 Too Many Requests\r\nContent-Type: application/json\r\nX-Content-Type-Options: nosniff\r\n" +
 		"Cache-Control: no-store\r\nRetry-After: 1\r\nConnection: close\r\nContent-Length: " + strconv.Itoa(len(body)) + "\r\n\r\n" + body)
 }()

@@ -11,6 +11,8 @@ import (
 	"os"
 	"strings"
 	"time"
+
+	"tradebridge/relay/errcode"
 )
 
 // Defaults of ReadOptions.
@@ -113,14 +115,14 @@ func ReadJSON(w http.ResponseWriter, r *http.Request, dst any, opts ReadOptions)
 	data := buf.Bytes()
 	start := skipSpace(data, 0)
 	if start == len(data) {
-		return &Error{Status: http.StatusBadRequest, Code: CodeInvalidJSON, Detail: "a JSON body is required",
+		return &Error{Status: http.StatusBadRequest, Code: errcode.InvalidJSON, Detail: "a JSON body is required",
 			cause: &SyntaxError{Offset: int64(start), Reason: reasonEnd}}
 	}
 	if err := Validate(data, opts.MaxDepth); err != nil {
 		return invalidJSON(err, opts.MaxDepth)
 	}
 	if data[start] != '{' {
-		return &Error{Status: http.StatusBadRequest, Code: CodeInvalidJSON, Detail: "the body must be a JSON object",
+		return &Error{Status: http.StatusBadRequest, Code: errcode.InvalidJSON, Detail: "the body must be a JSON object",
 			cause: &SyntaxError{Offset: int64(start), Reason: "the top-level value is not an object"}}
 	}
 	if err := json.Unmarshal(data, dst); err != nil {
@@ -162,7 +164,7 @@ func unexpectedBody(err error) *Error {
 	if err != nil {
 		cause = fmt.Errorf("%w: %w", ErrUnexpectedBody, err)
 	}
-	return &Error{Status: http.StatusBadRequest, Code: CodeUnexpectedBody,
+	return &Error{Status: http.StatusBadRequest, Code: errcode.UnexpectedBody,
 		Detail: "this request takes no body; send it without one", cause: cause}
 }
 
@@ -199,11 +201,11 @@ func checkContentHeaders(h http.Header) *Error {
 }
 
 func unsupported(detail string) *Error {
-	return &Error{Status: http.StatusUnsupportedMediaType, Code: CodeUnsupportedContentType, Detail: detail, cause: ErrUnsupportedContentType}
+	return &Error{Status: http.StatusUnsupportedMediaType, Code: errcode.UnsupportedContentType, Detail: detail, cause: ErrUnsupportedContentType}
 }
 
 func tooLarge(err *http.MaxBytesError) *Error {
-	return &Error{Status: http.StatusRequestEntityTooLarge, Code: CodeBodyTooLarge,
+	return &Error{Status: http.StatusRequestEntityTooLarge, Code: errcode.BodyTooLarge,
 		Detail: fmt.Sprintf("the body is larger than the limit of %d bytes", err.Limit), cause: err}
 }
 
@@ -215,16 +217,16 @@ func readFailure(err error) *Error {
 	}
 	var ne net.Error
 	if errors.Is(err, os.ErrDeadlineExceeded) || (errors.As(err, &ne) && ne.Timeout()) {
-		return &Error{Status: http.StatusRequestTimeout, Code: CodeBodyTimeout, Detail: "the body was not received in time", cause: err}
+		return &Error{Status: http.StatusRequestTimeout, Code: errcode.BodyTimeout, Detail: "the body was not received in time", cause: err}
 	}
 	// The caller went away or sent a malformed chunked body; the answer
 	// will most likely not be read.
-	return &Error{Status: http.StatusBadRequest, Code: CodeInvalidJSON, Detail: "the body could not be read to its end", cause: err}
+	return &Error{Status: http.StatusBadRequest, Code: errcode.InvalidJSON, Detail: "the body could not be read to its end", cause: err}
 }
 
 // invalidJSON maps an error of Validate.
 func invalidJSON(err error, maxDepth int) *Error {
-	e := &Error{Status: http.StatusBadRequest, Code: CodeInvalidJSON, cause: err}
+	e := &Error{Status: http.StatusBadRequest, Code: errcode.InvalidJSON, cause: err}
 	var se *SyntaxError
 	switch {
 	case errors.Is(err, ErrTooDeep):
@@ -246,19 +248,19 @@ func decodeFailure(err error) *Error {
 		// te.Field is built by encoding/json from the destination's JSON
 		// field names, never from the caller's keys; te.Value describes the
 		// caller's value and is not used.
-		e := &Error{Status: http.StatusBadRequest, Code: CodeInvalidField, cause: err,
+		e := &Error{Status: http.StatusBadRequest, Code: errcode.InvalidField, cause: err,
 			Detail: "a field has a value of the wrong type"}
 		if te.Field != "" {
-			e.Fields = []FieldError{{Path: te.Field, Code: FieldCodeWrongType}}
+			e.Fields = []FieldError{{Path: te.Field, Code: errcode.FieldCodeWrongType}}
 		} else {
 			e.Detail = "the body does not have the expected shape"
 		}
 		return e
 	case errors.As(err, &ie):
-		return &Error{Status: http.StatusInternalServerError, Code: CodeInternal, Detail: "the relay failed to decode the request", cause: err}
+		return &Error{Status: http.StatusInternalServerError, Code: errcode.InternalError, Detail: "the relay failed to decode the request", cause: err}
 	default:
 		// A field's own UnmarshalJSON refused its value; its message may
 		// quote the value, so it is not shown.
-		return &Error{Status: http.StatusBadRequest, Code: CodeInvalidField, Detail: "a field has an invalid value", cause: err}
+		return &Error{Status: http.StatusBadRequest, Code: errcode.InvalidField, Detail: "a field has an invalid value", cause: err}
 	}
 }

@@ -20,6 +20,7 @@ import (
 	"tradebridge/agent/tunnel"
 	"tradebridge/protocol"
 	"tradebridge/relay/budget"
+	"tradebridge/relay/errcode"
 	"tradebridge/relay/hub"
 	"tradebridge/transport"
 )
@@ -51,7 +52,7 @@ func TestConnectChecksAddressBudgetFirst(t *testing.T) {
 			continue
 		}
 		require.Equal(t, http.StatusTooManyRequests, resp.StatusCode)
-		require.Equal(t, "rate_limited", body.Error)
+		require.Equal(t, errcode.RateLimited, body.Error)
 		require.Equal(t, "ip", body.Policy)
 		require.Positive(t, body.RetryAfter)
 		require.NotEmpty(t, resp.Header.Get("Retry-After"))

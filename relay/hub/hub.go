@@ -31,8 +31,10 @@ import (
 	"go.uber.org/zap"
 
 	"tradebridge/protocol"
+	"tradebridge/relay/admit"
 	"tradebridge/relay/auth"
 	"tradebridge/relay/budget"
+	"tradebridge/relay/errcode"
 	"tradebridge/relay/httpapi"
 	"tradebridge/transport"
 )
@@ -56,6 +58,17 @@ type Authenticator interface {
 	Authenticate(ctx context.Context, token string, want auth.Kind) (auth.Principal, error)
 }
 
+// Door is the admission policy of GET /v1/agent/connect (see package
+// admit): the client address's budget (Options.IPBudget, filled in by New),
+// then an agent token; every plan may connect an agent, and the tunnel has
+// no budgets of its own.
+var Door = admit.Door{
+	Name:               "tunnel",
+	Kind:               auth.KindAgent,
+	MissingTokenDetail: "an agent token is required",
+	InvalidTokenDetail: "the agent token is missing, malformed or revoked",
+}
+
 // Metrics receives tunnel counts. All methods must be safe for concurrent use.
 type Metrics interface {
 	AgentConnected(delta int)
@@ -70,7 +83,12 @@ type Event struct {
 
 // Options configure a Hub.
 type Options struct {
-	Auth   Authenticator
+	// Auth checks agent tokens. Required unless Admit is set.
+	Auth Authenticator
+	// Admit admits the connects (Door) and re-verifies the tunnels'
+	// tokens; the relay passes the one Admitter of every door. Default: a
+	// new Admitter of Auth.
+	Admit  *admit.Admitter
 	Logger *zap.Logger
 	// Metrics may be nil.
 	Metrics Metrics
@@ -163,6 +181,7 @@ func (o Options) TunnelMemoryBound() int64 {
 type Hub struct {
 	opts   Options
 	log    *zap.Logger
+	door   admit.Door
 	ctx    context.Context
 	cancel context.CancelFunc
 
@@ -179,11 +198,18 @@ type Hub struct {
 
 // New returns a Hub.
 func New(opts Options) (*Hub, error) {
-	if opts.Auth == nil {
-		return nil, errors.New("hub: Options.Auth is required")
+	if opts.Auth == nil && opts.Admit == nil {
+		return nil, errors.New("hub: Options.Auth or Options.Admit is required")
 	}
 	if opts.Logger == nil {
 		opts.Logger = zap.NewNop()
+	}
+	if opts.Admit == nil {
+		a, err := admit.New(admit.Options{Auth: opts.Auth, Logger: opts.Logger})
+		if err != nil {
+			return nil, err
+		}
+		opts.Admit = a
 	}
 	if opts.HandshakeTimeout <= 0 {
 		opts.HandshakeTimeout = 10 * time.Second
@@ -207,9 +233,12 @@ func New(opts Options) (*Hub, error) {
 		return nil, fmt.Errorf("hub: Options.EventBytesPerSecond must be at least %d, one second for the largest event", least)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
+	door := Door
+	door.IP = opts.IPBudget
 	h := &Hub{
 		opts:   opts,
 		log:    opts.Logger.Named("hub"),
+		door:   door,
 		ctx:    ctx,
 		cancel: cancel,
 		conns:  make(map[string]*agentConn),
@@ -381,9 +410,10 @@ func (h *Hub) reverifyLoop() {
 		h.mu.Unlock()
 		for _, c := range conns {
 			ctx, cancel := context.WithTimeout(h.ctx, 5*time.Second)
-			_, err := h.opts.Auth.Authenticate(ctx, c.token, auth.KindAgent)
+			_, e := h.opts.Admit.Verify(ctx, &h.door, c.token)
 			cancel()
-			if errors.Is(err, auth.ErrUnauthorized) {
+			// A token the store could not check (503) keeps its tunnel.
+			if e != nil && e.Status != http.StatusServiceUnavailable {
 				c.log.Info("agent token no longer valid; closing tunnel")
 				c.close(protocol.CloseRevoked, "agent token revoked")
 			}
@@ -391,35 +421,24 @@ func (h *Hub) reverifyLoop() {
 	}
 }
 
-// ServeHTTP handles GET /v1/agent/connect. It checks, in order, the client
-// address's budget (429), the agent token (401), and the subprotocol
-// (400), and then upgrades.
+// ServeHTTP handles GET /v1/agent/connect. It admits the connect (Door:
+// the client address's budget, 429; the agent token, 401 or 503), checks
+// the subprotocol (400), and then upgrades.
 func (h *Hub) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	if !httpapi.AllowAddress(w, r, h.opts.IPBudget) {
-		return
-	}
-	token, ok := auth.BearerToken(r.Header)
+	ad, ok := h.opts.Admit.Admit(w, r, &h.door)
 	if !ok {
-		httpapi.WriteError(w, http.StatusUnauthorized, httpapi.Error{Code: "unauthorized", Detail: "an agent token is required"})
 		return
 	}
-	p, err := h.opts.Auth.Authenticate(r.Context(), token, auth.KindAgent)
-	if err != nil {
-		if errors.Is(err, auth.ErrUnauthorized) {
-			httpapi.WriteError(w, http.StatusUnauthorized, httpapi.Error{Code: "unauthorized", Detail: "the agent token is missing, malformed or revoked"})
-			return
-		}
-		h.log.Error("authenticating agent", zap.Error(err))
-		httpapi.WriteError(w, http.StatusServiceUnavailable, httpapi.Error{Code: "storage_unavailable", Detail: "the relay cannot check tokens right now; retry shortly", RetryAfter: 5})
-		return
-	}
+	ad.Done() // the door counts no connects in flight: a user has one tunnel
+	p := ad.Principal
+	token, _ := auth.BearerToken(r.Header) // kept to re-verify the tunnel
 	version, offered := negotiate(r)
 	if version == 0 {
 		detail := "the agent must offer WebSocket subprotocol " + protocol.Subprotocol(protocol.ProtocolVersion)
 		if offered {
 			detail = fmt.Sprintf("this relay speaks tunnel protocol versions %d to %d; upgrade the agent", protocol.MinProtocolVersion, protocol.ProtocolVersion)
 		}
-		httpapi.WriteError(w, http.StatusBadRequest, httpapi.Error{Code: "protocol_version_unsupported", Detail: detail})
+		httpapi.WriteError(w, http.StatusBadRequest, httpapi.Error{Code: errcode.ProtocolVersionUnsupported, Detail: detail})
 		return
 	}
 	h.mu.Lock()
@@ -429,7 +448,7 @@ func (h *Hub) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	h.mu.Unlock()
 	if closed {
-		httpapi.WriteError(w, http.StatusServiceUnavailable, httpapi.Error{Code: httpapi.CodeShuttingDown, Detail: "the relay is shutting down", RetryAfter: 1})
+		httpapi.WriteError(w, http.StatusServiceUnavailable, httpapi.Error{Code: errcode.ShuttingDown, Detail: "the relay is shutting down", RetryAfter: 1})
 		return
 	}
 	defer h.wg.Done()

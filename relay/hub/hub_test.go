@@ -23,6 +23,7 @@ import (
 	"tradebridge/agent/tunnel"
 	"tradebridge/protocol"
 	"tradebridge/relay/auth"
+	"tradebridge/relay/errcode"
 	"tradebridge/relay/hub"
 	"tradebridge/transport"
 )
@@ -399,10 +400,10 @@ func TestRefusedBeforeUpgrade(t *testing.T) {
 		status           int
 		code             string
 	}{
-		{"bad token", "nope", protocol.Subprotocol(1), http.StatusUnauthorized, "unauthorized"},
-		{"api token", "api-a", protocol.Subprotocol(1), http.StatusUnauthorized, "unauthorized"},
-		{"future version", "agent-a", protocol.Subprotocol(99), http.StatusBadRequest, "protocol_version_unsupported"},
-		{"no subprotocol", "agent-a", "", http.StatusBadRequest, "protocol_version_unsupported"},
+		{"bad token", "nope", protocol.Subprotocol(1), http.StatusUnauthorized, errcode.Unauthorized},
+		{"api token", "api-a", protocol.Subprotocol(1), http.StatusUnauthorized, errcode.Unauthorized},
+		{"future version", "agent-a", protocol.Subprotocol(99), http.StatusBadRequest, errcode.ProtocolVersionUnsupported},
+		{"no subprotocol", "agent-a", "", http.StatusBadRequest, errcode.ProtocolVersionUnsupported},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			var subs []string

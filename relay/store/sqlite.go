@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"embed"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -205,8 +206,8 @@ func insertToken(ctx context.Context, tx *sql.Tx, t Token) error {
 func (s *SQLite) CreateUser(ctx context.Context, u User, tokens ...Token) error {
 	err := s.tx(ctx, func(tx *sql.Tx) error {
 		_, err := tx.ExecContext(ctx,
-			"INSERT INTO users (id, name, plan, disabled, created_at) VALUES (?, ?, ?, ?, ?)",
-			u.ID, u.Name, u.Plan, u.Disabled, millis(u.CreatedAt))
+			"INSERT INTO users (id, name, plan, disabled, created_at, management_closed, withheld_features) VALUES (?, ?, ?, ?, ?, ?, ?)",
+			u.ID, u.Name, u.Plan, u.Disabled, millis(u.CreatedAt), u.ManagementClosed, encodeFeatures(u.Withheld))
 		if isConstraint(err) {
 			return ErrConflict
 		}
@@ -226,12 +227,14 @@ func (s *SQLite) CreateUser(ctx context.Context, u User, tokens ...Token) error 
 	return wrap("create user", err)
 }
 
-const userColumns = "users.id, users.name, users.plan, users.disabled, users.created_at"
+const userColumns = "users.id, users.name, users.plan, users.disabled, users.created_at," +
+	" users.management_closed, users.withheld_features"
 
 func scanUser(row interface{ Scan(...any) error }, extra ...any) (User, error) {
 	var u User
 	var created sql.NullInt64
-	dest := append([]any{&u.ID, &u.Name, &u.Plan, &u.Disabled, &created}, extra...)
+	var withheld string
+	dest := append([]any{&u.ID, &u.Name, &u.Plan, &u.Disabled, &created, &u.ManagementClosed, &withheld}, extra...)
 	if err := row.Scan(dest...); err != nil {
 		if errors.Is(err, sql.ErrNoRows) {
 			return User{}, ErrNotFound
@@ -239,7 +242,42 @@ func scanUser(row interface{ Scan(...any) error }, extra ...any) (User, error) {
 		return User{}, err
 	}
 	u.CreatedAt = fromMillis(created)
+	var err error
+	if u.Withheld, err = decodeFeatures(withheld); err != nil {
+		return User{}, err
+	}
 	return u, nil
+}
+
+// encodeFeatures stores a user's withheld features as a JSON array.
+func encodeFeatures(fs []string) string {
+	if len(fs) == 0 {
+		return "[]"
+	}
+	b, _ := json.Marshal(fs) // strings always encode
+	return string(b)
+}
+
+// decodeFeatures reads withheld features back; none is nil.
+func decodeFeatures(s string) ([]string, error) {
+	var fs []string
+	if err := json.Unmarshal([]byte(s), &fs); err != nil {
+		return nil, fmt.Errorf("withheld features of a user are not a JSON array: %w", err)
+	}
+	if len(fs) == 0 {
+		return nil, nil
+	}
+	return fs, nil
+}
+
+// SetUserAccess implements Store.
+func (s *SQLite) SetUserAccess(ctx context.Context, userID string, managementClosed bool, withheld []string) error {
+	err := s.tx(ctx, func(tx *sql.Tx) error {
+		res, err := tx.ExecContext(ctx, "UPDATE users SET management_closed = ?, withheld_features = ? WHERE id = ?",
+			managementClosed, encodeFeatures(withheld), userID)
+		return affected(res, err)
+	})
+	return wrap("set user access", err)
 }
 
 // User implements Store.

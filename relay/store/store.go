@@ -1,5 +1,6 @@
 // Package store keeps the relay's durable state: users, their plans and
-// their tokens. It is the only package that talks to the database; the
+// their tokens, the outcomes of trading writes, and each user's management
+// resources. It is the only package that talks to the database; the
 // relay's other packages see the Store interface.
 //
 // The one-machine deployment uses SQLite (pure Go, WAL journal, synchronous
@@ -23,6 +24,10 @@ var (
 	ErrConflict = errors.New("store: already exists")
 	// ErrSchemaTooNew reports a database migrated by a newer relay.
 	ErrSchemaTooNew = errors.New("store: database schema is newer than this relay")
+	// ErrVersionConflict reports a ResourceWrite whose Version did not
+	// match the stored resource; nothing of its WriteResources was
+	// written.
+	ErrVersionConflict = errors.New("store: version conflict")
 )
 
 // User is an account holder of the service.
@@ -32,6 +37,13 @@ type User struct {
 	Plan      string
 	Disabled  bool
 	CreatedAt time.Time
+	// ManagementClosed closes the Management API for the user (403
+	// not_available) whatever the plan.
+	ManagementClosed bool
+	// Withheld are the features withheld from the user's plan (403
+	// plan_required): the families "desktop" and "tv" and kind names
+	// ("copier", "monitor", …). Nil when none.
+	Withheld []string
 }
 
 // Token is the stored form of an API or agent token: its hash, never its
@@ -72,6 +84,40 @@ type Idempotent struct {
 	Body        []byte
 	CreatedAt   time.Time
 	UpdatedAt   time.Time
+}
+
+// Resource is one stored management resource of a user.
+type Resource struct {
+	UserID, Kind, ID string
+	// Version counts the resource's changes: 1 after its create, +1 per
+	// write.
+	Version   int64
+	Body      []byte // the resource's JSON (protocol types), as the manage package wrote it
+	CreatedAt time.Time
+	UpdatedAt time.Time
+}
+
+// ResourceWrite is one change of WriteResources.
+type ResourceWrite struct {
+	Kind, ID string
+	// Body is the new JSON; nil deletes the resource.
+	Body []byte
+	// Version is the version the stored resource must have now: 0 means it
+	// must not exist (a create, or the first write of a singleton).
+	Version int64
+	// At is the write's time (CreatedAt of a create, UpdatedAt always).
+	At time.Time
+}
+
+// ManagedState is all of a user's management state.
+type ManagedState struct {
+	// ConfigVersion is bumped by every WriteResources with bumpConfig.
+	ConfigVersion int64
+	// Resources are every kind's, ordered by kind, then CreatedAt, then ID.
+	Resources []Resource
+	// Connections is the JSON the relay last recorded with SetConnections
+	// (the agent's platform connections), nil if none.
+	Connections []byte
 }
 
 // Store is the relay's durable state. Implementations are safe for
@@ -117,6 +163,30 @@ type Store interface {
 	// PurgeIdempotent deletes records created before the time and returns
 	// how many.
 	PurgeIdempotent(ctx context.Context, before time.Time) (int, error)
+	// SetUserAccess opens or closes the Management API for a user (closed:
+	// 403 not_available) and sets the features withheld from the user's
+	// plan (403 plan_required). ErrNotFound if the user does not exist.
+	SetUserAccess(ctx context.Context, userID string, managementClosed bool, withheld []string) error
+
+	// ManagedState returns all of the user's management state, read in
+	// one transaction. A user without any is the zero ManagedState.
+	ManagedState(ctx context.Context, userID string) (ManagedState, error)
+	// Resource returns one management resource; ErrNotFound if there is
+	// none.
+	Resource(ctx context.Context, userID, kind, id string) (Resource, error)
+	// WriteResources applies writes all or nothing, each conditional on
+	// its Version (UPDATE … WHERE version = ?; INSERT for Version 0, which
+	// fails with ErrVersionConflict when the row exists), durably before
+	// it returns; with bumpConfig it also increments the user's config
+	// version in the same transaction. It returns the config version after
+	// the writes. ErrVersionConflict when any Version does not match
+	// (nothing is written); ErrNotFound if the user does not exist.
+	WriteResources(ctx context.Context, userID string, bumpConfig bool, writes ...ResourceWrite) (configVersion int64, err error)
+	// SetConnections records the agent's platform connections (JSON) for
+	// reads while it is offline; nil forgets them. ErrNotFound if the
+	// user does not exist.
+	SetConnections(ctx context.Context, userID string, connections []byte) error
+
 	// Ping checks that the store answers.
 	Ping(ctx context.Context) error
 	// Close releases the store. It is idempotent.

@@ -11,8 +11,9 @@
 // the query parameter ?token=<token> (the only query parameter accepted;
 // the header wins when both are sent). The query string is removed from
 // the request before anything else runs, so a token in it reaches no log
-// or metric. Before the upgrade the relay checks, in order, and answers
-// with the trading API's JSON error body:
+// or metric. Before the upgrade the relay checks, in order (package
+// admit's steps with this package's Door), and answers with the trading
+// API's JSON error body:
 //
 //	429 rate_limited (policy ip)  the client address's budget
 //	426 upgrade_required          not a WebSocket upgrade

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"tradebridge/protocol"
+	"tradebridge/relay/errcode"
 	"tradebridge/relay/httpapi"
 	"tradebridge/relay/profile"
 )
@@ -33,33 +34,6 @@ const (
 	typeStatus       = "status"
 	typeMarketData   = "marketData"
 	typePnlUpdate    = "pnlUpdate"
-)
-
-// Error codes of error frames and rpc replies that the stream itself
-// produces; rpc replies otherwise carry the trading API's codes.
-const (
-	// CodeInvalidJSON: the frame is not JSON (or not a text message).
-	CodeInvalidJSON = httpapi.CodeInvalidJSON
-	// CodeInvalidFrame: JSON, but not an object of the action's shape.
-	CodeInvalidFrame = "invalid_frame"
-	// CodeUnknownAction: action is none of rpc, subscribe, unsubscribe,
-	// streamPnl, ping.
-	CodeUnknownAction = "unknown_action"
-	// CodeInvalidArgument: a field has a bad value (an instrument's
-	// format, an interval out of range).
-	CodeInvalidArgument = "invalid_argument"
-	// CodeTooManyInstruments: the subscription would exceed the socket's
-	// instrument limit; nothing changed.
-	CodeTooManyInstruments = "too_many_instruments"
-	// CodeTooManyConcurrent: the socket already runs MaxInFlight RPCs.
-	CodeTooManyConcurrent = "too_many_concurrent_requests"
-	// CodeRateLimited: a budget is used up; retryAfter and policy say
-	// which and for how long.
-	CodeRateLimited = "rate_limited"
-	// CodeAddonDisconnected: the user's agent is not connected.
-	CodeAddonDisconnected = "addon_disconnected"
-	// CodeInternal: the relay failed.
-	CodeInternal = "internal_error"
 )
 
 // maxDepth bounds the nesting of client frames (the args of an rpc nest
@@ -119,7 +93,7 @@ func badFrame(code, detail string) *frameError {
 func mustJSON(v any) []byte {
 	b, err := json.Marshal(v)
 	if err != nil {
-		return []byte(`{"type":"error","error":"internal_error","detail":"the relay failed to encode a frame"}`)
+		return []byte(`{"type":"error","error":"` + errcode.InternalError + `","detail":"the relay failed to encode a frame"}`)
 	}
 	return b
 }
@@ -199,34 +173,34 @@ var allowedFields = map[string][]string{
 // client sent is repeated in an error, except the id it correlates with.
 func parseFrame(data []byte) (clientFrame, *frameError) {
 	if err := httpapi.Validate(data, maxDepth); err != nil {
-		return clientFrame{}, badFrame(CodeInvalidJSON, "the frame is not valid JSON, has duplicate keys or nests too deeply")
+		return clientFrame{}, badFrame(errcode.InvalidJSON, "the frame is not valid JSON, has duplicate keys or nests too deeply")
 	}
 	var fields map[string]json.RawMessage
 	if t := bytes.TrimLeft(data, " \t\r\n"); len(t) == 0 || t[0] != '{' || json.Unmarshal(data, &fields) != nil {
-		return clientFrame{}, badFrame(CodeInvalidFrame, "a frame must be a JSON object with an action")
+		return clientFrame{}, badFrame(errcode.InvalidFrame, "a frame must be a JSON object with an action")
 	}
 	f := clientFrame{fields: fields}
 	if raw, ok := fields["id"]; ok {
 		if !validID(raw) {
-			return clientFrame{}, badFrame(CodeInvalidFrame, "id must be a string of at most 128 characters or a number")
+			return clientFrame{}, badFrame(errcode.InvalidFrame, "id must be a string of at most 128 characters or a number")
 		}
 		f.id = raw
 	}
 	raw, ok := fields["action"]
 	if !ok || json.Unmarshal(raw, &f.action) != nil {
-		return f, badFrame(CodeInvalidFrame, "a frame must be a JSON object with an action")
+		return f, badFrame(errcode.InvalidFrame, "a frame must be a JSON object with an action")
 	}
 	allowed, known := allowedFields[f.action]
 	if !known {
-		return f, badFrame(CodeUnknownAction, "action must be one of rpc, subscribe, unsubscribe, streamPnl, ping")
+		return f, badFrame(errcode.UnknownAction, "action must be one of rpc, subscribe, unsubscribe, streamPnl, ping")
 	}
 	for name := range fields {
 		if name == "action" || name == "id" {
 			continue
 		}
 		if !contains(allowed, name) {
-			e := badFrame(CodeInvalidFrame, "the frame has a field its action does not take")
-			e.fields = []httpapi.FieldError{{Path: safeFieldName(name), Code: "unknown_field"}}
+			e := badFrame(errcode.InvalidFrame, "the frame has a field its action does not take")
+			e.fields = []httpapi.FieldError{{Path: safeFieldName(name), Code: errcode.FieldCodeUnknownField}}
 			return f, e
 		}
 	}
@@ -278,22 +252,22 @@ var instrumentRE = regexp.MustCompile(protocol.InstrumentPattern)
 func parseInstruments(f clientFrame, max int) ([]string, *frameError) {
 	raw, ok := f.fields["instruments"]
 	if !ok {
-		return nil, badFrame(CodeInvalidFrame, "the frame needs instruments, an array of instrument names")
+		return nil, badFrame(errcode.InvalidFrame, "the frame needs instruments, an array of instrument names")
 	}
 	var names []string
 	if json.Unmarshal(raw, &names) != nil || names == nil {
-		return nil, badFrame(CodeInvalidFrame, "instruments must be an array of instrument names")
+		return nil, badFrame(errcode.InvalidFrame, "instruments must be an array of instrument names")
 	}
 	if len(names) == 0 || len(names) > max {
-		return nil, &frameError{code: CodeInvalidArgument, detail: "instruments must hold 1 to " + strconv.Itoa(max) + " names",
-			fields: []httpapi.FieldError{{Path: "instruments", Code: "out_of_range", Limit: max}}}
+		return nil, &frameError{code: errcode.InvalidArgument, detail: "instruments must hold 1 to " + strconv.Itoa(max) + " names",
+			fields: []httpapi.FieldError{{Path: "instruments", Code: errcode.FieldCodeOutOfRange, Limit: max}}}
 	}
 	out := make([]string, 0, len(names))
 	for _, n := range names {
 		n = strings.TrimSpace(n)
 		if !instrumentRE.MatchString(n) {
-			return nil, &frameError{code: CodeInvalidArgument, detail: "an instrument name is not valid: use the form ES 12-26, a root such as ES, or a month code such as ESZ26",
-				fields: []httpapi.FieldError{{Path: "instruments", Code: "string_pattern_mismatch", Pattern: instrumentRE.String()}}}
+			return nil, &frameError{code: errcode.InvalidArgument, detail: "an instrument name is not valid: use the form ES 12-26, a root such as ES, or a month code such as ESZ26",
+				fields: []httpapi.FieldError{{Path: "instruments", Code: errcode.FieldCodeStringPatternMismatch, Pattern: instrumentRE.String()}}}
 		}
 		n = strings.ToUpper(n)
 		if !contains(out, n) {
@@ -309,20 +283,20 @@ func parseInstruments(f clientFrame, max int) ([]string, *frameError) {
 func parseStreamPnl(f clientFrame) (enabled bool, interval time.Duration, e *frameError) {
 	raw, ok := f.fields["enabled"]
 	if !ok || json.Unmarshal(raw, &enabled) != nil {
-		return false, 0, badFrame(CodeInvalidFrame, "streamPnl needs enabled, a boolean")
+		return false, 0, badFrame(errcode.InvalidFrame, "streamPnl needs enabled, a boolean")
 	}
 	interval = DefaultPnlInterval
 	if raw, ok := f.fields["interval"]; ok && !bytes.Equal(bytes.TrimSpace(raw), []byte("null")) {
 		var ms float64
 		if json.Unmarshal(raw, &ms) != nil || ms != math.Trunc(ms) {
-			return false, 0, &frameError{code: CodeInvalidArgument, detail: "interval must be a whole number of milliseconds",
-				fields: []httpapi.FieldError{{Path: "interval", Code: httpapi.FieldCodeWrongType}}}
+			return false, 0, &frameError{code: errcode.InvalidArgument, detail: "interval must be a whole number of milliseconds",
+				fields: []httpapi.FieldError{{Path: "interval", Code: errcode.FieldCodeWrongType}}}
 		}
 		d := time.Duration(ms) * time.Millisecond
 		if ms < float64(MinPnlInterval/time.Millisecond) || ms > float64(MaxPnlInterval/time.Millisecond) {
-			return false, 0, &frameError{code: CodeInvalidArgument,
+			return false, 0, &frameError{code: errcode.InvalidArgument,
 				detail: "interval must be 250 to 60000 milliseconds",
-				fields: []httpapi.FieldError{{Path: "interval", Code: "out_of_range", Limit: MaxPnlInterval.Milliseconds()}}}
+				fields: []httpapi.FieldError{{Path: "interval", Code: errcode.FieldCodeOutOfRange, Limit: MaxPnlInterval.Milliseconds()}}}
 		}
 		interval = d
 	}

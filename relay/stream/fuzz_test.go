@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"tradebridge/protocol"
+	"tradebridge/relay/errcode"
 	"tradebridge/relay/httpapi"
 )
 
@@ -56,7 +57,7 @@ func FuzzClientFrame(f *testing.F) {
 	} {
 		f.Add([]byte(s))
 	}
-	codes := map[string]bool{CodeInvalidJSON: true, CodeInvalidFrame: true, CodeUnknownAction: true, CodeInvalidArgument: true}
+	codes := map[string]bool{errcode.InvalidJSON: true, errcode.InvalidFrame: true, errcode.UnknownAction: true, errcode.InvalidArgument: true}
 	checkRefusal := func(t *testing.T, data []byte, e *frameError) {
 		t.Helper()
 		if !codes[e.code] || e.detail == "" || strings.Contains(e.detail, frameMarker) {
@@ -73,7 +74,7 @@ func FuzzClientFrame(f *testing.F) {
 		valid := httpapi.Validate(data, maxDepth) == nil
 		if e != nil {
 			checkRefusal(t, data, e)
-			if !e.bad || (e.code == CodeInvalidJSON) == valid {
+			if !e.bad || (e.code == errcode.InvalidJSON) == valid {
 				t.Fatalf("%q: %+v (valid JSON: %v)", data, e, valid)
 			}
 			return

@@ -9,9 +9,10 @@ import (
 
 	"go.uber.org/zap"
 
-	"tradebridge/relay/api"
+	"tradebridge/relay/admit"
 	"tradebridge/relay/auth"
 	"tradebridge/relay/budget"
+	"tradebridge/relay/tradecall"
 )
 
 // Protocol constants: part of the socket's contract (see the package
@@ -87,8 +88,12 @@ func (t realTicker) Stop()                 { t.t.Stop() }
 
 // Options configure a Server. Zero values mean the defaults named.
 type Options struct {
-	// Auth checks API tokens. Required.
+	// Auth checks API tokens. Required unless Admit is set.
 	Auth Authenticator
+	// Admit admits the upgrades (Door) and re-verifies the sockets'
+	// tokens; the relay passes the one Admitter of every door. Default: a
+	// new Admitter of Auth.
+	Admit *admit.Admitter
 	// Upstream reaches the agents. Required.
 	Upstream Upstream
 	// Budget is the per-user trading budget, the same limiter as the HTTP
@@ -97,9 +102,10 @@ type Options struct {
 	Budget *budget.Limiter
 	// Idempotency is the store of keyed writes' outcomes, the HTTP API's
 	// (api.Options.Idempotency): an rpc write with idempotencyKey or
-	// orderId runs under the same rule on either door (api.KeyedWrites).
-	// Required, so that a socket can never skip it.
-	Idempotency api.IdempotencyStore
+	// orderId runs under the same rule on either door
+	// (tradecall.KeyedWrites). Required, so that a socket can never skip
+	// it.
+	Idempotency tradecall.IdempotencyStore
 	// IPBudget, when set, is checked per client address before the token,
 	// as on the HTTP API.
 	IPBudget *budget.Limiter
@@ -159,11 +165,18 @@ type Options struct {
 }
 
 func (o *Options) setDefaults() error {
-	if o.Auth == nil || o.Upstream == nil || o.Budget == nil || o.Idempotency == nil {
-		return errors.New("stream: Options.Auth, Options.Upstream, Options.Budget and Options.Idempotency are required")
+	if (o.Auth == nil && o.Admit == nil) || o.Upstream == nil || o.Budget == nil || o.Idempotency == nil {
+		return errors.New("stream: Options.Auth (or Options.Admit), Options.Upstream, Options.Budget and Options.Idempotency are required")
 	}
 	if o.Logger == nil {
 		o.Logger = zap.NewNop()
+	}
+	if o.Admit == nil {
+		a, err := admit.New(admit.Options{Auth: o.Auth, Logger: o.Logger})
+		if err != nil {
+			return err
+		}
+		o.Admit = a
 	}
 	if o.Clock == nil {
 		o.Clock = realClock{}

@@ -17,6 +17,7 @@ import (
 
 	"tradebridge/protocol"
 	"tradebridge/relay/api"
+	"tradebridge/relay/errcode"
 	"tradebridge/relay/hub"
 )
 
@@ -130,11 +131,11 @@ func TestRPCRepliesCarryNoType(t *testing.T) {
 		require.Equal(t, wantSuccess[id], f["success"], "%s: %v", id, f)
 	}
 	require.Equal(t, true, replies["replay"]["replayed"])
-	require.Equal(t, api.CodeIdempotencyKeyReused, replies["reused"]["error"])
+	require.Equal(t, errcode.IdempotencyKeyReused, replies["reused"]["error"])
 	require.Equal(t, "no_position", replies["agentErr"]["error"])
 	require.Equal(t, "missing_required_fields", replies["badArgs"]["error"])
-	require.Equal(t, api.CodeUnknownFunction, replies["noSuch"]["error"])
-	require.Equal(t, CodeInvalidFrame, replies["noApi"]["error"])
+	require.Equal(t, errcode.UnknownFunction, replies["noSuch"]["error"])
+	require.Equal(t, errcode.InvalidFrame, replies["noApi"]["error"])
 }
 
 // Replies are rendered in the profile of the socket's token: standard
@@ -236,7 +237,7 @@ func TestKeyedWriteRepliesFromTheStore(t *testing.T) {
 			c.send(rpcFrame("c", tc.fn, tc.other))
 			f := c.readReply()
 			require.Equal(t, false, f["success"])
-			require.Equal(t, api.CodeIdempotencyKeyReused, f["error"])
+			require.Equal(t, errcode.IdempotencyKeyReused, f["error"])
 			require.NotContains(t, f, "type")
 			require.Len(t, e.up.callsOf(tc.fn), 1)
 
@@ -277,9 +278,9 @@ func TestKeyedWriteWithUnknownOutcomeRunsAgain(t *testing.T) {
 		err  error
 		code string
 	}{
-		{"tunnel dropped", hub.ErrConnectionLost, api.CodeOutcomeUnknown},
-		{"agent away", hub.ErrNotConnected, api.CodeAddonDisconnected},
-		{"agent still runs it", protocol.NewError(protocol.CodeRequestInProgress, "a write with this request id is still running"), api.CodeRequestInProgress},
+		{"tunnel dropped", hub.ErrConnectionLost, errcode.OutcomeUnknown},
+		{"agent away", hub.ErrNotConnected, errcode.AddonDisconnected},
+		{"agent still runs it", protocol.NewError(protocol.CodeRequestInProgress, "a write with this request id is still running"), errcode.RequestInProgress},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -331,7 +332,7 @@ func TestKeyedWriteRepeatWhileRunningIsInProgress(t *testing.T) {
 	other := e.dial(tokA2)
 	other.send(rpcFrame(2, "PlaceOrder", placeArgs("orderId", "o-run")))
 	f := other.readReply()
-	require.Equal(t, api.CodeRequestInProgress, f["error"])
+	require.Equal(t, errcode.RequestInProgress, f["error"])
 	require.Equal(t, 1.0, f["retryAfter"])
 	require.NotContains(t, f, "type")
 	close(release)
@@ -389,7 +390,7 @@ func TestKeyedWriteIsOneRuleOnBothDoors(t *testing.T) {
 	require.Equal(t, "o-1", m["orderId"])
 	status, _, m = post(place, strings.Replace(body, `"quantity":1`, `"quantity":5`, 1), api.IdempotencyKeyHeader, "k-x")
 	require.Equal(t, 422, status)
-	require.Equal(t, api.CodeIdempotencyKeyReused, m["error"])
+	require.Equal(t, errcode.IdempotencyKeyReused, m["error"])
 
 	// HTTP first, then the socket; orderId is a key on both.
 	withID := strings.Replace(body, `{`, `{"orderId":"mine-7",`, 1)

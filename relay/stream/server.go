@@ -16,27 +16,42 @@ import (
 	"go.uber.org/zap"
 
 	"tradebridge/protocol"
-	"tradebridge/relay/api"
+	"tradebridge/relay/admit"
 	"tradebridge/relay/auth"
+	"tradebridge/relay/budget"
+	"tradebridge/relay/errcode"
 	"tradebridge/relay/httpapi"
+	"tradebridge/relay/tradecall"
 )
 
 // Path is where the relay serves the stream API.
 const Path = "/ws/stream"
 
-// HTTP error codes of the upgrade request.
-const (
-	codeUpgradeRequired  = "upgrade_required"
-	codeUnknownParameter = "unknown_parameter"
-	codeShuttingDown     = httpapi.CodeShuttingDown
-)
+// Door is the upgrade's admission policy (see package admit), the trading
+// API's: the client address's budget, an API token (from the
+// Authorization header or the token query parameter), the pro plan (403
+// plan_required), and the user's trading budget. A request that is no
+// WebSocket upgrade (426 upgrade_required) or sends another query
+// parameter (400 unknown_parameter) is refused in place of the token,
+// before any token is looked at. New fills in the budgets.
+var Door = admit.Door{
+	Name:               "stream",
+	Kind:               auth.KindAPI,
+	Plan:               auth.PlanPro,
+	PlanCode:           errcode.PlanRequired,
+	PlanDetail:         "the trading API needs the pro plan or higher",
+	MissingTokenDetail: "an API token is required in the Authorization header",
+	InvalidTokenDetail: "the API token is missing, malformed or revoked",
+	Token:              upgradeToken,
+}
 
 // Server serves GET /ws/stream. Create it with New; it is an http.Handler.
 type Server struct {
 	opts   Options
 	log    *zap.Logger
-	keyed  *api.KeyedWrites // rpc writes with a key
-	ctx    context.Context  // ends when the Server closes
+	door   admit.Door
+	keyed  *tradecall.KeyedWrites // rpc writes with a key
+	ctx    context.Context        // ends when the Server closes
 	cancel context.CancelFunc
 
 	mu     sync.RWMutex
@@ -58,15 +73,19 @@ func New(opts Options) (*Server, error) {
 	if err := opts.setDefaults(); err != nil {
 		return nil, err
 	}
-	keyed, err := api.NewKeyedWrites(api.KeyedOptions{Store: opts.Idempotency, Caller: opts.Upstream,
+	keyed, err := tradecall.NewKeyedWrites(tradecall.KeyedOptions{Store: opts.Idempotency, Caller: opts.Upstream,
 		CallTimeout: opts.CallTimeout, Logger: opts.Logger.Named("stream")})
 	if err != nil {
 		return nil, err
 	}
+	door := Door
+	door.IP = opts.IPBudget
+	door.Budgets = []*budget.Limiter{opts.Budget}
 	ctx, cancel := context.WithCancel(context.Background())
 	return &Server{
 		opts:   opts,
 		log:    opts.Logger.Named("stream"),
+		door:   door,
 		keyed:  keyed,
 		ctx:    ctx,
 		cancel: cancel,
@@ -172,37 +191,29 @@ func (s *Server) HandleStatus(userID string, connected bool) {
 	}
 }
 
-// ServeHTTP handles GET /ws/stream: it admits the request (per-address
-// budget, token, plan, the user's trading budget, the user's socket limit)
-// before it upgrades, and then serves the socket until it closes.
+// ServeHTTP handles GET /ws/stream: it admits the request (Door: the
+// per-address budget, the upgrade itself, the token, the plan, the user's
+// trading budget), counts the socket against the user's limit, upgrades,
+// and then serves the socket until it closes.
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	// The token may travel in the query string; no later step, log or
-	// metric may see it there.
+	// metric may see it there. Door.Token finds it in r's context.
 	token, qerr := takeToken(r)
-	if !httpapi.AllowAddress(w, r, s.opts.IPBudget) {
-		return
-	}
+	r = r.WithContext(context.WithValue(r.Context(), takenKey{}, taken{token: token, err: qerr}))
 	if !isUpgrade(r) {
+		// The answer, 426 or an earlier refusal, names the protocol this
+		// path serves.
 		w.Header().Set("Upgrade", "websocket")
-		httpapi.WriteError(w, http.StatusUpgradeRequired, httpapi.Error{Code: codeUpgradeRequired, Detail: "this path serves WebSocket upgrades only"})
+	}
+	ad, ok := s.opts.Admit.Admit(w, r, &s.door)
+	if !ok {
 		return
 	}
-	if qerr != nil {
-		httpapi.WriteError(w, http.StatusBadRequest, *qerr)
-		return
-	}
-	p, e := api.CheckToken(r.Context(), s.opts.Auth, token, s.log)
-	if e != nil {
-		httpapi.WriteError(w, e.Status, *e)
-		return
-	}
-	if d := s.opts.Budget.Allow(p.UserID); !d.Allowed {
-		httpapi.WriteRateLimited(w, s.opts.Budget.Policy(), d)
-		return
-	}
+	ad.Done() // the door counts no requests in flight: sockets count below
+	p := ad.Principal
 	u, over, ok := s.reserve(p.UserID)
 	if !ok {
-		httpapi.WriteError(w, http.StatusServiceUnavailable, httpapi.Error{Code: codeShuttingDown, Detail: "the relay is shutting down", RetryAfter: 1})
+		httpapi.WriteError(w, http.StatusServiceUnavailable, httpapi.Error{Code: errcode.ShuttingDown, Detail: "the relay is shutting down", RetryAfter: 1})
 		return
 	}
 	defer s.wg.Done()
@@ -258,6 +269,30 @@ func (s *Server) reserve(userID string) (u *user, over, ok bool) {
 	return u, false, true
 }
 
+// takenKey keys the token ServeHTTP took from the request (a taken) in
+// the request's context.
+type takenKey struct{}
+
+type taken struct {
+	token string
+	err   *httpapi.Error
+}
+
+// upgradeToken is Door.Token: it refuses a request that is no WebSocket
+// upgrade (426 upgrade_required) or whose query string is not one token
+// parameter (400 unknown_parameter), and returns the token ServeHTTP took
+// (takeToken).
+func upgradeToken(r *http.Request) (string, *httpapi.Error) {
+	if !isUpgrade(r) {
+		return "", &httpapi.Error{Status: http.StatusUpgradeRequired, Code: errcode.UpgradeRequired, Detail: "this path serves WebSocket upgrades only"}
+	}
+	t, _ := r.Context().Value(takenKey{}).(taken)
+	if t.err != nil {
+		return "", t.err
+	}
+	return t.token, nil
+}
+
 // takeToken returns the request's API token, from the Authorization header
 // or else the token query parameter, and removes the query string from r
 // so that nothing downstream (logs, metrics, panics) can see a token in
@@ -277,9 +312,9 @@ func takeToken(r *http.Request) (string, *httpapi.Error) {
 		q, err := url.ParseQuery(raw)
 		switch {
 		case err != nil:
-			qerr = &httpapi.Error{Code: codeUnknownParameter, Detail: "the query string is malformed"}
+			qerr = &httpapi.Error{Status: http.StatusBadRequest, Code: errcode.UnknownParameter, Detail: "the query string is malformed"}
 		case len(q) != 1 || len(q["token"]) != 1:
-			qerr = &httpapi.Error{Code: codeUnknownParameter, Detail: "the only query parameter is token, sent once"}
+			qerr = &httpapi.Error{Status: http.StatusBadRequest, Code: errcode.UnknownParameter, Detail: "the only query parameter is token, sent once"}
 		default:
 			qtoken = strings.TrimSpace(q["token"][0])
 		}

@@ -3,7 +3,7 @@ package stream
 import (
 	"context"
 	"encoding/json"
-	"errors"
+	"net/http"
 	"runtime"
 	"strconv"
 	"sync"
@@ -14,8 +14,9 @@ import (
 	"github.com/coder/websocket"
 	"go.uber.org/zap"
 
-	"tradebridge/relay/api"
 	"tradebridge/relay/auth"
+	"tradebridge/relay/errcode"
+	"tradebridge/relay/tradecall"
 )
 
 // socket is one client connection. Its goroutines: serve (the lifecycle,
@@ -256,13 +257,14 @@ func (sk *socket) shutdown() {
 func (sk *socket) reverify() {
 	ctx, cancel := context.WithTimeout(sk.ctx, 5*time.Second)
 	defer cancel()
-	p, err := sk.srv.opts.Auth.Authenticate(ctx, sk.token, auth.KindAPI)
+	p, e := sk.srv.opts.Admit.Verify(ctx, &sk.srv.door, sk.token)
 	switch {
-	case errors.Is(err, auth.ErrUnauthorized), err == nil && (p.UserID != sk.p.UserID || !p.Plan.AtLeast(auth.PlanPro)):
+	case e != nil && e.Status == http.StatusServiceUnavailable:
+		// The store could not say; the token may well be valid.
+		sk.log.Warn("re-verifying stream token", zap.String("error", e.Detail))
+	case e != nil, p.UserID != sk.p.UserID:
 		sk.log.Info("stream token no longer valid; closing socket")
 		sk.end(websocket.StatusPolicyViolation, "API token revoked or plan changed")
-	case err != nil:
-		sk.log.Warn("re-verifying stream token", zap.Error(err))
 	}
 }
 
@@ -324,7 +326,7 @@ func (sk *socket) refuse(e *frameError, id json.RawMessage, rpc bool) {
 
 func (sk *socket) handle(typ websocket.MessageType, data []byte) {
 	if typ != websocket.MessageText {
-		sk.refuse(badFrame(CodeInvalidJSON, "frames must be JSON text messages"), nil, false)
+		sk.refuse(badFrame(errcode.InvalidJSON, "frames must be JSON text messages"), nil, false)
 		return
 	}
 	f, e := parseFrame(data)
@@ -345,7 +347,7 @@ func (sk *socket) handle(typ websocket.MessageType, data []byte) {
 		sk.badInRow = 0
 		pol := sk.srv.opts.SubscriptionBudget.Policy()
 		if d := sk.srv.opts.SubscriptionBudget.Allow(sk.p.UserID); !d.Allowed {
-			sk.refuse(&frameError{code: CodeRateLimited, detail: "the subscription budget is used up; wait retryAfter seconds",
+			sk.refuse(&frameError{code: errcode.RateLimited, detail: "the subscription budget is used up; wait retryAfter seconds",
 				retryAfter: d.RetryAfterSeconds(), policy: pol.Name}, f.id, false)
 			return
 		}
@@ -366,27 +368,27 @@ func (sk *socket) handle(typ websocket.MessageType, data []byte) {
 // rpc starts an RPC. Its reply comes when the agent answers.
 func (sk *socket) rpc(f clientFrame) {
 	if f.id == nil {
-		sk.refuse(badFrame(CodeInvalidFrame, "an rpc frame needs an id to correlate the reply"), nil, false)
+		sk.refuse(badFrame(errcode.InvalidFrame, "an rpc frame needs an id to correlate the reply"), nil, false)
 		return
 	}
 	var fn string
 	if raw, ok := f.fields["api"]; !ok || json.Unmarshal(raw, &fn) != nil {
-		sk.refuse(badFrame(CodeInvalidFrame, "an rpc frame needs api, the name of an RPC function"), f.id, true)
+		sk.refuse(badFrame(errcode.InvalidFrame, "an rpc frame needs api, the name of an RPC function"), f.id, true)
 		return
 	}
 	if int(sk.inflight.Load()) >= sk.srv.opts.MaxInFlight {
-		sk.refuse(&frameError{code: CodeTooManyConcurrent, detail: "this socket already runs " + strconv.Itoa(sk.srv.opts.MaxInFlight) + " calls; wait for a reply"}, f.id, true)
+		sk.refuse(&frameError{code: errcode.TooManyConcurrentRequests, detail: "this socket already runs " + strconv.Itoa(sk.srv.opts.MaxInFlight) + " calls; wait for a reply"}, f.id, true)
 		return
 	}
 	b := sk.srv.opts.Budget
 	if d := b.Allow(sk.p.UserID); !d.Allowed {
-		sk.refuse(&frameError{code: CodeRateLimited, detail: "the request budget is used up; wait retryAfter seconds",
+		sk.refuse(&frameError{code: errcode.RateLimited, detail: "the request budget is used up; wait retryAfter seconds",
 			retryAfter: d.RetryAfterSeconds(), policy: b.Policy().Name}, f.id, true)
 		return
 	}
-	call, he := api.PrepareSocketCall(fn, f.fields["args"])
+	call, he := tradecall.PrepareSocketCall(fn, f.fields["args"])
 	if he != nil {
-		sk.refuse(&frameError{code: he.Code, detail: he.Detail, fields: he.Fields, bad: he.Code == api.CodeUnknownFunction}, f.id, true)
+		sk.refuse(&frameError{code: he.Code, detail: he.Detail, fields: he.Fields, bad: he.Code == errcode.UnknownFunction}, f.id, true)
 		return
 	}
 	sk.badInRow = 0
@@ -409,25 +411,25 @@ func (sk *socket) rpc(f clientFrame) {
 		defer cancel()
 		res, err := sk.srv.opts.Upstream.Call(ctx, sk.p.UserID, call.Fn, requestID, call.Args)
 		if err == nil {
-			sk.answer(f.id, api.Outcome{Fn: call.Fn, Result: res})
+			sk.answer(f.id, tradecall.Outcome{Fn: call.Fn, Result: res})
 			return
 		}
-		if e, ok := api.CallError(err, call.Write); ok {
-			sk.answer(f.id, api.Outcome{Err: &e})
+		if e, ok := tradecall.CallError(err, call.Write); ok {
+			sk.answer(f.id, tradecall.Outcome{Err: &e})
 			return
 		}
 		if sk.ctx.Err() != nil {
 			return // the socket is closing; nobody to answer
 		}
 		sk.log.Error("stream call failed", zap.String("fn", call.Fn), zap.Error(err))
-		sk.reply((&frameError{code: CodeInternal, detail: "the relay failed to complete the call"}).encode(f.id, true))
+		sk.reply((&frameError{code: errcode.InternalError, detail: "the relay failed to complete the call"}).encode(f.id, true))
 	}()
 }
 
 // answer sends the rpc reply of an outcome: the result rendered in the
 // socket's response profile, or the error; a recorded outcome answered
 // again carries "replayed":true.
-func (sk *socket) answer(id json.RawMessage, o api.Outcome) {
+func (sk *socket) answer(id json.RawMessage, o tradecall.Outcome) {
 	if o.Gone {
 		return // the socket is closing; nobody to answer
 	}
@@ -436,7 +438,7 @@ func (sk *socket) answer(id json.RawMessage, o api.Outcome) {
 		sk.reply(fe.encode(id, true))
 		return
 	}
-	reply, e := api.Render(sk.log, sk.p.Profile, o.Fn, o.Result)
+	reply, e := tradecall.Render(sk.log, sk.p.Profile, o.Fn, o.Result)
 	if e != nil {
 		fe := &frameError{code: e.Code, detail: e.Detail, replayed: o.Replayed}
 		sk.reply(fe.encode(id, true))

@@ -12,7 +12,8 @@ import (
 	"go.uber.org/zap"
 
 	"tradebridge/protocol"
-	"tradebridge/relay/api"
+	"tradebridge/relay/errcode"
+	"tradebridge/relay/tradecall"
 )
 
 // user is the state one user's sockets share: the subscription set sent to
@@ -347,7 +348,7 @@ func (u *user) handleSub(op userOp) {
 		return
 	}
 	if !u.connected() {
-		sk.reply((&frameError{code: CodeAddonDisconnected, detail: "the trading add-on is not connected: start the agent next to the platform"}).encode(op.id, false))
+		sk.reply((&frameError{code: errcode.AddonDisconnected, detail: "the trading add-on is not connected: start the agent next to the platform"}).encode(op.id, false))
 		return
 	}
 	added := 0
@@ -357,7 +358,7 @@ func (u *user) handleSub(op userOp) {
 		}
 	}
 	if max := u.srv.opts.MaxInstruments; len(sk.requested)+added > max {
-		sk.reply((&frameError{code: CodeTooManyInstruments, detail: "a socket subscribes to at most " + strconv.Itoa(max) + " instruments; nothing changed"}).encode(op.id, false))
+		sk.reply((&frameError{code: errcode.TooManyInstruments, detail: "a socket subscribes to at most " + strconv.Itoa(max) + " instruments; nothing changed"}).encode(op.id, false))
 		return
 	}
 	desired := u.union(op.names)
@@ -541,9 +542,9 @@ func (u *user) subFinished(r callResult) {
 		u.resyncAfter = false
 		u.log.Warn("setting market-data subscriptions failed", zap.Int("instruments", len(u.pendingSet)), zap.Error(r.err))
 		if op != nil && u.member(op.sk) {
-			e, ok := api.CallError(r.err, false)
+			e, ok := tradecall.CallError(r.err, false)
 			if !ok {
-				e.Code, e.Detail = CodeInternal, "the relay failed to set the subscriptions"
+				e.Code, e.Detail = errcode.InternalError, "the relay failed to set the subscriptions"
 			}
 			op.sk.reply((&frameError{code: e.Code, detail: e.Detail}).encode(op.id, false))
 		}

@@ -1,4 +1,4 @@
-package api
+package tradecall
 
 import (
 	"bytes"
@@ -16,30 +16,8 @@ import (
 	"unicode/utf8"
 
 	"tradebridge/protocol"
+	"tradebridge/relay/errcode"
 	"tradebridge/relay/httpapi"
-)
-
-// Field error codes of the trading API's 400 responses (the fields array).
-const (
-	fieldMissing     = "required"
-	fieldWrongType   = httpapi.FieldCodeWrongType
-	fieldNotAllowed  = "not_allowed" // a value outside the enumeration
-	fieldBadFormat   = "string_pattern_mismatch"
-	fieldOutOfRange  = "out_of_range"       // a string longer than its maximum
-	fieldTooSmall    = "greater_than_equal" // a number below its minimum (limit)
-	fieldNotAbove    = "greater_than"       // a number at or below its exclusive minimum (limit)
-	fieldTooLarge    = "less_than_equal"    // a number above its maximum (limit)
-	fieldUnknown     = "unknown_field"
-	fieldDuplicate   = "duplicate_field" // a field and its alias both sent
-	fieldOneRequired = "one_of_required"
-)
-
-// Error codes of argument problems found by the relay; they are the
-// agent's codes, so a caller sees the same code whichever side refused.
-const (
-	CodeInvalidArgument  = protocol.CodeInvalidArgument
-	CodeMissingFields    = protocol.CodeMissingFields
-	CodeUnknownParameter = "unknown_parameter"
 )
 
 // argsError is a 400 about the arguments.
@@ -47,22 +25,23 @@ func argsError(code, detail string, fields ...httpapi.FieldError) *httpapi.Error
 	return &httpapi.Error{Status: http.StatusBadRequest, Code: code, Detail: detail, Fields: fields}
 }
 
-// parseArgs builds the RPC arguments of ep from r: path parameters, query
-// parameters (typed from their text, defaults filled in) and body fields
-// (typed as JSON), under their canonical names. Nothing the caller sent is
-// repeated in an error; fields are named by the API's own names.
-func parseArgs(w http.ResponseWriter, r *http.Request, ep *endpoint) (map[string]any, *httpapi.Error) {
+// ParseHTTP builds the RPC arguments of ep from an HTTP request r of its
+// route: path parameters, query parameters (typed from their text,
+// defaults filled in) and body fields (typed as JSON), under their
+// canonical names. Nothing the caller sent is repeated in an error; fields
+// are named by the API's own names. The error carries its HTTP status.
+func ParseHTTP(w http.ResponseWriter, r *http.Request, ep *Endpoint) (map[string]any, *httpapi.Error) {
 	args := make(map[string]any, len(ep.Params))
 	for i := range ep.Params {
 		p := &ep.Params[i]
-		if p.In != inPath {
+		if p.In != InPath {
 			continue
 		}
 		v := r.PathValue(p.Name)
 		if !validName(v) {
-			return nil, &httpapi.Error{Status: http.StatusBadRequest, Code: CodeInvalidPath,
+			return nil, &httpapi.Error{Status: http.StatusBadRequest, Code: errcode.InvalidPath,
 				Detail: "the " + p.Name + " in the path must be 1 to 64 printable characters, without leading or trailing spaces (URL-encode spaces and slashes)",
-				Fields: []httpapi.FieldError{{Path: p.Name, Code: fieldBadFormat, Limit: 64}}}
+				Fields: []httpapi.FieldError{{Path: p.Name, Code: errcode.FieldCodeStringPatternMismatch, Limit: 64}}}
 		}
 		args[p.Name] = v
 	}
@@ -86,8 +65,8 @@ func parseArgs(w http.ResponseWriter, r *http.Request, ep *endpoint) (map[string
 // that lack a required parameter, a price their orderType needs, or every
 // member of a OneOf group. An optional orderType (FlatPlace) defaults from
 // the prices sent: protocol.FlatPlaceOrderType.
-func completeArgs(ep *endpoint, args map[string]any) *httpapi.Error {
-	if p := ep.param("orderType", inBody); p != nil && !p.Required {
+func completeArgs(ep *Endpoint, args map[string]any) *httpapi.Error {
+	if p := ep.Param("orderType", InBody); p != nil && !p.Required {
 		if _, ok := args["orderType"]; !ok {
 			_, limit := args["limitPrice"]
 			_, stop := args["stopPrice"]
@@ -99,7 +78,7 @@ func completeArgs(ep *endpoint, args map[string]any) *httpapi.Error {
 		p := &ep.Params[i]
 		if _, ok := args[p.Name]; !ok {
 			if p.Required {
-				missing = append(missing, httpapi.FieldError{Path: p.Name, Code: fieldMissing})
+				missing = append(missing, httpapi.FieldError{Path: p.Name, Code: errcode.FieldCodeRequired})
 			} else if p.Default != nil {
 				args[p.Name] = p.Default
 			}
@@ -115,15 +94,15 @@ func completeArgs(ep *endpoint, args map[string]any) *httpapi.Error {
 		if hint := missingHints[ep.Fn]; hint != "" {
 			detail += "; " + hint
 		}
-		return argsError(CodeMissingFields, detail, missing...)
+		return argsError(errcode.MissingRequiredFields, detail, missing...)
 	}
 	for _, group := range ep.OneOf {
 		if !slices.ContainsFunc(group, func(n string) bool { _, ok := args[n]; return ok }) {
 			fields := make([]httpapi.FieldError, len(group))
 			for i, n := range group {
-				fields[i] = httpapi.FieldError{Path: n, Code: fieldOneRequired}
+				fields[i] = httpapi.FieldError{Path: n, Code: errcode.FieldCodeOneOfRequired}
 			}
-			return argsError(CodeMissingFields, "missing required fields: one of "+strings.Join(group, ", "), fields...)
+			return argsError(errcode.MissingRequiredFields, "missing required fields: one of "+strings.Join(group, ", "), fields...)
 		}
 	}
 	return nil
@@ -136,7 +115,7 @@ var missingHints = map[string]string{
 
 // missingPrices names the prices args' orderType needs and lacks: a limit
 // price for Limit and StopLimit, a stop price for StopMarket and StopLimit.
-func missingPrices(ep *endpoint, args map[string]any) []httpapi.FieldError {
+func missingPrices(ep *Endpoint, args map[string]any) []httpapi.FieldError {
 	t, _ := args["orderType"].(string)
 	var out []httpapi.FieldError
 	for _, need := range []struct {
@@ -146,8 +125,8 @@ func missingPrices(ep *endpoint, args map[string]any) []httpapi.FieldError {
 		{"limitPrice", []string{protocol.OrderTypeLimit, protocol.OrderTypeStopLimit}},
 		{"stopPrice", []string{protocol.OrderTypeStopMarket, protocol.OrderTypeStopLimit}},
 	} {
-		if _, ok := args[need.name]; !ok && slices.Contains(need.types, t) && ep.param(need.name, inBody) != nil {
-			out = append(out, httpapi.FieldError{Path: need.name, Code: fieldMissing})
+		if _, ok := args[need.name]; !ok && slices.Contains(need.types, t) && ep.Param(need.name, InBody) != nil {
+			out = append(out, httpapi.FieldError{Path: need.name, Code: errcode.FieldCodeRequired})
 		}
 	}
 	return out
@@ -155,25 +134,25 @@ func missingPrices(ep *endpoint, args map[string]any) []httpapi.FieldError {
 
 // parseQuery types the query parameters. Unknown and repeated parameters are
 // refused: a misspelt filter must not silently widen a query.
-func parseQuery(r *http.Request, ep *endpoint, args map[string]any) *httpapi.Error {
+func parseQuery(r *http.Request, ep *Endpoint, args map[string]any) *httpapi.Error {
 	if r.URL.RawQuery == "" {
 		return nil
 	}
 	q, err := parseQueryStrict(r.URL.RawQuery)
 	if err != nil {
-		return argsError(CodeUnknownParameter, "the query string is malformed")
+		return argsError(errcode.UnknownParameter, "the query string is malformed")
 	}
 	for name, vals := range q {
-		p := ep.param(name, inQuery)
+		p := ep.Param(name, InQuery)
 		if p == nil {
-			return unknownError(ep, inQuery, name)
+			return unknownError(ep, InQuery, name)
 		}
 		if len(vals) > 1 {
-			return argsError(CodeUnknownParameter, "the query parameter "+p.Name+" is repeated")
+			return argsError(errcode.UnknownParameter, "the query parameter "+p.Name+" is repeated")
 		}
 		v, fe := typedText(p, vals[0])
 		if fe != nil {
-			return argsError(CodeInvalidArgument, "the query parameter "+fieldDetail(p, fe), *fe)
+			return argsError(errcode.InvalidArgument, "the query parameter "+fieldDetail(p, fe), *fe)
 		}
 		args[p.Name] = v
 	}
@@ -184,10 +163,10 @@ func parseQuery(r *http.Request, ep *endpoint, args map[string]any) *httpapi.Err
 // take. fields names it only when it looks like a field name (never
 // arbitrary bytes of the caller's); the detail lists what the route takes
 // there.
-func unknownError(ep *endpoint, in, name string) *httpapi.Error {
-	code, what := CodeInvalidArgument, "the body has a field"
-	if in == inQuery {
-		code, what = CodeUnknownParameter, "the query has a parameter"
+func unknownError(ep *Endpoint, in, name string) *httpapi.Error {
+	code, what := errcode.InvalidArgument, "the body has a field"
+	if in == InQuery {
+		code, what = errcode.UnknownParameter, "the query has a parameter"
 	}
 	safe := safeFieldName(name)
 	detail := what + " this route does not take (named in fields when it looks like a field name)"
@@ -202,48 +181,48 @@ func unknownError(ep *endpoint, in, name string) *httpapi.Error {
 	} else {
 		detail += "; it takes " + strings.Join(takes, ", ")
 	}
-	return argsError(code, detail, httpapi.FieldError{Path: safe, Code: fieldUnknown})
+	return argsError(code, detail, httpapi.FieldError{Path: safe, Code: errcode.FieldCodeUnknownField})
 }
 
 // fieldDetail is the sentence of a field error: the field's name and the
 // rule it broke (the allowed values, the bound crossed, the form), never the
 // value sent.
-func fieldDetail(p *param, fe *httpapi.FieldError) string {
+func fieldDetail(p *Param, fe *httpapi.FieldError) string {
 	n := p.Name
 	switch fe.Code {
-	case fieldNotAllowed:
+	case errcode.FieldCodeNotAllowed:
 		return n + " must be one of " + strings.Join(p.Enum, ", ") + " (any casing)"
-	case fieldTooSmall:
+	case errcode.FieldCodeGreaterThanEqual:
 		return n + " must be at least " + number(p.Min) + rangeHint(p)
-	case fieldNotAbove:
+	case errcode.FieldCodeGreaterThan:
 		return n + " must be above " + number(p.Min) + rangeHint(p)
-	case fieldTooLarge:
+	case errcode.FieldCodeLessThanEqual:
 		return n + " must be at most " + number(p.Max) + rangeHint(p)
-	case fieldOutOfRange:
+	case errcode.FieldCodeOutOfRange:
 		return n + " must be at most " + number(p.Max) + " characters"
-	case fieldWrongType:
+	case errcode.FieldCodeWrongType:
 		switch p.Type {
-		case tInteger:
+		case TInteger:
 			return n + " must be a whole number"
-		case tNumber:
+		case TNumber:
 			return n + " must be a finite number"
-		case tBoolean:
+		case TBoolean:
 			return n + " must be true or false"
-		case tObject:
+		case TObject:
 			return n + " must be an object"
 		}
 		return n + " must be a string"
-	case fieldBadFormat:
+	case errcode.FieldCodeStringPatternMismatch:
 		switch p.Format {
-		case formatInstrument:
+		case FormatInstrument:
 			return n + ` must be written as "ES 12-26" (root and contract month), "ES" (the front month) or "ESZ26" (month code)`
-		case formatName:
+		case FormatName:
 			return n + " must be 1 to 64 printable characters without leading or trailing spaces"
-		case formatTime:
+		case FormatTime:
 			return n + " must be an RFC 3339 time such as 2026-11-18T15:00:00Z"
-		case formatPositionList:
+		case FormatPositionList:
 			return n + " must be a comma-separated list of flat, long, short"
-		case "integer-text":
+		case FormatIntegerText:
 			return n + ` must be a whole number from 1 to 100000, as text ("5")`
 		}
 	}
@@ -255,7 +234,7 @@ var rangeHints = map[string]string{
 	"percent": "percent is a fraction of the position: 0.5 closes half",
 }
 
-func rangeHint(p *param) string {
+func rangeHint(p *Param) string {
 	if h := rangeHints[p.Name]; h != "" {
 		return "; " + h
 	}
@@ -290,39 +269,39 @@ func parseQueryStrict(raw string) (map[string][]string, error) {
 	return m, nil
 }
 
-var errBadQuery = errors.New("api: malformed query string")
+var errBadQuery = errors.New("tradecall: malformed query string")
 
 func unescape(s string) (string, error) { return url.QueryUnescape(s) }
 
 // typedText converts a query value to its parameter's type.
-func typedText(p *param, s string) (any, *httpapi.FieldError) {
+func typedText(p *Param, s string) (any, *httpapi.FieldError) {
 	switch p.Type {
-	case tBoolean:
+	case TBoolean:
 		switch strings.ToLower(s) {
 		case "true":
 			return true, nil
 		case "false":
 			return false, nil
 		}
-		return nil, &httpapi.FieldError{Path: p.Name, Code: fieldWrongType}
-	case tInteger:
+		return nil, &httpapi.FieldError{Path: p.Name, Code: errcode.FieldCodeWrongType}
+	case TInteger:
 		n, err := strconv.ParseInt(s, 10, 64)
 		if err != nil {
-			return nil, &httpapi.FieldError{Path: p.Name, Code: fieldWrongType}
+			return nil, &httpapi.FieldError{Path: p.Name, Code: errcode.FieldCodeWrongType}
 		}
 		if fe := p.checkRange(float64(n)); fe != nil {
 			return nil, fe
 		}
 		return n, nil
-	case tString:
+	case TString:
 		return p.checkString(s)
 	}
-	return nil, &httpapi.FieldError{Path: p.Name, Code: fieldWrongType}
+	return nil, &httpapi.FieldError{Path: p.Name, Code: errcode.FieldCodeWrongType}
 }
 
 // parseBody reads the JSON body and types its fields. An absent body is
 // an empty object.
-func parseBody(w http.ResponseWriter, r *http.Request, ep *endpoint, args map[string]any) *httpapi.Error {
+func parseBody(w http.ResponseWriter, r *http.Request, ep *Endpoint, args map[string]any) *httpapi.Error {
 	if r.ContentLength == 0 || r.Body == nil || r.Body == http.NoBody {
 		return nil
 	}
@@ -332,13 +311,13 @@ func parseBody(w http.ResponseWriter, r *http.Request, ep *endpoint, args map[st
 	}
 	seen := make(map[string]bool, len(body))
 	for name, raw := range body {
-		p := ep.param(name, inBody)
+		p := ep.Param(name, InBody)
 		if p == nil {
-			return unknownError(ep, inBody, name)
+			return unknownError(ep, InBody, name)
 		}
 		if seen[p.Name] {
-			return argsError(CodeInvalidArgument, "the field "+p.Name+" is sent twice under different names",
-				httpapi.FieldError{Path: p.Name, Code: fieldDuplicate})
+			return argsError(errcode.InvalidArgument, "the field "+p.Name+" is sent twice under different names",
+				httpapi.FieldError{Path: p.Name, Code: errcode.FieldCodeDuplicateField})
 		}
 		seen[p.Name] = true
 		if bytes.Equal(raw, []byte("null")) {
@@ -346,7 +325,7 @@ func parseBody(w http.ResponseWriter, r *http.Request, ep *endpoint, args map[st
 		}
 		v, fe := typedJSON(p, raw)
 		if fe != nil {
-			return argsError(CodeInvalidArgument, fieldDetail(p, fe), *fe)
+			return argsError(errcode.InvalidArgument, fieldDetail(p, fe), *fe)
 		}
 		args[p.Name] = v
 	}
@@ -368,22 +347,22 @@ const unnamedField = "(unnamed)"
 var fieldNameRE = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]{0,39}$`)
 
 // typedJSON checks a body value against its parameter.
-func typedJSON(p *param, raw json.RawMessage) (any, *httpapi.FieldError) {
-	wrong := &httpapi.FieldError{Path: p.Name, Code: fieldWrongType}
+func typedJSON(p *Param, raw json.RawMessage) (any, *httpapi.FieldError) {
+	wrong := &httpapi.FieldError{Path: p.Name, Code: errcode.FieldCodeWrongType}
 	switch p.Type {
-	case tString:
+	case TString:
 		var s string
 		if json.Unmarshal(raw, &s) != nil {
 			return nil, wrong
 		}
 		return p.checkString(s)
-	case tBoolean:
+	case TBoolean:
 		var b bool
 		if json.Unmarshal(raw, &b) != nil {
 			return nil, wrong
 		}
 		return b, nil
-	case tInteger:
+	case TInteger:
 		var f float64
 		if raw[0] == '"' || json.Unmarshal(raw, &f) != nil || f != math.Trunc(f) || math.Abs(f) > 1<<53 {
 			return nil, wrong
@@ -392,7 +371,7 @@ func typedJSON(p *param, raw json.RawMessage) (any, *httpapi.FieldError) {
 			return nil, fe
 		}
 		return int64(f), nil
-	case tNumber:
+	case TNumber:
 		var f float64
 		if raw[0] == '"' || json.Unmarshal(raw, &f) != nil || math.IsInf(f, 0) || math.IsNaN(f) {
 			return nil, wrong
@@ -401,7 +380,7 @@ func typedJSON(p *param, raw json.RawMessage) (any, *httpapi.FieldError) {
 			return nil, fe
 		}
 		return f, nil
-	case tObject:
+	case TObject:
 		if raw[0] != '{' {
 			return nil, wrong
 		}
@@ -413,24 +392,24 @@ func typedJSON(p *param, raw json.RawMessage) (any, *httpapi.FieldError) {
 // checkRange checks a number against its parameter's bounds and reports
 // the bound crossed. A number parameter (prices, fractions) whose minimum
 // is 0 must be above it: no price or fraction of this API may be 0.
-func (p *param) checkRange(f float64) *httpapi.FieldError {
+func (p *Param) checkRange(f float64) *httpapi.FieldError {
 	if p.Min == 0 && p.Max == 0 {
 		return nil
 	}
 	switch {
-	case p.Type == tNumber && p.Min == 0 && f <= 0:
-		return &httpapi.FieldError{Path: p.Name, Code: fieldNotAbove, Limit: p.bound(p.Min)}
+	case p.Type == TNumber && p.Min == 0 && f <= 0:
+		return &httpapi.FieldError{Path: p.Name, Code: errcode.FieldCodeGreaterThan, Limit: p.bound(p.Min)}
 	case f < p.Min:
-		return &httpapi.FieldError{Path: p.Name, Code: fieldTooSmall, Limit: p.bound(p.Min)}
+		return &httpapi.FieldError{Path: p.Name, Code: errcode.FieldCodeGreaterThanEqual, Limit: p.bound(p.Min)}
 	case f > p.Max:
-		return &httpapi.FieldError{Path: p.Name, Code: fieldTooLarge, Limit: p.bound(p.Max)}
+		return &httpapi.FieldError{Path: p.Name, Code: errcode.FieldCodeLessThanEqual, Limit: p.bound(p.Max)}
 	}
 	return nil
 }
 
 // bound is a limit as the field's type writes it (1, not 1.0).
-func (p *param) bound(f float64) any {
-	if p.Type == tInteger {
+func (p *Param) bound(f float64) any {
+	if p.Type == TInteger {
 		return int64(f)
 	}
 	return f
@@ -438,35 +417,35 @@ func (p *param) bound(f float64) any {
 
 // checkString checks a string's enumeration and format and returns the
 // value to forward.
-func (p *param) checkString(s string) (any, *httpapi.FieldError) {
+func (p *Param) checkString(s string) (any, *httpapi.FieldError) {
 	if len(p.Enum) > 0 {
 		for _, e := range p.Enum {
 			if strings.EqualFold(s, e) {
 				return e, nil
 			}
 		}
-		return nil, &httpapi.FieldError{Path: p.Name, Code: fieldNotAllowed, Allowed: p.Enum}
+		return nil, &httpapi.FieldError{Path: p.Name, Code: errcode.FieldCodeNotAllowed, Allowed: p.Enum}
 	}
 	if p.Max > 0 && float64(utf8.RuneCountInString(s)) > p.Max {
-		return nil, &httpapi.FieldError{Path: p.Name, Code: fieldOutOfRange, Limit: p.Max}
+		return nil, &httpapi.FieldError{Path: p.Name, Code: errcode.FieldCodeOutOfRange, Limit: p.Max}
 	}
-	bad := &httpapi.FieldError{Path: p.Name, Code: fieldBadFormat}
+	bad := &httpapi.FieldError{Path: p.Name, Code: errcode.FieldCodeStringPatternMismatch}
 	switch p.Format {
-	case formatName:
+	case FormatName:
 		if !validName(s) {
 			return nil, bad
 		}
-	case formatInstrument:
+	case FormatInstrument:
 		s = strings.TrimSpace(s)
 		if !instrumentRE.MatchString(s) {
 			bad.Pattern = instrumentRE.String()
 			return nil, bad
 		}
-	case formatTime:
+	case FormatTime:
 		if _, err := time.Parse(time.RFC3339, s); err != nil {
 			return nil, bad
 		}
-	case formatPositionList:
+	case FormatPositionList:
 		for part := range strings.SplitSeq(s, ",") {
 			switch strings.ToLower(strings.TrimSpace(part)) {
 			case "flat", "long", "short":
@@ -474,7 +453,7 @@ func (p *param) checkString(s string) (any, *httpapi.FieldError) {
 				return nil, bad
 			}
 		}
-	case "integer-text":
+	case FormatIntegerText:
 		n, err := strconv.Atoi(strings.TrimSpace(s))
 		if err != nil || n < 1 || n > 100000 {
 			return nil, bad
@@ -489,8 +468,8 @@ func (p *param) checkString(s string) (any, *httpapi.FieldError) {
 // the root exists is the platform's to say.
 var instrumentRE = regexp.MustCompile(protocol.InstrumentPattern)
 
-// param finds the endpoint's parameter named name (or an alias) in in.
-func (ep *endpoint) param(name, in string) *param {
+// Param finds the endpoint's parameter named name (or an alias) in in.
+func (ep *Endpoint) Param(name, in string) *Param {
 	for i := range ep.Params {
 		p := &ep.Params[i]
 		if p.In != in {

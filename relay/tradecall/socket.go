@@ -1,4 +1,4 @@
-package api
+package tradecall
 
 import (
 	"bytes"
@@ -7,24 +7,22 @@ import (
 	"sync"
 
 	"tradebridge/protocol"
+	"tradebridge/relay/errcode"
 	"tradebridge/relay/httpapi"
 )
 
 // The WebSocket form of RPC (package stream) calls the same functions as the
 // HTTP routes, with the path parameters and the body fields (and the query
 // parameters) together in one args object. PrepareSocketCall checks such an
-// args object against this package's endpoint table, so a call is refused
+// args object against the route table (Endpoints), so a call is refused
 // for the same reasons, with the same codes and field errors, on either
-// transport, and the agent receives the same typed arguments.
+// transport, and the agent receives the same typed arguments. A function
+// that is not a public RPC function is refused 404 unknown_function.
 
 // IdempotencyKeyField is the args field that carries a write's idempotency
 // key over the WebSocket, where there are no headers. It plays the part of
 // the Idempotency-Key header and is removed before the call.
 const IdempotencyKeyField = "idempotencyKey"
-
-// CodeUnknownFunction answers a WebSocket rpc frame whose api names no
-// public RPC function.
-const CodeUnknownFunction = "unknown_function"
 
 // SocketCall is a checked call of the WebSocket form of RPC.
 type SocketCall struct {
@@ -50,20 +48,20 @@ type SocketCall struct {
 func PrepareSocketCall(api string, args json.RawMessage) (SocketCall, *httpapi.Error) {
 	f, ok := protocol.LookupFunction(api)
 	if !ok || f.Internal {
-		return SocketCall{}, &httpapi.Error{Status: http.StatusNotFound, Code: CodeUnknownFunction,
+		return SocketCall{}, &httpapi.Error{Status: http.StatusNotFound, Code: errcode.UnknownFunction,
 			Detail: "api must name a public RPC function of the trading API"}
 	}
 	obj := map[string]json.RawMessage{}
 	args = bytes.TrimSpace(args)
 	if len(args) > 0 && !bytes.Equal(args, []byte("null")) {
 		if args[0] != '{' {
-			return SocketCall{}, argsError(CodeInvalidArgument, "args must be a JSON object")
+			return SocketCall{}, argsError(errcode.InvalidArgument, "args must be a JSON object")
 		}
 		if err := httpapi.Validate(args, 0); err != nil {
-			return SocketCall{}, argsError(httpapi.CodeInvalidJSON, "args is not valid JSON, has duplicate keys or nests too deeply")
+			return SocketCall{}, argsError(errcode.InvalidJSON, "args is not valid JSON, has duplicate keys or nests too deeply")
 		}
 		if err := json.Unmarshal(args, &obj); err != nil {
-			return SocketCall{}, argsError(CodeInvalidArgument, "args must be a JSON object")
+			return SocketCall{}, argsError(errcode.InvalidArgument, "args must be a JSON object")
 		}
 	}
 	key := ""
@@ -71,9 +69,9 @@ func PrepareSocketCall(api string, args json.RawMessage) (SocketCall, *httpapi.E
 		delete(obj, IdempotencyKeyField)
 		var k string
 		if !bytes.Equal(raw, []byte("null")) {
-			if json.Unmarshal(raw, &k) != nil || !validKey(k) {
-				return SocketCall{}, argsError(CodeInvalidArgument, "idempotencyKey must be 1 to 255 visible ASCII characters",
-					httpapi.FieldError{Path: IdempotencyKeyField, Code: fieldBadFormat})
+			if json.Unmarshal(raw, &k) != nil || !ValidKey(k) {
+				return SocketCall{}, argsError(errcode.InvalidArgument, "idempotencyKey must be 1 to 255 visible ASCII characters",
+					httpapi.FieldError{Path: IdempotencyKeyField, Code: errcode.FieldCodeStringPatternMismatch})
 			}
 			key = "key:" + k
 		}
@@ -83,8 +81,8 @@ func PrepareSocketCall(api string, args json.RawMessage) (SocketCall, *httpapi.E
 		// A function no route calls directly (FlattenEverything) takes
 		// no arguments.
 		for name := range obj {
-			return SocketCall{}, argsError(CodeInvalidArgument, "args has a field this function does not take",
-				httpapi.FieldError{Path: safeFieldName(name), Code: fieldUnknown})
+			return SocketCall{}, argsError(errcode.InvalidArgument, "args has a field this function does not take",
+				httpapi.FieldError{Path: safeFieldName(name), Code: errcode.FieldCodeUnknownField})
 		}
 		return finishSocketCall(api, map[string]any{}, key, false)
 	}
@@ -115,7 +113,7 @@ func PrepareSocketCall(api string, args json.RawMessage) (SocketCall, *httpapi.E
 func finishSocketCall(fn string, m map[string]any, key string, orderIDKey bool) (SocketCall, *httpapi.Error) {
 	raw, err := json.Marshal(m)
 	if err != nil {
-		return SocketCall{}, &httpapi.Error{Status: http.StatusInternalServerError, Code: CodeInternal, Detail: "the relay failed to encode the request"}
+		return SocketCall{}, &httpapi.Error{Status: http.StatusInternalServerError, Code: errcode.InternalError, Detail: "the relay failed to encode the request"}
 	}
 	f, _ := protocol.LookupFunction(fn)
 	c := SocketCall{Fn: fn, Args: raw, Write: f.Write}
@@ -134,24 +132,24 @@ func finishSocketCall(fn string, m map[string]any, key string, orderIDKey bool) 
 // travel on HTTP, and completes them as parseArgs does. A query
 // parameter may be sent typed (true, 320) or as the text HTTP would carry
 // ("true", "320").
-func socketArgs(ep *endpoint, obj map[string]json.RawMessage) (map[string]any, *httpapi.Error) {
+func socketArgs(ep *Endpoint, obj map[string]json.RawMessage) (map[string]any, *httpapi.Error) {
 	args := make(map[string]any, len(obj))
 	seen := make(map[string]bool, len(obj))
 	for name, raw := range obj {
-		p := ep.param(name, inPath)
+		p := ep.Param(name, InPath)
 		if p == nil {
-			p = ep.param(name, inQuery)
+			p = ep.Param(name, InQuery)
 		}
 		if p == nil {
-			p = ep.param(name, inBody)
+			p = ep.Param(name, InBody)
 		}
 		if p == nil {
-			return nil, argsError(CodeInvalidArgument, "args has a field this function does not take",
-				httpapi.FieldError{Path: safeFieldName(name), Code: fieldUnknown})
+			return nil, argsError(errcode.InvalidArgument, "args has a field this function does not take",
+				httpapi.FieldError{Path: safeFieldName(name), Code: errcode.FieldCodeUnknownField})
 		}
 		if seen[p.Name] {
-			return nil, argsError(CodeInvalidArgument, "the field "+p.Name+" is sent twice under different names",
-				httpapi.FieldError{Path: p.Name, Code: fieldDuplicate})
+			return nil, argsError(errcode.InvalidArgument, "the field "+p.Name+" is sent twice under different names",
+				httpapi.FieldError{Path: p.Name, Code: errcode.FieldCodeDuplicateField})
 		}
 		seen[p.Name] = true
 		raw = bytes.TrimSpace(raw)
@@ -160,18 +158,18 @@ func socketArgs(ep *endpoint, obj map[string]json.RawMessage) (map[string]any, *
 		}
 		var v any
 		var fe *httpapi.FieldError
-		if p.In == inQuery && p.Type != tString && len(raw) > 0 && raw[0] == '"' {
+		if p.In == InQuery && p.Type != TString && len(raw) > 0 && raw[0] == '"' {
 			var s string
 			if json.Unmarshal(raw, &s) != nil {
-				return nil, argsError(CodeInvalidArgument, "the field "+p.Name+" is not valid",
-					httpapi.FieldError{Path: p.Name, Code: fieldWrongType})
+				return nil, argsError(errcode.InvalidArgument, "the field "+p.Name+" is not valid",
+					httpapi.FieldError{Path: p.Name, Code: errcode.FieldCodeWrongType})
 			}
 			v, fe = typedText(p, s)
 		} else {
 			v, fe = typedJSON(p, raw)
 		}
 		if fe != nil {
-			return nil, argsError(CodeInvalidArgument, "the field "+p.Name+" is not valid", *fe)
+			return nil, argsError(errcode.InvalidArgument, "the field "+p.Name+" is not valid", *fe)
 		}
 		args[p.Name] = v
 	}
@@ -185,8 +183,8 @@ func socketArgs(ep *endpoint, obj map[string]json.RawMessage) (map[string]any, *
 // parameters: when every candidate refuses the args, its refusal is the one
 // reported (GetQuote without instrument or root should say so, not ask
 // for an account).
-func lenientEndpoint(cands []*endpoint) *endpoint {
-	var best *endpoint
+func lenientEndpoint(cands []*Endpoint) *Endpoint {
+	var best *Endpoint
 	bestN := -1
 	for _, ep := range cands {
 		n := 0
@@ -204,13 +202,13 @@ func lenientEndpoint(cands []*endpoint) *endpoint {
 
 var (
 	socketEndpointsOnce sync.Once
-	socketEndpointsByFn map[string][]*endpoint
+	socketEndpointsByFn map[string][]*Endpoint
 )
 
 // socketEndpoints indexes the endpoint table by function, in table order.
-func socketEndpoints() map[string][]*endpoint {
+func socketEndpoints() map[string][]*Endpoint {
 	socketEndpointsOnce.Do(func() {
-		socketEndpointsByFn = make(map[string][]*endpoint)
+		socketEndpointsByFn = make(map[string][]*Endpoint)
 		for i := range endpoints {
 			ep := &endpoints[i]
 			socketEndpointsByFn[ep.Fn] = append(socketEndpointsByFn[ep.Fn], ep)

@@ -1,4 +1,4 @@
-package api
+package tradecall
 
 import (
 	"net/http"
@@ -9,14 +9,15 @@ import (
 	"testing"
 
 	"tradebridge/protocol"
+	"tradebridge/relay/errcode"
 )
 
 // queryEndpoints are the routes that take query parameters.
-var queryEndpoints = func() []*endpoint {
-	var out []*endpoint
+var queryEndpoints = func() []*Endpoint {
+	var out []*Endpoint
 	for i := range endpoints {
 		for _, p := range endpoints[i].Params {
-			if p.In == inQuery {
+			if p.In == InQuery {
 				out = append(out, &endpoints[i])
 				break
 			}
@@ -70,7 +71,7 @@ func FuzzQuery(f *testing.F) {
 		want := map[string]any{}
 		if raw != "" && err == nil {
 			for name, vals := range q {
-				p := ep.param(name, inQuery)
+				p := ep.Param(name, InQuery)
 				if p == nil || len(vals) > 1 {
 					ok = false
 					break
@@ -87,15 +88,15 @@ func FuzzQuery(f *testing.F) {
 			if ok {
 				t.Fatalf("%s?%s refused: %+v", ep.Path, raw, e)
 			}
-			if e.Status != http.StatusBadRequest || e.Code != CodeUnknownParameter && e.Code != CodeInvalidArgument ||
+			if e.Status != http.StatusBadRequest || e.Code != errcode.UnknownParameter && e.Code != errcode.InvalidArgument ||
 				e.Detail == "" || strings.Contains(e.Detail, queryMarker) {
 				t.Fatalf("%s?%s: %+v", ep.Path, raw, e)
 			}
-			if err != nil && e.Code != CodeUnknownParameter {
+			if err != nil && e.Code != errcode.UnknownParameter {
 				t.Fatalf("%s?%s, a malformed query: %+v", ep.Path, raw, e)
 			}
 			for _, fe := range e.Fields {
-				if ep.param(fe.Path, inQuery) == nil && fe.Path != unnamedField && !fieldNameRE.MatchString(fe.Path) {
+				if ep.Param(fe.Path, InQuery) == nil && fe.Path != unnamedField && !fieldNameRE.MatchString(fe.Path) {
 					t.Fatalf("%s?%s: field %+v", ep.Path, raw, fe)
 				}
 			}
@@ -106,7 +107,7 @@ func FuzzQuery(f *testing.F) {
 		}
 		back := url.Values{}
 		for name, v := range args {
-			p := ep.param(name, inQuery)
+			p := ep.Param(name, InQuery)
 			if p == nil {
 				t.Fatalf("%s?%s: argument %q is no query parameter", ep.Path, raw, name)
 			}
@@ -114,12 +115,12 @@ func FuzzQuery(f *testing.F) {
 			case bool:
 				back.Set(name, strconv.FormatBool(v))
 			case int64:
-				if p.Type != tInteger || float64(v) < p.Min || float64(v) > p.Max {
+				if p.Type != TInteger || float64(v) < p.Min || float64(v) > p.Max {
 					t.Fatalf("%s?%s: %s = %d", ep.Path, raw, name, v)
 				}
 				back.Set(name, strconv.FormatInt(v, 10))
 			case string:
-				if p.Format == formatInstrument {
+				if p.Format == FormatInstrument {
 					if _, err := protocol.ParseInstrument(v); err != nil {
 						t.Fatalf("%s?%s: instrument %q accepted, not in the grammar", ep.Path, raw, v)
 					}

@@ -1,0 +1,339 @@
+// Package admit runs the relay's request admission, the same steps in the
+// same order for every door (the trading routes, the stream socket's
+// upgrade, the agents' tunnel, the Management API):
+//
+//  1. the client address's budget (429 rate_limited, policy "ip"), before
+//     any token is looked at, so that guessing tokens costs no look-ups;
+//  2. the token of the door's kind (401 unauthorized; 503
+//     storage_unavailable when the store cannot say);
+//  3. the plan (403 with the door's code);
+//  4. the door's own gate, if any (service modes, not_available);
+//  5. the user's requests in flight through the door (429
+//     too_many_concurrent_requests);
+//  6. the door's budgets, charged in order to the user (429 rate_limited
+//     naming the budget).
+//
+// A door is a policy value (Door), not a copy of the steps: each door's
+// package defines its Door once, next to its handler, and every request
+// goes through Admitter.Admit. The body is read only after admission.
+//
+// An Admitter starts no goroutines; admission costs a few map look-ups
+// under sharded locks and, with the token cached, no I/O.
+package admit
+
+import (
+	"context"
+	"errors"
+	"hash/maphash"
+	"net/http"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"go.uber.org/zap"
+
+	"tradebridge/relay/auth"
+	"tradebridge/relay/budget"
+	"tradebridge/relay/errcode"
+	"tradebridge/relay/httpapi"
+)
+
+// Authenticator checks tokens; *auth.Authenticator implements it.
+type Authenticator interface {
+	Authenticate(ctx context.Context, token string, want auth.Kind) (auth.Principal, error)
+}
+
+// Options configure an Admitter.
+type Options struct {
+	// Auth checks tokens. Required.
+	Auth Authenticator
+	// Logger receives the store failures met while checking tokens. Nil
+	// means no logging.
+	Logger *zap.Logger
+}
+
+// DefaultIPPolicy is the per-address budget every door charges first:
+// generous enough for several bots behind one address, low enough that a
+// flood of bad tokens never reaches the token store.
+var DefaultIPPolicy = budget.Policy{Name: "ip", Rate: 1200, Period: time.Minute, Burst: 300}
+
+// Door is a door's policy: a value, not a copy of the steps. The zero
+// values of the optional fields turn their step off.
+type Door struct {
+	// Name names the door in logs and metrics ("trading", "stream",
+	// "tunnel", "manage", "tv"), and keeps its in-flight counts apart
+	// from other doors'.
+	Name string
+	// Kind is the kind of token the door accepts.
+	Kind auth.Kind
+	// Plan is the least plan admitted; "" admits every plan.
+	Plan auth.Plan
+	// PlanCode is the 403 code of a plan below Plan
+	// (errcode.PlanRequired, errcode.EliteRequired), and PlanDetail its
+	// sentence.
+	PlanCode   string
+	PlanDetail string
+	// MissingTokenDetail is the sentence of the 401 answered when no
+	// token was sent, and InvalidTokenDetail of the one answered when the
+	// token is refused. Defaults: "a token is required in the
+	// Authorization header" and "the token is missing, malformed or
+	// revoked".
+	MissingTokenDetail string
+	InvalidTokenDetail string
+	// Token, when set, reads the request's token (or refuses the request
+	// before any token is looked at, with the error it returns). Nil
+	// means the Authorization: Bearer header (auth.BearerToken).
+	Token func(r *http.Request) (string, *httpapi.Error)
+	// IP is the per-client-address budget (key httpapi.ClientAddr),
+	// checked before the token; nil means none.
+	IP *budget.Limiter
+	// Gate, when set, runs after the plan; a non-nil error refuses the
+	// request with it (service modes, not_available).
+	Gate func(r *http.Request, p auth.Principal) *httpapi.Error
+	// InFlight bounds the requests of one user running at once through
+	// this door (until Admission.Done); 0 means no limit.
+	InFlight int
+	// Budgets are charged in order, one each, keyed by the user id. The
+	// first one's state is written as the RateLimit-Policy and RateLimit
+	// headers of an admitted request when RateLimitHeaders is set.
+	Budgets          []*budget.Limiter
+	RateLimitHeaders bool
+}
+
+// Admitter admits requests at every door. It is safe for concurrent use.
+type Admitter struct {
+	auth Authenticator
+	log  *zap.Logger
+	seed maphash.Seed
+	// inflight counts requests in flight by door and user.
+	inflight [inflightShards]inflightShard
+}
+
+const inflightShards = 64
+
+type inflightKey struct{ door, user string }
+
+type inflightShard struct {
+	mu sync.Mutex
+	n  map[inflightKey]int
+	_  [48]byte // keep shards on separate cache lines
+}
+
+// New returns an Admitter.
+func New(opts Options) (*Admitter, error) {
+	if opts.Auth == nil {
+		return nil, errors.New("admit: Options.Auth is required")
+	}
+	if opts.Logger == nil {
+		opts.Logger = zap.NewNop()
+	}
+	a := &Admitter{auth: opts.Auth, log: opts.Logger.Named("admit"), seed: maphash.MakeSeed()}
+	for i := range a.inflight {
+		a.inflight[i].n = make(map[inflightKey]int)
+	}
+	return a, nil
+}
+
+// Admission is an admitted request. Call Done when the request is over, to
+// release its place among the user's requests in flight.
+type Admission struct {
+	// Principal is the caller the token names.
+	Principal auth.Principal
+
+	a    *Admitter
+	key  inflightKey
+	held atomic.Bool
+}
+
+// Done releases the request's in-flight place. It is idempotent and safe
+// on a nil Admission.
+func (ad *Admission) Done() {
+	if ad == nil || !ad.held.CompareAndSwap(true, false) {
+		return
+	}
+	ad.a.release(ad.key)
+}
+
+// Admit runs, in order: the per-address budget (429 rate_limited, policy
+// "ip"), the token of d.Kind (401 unauthorized; 503 storage_unavailable
+// with retryAfter 5 when the store fails), the plan (403 d.PlanCode),
+// d.Gate, the in-flight limit (429 too_many_concurrent_requests with
+// Retry-After: 1 and retryAfter 1), then d.Budgets (429 rate_limited
+// naming the budget, httpapi.WriteRateLimited). On refusal it has written
+// the answer and returns ok false, holding no in-flight place; otherwise
+// the caller must call Done on the Admission when the request is over.
+func (a *Admitter) Admit(w http.ResponseWriter, r *http.Request, d *Door) (*Admission, bool) {
+	if !httpapi.AllowAddress(w, r, d.IP) {
+		return nil, false
+	}
+	var token string
+	if d.Token != nil {
+		t, e := d.Token(r)
+		if e != nil {
+			httpapi.WriteError(w, e.Status, *e)
+			return nil, false
+		}
+		token = t
+	} else {
+		token, _ = auth.BearerToken(r.Header)
+	}
+	p, e, err := a.verify(r.Context(), d, token)
+	if e != nil {
+		if err != nil {
+			a.log.Error("authenticating request", zap.String("door", d.Name), zap.Error(err))
+		}
+		httpapi.WriteError(w, e.Status, *e)
+		return nil, false
+	}
+	if d.Gate != nil {
+		if e := d.Gate(r, p); e != nil {
+			httpapi.WriteError(w, e.Status, *e)
+			return nil, false
+		}
+	}
+	ad := &Admission{Principal: p, a: a}
+	if d.InFlight > 0 {
+		ad.key = inflightKey{door: d.Name, user: p.UserID}
+		if !a.acquire(ad.key, d.InFlight) {
+			httpapi.WriteError(w, http.StatusTooManyRequests, httpapi.Error{Code: errcode.TooManyConcurrentRequests,
+				Detail: "this user already runs " + strconv.Itoa(d.InFlight) + " requests at once here; wait for one to finish", RetryAfter: 1})
+			return nil, false
+		}
+		ad.held.Store(true)
+	}
+	for i, b := range d.Budgets {
+		dec := b.Allow(p.UserID)
+		if !dec.Allowed {
+			ad.Done()
+			httpapi.WriteRateLimited(w, b.Policy(), dec)
+			return nil, false
+		}
+		if i == 0 && d.RateLimitHeaders {
+			pol := b.Policy()
+			h := w.Header()
+			h.Set("RateLimit-Policy", pol.PolicyHeader())
+			h.Set("RateLimit", pol.Header(dec))
+		}
+	}
+	return ad, true
+}
+
+// Charge is one more budget charged for one request (the Management API's
+// read, write, resource, stop and kill budgets).
+type Charge struct {
+	Budget *budget.Limiter
+	// Key is the budget's key; "" means the user id.
+	Key string
+	// Cost is what the request costs; 0 means 1.
+	Cost int
+}
+
+// Charge charges each of charges in order, to p's user unless a charge
+// names its key. At the first refusal it writes 429 rate_limited naming
+// that budget's policy and returns false; the budgets charged before the
+// refusal stay charged (every attempt counts). A charge with a nil Budget
+// is skipped.
+func (a *Admitter) Charge(w http.ResponseWriter, p auth.Principal, charges ...Charge) bool {
+	for _, c := range charges {
+		if c.Budget == nil {
+			continue
+		}
+		key, cost := c.Key, c.Cost
+		if key == "" {
+			key = p.UserID
+		}
+		if cost <= 0 {
+			cost = 1
+		}
+		if dec := c.Budget.AllowN(key, cost); !dec.Allowed {
+			httpapi.WriteRateLimited(w, c.Budget.Policy(), dec)
+			return false
+		}
+	}
+	return true
+}
+
+// Verify checks token against d's kind and plan, without HTTP: the
+// periodic re-verification of a stream socket or a tunnel. The error, when
+// not nil, is the answer Admit would have given: 401 unauthorized, 403
+// d.PlanCode, or 503 storage_unavailable when the token could not be
+// checked (which says nothing about the token).
+func (a *Admitter) Verify(ctx context.Context, d *Door, token string) (auth.Principal, *httpapi.Error) {
+	p, e, _ := a.verify(ctx, d, token)
+	return p, e
+}
+
+// verify is Verify; err is the store's failure behind a 503.
+func (a *Admitter) verify(ctx context.Context, d *Door, token string) (auth.Principal, *httpapi.Error, error) {
+	if token == "" {
+		detail := d.MissingTokenDetail
+		if detail == "" {
+			detail = "a token is required in the Authorization header"
+		}
+		return auth.Principal{}, &httpapi.Error{Status: http.StatusUnauthorized, Code: errcode.Unauthorized, Detail: detail}, nil
+	}
+	p, err := a.auth.Authenticate(ctx, token, d.Kind)
+	if err != nil {
+		if errors.Is(err, auth.ErrUnauthorized) {
+			detail := d.InvalidTokenDetail
+			if detail == "" {
+				detail = "the token is missing, malformed or revoked"
+			}
+			return auth.Principal{}, &httpapi.Error{Status: http.StatusUnauthorized, Code: errcode.Unauthorized, Detail: detail}, nil
+		}
+		return auth.Principal{}, &httpapi.Error{Status: http.StatusServiceUnavailable, Code: errcode.StorageUnavailable,
+			Detail: "the relay cannot check tokens right now; retry shortly", RetryAfter: 5}, err
+	}
+	if d.Plan != "" && !p.Plan.AtLeast(d.Plan) {
+		code := d.PlanCode
+		if code == "" {
+			code = errcode.PlanRequired
+		}
+		detail := d.PlanDetail
+		if detail == "" {
+			detail = "the user's plan does not include this"
+		}
+		return auth.Principal{}, &httpapi.Error{Status: http.StatusForbidden, Code: code, Detail: detail}, nil
+	}
+	return p, nil, nil
+}
+
+func (a *Admitter) shard(k inflightKey) *inflightShard {
+	return &a.inflight[maphash.String(a.seed, k.user)%inflightShards]
+}
+
+// acquire counts one more request of k unless limit are in flight.
+func (a *Admitter) acquire(k inflightKey, limit int) bool {
+	s := a.shard(k)
+	s.mu.Lock()
+	n := s.n[k]
+	ok := n < limit
+	if ok {
+		s.n[k] = n + 1
+	}
+	s.mu.Unlock()
+	return ok
+}
+
+// release counts one request of k fewer.
+func (a *Admitter) release(k inflightKey) {
+	s := a.shard(k)
+	s.mu.Lock()
+	if n := s.n[k] - 1; n > 0 {
+		s.n[k] = n
+	} else {
+		delete(s.n, k)
+	}
+	s.mu.Unlock()
+}
+
+// InFlight returns how many requests of userID run through the door named
+// door, for tests and metrics.
+func (a *Admitter) InFlight(door, userID string) int {
+	k := inflightKey{door: door, user: userID}
+	s := a.shard(k)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.n[k]
+}

@@ -1,0 +1,85 @@
+// Package tradecall runs a trading RPC for either door, the HTTP routes
+// (package api) and the WebSocket form of RPC (package stream): arguments
+// checked against the one route table (Endpoints, ParseHTTP,
+// PrepareSocketCall), exactly-once writes by key (KeyedWrites), results
+// rendered in the caller's response profile (Render), and call failures
+// mapped to codes (CallError), so that a call reads the same whichever
+// door it came in by.
+package tradecall
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"net/http"
+	"time"
+
+	"go.uber.org/zap"
+
+	"tradebridge/protocol"
+	"tradebridge/relay/errcode"
+	"tradebridge/relay/httpapi"
+	"tradebridge/relay/hub"
+	"tradebridge/relay/profile"
+)
+
+// Caller sends an RPC to a user's agent; *hub.Hub implements it.
+type Caller interface {
+	Call(ctx context.Context, userID, fn, requestID string, args json.RawMessage) (json.RawMessage, error)
+}
+
+// IdempotencyTTL is how long a write's outcome answers its repeats.
+const IdempotencyTTL = 24 * time.Hour
+
+// Render renders fn's result in response profile prof, for the HTTP
+// routes and the WebSocket form of RPC alike. A record of the wrong shape
+// is the agent's fault: it is logged and answered 500 internal_error.
+func Render(log *zap.Logger, prof profile.Profile, fn string, result json.RawMessage) (profile.Reply, *httpapi.Error) {
+	reply, err := profile.Render(prof, fn, result)
+	if err != nil {
+		log.Error("agent answered with a record of the wrong shape", zap.String("fn", fn), zap.Error(err))
+		return profile.Reply{}, &httpapi.Error{Status: http.StatusInternalServerError, Code: errcode.InternalError,
+			Detail: "the add-on answered with a result the relay cannot read"}
+	}
+	return reply, nil
+}
+
+// CallError maps an error of Caller.Call to the trading API's answer: the
+// HTTP status (in e.Status), the stable code and the detail. The HTTP API
+// and the WebSocket form of RPC (package stream) both answer with it, so a
+// failure reads the same on either transport. write says whether the
+// function changes anything: a write interrupted after it was sent has an
+// unknown outcome. ok is false for errors that are neither the agent's nor
+// the tunnel's (the caller's own context ended, the hub is closed, a bug);
+// the caller decides how to answer those.
+func CallError(err error, write bool) (e httpapi.Error, ok bool) {
+	var pe *protocol.Error
+	switch {
+	case errors.As(err, &pe):
+		return httpapi.Error{Status: statusOf(pe.Code), Code: pe.Code, Detail: pe.Detail}, true
+	case errors.Is(err, hub.ErrNotConnected):
+		return httpapi.Error{Status: http.StatusRequestTimeout, Code: errcode.AddonDisconnected, Detail: "the trading add-on is not connected: start the agent next to the platform"}, true
+	case (errors.Is(err, hub.ErrConnectionLost) || errors.Is(err, hub.ErrTimeout)) && write:
+		return httpapi.Error{Status: http.StatusServiceUnavailable, Code: errcode.OutcomeUnknown, Detail: "the add-on did not confirm the outcome; retry with the same Idempotency-Key or orderId to learn it"}, true
+	case errors.Is(err, hub.ErrConnectionLost):
+		return httpapi.Error{Status: http.StatusRequestTimeout, Code: errcode.AddonDisconnected, Detail: "the trading add-on disconnected during the call"}, true
+	case errors.Is(err, hub.ErrTimeout):
+		return httpapi.Error{Status: http.StatusGatewayTimeout, Code: errcode.DeadlineExceeded, Detail: "the add-on did not answer in time"}, true
+	}
+	return httpapi.Error{}, false
+}
+
+// statusOf maps the agent's error codes to HTTP statuses.
+func statusOf(code string) int {
+	switch code {
+	case protocol.CodeInternal:
+		return http.StatusInternalServerError
+	case protocol.CodePlatformUnavailable:
+		return http.StatusRequestTimeout
+	case protocol.CodeRequestInProgress:
+		return http.StatusConflict
+	case protocol.CodeDeadlineExceeded, protocol.CodeCancelled:
+		return http.StatusGatewayTimeout
+	}
+	return http.StatusBadRequest
+}
