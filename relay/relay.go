@@ -1,9 +1,10 @@
 // Package relay is the cloud service bot authors call. It wires the store
 // (relay/store), token checks (relay/auth), one admission for every door
 // (relay/admit), the agent tunnels (relay/hub), the trading API
-// (relay/api), the WebSocket stream API (relay/stream) and metrics
-// (relay/metrics) into one HTTP server with timeouts and a graceful
-// shutdown that also closes the stream sockets and ends the tunnels.
+// (relay/api), the WebSocket stream API (relay/stream), the Management API
+// (relay/manage) and metrics (relay/metrics) into one HTTP server with
+// timeouts and a graceful shutdown that also closes the stream sockets and
+// ends the tunnels.
 //
 // # Limits
 //
@@ -65,6 +66,7 @@ import (
 	"tradebridge/relay/errcode"
 	"tradebridge/relay/httpapi"
 	"tradebridge/relay/hub"
+	"tradebridge/relay/manage"
 	"tradebridge/relay/metrics"
 	"tradebridge/relay/store"
 	"tradebridge/relay/stream"
@@ -95,6 +97,11 @@ type Options struct {
 	// Budget, Idempotency, IPBudget, Logger and Metrics in it are filled by
 	// the Relay.
 	Stream stream.Options
+	// Manage tunes the Management API (/v1/api/manage); Store, Hub,
+	// Admitter, IPBudget and Logger in it are filled by the Relay. Its
+	// Modes are the service modes, which the operator's listener serves
+	// at GET and PUT manage.OperatorModesPath.
+	Manage manage.Options
 
 	// ReadHeaderTimeout bounds the time to receive a request's headers.
 	// Default 10 s.
@@ -118,7 +125,9 @@ type Options struct {
 	// address, every connection has the proxy's).
 	MaxConnsPerAddr int
 	// OperatorListener, when set, is where Serve also answers the
-	// operator's routes: GET /metrics (Prometheus), /healthz and /readyz.
+	// operator's routes: GET /metrics (Prometheus), /healthz and /readyz,
+	// and the Management API's service modes (GET and PUT
+	// /v1/operator/modes).
 	// /metrics is served there only, never on the public listener. Serve
 	// closes it when it returns.
 	OperatorListener net.Listener
@@ -141,6 +150,7 @@ type Relay struct {
 	log      *zap.Logger
 	hub      *hub.Hub
 	stream   *stream.Server
+	manage   *manage.Server
 	metrics  *metrics.Metrics
 	guard    *httpapi.Guard
 	handler  http.Handler
@@ -210,6 +220,7 @@ func New(opts Options) (*Relay, error) {
 	// The stream server needs the hub, and the hub its callbacks: they
 	// reach it through streams once it exists (before anything is served).
 	var streams atomic.Pointer[stream.Server]
+	var managers atomic.Pointer[manage.Server]
 	onEvent, onStatus := hopts.OnEvent, hopts.OnStatus
 	hopts.OnEvent = func(e hub.Event) {
 		if onEvent != nil {
@@ -218,6 +229,9 @@ func New(opts Options) (*Relay, error) {
 		if st := streams.Load(); st != nil {
 			st.HandleEvent(e.UserID, e.Event)
 		}
+		if mg := managers.Load(); mg != nil {
+			mg.HandleEvent(e)
+		}
 	}
 	hopts.OnStatus = func(userID string, connected bool) {
 		if onStatus != nil {
@@ -225,6 +239,9 @@ func New(opts Options) (*Relay, error) {
 		}
 		if st := streams.Load(); st != nil {
 			st.HandleStatus(userID, connected)
+		}
+		if mg := managers.Load(); mg != nil {
+			mg.HandleStatus(userID, connected)
 		}
 	}
 	h, err := hub.New(hopts)
@@ -251,7 +268,23 @@ func New(opts Options) (*Relay, error) {
 		return nil, err
 	}
 	streams.Store(st)
-	r := &Relay{opts: opts, log: opts.Logger.Named("relay"), hub: h, stream: st, metrics: m, guard: guard}
+	mopts := opts.Manage
+	mopts.Store = opts.Store
+	mopts.Hub = h
+	mopts.Admitter = adm
+	mopts.IPBudget = perIP
+	mopts.Logger = opts.Logger
+	if mopts.BodyTimeout == 0 {
+		mopts.BodyTimeout = opts.BodyTimeout
+	}
+	mg, err := manage.New(mopts)
+	if err != nil {
+		st.Close()
+		h.Close()
+		return nil, err
+	}
+	managers.Store(mg)
+	r := &Relay{opts: opts, log: opts.Logger.Named("relay"), hub: h, stream: st, manage: mg, metrics: m, guard: guard}
 
 	mux := &routes{ServeMux: http.NewServeMux()}
 	mux.Handle("GET "+protocol.ConnectPath, h)
@@ -259,6 +292,7 @@ func New(opts Options) (*Relay, error) {
 	mux.HandleFunc("GET /readyz", r.ready)
 	a.Register(mux)
 	mux.Handle("GET "+stream.Path, st)
+	mg.Register(mux)
 	mux.addNotAllowed()
 	mux.ServeMux.HandleFunc("/", fallback(mux.ServeMux))
 	r.handler = guard.Wrap(r.requestIDs(m.Middleware(oneAuthorization(mux.ServeMux))))
@@ -267,6 +301,9 @@ func New(opts Options) (*Relay, error) {
 	op.Handle("GET /metrics", m.Handler())
 	op.HandleFunc("GET /healthz", healthy)
 	op.HandleFunc("GET /readyz", r.ready)
+	modes := manage.ModesHandler(mg.Modes())
+	op.Handle("GET "+manage.OperatorModesPath, modes)
+	op.Handle("PUT "+manage.OperatorModesPath, modes)
 	op.addNotAllowed()
 	op.ServeMux.HandleFunc("/", fallback(op.ServeMux))
 	r.operator = guard.Wrap(op.ServeMux)
@@ -337,11 +374,15 @@ func newRequestID() string {
 func (r *Relay) Handler() http.Handler { return r.handler }
 
 // OperatorHandler returns the handler of the operator's listener: GET
-// /metrics, /healthz and /readyz.
+// /metrics, /healthz and /readyz, and GET and PUT /v1/operator/modes (the
+// Management API's service modes).
 func (r *Relay) OperatorHandler() http.Handler { return r.operator }
 
 // Hub returns the relay's tunnel hub.
 func (r *Relay) Hub() *hub.Hub { return r.hub }
+
+// Manage returns the relay's Management API server.
+func (r *Relay) Manage() *manage.Server { return r.manage }
 
 // Stream returns the relay's WebSocket stream server.
 func (r *Relay) Stream() *stream.Server { return r.stream }
@@ -451,6 +492,7 @@ func (r *Relay) shutdown(servers []*http.Server, hardStop context.CancelCauseFun
 	// agent (their outcome is recorded, then answered).
 	r.stream.Close()
 	r.hub.Close()
+	r.manage.Close()
 	hardStop(httpapi.ErrShuttingDown)
 	// Wait for the handlers to answer; those that have not within grace
 	// (a body still trickling in, a client that does not read) lose their
@@ -522,5 +564,7 @@ func (r *Relay) janitor(ctx context.Context) {
 // shutdown; it is idempotent.
 func (r *Relay) Close() error {
 	r.stream.Close()
-	return r.hub.Close()
+	err := r.hub.Close()
+	r.manage.Close()
+	return err
 }

@@ -1,6 +1,8 @@
-// Command relay is the cloud relay: it serves the trading API and the agent
-// tunnels (relay serve) and administers users and tokens (relay users,
-// relay tokens) in its data directory.
+// Command relay is the cloud relay: it serves the trading API, the
+// Management API and the agent tunnels (relay serve), administers users and
+// tokens (relay users, relay tokens) in its data directory, and reads and
+// sets a running relay's service modes (relay modes) on its operator
+// listener.
 package main
 
 import (
@@ -11,8 +13,10 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"net/http"
 	"os"
 	"os/signal"
+	"strings"
 	"syscall"
 	"time"
 
@@ -21,6 +25,7 @@ import (
 	"tradebridge/cmd/internal/logflags"
 	"tradebridge/relay"
 	"tradebridge/relay/auth"
+	"tradebridge/relay/manage"
 	"tradebridge/relay/profile"
 	"tradebridge/relay/store"
 )
@@ -40,7 +45,7 @@ func newRootCmd(stdout io.Writer) *cobra.Command {
 		SilenceErrors: true,
 	}
 	root.SetOut(stdout)
-	root.AddCommand(newServeCmd(), newUsersCmd(stdout), newTokensCmd(stdout))
+	root.AddCommand(newServeCmd(), newUsersCmd(stdout), newTokensCmd(stdout), newModesCmd(stdout))
 	return root
 }
 
@@ -52,6 +57,7 @@ const defaultOperatorListen = "127.0.0.1:9090"
 func newServeCmd() *cobra.Command {
 	var (
 		listen, operatorListen, data string
+		managementMode, familiesDown string
 		shutdownTimeout              time.Duration
 		logs                         logflags.Flags
 	)
@@ -59,8 +65,9 @@ func newServeCmd() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "serve",
 		Short: "Serve the trading API and agent tunnels",
-		Long: "Serve the trading API, the stream API and the agents' tunnels on --listen, and the\n" +
-			"operator's routes (GET /metrics, /healthz, /readyz) on --operator-listen. SIGINT or\n" +
+		Long: "Serve the trading API, the stream API, the Management API and the agents' tunnels on\n" +
+			"--listen, and the operator's routes (GET /metrics, /healthz, /readyz, and the service\n" +
+			"modes at /v1/operator/modes: see relay modes) on --operator-listen. SIGINT or\n" +
 			"SIGTERM shut down gracefully: running requests get --shutdown-timeout to finish, then\n" +
 			"are cut short (a write waiting on an agent answers and records outcome_unknown); the\n" +
 			"command exits 0 once every request has ended.",
@@ -71,6 +78,10 @@ func newServeCmd() *cobra.Command {
 			}
 			if shutdownTimeout <= 0 {
 				return errors.New("--shutdown-timeout must be positive")
+			}
+			modes, err := parseModes(managementMode, familiesDown)
+			if err != nil {
+				return err
 			}
 			log, err := logs.Logger()
 			if err != nil {
@@ -96,7 +107,8 @@ func newServeCmd() *cobra.Command {
 				}
 				defer opLn.Close()
 			}
-			r, err := relay.New(relay.Options{Store: st, Logger: log, OperatorListener: opLn, ShutdownTimeout: shutdownTimeout})
+			r, err := relay.New(relay.Options{Store: st, Logger: log, OperatorListener: opLn, ShutdownTimeout: shutdownTimeout,
+				Manage: manage.Options{Modes: modes}})
 			if err != nil {
 				return err
 			}
@@ -110,6 +122,10 @@ func newServeCmd() *cobra.Command {
 	cmd.Flags().StringVar(&operatorListen, "operator-listen", envOr("RELAY_OPERATOR_LISTEN", defaultOperatorListen),
 		`address of the operator's routes: GET /metrics, /healthz, /readyz; "off" disables it (env RELAY_OPERATOR_LISTEN)`)
 	cmd.Flags().StringVar(&data, "data", envOr("RELAY_DATA", "./relay-data"), "data directory holding the SQLite store (env RELAY_DATA)")
+	cmd.Flags().StringVar(&managementMode, "management-mode", envOr("RELAY_MANAGEMENT_MODE", manage.ModeNormal),
+		"the Management API's service mode at start: normal, unavailable, read_only or busy (env RELAY_MANAGEMENT_MODE)")
+	cmd.Flags().StringVar(&familiesDown, "family-unavailable", envOr("RELAY_FAMILY_UNAVAILABLE", ""),
+		"management families unavailable at start, comma-separated: desktop, tv (env RELAY_FAMILY_UNAVAILABLE)")
 	cmd.Flags().DurationVar(&shutdownTimeout, "shutdown-timeout", defaultShutdown,
 		"how long running requests may take to finish on SIGINT/SIGTERM before they are cut short (env RELAY_SHUTDOWN_TIMEOUT)")
 	logs.Register(cmd.Flags())
@@ -144,8 +160,184 @@ func newUsersCmd(stdout io.Writer) *cobra.Command {
 	add.Flags().StringVar(&plan, "plan", "pro", "plan: free, pro or elite")
 	add.Flags().StringVar(&data, "data", envOr("RELAY_DATA", "./relay-data"), "data directory (env RELAY_DATA)")
 	_ = add.MarkFlagRequired("name")
-	users.AddCommand(add)
+	users.AddCommand(add, newUsersAccessCmd(stdout))
 	return users
+}
+
+// userAccess is what relay users access prints.
+type userAccess struct {
+	UserID     string   `json:"userId"`
+	Management string   `json:"management"`
+	Withheld   []string `json:"withheld"`
+}
+
+func newUsersAccessCmd(stdout io.Writer) *cobra.Command {
+	var data, management, withhold string
+	cmd := &cobra.Command{
+		Use:   "access <user-id>",
+		Short: `Open or close the Management API for a user and set the features withheld from the plan; print {"userId","management","withheld"} as JSON`,
+		Long: "Show or change a user's access to the Management API: --management open|closed\n" +
+			"(closed: 403 not_available), --withhold a comma-separated list of the features withheld\n" +
+			"from the user's plan (403 plan_required): the families desktop and tv, and the kinds\n" +
+			"copier, monitor, account-group, atm-template, controls, news-lockout,\n" +
+			"connection-settings; --withhold \"\" withholds none. Flags not given keep their value.\n" +
+			"A running relay applies the change within seconds.",
+		Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			userID := args[0]
+			return withStore(cmd.Context(), data, func(ctx context.Context, st *store.SQLite) error {
+				u, err := st.User(ctx, userID)
+				if errors.Is(err, store.ErrNotFound) {
+					return errors.New("no such user")
+				}
+				if err != nil {
+					return err
+				}
+				closed, withheld := u.ManagementClosed, u.Withheld
+				if cmd.Flags().Changed("management") {
+					switch management {
+					case "open":
+						closed = false
+					case "closed":
+						closed = true
+					default:
+						return errors.New("--management must be open or closed")
+					}
+				}
+				if cmd.Flags().Changed("withhold") {
+					withheld = nil
+					for part := range strings.SplitSeq(withhold, ",") {
+						if f := strings.TrimSpace(part); f != "" {
+							withheld = append(withheld, f)
+						}
+					}
+				}
+				if cmd.Flags().Changed("management") || cmd.Flags().Changed("withhold") {
+					if err := auth.SetUserAccess(ctx, st, userID, closed, withheld); err != nil {
+						return err
+					}
+					if u, err = st.User(ctx, userID); err != nil {
+						return err
+					}
+				}
+				out := userAccess{UserID: u.ID, Management: "open", Withheld: u.Withheld}
+				if u.ManagementClosed {
+					out.Management = "closed"
+				}
+				if out.Withheld == nil {
+					out.Withheld = []string{}
+				}
+				return printJSON(stdout, out)
+			})
+		},
+	}
+	cmd.Flags().StringVar(&management, "management", "", "open or closed")
+	cmd.Flags().StringVar(&withhold, "withhold", "", "features withheld from the plan, comma-separated")
+	cmd.Flags().StringVar(&data, "data", envOr("RELAY_DATA", "./relay-data"), "data directory (env RELAY_DATA)")
+	return cmd
+}
+
+// parseModes reads the service modes of relay serve's flags.
+func parseModes(management, families string) (*manage.Modes, error) {
+	fams, err := manage.ParseFamilies(families)
+	if err != nil {
+		return nil, fmt.Errorf("--family-unavailable: %w", err)
+	}
+	modes, err := manage.NewModes(manage.ModeState{Management: management, Families: fams})
+	if err != nil {
+		return nil, fmt.Errorf("--management-mode: %w", err)
+	}
+	return modes, nil
+}
+
+// defaultOperator is the operator listener relay modes calls by default.
+const defaultOperator = "http://" + defaultOperatorListen
+
+func newModesCmd(stdout io.Writer) *cobra.Command {
+	modes := &cobra.Command{
+		Use:   "modes",
+		Short: "Read or set a running relay's service modes of the Management API",
+		Long: "The Management API's service modes, live in a running relay: management normal,\n" +
+			"unavailable (503 management_unavailable), read_only (changes 503 management_read_only)\n" +
+			"or busy (503 management_busy, except a copier's stop and the kill switch); and per\n" +
+			"family (desktop, tv) normal or unavailable (503 family_unavailable). The commands call\n" +
+			"the relay's operator listener (--operator) and print the modes then in force as JSON.",
+	}
+	var getOp string
+	get := &cobra.Command{
+		Use:   "get",
+		Short: `Print the service modes as JSON: {"management","families"}`,
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			return callModes(cmd.Context(), stdout, getOp, http.MethodGet, nil)
+		},
+	}
+	get.Flags().StringVar(&getOp, "operator", envOr("RELAY_OPERATOR", defaultOperator), "the relay's operator listener (env RELAY_OPERATOR)")
+
+	var setOp, management, families string
+	set := &cobra.Command{
+		Use:   "set",
+		Short: "Set the service modes (families not listed become normal) and print them as JSON",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			modes, err := parseModes(management, families)
+			if err != nil {
+				return err
+			}
+			return callModes(cmd.Context(), stdout, setOp, http.MethodPut, modes.Get())
+		},
+	}
+	set.Flags().StringVar(&setOp, "operator", envOr("RELAY_OPERATOR", defaultOperator), "the relay's operator listener (env RELAY_OPERATOR)")
+	set.Flags().StringVar(&management, "management", manage.ModeNormal, "normal, unavailable, read_only or busy")
+	set.Flags().StringVar(&families, "family-unavailable", "", "families to make unavailable, comma-separated: desktop, tv")
+	modes.AddCommand(get, set)
+	return modes
+}
+
+// callModes calls the operator listener's modes route and prints the
+// modes it answers.
+func callModes(ctx context.Context, stdout io.Writer, operator, method string, body any) error {
+	if !strings.Contains(operator, "://") {
+		operator = "http://" + operator
+	}
+	var rd io.Reader
+	if body != nil {
+		b, err := json.Marshal(body)
+		if err != nil {
+			return err
+		}
+		rd = bytes.NewReader(b)
+	}
+	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, method, strings.TrimRight(operator, "/")+manage.OperatorModesPath, rd)
+	if err != nil {
+		return fmt.Errorf("--operator: %w", err)
+	}
+	if body != nil {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return fmt.Errorf("calling the relay's operator listener: %w", err)
+	}
+	defer resp.Body.Close()
+	var out struct {
+		Data   json.RawMessage `json:"data"`
+		Error  string          `json:"error"`
+		Detail string          `json:"detail"`
+	}
+	if err := json.NewDecoder(io.LimitReader(resp.Body, 1<<20)).Decode(&out); err != nil {
+		return fmt.Errorf("the operator listener answered %d without JSON", resp.StatusCode)
+	}
+	if resp.StatusCode != http.StatusOK {
+		return fmt.Errorf("the operator listener answered %d %s: %s", resp.StatusCode, out.Error, out.Detail)
+	}
+	var modes manage.ModeState
+	if err := json.Unmarshal(out.Data, &modes); err != nil {
+		return fmt.Errorf("the operator listener answered modes the command cannot read")
+	}
+	return printJSON(stdout, modes)
 }
 
 func newTokensCmd(stdout io.Writer) *cobra.Command {

@@ -192,3 +192,93 @@ func TestServeRefusesAMalformedShutdownTimeout(t *testing.T) {
 	_, err := run(t, "", "serve", "--listen", "127.0.0.1:0", "--operator-listen", "off", "--data", t.TempDir())
 	require.ErrorContains(t, err, "RELAY_SHUTDOWN_TIMEOUT")
 }
+
+// relay serve takes the service modes at start; relay modes get and set
+// read and change them live on the operator listener and print them as
+// JSON.
+func TestModesCommands(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	addr, operator := freeAddr(t), freeAddr(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	cmd := newRootCmd(io.Discard)
+	cmd.SetArgs([]string{"serve", "--listen", addr, "--operator-listen", operator, "--data", dir, "--log-level", "error",
+		"--management-mode", "read_only", "--family-unavailable", "tv"})
+	cmd.SetErr(io.Discard)
+	go func() { done <- cmd.ExecuteContext(ctx) }()
+	defer func() {
+		cancel()
+		require.NoError(t, <-done)
+	}()
+	require.Eventually(t, func() bool { return httpStatus("http://"+operator+"/healthz") == http.StatusOK },
+		10*time.Second, 20*time.Millisecond, "the relay starts")
+
+	out, err := run(t, "", "modes", "get", "--operator", "http://"+operator)
+	require.NoError(t, err)
+	require.JSONEq(t, `{"management":"read_only","families":{"desktop":"normal","tv":"unavailable"}}`, out)
+
+	out, err = run(t, "", "modes", "set", "--operator", operator, "--management", "busy", "--family-unavailable", "desktop")
+	require.NoError(t, err)
+	require.JSONEq(t, `{"management":"busy","families":{"desktop":"unavailable","tv":"normal"}}`, out)
+	out, err = run(t, "", "modes", "get", "--operator", operator)
+	require.NoError(t, err)
+	require.JSONEq(t, `{"management":"busy","families":{"desktop":"unavailable","tv":"normal"}}`, out)
+
+	_, err = run(t, "", "modes", "set", "--operator", operator, "--management", "sleepy")
+	require.ErrorContains(t, err, "--management-mode")
+	_, err = run(t, "", "modes", "set", "--operator", operator, "--family-unavailable", "web")
+	require.ErrorContains(t, err, "--family-unavailable")
+	_, err = run(t, "", "modes", "get", "--operator", "http://"+freeAddr(t))
+	require.ErrorContains(t, err, "operator listener")
+}
+
+// relay serve refuses unknown modes before anything starts.
+func TestServeRefusesUnknownModes(t *testing.T) {
+	t.Parallel()
+	for _, args := range [][]string{
+		{"--management-mode", "off"},
+		{"--family-unavailable", "desktop,web"},
+	} {
+		_, err := run(t, "", append([]string{"serve", "--listen", "127.0.0.1:0", "--operator-listen", "off", "--data", t.TempDir()}, args...)...)
+		require.Error(t, err, args)
+	}
+}
+
+// relay users access shows and changes a user's access to the Management
+// API.
+func TestUsersAccessCommand(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	out, err := run(t, "", "users", "add", "--data", dir, "--name", "fay", "--plan", "elite")
+	require.NoError(t, err)
+	creds := decode[auth.Credentials](t, out)
+
+	out, err = run(t, "", "users", "access", creds.UserID, "--data", dir)
+	require.NoError(t, err)
+	require.JSONEq(t, `{"userId":"`+creds.UserID+`","management":"open","withheld":[]}`, out)
+
+	out, err = run(t, "", "users", "access", creds.UserID, "--data", dir, "--management", "closed", "--withhold", "tv,copier")
+	require.NoError(t, err)
+	require.JSONEq(t, `{"userId":"`+creds.UserID+`","management":"closed","withheld":["copier","tv"]}`, out)
+
+	out, err = run(t, "", "users", "access", creds.UserID, "--data", dir, "--management", "open")
+	require.NoError(t, err)
+	require.JSONEq(t, `{"userId":"`+creds.UserID+`","management":"open","withheld":["copier","tv"]}`, out, "--withhold kept")
+
+	out, err = run(t, "", "users", "access", creds.UserID, "--data", dir, "--withhold", "")
+	require.NoError(t, err)
+	require.JSONEq(t, `{"userId":"`+creds.UserID+`","management":"open","withheld":[]}`, out)
+
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"users", "access", creds.UserID, "--data", dir, "--management", "ajar"}, "--management must be"},
+		{[]string{"users", "access", creds.UserID, "--data", dir, "--withhold", "web"}, "unknown feature"},
+		{[]string{"users", "access", "nobody", "--data", dir}, "no such user"},
+	} {
+		_, err := run(t, "", tc.args...)
+		require.ErrorContains(t, err, tc.want)
+	}
+}

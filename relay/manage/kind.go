@@ -1,0 +1,180 @@
+package manage
+
+import (
+	"encoding/json"
+	"time"
+
+	"tradebridge/protocol"
+	"tradebridge/relay/httpapi"
+)
+
+// Op is what a request does to a resource.
+type Op int
+
+// Operations on a resource.
+const (
+	OpCreate Op = iota // POST on a collection
+	OpPatch            // PATCH: the body's fields change the stored resource
+	OpPut              // PUT: the body replaces the resource (news lockout, kill switch)
+	OpDelete           // DELETE
+	OpAction           // POST on {id}/{action} (a monitor's restart)
+)
+
+// String names the operation in logs.
+func (o Op) String() string {
+	switch o {
+	case OpCreate:
+		return "create"
+	case OpPatch:
+		return "patch"
+	case OpPut:
+		return "put"
+	case OpDelete:
+		return "delete"
+	case OpAction:
+		return "action"
+	}
+	return "unknown"
+}
+
+// Snapshot is a user's whole management state as stored, which a Kind's
+// checks read to judge a change against the rest (cycles, duplicates,
+// names, monitors of followers). It is read under the user's write lock,
+// so nothing changes it while a change is judged.
+type Snapshot struct {
+	// ConfigVersion is the version of the configuration last stored.
+	ConfigVersion      int64
+	Copiers            []protocol.Copier
+	Monitors           []protocol.Monitor
+	Groups             []protocol.AccountGroup
+	Templates          []protocol.ManagedAtmTemplate
+	Controls           protocol.Controls
+	NewsLockout        protocol.NewsLockout
+	ConnectionSettings protocol.ConnectionSettings
+	// Connections are the user's platform connections and their
+	// accounts: the live agent's, else the ones it last reported.
+	Connections []protocol.Connection
+	// AgentConnected reports whether the user's agent is connected now.
+	AgentConnected bool
+	// BrokerLinked reports whether the user has linked a broker login
+	// (the tv family); BrokerAccounts are the accounts of that login.
+	BrokerLinked   bool
+	BrokerAccounts []string
+}
+
+// HasAccount reports whether one of the user's platform connections
+// carries the account.
+func (s *Snapshot) HasAccount(account string) bool {
+	for _, c := range s.Connections {
+		for _, a := range c.Accounts {
+			if a == account {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// MonitorOf returns the monitor of the account, or nil.
+func (s *Snapshot) MonitorOf(account string) *protocol.Monitor {
+	for i := range s.Monitors {
+		if s.Monitors[i].Account == account {
+			return &s.Monitors[i]
+		}
+	}
+	return nil
+}
+
+// Change is one request's change to a resource of type T, as a Kind's
+// hooks see it.
+type Change[T any] struct {
+	Op Op
+	// Action names the action of OpAction ("restart").
+	Action string
+	// Old is the stored resource; nil on create.
+	Old *T
+	// New is the resource as the change would leave it; nil on delete. On
+	// OpAction it starts as a copy of Old for the action to change.
+	New *T
+	// Sent holds the top-level fields of the request body, as sent (nil
+	// when there is no body), for rules about what the same request sends
+	// ("switchesLocked": false with "blockSignals").
+	Sent map[string]json.RawMessage
+	// Snap is the user's state before the change.
+	Snap *Snapshot
+	// Now is the time of the request.
+	Now time.Time
+	// Family is "desktop" or "tv".
+	Family string
+}
+
+// Kind describes one kind of management resource to the generic handlers
+// (create, read, list, patch, put, delete, actions, ETags, storage and the
+// push to the agent). Each kind's file declares its Kind value and its
+// hooks; the hooks are pure functions of the Change, so they are tested on
+// their own.
+//
+// The generic handlers run, for a change: the read-only and immutable
+// field rules (422 field_read_only, immutable_field), Guard, the merge of
+// the body onto the stored resource, Validate, Check, then store and push.
+type Kind[T any] struct {
+	// Name is the kind's name in the store, in logs and in the resource
+	// budget's key: "copier", "monitor", "account-group", "atm-template",
+	// "controls", "news-lockout", "connection-settings".
+	Name string
+	// Path is the route under /v1/api/manage/ ("desktop/copiers",
+	// "controls"). Collections take {id} after it.
+	Path string
+	// Singleton kinds have one resource per user, created with Default on
+	// first read; they have no collection routes.
+	Singleton bool
+	// ReadOnly lists top-level JSON fields besides id, createdAt and
+	// updatedAt that callers may not set ("state").
+	ReadOnly []string
+	// Immutable lists top-level JSON fields set only at creation
+	// ("account").
+	Immutable []string
+	// Required lists top-level JSON fields a create must send.
+	Required []string
+	// NeedsAgent is true when the agent acts on the kind: a change needs
+	// the agent connected (409 addon_disconnected) with a protocol version
+	// of at least protocol.ConfigProtocolVersion (409
+	// addon_version_unsupported), and is pushed to it.
+	NeedsAgent bool
+	// MaxCount bounds the resources of the kind per user (0: no bound);
+	// a create past it is 409 LimitCode (default limit_reached).
+	MaxCount  int
+	LimitCode string
+	// Default returns a new resource with its defaults, onto which a
+	// create's body is decoded.
+	Default func() T
+	// Meta returns the resource's id and times.
+	Meta func(*T) *protocol.Meta
+	// Derive fills the fields the relay computes rather than stores (a
+	// copier's state, a connection's accounts) before a resource is shown
+	// or changed. Optional.
+	Derive func(v *T, s *Snapshot)
+	// Guard refuses a change for the state the resource is in, whatever
+	// the change holds (monitor_locked, monitor_stopped_use_restart,
+	// switches_locked, use_kill_switch_endpoint). c.New is not set yet.
+	// Optional.
+	Guard func(c *Change[T]) *httpapi.Error
+	// Validate checks c.New on its own: 422 validation_failed with every
+	// field at fault, or another 422 code (invalid_replacement,
+	// invalid_atm_config). Optional.
+	Validate func(c *Change[T]) *httpapi.Error
+	// Check judges the change against the user's other resources (404
+	// account_not_found, the 409 conflicts). Optional.
+	Check func(c *Change[T]) *httpapi.Error
+	// Actions are the POST {id}/{name} operations of the kind (a
+	// monitor's "restart"): each changes c.New (a copy of c.Old) or
+	// refuses. ag asks the user's agent. Optional.
+	Actions map[string]func(c *Change[T], ag Agent) *httpapi.Error
+}
+
+// Agent is the user's agent as an action sees it.
+type Agent interface {
+	// CheckMonitorRestart asks the agent whether m, restarted, would stop
+	// again at once (protocol.FnCheckMonitorRestart).
+	CheckMonitorRestart(m protocol.Monitor) (protocol.RestartVerdict, *httpapi.Error)
+}

@@ -1,0 +1,343 @@
+package manage
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"net/http"
+
+	"go.uber.org/zap"
+
+	"tradebridge/protocol"
+	"tradebridge/relay/errcode"
+	"tradebridge/relay/httpapi"
+	"tradebridge/relay/hub"
+	"tradebridge/relay/store"
+)
+
+// The agent's side of management: the configuration pushed after every
+// change and on every connect, the restart check, and the states the
+// agent reports.
+
+// orEmpty returns s, or an empty slice for nil (so the JSON holds []).
+func orEmpty[T any](s []T) []T {
+	if s == nil {
+		return []T{}
+	}
+	return s
+}
+
+// configOf returns the user's whole configuration as the agent takes it.
+func configOf(st *state) protocol.Config {
+	s := &st.snap
+	return protocol.Config{
+		Version:            s.ConfigVersion,
+		Copiers:            orEmpty(s.Copiers),
+		Monitors:           orEmpty(s.Monitors),
+		AtmTemplates:       orEmpty(s.Templates),
+		Controls:           s.Controls,
+		NewsLockout:        s.NewsLockout,
+		ConnectionSettings: s.ConnectionSettings,
+	}
+}
+
+// agentReady refuses a change that needs the agent when the user's agent
+// is not connected (409 addon_disconnected) or too old to take the
+// configuration (409 addon_version_unsupported).
+func (s *Server) agentReady(userID string) *httpapi.Error {
+	info, ok := s.opts.Hub.Info(userID)
+	if !ok {
+		return refuse(errcode.AddonDisconnected, "the change needs the trading add-on connected: start the agent next to the platform")
+	}
+	if info.Hello.ProtocolVersion < protocol.ConfigProtocolVersion {
+		return refuse(errcode.AddonVersionUnsupported, "the change needs a newer trading add-on: update the agent")
+	}
+	return nil
+}
+
+// outcomeUnknown is the 503 of a change stored but not acknowledged by
+// the agent.
+func outcomeUnknown() *httpapi.Error {
+	return &httpapi.Error{Status: http.StatusServiceUnavailable, Code: errcode.OutcomeUnknown,
+		Detail: "the add-on did not confirm the change; it may or may not be in force: read the resource before retrying"}
+}
+
+// push sends cfg to the user's agent (protocol.FnApplyConfig) and waits
+// for its ack within AckTimeout: 503 outcome_unknown when none comes, the
+// tunnel drops or the agent fails.
+func (s *Server) push(ctx context.Context, userID string, cfg protocol.Config) *httpapi.Error {
+	args, err := json.Marshal(cfg)
+	if err != nil {
+		return internal(err)
+	}
+	ctx, cancel := context.WithTimeout(ctx, s.opts.AckTimeout)
+	defer cancel()
+	res, err := s.opts.Hub.Call(ctx, userID, protocol.FnApplyConfig, "", args)
+	if err != nil {
+		s.log.Info("configuration push not acknowledged", zap.Int64("version", cfg.Version), zap.Error(err))
+		return outcomeUnknown()
+	}
+	var applied protocol.ConfigApplied
+	if err := json.Unmarshal(res, &applied); err != nil || applied.Version < cfg.Version {
+		s.log.Warn("the agent acknowledged another configuration", zap.Int64("version", cfg.Version), zap.Int64("applied", applied.Version))
+		return outcomeUnknown()
+	}
+	return nil
+}
+
+// agentLink is the user's agent as a kind's action asks it.
+type agentLink struct {
+	s      *Server
+	ctx    context.Context
+	userID string
+}
+
+// CheckMonitorRestart asks the agent whether m would stop again at once.
+func (a *agentLink) CheckMonitorRestart(m protocol.Monitor) (protocol.RestartVerdict, *httpapi.Error) {
+	var v protocol.RestartVerdict
+	if e := a.s.agentReady(a.userID); e != nil {
+		return v, e
+	}
+	args, err := json.Marshal(protocol.RestartCheck{Monitor: m})
+	if err != nil {
+		return v, internal(err)
+	}
+	ctx, cancel := context.WithTimeout(a.ctx, a.s.opts.AckTimeout)
+	defer cancel()
+	res, err := a.s.opts.Hub.Call(ctx, a.userID, protocol.FnCheckMonitorRestart, "", args)
+	if err != nil {
+		return v, agentError(err)
+	}
+	if err := json.Unmarshal(res, &v); err != nil {
+		return v, &httpapi.Error{Status: http.StatusInternalServerError, Code: errcode.InternalError,
+			Detail: "the add-on answered with a result the relay cannot read"}
+	}
+	return v, nil
+}
+
+// agentError maps a failed call that changes nothing.
+func agentError(err error) *httpapi.Error {
+	var pe *protocol.Error
+	switch {
+	case errors.As(err, &pe):
+		status := errcode.Status(pe.Code)
+		if status == 0 {
+			status = http.StatusInternalServerError
+		}
+		return &httpapi.Error{Status: status, Code: pe.Code, Detail: pe.Detail}
+	case errors.Is(err, hub.ErrNotConnected), errors.Is(err, hub.ErrConnectionLost):
+		return refuse(errcode.AddonDisconnected, "the trading add-on is not connected: start the agent next to the platform")
+	case errors.Is(err, hub.ErrTimeout), errors.Is(err, context.DeadlineExceeded):
+		return &httpapi.Error{Status: http.StatusGatewayTimeout, Code: errcode.DeadlineExceeded, Detail: "the add-on did not answer in time"}
+	}
+	return &httpapi.Error{Status: http.StatusInternalServerError, Code: errcode.InternalError, Detail: "the relay failed to reach the add-on"}
+}
+
+// HandleStatus learns that a user's agent connected or left (the hub's
+// OnStatus). On every connect it records the agent's platform
+// connections and pushes the user's current configuration, on a
+// goroutine of the Server (Close waits for it); a connect during a push
+// makes it run once more. It never blocks.
+func (s *Server) HandleStatus(userID string, connected bool) {
+	if !connected {
+		return
+	}
+	s.pmu.Lock()
+	defer s.pmu.Unlock()
+	if s.closed {
+		return
+	}
+	if _, running := s.pushing[userID]; running {
+		s.pushing[userID] = true
+		return
+	}
+	s.pushing[userID] = false
+	s.wg.Add(1)
+	go func() {
+		defer s.wg.Done()
+		for {
+			s.reconnectPush(userID)
+			s.pmu.Lock()
+			if again := s.pushing[userID]; again && !s.closed {
+				s.pushing[userID] = false
+				s.pmu.Unlock()
+				continue
+			}
+			delete(s.pushing, userID)
+			s.pmu.Unlock()
+			return
+		}
+	}()
+}
+
+// reconnectPush records the live agent's connections and pushes the
+// user's configuration to it, under the user's write lock.
+func (s *Server) reconnectPush(userID string) {
+	ctx := s.ctx
+	info, ok := s.opts.Hub.Info(userID)
+	if !ok {
+		return
+	}
+	conns, err := json.Marshal(orEmpty(info.Hello.Connections))
+	if err == nil {
+		err = s.opts.Store.SetConnections(ctx, userID, conns)
+	}
+	if err != nil && ctx.Err() == nil {
+		s.log.Warn("recording the agent's connections", zap.Error(err))
+	}
+	if info.Hello.ProtocolVersion < protocol.ConfigProtocolVersion {
+		return
+	}
+	unlock, err := s.locks.lock(ctx, userID)
+	if err != nil {
+		return
+	}
+	defer unlock()
+	st, err := s.load(ctx, userID)
+	if err != nil {
+		if ctx.Err() == nil {
+			s.log.Warn("loading management state for a push", zap.Error(err))
+		}
+		return
+	}
+	if st.snap.ConfigVersion == 0 {
+		return // nothing was ever configured
+	}
+	_ = s.push(ctx, userID, configOf(st))
+}
+
+// HandleEvent takes an agent's event (the hub's OnEvent): the reported
+// states of monitors and copiers are queued for the Server's worker,
+// which stores them; it never blocks (a full queue drops the event, with
+// a warning).
+func (s *Server) HandleEvent(e hub.Event) {
+	if e.Kind != protocol.EventMonitorState && e.Kind != protocol.EventCopierState {
+		return
+	}
+	select {
+	case s.events <- e:
+	default:
+		s.log.Warn("reported state dropped: queue full", zap.String("kind", e.Kind))
+	}
+}
+
+// eventWorker stores reported states until Close.
+func (s *Server) eventWorker() {
+	defer s.wg.Done()
+	for {
+		select {
+		case <-s.ctx.Done():
+			return
+		case e := <-s.events:
+			if err := s.storeReport(e); err != nil && s.ctx.Err() == nil {
+				s.log.Warn("storing a reported state", zap.String("kind", e.Kind), zap.Error(err))
+			}
+		}
+	}
+}
+
+// reportRetries bounds the attempts to store a report that meets
+// concurrent writes.
+const reportRetries = 3
+
+// storeReport stores one reported state on its resource: a new version,
+// no new configuration version and no push (the agent reported it).
+func (s *Server) storeReport(e hub.Event) error {
+	var err error
+	for range reportRetries {
+		if err = s.storeReportOnce(e); !errors.Is(err, store.ErrVersionConflict) {
+			return err
+		}
+	}
+	return err
+}
+
+func (s *Server) storeReportOnce(e hub.Event) error {
+	ctx := s.ctx
+	unlock, err := s.locks.lock(ctx, e.UserID)
+	if err != nil {
+		return err
+	}
+	defer unlock()
+	st, err := s.load(ctx, e.UserID)
+	if err != nil {
+		return err
+	}
+	now := s.now()
+	var kind, id string
+	var before, after any
+	switch e.Kind {
+	case protocol.EventMonitorState:
+		var rep protocol.MonitorState
+		if err := json.Unmarshal(e.Data, &rep); err != nil {
+			return err
+		}
+		m := st.snap.MonitorOf(rep.Account)
+		if m == nil {
+			return nil // deleted since
+		}
+		n := *m
+		if rep.State == protocol.MonitorStopped {
+			at := rep.At.UTC()
+			n.State, n.StoppedReason, n.StoppedAt = protocol.MonitorStopped, rep.Reason, &at
+		} else {
+			n.State, n.StoppedReason, n.StoppedAt = protocol.MonitorActive, "", nil
+		}
+		if monitorKind.Derive != nil {
+			monitorKind.Derive(&n, &st.snap)
+		}
+		kind, id, before, after = monitorKind.Name, n.ID, *m, &n
+		n.UpdatedAt = now
+	case protocol.EventCopierState:
+		var rep protocol.CopierState
+		if err := json.Unmarshal(e.Data, &rep); err != nil {
+			return err
+		}
+		c, ok := copierKind.find(&st.snap, rep.ID)
+		if !ok {
+			return nil
+		}
+		n := *c
+		if rep.State == protocol.CopierHalted {
+			at := rep.At.UTC()
+			n.HaltedReason, n.HaltedAt = rep.Reason, &at
+			if n.HaltedReason == "" {
+				n.HaltedReason = protocol.CopierHalted
+			}
+		} else {
+			n.HaltedReason, n.HaltedAt = "", nil
+		}
+		if copierKind.Derive != nil {
+			copierKind.Derive(&n, &st.snap)
+		}
+		kind, id, before, after = copierKind.Name, n.ID, *c, &n
+		n.UpdatedAt = now
+	default:
+		return nil
+	}
+	if same(before, after) {
+		return nil
+	}
+	body, err := json.Marshal(after)
+	if err != nil {
+		return err
+	}
+	_, err = s.opts.Store.WriteResources(ctx, e.UserID, false,
+		store.ResourceWrite{Kind: kind, ID: id, Body: body, Version: st.version(kind, id), At: now})
+	return err
+}
+
+// same reports whether a resource and its reported change are equal but
+// for updatedAt.
+func same(before, after any) bool {
+	a, err1 := toDoc(before)
+	b, err2 := toDoc(after)
+	if err1 != nil || err2 != nil {
+		return false
+	}
+	delete(a, "updatedAt")
+	delete(b, "updatedAt")
+	x, _ := json.Marshal(a)
+	y, _ := json.Marshal(b)
+	return string(x) == string(y)
+}
