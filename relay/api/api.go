@@ -63,16 +63,11 @@ type Options struct {
 // plan_required), and the user's trading budget, whose state every
 // admitted response carries in the RateLimit headers. New fills in the
 // budgets.
-var Door = admit.Door{
-	Name:               "trading",
-	Kind:               auth.KindAPI,
-	Plan:               auth.PlanPro,
-	PlanCode:           errcode.PlanRequired,
-	PlanDetail:         "the trading API needs the pro plan or higher",
-	MissingTokenDetail: "an API token is required in the Authorization header",
-	InvalidTokenDetail: "the API token is missing, malformed or revoked",
-	RateLimitHeaders:   true,
-}
+var Door = func() admit.Door {
+	d := tradecall.Door
+	d.Name, d.RateLimitHeaders = "trading", true
+	return d
+}()
 
 // API is the trading API's handler set.
 type API struct {

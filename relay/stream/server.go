@@ -34,16 +34,11 @@ const Path = "/ws/stream"
 // WebSocket upgrade (426 upgrade_required) or sends another query
 // parameter (400 unknown_parameter) is refused in place of the token,
 // before any token is looked at. New fills in the budgets.
-var Door = admit.Door{
-	Name:               "stream",
-	Kind:               auth.KindAPI,
-	Plan:               auth.PlanPro,
-	PlanCode:           errcode.PlanRequired,
-	PlanDetail:         "the trading API needs the pro plan or higher",
-	MissingTokenDetail: "an API token is required in the Authorization header",
-	InvalidTokenDetail: "the API token is missing, malformed or revoked",
-	Token:              upgradeToken,
-}
+var Door = func() admit.Door {
+	d := tradecall.Door
+	d.Name, d.Token = "stream", upgradeToken
+	return d
+}()
 
 // Server serves GET /ws/stream. Create it with New; it is an http.Handler.
 type Server struct {

@@ -17,11 +17,27 @@ import (
 	"go.uber.org/zap"
 
 	"tradebridge/protocol"
+	"tradebridge/relay/admit"
+	"tradebridge/relay/auth"
 	"tradebridge/relay/errcode"
 	"tradebridge/relay/httpapi"
 	"tradebridge/relay/hub"
 	"tradebridge/relay/profile"
 )
+
+// Door is the admission policy both trading doors share (see package
+// admit): the client address's budget, an API token, the pro plan (403
+// plan_required), then the user's trading budget, which each door's New
+// fills in. Package api and package stream name their copy and add what
+// is theirs (the RateLimit headers; the upgrade's token).
+var Door = admit.Door{
+	Kind:               auth.KindAPI,
+	Plan:               auth.PlanPro,
+	PlanCode:           errcode.PlanRequired,
+	PlanDetail:         "the trading API needs the pro plan or higher",
+	MissingTokenDetail: "an API token is required in the Authorization header",
+	InvalidTokenDetail: "the API token is missing, malformed or revoked",
+}
 
 // Caller sends an RPC to a user's agent; *hub.Hub implements it.
 type Caller interface {

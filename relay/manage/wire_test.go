@@ -1,0 +1,64 @@
+package manage
+
+import (
+	"context"
+	"encoding/json"
+	"net/http"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"tradebridge/protocol"
+	"tradebridge/relay/errcode"
+)
+
+// An answer of the agent the relay cannot read is the relay's 500
+// internal_error, and the monitor stays as stored.
+func TestInternalErrorOnUnreadableAgentAnswer(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, nil)
+	id := newID(monitorKind.Name)
+	_, err := e.store.WriteResources(t.Context(), "u1", true, storeWrite(monitorKind.Name, id, monitorJSON(id, "Sim101", protocol.MonitorStopped), 0))
+	require.NoError(t, err)
+	e.hub.call = func(_ context.Context, _, fn string, args json.RawMessage) (json.RawMessage, error) {
+		if fn == protocol.FnCheckMonitorRestart {
+			return json.RawMessage(`[1,2]`), nil
+		}
+		return ack(fn, args)
+	}
+	r := e.do(http.MethodPost, "/desktop/monitors/"+id+"/restart", tokElite, "")
+	require.Equal(t, http.StatusInternalServerError, r.Code, string(r.Body))
+	require.Equal(t, errcode.InternalError, r.code(t))
+	r = e.do(http.MethodGet, "/desktop/monitors/"+id, tokElite, "")
+	var m protocol.Monitor
+	r.data(t, &m)
+	require.Equal(t, protocol.MonitorStopped, m.State)
+}
+
+// The items of fields carry path, code, and limit or pattern, as the
+// spec's error object: the values of an enumerated field go out as a
+// pattern, and nothing the caller sent comes back.
+func TestFieldsOnTheWire(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, nil)
+	r := e.do(http.MethodPost, "/desktop/copiers", tokElite,
+		`{"leader":"Sim101","followers":[{"account":"Sim102"}],"copyMode":"secret-mode","sizing":{"ratio":0.3}}`,
+		"Content-Type", "application/json")
+	require.Equal(t, http.StatusUnprocessableEntity, r.Code, string(r.Body))
+	require.NotContains(t, string(r.Body), "secret-mode")
+	var body struct {
+		Error  string
+		Fields []map[string]any
+	}
+	require.NoError(t, json.Unmarshal(r.Body, &body))
+	require.Equal(t, errcode.ValidationFailed, body.Error)
+	require.NotEmpty(t, body.Fields)
+	for _, f := range body.Fields {
+		for k := range f {
+			require.Contains(t, []string{"path", "code", "limit", "pattern"}, k, "fields item %v", f)
+		}
+	}
+	require.Contains(t, body.Fields, map[string]any{"path": "copyMode", "code": errcode.FieldCodeNotAllowed, "pattern": "^(order|execution)$"})
+	require.False(t, strings.Contains(string(r.Body), `"allowed"`))
+}
