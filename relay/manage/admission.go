@@ -159,7 +159,7 @@ func (s *Server) gate(rt *route, p auth.Principal) *httpapi.Error {
 		return &httpapi.Error{Status: http.StatusForbidden, Code: errcode.NotAvailable,
 			Detail: "the Management API is not open for this account"}
 	}
-	if (rt.family != "" && p.Withholds(rt.family)) || (rt.kind != nil && p.Withholds(rt.kind.name())) {
+	if (rt.family != "" && p.Withholds(rt.family)) || (rt.kind != nil && p.Withholds(kindFeature(rt.kind.name()))) {
 		return &httpapi.Error{Status: http.StatusForbidden, Code: errcode.PlanRequired,
 			Detail: "the account's plan does not include this feature"}
 	}
@@ -261,7 +261,7 @@ func classify(rt *route, in input) class {
 	case routeKill:
 		return classKill
 	case routePatch:
-		if rt.kind.name() == copierKind.Name && in.err == nil && stopBody(in.body) {
+		if isCopierKind(rt.kind.name()) && in.err == nil && stopBody(in.body) {
 			return classStop
 		}
 	}

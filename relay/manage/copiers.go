@@ -252,7 +252,8 @@ type copierCheck func(c *Change[protocol.Copier], others []*protocol.Copier) *ht
 // copierChecks are the rules of checkCopier in the order they run; the
 // first that refuses answers:
 //  1. 404 account_not_found: the leader or a follower is not on the user's
-//     connections;
+//     connections (tv: 409 account_identity_unresolved, not the linked
+//     login's);
 //  2. 409 duplicate_follower: a follower repeats another or is the leader;
 //  3. 409 copier_cycle: the user's copiers would copy in a loop;
 //  4. 409 duplicate_copier: another copier of the same leader covers a
@@ -336,22 +337,28 @@ func otherCopiers(c *Change[protocol.Copier]) []*protocol.Copier {
 }
 
 // checkCopierAccounts refuses (404 account_not_found) a leader or follower
-// that none of the user's platform connections carries, listing each.
+// that none of the user's platform connections carries, listing each; in
+// the tv family (409 account_identity_unresolved) one that the linked
+// broker login does not carry.
 func checkCopierAccounts(c *Change[protocol.Copier], _ []*protocol.Copier) *httpapi.Error {
 	v := c.New
+	has, code, detail := c.Snap.HasAccount, errcode.AccountNotFound, "an account is not on any of your platform connections"
+	if c.Family == FamilyTV {
+		has, code, detail = c.Snap.HasBrokerAccount, errcode.AccountIdentityUnresolved, tvAccountDetail
+	}
 	var f []httpapi.FieldError
-	if !c.Snap.HasAccount(v.Leader) {
-		f = append(f, httpapi.FieldError{Path: "leader", Code: errcode.AccountNotFound})
+	if !has(v.Leader) {
+		f = append(f, httpapi.FieldError{Path: "leader", Code: code})
 	}
 	for i, fl := range v.Followers {
-		if !c.Snap.HasAccount(fl.Account) {
-			f = append(f, httpapi.FieldError{Path: path("followers", i, "account"), Code: errcode.AccountNotFound})
+		if !has(fl.Account) {
+			f = append(f, httpapi.FieldError{Path: path("followers", i, "account"), Code: code})
 		}
 	}
 	if len(f) == 0 {
 		return nil
 	}
-	return refuse(errcode.AccountNotFound, "an account is not on any of your platform connections", f...)
+	return refuse(code, detail, f...)
 }
 
 // checkDuplicateFollowers refuses (409 duplicate_follower) a follower that

@@ -60,6 +60,10 @@ type Snapshot struct {
 	// (the tv family); BrokerAccounts are the accounts of that login.
 	BrokerLinked   bool
 	BrokerAccounts []string
+	// TVCopiers and TVMonitors are the copiers and monitors of the tv
+	// family (the broker login's accounts), apart from the desktop ones.
+	TVCopiers  []TVCopier
+	TVMonitors []TVMonitor
 }
 
 // HasAccount reports whether one of the user's platform connections

@@ -11,9 +11,11 @@ import (
 const Prefix = "/v1/api/manage"
 
 // kinds lists the kinds of management resource, in the order their
-// routes are registered and their configuration is pushed.
+// routes are registered: the desktop family and the family-less kinds,
+// then the tv family's copiers and monitors (tv.go).
 func kinds() []kindOps {
-	return []kindOps{copierKind, monitorKind, groupKind, templateKind, controlsKind, newsKind, connectionsKind}
+	return []kindOps{copierKind, monitorKind, groupKind, templateKind, controlsKind, newsKind, connectionsKind,
+		tvCopierKind, tvMonitorKind}
 }
 
 // routeOp is what a route does.
@@ -76,21 +78,11 @@ func familyOf(path string) string {
 	return ""
 }
 
-// tvPath returns the tv family's mirror of a desktop path of a kind the
-// tv family serves (copiers and monitors), or "".
-func tvPath(k kindOps) string {
-	switch k.name() {
-	case copierKind.Name, monitorKind.Name:
-		return FamilyTV + "/" + strings.TrimPrefix(k.path(), FamilyDesktop+"/")
-	}
-	return ""
-}
-
 // routes returns every route of the Management API (DESIGN.md,
 // "Management API"): the budgets; per collection GET and POST, and GET,
 // PATCH, DELETE and the kind's actions per resource; per singleton GET,
-// PATCH (and PUT for the news lockout); PUT controls/kill-switch; and the
-// tv family's mirror of the copier and monitor routes.
+// PATCH (and PUT for the news lockout); PUT controls/kill-switch. The tv
+// family's copier and monitor routes are those of its own kinds.
 func routes() []*route {
 	out := []*route{{method: http.MethodGet, op: routeLimits}}
 	add := func(k kindOps, base string) {
@@ -120,11 +112,6 @@ func routes() []*route {
 	}
 	for _, k := range kinds() {
 		add(k, k.path())
-	}
-	for _, k := range kinds() {
-		if p := tvPath(k); p != "" {
-			add(k, p)
-		}
 	}
 	return out
 }

@@ -45,7 +45,8 @@ type Hub interface {
 
 // BrokerLinks tells whether users linked a broker login (the tv family).
 // The broker issue implements it; until then Options.BrokerLinks is nil
-// and no user is linked.
+// and no user is linked. Its engines, which run the tv family's monitors,
+// also implement BrokerMonitors (a tv monitor's restart).
 type BrokerLinks interface {
 	// Linked reports whether the user linked a broker login, and the
 	// accounts of that login.
@@ -245,8 +246,10 @@ func (s *Server) handler(rt *route) http.Handler {
 		}
 		defer a.done()
 		if rt.family == FamilyTV {
-			writeErr(w, s.tvRefusal(r.Context(), a.p.UserID))
-			return
+			if e := s.tvLinked(r.Context(), a.p.UserID); e != nil {
+				writeErr(w, e)
+				return
+			}
 		}
 		if r.URL.RawQuery != "" {
 			writeErr(w, &httpapi.Error{Status: http.StatusBadRequest, Code: errcode.UnknownParameter,
@@ -317,26 +320,6 @@ func (s *Server) admitRequest(w http.ResponseWriter, r *http.Request, rt *route)
 		return admitted{}, false
 	}
 	return a, true
-}
-
-// tvRefusal answers a request of the tv family: 409 tradovate_not_linked
-// until the user links a broker login. The broker family's resources are
-// served by the broker issue's code; until then a linked user hears 503
-// family_unavailable.
-func (s *Server) tvRefusal(ctx context.Context, userID string) *httpapi.Error {
-	linked := false
-	if s.opts.BrokerLinks != nil {
-		var err error
-		if linked, _, err = s.opts.BrokerLinks.Linked(ctx, userID); err != nil {
-			s.log.Warn("reading a broker link", zap.Error(err))
-			return storageUnavailable()
-		}
-	}
-	if !linked {
-		return refuse(errcode.TradovateNotLinked, "link a broker login before managing its accounts")
-	}
-	return &httpapi.Error{Status: http.StatusServiceUnavailable, Code: errcode.FamilyUnavailable,
-		Detail: "this part of the Management API is not served yet"}
 }
 
 // storageUnavailable is the 503 of a store that failed: nothing was
@@ -433,7 +416,16 @@ func (s *Server) change(w http.ResponseWriter, r *http.Request, rt *route, userI
 	// stays: it is stored and pushed, or neither.
 	ctx = context.WithoutCancel(ctx)
 	ci.st, ci.now = st, s.now()
-	ci.agent = &agentLink{s: s, ctx: ctx, userID: userID}
+	if rt.family == FamilyTV {
+		// The link may have gone since the request was admitted.
+		if !st.snap.BrokerLinked {
+			writeErr(w, tradovateNotLinked())
+			return
+		}
+		ci.agent = &brokerAgent{s: s, ctx: ctx, userID: userID}
+	} else {
+		ci.agent = &agentLink{s: s, ctx: ctx, userID: userID}
+	}
 	k := rt.kind
 	out, e := k.change(ci)
 	if e != nil {

@@ -9,10 +9,12 @@ import (
 )
 
 // load reads a user's state: every stored resource from the store (one
-// transaction), the platform connections (the live agent's, else those it
-// last reported), whether the agent is connected and the broker link;
-// then the singletons never stored get their defaults and every resource
-// its computed fields (Kind.Derive).
+// transaction), each into its kind's list (the tv family's copiers and
+// monitors into Snapshot.TVCopiers and TVMonitors), the platform
+// connections (the live agent's, else those it last reported), whether
+// the agent is connected and the broker link with its accounts (none
+// while unlinked); then the singletons never stored get their defaults
+// and every resource its computed fields (Kind.Derive).
 func (s *Server) load(ctx context.Context, userID string) (*state, error) {
 	ms, err := s.opts.Store.ManagedState(ctx, userID)
 	if err != nil {
@@ -42,6 +44,9 @@ func (s *Server) load(ctx context.Context, userID string) (*state, error) {
 	if s.opts.BrokerLinks != nil {
 		if st.snap.BrokerLinked, st.snap.BrokerAccounts, err = s.opts.BrokerLinks.Linked(ctx, userID); err != nil {
 			return nil, err
+		}
+		if !st.snap.BrokerLinked {
+			st.snap.BrokerAccounts = nil
 		}
 	}
 	for _, k := range kinds() {
