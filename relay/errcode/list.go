@@ -181,3 +181,13 @@ var statuses = map[string]int{
 // AccountNotFound return their Management API status (409, 404); the
 // trading API answers them 408 and 400 (tradecall.CallError).
 func Status(code string) int { return statuses[code] }
+
+// Known reports whether code is one of All.
+func Known(code string) bool {
+	for _, e := range All {
+		if e.Code == code {
+			return true
+		}
+	}
+	return false
+}
