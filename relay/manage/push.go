@@ -252,13 +252,14 @@ func (s *Server) storeReport(e hub.Event) error {
 	return err
 }
 
+// storeReportOnce does not take the user's write lock: a change waiting
+// for its agent's ack holds it for up to AckTimeout, and one user's slow
+// agent must not delay another user's reports. The store's conditional
+// write keeps the two apart instead: whichever writes second meets a
+// version conflict (the change answers 409 concurrent_modification; the
+// report is loaded and stored again).
 func (s *Server) storeReportOnce(e hub.Event) error {
 	ctx := s.ctx
-	unlock, err := s.locks.lock(ctx, e.UserID)
-	if err != nil {
-		return err
-	}
-	defer unlock()
 	st, err := s.load(ctx, e.UserID)
 	if err != nil {
 		return err
