@@ -4,13 +4,16 @@ import (
 	"context"
 	"encoding/json"
 	"net/http"
+	"net/http/httptest"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 
 	"tradebridge/protocol"
 	"tradebridge/relay/errcode"
+	"tradebridge/relay/hub"
 )
 
 // An answer of the agent the relay cannot read is the relay's 500
@@ -61,4 +64,48 @@ func TestFieldsOnTheWire(t *testing.T) {
 	}
 	require.Contains(t, body.Fields, map[string]any{"path": "copyMode", "code": errcode.FieldCodeNotAllowed, "pattern": "^(order|execution)$"})
 	require.False(t, strings.Contains(string(r.Body), `"allowed"`))
+}
+
+// Reports are stored while a change waits for its agent's ack: a report
+// of that user queued first delays no other user's report behind it.
+func TestReportNotDelayedByAnotherUsersPush(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, func(o *Options) { o.AckTimeout = 5 * time.Second })
+	mid := newID(monitorKind.Name)
+	_, err := e.store.WriteResources(t.Context(), "u1", true, storeWrite(monitorKind.Name, mid, monitorJSON(mid, "Sim101", protocol.MonitorActive), 0))
+	require.NoError(t, err)
+	release := make(chan struct{})
+	e.hub.call = func(ctx context.Context, user, fn string, args json.RawMessage) (json.RawMessage, error) {
+		if user == "u2" {
+			select {
+			case <-release:
+			case <-ctx.Done():
+				return nil, ctx.Err()
+			}
+		}
+		return ack(fn, args)
+	}
+	done := make(chan int, 1)
+	go func() {
+		r := httptest.NewRequest(http.MethodPatch, "http://relay"+Prefix+"/controls", strings.NewReader(`{"flattenOnKill":true}`))
+		r.RemoteAddr = "192.0.2.9:1"
+		r.Header.Set("Authorization", "Bearer "+tokElite2)
+		r.Header.Set("Content-Type", "application/json")
+		w := httptest.NewRecorder()
+		e.mux.ServeHTTP(w, r)
+		done <- w.Code
+	}()
+	require.Eventually(t, func() bool { return len(e.hub.pushes("u2")) > 0 }, 5*time.Second, time.Millisecond, "u2's push is waiting")
+
+	data, err := json.Marshal(protocol.MonitorState{Account: "Sim101", State: protocol.MonitorStopped, Reason: "lossLimit", At: time.Now()})
+	require.NoError(t, err)
+	// The worker meets u2's report first, then u1's.
+	e.s.HandleEvent(hub.Event{UserID: "u2", Event: protocol.Event{Kind: protocol.EventMonitorState, Data: data}})
+	e.s.HandleEvent(hub.Event{UserID: "u1", Event: protocol.Event{Kind: protocol.EventMonitorState, Data: data}})
+	require.Eventually(t, func() bool {
+		r, _ := e.store.stored("u1", monitorKind.Name, mid)
+		return r.Version == 2
+	}, 2*time.Second, time.Millisecond, "u1's report is stored while u2's push waits")
+	close(release)
+	require.Equal(t, http.StatusOK, <-done)
 }
