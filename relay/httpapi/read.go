@@ -45,6 +45,10 @@ type ReadOptions struct {
 	// deadlines, only the server's own timeouts apply. Default
 	// DefaultTimeout.
 	Timeout time.Duration
+	// AnyValue accepts any JSON value at the top level, not only an
+	// object, for handlers that answer a valid value of the wrong type
+	// themselves (the Management API's 422).
+	AnyValue bool
 }
 
 // ReadJSON reads the body of r, checks it and decodes it into dst with
@@ -57,7 +61,8 @@ type ReadOptions struct {
 //   - 413 body_too_large: the body is larger than opts.MaxBytes;
 //   - 408 body_timeout: the body did not arrive within opts.Timeout;
 //   - 400 invalid_json: the body is empty, is not strictly valid JSON (see
-//     Validate, with opts.MaxDepth), or is not an object;
+//     Validate, with opts.MaxDepth), or is not an object (unless
+//     opts.AnyValue);
 //   - 400 invalid_field: a value does not fit the type of its field in dst;
 //     Fields holds one FieldError whose Path is the dotted path of the field
 //     built from dst's JSON names, with code wrong_type;
@@ -121,7 +126,7 @@ func ReadJSON(w http.ResponseWriter, r *http.Request, dst any, opts ReadOptions)
 	if err := Validate(data, opts.MaxDepth); err != nil {
 		return invalidJSON(err, opts.MaxDepth)
 	}
-	if data[start] != '{' {
+	if data[start] != '{' && !opts.AnyValue {
 		return &Error{Status: http.StatusBadRequest, Code: errcode.InvalidJSON, Detail: "the body must be a JSON object",
 			cause: &SyntaxError{Offset: int64(start), Reason: "the top-level value is not an object"}}
 	}

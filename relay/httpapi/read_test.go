@@ -347,3 +347,20 @@ func TestRejectBodyTimeout(t *testing.T) {
 	require.ErrorIs(t, e, httpapi.ErrUnexpectedBody)
 	require.ErrorIs(t, e, os.ErrDeadlineExceeded)
 }
+
+// With AnyValue every valid JSON value is accepted at the top level;
+// what is not JSON is still invalid_json.
+func TestReadJSONAnyValue(t *testing.T) {
+	t.Parallel()
+	for body, ok := range map[string]bool{`[1,2]`: true, `null`: true, ` "s" `: true, `{"a":1}`: true, `[1,]`: false, `{"a":1,"a":2}`: false} {
+		var raw json.RawMessage
+		e := httpapi.ReadJSON(httptest.NewRecorder(), readRequest{body: body}.build(), &raw, httpapi.ReadOptions{AnyValue: true})
+		if ok {
+			require.Nil(t, e, body)
+			require.JSONEq(t, body, string(raw))
+		} else {
+			require.NotNil(t, e, body)
+			require.Equal(t, "invalid_json", e.Code, body)
+		}
+	}
+}

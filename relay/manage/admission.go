@@ -3,8 +3,6 @@ package manage
 import (
 	"bytes"
 	"encoding/json"
-	"errors"
-	"io"
 	"net/http"
 	"time"
 
@@ -194,21 +192,11 @@ func noBody(r *http.Request) bool {
 	return r.Body == nil || r.Body == http.NoBody || r.ContentLength == 0
 }
 
-// captureBody keeps a copy of what is read from a body.
-type captureBody struct {
-	io.ReadCloser
-	buf bytes.Buffer
-}
-
-func (c *captureBody) Read(p []byte) (int, error) {
-	n, err := c.ReadCloser.Read(p)
-	c.buf.Write(p[:n])
-	return n, err
-}
-
 // readInput reads the request's body: none for GET and DELETE (400
 // unexpected_body otherwise), optional for an action, else one strict
-// JSON value (httpapi.ReadJSON: 415, 413, 408, 400 invalid_json).
+// JSON value (httpapi.ReadJSON: 415, 413, 408, 400 invalid_json). A valid
+// value that is not an object is kept: the kind's rules answer it (422
+// validation_failed, wrong_type at "").
 func (s *Server) readInput(w http.ResponseWriter, r *http.Request, rt *route) input {
 	switch r.Method {
 	case http.MethodGet, http.MethodHead, http.MethodDelete:
@@ -217,24 +205,11 @@ func (s *Server) readInput(w http.ResponseWriter, r *http.Request, rt *route) in
 	if rt.op == routeAction && noBody(r) {
 		return input{}
 	}
-	cb := &captureBody{ReadCloser: r.Body}
-	if r.Body == nil {
-		cb.ReadCloser = http.NoBody
-	}
-	r2 := *r
-	r2.Body = cb
 	var raw json.RawMessage
-	e := httpapi.ReadJSON(w, &r2, &raw, httpapi.ReadOptions{MaxBytes: MaxBodyBytes, Timeout: s.opts.BodyTimeout})
-	if e == nil {
-		return input{body: raw}
+	if e := httpapi.ReadJSON(w, r, &raw, httpapi.ReadOptions{MaxBytes: MaxBodyBytes, Timeout: s.opts.BodyTimeout, AnyValue: true}); e != nil {
+		return input{err: e}
 	}
-	var se *httpapi.SyntaxError
-	if e.Code == errcode.InvalidJSON && errors.As(e, &se) && httpapi.Validate(cb.buf.Bytes(), 0) == nil {
-		// Valid JSON that is not an object: the kind's rules answer it
-		// (422 validation_failed, wrong_type at "").
-		return input{body: bytes.Clone(cb.buf.Bytes())}
-	}
-	return input{err: e}
+	return input{body: raw}
 }
 
 // stopBody reports a body of exactly {"active": false}.
