@@ -107,6 +107,12 @@ type Monitor struct {
 	State         string     `json:"state"`
 	StoppedReason string     `json:"stoppedReason,omitempty"`
 	StoppedAt     *time.Time `json:"stoppedAt,omitempty"`
+	// RestartedFrom (read-only) is the StoppedAt of the stop the last
+	// restart resumed from, exactly as the agent reported it. The agent
+	// resumes a monitor it stopped only when a pushed configuration
+	// restarts that very stop: a configuration pushed before the relay
+	// learned of the stop says "active" too, and must not resume it.
+	RestartedFrom *time.Time `json:"restartedFrom,omitempty"`
 	// ProfitTarget and LossLimit are in dollars of session P&L.
 	ProfitTarget      Limit `json:"profitTarget"`
 	LossLimit         Limit `json:"lossLimit"`

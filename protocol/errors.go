@@ -76,6 +76,10 @@ const (
 	// flattenFirst) closed it, but the old position or its orders did not
 	// clear within the wait; the new order was not placed.
 	CodePositionNotFlat = "position_not_flat"
+	// CodeOutcomeUnknown: a write with this RequestID began, and the agent
+	// stopped (crashed, restarted) before it learned the outcome; nothing
+	// was run again. Check the account's orders and positions.
+	CodeOutcomeUnknown = "outcome_unknown"
 	// CodeResyncLimit: reaching targetQuantity needs a larger correction
 	// than maxResyncCorrection allows, or an order on the other side of a
 	// priced (non-market) order; nothing was placed.
@@ -91,5 +95,5 @@ var Codes = []string{
 	CodeStrategyTerminal, CodeTradingBlocked, CodeUnknownFunction,
 	CodeRequestInProgress, CodeDeadlineExceeded, CodeCancelled,
 	CodePlatformUnavailable, CodeInternal,
-	CodePositionNotFlat, CodeResyncLimit,
+	CodePositionNotFlat, CodeResyncLimit, CodeOutcomeUnknown,
 }

@@ -42,7 +42,7 @@ func TestWireConstantsPinned(t *testing.T) {
 		"strategy_terminal", "trading_blocked", "unknown_function",
 		"request_in_progress", "deadline_exceeded", "cancelled",
 		"platform_unavailable", "internal_error",
-		"position_not_flat", "resync_limit_exceeded",
+		"position_not_flat", "resync_limit_exceeded", "outcome_unknown",
 	}, Codes)
 	require.Len(t, Functions, 35)
 	for _, f := range append(Functions, InternalFunctions...) {

@@ -15,8 +15,9 @@ import (
 // Holder holds the configuration the agent runs. The zero value holds
 // none (version 0) and is ready to use. It is safe for concurrent use.
 type Holder struct {
-	mu  sync.Mutex // orders Apply calls
-	cur atomic.Pointer[protocol.Config]
+	mu      sync.Mutex // orders Apply calls; guards changed
+	cur     atomic.Pointer[protocol.Config]
+	changed chan struct{} // closed by the next Apply that changes cur
 }
 
 // Apply makes cfg the configuration the agent runs, whole and at once,
@@ -34,7 +35,23 @@ func (h *Holder) Apply(cfg *protocol.Config) int64 {
 		return 0 // nothing applied yet, and nothing to apply
 	}
 	h.cur.Store(cfg)
+	if h.changed != nil {
+		close(h.changed)
+		h.changed = nil
+	}
 	return cfg.Version
+}
+
+// Watch returns the configuration the agent runs (nil before the first
+// Apply) and a channel that is closed when a newer one is applied. The
+// engines wait on it, so a push (the kill switch) takes effect at once.
+func (h *Holder) Watch() (*protocol.Config, <-chan struct{}) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.changed == nil {
+		h.changed = make(chan struct{})
+	}
+	return h.cur.Load(), h.changed
 }
 
 // Current returns the configuration the agent runs, or nil before the

@@ -90,6 +90,15 @@ func (o *Ops) CancelAndBracket(ctx context.Context, a protocol.CancelAndBracketA
 		return res, invalid("takeProfit is at or through the market and there is no position to protect; nothing was cancelled or placed")
 	}
 
+	// Judged before anything is cancelled: with a position the legs close
+	// it; without one they would open one.
+	legQty := a.Quantity
+	if st.qty != 0 {
+		legQty = min(legQty, abs(st.qty))
+	}
+	if err := o.admit(ctx, k, st.qty, -dir*legQty); err != nil {
+		return res, err
+	}
 	hadPosition := st.qty != 0
 	ids, err := o.cancel(ctx, k.account, st.working(), func(protocol.Order) bool { return true })
 	res.CancelledOrderIDs = ids

@@ -73,6 +73,8 @@ type Ops struct {
 	instruments instrumentCache
 	// subs is the quote subscription the relay asked for.
 	subs subscriptions
+	// gate judges every order before it is placed (SetGate).
+	gate gateHolder
 }
 
 // New validates opts, fills its defaults and returns Ops.

@@ -216,6 +216,9 @@ func (o *Ops) ChangeOrder(ctx context.Context, a protocol.ChangeOrderArgs) (prot
 		return protocol.OrderResult{}, err
 	}
 	defer unlock()
+	if err := o.admitChange(ctx, ord, req); err != nil {
+		return protocol.OrderResult{}, err
+	}
 	req.OrderID = ord.OrderID
 	changed, err := o.p.ChangeOrder(ctx, req)
 	if err != nil {
@@ -223,4 +226,31 @@ func (o *Ops) ChangeOrder(ctx context.Context, a protocol.ChangeOrderArgs) (prot
 	}
 	o.ids.changed(ord.OrderID, changed.OrderID)
 	return protocol.OrderResult{OrderID: changed.OrderID, Order: changed}, nil
+}
+
+// admitChange asks the gate about a change of ord: a rule that refuses
+// every order refuses the change; a rule that refuses entries refuses a
+// larger quantity of an order that would open or add to the position.
+// Prices change freely otherwise.
+func (o *Ops) admitChange(ctx context.Context, ord protocol.Order, req bridge.ChangeRequest) error {
+	gp := o.gate.Load()
+	if gp == nil {
+		return nil
+	}
+	k := key{ord.Account, ord.Instrument}
+	v := (*gp).Check(k.account, k.instrument, SourceOf(ctx))
+	switch {
+	case v.Any != nil:
+		return BlockError(v.Any)
+	case v.Entries == nil || req.Quantity <= ord.Quantity:
+		return nil
+	}
+	cur, err := o.position(ctx, k)
+	if err != nil {
+		return err
+	}
+	if opens(cur, side(ord.OrderAction)*(req.Quantity-ord.Filled)) {
+		return BlockError(v.Entries)
+	}
+	return nil
 }

@@ -221,6 +221,9 @@ func (o *Ops) place(ctx context.Context, a protocol.PlaceOrderArgs, flattenFirst
 	defer unlock()
 
 	if !rules.needsState() {
+		if err := o.admitPlace(ctx, k, req); err != nil {
+			return res, err
+		}
 		return o.submit(ctx, req, res)
 	}
 	st, err := o.read(ctx, k)
@@ -242,6 +245,10 @@ func (o *Ops) place(ctx context.Context, a protocol.PlaceOrderArgs, flattenFirst
 	}
 	before := st
 	if rules.smart.FlattenFirst {
+		// Judged before anything is closed: what follows the close opens.
+		if err := o.admit(ctx, k, 0, side(req.Action)*req.Quantity); err != nil {
+			return res, err
+		}
 		sel := selector{tag: rules.tag}
 		if rules.force {
 			sel = selector{}
@@ -270,8 +277,24 @@ func (o *Ops) place(ctx context.Context, a protocol.PlaceOrderArgs, flattenFirst
 			return res, protocol.NewError(protocol.CodeMaxPositions, "the account already holds maxPositions positions; nothing was placed")
 		}
 	}
+	if err := o.admit(ctx, k, st.qty, side(req.Action)*req.Quantity); err != nil {
+		return res, err
+	}
 	o.reclaim(rules.tag, before, st)
 	return o.submit(ctx, req, res)
+}
+
+// admitPlace asks the gate about req, reading the position only when the
+// gate has a rule to judge it by.
+func (o *Ops) admitPlace(ctx context.Context, k key, req bridge.OrderRequest) error {
+	if o.gate.Load() == nil {
+		return nil
+	}
+	cur, err := o.position(ctx, k)
+	if err != nil {
+		return err
+	}
+	return o.admit(ctx, k, cur, side(req.Action)*req.Quantity)
 }
 
 // checkPlace validates PlaceOrder's arguments.

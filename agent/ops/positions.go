@@ -287,6 +287,11 @@ func (o *Ops) Reverse(ctx context.Context, a protocol.ReverseArgs) (protocol.Pla
 // clear, and places req.
 func (o *Ops) closeThenPlace(ctx context.Context, st state, sel selector, req bridge.OrderRequest, tag string) (protocol.PlaceResult, error) {
 	var res protocol.PlaceResult
+	// Judged before anything is closed: the order after the close opens,
+	// and a refused one must leave the position as it was.
+	if err := o.admit(ctx, st.k, 0, side(req.Action)*req.Quantity); err != nil {
+		return res, err
+	}
 	c, _, err := o.closeOut(ctx, st, sel, true)
 	res.CloseOrderIDs, res.CancelledOrderIDs = c.closeIDs, c.cancelled
 	if err != nil {

@@ -135,6 +135,9 @@ func (o *Ops) StartStrategy(ctx context.Context, a protocol.StartStrategyArgs) (
 	if err != nil {
 		return protocol.Strategy{}, err
 	}
+	if err := o.admitEntry(ctx, key{a.Account, info.Instrument}); err != nil {
+		return protocol.Strategy{}, err
+	}
 	s, err := o.p.StartStrategy(ctx, bridge.StrategyRequest{
 		Account: a.Account, Class: a.StrategyClass, Instrument: info.Instrument, Mode: mode,
 		PeriodType: periodType, Period: period, Parameters: a.Parameters,
@@ -193,6 +196,19 @@ func (o *Ops) EnableStrategy(ctx context.Context, a protocol.StrategyArgs) (prot
 	id, err := strategyID(a.Account, a.ID, a.StrategyID)
 	if err != nil {
 		return protocol.Strategy{}, err
+	}
+	if o.gate.Load() != nil {
+		ss, err := o.p.Strategies(ctx, a.Account)
+		if err != nil {
+			return protocol.Strategy{}, wireError(err)
+		}
+		for _, s := range ss {
+			if s.ID == id {
+				if err := o.admitEntry(ctx, key{a.Account, s.Instrument}); err != nil {
+					return protocol.Strategy{}, err
+				}
+			}
+		}
 	}
 	return o.setStrategy(ctx, a.Account, id, bridge.StrategyEnable)
 }

@@ -30,7 +30,7 @@ var monitorKind = &Kind[protocol.Monitor]{
 	Name:       "monitor",
 	Path:       "desktop/monitors",
 	Singleton:  false,
-	ReadOnly:   []string{"state", "stoppedReason", "stoppedAt"},
+	ReadOnly:   []string{"state", "stoppedReason", "stoppedAt", "restartedFrom"},
 	Immutable:  []string{"account"},
 	Required:   []string{"account"},
 	NeedsAgent: true,
@@ -76,7 +76,7 @@ func monitorIsStopped(m *protocol.Monitor) bool { return m.State == protocol.Mon
 // on, the monitor stopped during the current session, and now is outside
 // the 5–6 PM New York window.
 func monitorLocked(m *protocol.Monitor, c *Change[protocol.Monitor]) bool {
-	return m.MonitorLock && InSession(m.StoppedAt, c.Now) && !InMonitorLockWindow(c.Now)
+	return m.MonitorLock && protocol.InSession(m.StoppedAt, c.Now) && !protocol.InMonitorLockWindow(c.Now)
 }
 
 // monitorSentBool returns the boolean the request sent for the top-level
@@ -406,6 +406,7 @@ func monitorRestart(c *Change[protocol.Monitor], ag Agent) *httpapi.Error {
 	next.State = protocol.MonitorActive
 	next.Active = true
 	next.StoppedReason = ""
+	next.RestartedFrom = c.Old.StoppedAt // the stop this restart resumes from
 	next.StoppedAt = nil
 	verdict, err := ag.CheckMonitorRestart(next)
 	if err != nil {

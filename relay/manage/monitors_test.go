@@ -18,13 +18,13 @@ import (
 var (
 	// monNoon is Wednesday 14 January 2026, noon New York: outside the
 	// Monitor Lock window. Its session began 13 January at 6 PM.
-	monNoon = time.Date(2026, time.January, 14, 12, 0, 0, 0, NewYork())
+	monNoon = time.Date(2026, time.January, 14, 12, 0, 0, 0, protocol.NewYork())
 	// monInWindow is 5:30 PM the same day, inside the window.
-	monInWindow = time.Date(2026, time.January, 14, 17, 30, 0, 0, NewYork())
+	monInWindow = time.Date(2026, time.January, 14, 17, 30, 0, 0, protocol.NewYork())
 	// monStoppedToday is 10 AM the same day, in the current session.
-	monStoppedToday = time.Date(2026, time.January, 14, 10, 0, 0, 0, NewYork())
+	monStoppedToday = time.Date(2026, time.January, 14, 10, 0, 0, 0, protocol.NewYork())
 	// monSessionStart is the current session's start.
-	monSessionStart = time.Date(2026, time.January, 13, 18, 0, 0, 0, NewYork())
+	monSessionStart = time.Date(2026, time.January, 13, 18, 0, 0, 0, protocol.NewYork())
 	// monStoppedBefore is a second before the session's start.
 	monStoppedBefore = monSessionStart.Add(-time.Second)
 )
@@ -92,7 +92,7 @@ func TestMonitorKindDeclaration(t *testing.T) {
 	require.True(t, k.NeedsAgent)
 	require.Equal(t, []string{"account"}, k.Required)
 	require.Equal(t, []string{"account"}, k.Immutable)
-	require.ElementsMatch(t, []string{"state", "stoppedReason", "stoppedAt"}, k.ReadOnly)
+	require.ElementsMatch(t, []string{"state", "stoppedReason", "stoppedAt", "restartedFrom"}, k.ReadOnly)
 	require.NotNil(t, k.Guard)
 	require.NotNil(t, k.Validate)
 	require.NotNil(t, k.Check)
@@ -579,6 +579,8 @@ func TestMonitorRestart(t *testing.T) {
 				require.True(t, asked.Active)
 				require.Nil(t, asked.StoppedAt)
 				require.Empty(t, asked.StoppedReason)
+				require.NotNil(t, asked.RestartedFrom, "the restart names the stop it resumes from")
+				require.True(t, tc.old.StoppedAt.Equal(*asked.RestartedFrom))
 				require.Equal(t, tc.old.LossLimit, asked.LossLimit)
 				require.Equal(t, tc.old.Account, asked.Account)
 			} else {

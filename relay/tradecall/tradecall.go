@@ -94,6 +94,8 @@ func statusOf(code string) int {
 		return http.StatusRequestTimeout
 	case protocol.CodeRequestInProgress:
 		return http.StatusConflict
+	case protocol.CodeOutcomeUnknown:
+		return http.StatusServiceUnavailable
 	case protocol.CodeDeadlineExceeded, protocol.CodeCancelled:
 		return http.StatusGatewayTimeout
 	}

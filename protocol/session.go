@@ -1,4 +1,4 @@
-package manage
+package protocol
 
 import (
 	"time"
@@ -31,7 +31,7 @@ var sessionZone = mustLoadSessionZone()
 func mustLoadSessionZone() *time.Location {
 	loc, err := time.LoadLocation("America/New_York")
 	if err != nil {
-		panic("manage: the America/New_York zone is missing: " + err.Error())
+		panic("protocol: the America/New_York zone is missing: " + err.Error())
 	}
 	return loc
 }
