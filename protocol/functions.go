@@ -109,6 +109,9 @@ const (
 	// with the given settings, would stop again at once: RestartCheck →
 	// RestartVerdict. It changes nothing. Since protocol version 2.
 	FnCheckMonitorRestart = "CheckMonitorRestart"
+	// FnEngineStatus reports what the agent's engines are doing: NoArgs →
+	// EngineStatus. It changes nothing. Since protocol version 3.
+	FnEngineStatus = "EngineStatus"
 )
 
 // InternalFunctions lists the relay's own functions.
@@ -117,6 +120,7 @@ var InternalFunctions = []Function{
 	{Name: FnGetPnl, Internal: true},
 	{Name: FnApplyConfig, Internal: true},
 	{Name: FnCheckMonitorRestart, Internal: true},
+	{Name: FnEngineStatus, Internal: true},
 }
 
 var functionIndex = func() map[string]Function {

@@ -12,7 +12,12 @@ package protocol
 //	    FnCheckMonitorRestart, events EventMonitorState and
 //	    EventCopierState. A version 1 agent still trades; the relay
 //	    refuses management changes that need it (addon_version_unsupported).
-const ProtocolVersion = 2
+//	3 — 2026-11: the engines: FnEngineStatus; Monitor.restartedFrom (a
+//	    stopped monitor resumes only on the restart of that stop); the
+//	    code outcome_unknown (a write the agent stopped during); the
+//	    detail of trading_blocked names the refusing rule. A version 2
+//	    agent answers FnEngineStatus unknown_function.
+const ProtocolVersion = 3
 
 // ConfigProtocolVersion is the first version whose agents take the
 // management configuration (FnApplyConfig).

@@ -1,4 +1,4 @@
-package dispatch
+package dispatch_test
 
 import (
 	"context"
@@ -10,6 +10,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"tradebridge/agent/bridge/sim"
+	"tradebridge/agent/dispatch"
 	"tradebridge/agent/ops"
 	"tradebridge/protocol"
 )
@@ -27,8 +28,11 @@ func BenchmarkPlaceOrder(b *testing.B) {
 	defer p.Close()
 	o, err := ops.New(ops.Options{Platform: p, Now: clock.Now})
 	require.NoError(b, err)
-	d, err := New(Options{Ops: o})
+	d, err := dispatch.New(dispatch.Options{Explain: o.Explain})
 	require.NoError(b, err)
+	for name, h := range o.Functions() {
+		require.NoError(b, d.Register(name, h))
+	}
 	args := [2]json.RawMessage{
 		json.RawMessage(`{"account":"Sim101","action":"Buy","instrument":"ES 12-26","orderType":"Market","quantity":1,"timeInForce":"Day"}`),
 		json.RawMessage(`{"account":"Sim101","action":"Sell","instrument":"ES 12-26","orderType":"Market","quantity":1,"timeInForce":"Day"}`),

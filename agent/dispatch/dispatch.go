@@ -1,10 +1,15 @@
 // Package dispatch is the agent's RPC dispatcher: it decodes a Request's
-// arguments, runs the matching operation of package ops, and encodes the
-// result. Every function of protocol.Functions is registered.
+// arguments, runs the function registered under the request's name, and
+// encodes the result. Functions come from a registry (Register): the
+// operations of package ops, the configuration push and the engines'
+// queries of package agent, and later bridges add theirs without editing
+// the dispatcher. Only functions of the protocol (protocol.LookupFunction)
+// may be registered, since the protocol says which are writes.
 //
 // Writes run exactly once per request id: a repeated id returns the first
 // outcome (result or error) and runs nothing, also across tunnel
-// reconnects, because the dispatcher outlives any one tunnel. A repeat that
+// reconnects, because the dispatcher outlives any one tunnel, and across
+// agent restarts when a Journal keeps the outcomes. A repeat that
 // arrives while the first is still running waits for its outcome (or
 // answers request_in_progress when its own deadline passes first); the
 // same id with other arguments is invalid_argument. A write, once started,
@@ -28,23 +33,25 @@ import (
 	"crypto/sha256"
 	"encoding/json"
 	"errors"
+	"fmt"
+	"sync"
 	"sync/atomic"
 	"time"
 
 	"go.uber.org/zap"
 
-	"tradebridge/agent/mgmtconfig"
-	"tradebridge/agent/ops"
 	"tradebridge/protocol"
 )
 
 // Options configure a Dispatcher.
 type Options struct {
-	Ops *ops.Ops
-	// Config holds the management configuration FnApplyConfig applies;
-	// nil means a Holder of the Dispatcher's own (see Dispatcher.Config).
-	Config *mgmtconfig.Holder
 	Logger *zap.Logger
+	// Explain, when set, may add to the detail of an error a function
+	// returned (ops.Ops.Explain names the accounts there are).
+	Explain func(ctx context.Context, pe *protocol.Error) *protocol.Error
+	// Journal keeps write outcomes across agent restarts; nil keeps them in
+	// memory only.
+	Journal Journal
 	// WriteTimeout bounds a write once it started; a write is not abandoned
 	// when its caller goes away, so that its outcome can be recorded.
 	// Default 30 s.
@@ -61,20 +68,23 @@ type Options struct {
 type Dispatcher struct {
 	opts    Options
 	log     *zap.Logger
-	table   map[string]handlerFunc
+	mu      sync.RWMutex
+	table   map[string]Handler
 	results *outcomes
 	// waiting counts repeats of a running write waiting for its outcome
 	// (for tests).
 	waiting atomic.Int64
+	// finished counts journaled writes, to prune the journal now and then.
+	finished atomic.Uint64
 }
 
-type handlerFunc func(ctx context.Context, args json.RawMessage) (any, error)
+// Handler runs one function: it decodes args and returns the result to
+// encode, or an error (a *protocol.Error travels as is; any other error is
+// internal_error, logged). Func adapts a typed operation.
+type Handler func(ctx context.Context, args json.RawMessage) (any, error)
 
-// New returns a Dispatcher.
+// New returns a Dispatcher with no functions; Register adds them.
 func New(opts Options) (*Dispatcher, error) {
-	if opts.Ops == nil {
-		return nil, errors.New("dispatch: Options.Ops is required")
-	}
 	if opts.Logger == nil {
 		opts.Logger = zap.NewNop()
 	}
@@ -90,92 +100,56 @@ func New(opts Options) (*Dispatcher, error) {
 	if opts.Now == nil {
 		opts.Now = time.Now
 	}
-	if opts.Config == nil {
-		opts.Config = new(mgmtconfig.Holder)
-	}
 	d := &Dispatcher{
 		opts:    opts,
 		log:     opts.Logger.Named("dispatch"),
 		results: newOutcomes(opts.RememberMax, opts.RememberFor, opts.Now),
 	}
-	d.table = d.functions(opts.Ops)
+	d.table = make(map[string]Handler)
+	if opts.Journal != nil {
+		if err := d.results.load(opts.Journal); err != nil {
+			return nil, fmt.Errorf("dispatch: loading the journal of write outcomes: %w", err)
+		}
+	}
 	return d, nil
 }
 
-// functions maps every RPC function of protocol.Functions to its
-// operation. TestEveryFunctionRegistered keeps the two lists equal.
-func (d *Dispatcher) functions(o *ops.Ops) map[string]handlerFunc {
-	return map[string]handlerFunc{
-		protocol.FnListAccounts:           with(o.ListAccounts),
-		protocol.FnGetAccountSummary:      with(o.GetAccountSummary),
-		protocol.FnGetAccount:             with(o.GetAccount),
-		protocol.FnGetWatermarks:          with(o.GetWatermarks),
-		protocol.FnGetPosition:            with(o.GetPosition),
-		protocol.FnListPositions:          with(o.ListPositions),
-		protocol.FnListOrders:             with(o.ListOrders),
-		protocol.FnGetOrder:               with(o.GetOrder),
-		protocol.FnListExecutions:         with(o.ListExecutions),
-		protocol.FnListStrategies:         with(o.ListStrategies),
-		protocol.FnGetStrategy:            with(o.GetStrategy),
-		protocol.FnGetQuote:               with(o.GetQuote),
-		protocol.FnGetAtmTemplates:        with(o.GetAtmTemplates),
-		protocol.FnGetAllPositions:        with(o.GetAllPositions),
-		protocol.FnGetAllOrders:           with(o.GetAllOrders),
-		protocol.FnListAllStrategies:      with(o.ListAllStrategies),
-		protocol.FnGetExecutionsByOrderID: with(o.GetExecutionsByOrderId),
-		protocol.FnMarketInfo:             with(o.MarketInfo),
-		protocol.FnGetBars:                with(o.GetBars),
-		protocol.FnFlatten:                with(o.Flatten),
-		protocol.FnFlattenEverything:      with(o.FlattenEverything),
-		protocol.FnCancelAllOrders:        with(o.CancelAllOrders),
-		protocol.FnClosePosition:          with(o.ClosePosition),
-		protocol.FnReverse:                with(o.Reverse),
-		protocol.FnReversePosition:        with(o.ReversePosition),
-		protocol.FnCancelOrders:           with(o.CancelOrders),
-		protocol.FnCancelOrder:            with(o.CancelOrder),
-		protocol.FnChangeOrder:            with(o.ChangeOrder),
-		protocol.FnPlaceOrder:             with(o.PlaceOrder),
-		protocol.FnFlatPlace:              with(o.FlatPlace),
-		protocol.FnCancelAndBracket:       with(o.CancelAndBracket),
-		protocol.FnStartStrategy:          with(o.StartStrategy),
-		protocol.FnCloseStrategy:          with(o.CloseStrategy),
-		protocol.FnEnableStrategy:         with(o.EnableStrategy),
-		protocol.FnDisableStrategy:        with(o.DisableStrategy),
-		// The relay's own functions.
-		protocol.FnSetSubscriptions:    with(o.SetSubscriptions),
-		protocol.FnGetPnl:              with(o.GetPnl),
-		protocol.FnApplyConfig:         with(d.applyConfig),
-		protocol.FnCheckMonitorRestart: with(o.CheckMonitorRestart),
+// Register makes h the function name. name must be a function of the
+// protocol and not registered yet. Functions are registered before the
+// dispatcher serves.
+func (d *Dispatcher) Register(name string, h Handler) error {
+	if _, ok := protocol.LookupFunction(name); !ok {
+		return fmt.Errorf("dispatch: %q is not a function of the protocol", name)
 	}
+	if h == nil {
+		return fmt.Errorf("dispatch: nil handler for %q", name)
+	}
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if _, dup := d.table[name]; dup {
+		return fmt.Errorf("dispatch: %q is registered twice", name)
+	}
+	d.table[name] = h
+	return nil
 }
 
-// Config returns the holder of the management configuration the relay
-// pushed.
-func (d *Dispatcher) Config() *mgmtconfig.Holder { return d.opts.Config }
-
-// applyConfig applies the relay's management configuration (the relay's
-// internal FnApplyConfig) and answers the version the agent runs: the
-// pushed one, or the newer one it already had. It is not a write of the
-// exactly-once kind: a repeated push changes nothing by its version.
-func (d *Dispatcher) applyConfig(_ context.Context, cfg protocol.Config) (protocol.ConfigApplied, error) {
-	if cfg.Version <= 0 {
-		return protocol.ConfigApplied{}, protocol.NewError(protocol.CodeInvalidArgument, "the configuration's version must be at least 1")
+// Functions returns the names of the registered functions.
+func (d *Dispatcher) Functions() []string {
+	d.mu.RLock()
+	defer d.mu.RUnlock()
+	names := make([]string, 0, len(d.table))
+	for n := range d.table {
+		names = append(names, n)
 	}
-	before := d.opts.Config.Version()
-	v := d.opts.Config.Apply(&cfg)
-	if v == cfg.Version && v != before {
-		d.log.Info("management configuration applied", zap.Int64("version", v),
-			zap.Int("copiers", len(cfg.Copiers)), zap.Int("monitors", len(cfg.Monitors)))
-	}
-	return protocol.ConfigApplied{Version: v}, nil
+	return names
 }
 
-// with adapts an operation taking typed arguments. Args must be absent,
+// Func adapts an operation taking typed arguments. Args must be absent,
 // null or a JSON object whose fields have the types of A: a string where a
 // number belongs, a fraction where an integer belongs, or a string where a
 // boolean belongs is invalid_argument, and nothing runs. Unknown fields are
 // ignored (see the package documentation).
-func with[A, R any](op func(context.Context, A) (R, error)) handlerFunc {
+func Func[A, R any](op func(context.Context, A) (R, error)) Handler {
 	return func(ctx context.Context, raw json.RawMessage) (any, error) {
 		var args A
 		if err := decodeArgs(raw, &args); err != nil {
@@ -239,7 +213,9 @@ func traceField(req *protocol.Request) zap.Field {
 }
 
 func (d *Dispatcher) handle(ctx context.Context, req *protocol.Request) (json.RawMessage, *protocol.Error) {
+	d.mu.RLock()
 	h, ok := d.table[req.Fn]
+	d.mu.RUnlock()
 	if !ok {
 		return nil, protocol.NewError(protocol.CodeUnknownFunction, "this agent does not implement the function")
 	}
@@ -275,18 +251,42 @@ func (d *Dispatcher) handle(ctx context.Context, req *protocol.Request) (json.Ra
 			return nil, protocol.NewError(protocol.CodeRequestInProgress, "a write with this request id is still running")
 		}
 	}
+	if j := d.opts.Journal; j != nil {
+		if err := j.BeginWrite(req.RequestID, fp, o.at); err != nil {
+			// Without the record a restart could run the write twice.
+			d.log.Error("recording a write before it runs failed; the write is refused", zap.String("fn", req.Fn), zap.String("requestId", req.RequestID), zap.Error(err))
+			o.err = protocol.NewError(protocol.CodeInternal, "the agent could not record the write before running it; nothing was done, retry later")
+			d.results.forget(o)
+			close(o.done)
+			return nil, o.err
+		}
+	}
 	// The write runs to the end even if its caller leaves, so that a retry
 	// learns its true outcome instead of placing it again.
 	wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), d.opts.WriteTimeout)
 	defer cancel()
 	o.result, o.err = d.run(wctx, req, h)
+	if j := d.opts.Journal; j != nil {
+		if err := j.FinishWrite(req.RequestID, o.result, o.err); err != nil {
+			d.log.Error("recording a write's outcome failed: a repeat after a restart answers outcome_unknown", zap.String("fn", req.Fn), zap.String("requestId", req.RequestID), zap.Error(err))
+		}
+		if d.finished.Add(1)%pruneEvery == 0 {
+			if err := j.PruneWrites(d.opts.Now().Add(-d.opts.RememberFor)); err != nil {
+				d.log.Warn("pruning old write outcomes failed", zap.Error(err))
+			}
+		}
+	}
 	close(o.done)
 	return o.result, o.err
 }
 
+// pruneEvery is how many journaled writes pass between two prunes of the
+// journal's records older than RememberFor.
+const pruneEvery = 256
+
 // run runs one operation. A panic in it becomes internal_error, so that a
 // write's outcome is recorded (and never run again) even then.
-func (d *Dispatcher) run(ctx context.Context, req *protocol.Request, h handlerFunc) (raw json.RawMessage, perr *protocol.Error) {
+func (d *Dispatcher) run(ctx context.Context, req *protocol.Request, h Handler) (raw json.RawMessage, perr *protocol.Error) {
 	defer func() {
 		if r := recover(); r != nil {
 			d.log.Error("operation panicked", zap.String("fn", req.Fn), traceField(req), zap.Any("panic", r))
@@ -297,7 +297,10 @@ func (d *Dispatcher) run(ctx context.Context, req *protocol.Request, h handlerFu
 	if err != nil {
 		var pe *protocol.Error
 		if errors.As(err, &pe) {
-			return nil, d.opts.Ops.Explain(ctx, pe)
+			if d.opts.Explain != nil {
+				pe = d.opts.Explain(ctx, pe)
+			}
+			return nil, pe
 		}
 		d.log.Error("operation failed", zap.String("fn", req.Fn), traceField(req), zap.Error(err))
 		return nil, protocol.NewError(protocol.CodeInternal, "the agent failed to run the operation")

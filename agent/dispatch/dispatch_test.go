@@ -1,4 +1,4 @@
-package dispatch
+package dispatch_test
 
 import (
 	"context"
@@ -13,6 +13,7 @@ import (
 	"go.uber.org/goleak"
 
 	"tradebridge/agent/bridge"
+	"tradebridge/agent/dispatch"
 	"tradebridge/agent/ops"
 	"tradebridge/protocol"
 )
@@ -71,42 +72,63 @@ func (p *countingPlatform) SubmitOrder(ctx context.Context, req bridge.OrderRequ
 }
 func (p *countingPlatform) Close() error { return nil }
 
-func newDispatcher(t *testing.T, p bridge.Platform, now func() time.Time) *Dispatcher {
+func newDispatcher(t *testing.T, p bridge.Platform, now func() time.Time) *dispatch.Dispatcher {
+	return newDispatcherWith(t, p, dispatch.Options{Now: now, RememberMax: 3, RememberFor: time.Hour})
+}
+
+// newDispatcherWith serves the operations over p with opts.
+func newDispatcherWith(t *testing.T, p bridge.Platform, opts dispatch.Options) *dispatch.Dispatcher {
 	o, err := ops.New(ops.Options{Platform: p})
 	require.NoError(t, err)
-	d, err := New(Options{Ops: o, Now: now, RememberMax: 3, RememberFor: time.Hour})
+	opts.Explain = o.Explain
+	d, err := dispatch.New(opts)
 	require.NoError(t, err)
+	for name, h := range o.Functions() {
+		require.NoError(t, d.Register(name, h))
+	}
 	return d
 }
 
 const orderArgs = `{"account":"A1","action":"BUY","instrument":"ES 12-26","orderType":"market","quantity":1,"timeInForce":"day"}`
 
-func place(d *Dispatcher, ctx context.Context, id, args string) (json.RawMessage, *protocol.Error) {
+func place(d *dispatch.Dispatcher, ctx context.Context, id, args string) (json.RawMessage, *protocol.Error) {
 	return d.Handle(ctx, &protocol.Request{Fn: protocol.FnPlaceOrder, RequestID: id, Args: json.RawMessage(args)})
 }
 
-func TestNewValidates(t *testing.T) {
-	_, err := New(Options{})
-	require.Error(t, err)
-	o, err := ops.New(ops.Options{Platform: &countingPlatform{}})
+func TestNewFillsDefaults(t *testing.T) {
+	d, err := dispatch.New(dispatch.Options{})
 	require.NoError(t, err)
-	d, err := New(Options{Ops: o})
-	require.NoError(t, err)
-	require.Equal(t, 30*time.Second, d.opts.WriteTimeout)
-	require.Equal(t, 10_000, d.opts.RememberMax)
-	require.Equal(t, 24*time.Hour, d.opts.RememberFor)
+	opts := dispatch.OptionsOf(d)
+	require.Equal(t, 30*time.Second, opts.WriteTimeout)
+	require.Equal(t, 10_000, opts.RememberMax)
+	require.Equal(t, 24*time.Hour, opts.RememberFor)
+	require.Empty(t, d.Functions(), "a new dispatcher has no functions")
 }
 
-// Every public function of the protocol has an operation, and every
-// operation is a function of the protocol.
-func TestEveryFunctionRegistered(t *testing.T) {
+// Register takes functions of the protocol only, each once.
+func TestRegister(t *testing.T) {
+	t.Parallel()
+	d, err := dispatch.New(dispatch.Options{})
+	require.NoError(t, err)
+	h := dispatch.Func(func(context.Context, protocol.NoArgs) (int, error) { return 7, nil })
+	require.NoError(t, d.Register(protocol.FnListAccounts, h))
+	require.Error(t, d.Register(protocol.FnListAccounts, h), "twice")
+	require.Error(t, d.Register("NoSuchFunction", h), "not a function of the protocol")
+	require.Error(t, d.Register(protocol.FnGetAccount, nil), "nil handler")
+	out, perr := d.Handle(context.Background(), &protocol.Request{Fn: protocol.FnListAccounts})
+	require.Nil(t, perr)
+	require.Equal(t, "7", string(out))
+	_, perr = d.Handle(context.Background(), &protocol.Request{Fn: protocol.FnGetAccount})
+	require.Equal(t, protocol.CodeUnknownFunction, perr.Code, "a function of the protocol nobody registered")
+	require.Equal(t, []string{protocol.FnListAccounts}, d.Functions())
+}
+
+// The operations cover every public function of the protocol and the
+// relay's own functions that are operations.
+func TestOperationsRegistered(t *testing.T) {
 	d := newDispatcher(t, &countingPlatform{}, nil)
-	for _, f := range append(protocol.Functions, protocol.InternalFunctions...) {
-		require.Contains(t, d.table, f.Name)
-	}
-	for name := range d.table {
-		_, ok := protocol.LookupFunction(name)
-		require.True(t, ok, name)
+	for _, f := range protocol.Functions {
+		require.Contains(t, d.Functions(), f.Name)
 	}
 }
 
@@ -184,7 +206,7 @@ func TestRepeatWhileRunningWaitsForFirst(t *testing.T) {
 			results[i], _ = place(d, context.Background(), "same", orderArgs)
 		}()
 	}
-	require.Eventually(t, func() bool { return d.waiting.Load() == 4 }, 5*time.Second, time.Millisecond,
+	require.Eventually(t, func() bool { return dispatch.Waiting(d) == 4 }, 5*time.Second, time.Millisecond,
 		"the repeats wait for the first outcome")
 	close(p.gate)
 	wg.Wait()
@@ -238,10 +260,10 @@ func TestOutcomesBounded(t *testing.T) {
 	for i := range 5 {
 		place(d, context.Background(), fmt.Sprint("k", i), orderArgs)
 	}
-	require.Equal(t, 3, d.results.len(), "at most RememberMax outcomes")
+	require.Equal(t, 3, dispatch.Remembered(d), "at most RememberMax outcomes")
 	now = now.Add(2 * time.Hour)
 	place(d, context.Background(), "fresh", orderArgs)
-	require.Equal(t, 1, d.results.len(), "outcomes older than RememberFor are forgotten")
+	require.Equal(t, 1, dispatch.Remembered(d), "outcomes older than RememberFor are forgotten")
 }
 
 func TestDispatchErrors(t *testing.T) {

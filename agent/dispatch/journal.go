@@ -12,21 +12,23 @@ import (
 // once. The agent's state file implements it (agent/agentstore); without
 // one, outcomes live in memory only.
 //
-// The dispatcher calls Begin before a write runs and Finish after it, and
-// refuses to run a write whose Begin failed: exactly once matters more
+// The dispatcher calls BeginWrite before a write runs and FinishWrite
+// after it, and refuses to run a write whose BeginWrite failed: exactly once matters more
 // than the write. A write that began and never finished (the agent died
 // while it ran) is answered outcome_unknown when repeated.
 type Journal interface {
-	// Begin records that the write id, with the fingerprint of its
-	// function and arguments, starts at at.
-	Begin(id string, fingerprint [32]byte, at time.Time) error
-	// Finish records the write's outcome: its encoded result, or its
+	// BeginWrite records that the write id, with the fingerprint of its
+	// function and arguments, starts at at. It returns once the record
+	// is committed.
+	BeginWrite(id string, fingerprint [32]byte, at time.Time) error
+	// FinishWrite records the write's outcome: its encoded result, or its
 	// error.
-	Finish(id string, result json.RawMessage, perr *protocol.Error) error
-	// Load returns the records begun at or after since, oldest first.
-	Load(since time.Time) ([]JournalRecord, error)
-	// Prune forgets the records begun before before.
-	Prune(before time.Time) error
+	FinishWrite(id string, result json.RawMessage, perr *protocol.Error) error
+	// LoadWrites returns the records begun at or after since, oldest
+	// first.
+	LoadWrites(since time.Time) ([]JournalRecord, error)
+	// PruneWrites forgets the records begun before before.
+	PruneWrites(before time.Time) error
 }
 
 // JournalRecord is one write as a Journal recorded it.
@@ -34,7 +36,7 @@ type JournalRecord struct {
 	ID          string
 	Fingerprint [32]byte
 	At          time.Time
-	// Done is true once Finish recorded the outcome: Result, or Err.
+	// Done is true once FinishWrite recorded the outcome: Result, or Err.
 	Done   bool
 	Result json.RawMessage
 	Err    *protocol.Error

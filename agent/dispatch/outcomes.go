@@ -65,6 +65,44 @@ func (s *outcomes) evict(e *list.Element) {
 	delete(s.byID, e.Value.(*outcome).id)
 }
 
+// forget drops o, a claim whose write never ran.
+func (s *outcomes) forget(o *outcome) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if e, ok := s.byID[o.id]; ok && e.Value.(*outcome) == o {
+		s.evict(e)
+	}
+}
+
+// load fills the outcomes with the journal's records of the last ttl. A
+// write that began and never finished (the agent stopped while it ran)
+// is answered outcome_unknown: it may or may not have been placed.
+func (s *outcomes) load(j Journal) error {
+	recs, err := j.LoadWrites(s.now().Add(-s.ttl))
+	if err != nil {
+		return err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, r := range recs {
+		if _, dup := s.byID[r.ID]; dup {
+			continue
+		}
+		o := &outcome{id: r.ID, fingerprint: r.Fingerprint, at: r.At, done: make(chan struct{})}
+		if r.Done {
+			o.result, o.err = r.Result, r.Err
+		} else {
+			o.err = protocol.NewError(protocol.CodeOutcomeUnknown, "the agent stopped while this write ran; check the account's orders and positions before placing again")
+		}
+		close(o.done)
+		s.byID[r.ID] = s.order.PushBack(o)
+		for s.order.Len() > s.max {
+			s.evict(s.order.Front())
+		}
+	}
+	return nil
+}
+
 func (s *outcomes) len() int {
 	s.mu.Lock()
 	defer s.mu.Unlock()

@@ -59,6 +59,10 @@ type Options struct {
 	MaxConcurrent int
 	// HTTPClient dials the relay; nil uses a client with sane timeouts.
 	HTTPClient *http.Client
+	// OnConnect, when set, is called after each handshake, once
+	// SendEvent works (the agent re-sends the engines' states then). It
+	// runs on the session's goroutine and must not block.
+	OnConnect func()
 }
 
 // Client keeps the agent connected to the relay. Create it with New, run it
@@ -296,6 +300,9 @@ func (c *Client) session(ctx context.Context) (bool, int, error) {
 	c.control = protocol.NewWriter(control)
 	c.ctlMu.Unlock()
 	c.connected.Store(true)
+	if c.opts.OnConnect != nil {
+		c.opts.OnConnect()
+	}
 
 	var streams sync.WaitGroup
 	// The relay never sends on the control stream after Welcome; reading
