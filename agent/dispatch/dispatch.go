@@ -252,7 +252,12 @@ func (d *Dispatcher) handle(ctx context.Context, req *protocol.Request) (json.Ra
 		}
 	}
 	if j := d.opts.Journal; j != nil {
-		if err := j.BeginWrite(req.RequestID, fp, o.at); err != nil {
+		if err := j.BeginWrite(req.RequestID, fp, o.at); errors.Is(err, ErrJournaled) {
+			// Remembered by the journal, forgotten by memory: answer from it.
+			o.result, o.err = d.fromJournal(req.RequestID, fp)
+			close(o.done)
+			return o.result, o.err
+		} else if err != nil {
 			// Without the record a restart could run the write twice.
 			d.log.Error("recording a write before it runs failed; the write is refused", zap.String("fn", req.Fn), zap.String("requestId", req.RequestID), zap.Error(err))
 			o.err = protocol.NewError(protocol.CodeInternal, "the agent could not record the write before running it; nothing was done, retry later")
@@ -278,6 +283,33 @@ func (d *Dispatcher) handle(ctx context.Context, req *protocol.Request) (json.Ra
 	}
 	close(o.done)
 	return o.result, o.err
+}
+
+// fromJournal answers a repeated write from the journal's record of it.
+func (d *Dispatcher) fromJournal(id string, fp [32]byte) (json.RawMessage, *protocol.Error) {
+	recs, err := d.opts.Journal.LoadWrites(d.opts.Now().Add(-d.opts.RememberFor))
+	if err != nil {
+		d.log.Error("reading a write's outcome from the journal failed", zap.String("requestId", id), zap.Error(err))
+		return nil, protocol.NewError(protocol.CodeInternal, "the agent could not read the outcome of this request id; retry later")
+	}
+	for _, r := range recs {
+		if r.ID != id {
+			continue
+		}
+		switch {
+		case r.Fingerprint != fp:
+			return nil, protocol.NewError(protocol.CodeInvalidArgument, "the request id was already used for a different call")
+		case r.Done:
+			return r.Result, r.Err
+		}
+		return nil, outcomeUnknown()
+	}
+	return nil, outcomeUnknown()
+}
+
+// outcomeUnknown answers a write that began and never finished.
+func outcomeUnknown() *protocol.Error {
+	return protocol.NewError(protocol.CodeOutcomeUnknown, "the agent stopped while this write ran; check the account's orders and positions before placing again")
 }
 
 // pruneEvery is how many journaled writes pass between two prunes of the

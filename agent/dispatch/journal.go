@@ -2,6 +2,7 @@ package dispatch
 
 import (
 	"encoding/json"
+	"errors"
 	"time"
 
 	"tradebridge/protocol"
@@ -30,6 +31,11 @@ type Journal interface {
 	// PruneWrites forgets the records begun before before.
 	PruneWrites(before time.Time) error
 }
+
+// ErrJournaled is what a Journal's BeginWrite returns (wrapped) for an id
+// it holds already: the dispatcher then answers from that record (its
+// memory had forgotten the write, the journal had not).
+var ErrJournaled = errors.New("dispatch: the write id is in the journal already")
 
 // JournalRecord is one write as a Journal recorded it.
 type JournalRecord struct {

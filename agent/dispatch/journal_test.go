@@ -5,6 +5,7 @@ import (
 	"crypto/sha256"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"sync"
 	"testing"
 	"time"
@@ -27,6 +28,11 @@ func (j *memJournal) BeginWrite(id string, fp [32]byte, at time.Time) error {
 	defer j.mu.Unlock()
 	if j.failBegin {
 		return errors.New("disk full")
+	}
+	for _, r := range j.recs {
+		if r.ID == id {
+			return fmt.Errorf("memJournal: %w", dispatch.ErrJournaled)
+		}
 	}
 	j.recs = append(j.recs, dispatch.JournalRecord{ID: id, Fingerprint: fp, At: at})
 	return nil
@@ -99,4 +105,24 @@ func TestJournalFailureRefusesTheWrite(t *testing.T) {
 	_, perr = place(d, context.Background(), "j1", orderArgs)
 	require.Nil(t, perr, "the refused write was not remembered: a retry runs it")
 	require.Equal(t, int64(1), p.submits.Load())
+}
+
+// A write the dispatcher's memory forgot (beyond RememberMax) and the
+// journal kept is answered from the journal, and runs nothing.
+func TestJournalAnswersWhatMemoryForgot(t *testing.T) {
+	t.Parallel()
+	j := &memJournal{}
+	p := &countingPlatform{}
+	d := newDispatcherWith(t, p, dispatch.Options{Journal: j, RememberMax: 1})
+	first, perr := place(d, context.Background(), "k1", orderArgs)
+	require.Nil(t, perr)
+	_, perr = place(d, context.Background(), "k2", orderArgs)
+	require.Nil(t, perr)
+	require.Equal(t, 1, dispatch.Remembered(d))
+	again, perr := place(d, context.Background(), "k1", orderArgs)
+	require.Nil(t, perr)
+	require.JSONEq(t, string(first), string(again))
+	require.Equal(t, int64(2), p.submits.Load(), "k1 did not run again")
+	_, perr = place(d, context.Background(), "k2", `{"account":"A1","action":"Sell","instrument":"ES 12-26","orderType":"Market","quantity":1,"timeInForce":"Day"}`)
+	require.Equal(t, protocol.CodeInvalidArgument, perr.Code, "the same id for another call")
 }

@@ -92,7 +92,7 @@ func (s *outcomes) load(j Journal) error {
 		if r.Done {
 			o.result, o.err = r.Result, r.Err
 		} else {
-			o.err = protocol.NewError(protocol.CodeOutcomeUnknown, "the agent stopped while this write ran; check the account's orders and positions before placing again")
+			o.err = outcomeUnknown()
 		}
 		close(o.done)
 		s.byID[r.ID] = s.order.PushBack(o)

@@ -57,6 +57,10 @@ type Options struct {
 	// NewOcoID returns a fresh OCO id for CancelAndBracket calls that name
 	// none. Default: "bracket-" and 16 random hex digits.
 	NewOcoID func() string
+	// Persist keeps the strategy tags' ownership of positions across agent
+	// restarts (bucket TagsBucket); New loads it. Nil keeps it in memory
+	// only: after a restart no tag owns anything.
+	Persist Persist
 }
 
 // Ops runs operations against one platform. It is safe for concurrent use:
@@ -115,12 +119,16 @@ func New(opts Options) (*Ops, error) {
 	if opts.NewOcoID == nil {
 		opts.NewOcoID = newOcoID
 	}
+	book, err := loadTagBook(opts.Persist, opts.Logger.Named("ops").Named("tags"))
+	if err != nil {
+		return nil, err
+	}
 	return &Ops{
 		p:     opts.Platform,
 		opts:  opts,
 		log:   opts.Logger.Named("ops"),
 		locks: newLocker(),
-		book:  newTagBook(),
+		book:  book,
 		ids:   newIDMap(maxIDAliases),
 	}, nil
 }

@@ -5,6 +5,8 @@ import (
 	"strings"
 	"sync"
 
+	"go.uber.org/zap"
+
 	"tradebridge/protocol"
 )
 
@@ -56,15 +58,29 @@ type ownership struct {
 	adj int
 }
 
-// tagBook is the in-memory record of which strategy tag owns which account
-// and instrument, and the tag's share of the position there. Its methods
-// are safe for concurrent use; callers change a key's entry only while
-// holding that key's lock.
+// tagBook is the record of which strategy tag owns which account and
+// instrument, and the tag's share of the position there. It lives in
+// memory and, when it has a Persist (loadTagBook), writes every change of
+// a key's ownership through to it, so that an agent restart keeps it. Its
+// methods are safe for concurrent use; callers change a key's entry only
+// while holding that key's lock.
 type tagBook struct {
 	mu sync.Mutex
 	m  map[key]*ownership
+	// seq numbers the changes made under mu, so that write keeps the
+	// latest of a key's changes.
+	seq uint64
+
+	// persist, when set, keeps the book; log reports its failures.
+	persist Persist
+	log     *zap.Logger
+	// wmu serializes writes to persist; written holds the seq of each
+	// key's last change written.
+	wmu     sync.Mutex
+	written map[key]uint64
 }
 
+// newTagBook returns an empty book in memory only.
 func newTagBook() *tagBook { return &tagBook{m: make(map[key]*ownership)} }
 
 // owner returns the tag that owns k, or "".
@@ -86,7 +102,9 @@ func (b *tagBook) claim(k key, tag string, orders []protocol.Order) {
 	}
 	b.mu.Lock()
 	b.m[k] = own
+	w := b.change(k, own)
 	b.mu.Unlock()
+	b.write(w)
 }
 
 // reconcile brings k's ownership up to the platform's state: qty is the
@@ -97,8 +115,10 @@ func (b *tagBook) claim(k key, tag string, orders []protocol.Order) {
 // is zero and who has no working order in the instrument is released.
 func (b *tagBook) reconcile(k key, qty int, orders []protocol.Order) (string, int) {
 	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.settle(k, qty, orders, true)
+	tag, share, w := b.settle(k, qty, orders, true)
+	b.mu.Unlock()
+	b.write(w)
+	return tag, share
 }
 
 // peek is reconcile without changing anything, for reads that do not hold
@@ -106,15 +126,18 @@ func (b *tagBook) reconcile(k key, qty int, orders []protocol.Order) (string, in
 func (b *tagBook) peek(k key, qty int, orders []protocol.Order) (string, int) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	return b.settle(k, qty, orders, false)
+	tag, share, _ := b.settle(k, qty, orders, false)
+	return tag, share
 }
 
-func (b *tagBook) settle(k key, qty int, orders []protocol.Order, apply bool) (string, int) {
+// settle computes k's owner and share; with apply it also records them,
+// returning the write of the change to make (nil when nothing changed).
+func (b *tagBook) settle(k key, qty int, orders []protocol.Order, apply bool) (string, int, *tagWrite) {
 	own := b.m[k]
 	if own == nil {
-		return "", 0
+		return "", 0, nil
 	}
-	working := false
+	working, changed := false, false
 	share := own.adj
 	counted := make(map[string]bool, len(orders))
 	for _, o := range orders {
@@ -125,7 +148,10 @@ func (b *tagBook) settle(k key, qty int, orders []protocol.Order, apply bool) (s
 		share += n
 		counted[o.OrderID] = true
 		if apply {
-			own.filled[o.OrderID] = n
+			if was, ok := own.filled[o.OrderID]; !ok || was != n {
+				own.filled[o.OrderID] = n
+				changed = true
+			}
 		}
 		if !protocol.TerminalOrderState(o.OrderState) {
 			working = true
@@ -146,13 +172,21 @@ func (b *tagBook) settle(k key, qty int, orders []protocol.Order, apply bool) (s
 	if clamped == 0 && !working {
 		if apply {
 			delete(b.m, k)
+			return "", 0, b.change(k, nil)
 		}
-		return "", 0
+		return "", 0, nil
 	}
+	var w *tagWrite
 	if apply {
-		own.adj += clamped - share
+		if clamped != share {
+			own.adj += clamped - share
+			changed = true
+		}
+		if changed {
+			w = b.change(k, own)
+		}
 	}
-	return own.tag, clamped
+	return own.tag, clamped, w
 }
 
 // selector is the part of an account and instrument a flatten, close or

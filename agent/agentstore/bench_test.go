@@ -1,0 +1,31 @@
+package agentstore_test
+
+import (
+	"path/filepath"
+	"strconv"
+	"testing"
+
+	"tradebridge/agent/agentstore"
+)
+
+// BenchmarkPut measures one committed Put of a small value (an engine's
+// state record), as an engine writes on every fill.
+func BenchmarkPut(b *testing.B) {
+	s, err := agentstore.Open(agentstore.Options{Path: filepath.Join(b.TempDir(), agentstore.DefaultFileName)})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer s.Close()
+	value := []byte(`{"orders":{"m-123456":"f-654321"},"filled":3,"at":"2026-03-02T14:30:00Z"}`)
+	keys := make([]string, 64)
+	for i := range keys {
+		keys[i] = "copier-" + strconv.Itoa(i)
+	}
+	b.ReportAllocs()
+	b.ResetTimer()
+	for i := 0; b.Loop(); i++ {
+		if err := s.Put("copier", keys[i%len(keys)], value); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
