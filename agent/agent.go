@@ -1,19 +1,30 @@
 // Package agent is the program that runs on the trader's PC next to the
 // trading platform. It dials out to the relay (package agent/tunnel), serves
 // the relay's RPCs through the dispatcher (agent/dispatch) and operations
-// (agent/ops) against a platform (agent/bridge), and never listens on a port
-// reachable from outside.
+// (agent/ops) against a platform (agent/bridge), runs the engines (copiers,
+// monitors, kill switch, news lockout: agent/engine) next to the platform,
+// and never listens on a port reachable from outside.
+//
+// An Agent owns every goroutine it starts: the platform's loop, the event
+// forwarding, the engines and the state reports. Run returns only when all
+// of them have stopped, and Close waits for Run.
 package agent
 
 import (
 	"context"
 	"errors"
+	"fmt"
 	"sync"
+	"time"
 
 	"go.uber.org/zap"
 
 	"tradebridge/agent/bridge"
 	"tradebridge/agent/dispatch"
+	"tradebridge/agent/engine"
+	"tradebridge/agent/engine/controls"
+	"tradebridge/agent/engine/copier"
+	"tradebridge/agent/engine/monitor"
 	"tradebridge/agent/mgmtconfig"
 	"tradebridge/agent/ops"
 	"tradebridge/agent/tunnel"
@@ -24,6 +35,20 @@ import (
 // builds set it with -ldflags "-X tradebridge/agent.Version=…".
 var Version = "0.1.0-dev"
 
+// State is the agent's durable state: the last configuration the relay
+// pushed, the engines' state, strategy-tag ownership and the outcomes of
+// writes (agent/agentstore keeps them in one file under the agent's data
+// folder).
+type State interface {
+	engine.Store
+	dispatch.Journal
+	// SaveConfig keeps cfg unless a configuration of the same or a newer
+	// version is kept already.
+	SaveConfig(cfg *protocol.Config) error
+	// LoadConfig returns the configuration kept, or nil.
+	LoadConfig() (*protocol.Config, error)
+}
+
 // Options configure an Agent.
 type Options struct {
 	// RelayURL is the relay's base URL (http://127.0.0.1:8080,
@@ -33,15 +58,24 @@ type Options struct {
 	Token    string
 	Platform bridge.Platform
 	Logger   *zap.Logger
-	// Tunnel tunes the connection; RelayURL, Token, Hello, Handler and
-	// Logger in it are filled by the Agent.
+	// State keeps what the agent must not forget across a restart. Nil
+	// keeps everything in memory: a restart then forgets the
+	// configuration, the engines' state, strategy tags and write outcomes.
+	// The caller owns it and closes it after the Agent.
+	State State
+	// Tunnel tunes the connection; RelayURL, Token, Hello, Handler,
+	// OnConnect and Logger in it are filled by the Agent.
 	Tunnel tunnel.Options
-	// Ops tunes the operations (clock, waits); Platform and Logger in it
-	// are filled by the Agent.
+	// Ops tunes the operations (clock, waits); Platform, Persist and
+	// Logger in it are filled by the Agent.
 	Ops ops.Options
 	// Dispatch tunes the dispatcher (write timeout, remembered outcomes);
-	// Ops and Logger in it are filled by the Agent, and Config when nil.
+	// Explain, Journal and Logger in it are filled by the Agent.
 	Dispatch dispatch.Options
+	// EngineTick is how often the engines look at the clock (trading
+	// windows, auto-sync, news windows, the session reset); default 1 s.
+	// Everything else they do is driven by the platform's events.
+	EngineTick time.Duration
 }
 
 // Agent ties a platform to the relay. Create it with New, run it with Run,
@@ -49,12 +83,24 @@ type Options struct {
 type Agent struct {
 	opts       Options
 	log        *zap.Logger
+	ops        *ops.Ops
 	dispatcher *dispatch.Dispatcher
 	tunnel     *tunnel.Client
-	closeOnce  sync.Once
+	config     *mgmtconfig.Holder
+	state      State
+	copiers    *copier.Engine
+	monitors   *monitor.Engine
+	controls   *controls.Engine
+	reports    *reporter
+
+	ctx       context.Context // ends on Close
+	cancel    context.CancelFunc
+	running   sync.WaitGroup // Run
+	closeOnce sync.Once
 }
 
-// New validates opts and builds the agent.
+// New validates opts and builds the agent: it loads the configuration the
+// state kept, so the engines act on it before the relay is reached.
 func New(opts Options) (*Agent, error) {
 	if opts.Platform == nil {
 		return nil, errors.New("agent: Options.Platform is required")
@@ -62,34 +108,88 @@ func New(opts Options) (*Agent, error) {
 	if opts.Logger == nil {
 		opts.Logger = zap.NewNop()
 	}
+	if opts.EngineTick <= 0 {
+		opts.EngineTick = time.Second
+	}
+	a := &Agent{opts: opts, log: opts.Logger, config: new(mgmtconfig.Holder), state: opts.State}
+	if a.state == nil {
+		a.state = newMemState()
+	}
+	saved, err := a.state.LoadConfig()
+	if err != nil {
+		return nil, fmt.Errorf("agent: loading the saved configuration: %w", err)
+	}
+	if saved != nil {
+		a.config.Apply(saved)
+		a.log.Info("running the configuration saved before the restart", zap.Int64("version", saved.Version))
+	}
+
 	oopts := opts.Ops
 	oopts.Platform = opts.Platform
 	oopts.Logger = opts.Logger
-	o, err := ops.New(oopts)
-	if err != nil {
+	oopts.Persist = a.state
+	if a.ops, err = ops.New(oopts); err != nil {
 		return nil, err
 	}
+	now := oopts.Now
+	if now == nil {
+		now = time.Now
+	}
+	if err := a.newEngines(now); err != nil {
+		return nil, err
+	}
+	a.ops.SetGate(gate{a.controls, a.monitors})
+
 	dopts := opts.Dispatch
-	dopts.Ops = o
+	dopts.Explain = a.ops.Explain
+	dopts.Journal = a.state
 	dopts.Logger = opts.Logger
-	if dopts.Config == nil {
-		dopts.Config = new(mgmtconfig.Holder)
-	}
-	d, err := dispatch.New(dopts)
-	if err != nil {
+	if a.dispatcher, err = dispatch.New(dopts); err != nil {
 		return nil, err
 	}
-	a := &Agent{opts: opts, log: opts.Logger, dispatcher: d}
+	if err := a.register(); err != nil {
+		return nil, err
+	}
+
 	topts := opts.Tunnel
 	topts.RelayURL = opts.RelayURL
 	topts.Token = opts.Token
 	topts.Hello = a.hello
-	topts.Handler = d
+	topts.Handler = a.dispatcher
 	topts.Logger = opts.Logger
+	topts.OnConnect = a.reports.resendAll
 	if a.tunnel, err = tunnel.New(topts); err != nil {
 		return nil, err
 	}
+	a.reports.tunnel = a.tunnel
+	a.ctx, a.cancel = context.WithCancel(context.Background())
 	return a, nil
+}
+
+// newEngines builds the engines over the operations.
+func (a *Agent) newEngines(now engine.Clock) error {
+	log := a.opts.Logger.Named("engine")
+	a.reports = newReporter(log)
+	var err error
+	a.controls, err = controls.New(controls.Options{Platform: a.opts.Platform, Trader: a.ops, Config: a.config,
+		Now: now, Logger: log, TickInterval: a.opts.EngineTick})
+	if err != nil {
+		return err
+	}
+	a.monitors, err = monitor.New(monitor.Options{Platform: a.opts.Platform, Trader: a.ops, Config: a.config,
+		Store: a.state, Reporter: a.reports, Now: now, Logger: log, TickInterval: a.opts.EngineTick,
+		OnState: func(account, state string) {
+			if a.copiers != nil {
+				a.copiers.MonitorChanged(account, state)
+			}
+		}})
+	if err != nil {
+		return err
+	}
+	a.copiers, err = copier.New(copier.Options{Platform: a.opts.Platform, Trader: a.ops, Config: a.config,
+		Store: a.state, Reporter: a.reports, Monitors: a.monitors, Now: now, Logger: log,
+		TickInterval: a.opts.EngineTick})
+	return err
 }
 
 // hello describes the platform for the tunnel handshake.
@@ -113,29 +213,37 @@ type Runner interface {
 }
 
 // Run keeps the agent connected until ctx ends or Close is called. Beside
-// the tunnel it forwards the platform's events to the relay and, for a
-// platform that is a Runner, runs its loop; it returns when all of them
-// have stopped.
+// the tunnel it runs the engines, forwards the platform's events and the
+// engines' state reports to the relay and, for a platform that is a
+// Runner, runs its loop; it returns when all of them have stopped. An
+// Agent runs once.
 func (a *Agent) Run(ctx context.Context) error {
+	a.running.Add(1)
+	defer a.running.Done()
 	a.log.Info("agent starting", zap.String("version", Version), zap.String("platform", a.opts.Platform.Kind()))
 	ctx, cancel := context.WithCancel(ctx)
+	stop := context.AfterFunc(a.ctx, cancel)
+	defer stop()
 	var wg sync.WaitGroup
 	defer wg.Wait()
 	defer cancel() // runs before wg.Wait: the helpers stop when the tunnel does
-	if r, ok := a.opts.Platform.(Runner); ok {
+	goRun := func(name string, run func(context.Context) error) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			if err := r.Run(ctx); err != nil && ctx.Err() == nil {
-				a.log.Warn("platform loop stopped", zap.Error(err))
+			if err := run(ctx); err != nil && ctx.Err() == nil {
+				a.log.Warn("stopped early", zap.String("part", name), zap.Error(err))
 			}
 		}()
 	}
-	wg.Add(1)
-	go func() {
-		defer wg.Done()
-		a.forwardEvents(ctx)
-	}()
+	if r, ok := a.opts.Platform.(Runner); ok {
+		goRun("platform loop", r.Run)
+	}
+	goRun("event forwarding", a.forwardEvents)
+	goRun("state reports", a.reports.run)
+	goRun("controls", a.controls.Run)
+	goRun("monitors", a.monitors.Run)
+	goRun("copiers", a.copiers.Run)
 	return a.tunnel.Run(ctx)
 }
 
@@ -145,7 +253,7 @@ func (a *Agent) Run(ctx context.Context) error {
 // yet, and every frame on the tunnel delays the replies behind it (a
 // market order makes six). Quotes that come while the tunnel is down are
 // not queued: the relay subscribes again when the agent reconnects.
-func (a *Agent) forwardEvents(ctx context.Context) {
+func (a *Agent) forwardEvents(ctx context.Context) error {
 	lost := 0
 	for ev := range a.opts.Platform.Events(ctx) {
 		switch {
@@ -156,18 +264,24 @@ func (a *Agent) forwardEvents(ctx context.Context) {
 			_ = a.tunnel.SendEvent(protocol.EventQuote, ev.Quote) // a dropped tunnel is the tunnel's to report
 		}
 	}
+	return nil
 }
 
-// Config returns the management configuration the relay pushed (copiers,
-// monitors, controls, …), for the engines that act on it.
-func (a *Agent) Config() *mgmtconfig.Holder { return a.dispatcher.Config() }
+// Config returns the management configuration the agent runs (the one the
+// relay pushed last, or the one saved before a restart).
+func (a *Agent) Config() *mgmtconfig.Holder { return a.config }
 
 // Connected reports whether the tunnel to the relay is up.
 func (a *Agent) Connected() bool { return a.tunnel.Connected() }
 
-// Close stops the agent and waits for its goroutines. It does not close the
-// platform, which the caller owns. It is idempotent.
+// Close stops the agent and waits for Run and every goroutine it started.
+// It does not close the platform or the state, which the caller owns. It
+// is idempotent.
 func (a *Agent) Close() error {
-	a.closeOnce.Do(func() { a.tunnel.Close() })
+	a.closeOnce.Do(func() {
+		a.cancel()
+		a.tunnel.Close()
+	})
+	a.running.Wait()
 	return nil
 }

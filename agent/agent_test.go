@@ -130,9 +130,8 @@ func TestManagementOverTheTunnel(t *testing.T) {
 	case <-time.After(10 * time.Second):
 		t.Fatal("the agent did not connect")
 	}
-	require.Equal(t, 2, protocol.ProtocolVersion)
-	require.Equal(t, protocol.ProtocolVersion, end.hello.ProtocolVersion, "the hello announces version 2")
-	require.Equal(t, protocol.Subprotocol(2), end.subprotocol, "so does the WebSocket subprotocol")
+	require.Equal(t, protocol.ProtocolVersion, end.hello.ProtocolVersion, "the hello announces the version this build speaks")
+	require.Equal(t, protocol.Subprotocol(protocol.ProtocolVersion), end.subprotocol, "so does the WebSocket subprotocol")
 	require.Equal(t, "sim", end.hello.Platform)
 
 	s, err := end.sess.OpenStream()

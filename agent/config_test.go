@@ -1,58 +1,71 @@
-package dispatch
+package agent
 
 import (
 	"context"
 	"encoding/json"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 
-	"tradebridge/agent/bridge"
-	"tradebridge/agent/mgmtconfig"
+	"tradebridge/agent/bridge/sim"
 	"tradebridge/agent/ops"
 	"tradebridge/protocol"
 )
 
-// valuesPlatform reports account A1 with the given values.
-type valuesPlatform struct {
-	countingPlatform
-	item protocol.AccountItem
-}
+// testStart is a Wednesday at 10:00 New York time: the market is open.
+var testStart = time.Date(2026, 11, 18, 15, 0, 0, 0, time.UTC)
 
-func (p *valuesPlatform) Account(_ context.Context, name string) (protocol.Account, error) {
-	if name != "A1" {
-		return protocol.Account{}, bridge.ErrAccountNotFound
+// newTestAgent builds an agent over a fresh simulator on a manual clock,
+// with state st (nil: a new memory state). It is not run.
+func newTestAgent(t *testing.T, st State) (*Agent, *sim.Platform) {
+	t.Helper()
+	clock := sim.NewManualClock(testStart)
+	p, err := sim.New(sim.Options{Clock: clock})
+	require.NoError(t, err)
+	t.Cleanup(func() { p.Close() })
+	if st == nil {
+		st = newMemState()
 	}
-	return protocol.Account{Name: "A1", Item: p.item}, nil
+	a, err := New(Options{RelayURL: "http://127.0.0.1:1", Token: "t", Platform: p, State: st, Ops: ops.Options{Now: clock.Now}})
+	require.NoError(t, err)
+	t.Cleanup(func() { a.Close() })
+	return a, p
 }
 
-func call(d *Dispatcher, fn, args string) (json.RawMessage, *protocol.Error) {
-	return d.Handle(context.Background(), &protocol.Request{Fn: fn, Args: json.RawMessage(args)})
+func call(a *Agent, fn, args string) (json.RawMessage, *protocol.Error) {
+	return a.dispatcher.Handle(context.Background(), &protocol.Request{Fn: fn, Args: json.RawMessage(args)})
 }
 
+// Every function of the protocol, public and internal, is registered.
+func TestEveryFunctionRegistered(t *testing.T) {
+	t.Parallel()
+	a, _ := newTestAgent(t, nil)
+	for _, f := range append(protocol.Functions, protocol.InternalFunctions...) {
+		require.Contains(t, a.dispatcher.Functions(), f.Name)
+	}
+}
+
+// ApplyConfig applies a newer configuration whole and saves it first: an
+// agent built over the same state runs it before the relay is reached.
 func TestApplyConfig(t *testing.T) {
 	t.Parallel()
-	o, err := ops.New(ops.Options{Platform: &countingPlatform{}})
-	require.NoError(t, err)
-	holder := new(mgmtconfig.Holder)
-	d, err := New(Options{Ops: o, Config: holder})
-	require.NoError(t, err)
-	require.Same(t, holder, d.Config(), "the holder given is the one applied to")
-
+	st := newMemState()
+	a, _ := newTestAgent(t, st)
 	for _, step := range []struct {
 		name, args string
 		want       string
 		code       string
 	}{
-		{"the first push", `{"version":3,"copiers":[{"id":"c1","active":true,"leader":"A1"}],"controls":{"killSwitch":true}}`, `{"version":3}`, ""},
+		{"the first push", `{"version":3,"copiers":[{"id":"c1","active":false,"leader":"Sim101"}],"controls":{"blockAllSignals":true}}`, `{"version":3}`, ""},
 		{"a repeat", `{"version":3,"copiers":[]}`, `{"version":3}`, ""},
 		{"a late push answers the newer version", `{"version":2,"copiers":[]}`, `{"version":3}`, ""},
-		{"unknown fields are ignored", `{"version":4,"copiers":[{"id":"c2"}],"fromTheFuture":1}`, `{"version":4}`, ""},
+		{"unknown fields are ignored", `{"version":4,"copiers":[{"id":"c2","active":false,"leader":"Sim101"}],"fromTheFuture":1}`, `{"version":4}`, ""},
 		{"no version", `{"copiers":[]}`, "", protocol.CodeInvalidArgument},
 		{"a version of the wrong type", `{"version":"5"}`, "", protocol.CodeInvalidArgument},
 		{"not an object", `[5]`, "", protocol.CodeInvalidArgument},
 	} {
-		res, perr := call(d, protocol.FnApplyConfig, step.args)
+		res, perr := call(a, protocol.FnApplyConfig, step.args)
 		if step.code != "" {
 			require.NotNil(t, perr, step.name)
 			require.Equal(t, step.code, perr.Code, step.name)
@@ -61,41 +74,34 @@ func TestApplyConfig(t *testing.T) {
 		require.Nil(t, perr, step.name)
 		require.JSONEq(t, step.want, string(res), step.name)
 	}
-	cur := holder.Current()
+	cur := a.Config().Current()
 	require.Equal(t, int64(4), cur.Version)
 	require.Len(t, cur.Copiers, 1)
 	require.Equal(t, "c2", cur.Copiers[0].ID)
-	require.False(t, cur.Controls.KillSwitch, "the whole configuration was replaced")
+	require.False(t, cur.Controls.BlockAllSignals, "the whole configuration was replaced")
 
-	d2, err := New(Options{Ops: o})
-	require.NoError(t, err)
-	require.NotNil(t, d2.Config(), "a dispatcher without a holder has its own")
-	require.Zero(t, d2.Config().Version())
+	again, _ := newTestAgent(t, st)
+	require.Equal(t, int64(4), again.Config().Version(), "the saved configuration runs after a restart")
 }
 
+// The restart check is the monitor engine's, and places nothing.
 func TestCheckMonitorRestartDispatch(t *testing.T) {
 	t.Parallel()
-	p := &valuesPlatform{item: protocol.AccountItem{GrossRealizedProfitLoss: -150, Commission: 10, UnrealizedProfitLoss: 40}}
-	d := newDispatcher(t, p, nil)
+	a, _ := newTestAgent(t, nil)
 	for _, tc := range []struct {
 		name, args string
 		want       string
 		code       string
 	}{
-		{"a loss limit already reached", `{"monitor":{"account":"A1","lossLimit":{"enabled":true,"amount":150}}}`,
-			`{"wouldRetrip":true,"reason":"lossLimit"}`, ""},
-		{"a new loss limit beyond the loss", `{"monitor":{"account":"A1","lossLimit":{"enabled":true,"amount":200}}}`,
+		{"nothing reached", `{"monitor":{"account":"Sim101","active":true,"lossLimit":{"enabled":true,"amount":150},"masterWindow":{"days":[]}}}`,
 			`{"wouldRetrip":false}`, ""},
-		{"unrealized brings it back within the limit", `{"monitor":{"account":"A1","includeUnrealized":true,"lossLimit":{"enabled":true,"amount":150}}}`,
-			`{"wouldRetrip":false}`, ""},
-		{"a profit target already reached", `{"monitor":{"account":"A1","includeUnrealized":true,"profitTarget":{"enabled":true,"amount":-110}}}`,
+		{"a profit target already reached", `{"monitor":{"account":"Sim101","active":true,"profitTarget":{"enabled":true,"amount":0},"masterWindow":{"days":[]}}}`,
 			`{"wouldRetrip":true,"reason":"profitTarget"}`, ""},
 		{"an unknown account", `{"monitor":{"account":"A9","lossLimit":{"enabled":true,"amount":1}}}`, "", protocol.CodeAccountNotFound},
 		{"no account", `{"monitor":{}}`, "", protocol.CodeMissingFields},
-		{"no arguments", ``, "", protocol.CodeMissingFields},
-		{"a limit of the wrong type", `{"monitor":{"account":"A1","lossLimit":{"enabled":"yes"}}}`, "", protocol.CodeInvalidArgument},
+		{"a limit of the wrong type", `{"monitor":{"account":"Sim101","lossLimit":{"enabled":"yes"}}}`, "", protocol.CodeInvalidArgument},
 	} {
-		res, perr := call(d, protocol.FnCheckMonitorRestart, tc.args)
+		res, perr := call(a, protocol.FnCheckMonitorRestart, tc.args)
 		if tc.code != "" {
 			require.NotNil(t, perr, tc.name)
 			require.Equal(t, tc.code, perr.Code, tc.name)
@@ -104,5 +110,44 @@ func TestCheckMonitorRestartDispatch(t *testing.T) {
 		require.Nil(t, perr, tc.name)
 		require.JSONEq(t, tc.want, string(res), tc.name)
 	}
-	require.Zero(t, p.submits.Load(), "the check places nothing")
+}
+
+// EngineStatus reports the configuration's version and the engines.
+func TestEngineStatus(t *testing.T) {
+	t.Parallel()
+	a, _ := newTestAgent(t, nil)
+	_, perr := call(a, protocol.FnApplyConfig, `{"version":2,"controls":{"killSwitch":true}}`)
+	require.Nil(t, perr)
+	res, perr := call(a, protocol.FnEngineStatus, ``)
+	require.Nil(t, perr)
+	var st protocol.EngineStatus
+	require.NoError(t, json.Unmarshal(res, &st))
+	require.Equal(t, int64(2), st.ConfigVersion)
+	require.True(t, st.Controls.KillSwitch)
+	require.NotNil(t, st.Copiers)
+	require.NotNil(t, st.Monitors)
+}
+
+// The gate refuses an order that opens while the kill switch is on, with
+// the rule named, and lets one that reduces through.
+func TestGateThroughTheDispatcher(t *testing.T) {
+	t.Parallel()
+	a, _ := newTestAgent(t, nil)
+	place := func(action string, qty int) (json.RawMessage, *protocol.Error) {
+		b, _ := json.Marshal(map[string]any{"account": "Sim101", "action": action, "instrument": "ES 12-26",
+			"orderType": "Market", "quantity": qty, "timeInForce": "Day"})
+		return call(a, protocol.FnPlaceOrder, string(b))
+	}
+	_, perr := place("Buy", 2)
+	require.Nil(t, perr)
+	_, perr = call(a, protocol.FnApplyConfig, `{"version":1,"controls":{"killSwitch":true}}`)
+	require.Nil(t, perr)
+	_, perr = place("Buy", 1)
+	require.NotNil(t, perr)
+	require.Equal(t, protocol.CodeTradingBlocked, perr.Code)
+	require.Contains(t, perr.Detail, "(rule: killSwitch)")
+	_, perr = place("Sell", 3)
+	require.NotNil(t, perr, "selling through the position opens a short")
+	_, perr = place("Sell", 1)
+	require.Nil(t, perr, "reducing passes")
 }

@@ -23,6 +23,7 @@ import (
 
 	"tradebridge/agent"
 	"tradebridge/agent/bridge/sim"
+	"tradebridge/agent/ops"
 	"tradebridge/relay"
 	"tradebridge/relay/auth"
 	"tradebridge/relay/budget"
@@ -139,9 +140,10 @@ var roomy = budget.Policy{Name: "roomy", Rate: 1 << 20, Period: time.Minute, Bur
 var simStart = time.Date(2026, 11, 18, 15, 0, 0, 0, time.UTC)
 
 type runningAgent struct {
-	a    *agent.Agent
-	sim  *sim.Platform
-	done chan struct{}
+	a     *agent.Agent
+	sim   *sim.Platform
+	clock *sim.ManualClock // the simulator's, which the agent's engines and operations read too
+	done  chan struct{}
 }
 
 func (s *system) startAgent(user string) *runningAgent {
@@ -154,15 +156,17 @@ func (s *system) startAgentWith(user string, tweak func(*agent.Options)) *runnin
 	s.t.Helper()
 	// A clock standing on a Wednesday morning in New York: the market is
 	// open whenever the tests run, and prices stay put.
-	p, err := sim.New(sim.Options{Seed: 1, Clock: sim.NewManualClock(simStart)})
+	clock := sim.NewManualClock(simStart)
+	p, err := sim.New(sim.Options{Seed: 1, Clock: clock})
 	require.NoError(s.t, err)
-	opts := agent.Options{RelayURL: s.base, Token: s.users[user].AgentToken, Platform: p, Logger: s.log.Named(user)}
+	opts := agent.Options{RelayURL: s.base, Token: s.users[user].AgentToken, Platform: p, Logger: s.log.Named(user),
+		Ops: ops.Options{Now: clock.Now}}
 	if tweak != nil {
 		tweak(&opts)
 	}
 	a, err := agent.New(opts)
 	require.NoError(s.t, err)
-	ra := &runningAgent{a: a, sim: p, done: make(chan struct{})}
+	ra := &runningAgent{a: a, sim: p, clock: clock, done: make(chan struct{})}
 	go func() {
 		defer close(ra.done)
 		_ = a.Run(context.Background())

@@ -2,10 +2,13 @@ package main
 
 import (
 	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
+	"path/filepath"
 	"time"
 
 	"go.uber.org/zap"
@@ -24,6 +27,9 @@ type Config struct {
 	// SimStart, with the simulator, is the RFC 3339 instant its clock
 	// starts at (it then runs at real speed); empty means now.
 	SimStart string `json:"simStart,omitempty"`
+	// DataDir is the folder of the agent's state file; empty means the
+	// user's configuration folder (see defaultDataDir).
+	DataDir string `json:"dataDir,omitempty"`
 }
 
 // loadConfig merges flags over environment variables over the config file.
@@ -55,6 +61,7 @@ func loadConfig(path string, flags Config, getenv func(string) string) (Config, 
 	pick(&cfg.Token, "AGENT_TOKEN", flags.Token)
 	pick(&cfg.Platform, "AGENT_PLATFORM", flags.Platform)
 	pick(&cfg.SimStart, "AGENT_SIM_START", flags.SimStart)
+	pick(&cfg.DataDir, "AGENT_DATA", flags.DataDir)
 	if cfg.Platform == "" {
 		cfg.Platform = "sim"
 	}
@@ -95,4 +102,26 @@ func openPlatform(cfg Config, log *zap.Logger) (p bridge.Platform, now func() ti
 		return p, now, err
 	}
 	return nil, nil, fmt.Errorf("unknown platform %q: this build supports sim", cfg.Platform)
+}
+
+// defaultDataDir is the agent's data folder when none is configured:
+// tradebridge/agent under the user's configuration folder (%AppData% on
+// Windows, ~/.config on Linux).
+func defaultDataDir() (string, error) {
+	base, err := os.UserConfigDir()
+	if err != nil {
+		return "", fmt.Errorf("no data folder configured (--data) and no user configuration folder: %w", err)
+	}
+	return filepath.Join(base, "tradebridge", "agent"), nil
+}
+
+// stateFile is the path of the agent's state file in dir. The file is
+// named after the relay and the agent token it serves (a fingerprint,
+// never the token): the state holds a configuration and outcomes that
+// belong to one user of one relay, so another relay or another token (a
+// relay whose data was reset issues new ones) starts from an empty state
+// instead of running a configuration that is not its own.
+func stateFile(dir, relayURL, token string) string {
+	sum := sha256.Sum256([]byte(relayURL + "\n" + token))
+	return filepath.Join(dir, "agent-state-"+hex.EncodeToString(sum[:6])+".db")
 }

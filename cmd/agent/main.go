@@ -11,8 +11,10 @@ import (
 	"syscall"
 
 	"github.com/spf13/cobra"
+	"go.uber.org/zap"
 
 	"tradebridge/agent"
+	"tradebridge/agent/agentstore"
 	"tradebridge/agent/ops"
 	"tradebridge/cmd/internal/logflags"
 )
@@ -39,6 +41,28 @@ func newRootCmd(stdout io.Writer) *cobra.Command {
 		Run:   func(cmd *cobra.Command, _ []string) { fmt.Fprintln(cmd.OutOrStdout(), agent.Version) },
 	})
 	return root
+}
+
+// openState opens the agent's state file in the configured data folder,
+// creating the folder (readable by the user only) when needed.
+func openState(cfg Config, log *zap.Logger) (*agentstore.Store, error) {
+	dir := cfg.DataDir
+	if dir == "" {
+		var err error
+		if dir, err = defaultDataDir(); err != nil {
+			return nil, err
+		}
+	}
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return nil, fmt.Errorf("creating the data folder: %w", err)
+	}
+	path := stateFile(dir, cfg.RelayURL, cfg.Token)
+	st, err := agentstore.Open(agentstore.Options{Path: path, Logger: log})
+	if err != nil {
+		return nil, err
+	}
+	log.Info("agent state", zap.String("file", path))
+	return st, nil
 }
 
 func newRunCmd() *cobra.Command {
@@ -73,8 +97,13 @@ func newRunCmd() *cobra.Command {
 				return err
 			}
 			defer platform.Close()
+			state, err := openState(cfg, log)
+			if err != nil {
+				return err
+			}
+			defer state.Close()
 			a, err := agent.New(agent.Options{RelayURL: cfg.RelayURL, Token: cfg.Token, Platform: platform, Logger: log,
-				Ops: ops.Options{Now: now}})
+				State: state, Ops: ops.Options{Now: now}})
 			if err != nil {
 				return err
 			}
@@ -87,6 +116,7 @@ func newRunCmd() *cobra.Command {
 	f.StringVar(&flags.RelayURL, "relay", "", "relay base URL, e.g. https://relay.example or http://127.0.0.1:8080 (env AGENT_RELAY_URL)")
 	f.StringVar(&flags.Token, "token", "", "agent token (env AGENT_TOKEN)")
 	f.StringVar(&flags.Platform, "platform", "", "trading platform: sim (env AGENT_PLATFORM; default sim)")
+	f.StringVar(&flags.DataDir, "data", "", "folder of the agent's state file (env AGENT_DATA; default tradebridge/agent under the user's configuration folder)")
 	f.StringVar(&flags.SimStart, "sim-start", "", "with the simulator: the RFC 3339 time its clock starts at, then runs at real speed, e.g. to try a bot while the market is closed (env AGENT_SIM_START)")
 	logs.Register(f)
 	return cmd
