@@ -14,17 +14,18 @@ const (
 	reasonProfitTarget = "profitTarget"
 )
 
-// CheckMonitorRestart answers the relay's internal FnCheckMonitorRestart:
-// whether the monitor, restarted with the given settings, would stop again
-// at once because the account's session P&L (see sessionPnl) already
-// reached an enabled limit: the loss limit (P&L at or below -amount) or the
-// profit target (P&L at or above amount). It changes nothing.
+// CheckMonitorRestart is the fallback answer to the relay's internal
+// FnCheckMonitorRestart, for an agent that runs no monitor engine: whether
+// the monitor, restarted with the given settings, would stop again at once
+// because the account's session P&L (see sessionPnl) already reached an
+// enabled limit: the loss limit (P&L at or below -amount) or the profit
+// target (P&L at or above amount). It changes nothing.
 //
-// The trailing drawdown is not judged yet: it needs the session high of
-// the P&L as the monitor counts it (with or without unrealized P&L and
-// commission), which the monitor engine keeps, not the platform. Until
-// the engine answers for it, a restart is never refused for the trailing
-// drawdown.
+// The monitor engine (agent/engine/monitor, Engine.CheckRestart) answers
+// for the agent when it runs: it also judges the trailing drawdown, which
+// needs the session high of the P&L as the monitor counts it (kept by the
+// engine, not the platform), and the monitor's windows. This fallback
+// never refuses a restart for those.
 func (o *Ops) CheckMonitorRestart(ctx context.Context, a protocol.RestartCheck) (protocol.RestartVerdict, error) {
 	if a.Monitor.Account == "" {
 		return protocol.RestartVerdict{}, missing("monitor.account")

@@ -34,6 +34,9 @@ type account struct {
 	sessionGross, sessionCommission float64
 	weekGross, weekCommission       float64
 	marks                           marks // session watermarks
+	// unrealSent is the unrealized P&L of the last EventAccount sent, so
+	// that a price move that changes it publishes the account again.
+	unrealSent float64
 }
 
 // book adds a fill's realized P&L (before commission) and its commission.

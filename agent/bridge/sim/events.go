@@ -120,5 +120,6 @@ func (p *Platform) emitAccount(a *account) {
 		return
 	}
 	rec := p.accountRecord(a)
+	a.unrealSent = rec.Item.UnrealizedProfitLoss
 	p.emit(bridge.Event{Kind: bridge.EventAccount, Account: &rec})
 }

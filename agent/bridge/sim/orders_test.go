@@ -547,6 +547,7 @@ func TestFlatten(t *testing.T) {
 			"execution sim-9 3@6000",
 			"position Flat 0",
 			"account",
+			"account", // Sim102's ES position, marked at the price the close traded at
 		}, evs, "orders are cancelled before the position closes")
 		os, err := p.Orders(ctx, "Sim101")
 		require.NoError(t, err)
@@ -755,4 +756,31 @@ func TestConcurrentCallsAndEvents(t *testing.T) {
 	cancel()
 	wg.Wait()
 	require.Positive(t, received)
+}
+
+// A price move that changes an account's unrealized P&L publishes the
+// account, once per move; an account without a position in the moving
+// market is not published.
+func TestPriceMovePublishesAccount(t *testing.T) {
+	t.Parallel()
+	p, _ := newSim(t, sim.Options{})
+	require.NoError(t, p.SetPrice("ES", 6000))
+	submit(t, p, market("Sim101", "ES", "Buy", 2))
+	ch := watch(t, p)
+	require.NoError(t, p.SetPrice("ES", 6010))
+	_, err := p.Accounts(ctx) // any call brings the market up to date
+	require.NoError(t, err)
+	evs := drain(ch)
+	var accounts []bridge.Event
+	for _, ev := range evs {
+		if ev.Kind == bridge.EventAccount {
+			accounts = append(accounts, ev)
+		}
+	}
+	require.Len(t, accounts, 1, "one account moved: %v", describe(evs))
+	require.Equal(t, "Sim101", accounts[0].Account.Name)
+	require.Positive(t, accounts[0].Account.Item.UnrealizedProfitLoss)
+	_, err = p.Accounts(ctx)
+	require.NoError(t, err)
+	require.Empty(t, drain(ch), "no move, no event")
 }

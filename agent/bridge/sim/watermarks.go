@@ -59,7 +59,20 @@ func (m *marks) observe(f figures) {
 }
 
 // observeLocked updates an account's watermarks at the current prices.
-func (p *Platform) observeLocked(a *account) { a.marks.observe(p.figures(a)) }
+// observeLocked brings the account's watermarks up to the market and,
+// when its unrealized P&L moved since the account was last published,
+// publishes it (EventAccount), as NinjaTrader does on every change: the
+// agent's monitors follow the unrealized P&L by these events.
+func (p *Platform) observeLocked(a *account) {
+	f := p.figures(a)
+	a.marks.observe(f)
+	switch {
+	case len(p.subscribers) == 0:
+		a.unrealSent = f.unrealized // nobody to tell; a reader is told of the next move
+	case f.unrealized != a.unrealSent:
+		p.emitAccount(a)
+	}
+}
 
 // Watermarks returns the account's session highs and lows of P&L, net
 // liquidation and unrealized P&L, with the current figures they follow.
