@@ -15,8 +15,9 @@
 // database runs in WAL mode with synchronous=NORMAL); a power loss or an
 // operating-system crash may lose the last writes before it, never
 // corrupt the file. The file is the agent's user's alone (mode 0600 on
-// Unix). A Store is safe for concurrent use; it runs no goroutine of its
-// own.
+// Unix), and one Store's alone while it is open: a second agent process
+// on the same file is refused (ErrInUse). A Store is safe for concurrent
+// use; it runs no goroutine of its own.
 package agentstore
 
 import (
@@ -97,7 +98,7 @@ func Open(opts Options) (*Store, error) {
 	// system; the driver reads the parameters after '?'.
 	dsn := opts.Path + "?_txlock=immediate" +
 		"&_pragma=busy_timeout(" + strconv.Itoa(busyTimeoutMillis) + ")" +
-		"&_pragma=journal_mode(WAL)&_pragma=synchronous(NORMAL)"
+		"&_pragma=locking_mode(EXCLUSIVE)&_pragma=journal_mode(WAL)&_pragma=synchronous(NORMAL)"
 	db, err := sql.Open("sqlite", dsn)
 	if err != nil {
 		return nil, fmt.Errorf("agentstore: open %s: %w", opts.Path, err)
@@ -111,7 +112,11 @@ func Open(opts Options) (*Store, error) {
 	s := &Store{db: db, path: opts.Path, log: log}
 	if err := s.check(); err != nil {
 		db.Close()
-		return nil, err
+		return nil, inUse(err, opts.Path)
+	}
+	if err := s.hold(); err != nil {
+		db.Close()
+		return nil, inUse(err, opts.Path)
 	}
 	if err := s.migrate(); err != nil {
 		db.Close()
@@ -143,6 +148,30 @@ func (s *Store) check() error {
 		return fmt.Errorf("agentstore: open %s: journal mode is %q, not wal", s.path, mode)
 	}
 	return nil
+}
+
+// ErrInUse is returned by Open for a state file another agent process
+// holds open: two agents acting on one state (and on one account) would
+// each copy, flatten and answer writes for themselves.
+var ErrInUse = errors.New("agentstore: the state file is in use by another agent process")
+
+// hold takes the file for this Store alone, until Close: the connection
+// runs in SQLite's EXCLUSIVE locking mode, and a first write takes the
+// lock it then keeps. Another process opening the file waits up to the
+// busy timeout for it, then fails with ErrInUse.
+func (s *Store) hold() error {
+	if err := s.tx(func(*sql.Tx) error { return nil }); err != nil { // BEGIN IMMEDIATE takes the write lock
+		return fmt.Errorf("agentstore: open %s: %w", s.path, err)
+	}
+	return nil
+}
+
+// inUse turns the error of a file another process holds into ErrInUse.
+func inUse(err error, path string) error {
+	if strings.Contains(err.Error(), "SQLITE_BUSY") || strings.Contains(err.Error(), "database is locked") {
+		return fmt.Errorf("%w: %s", ErrInUse, path)
+	}
+	return err
 }
 
 // SchemaVersion reports the state file's schema version.
