@@ -115,7 +115,7 @@ func start(t *testing.T, compatible bool) *env {
 	// address (127.0.0.1:9090).
 	startProcess(t, filepath.Join(logs, "relay.log"), nil, bin.relay, "serve", "--listen", addr, "--operator-listen", "off", "--data", data)
 	waitFor(t, 15*time.Second, "the relay to be ready", func() bool { return status(e.url+"/readyz", "") == http.StatusOK })
-	startProcess(t, filepath.Join(logs, "agent.log"), []string{"AGENT_TOKEN=" + creds.AgentToken}, bin.agent, "run", "--relay", e.url, "--platform", "sim", "--sim-start", simStart(time.Now()))
+	startProcess(t, filepath.Join(logs, "agent.log"), []string{"AGENT_TOKEN=" + creds.AgentToken}, bin.agent, "run", "--relay", e.url, "--platform", "sim", "--sim-start", simStart(time.Now()), "--data", t.TempDir())
 	waitFor(t, 15*time.Second, "the agent to connect", func() bool { return status(e.url+"/v1/api/accounts", e.apiToken) == http.StatusOK })
 	t.Cleanup(func() {
 		if t.Failed() {

@@ -41,7 +41,7 @@ for _ in $(seq 100); do
   sleep 0.1
 done
 
-AGENT_TOKEN="$agent_token" AGENT_SIM_START="${DEMO_SIM_START:-}" bin/agent run --relay "$base" --platform sim 2>"$work/agent.log" &
+AGENT_TOKEN="$agent_token" AGENT_SIM_START="${DEMO_SIM_START:-}" bin/agent run --relay "$base" --platform sim --data "$work/agent" 2>"$work/agent.log" &
 pids+=($!)
 for _ in $(seq 100); do
   status=$(curl -s -o /dev/null -w '%{http_code}' -H "Authorization: Bearer $api_token" "$base/v1/api/accounts" || true)
