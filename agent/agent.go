@@ -95,6 +95,8 @@ type Agent struct {
 
 	ctx       context.Context // ends on Close
 	cancel    context.CancelFunc
+	mu        sync.Mutex     // orders Run's start with Close
+	closed    bool           // Close was called
 	running   sync.WaitGroup // Run
 	closeOnce sync.Once
 }
@@ -216,9 +218,15 @@ type Runner interface {
 // the tunnel it runs the engines, forwards the platform's events and the
 // engines' state reports to the relay and, for a platform that is a
 // Runner, runs its loop; it returns when all of them have stopped. An
-// Agent runs once.
+// Agent runs once; after Close, Run returns at once.
 func (a *Agent) Run(ctx context.Context) error {
+	a.mu.Lock()
+	if a.closed {
+		a.mu.Unlock()
+		return nil
+	}
 	a.running.Add(1)
+	a.mu.Unlock()
 	defer a.running.Done()
 	a.log.Info("agent starting", zap.String("version", Version), zap.String("platform", a.opts.Platform.Kind()))
 	ctx, cancel := context.WithCancel(ctx)
@@ -279,6 +287,9 @@ func (a *Agent) Connected() bool { return a.tunnel.Connected() }
 // is idempotent.
 func (a *Agent) Close() error {
 	a.closeOnce.Do(func() {
+		a.mu.Lock()
+		a.closed = true
+		a.mu.Unlock()
 		a.cancel()
 		a.tunnel.Close()
 	})

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
+	"go.uber.org/goleak"
 
 	"tradebridge/agent/bridge/sim"
 	"tradebridge/agent/ops"
@@ -150,4 +151,30 @@ func TestGateThroughTheDispatcher(t *testing.T) {
 	require.NotNil(t, perr, "selling through the position opens a short")
 	_, perr = place("Sell", 1)
 	require.Nil(t, perr, "reducing passes")
+}
+
+// Close stops everything Run started (the platform's loop, the event
+// forwarding, the engines, the reports, the tunnel's redials) and waits
+// for it: nothing the agent started outlives Close.
+func TestCloseWaitsForEverything(t *testing.T) {
+	defer goleak.VerifyNone(t, goleak.IgnoreCurrent())
+	clock := sim.NewManualClock(testStart)
+	p, err := sim.New(sim.Options{Clock: clock})
+	require.NoError(t, err)
+	defer p.Close()
+	a, err := New(Options{RelayURL: "http://127.0.0.1:1", Token: "t", Platform: p, Ops: ops.Options{Now: clock.Now},
+		EngineTick: time.Millisecond})
+	require.NoError(t, err)
+	done := make(chan error, 1)
+	go func() { done <- a.Run(context.Background()) }()
+	_, perr := call(a, protocol.FnApplyConfig, `{"version":1,"monitors":[{"account":"Sim101","active":true,"state":"active","masterWindow":{"days":[]}}]}`)
+	require.Nil(t, perr)
+	require.Eventually(t, func() bool { return len(a.monitors.Status()) == 1 }, 5*time.Second, time.Millisecond)
+	require.NoError(t, a.Close())
+	select {
+	case <-done:
+	default:
+		t.Fatal("Run still running after Close returned")
+	}
+	require.NoError(t, a.Close(), "Close is idempotent")
 }

@@ -14,9 +14,8 @@ import (
 // in memory, forgotten when the process ends.
 type memState struct {
 	engine.MemStore
-	mu      sync.Mutex
-	cfg     *protocol.Config
-	journal []dispatch.JournalRecord
+	mu  sync.Mutex
+	cfg *protocol.Config
 }
 
 func newMemState() *memState { return &memState{MemStore: engine.NewMemStore()} }

@@ -28,7 +28,6 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
-	"runtime"
 	"sort"
 	"strconv"
 	"strings"
@@ -36,6 +35,8 @@ import (
 
 	"go.uber.org/zap"
 	_ "modernc.org/sqlite" // the "sqlite" database/sql driver
+
+	"tradebridge/dbfile"
 )
 
 //go:embed migrations/*.sql
@@ -46,7 +47,7 @@ const DefaultFileName = "agent-state.db"
 
 // FileMode is the mode of the state file and of SQLite's -wal and -shm
 // files next to it: they hold trading data, for the agent's user alone.
-const FileMode os.FileMode = 0o600
+const FileMode = dbfile.Mode
 
 // busyTimeoutMillis is how long a statement waits for another connection
 // (another process opening the same file) to release its lock.
@@ -91,7 +92,7 @@ func Open(opts Options) (*Store, error) {
 	if err := os.MkdirAll(filepath.Dir(opts.Path), 0o700); err != nil {
 		return nil, fmt.Errorf("agentstore: create the data folder: %w", err)
 	}
-	if err := restrictFile(opts.Path, log); err != nil {
+	if err := dbfile.Restrict(opts.Path, log); err != nil {
 		return nil, err
 	}
 	// A plain path (not a file: URI) reaches SQLite as it is on every
@@ -236,41 +237,4 @@ func (s *Store) tx(fn func(*sql.Tx) error) error {
 		return err
 	}
 	return tx.Commit()
-}
-
-// restrictFile creates the state file at path with FileMode, or takes an
-// existing one (and its -wal and -shm files) down to FileMode when others
-// may read it, logging that it did (on Unix). SQLite gives its -wal and -shm files
-// the database file's mode.
-func restrictFile(path string, log *zap.Logger) error {
-	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE|os.O_EXCL, FileMode)
-	if err == nil {
-		return f.Close()
-	}
-	if !errors.Is(err, fs.ErrExist) {
-		return fmt.Errorf("agentstore: create %s: %w", path, err)
-	}
-	if runtime.GOOS == "windows" {
-		// File modes do not restrict access there; the user's profile
-		// folder does.
-		return nil
-	}
-	for _, p := range []string{path, path + "-wal", path + "-shm"} {
-		fi, err := os.Stat(p)
-		if errors.Is(err, fs.ErrNotExist) {
-			continue
-		}
-		if err != nil {
-			return fmt.Errorf("agentstore: %w", err)
-		}
-		if fi.Mode().Perm()&^FileMode == 0 {
-			continue
-		}
-		if err := os.Chmod(p, FileMode); err != nil {
-			return fmt.Errorf("agentstore: restrict the mode of %s: %w", p, err)
-		}
-		log.Warn("state file was open to others; its mode is now 0600",
-			zap.String("file", p), zap.String("was", fi.Mode().Perm().String()))
-	}
-	return nil
 }

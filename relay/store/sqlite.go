@@ -19,6 +19,8 @@ import (
 	"go.uber.org/zap"
 	"modernc.org/sqlite"
 	sqlite3 "modernc.org/sqlite/lib"
+
+	"tradebridge/dbfile"
 )
 
 //go:embed migrations/*.sql
@@ -58,7 +60,7 @@ func Open(ctx context.Context, opts Options) (*SQLite, error) {
 		return nil, fmt.Errorf("store: create data directory: %w", err)
 	}
 	path := filepath.Join(opts.Dir, FileName)
-	if err := restrictFile(path, opts.Logger); err != nil {
+	if err := dbfile.Restrict(path, opts.Logger); err != nil {
 		return nil, err
 	}
 	dsn := "file:" + path + "?_txlock=immediate" +
@@ -79,38 +81,7 @@ func Open(ctx context.Context, opts Options) (*SQLite, error) {
 // FileMode is the mode of the database file: it holds every user's token
 // hashes and the records of their orders, for the relay's user alone.
 // SQLite gives its -wal and -shm files the database file's mode.
-const FileMode os.FileMode = 0o600
-
-// restrictFile creates the database file at path with FileMode, or takes
-// an existing one (and its -wal and -shm files) down to FileMode when it
-// is open to others, logging that it did.
-func restrictFile(path string, log *zap.Logger) error {
-	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE|os.O_EXCL, FileMode)
-	if err == nil {
-		return f.Close()
-	}
-	if !errors.Is(err, fs.ErrExist) {
-		return fmt.Errorf("store: create %s: %w", path, err)
-	}
-	for _, p := range []string{path, path + "-wal", path + "-shm"} {
-		fi, err := os.Stat(p)
-		if errors.Is(err, fs.ErrNotExist) {
-			continue
-		}
-		if err != nil {
-			return fmt.Errorf("store: %w", err)
-		}
-		if fi.Mode().Perm()&^FileMode == 0 {
-			continue
-		}
-		if err := os.Chmod(p, FileMode); err != nil {
-			return fmt.Errorf("store: restrict the mode of %s: %w", p, err)
-		}
-		log.Warn("database file was readable by others; its mode is now 0600",
-			zap.String("file", p), zap.String("was", fi.Mode().Perm().String()))
-	}
-	return nil
-}
+const FileMode = dbfile.Mode
 
 // migrate applies the embedded migrations newer than the database's
 // user_version, each in its own transaction.
