@@ -4,6 +4,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"testing"
+	"time"
 
 	"tradebridge/agent/agentstore"
 )
@@ -25,6 +26,29 @@ func BenchmarkPut(b *testing.B) {
 	b.ResetTimer()
 	for i := 0; b.Loop(); i++ {
 		if err := s.Put("copier", keys[i%len(keys)], value); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// BenchmarkJournaledWrite is the exactly-once bookkeeping a write RPC pays
+// for surviving an agent restart: one BeginWrite before it runs and one
+// FinishWrite after, both committed.
+func BenchmarkJournaledWrite(b *testing.B) {
+	s, err := agentstore.Open(agentstore.Options{Path: filepath.Join(b.TempDir(), agentstore.DefaultFileName)})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer s.Close()
+	result := []byte(`{"orderId":"sim-1","order":{"orderId":"sim-1","orderState":"Filled","filled":1}}`)
+	at := time.Date(2026, 11, 18, 15, 0, 0, 0, time.UTC)
+	b.ReportAllocs()
+	for i := 0; b.Loop(); i++ {
+		id := "w-" + strconv.Itoa(i)
+		if err := s.BeginWrite(id, [32]byte{byte(i)}, at); err != nil {
+			b.Fatal(err)
+		}
+		if err := s.FinishWrite(id, result, nil); err != nil {
 			b.Fatal(err)
 		}
 	}
