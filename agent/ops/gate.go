@@ -113,6 +113,12 @@ func opens(cur, delta int) bool {
 // a position of cur. It returns the trading_blocked error of the refusing
 // rule, or nil.
 func (o *Ops) admit(ctx context.Context, k key, cur, delta int) error {
+	return o.admitAt(ctx, k, delta, func() (int, error) { return cur, nil })
+}
+
+// admitAt is admit reading the position only when a rule refusing entries
+// needs it: an order no rule restricts costs the gate one map read.
+func (o *Ops) admitAt(ctx context.Context, k key, delta int, position func() (int, error)) error {
 	gp := o.gate.Load()
 	if gp == nil {
 		return nil
@@ -121,10 +127,23 @@ func (o *Ops) admit(ctx context.Context, k key, cur, delta int) error {
 	switch {
 	case v.Any != nil:
 		return BlockError(v.Any)
-	case v.Entries != nil && opens(cur, delta):
+	case v.Entries == nil || delta == 0:
+		return nil // nothing restricts entries, or the order trades nothing
+	}
+	cur, err := position()
+	if err != nil {
+		return err
+	}
+	if opens(cur, delta) {
 		return BlockError(v.Entries)
 	}
 	return nil
+}
+
+// admitPlace asks the gate about req, reading the position only when a
+// rule needs it.
+func (o *Ops) admitPlace(ctx context.Context, k key, req bridge.OrderRequest) error {
+	return o.admitAt(ctx, k, side(req.Action)*req.Quantity, func() (int, error) { return o.position(ctx, k) })
 }
 
 // admitEntry asks the gate about something that can only open (a strategy
@@ -135,7 +154,8 @@ func (o *Ops) admitEntry(ctx context.Context, k key) error {
 
 // Submit places one order for an engine (a copy, an auto-sync correction)
 // through the gate, as the source ctx carries (WithSource): it reads the
-// position to judge the order, and places nothing when the gate refuses.
+// position when a rule refusing entries needs it, and places nothing when
+// the gate refuses.
 // It takes the instrument's lock, so it is ordered with the operations on
 // the same account and instrument. req.Instrument must be the full
 // contract name.
@@ -146,14 +166,8 @@ func (o *Ops) Submit(ctx context.Context, req bridge.OrderRequest) (protocol.Ord
 		return protocol.Order{}, err
 	}
 	defer unlock()
-	if o.gate.Load() != nil {
-		cur, err := o.position(ctx, k)
-		if err != nil {
-			return protocol.Order{}, err
-		}
-		if err := o.admit(ctx, k, cur, side(req.Action)*req.Quantity); err != nil {
-			return protocol.Order{}, err
-		}
+	if err := o.admitPlace(ctx, k, req); err != nil {
+		return protocol.Order{}, err
 	}
 	ord, err := o.p.SubmitOrder(ctx, req)
 	if err != nil {

@@ -233,24 +233,10 @@ func (o *Ops) ChangeOrder(ctx context.Context, a protocol.ChangeOrderArgs) (prot
 // larger quantity of an order that would open or add to the position.
 // Prices change freely otherwise.
 func (o *Ops) admitChange(ctx context.Context, ord protocol.Order, req bridge.ChangeRequest) error {
-	gp := o.gate.Load()
-	if gp == nil {
-		return nil
-	}
 	k := key{ord.Account, ord.Instrument}
-	v := (*gp).Check(k.account, k.instrument, SourceOf(ctx))
-	switch {
-	case v.Any != nil:
-		return BlockError(v.Any)
-	case v.Entries == nil || req.Quantity <= ord.Quantity:
-		return nil
+	delta := 0 // a change that does not raise the quantity adds nothing
+	if req.Quantity > ord.Quantity {
+		delta = side(ord.OrderAction) * (req.Quantity - ord.Filled)
 	}
-	cur, err := o.position(ctx, k)
-	if err != nil {
-		return err
-	}
-	if opens(cur, side(ord.OrderAction)*(req.Quantity-ord.Filled)) {
-		return BlockError(v.Entries)
-	}
-	return nil
+	return o.admitAt(ctx, k, delta, func() (int, error) { return o.position(ctx, k) })
 }

@@ -284,19 +284,6 @@ func (o *Ops) place(ctx context.Context, a protocol.PlaceOrderArgs, flattenFirst
 	return o.submit(ctx, req, res)
 }
 
-// admitPlace asks the gate about req, reading the position only when the
-// gate has a rule to judge it by.
-func (o *Ops) admitPlace(ctx context.Context, k key, req bridge.OrderRequest) error {
-	if o.gate.Load() == nil {
-		return nil
-	}
-	cur, err := o.position(ctx, k)
-	if err != nil {
-		return err
-	}
-	return o.admit(ctx, k, cur, side(req.Action)*req.Quantity)
-}
-
 // checkPlace validates PlaceOrder's arguments.
 func checkPlace(a protocol.PlaceOrderArgs, flattenFirst bool) (bridge.OrderRequest, placeRules, error) {
 	rules := placeRules{tag: a.StrategyTag, force: a.Force, maxPositions: a.MaxPositions,

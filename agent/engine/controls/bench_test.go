@@ -55,7 +55,7 @@ func BenchmarkKillSwitch(b *testing.B) {
 func killSwitchRounds(b *testing.B, n int, lat []time.Duration) []time.Duration {
 	f := newFixture(b)
 	tr := &signalTrader{Ops: f.ops, done: make(chan time.Time, 1)}
-	e, err := New(Options{Platform: f.sim, Trader: tr, Config: f.cfg, Now: f.clock.Now})
+	e, err := New(Options{Platform: f.sim, Trader: tr, Config: &f.configs.Holder, Now: f.clock.Now})
 	require.NoError(b, err)
 	f.ops.SetGate(e)
 	ctx, cancel := context.WithCancel(context.Background())

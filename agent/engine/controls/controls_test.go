@@ -3,7 +3,6 @@ package controls
 import (
 	"context"
 	"errors"
-	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -14,6 +13,7 @@ import (
 	"tradebridge/agent/bridge"
 	"tradebridge/agent/bridge/sim"
 	"tradebridge/agent/engine"
+	"tradebridge/agent/engine/enginetest"
 	"tradebridge/agent/mgmtconfig"
 	"tradebridge/agent/ops"
 	"tradebridge/protocol"
@@ -29,9 +29,6 @@ const (
 	nq = "NQ 12-26"
 )
 
-// eventually is the wait for Run to act.
-const eventually = 5 * time.Second
-
 var bg = context.Background()
 
 type fixture struct {
@@ -39,10 +36,9 @@ type fixture struct {
 	sim     *sim.Platform
 	clock   *sim.ManualClock
 	ops     *ops.Ops
-	cfg     *mgmtconfig.Holder
+	configs *enginetest.Configs
 	eng     *Engine
 	trader  *countingTrader
-	version int64
 }
 
 // countingTrader is the real operations, counting the Flatten calls that
@@ -79,14 +75,11 @@ func (c *countingTrader) calls() []protocol.FlattenArgs {
 
 func newFixture(t testing.TB) *fixture {
 	t.Helper()
-	clock := sim.NewManualClock(start)
-	p, err := sim.New(sim.Options{Clock: clock})
-	require.NoError(t, err)
-	t.Cleanup(func() { p.Close() })
-	o, err := ops.New(ops.Options{Platform: p, Now: clock.Now})
-	require.NoError(t, err)
-	f := &fixture{t: t, sim: p, clock: clock, ops: o, cfg: &mgmtconfig.Holder{}, trader: &countingTrader{Ops: o}}
-	f.eng, err = New(Options{Platform: p, Trader: f.trader, Config: f.cfg, Now: clock.Now, TickInterval: 10 * time.Millisecond})
+	m := enginetest.NewMarket(t, start, sim.Options{}, ops.Options{})
+	p, clock, o := m.Sim, m.Clock, m.Ops
+	f := &fixture{t: t, sim: p, clock: clock, ops: o, configs: &enginetest.Configs{}, trader: &countingTrader{Ops: o}}
+	var err error
+	f.eng, err = New(Options{Platform: p, Trader: f.trader, Config: &f.configs.Holder, Now: clock.Now, TickInterval: 10 * time.Millisecond})
 	require.NoError(t, err)
 	o.SetGate(f.eng)
 	require.NoError(t, p.SetPrice(es, 6000))
@@ -97,9 +90,7 @@ func newFixture(t testing.TB) *fixture {
 // apply applies c as the next version of the configuration.
 func (f *fixture) apply(c protocol.Config) {
 	f.t.Helper()
-	f.version++
-	c.Version = f.version
-	require.Equal(f.t, f.version, f.cfg.Apply(&c))
+	f.configs.Push(f.t, c)
 }
 
 // run runs the engine until the test ends.
@@ -133,17 +124,7 @@ func (f *fixture) rest(account, instrument string, price float64) {
 // position is the account's signed position in instrument.
 func (f *fixture) position(account, instrument string) int {
 	f.t.Helper()
-	ps, err := f.sim.Positions(bg, account)
-	require.NoError(f.t, err)
-	for _, p := range ps {
-		if p.Instrument == instrument {
-			if p.MarketPosition == protocol.MarketPositionShort {
-				return -p.Quantity
-			}
-			return p.Quantity
-		}
-	}
-	return 0
+	return enginetest.Position(f.t, f.sim, account, instrument)
 }
 
 // working counts the account's working orders.
@@ -183,20 +164,6 @@ func (f *fixture) flat() bool {
 func market(account, instrument, action string, qty int) protocol.PlaceOrderArgs {
 	return protocol.PlaceOrderArgs{Account: account, Action: action, Instrument: instrument,
 		OrderType: protocol.OrderTypeMarket, Quantity: qty, TimeInForce: protocol.TimeInForceDay}
-}
-
-func request(account, instrument, action string, qty int) bridge.OrderRequest {
-	return bridge.OrderRequest{Account: account, Instrument: instrument, Action: action,
-		OrderType: protocol.OrderTypeMarket, Quantity: qty, TimeInForce: protocol.TimeInForceDay}
-}
-
-// requireBlocked requires err to be trading_blocked by rule.
-func requireBlocked(t *testing.T, err error, rule string) {
-	t.Helper()
-	var perr *protocol.Error
-	require.ErrorAs(t, err, &perr)
-	require.Equal(t, protocol.CodeTradingBlocked, perr.Code)
-	require.True(t, strings.HasSuffix(perr.Detail, "(rule: "+rule+")"), perr.Detail)
 }
 
 func TestNew(t *testing.T) {
@@ -239,13 +206,13 @@ func TestKillSwitchRefusesEntries(t *testing.T) {
 	f.apply(protocol.Config{Controls: protocol.Controls{KillSwitch: true}})
 
 	_, err := f.ops.PlaceOrder(bg, market("Sim101", "ES", protocol.ActionBuy, 1))
-	requireBlocked(t, err, ops.RuleKillSwitch)
+	enginetest.RequireBlocked(t, err, ops.RuleKillSwitch)
 	_, err = f.ops.PlaceOrder(bg, market("Sim102", "NQ", protocol.ActionSell, 1))
-	requireBlocked(t, err, ops.RuleKillSwitch)
-	_, err = f.ops.Submit(ops.WithSource(bg, ops.SourceCopier), request("Sim102", es, protocol.ActionBuy, 1))
-	requireBlocked(t, err, ops.RuleKillSwitch)
+	enginetest.RequireBlocked(t, err, ops.RuleKillSwitch)
+	_, err = f.ops.Submit(ops.WithSource(bg, ops.SourceCopier), enginetest.MarketOrder("Sim102", es, protocol.ActionBuy, 1))
+	enginetest.RequireBlocked(t, err, ops.RuleKillSwitch)
 	_, err = f.ops.PlaceOrder(bg, market("Sim101", "ES", protocol.ActionSell, 3))
-	requireBlocked(t, err, ops.RuleKillSwitch) // it would reverse to short 1
+	enginetest.RequireBlocked(t, err, ops.RuleKillSwitch) // it would reverse to short 1
 	require.Equal(t, 2, f.position("Sim101", es))
 
 	_, err = f.ops.PlaceOrder(bg, market("Sim101", "ES", protocol.ActionSell, 1))
@@ -273,7 +240,7 @@ func TestKillSwitchFlattensEverything(t *testing.T) {
 	f.run()
 
 	f.apply(protocol.Config{Controls: protocol.Controls{KillSwitch: true, FlattenOnKill: true}})
-	require.Eventually(t, f.flat, eventually, time.Millisecond, "every account, every instrument, orders cancelled")
+	require.Eventually(t, f.flat, enginetest.Wait, time.Millisecond, "every account, every instrument, orders cancelled")
 	require.Equal(t, []protocol.FlattenArgs{{Force: true}}, f.trader.calls())
 	require.True(t, f.eng.Status().KillSwitch)
 
@@ -289,9 +256,9 @@ func TestKillSwitchFlattensEverything(t *testing.T) {
 		f.eng.mu.Lock()
 		defer f.eng.mu.Unlock()
 		return !f.eng.killOn
-	}, eventually, time.Millisecond)
+	}, enginetest.Wait, time.Millisecond)
 	f.apply(protocol.Config{Controls: protocol.Controls{KillSwitch: true, FlattenOnKill: true}})
-	require.Eventually(t, f.flat, eventually, time.Millisecond)
+	require.Eventually(t, f.flat, enginetest.Wait, time.Millisecond)
 	require.Len(t, f.trader.calls(), 2)
 }
 
@@ -361,16 +328,16 @@ func TestBlockAllSignals(t *testing.T) {
 	f.apply(protocol.Config{Controls: protocol.Controls{BlockAllSignals: true}})
 
 	_, err := f.ops.PlaceOrder(bg, market("Sim102", "ES", protocol.ActionBuy, 1))
-	requireBlocked(t, err, ops.RuleBlockAllSignals)
+	enginetest.RequireBlocked(t, err, ops.RuleBlockAllSignals)
 	_, err = f.ops.PlaceOrder(bg, market("Sim101", "ES", protocol.ActionSell, 1))
-	requireBlocked(t, err, ops.RuleBlockAllSignals) // even reducing
-	_, err = f.ops.Submit(bg, request("Sim101", es, protocol.ActionBuy, 1))
-	requireBlocked(t, err, ops.RuleBlockAllSignals) // no source is the API
+	enginetest.RequireBlocked(t, err, ops.RuleBlockAllSignals) // even reducing
+	_, err = f.ops.Submit(bg, enginetest.MarketOrder("Sim101", es, protocol.ActionBuy, 1))
+	enginetest.RequireBlocked(t, err, ops.RuleBlockAllSignals) // no source is the API
 	require.Equal(t, 2, f.position("Sim101", es))
 
-	_, err = f.ops.Submit(ops.WithSource(bg, ops.SourceCopier), request("Sim102", es, protocol.ActionBuy, 1))
+	_, err = f.ops.Submit(ops.WithSource(bg, ops.SourceCopier), enginetest.MarketOrder("Sim102", es, protocol.ActionBuy, 1))
 	require.NoError(t, err, "copier orders pass")
-	_, err = f.ops.Submit(ops.WithSource(bg, ops.SourceEngine), request("Sim101", es, protocol.ActionSell, 2))
+	_, err = f.ops.Submit(ops.WithSource(bg, ops.SourceEngine), enginetest.MarketOrder("Sim101", es, protocol.ActionSell, 2))
 	require.NoError(t, err, "engine orders pass")
 	require.Equal(t, 1, f.position("Sim102", es))
 	require.Zero(t, f.position("Sim101", es))
@@ -462,7 +429,7 @@ func TestNewsWindowEdges(t *testing.T) {
 				require.Nil(t, f.eng.Status().NewsLockout)
 				return
 			}
-			requireBlocked(t, err, ops.RuleNewsLockout)
+			enginetest.RequireBlocked(t, err, ops.RuleNewsLockout)
 			require.Equal(t, &protocol.NewsWindow{Title: "CPI", From: from, Until: until, Action: protocol.NewsBlock, Roots: []string{"ES"}},
 				f.eng.Status().NewsLockout)
 			_, err = f.ops.PlaceOrder(bg, market("Sim101", "NQ", protocol.ActionBuy, 1))
@@ -480,7 +447,7 @@ func TestNewsBlockLetsReducingOrdersThrough(t *testing.T) {
 	f.eng.Tick(bg)
 	require.Empty(t, f.trader.calls(), "block never flattens")
 	_, err := f.ops.PlaceOrder(bg, market("Sim101", "ES", protocol.ActionBuy, 1))
-	requireBlocked(t, err, ops.RuleNewsLockout)
+	enginetest.RequireBlocked(t, err, ops.RuleNewsLockout)
 	_, err = f.ops.PlaceOrder(bg, market("Sim101", "ES", protocol.ActionSell, 1))
 	require.NoError(t, err)
 	require.Equal(t, 1, f.position("Sim101", es))
@@ -562,7 +529,7 @@ func TestNewsFlattenOverlappingWindows(t *testing.T) {
 
 	f.clock.Set(newsAt.Add(15 * time.Minute)) // after the first event's window: still locked
 	_, err := f.ops.PlaceOrder(bg, market("Sim102", "NQ", protocol.ActionBuy, 1))
-	requireBlocked(t, err, ops.RuleNewsLockout)
+	enginetest.RequireBlocked(t, err, ops.RuleNewsLockout)
 }
 
 func TestMergeWindows(t *testing.T) {
@@ -605,7 +572,7 @@ func TestRunReturnsWhenContextEnds(t *testing.T) {
 	select {
 	case err := <-done:
 		require.ErrorIs(t, err, context.Canceled)
-	case <-time.After(eventually):
+	case <-time.After(enginetest.Wait):
 		t.Fatal("Run did not return")
 	}
 }

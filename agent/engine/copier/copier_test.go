@@ -13,7 +13,7 @@ import (
 	"tradebridge/agent/bridge"
 	"tradebridge/agent/bridge/sim"
 	"tradebridge/agent/engine"
-	"tradebridge/agent/mgmtconfig"
+	"tradebridge/agent/engine/enginetest"
 	"tradebridge/agent/ops"
 	"tradebridge/protocol"
 )
@@ -25,31 +25,11 @@ func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 var start = time.Date(2026, time.October, 5, 14, 30, 0, 0, time.UTC)
 
 const (
-	es  = "ES 12-26"
-	mes = "MES 12-26"
-	nq  = "NQ 12-26"
-	// waitFor bounds every wait for the engine.
-	waitFor = 5 * time.Second
-	poll    = 5 * time.Millisecond
+	es   = "ES 12-26"
+	mes  = "MES 12-26"
+	nq   = "NQ 12-26"
+	poll = 5 * time.Millisecond
 )
-
-// reporter records the copier states reported.
-type reporter struct {
-	mu     sync.Mutex
-	states []protocol.CopierState
-}
-
-func (r *reporter) ReportMonitor(protocol.MonitorState) {}
-func (r *reporter) ReportCopier(s protocol.CopierState) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	r.states = append(r.states, s)
-}
-func (r *reporter) all() []protocol.CopierState {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	return append([]protocol.CopierState(nil), r.states...)
-}
 
 // monitors is a MonitorStates of fixed states.
 type monitors struct {
@@ -86,11 +66,10 @@ type harness struct {
 	clock   *sim.ManualClock
 	p       *sim.Platform
 	ops     *ops.Ops
-	cfg     *mgmtconfig.Holder
+	configs *enginetest.Configs
 	store   engine.MemStore
-	rep     *reporter
+	rep     *enginetest.Reporter
 	mons    *monitors
-	version int64
 	opts    Options
 
 	e      *Engine
@@ -100,27 +79,22 @@ type harness struct {
 
 func newHarness(t *testing.T, depth int) *harness {
 	t.Helper()
-	clock := sim.NewManualClock(start)
-	p, err := sim.New(sim.Options{Clock: clock, Accounts: []string{"L", "A", "B", "C"}, BookDepth: depth,
-		CommissionPerContract: -1})
-	require.NoError(t, err)
-	t.Cleanup(func() { _ = p.Close() })
-	o, err := ops.New(ops.Options{Platform: p, Now: clock.Now})
-	require.NoError(t, err)
+	m := enginetest.NewMarket(t, start, sim.Options{Accounts: []string{"L", "A", "B", "C"}, BookDepth: depth,
+		CommissionPerContract: -1}, ops.Options{})
+	p, clock, o := m.Sim, m.Clock, m.Ops
 	require.NoError(t, p.SetPrice(es, 6000))
 	require.NoError(t, p.SetPrice(mes, 6000))
 	require.NoError(t, p.SetPrice(nq, 21000))
-	h := &harness{t: t, ctx: context.Background(), clock: clock, p: p, ops: o, cfg: &mgmtconfig.Holder{},
-		store: engine.NewMemStore(), rep: &reporter{}, mons: &monitors{m: map[string]string{}}}
-	h.opts = Options{Platform: p, Trader: o, Config: h.cfg, Store: h.store, Reporter: h.rep, Monitors: h.mons,
+	h := &harness{t: t, ctx: context.Background(), clock: clock, p: p, ops: o, configs: &enginetest.Configs{},
+		store: engine.NewMemStore(), rep: &enginetest.Reporter{}, mons: &monitors{m: map[string]string{}}}
+	h.opts = Options{Platform: p, Trader: o, Config: &h.configs.Holder, Store: h.store, Reporter: h.rep, Monitors: h.mons,
 		Now: clock.Now, Logger: zaptest.NewLogger(t), TickInterval: time.Hour}
 	return h
 }
 
 // apply pushes a configuration of copiers.
 func (h *harness) apply(cs ...protocol.Copier) {
-	h.version++
-	h.cfg.Apply(&protocol.Config{Version: h.version, Copiers: cs})
+	h.configs.Push(h.t, protocol.Config{Copiers: cs})
 }
 
 // start builds an engine over the harness and runs it until the test ends
@@ -137,7 +111,7 @@ func (h *harness) start() *Engine {
 		e.loopMu.Lock()
 		defer e.loopMu.Unlock()
 		return e.loop != nil
-	}, waitFor, poll)
+	}, enginetest.Wait, poll)
 	h.settle()
 	return e
 }
@@ -159,8 +133,8 @@ func (h *harness) settle() {
 	require.Eventually(h.t, func() bool {
 		h.e.mu.Lock()
 		defer h.e.mu.Unlock()
-		return h.e.version == h.cfg.Version()
-	}, waitFor, poll)
+		return h.e.version == h.configs.Holder.Version()
+	}, enginetest.Wait, poll)
 	h.e.Tick(h.ctx)
 }
 
@@ -185,14 +159,7 @@ func (h *harness) orders(account string) []protocol.Order {
 // position returns an account's signed position in an instrument.
 func (h *harness) position(account, instrument string) int {
 	h.t.Helper()
-	ps, err := h.p.Positions(h.ctx, account)
-	require.NoError(h.t, err)
-	for _, p := range ps {
-		if p.Instrument == instrument {
-			return signedQty(p)
-		}
-	}
-	return 0
+	return enginetest.Position(h.t, h.p, account, instrument)
 }
 
 func (h *harness) status(id string) protocol.CopierStatus {
@@ -482,7 +449,7 @@ func TestTandemHaltAndRestart(t *testing.T) {
 	st := h.status("c1")
 	require.Equal(t, protocol.CopierHalted, st.State)
 	require.Contains(t, st.Reason, "B")
-	rs := h.rep.all()
+	rs := h.rep.Copiers()
 	require.Len(t, rs, 1)
 	require.Equal(t, protocol.CopierHalted, rs[0].State)
 	halts, err := h.store.Load(bucketHalts)
@@ -504,7 +471,7 @@ func TestTandemHaltAndRestart(t *testing.T) {
 	h.apply(c)
 	h.settle()
 	require.Equal(t, protocol.CopierOff, h.status("c1").State)
-	rs = h.rep.all()
+	rs = h.rep.Copiers()
 	require.Equal(t, protocol.CopierRunning, rs[len(rs)-1].State)
 	halts, err = h.store.Load(bucketHalts)
 	require.NoError(t, err)

@@ -6,6 +6,7 @@ import (
 	"sync"
 	"testing"
 	"time"
+	"tradebridge/agent/engine/enginetest"
 
 	"github.com/stretchr/testify/require"
 
@@ -91,7 +92,7 @@ func BenchmarkBreachToFlatten(b *testing.B) {
 			}
 			clock.Set(day)
 		}
-		_, err := p.SubmitOrder(bg, bridgeMarket(acct, "ES", protocol.ActionBuy, 1))
+		_, err := p.SubmitOrder(bg, enginetest.MarketOrder(acct, "ES", protocol.ActionBuy, 1))
 		require.NoError(b, err)
 		e.mu.Lock()
 		e.accts[acct].state = protocol.MonitorActive

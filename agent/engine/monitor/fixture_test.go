@@ -2,7 +2,6 @@ package monitor
 
 import (
 	"context"
-	"errors"
 	"sync"
 	"testing"
 	"time"
@@ -13,6 +12,7 @@ import (
 	"tradebridge/agent/bridge"
 	"tradebridge/agent/bridge/sim"
 	"tradebridge/agent/engine"
+	"tradebridge/agent/engine/enginetest"
 	"tradebridge/agent/mgmtconfig"
 	"tradebridge/agent/ops"
 	"tradebridge/protocol"
@@ -39,26 +39,6 @@ func ny(year int, month time.Month, day, hour, min int) time.Time {
 // wednesday10 is a Wednesday morning, in the middle of a trading session.
 var wednesday10 = ny(2026, time.March, 4, 10, 0)
 
-// reporter records the reported states.
-type reporter struct {
-	mu       sync.Mutex
-	monitors []protocol.MonitorState
-}
-
-func (r *reporter) ReportMonitor(s protocol.MonitorState) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	r.monitors = append(r.monitors, s)
-}
-
-func (r *reporter) ReportCopier(protocol.CopierState) {}
-
-func (r *reporter) Monitors() []protocol.MonitorState {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	return append([]protocol.MonitorState(nil), r.monitors...)
-}
-
 // stateLog records OnState calls.
 type stateLog struct {
 	mu  sync.Mutex
@@ -84,26 +64,23 @@ type fixture struct {
 	clock   *sim.ManualClock
 	sim     *sim.Platform
 	ops     *ops.Ops
+	configs *enginetest.Configs
 	holder  *mgmtconfig.Holder
 	store   engine.MemStore
-	rep     *reporter
+	rep     *enginetest.Reporter
 	states  *stateLog
 	e       *Engine
 	events  <-chan bridge.Event
-	version int64
 }
 
 func newFixture(t *testing.T, at time.Time) *fixture {
 	t.Helper()
-	clock := sim.NewManualClock(at)
-	p, err := sim.New(sim.Options{Clock: clock})
-	require.NoError(t, err)
-	t.Cleanup(func() { p.Close() })
-	o, err := ops.New(ops.Options{Platform: p, Now: clock.Now,
-		Sleep: func(ctx context.Context, _ time.Duration) error { return ctx.Err() }})
-	require.NoError(t, err)
-	f := &fixture{t: t, clock: clock, sim: p, ops: o, holder: &mgmtconfig.Holder{}, store: engine.NewMemStore(),
-		rep: &reporter{}, states: &stateLog{}}
+	m := enginetest.NewMarket(t, at, sim.Options{},
+		ops.Options{Sleep: func(ctx context.Context, _ time.Duration) error { return ctx.Err() }})
+	p := m.Sim
+	configs := &enginetest.Configs{}
+	f := &fixture{t: t, clock: m.Clock, sim: p, ops: m.Ops, configs: configs, holder: &configs.Holder,
+		store: engine.NewMemStore(), rep: &enginetest.Reporter{}, states: &stateLog{}}
 	f.e = f.newEngine()
 	ctx, cancel := context.WithCancel(bg)
 	t.Cleanup(cancel)
@@ -138,8 +115,7 @@ func (f *fixture) pump() {
 // push applies a configuration of these monitors and lets the engine
 // take it (Tick).
 func (f *fixture) push(ms ...protocol.Monitor) {
-	f.version++
-	f.holder.Apply(&protocol.Config{Version: f.version, Monitors: ms})
+	f.configs.Push(f.t, protocol.Config{Monitors: ms})
 	f.e.Tick(bg)
 }
 
@@ -172,31 +148,24 @@ func (f *fixture) trade(account, action string, qty int) {
 // tradeIn is trade in another instrument.
 func (f *fixture) tradeIn(account, instrument, action string, qty int) {
 	f.t.Helper()
-	_, err := f.sim.SubmitOrder(bg, bridge.OrderRequest{Account: account, Instrument: instrument, Action: action,
-		OrderType: protocol.OrderTypeMarket, Quantity: qty, TimeInForce: protocol.TimeInForceDay})
+	_, err := f.sim.SubmitOrder(bg, enginetest.MarketOrder(account, instrument, action, qty))
 	require.NoError(f.t, err)
 	f.pump()
 }
 
-// price moves ES to last.
+// price moves ES to last and hands the engine the account values the
+// simulator publishes for the move.
 func (f *fixture) price(last float64) {
+	f.t.Helper()
+	f.move(last)
+	f.pump()
+}
+
+// move moves ES to last, for an engine that reads its events itself (Run).
+func (f *fixture) move(last float64) {
 	f.t.Helper()
 	require.NoError(f.t, f.sim.SetPrice(es, last))
 	require.NoError(f.t, f.sim.Step(bg))
-}
-
-// publish makes the simulator publish the account's values at the
-// current prices, with a round turn of one MES contract (about a dollar
-// of P&L): the simulator publishes account values on fills and at the
-// session reset only.
-func (f *fixture) publish(account string) {
-	f.t.Helper()
-	for _, action := range []string{protocol.ActionBuy, protocol.ActionSell} {
-		_, err := f.sim.SubmitOrder(bg, bridge.OrderRequest{Account: account, Instrument: "MES", Action: action,
-			OrderType: protocol.OrderTypeMarket, Quantity: 1, TimeInForce: protocol.TimeInForceDay})
-		require.NoError(f.t, err)
-	}
-	f.pump()
 }
 
 // working places a resting buy limit far below the market.
@@ -209,22 +178,10 @@ func (f *fixture) working(account string) string {
 	return o.OrderID
 }
 
-// position returns the account's signed position in the root's front
-// month.
+// position returns the account's signed position in the root's contract.
 func (f *fixture) position(account, root string) int {
 	f.t.Helper()
-	ps, err := f.sim.Positions(bg, account)
-	require.NoError(f.t, err)
-	n := 0
-	for _, p := range ps {
-		if len(p.Instrument) > len(root) && p.Instrument[:len(root)+1] == root+" " {
-			n = p.Quantity
-			if p.MarketPosition == protocol.MarketPositionShort {
-				n = -n
-			}
-		}
-	}
-	return n
+	return enginetest.Position(f.t, f.sim, account, root)
 }
 
 // orderState returns an order's state.
@@ -252,15 +209,6 @@ func (f *fixture) status(account string) protocol.MonitorStatus {
 	return protocol.MonitorStatus{}
 }
 
-// requireBlocked asserts err is trading_blocked by rule.
-func requireBlocked(t *testing.T, err error, rule string) {
-	t.Helper()
-	var pe *protocol.Error
-	require.True(t, errors.As(err, &pe), "want trading_blocked, got %v", err)
-	require.Equal(t, protocol.CodeTradingBlocked, pe.Code)
-	require.Contains(t, pe.Detail, "(rule: "+rule+")")
-}
-
 func limit(amount float64) protocol.Limit { return protocol.Limit{Enabled: true, Amount: amount} }
 
 // monitor is an active monitor of the account that flattens on a trip and
@@ -268,9 +216,4 @@ func limit(amount float64) protocol.Limit { return protocol.Limit{Enabled: true,
 func monitor(account string) protocol.Monitor {
 	return protocol.Monitor{Account: account, Active: true, State: protocol.MonitorActive, OnTrip: protocol.OnTripFlatten,
 		MasterWindow: protocol.Window{Days: []string{}}, TradingWindows: []protocol.MonitorWindow{}}
-}
-
-func bridgeMarket(account, instrument, action string, qty int) bridge.OrderRequest {
-	return bridge.OrderRequest{Account: account, Instrument: instrument, Action: action,
-		OrderType: protocol.OrderTypeMarket, Quantity: qty, TimeInForce: protocol.TimeInForceDay}
 }

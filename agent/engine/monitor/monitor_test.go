@@ -3,6 +3,7 @@ package monitor
 import (
 	"testing"
 	"time"
+	"tradebridge/agent/engine/enginetest"
 
 	"github.com/stretchr/testify/require"
 
@@ -104,7 +105,7 @@ func TestPnlTrips(t *testing.T) {
 					require.Equal(t, 1, f.position(acct, "NQ"), "onTrip none keeps the position")
 					require.NoError(t, f.placeIn(acct, "NQ", protocol.ActionSell, 1), "reducing orders pass")
 				}
-				requireBlocked(t, f.place(acct, protocol.ActionBuy, 1), ops.RuleMonitorStopped)
+				enginetest.RequireBlocked(t, f.place(acct, protocol.ActionBuy, 1), ops.RuleMonitorStopped)
 				require.Equal(t, protocol.MonitorActive, f.e.MonitorState(other))
 				require.NoError(t, f.place(other, protocol.ActionBuy, 1), "other accounts trade on")
 
@@ -127,14 +128,11 @@ func TestUnrealizedTrailingDrawdown(t *testing.T) {
 	f.push(m)
 	f.trade(acct, protocol.ActionBuy, 2)
 	f.price(6020) // about +2000 open
-	f.publish(acct)
 	high := f.status(acct).SessionHigh
 	require.InDelta(t, 1950, high, 60)
 	f.price(6012) // about 800 below the high
-	f.publish(acct)
 	require.Equal(t, protocol.MonitorActive, f.e.MonitorState(acct))
 	f.price(6009) // about 1100 below it
-	f.publish(acct)
 	require.Equal(t, protocol.MonitorStopped, f.e.MonitorState(acct))
 	require.Equal(t, reasonTrailingDrawdown, f.status(acct).Reason)
 	require.Equal(t, high, f.status(acct).SessionHigh)

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"testing"
 	"time"
+	"tradebridge/agent/engine/enginetest"
 
 	"github.com/stretchr/testify/require"
 
@@ -61,7 +62,7 @@ func TestRestart(t *testing.T) {
 	// An agent restart: a new engine over the same store.
 	f.e = f.newEngine()
 	require.Equal(t, protocol.MonitorStopped, f.e.MonitorState(acct), "stopped before the configuration")
-	requireBlocked(t, f.place(acct, protocol.ActionBuy, 1), ops.RuleMonitorStopped)
+	enginetest.RequireBlocked(t, f.place(acct, protocol.ActionBuy, 1), ops.RuleMonitorStopped)
 	f.e.Tick(bg)
 	require.Equal(t, protocol.MonitorStopped, f.e.MonitorState(acct))
 	require.True(t, f.status(acct).StoppedAt.Equal(stoppedAt))
@@ -93,7 +94,7 @@ func TestRestart(t *testing.T) {
 	require.Equal(t, protocol.MonitorStopped, f.e.MonitorState(acct))
 	require.Equal(t, reasonProfitTarget, f.status(acct).Reason)
 	require.Equal(t, 1, f.position(acct, "ES"), "an adopted stop does not flatten")
-	requireBlocked(t, f.place(acct, protocol.ActionBuy, 1), ops.RuleMonitorStopped)
+	enginetest.RequireBlocked(t, f.place(acct, protocol.ActionBuy, 1), ops.RuleMonitorStopped)
 	require.Len(t, f.rep.Monitors(), 2, "an adopted stop is not reported back")
 
 	// A monitor removed from the configuration refuses nothing.
@@ -247,36 +248,35 @@ func TestRun(t *testing.T) {
 	f := newFixture(t, wednesday10)
 	m := monitor(acct)
 	m.LossLimit = limit(100)
-	f.holder.Apply(&protocol.Config{Version: 1, Monitors: []protocol.Monitor{m}})
-	f.version = 1
-	_, err := f.sim.SubmitOrder(bg, bridgeMarket(acct, "ES", protocol.ActionBuy, 1))
+	f.configs.Push(t, protocol.Config{Monitors: []protocol.Monitor{m}})
+	_, err := f.sim.SubmitOrder(bg, enginetest.MarketOrder(acct, "ES", protocol.ActionBuy, 1))
 	require.NoError(t, err)
-	f.price(5990)
-	_, err = f.sim.SubmitOrder(bg, bridgeMarket(acct, "ES", protocol.ActionSell, 1))
+	f.move(5990)
+	_, err = f.sim.SubmitOrder(bg, enginetest.MarketOrder(acct, "ES", protocol.ActionSell, 1))
 	require.NoError(t, err) // a loss before the engine runs
 
 	ctx, cancel := context.WithCancel(bg)
 	done := make(chan error, 1)
 	go func() { done <- f.e.Run(ctx) }()
-	require.Eventually(t, func() bool { return f.e.MonitorState(acct) == protocol.MonitorStopped }, wait, tick,
+	require.Eventually(t, func() bool { return f.e.MonitorState(acct) == protocol.MonitorStopped }, enginetest.Wait, tick,
 		"the start's read of the accounts trips")
 	stoppedAt := f.status(acct).StoppedAt
 
 	restarted := m
 	restarted.LossLimit = limit(1000)
 	restarted.RestartedFrom = relayTime(t, *stoppedAt)
-	f.holder.Apply(&protocol.Config{Version: 2, Monitors: []protocol.Monitor{restarted}})
-	require.Eventually(t, func() bool { return f.e.MonitorState(acct) == protocol.MonitorActive }, wait, tick)
+	f.configs.Push(t, protocol.Config{Monitors: []protocol.Monitor{restarted}})
+	require.Eventually(t, func() bool { return f.e.MonitorState(acct) == protocol.MonitorActive }, enginetest.Wait, tick)
 
 	for range 2 {
-		_, err = f.sim.SubmitOrder(bg, bridgeMarket(acct, "ES", protocol.ActionBuy, 1))
+		_, err = f.sim.SubmitOrder(bg, enginetest.MarketOrder(acct, "ES", protocol.ActionBuy, 1))
 		require.NoError(t, err)
-		f.price(5990 - 100)
-		_, err = f.sim.SubmitOrder(bg, bridgeMarket(acct, "ES", protocol.ActionSell, 1))
+		f.move(5990 - 100)
+		_, err = f.sim.SubmitOrder(bg, enginetest.MarketOrder(acct, "ES", protocol.ActionSell, 1))
 		require.NoError(t, err)
-		f.price(5990)
+		f.move(5990)
 	}
-	require.Eventually(t, func() bool { return f.e.MonitorState(acct) == protocol.MonitorStopped }, wait, tick,
+	require.Eventually(t, func() bool { return f.e.MonitorState(acct) == protocol.MonitorStopped }, enginetest.Wait, tick,
 		"an account event trips")
 	cancel()
 	require.NoError(t, <-done)

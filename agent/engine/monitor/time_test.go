@@ -3,6 +3,7 @@ package monitor
 import (
 	"testing"
 	"time"
+	"tradebridge/agent/engine/enginetest"
 
 	"github.com/stretchr/testify/require"
 
@@ -144,12 +145,12 @@ func TestClosingOnly(t *testing.T) {
 		m := monitor(acct)
 		m.ClosingOnly = true
 		f.push(m)
-		requireBlocked(t, f.place(acct, protocol.ActionBuy, 1), ops.RuleClosingOnly)
-		requireBlocked(t, f.place(acct, protocol.ActionSell, 3), ops.RuleClosingOnly) // would go short
+		enginetest.RequireBlocked(t, f.place(acct, protocol.ActionBuy, 1), ops.RuleClosingOnly)
+		enginetest.RequireBlocked(t, f.place(acct, protocol.ActionSell, 3), ops.RuleClosingOnly) // would go short
 		require.NoError(t, f.place(acct, protocol.ActionSell, 1))
 		require.Equal(t, 1, f.position(acct, "ES"))
 		require.True(t, f.status(acct).ClosingOnly)
-		requireBlocked(t, f.place(acct, protocol.ActionSell, 2), ops.RuleClosingOnly)
+		enginetest.RequireBlocked(t, f.place(acct, protocol.ActionSell, 2), ops.RuleClosingOnly)
 		require.NoError(t, f.place(acct, protocol.ActionSell, 1))
 		require.Equal(t, protocol.MonitorActive, f.e.MonitorState(acct), "closing-only is no trip")
 	})
@@ -166,7 +167,7 @@ func TestClosingOnly(t *testing.T) {
 		require.False(t, f.status(acct).ClosingOnly)
 		f.at(ny(2026, 3, 4, 15, 30))
 		require.True(t, f.status(acct).ClosingOnly)
-		requireBlocked(t, f.place(acct, protocol.ActionBuy, 1), ops.RuleClosingOnly)
+		enginetest.RequireBlocked(t, f.place(acct, protocol.ActionBuy, 1), ops.RuleClosingOnly)
 		require.NoError(t, f.place(acct, protocol.ActionSell, 1))
 		require.Equal(t, 2, f.position(acct, "ES"))
 	})
@@ -180,10 +181,10 @@ func TestBlockSignals(t *testing.T) {
 	m := monitor(acct)
 	m.BlockSignals = true
 	f.push(m)
-	requireBlocked(t, f.place(acct, protocol.ActionBuy, 1), ops.RuleBlockSignals)
-	requireBlocked(t, f.place(acct, protocol.ActionSell, 1), ops.RuleBlockSignals)
+	enginetest.RequireBlocked(t, f.place(acct, protocol.ActionBuy, 1), ops.RuleBlockSignals)
+	enginetest.RequireBlocked(t, f.place(acct, protocol.ActionSell, 1), ops.RuleBlockSignals)
 	copier := ops.WithSource(bg, ops.SourceCopier)
-	_, err := f.ops.Submit(copier, bridgeMarket(acct, "ES 06-26", protocol.ActionBuy, 1))
+	_, err := f.ops.Submit(copier, enginetest.MarketOrder(acct, "ES 06-26", protocol.ActionBuy, 1))
 	require.NoError(t, err, "the copier's orders pass")
 	require.Equal(t, ops.Verdict{}, f.e.Check(acct, "ES 06-26", ops.SourceEngine))
 	require.Equal(t, ops.Verdict{}, f.e.Check(other, "ES 06-26", ops.SourceAPI), "no monitor, no refusal")
