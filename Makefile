@@ -6,9 +6,11 @@ BIN     := bin
 VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 LDFLAGS := -X tradebridge/agent.Version=$(VERSION)
 
-.PHONY: all build demo test test-short test-deps vet bench fuzz windows clean clients
+.PHONY: all build demo test test-short test-deps vet bench fuzz windows clean clients addon ninjatrader-export
 
-all: build
+## all (plain make): the relay and agent binaries, and the NinjaTrader
+## add-on's export archive.
+all: build ninjatrader-export
 
 build:
 	$(GO) build -ldflags "$(LDFLAGS)" -o $(BIN)/relay ./cmd/relay
@@ -19,9 +21,13 @@ build:
 demo: build
 	./scripts/demo.sh
 
-## test: vet, the Windows build of the agent, and every test with the race detector.
-test: test-deps vet windows
+## test: vet, the Windows build of the agent, the NinjaScript add-on's
+## compile and self-test, every test with the race detector, and the
+## relay's end-to-end tests once more with the agent trading through the
+## NinjaTrader bridge and a fake add-on (TRADEBRIDGE_TEST_PLATFORM).
+test: test-deps vet windows addon
 	$(GO) test -race -count=1 ./...
+	TRADEBRIDGE_TEST_PLATFORM=ninjatrader $(GO) test -race -count=1 ./relay/
 
 test-short:
 	$(GO) test -short -count=1 ./...
@@ -33,9 +39,21 @@ vet:
 windows:
 	GOOS=windows GOARCH=amd64 $(GO) build -o /dev/null ./cmd/agent
 
-## test-deps: what the tests of examples/ need beyond Go: Debian's python3
-## packages (websocket-client, requests, the Python client's urllib3, six,
-## dateutil, certifi) and npm ci in clients/; quick when all is there.
+## addon: compile the NinjaScript add-on (installer/ninjatrader) with Mono's
+## mcs against stand-ins of NinjaTrader's types, and run its self-test under
+## mono. The real check is importing it into NinjaTrader.
+addon:
+	./installer/ninjatrader/build.sh addon
+
+## ninjatrader-export: build/TradeBridgeNinjaTraderAddOn.zip, the archive
+## NinjaTrader imports (Tools > Import > NinjaScript Add-On...).
+ninjatrader-export:
+	./installer/ninjatrader/build.sh export
+
+## test-deps: what the tests need beyond Go: Debian's python3 packages
+## (websocket-client, requests, the Python client's urllib3, six, dateutil,
+## certifi), chromium, mono-mcs (the add-on's compile) and npm ci in
+## clients/; quick when all is there.
 test-deps:
 	./scripts/test-deps.sh
 
@@ -56,4 +74,4 @@ fuzz:
 	GO=$(GO) FUZZTIME=$(FUZZTIME) ./scripts/fuzz.sh
 
 clean:
-	rm -rf $(BIN) .demo
+	rm -rf $(BIN) .demo build

@@ -256,7 +256,9 @@ func (a *Agent) Run(ctx context.Context) error {
 }
 
 // forwardEvents sends the platform's quotes to the relay while the tunnel
-// is up, for the stream API's market data. Order, execution, position and
+// is up, for the stream API's market data, and hands changes of the
+// platform's connections to the reporter (which sends the latest list
+// again after each reconnect). Order, execution, position and
 // account events are not forwarded: nothing in the relay consumes them
 // yet, and every frame on the tunnel delays the replies behind it (a
 // market order makes six). Quotes that come while the tunnel is down are
@@ -270,6 +272,8 @@ func (a *Agent) forwardEvents(ctx context.Context) error {
 			a.log.Warn("platform events were dropped: the agent fell behind the platform", zap.Int("times", lost))
 		case ev.Kind == bridge.EventQuote && a.tunnel.Connected():
 			_ = a.tunnel.SendEvent(protocol.EventQuote, ev.Quote) // a dropped tunnel is the tunnel's to report
+		case ev.Kind == bridge.EventConnections:
+			a.reports.ReportConnections(ev.Connections)
 		}
 	}
 	return nil

@@ -28,6 +28,10 @@ type reporter struct {
 	copiers  map[string]protocol.CopierState  // by copier id
 	dirtyM   map[string]bool
 	dirtyC   map[string]bool
+	// conns is the platform's connection list as it last changed (nil
+	// until it changes: the Hello carried it), sent when connsDirty.
+	conns      []protocol.Connection
+	connsDirty bool
 }
 
 func newReporter(log *zap.Logger) *reporter {
@@ -57,6 +61,15 @@ func (r *reporter) ReportCopier(s protocol.CopierState) {
 	r.wake()
 }
 
+// ReportConnections records the platform's connections after a change,
+// for the relay.
+func (r *reporter) ReportConnections(conns []protocol.Connection) {
+	r.mu.Lock()
+	r.conns, r.connsDirty = conns, true
+	r.mu.Unlock()
+	r.wake()
+}
+
 // resendAll marks every state for sending (the tunnel connected).
 func (r *reporter) resendAll() {
 	r.mu.Lock()
@@ -66,6 +79,7 @@ func (r *reporter) resendAll() {
 	for k := range r.copiers {
 		r.dirtyC[k] = true
 	}
+	r.connsDirty = r.conns != nil
 	r.mu.Unlock()
 	r.wake()
 }
@@ -106,7 +120,14 @@ func (r *reporter) flush() {
 	}
 	clear(r.dirtyM)
 	clear(r.dirtyC)
+	conns, sendConns := r.conns, r.connsDirty
+	r.connsDirty = false
 	r.mu.Unlock()
+	if sendConns {
+		if err := r.tunnel.SendEvent(protocol.EventConnections, conns); err != nil {
+			r.remark(func() { r.connsDirty = true })
+		}
+	}
 	for _, s := range ms {
 		if err := r.tunnel.SendEvent(protocol.EventMonitorState, s); err != nil {
 			r.remark(func() { r.dirtyM[s.Account] = true })

@@ -106,6 +106,11 @@ const (
 	// EventCopierState reports a copier halted or running again
 	// (CopierState). Since protocol version 2.
 	EventCopierState = "copierState"
+	// EventConnections reports the platform's connections and their
+	// accounts after they changed: the data is the whole list
+	// ([]Connection), empty while the platform is unreachable. Since
+	// protocol version 4.
+	EventConnections = "connections"
 )
 
 // WebSocket close codes the relay uses when it ends a tunnel. They are in the

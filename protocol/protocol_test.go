@@ -18,7 +18,7 @@ var update = flag.Bool("update", false, "rewrite the golden files")
 // The type ids, close codes and error codes are the wire contract; a change
 // here breaks every deployed agent.
 func TestWireConstantsPinned(t *testing.T) {
-	require.Equal(t, 3, ProtocolVersion)
+	require.Equal(t, 4, ProtocolVersion)
 	require.Equal(t, 1, MinProtocolVersion)
 	require.Equal(t, 2, ConfigProtocolVersion)
 	require.Equal(t, "tradebridge.tunnel.v1", Subprotocol(1))
@@ -64,7 +64,7 @@ func TestWireConstantsPinned(t *testing.T) {
 	for kind, want := range map[string]string{
 		EventOrder: "order", EventExecution: "execution", EventPosition: "position",
 		EventAccount: "account", EventQuote: "quote", EventStrategy: "strategy",
-		EventMonitorState: "monitorState", EventCopierState: "copierState",
+		EventMonitorState: "monitorState", EventCopierState: "copierState", EventConnections: "connections",
 	} {
 		require.Equal(t, want, kind)
 	}

@@ -3,6 +3,7 @@ package protocol
 import (
 	"encoding/json"
 	"strings"
+	"time"
 )
 
 // The records below are the results of RPC functions. Their JSON field names
@@ -390,3 +391,10 @@ type Strategy struct {
 	EndedAt              string  `json:"endedAt,omitempty"`
 	Detail               string  `json:"detail,omitempty"` // why it ended in Error
 }
+
+// TimeLayout is how records write an instant: RFC 3339 in UTC with
+// milliseconds ("2026-11-18T15:00:00.000Z").
+const TimeLayout = "2006-01-02T15:04:05.000Z07:00"
+
+// FormatTime writes t in TimeLayout, in UTC.
+func FormatTime(t time.Time) string { return t.UTC().Format(TimeLayout) }

@@ -17,7 +17,11 @@ package protocol
 //	    code outcome_unknown (a write the agent stopped during); the
 //	    detail of trading_blocked names the refusing rule. A version 2
 //	    agent answers FnEngineStatus unknown_function.
-const ProtocolVersion = 3
+//	4 — 2026-11: EventConnections: the agent reports the platform's
+//	    connections and their accounts whenever they change (the Hello
+//	    carries them only at connect). A version 3 agent's connections
+//	    are those of its Hello.
+const ProtocolVersion = 4
 
 // ConfigProtocolVersion is the first version whose agents take the
 // management configuration (FnApplyConfig).

@@ -116,7 +116,7 @@ func TestExactlyOnceOverTheSocketAcrossAgentRestart(t *testing.T) {
 	// platform, remembering nothing.
 	first.a.Close()
 	<-first.done
-	again := s.startAgentWith("alice", func(o *agent.Options) { o.Platform = first.sim })
+	again := s.startAgentWith("alice", func(o *agent.Options) { o.Platform = first.platform })
 	require.True(t, again.a.Connected())
 
 	w.send(placeFrame("p2", "idempotencyKey", "sock-1"))

@@ -2,12 +2,14 @@ package relay_test
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
 	"io"
 	"net"
 	"net/http"
+	"os"
 	"runtime"
 	"sort"
 	"strings"
@@ -22,6 +24,9 @@ import (
 	"go.uber.org/zap/zaptest/observer"
 
 	"tradebridge/agent"
+	"tradebridge/agent/bridge"
+	"tradebridge/agent/bridge/ninjatrader"
+	"tradebridge/agent/bridge/ninjatrader/ntfake"
 	"tradebridge/agent/bridge/sim"
 	"tradebridge/agent/ops"
 	"tradebridge/relay"
@@ -143,7 +148,27 @@ type runningAgent struct {
 	a     *agent.Agent
 	sim   *sim.Platform
 	clock *sim.ManualClock // the simulator's, which the agent's engines and operations read too
-	done  chan struct{}
+	// pair, when the agent trades through the NinjaTrader bridge, is the
+	// bridge and the fake add-on in front of sim.
+	pair *ntfake.Pair
+	// platform is the agent's platform: sim, or the bridge of pair.
+	platform bridge.Platform
+	done     chan struct{}
+}
+
+// platformUnderTest names the platform the harness's agents trade on:
+// "sim" (the default), or "ninjatrader", where the agent drives the
+// NinjaTrader bridge and the bridge a fake add-on that trades on the
+// simulator (TRADEBRIDGE_TEST_PLATFORM=ninjatrader; make test runs the
+// trading API's tests once so).
+var platformUnderTest = cmp.Or(os.Getenv("TRADEBRIDGE_TEST_PLATFORM"), "sim")
+
+// settle waits until the agent's platform has seen every change made to
+// the simulator directly (a no-op on the simulator itself).
+func (ra *runningAgent) settle(t testing.TB) {
+	if ra.pair != nil {
+		ra.pair.Settle(t)
+	}
 }
 
 func (s *system) startAgent(user string) *runningAgent {
@@ -161,18 +186,33 @@ func (s *system) startAgentWith(user string, tweak func(*agent.Options)) *runnin
 	require.NoError(s.t, err)
 	opts := agent.Options{RelayURL: s.base, Token: s.users[user].AgentToken, Platform: p, Logger: s.log.Named(user),
 		Ops: ops.Options{Now: clock.Now}}
+	ra := &runningAgent{sim: p, clock: clock, done: make(chan struct{})}
+	switch platformUnderTest {
+	case "sim":
+	case ninjatrader.Kind:
+		ra.pair = ntfake.NewPair(s.t, p, clock.Now)
+		opts.Platform = ra.pair.Bridge // the agent runs its connection loop
+	default:
+		s.t.Fatalf("TRADEBRIDGE_TEST_PLATFORM names no platform the tests know")
+	}
 	if tweak != nil {
 		tweak(&opts)
 	}
 	a, err := agent.New(opts)
 	require.NoError(s.t, err)
-	ra := &runningAgent{a: a, sim: p, clock: clock, done: make(chan struct{})}
+	ra.a, ra.platform = a, opts.Platform
+	if _, runs := opts.Platform.(agent.Runner); ra.pair != nil && !runs {
+		ra.pair.Run(s.t) // wrapped by the test: the agent cannot run its loop
+	}
 	go func() {
 		defer close(ra.done)
 		_ = a.Run(context.Background())
 	}()
 	s.t.Cleanup(ra.stop)
 	require.Eventually(s.t, a.Connected, 5*time.Second, 5*time.Millisecond)
+	if nt, ok := opts.Platform.(*ninjatrader.Platform); ok {
+		require.Eventually(s.t, func() bool { return nt.Status().Connected }, 5*time.Second, time.Millisecond)
+	}
 	return ra
 }
 

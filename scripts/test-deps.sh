@@ -10,12 +10,14 @@
 #     test that checks the committed clients are up to date.
 #   - Debian's chromium, for the test that loads examples/quotes.html (about
 #     80 MB to download on a fresh machine).
+#   - Debian's mono-mcs (the mcs compiler and the mono runtime), for make
+#     addon, which compiles and self-tests the NinjaScript add-on.
 # Installing Debian packages needs root (as on CI) or sudo; without either it
 # says what is missing and the tests that need it skip.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-debs=(python3 python3-websocket python3-requests python3-urllib3 python3-six python3-dateutil python3-certifi chromium)
+debs=(python3 python3-websocket python3-requests python3-urllib3 python3-six python3-dateutil python3-certifi chromium mono-mcs)
 
 missing=()
 for p in "${debs[@]}"; do

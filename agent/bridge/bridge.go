@@ -14,6 +14,7 @@ import (
 	"errors"
 	"time"
 
+	"tradebridge/futures"
 	"tradebridge/protocol"
 )
 
@@ -202,6 +203,9 @@ type Event struct {
 	Account  *protocol.Account
 	Quote    *protocol.Quote
 	Strategy *protocol.Strategy
+	// Connections is the whole list of the platform's connections, for
+	// EventConnections.
+	Connections []protocol.Connection
 }
 
 // Errors every platform reports with these sentinels (wrapped with detail).
@@ -216,20 +220,22 @@ var (
 	ErrStrategyTerminal  = errors.New("bridge: strategy is terminal")
 )
 
-// Why an instrument was refused (InstrumentError.Cause).
+// Why an instrument was refused (InstrumentError.Cause). The values are
+// package futures' causes, so a bridge passes a futures refusal on
+// unchanged (InstrumentErrorFrom).
 const (
 	// InstrumentMalformed: not in any accepted form ("ES 12-26", "ES",
 	// "ESZ26").
-	InstrumentMalformed = "malformed"
+	InstrumentMalformed = futures.CauseMalformed
 	// InstrumentUnknownRoot: the platform trades no such root.
-	InstrumentUnknownRoot = "unknown_root"
+	InstrumentUnknownRoot = futures.CauseUnknownRoot
 	// InstrumentNotContractMonth: the month is not a contract month of
 	// the root.
-	InstrumentNotContractMonth = "not_contract_month"
+	InstrumentNotContractMonth = futures.CauseNotContractMonth
 	// InstrumentExpired: the contract no longer trades.
-	InstrumentExpired = "expired"
+	InstrumentExpired = futures.CauseExpired
 	// InstrumentNotListed: the contract is too far out to be listed yet.
-	InstrumentNotListed = "not_listed"
+	InstrumentNotListed = futures.CauseNotListed
 )
 
 // InstrumentError says why the platform could not resolve an instrument.
@@ -250,6 +256,19 @@ func (e *InstrumentError) Error() string { return "bridge: unknown instrument: "
 
 // Is matches ErrInstrumentUnknown.
 func (e *InstrumentError) Is(target error) bool { return target == ErrInstrumentUnknown }
+
+// InstrumentErrorFrom returns the *InstrumentError of a refusal of
+// futures.Resolve (a *futures.ResolveError anywhere in err's chain), with
+// the same cause, root, months and front month; every platform reports a
+// contract it cannot resolve this way. Other errors, and nil, are returned
+// unchanged.
+func InstrumentErrorFrom(err error) error {
+	var re *futures.ResolveError
+	if !errors.As(err, &re) {
+		return err
+	}
+	return &InstrumentError{Cause: re.Cause, Root: re.Root, Months: re.Months, Front: re.Front}
+}
 
 // RequestError reports a request the platform refused as malformed (a bars
 // range it cannot serve, a strategy parameter of the wrong type): nothing

@@ -20,6 +20,10 @@ func bracketArgs(action string, qty int, tp, sl *float64) protocol.CancelAndBrac
 
 // Rule 1: the exit orders are on the side opposite to action.
 func TestBracketRule1OppositeSide(t *testing.T) {
+	onEachPlatform(t, testBracketRule1OppositeSide)
+}
+
+func testBracketRule1OppositeSide(t *testing.T, newFixture fixtureMaker) {
 	for _, tc := range []struct {
 		action string
 		held   int
@@ -55,6 +59,10 @@ func TestBracketRule1OppositeSide(t *testing.T) {
 // Rule 2: at least one of takeProfit and stopLoss; otherwise nothing is
 // cancelled and nothing placed. Either one alone is a one-legged bracket.
 func TestBracketRule2NeedsTakeProfitOrStopLoss(t *testing.T) {
+	onEachPlatform(t, testBracketRule2NeedsTakeProfitOrStopLoss)
+}
+
+func testBracketRule2NeedsTakeProfitOrStopLoss(t *testing.T, newFixture fixtureMaker) {
 	f := newFixture(t)
 	f.market("Sim101", protocol.ActionBuy, 1)
 	old := f.resting("Sim101", protocol.ActionSell, protocol.OrderTypeLimit, 6050, 1)
@@ -78,15 +86,18 @@ func TestBracketRule2NeedsTakeProfitOrStopLoss(t *testing.T) {
 // then the delay (default 300 ms, through the injected Sleep), then the
 // bracket.
 func TestBracketRule3CancelThenDelayThenBracket(t *testing.T) {
+	onEachPlatform(t, testBracketRule3CancelThenDelayThenBracket)
+}
+
+func testBracketRule3CancelThenDelayThenBracket(t *testing.T, newFixture fixtureMaker) {
 	f := newFixture(t)
 	f.market("Sim101", protocol.ActionBuy, 2)
 	a := f.resting("Sim101", protocol.ActionSell, protocol.OrderTypeLimit, 6050, 1)
 	b := f.resting("Sim101", protocol.ActionSell, protocol.OrderTypeStopMarket, 5950, 2)
 	c := f.resting("Sim101", protocol.ActionBuy, protocol.OrderTypeLimit, 5900, 1)
 	// Another instrument and another account keep their orders.
-	nq, err := f.sim.SubmitOrder(bg, bridge.OrderRequest{Account: "Sim101", Instrument: "NQ", Action: protocol.ActionBuy,
+	nq := f.trade(bridge.OrderRequest{Account: "Sim101", Instrument: "NQ", Action: protocol.ActionBuy,
 		OrderType: protocol.OrderTypeLimit, LimitPrice: 100, Quantity: 1, TimeInForce: protocol.TimeInForceGtc})
-	require.NoError(t, err)
 	other := f.resting("Sim102", protocol.ActionBuy, protocol.OrderTypeLimit, 5900, 1)
 
 	f.onSleep = func(int) {
@@ -113,6 +124,10 @@ func TestBracketRule3CancelThenDelayThenBracket(t *testing.T) {
 
 // The delay respects ctx: a call cancelled during it places no bracket.
 func TestBracketDelayRespectsContext(t *testing.T) {
+	onEachPlatform(t, testBracketDelayRespectsContext)
+}
+
+func testBracketDelayRespectsContext(t *testing.T, newFixture fixtureMaker) {
 	f := newFixture(t)
 	f.market("Sim101", protocol.ActionBuy, 1)
 	ctx, cancel := context.WithCancel(bg)
@@ -124,6 +139,10 @@ func TestBracketDelayRespectsContext(t *testing.T) {
 
 // Rule 4: a position smaller than quantity reduces the bracket to it.
 func TestBracketRule4ReducedToPosition(t *testing.T) {
+	onEachPlatform(t, testBracketRule4ReducedToPosition)
+}
+
+func testBracketRule4ReducedToPosition(t *testing.T, newFixture fixtureMaker) {
 	f := newFixture(t)
 	f.market("Sim101", protocol.ActionBuy, 2)
 	res, err := f.ops.CancelAndBracket(bg, bracketArgs("Buy", 5, ptr(6010.0), ptr(5990.0)))
@@ -151,6 +170,10 @@ func TestBracketRule4ReducedToPosition(t *testing.T) {
 // Rule 5: a position that went flat during the cancel window gets no
 // bracket.
 func TestBracketRule5FlatDuringWindow(t *testing.T) {
+	onEachPlatform(t, testBracketRule5FlatDuringWindow)
+}
+
+func testBracketRule5FlatDuringWindow(t *testing.T, newFixture fixtureMaker) {
 	f := newFixture(t)
 	f.market("Sim101", protocol.ActionBuy, 2)
 	stop := f.resting("Sim101", protocol.ActionSell, protocol.OrderTypeStopMarket, 5950, 2)
@@ -169,6 +192,10 @@ func TestBracketRule5FlatDuringWindow(t *testing.T) {
 // Rule 6: with no position at all, the bracket is entered at quantity as a
 // straddle entry: both legs rest on either side of the market.
 func TestBracketRule6StraddleEntry(t *testing.T) {
+	onEachPlatform(t, testBracketRule6StraddleEntry)
+}
+
+func testBracketRule6StraddleEntry(t *testing.T, newFixture fixtureMaker) {
 	f := newFixture(t)
 	res, err := f.ops.CancelAndBracket(bg, bracketArgs("Buy", 3, ptr(6010.0), ptr(5990.0)))
 	require.NoError(t, err)
@@ -183,7 +210,7 @@ func TestBracketRule6StraddleEntry(t *testing.T) {
 	require.Zero(t, f.position("Sim101"))
 	// The market reaching the stop leg enters short 3; the OCO cancels the
 	// other leg.
-	require.NoError(t, f.sim.SetPrice(es, 5989))
+	f.setPrice(es, 5989)
 	require.Equal(t, -3, f.position("Sim101"))
 	require.Equal(t, protocol.OrderStateCancelled, f.order("Sim101", res.OrderIDs[1]).OrderState)
 
@@ -200,6 +227,10 @@ func TestBracketRule6StraddleEntry(t *testing.T) {
 // Rule 7: both legs share one OCO id, generated when omitted; when one
 // fills, the platform cancels the other.
 func TestBracketRule7SharedOCO(t *testing.T) {
+	onEachPlatform(t, testBracketRule7SharedOCO)
+}
+
+func testBracketRule7SharedOCO(t *testing.T, newFixture fixtureMaker) {
 	f := newFixture(t)
 	f.market("Sim101", protocol.ActionBuy, 2)
 	res, err := f.ops.CancelAndBracket(bg, bracketArgs("Buy", 2, ptr(6010.0), ptr(5990.0)))
@@ -208,7 +239,7 @@ func TestBracketRule7SharedOCO(t *testing.T) {
 	for _, o := range res.Orders {
 		require.Equal(t, "oco-generated", o.Oco)
 	}
-	require.NoError(t, f.sim.SetPrice(es, 6011)) // the take profit fills
+	f.setPrice(es, 6011) // the take profit fills
 	require.Zero(t, f.position("Sim101"))
 	require.Equal(t, protocol.OrderStateFilled, f.order("Sim101", res.OrderIDs[1]).OrderState)
 	require.Equal(t, protocol.OrderStateCancelled, f.order("Sim101", res.OrderIDs[0]).OrderState)
@@ -230,6 +261,10 @@ func TestBracketRule7SharedOCO(t *testing.T) {
 // Rule 8: the result lists the order ids; missing required fields are
 // refused naming them.
 func TestBracketRule8ResultAndMissingFields(t *testing.T) {
+	onEachPlatform(t, testBracketRule8ResultAndMissingFields)
+}
+
+func testBracketRule8ResultAndMissingFields(t *testing.T, newFixture fixtureMaker) {
 	f := newFixture(t)
 	f.market("Sim101", protocol.ActionBuy, 1)
 	res, err := f.ops.CancelAndBracket(bg, bracketArgs("Buy", 1, ptr(6010.0), ptr(5990.0)))
@@ -259,6 +294,10 @@ func TestBracketRule8ResultAndMissingFields(t *testing.T) {
 
 // Bad input is refused before anything is cancelled.
 func TestBracketRefusesBadInput(t *testing.T) {
+	onEachPlatform(t, testBracketRefusesBadInput)
+}
+
+func testBracketRefusesBadInput(t *testing.T, newFixture fixtureMaker) {
 	f := newFixture(t)
 	f.market("Sim101", protocol.ActionBuy, 1)
 	keep := f.resting("Sim101", protocol.ActionSell, protocol.OrderTypeLimit, 6050, 1)
@@ -289,6 +328,10 @@ func TestBracketRefusesBadInput(t *testing.T) {
 // A leg the platform refuses after the other was placed is taken back:
 // never half a bracket.
 func TestBracketNeverHalfPlaced(t *testing.T) {
+	onEachPlatform(t, testBracketNeverHalfPlaced)
+}
+
+func testBracketNeverHalfPlaced(t *testing.T, newFixture fixtureMaker) {
 	f := newFixture(t)
 	f.market("Sim101", protocol.ActionBuy, 1)
 	f.rec.submit = func(req bridge.OrderRequest) error {

@@ -9,22 +9,26 @@ import (
 	"tradebridge/protocol"
 )
 
-// nq submits an NQ market order straight to the simulator.
+// nq submits an NQ market order straight to the platform.
 func (f *fixture) nq(account, action string, qty int) {
 	f.t.Helper()
-	_, err := f.sim.SubmitOrder(bg, bridge.OrderRequest{Account: account, Instrument: "NQ", Action: action,
+	f.trade(bridge.OrderRequest{Account: account, Instrument: "NQ", Action: action,
 		OrderType: protocol.OrderTypeMarket, Quantity: qty, TimeInForce: protocol.TimeInForceDay})
-	require.NoError(f.t, err)
 }
 
 func (f *fixture) positions(account string) int {
 	f.t.Helper()
-	ps, err := f.sim.Positions(bg, account)
+	f.settle()
+	ps, err := f.platform.Positions(bg, account)
 	require.NoError(f.t, err)
 	return len(ps)
 }
 
 func TestFlatten(t *testing.T) {
+	onEachPlatform(t, testFlatten)
+}
+
+func testFlatten(t *testing.T, newFixture fixtureMaker) {
 	setup := func(t *testing.T) *fixture {
 		f := newFixture(t)
 		f.market("Sim101", protocol.ActionBuy, 2)
@@ -107,6 +111,10 @@ func TestFlatten(t *testing.T) {
 }
 
 func TestClosePosition(t *testing.T) {
+	onEachPlatform(t, testClosePosition)
+}
+
+func testClosePosition(t *testing.T, newFixture fixtureMaker) {
 	for _, tc := range []struct {
 		name     string
 		held     int
@@ -196,15 +204,18 @@ func TestFractionOf(t *testing.T) {
 }
 
 func TestCancelOrders(t *testing.T) {
+	onEachPlatform(t, testCancelOrders)
+}
+
+func testCancelOrders(t *testing.T, newFixture fixtureMaker) {
 	f := newFixture(t)
 	a := f.resting("Sim101", protocol.ActionBuy, protocol.OrderTypeLimit, 5900, 1)
 	tag := marketArgs("Buy", 1)
 	tag.OrderType, tag.LimitPrice, tag.StrategyTag = "Limit", ptr(5800.0), "botA"
 	tagged, err := f.ops.PlaceOrder(bg, tag)
 	require.NoError(t, err)
-	nq, err := f.sim.SubmitOrder(bg, bridge.OrderRequest{Account: "Sim101", Instrument: "NQ", Action: protocol.ActionBuy,
+	nq := f.trade(bridge.OrderRequest{Account: "Sim101", Instrument: "NQ", Action: protocol.ActionBuy,
 		OrderType: protocol.OrderTypeLimit, LimitPrice: 100, Quantity: 1, TimeInForce: protocol.TimeInForceGtc})
-	require.NoError(t, err)
 	other := f.resting("Sim102", protocol.ActionBuy, protocol.OrderTypeLimit, 5900, 1)
 
 	res, err := f.ops.CancelOrders(bg, protocol.CancelOrdersArgs{Account: "Sim101", Instrument: "ES", StrategyTag: "botA"})
@@ -235,6 +246,10 @@ func TestCancelOrders(t *testing.T) {
 }
 
 func TestCancelAndChangeOrder(t *testing.T) {
+	onEachPlatform(t, testCancelAndChangeOrder)
+}
+
+func testCancelAndChangeOrder(t *testing.T, newFixture fixtureMaker) {
 	f := newFixture(t)
 	lim := f.resting("Sim101", protocol.ActionBuy, protocol.OrderTypeLimit, 5900, 1)
 	res, err := f.ops.ChangeOrder(bg, protocol.ChangeOrderArgs{Account: "Sim101", OrderID: lim.OrderID, Quantity: ptr(3), LimitPrice: ptr(5910.0)})

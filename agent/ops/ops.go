@@ -454,6 +454,7 @@ func wireError(err error) error {
 	}
 	var re *bridge.RejectError
 	var ie *bridge.InstrumentError
+	var ue *bridge.UnavailableError
 	switch {
 	case errors.As(err, &ie):
 		return protocol.NewError(protocol.CodeInvalidInstrument, instrumentDetail(ie))
@@ -465,8 +466,12 @@ func wireError(err error) error {
 		return protocol.NewError(protocol.CodeInvalidInstrument, "the instrument is unknown, not a contract month, or expired; "+instrumentForms(""))
 	case errors.Is(err, bridge.ErrOrderNotFound):
 		return protocol.NewError(protocol.CodeOrderNotFound, "no such order on the account")
+	case errors.As(err, &ue):
+		return protocol.NewError(protocol.CodePlatformUnavailable, "the trading platform is not connected to the agent: "+ue.Reason)
 	case errors.Is(err, bridge.ErrNotConnected):
 		return protocol.NewError(protocol.CodePlatformUnavailable, "the trading platform is not connected to the agent")
+	case errors.Is(err, bridge.ErrOutcomeUnknown):
+		return protocol.NewError(protocol.CodeOutcomeUnknown, "the link to the trading platform broke after the call reached it; check the account's orders and positions before trying again")
 	case errors.Is(err, bridge.ErrTemplateNotFound):
 		return protocol.NewError(protocol.CodeTemplateNotFound, "no ATM template of that name")
 	case errors.Is(err, bridge.ErrStrategyNotFound):

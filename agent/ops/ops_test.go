@@ -13,6 +13,8 @@ import (
 	"go.uber.org/goleak"
 
 	"tradebridge/agent/bridge"
+	"tradebridge/agent/bridge/bridgetest"
+	"tradebridge/agent/bridge/ninjatrader/ntfake"
 	"tradebridge/agent/bridge/sim"
 	"tradebridge/protocol"
 )
@@ -91,12 +93,49 @@ func (r *recorder) SetStrategyState(ctx context.Context, account, id string, act
 	return r.Platform.SetStrategyState(ctx, account, id, action)
 }
 
-// fixture is Ops over a recorded simulator on a manual clock. Waits go
-// through sleep, which records them, runs onSleep, and returns at once.
+// platforms are the platforms the operations' tests run on: each builds a
+// platform over a simulated market (see bridgetest.Factory). "lagging"
+// sees the market's moves only when settled, as a bridge over a connection
+// does.
+var platforms = []struct {
+	name string
+	new  bridgetest.Factory
+}{
+	{"sim", bridgetest.Sim},
+	{"lagging", bridgetest.Lagging},
+	{"ninjatrader", ntfake.Factory},
+}
+
+// fixtureMaker builds a fixture on one platform.
+type fixtureMaker = func(t testing.TB, tune ...func(*Options)) *fixture
+
+// onEachPlatform runs body as a subtest for each of platforms, with a
+// newFixture that builds fixtures on that platform.
+func onEachPlatform(t *testing.T, body func(t *testing.T, newFixture fixtureMaker)) {
+	t.Helper()
+	for _, p := range platforms {
+		t.Run(p.name, func(t *testing.T) {
+			body(t, func(t testing.TB, tune ...func(*Options)) *fixture { return newFixtureOn(t, p.new, tune...) })
+		})
+	}
+}
+
+// fixture is Ops over a recorded platform over a simulated market on a
+// manual clock. Waits go through sleep, which records them, runs onSleep,
+// lets the platform catch up with the market, and returns at once.
+//
+// Nothing in it assumes the platform is the simulator: the trader's own
+// activity goes through the platform (unrecorded), the market moves
+// through sim and clock, and every read of the platform's state first lets
+// it catch up with the market (settle).
 type fixture struct {
-	t       *testing.T
+	t testing.TB
+	// platform is the platform under test, not recorded.
+	platform bridge.Platform
+	// sim is the market the platform reflects; tests move its prices.
 	sim     *sim.Platform
 	clock   *sim.ManualClock
+	settleH func(testing.TB) // the harness's Settle; nil for the simulator
 	rec     *recorder
 	ops     *Ops
 	mu      sync.Mutex
@@ -104,21 +143,45 @@ type fixture struct {
 	onSleep func(n int) // called with the number of the sleep, from 1
 }
 
-func newFixture(t *testing.T, tune ...func(*Options)) *fixture {
+// newFixture builds a fixture on the simulator.
+func newFixture(t testing.TB, tune ...func(*Options)) *fixture {
 	t.Helper()
-	clock := sim.NewManualClock(start)
-	p, err := sim.New(sim.Options{Clock: clock})
-	require.NoError(t, err)
-	t.Cleanup(func() { p.Close() })
-	f := &fixture{t: t, sim: p, clock: clock, rec: &recorder{Platform: p}}
-	opts := Options{Platform: f.rec, Now: clock.Now, Sleep: f.sleep, NewOcoID: func() string { return "oco-generated" }}
+	return newFixtureOn(t, bridgetest.Sim, tune...)
+}
+
+// newFixtureOn builds a fixture on the platform newHarness makes, with the
+// market's clock at start and ES at 6000.
+func newFixtureOn(t testing.TB, newHarness bridgetest.Factory, tune ...func(*Options)) *fixture {
+	t.Helper()
+	h := newHarness(t, sim.Options{Clock: sim.NewManualClock(start)})
+	require.NotNil(t, h.Clock)
+	f := &fixture{t: t, platform: h.Platform, sim: h.Market, clock: h.Clock, settleH: h.Settle,
+		rec: &recorder{Platform: h.Platform}}
+	opts := Options{Platform: f.rec, Now: f.clock.Now, Sleep: f.sleep, NewOcoID: func() string { return "oco-generated" }}
 	for _, fn := range tune {
 		fn(&opts)
 	}
+	var err error
 	f.ops, err = New(opts)
 	require.NoError(t, err)
-	require.NoError(t, p.SetPrice(es, 6000))
+	f.setPrice(es, 6000)
 	return f
+}
+
+// settle waits until the platform has seen everything the market
+// published.
+func (f *fixture) settle() {
+	f.t.Helper()
+	if f.settleH != nil {
+		f.settleH(f.t)
+	}
+}
+
+// setPrice moves the market of an instrument and lets the platform see it.
+func (f *fixture) setPrice(instrument string, last float64) {
+	f.t.Helper()
+	require.NoError(f.t, f.sim.SetPrice(instrument, last))
+	f.settle()
 }
 
 func (f *fixture) sleep(ctx context.Context, d time.Duration) error {
@@ -130,6 +193,7 @@ func (f *fixture) sleep(ctx context.Context, d time.Duration) error {
 	if hook != nil {
 		hook(n)
 	}
+	f.settle()
 	return ctx.Err()
 }
 
@@ -139,17 +203,15 @@ func (f *fixture) Sleeps() []time.Duration {
 	return append([]time.Duration(nil), f.sleeps...)
 }
 
-// market submits a market order straight to the simulator (not through
+// market submits a market order straight to the platform (not through
 // Ops and not recorded): the trader's own activity.
 func (f *fixture) market(account, action string, qty int) protocol.Order {
 	f.t.Helper()
-	o, err := f.sim.SubmitOrder(bg, bridge.OrderRequest{Account: account, Instrument: es, Action: action,
+	return f.trade(bridge.OrderRequest{Account: account, Instrument: es, Action: action,
 		OrderType: protocol.OrderTypeMarket, Quantity: qty, TimeInForce: protocol.TimeInForceDay})
-	require.NoError(f.t, err)
-	return o
 }
 
-// resting submits a resting order straight to the simulator.
+// resting submits a resting order straight to the platform.
 func (f *fixture) resting(account, action, typ string, price float64, qty int) protocol.Order {
 	f.t.Helper()
 	req := bridge.OrderRequest{Account: account, Instrument: es, Action: action, OrderType: typ,
@@ -159,15 +221,24 @@ func (f *fixture) resting(account, action, typ string, price float64, qty int) p
 	} else {
 		req.StopPrice = price
 	}
-	o, err := f.sim.SubmitOrder(bg, req)
+	return f.trade(req)
+}
+
+// trade submits an order straight to the platform, and lets the platform
+// catch up with its effects.
+func (f *fixture) trade(req bridge.OrderRequest) protocol.Order {
+	f.t.Helper()
+	o, err := f.platform.SubmitOrder(bg, req)
 	require.NoError(f.t, err)
+	f.settle()
 	return o
 }
 
 // position returns the signed position of account in ES 12-26.
 func (f *fixture) position(account string) int {
 	f.t.Helper()
-	ps, err := f.sim.Positions(bg, account)
+	f.settle()
+	ps, err := f.platform.Positions(bg, account)
 	require.NoError(f.t, err)
 	for _, p := range ps {
 		if p.Instrument == es {
@@ -180,7 +251,8 @@ func (f *fixture) position(account string) int {
 // working returns the account's non-terminal orders.
 func (f *fixture) working(account string) []protocol.Order {
 	f.t.Helper()
-	orders, err := f.sim.Orders(bg, account)
+	f.settle()
+	orders, err := f.platform.Orders(bg, account)
 	require.NoError(f.t, err)
 	var out []protocol.Order
 	for _, o := range orders {
@@ -194,7 +266,8 @@ func (f *fixture) working(account string) []protocol.Order {
 // order returns one order of the account by id.
 func (f *fixture) order(account, id string) protocol.Order {
 	f.t.Helper()
-	orders, err := f.sim.Orders(bg, account)
+	f.settle()
+	orders, err := f.platform.Orders(bg, account)
 	require.NoError(f.t, err)
 	for _, o := range orders {
 		if o.OrderID == id {
@@ -339,7 +412,7 @@ func TestWireError(t *testing.T) {
 // Every operation reports a platform that is gone as platform_unavailable.
 func TestPlatformGone(t *testing.T) {
 	f := newFixture(t)
-	require.NoError(t, f.sim.Close())
+	require.NoError(t, f.platform.Close())
 	for name, call := range map[string]func() error{
 		"ListAccounts": func() error { _, err := f.ops.ListAccounts(bg, protocol.NoArgs{}); return err },
 		"GetAccountSummary": func() error {

@@ -24,7 +24,7 @@ func (o *Ops) ListAccounts(ctx context.Context, _ protocol.NoArgs) ([]protocol.A
 // positions and working orders.
 func (o *Ops) GetAccountSummary(ctx context.Context, _ protocol.NoArgs) (protocol.AccountSummary, error) {
 	now := o.opts.Now()
-	res := protocol.AccountSummary{Accounts: []protocol.AccountSnapshot{}, Time: formatTime(now), Epoch: now.UnixMilli()}
+	res := protocol.AccountSummary{Accounts: []protocol.AccountSnapshot{}, Time: protocol.FormatTime(now), Epoch: now.UnixMilli()}
 	accts, err := o.p.Accounts(ctx)
 	if err != nil {
 		return res, wireError(err)
@@ -41,8 +41,6 @@ func (o *Ops) GetAccountSummary(ctx context.Context, _ protocol.NoArgs) (protoco
 	}
 	return res, nil
 }
-
-func formatTime(t time.Time) string { return t.UTC().Format("2006-01-02T15:04:05.000Z07:00") }
 
 // GetAccount returns one account.
 func (o *Ops) GetAccount(ctx context.Context, a protocol.AccountArgs) (protocol.Account, error) {

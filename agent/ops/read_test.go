@@ -211,7 +211,7 @@ func (p *idChangingPlatform) Executions(context.Context, string) ([]protocol.Exe
 func TestExecutionsFollowChangedIDs(t *testing.T) {
 	f := newFixture(t)
 	limit := f.resting("Sim101", protocol.ActionBuy, protocol.OrderTypeLimit, 5900, 1)
-	p := &idChangingPlatform{Platform: f.sim}
+	p := &idChangingPlatform{Platform: f.platform}
 	o, err := New(Options{Platform: p, Now: f.clock.Now})
 	require.NoError(t, err)
 	res, err := o.ChangeOrder(bg, protocol.ChangeOrderArgs{Account: "Sim101", OrderID: limit.OrderID, Quantity: ptr(3)})

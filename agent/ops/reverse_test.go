@@ -20,6 +20,10 @@ func reverseArgs(action string, qty int) protocol.ReversePositionArgs {
 // Spec rule 1: with a position open, the position is closed and the new
 // order placed; the result carries the new order's id.
 func TestReversePositionRule1PlacesNewOrder(t *testing.T) {
+	onEachPlatform(t, testReversePositionRule1PlacesNewOrder)
+}
+
+func testReversePositionRule1PlacesNewOrder(t *testing.T, newFixture fixtureMaker) {
 	f := newFixture(t)
 	f.market("Sim101", protocol.ActionBuy, 2)
 	stop := f.resting("Sim101", protocol.ActionSell, protocol.OrderTypeStopMarket, 5950, 2)
@@ -59,15 +63,18 @@ func firstKey(m map[string]any, k string) string {
 // Spec rule 2: with no position open in the instrument and account, the
 // call is refused with no_position and nothing else runs.
 func TestReversePositionRule2NoPositionDoesNothing(t *testing.T) {
+	onEachPlatform(t, testReversePositionRule2NoPositionDoesNothing)
+}
+
+func testReversePositionRule2NoPositionDoesNothing(t *testing.T, newFixture fixtureMaker) {
 	f := newFixture(t)
 	lim := f.resting("Sim101", protocol.ActionBuy, protocol.OrderTypeLimit, 5900, 1)
-	f.market("Sim102", protocol.ActionBuy, 1)            // another account
-	_, err := f.sim.SubmitOrder(bg, bridge.OrderRequest{ // another instrument
-		Account: "Sim101", Instrument: "NQ", Action: protocol.ActionBuy, OrderType: protocol.OrderTypeMarket,
+	f.market("Sim102", protocol.ActionBuy, 1)      // another account
+	f.trade(bridge.OrderRequest{Account: "Sim101", // another instrument
+		Instrument: "NQ", Action: protocol.ActionBuy, OrderType: protocol.OrderTypeMarket,
 		Quantity: 1, TimeInForce: protocol.TimeInForceDay})
-	require.NoError(t, err)
 
-	_, err = f.ops.ReversePosition(bg, reverseArgs("Sell", 1))
+	_, err := f.ops.ReversePosition(bg, reverseArgs("Sell", 1))
 	requireCode(t, err, protocol.CodeNoPosition)
 	require.Empty(t, f.rec.Writes(), "nothing was cancelled, closed or placed")
 	require.Equal(t, protocol.OrderStateWorking, f.order("Sim101", lim.OrderID).OrderState)
@@ -77,6 +84,10 @@ func TestReversePositionRule2NoPositionDoesNothing(t *testing.T) {
 
 // Spec rule 3: enumerated values match in any casing.
 func TestReversePositionRule3AnyCasing(t *testing.T) {
+	onEachPlatform(t, testReversePositionRule3AnyCasing)
+}
+
+func testReversePositionRule3AnyCasing(t *testing.T, newFixture fixtureMaker) {
 	for _, c := range [][3]string{
 		{"Buy", "Market", "Gtc"}, {"BUY", "MARKET", "GTC"}, {"buy", "market", "gtc"}, {"bUy", "mArKeT", "dAy"},
 	} {
@@ -97,6 +108,10 @@ func TestReversePositionRule3AnyCasing(t *testing.T) {
 // Missing or bad fields are refused before anything runs, also with a
 // position open.
 func TestReversePositionRefusesBadInput(t *testing.T) {
+	onEachPlatform(t, testReversePositionRefusesBadInput)
+}
+
+func testReversePositionRefusesBadInput(t *testing.T, newFixture fixtureMaker) {
 	f := newFixture(t)
 	f.market("Sim101", protocol.ActionBuy, 1)
 	for _, tc := range []struct {
@@ -133,6 +148,10 @@ func TestReversePositionRefusesBadInput(t *testing.T) {
 // The wait: a platform slow to close is polled every PollInterval until
 // the old position and its orders have cleared, then the order goes out.
 func TestReversePositionWaitsForClear(t *testing.T) {
+	onEachPlatform(t, testReversePositionWaitsForClear)
+}
+
+func testReversePositionWaitsForClear(t *testing.T, newFixture fixtureMaker) {
 	f := newFixture(t)
 	f.market("Sim101", protocol.ActionBuy, 2)
 	stop := f.resting("Sim101", protocol.ActionSell, protocol.OrderTypeStopMarket, 5950, 2)
@@ -144,8 +163,9 @@ func TestReversePositionWaitsForClear(t *testing.T) {
 		case 3:
 			f.market("Sim101", protocol.ActionSell, 2)
 		case 5:
-			_, err := f.sim.CancelOrder(bg, "Sim101", stop.OrderID)
+			_, err := f.platform.CancelOrder(bg, "Sim101", stop.OrderID)
 			require.NoError(t, err)
+			f.settle()
 		}
 		w := f.rec.Writes()
 		require.Equal(t, "flatten "+es, w[len(w)-1], "nothing new is placed while waiting")
@@ -160,6 +180,10 @@ func TestReversePositionWaitsForClear(t *testing.T) {
 // The wait ends after ClearTimeout (5 s): position_not_flat, and the new
 // order is not placed.
 func TestReversePositionGivesUpAfterFiveSeconds(t *testing.T) {
+	onEachPlatform(t, testReversePositionGivesUpAfterFiveSeconds)
+}
+
+func testReversePositionGivesUpAfterFiveSeconds(t *testing.T, newFixture fixtureMaker) {
 	f := newFixture(t)
 	f.market("Sim101", protocol.ActionBuy, 2)
 	f.rec.flatten = func(context.Context, string, string) error { return nil } // never closes
@@ -184,6 +208,10 @@ func TestReversePositionGivesUpAfterFiveSeconds(t *testing.T) {
 
 // The wait respects ctx: a cancelled call stops waiting and places nothing.
 func TestReversePositionWaitRespectsContext(t *testing.T) {
+	onEachPlatform(t, testReversePositionWaitRespectsContext)
+}
+
+func testReversePositionWaitRespectsContext(t *testing.T, newFixture fixtureMaker) {
 	f := newFixture(t)
 	f.market("Sim101", protocol.ActionBuy, 2)
 	f.rec.flatten = func(context.Context, string, string) error { return nil }
@@ -202,6 +230,10 @@ func TestReversePositionWaitRespectsContext(t *testing.T) {
 // When the new order fails after the close, the error says the position
 // was closed.
 func TestReversePositionNewOrderRejected(t *testing.T) {
+	onEachPlatform(t, testReversePositionNewOrderRejected)
+}
+
+func testReversePositionNewOrderRejected(t *testing.T, newFixture fixtureMaker) {
 	f := newFixture(t)
 	f.market("Sim101", protocol.ActionBuy, 2)
 	f.rec.submit = func(req bridge.OrderRequest) error {
@@ -217,6 +249,10 @@ func TestReversePositionNewOrderRejected(t *testing.T) {
 }
 
 func TestReverse(t *testing.T) {
+	onEachPlatform(t, testReverse)
+}
+
+func testReverse(t *testing.T, newFixture fixtureMaker) {
 	f := newFixture(t)
 	_, err := f.ops.Reverse(bg, protocol.ReverseArgs{Account: "Sim101", Instrument: "ES"})
 	requireCode(t, err, protocol.CodeNoPosition)

@@ -16,6 +16,10 @@ func tagged(tag, action string, qty int) protocol.PlaceOrderArgs {
 }
 
 func TestTagClaimsFlatInstrument(t *testing.T) {
+	onEachPlatform(t, testTagClaimsFlatInstrument)
+}
+
+func testTagClaimsFlatInstrument(t *testing.T, newFixture fixtureMaker) {
 	f := newFixture(t)
 	_, err := f.ops.PlaceOrder(bg, tagged("botA", "Buy", 2))
 	require.NoError(t, err)
@@ -55,6 +59,10 @@ func TestTagClaimsFlatInstrument(t *testing.T) {
 }
 
 func TestTagReleasedWhenFlat(t *testing.T) {
+	onEachPlatform(t, testTagReleasedWhenFlat)
+}
+
+func testTagReleasedWhenFlat(t *testing.T, newFixture fixtureMaker) {
 	f := newFixture(t)
 	_, err := f.ops.PlaceOrder(bg, tagged("botA", "Buy", 1))
 	require.NoError(t, err)
@@ -77,12 +85,17 @@ func TestTagReleasedWhenFlat(t *testing.T) {
 	f3 := newFixture(t)
 	_, err = f3.ops.PlaceOrder(bg, tagged("botA", "Buy", 2))
 	require.NoError(t, err)
-	require.NoError(t, f3.sim.Flatten(bg, "Sim101", es))
+	require.NoError(t, f3.platform.Flatten(bg, "Sim101", es)) // not recorded: the trader's own
+	f3.settle()
 	_, err = f3.ops.PlaceOrder(bg, tagged("botB", "Buy", 1))
 	require.NoError(t, err)
 }
 
 func TestTagClaimsOnlyFlat(t *testing.T) {
+	onEachPlatform(t, testTagClaimsOnlyFlat)
+}
+
+func testTagClaimsOnlyFlat(t *testing.T, newFixture fixtureMaker) {
 	f := newFixture(t)
 	f.market("Sim101", protocol.ActionBuy, 1) // the trader's own position
 	_, err := f.ops.PlaceOrder(bg, tagged("botA", "Buy", 1))
@@ -97,6 +110,10 @@ func TestTagClaimsOnlyFlat(t *testing.T) {
 
 // Flatten and close with a tag touch only the tag's orders and share.
 func TestTagShare(t *testing.T) {
+	onEachPlatform(t, testTagShare)
+}
+
+func testTagShare(t *testing.T, newFixture fixtureMaker) {
 	f := newFixture(t)
 	_, err := f.ops.PlaceOrder(bg, tagged("botA", "Buy", 2))
 	require.NoError(t, err)
@@ -130,6 +147,10 @@ func TestTagShare(t *testing.T) {
 }
 
 func TestTagModes(t *testing.T) {
+	onEachPlatform(t, testTagModes)
+}
+
+func testTagModes(t *testing.T, newFixture fixtureMaker) {
 	setup := func(t *testing.T) *fixture {
 		f := newFixture(t)
 		_, err := f.ops.PlaceOrder(bg, tagged("bot-A1", "Buy", 2))
@@ -168,6 +189,10 @@ func TestTagModes(t *testing.T) {
 }
 
 func TestTagClose(t *testing.T) {
+	onEachPlatform(t, testTagClose)
+}
+
+func testTagClose(t *testing.T, newFixture fixtureMaker) {
 	f := newFixture(t)
 	_, err := f.ops.PlaceOrder(bg, tagged("botA", "Sell", 4))
 	require.NoError(t, err)
@@ -187,6 +212,10 @@ func TestTagClose(t *testing.T) {
 }
 
 func TestTagReverse(t *testing.T) {
+	onEachPlatform(t, testTagReverse)
+}
+
+func testTagReverse(t *testing.T, newFixture fixtureMaker) {
 	f := newFixture(t)
 	_, err := f.ops.PlaceOrder(bg, tagged("botA", "Buy", 2))
 	require.NoError(t, err)
@@ -204,6 +233,10 @@ func TestTagReverse(t *testing.T) {
 
 // Concurrent tags racing for one flat instrument: exactly one wins.
 func TestTagRace(t *testing.T) {
+	onEachPlatform(t, testTagRace)
+}
+
+func testTagRace(t *testing.T, newFixture fixtureMaker) {
 	f := newFixture(t)
 	var wg sync.WaitGroup
 	var mu sync.Mutex

@@ -13,7 +13,10 @@ import (
 
 	"go.uber.org/zap"
 
+	"tradebridge/agent"
 	"tradebridge/agent/bridge"
+	"tradebridge/agent/bridge/ninjatrader"
+	"tradebridge/agent/bridge/ninjatrader/ati"
 	"tradebridge/agent/bridge/sim"
 )
 
@@ -30,6 +33,28 @@ type Config struct {
 	// DataDir is the folder of the agent's state file; empty means the
 	// user's configuration folder (see defaultDataDir).
 	DataDir string `json:"dataDir,omitempty"`
+	// NinjaTrader configures the NinjaTrader bridge (--platform
+	// ninjatrader); every field has a default.
+	NinjaTrader NinjaTraderConfig `json:"ninjatrader,omitzero"`
+}
+
+// NinjaTraderConfig is the "ninjatrader" part of the config file:
+//
+//	{"ninjatrader": {"discoveryFile": "C:\\ProgramData\\TradeBridge\\ninjatrader-addon.json", "ati": true}}
+type NinjaTraderConfig struct {
+	// DiscoveryFile is where the add-on writes its port and secret;
+	// empty means the default (ninjatrader.DefaultDiscoveryFile).
+	DiscoveryFile string `json:"discoveryFile,omitempty"`
+	// Port and Secret override the discovery file's.
+	Port   int    `json:"port,omitempty"`
+	Secret string `json:"secret,omitempty"`
+	// Dir is NinjaTrader's user folder ("Documents\\NinjaTrader 8"), where
+	// the add-on is installed and the ATI folders are; empty means the
+	// default (ninjatrader.DefaultNinjaTraderDir).
+	Dir string `json:"dir,omitempty"`
+	// ATI turns on the fallback to NinjaTrader's ATI order files while the
+	// add-on cannot be reached.
+	ATI bool `json:"ati,omitempty"`
 }
 
 // loadConfig merges flags over environment variables over the config file.
@@ -65,6 +90,11 @@ func loadConfig(path string, flags Config, getenv func(string) string) (Config, 
 	if cfg.Platform == "" {
 		cfg.Platform = "sim"
 	}
+	switch cfg.Platform {
+	case "sim", ninjatrader.Kind:
+	default:
+		return cfg, errors.New("--platform must be sim or ninjatrader")
+	}
 	if cfg.SimStart != "" {
 		if cfg.Platform != "sim" {
 			return cfg, errors.New("--sim-start applies to the simulator only (--platform sim)")
@@ -83,8 +113,9 @@ func loadConfig(path string, flags Config, getenv func(string) string) (Config, 
 }
 
 // openPlatform starts the configured platform. now is the platform's
-// clock, which the operations measure lookbackTime windows on.
-func openPlatform(cfg Config, log *zap.Logger) (p bridge.Platform, now func() time.Time, err error) {
+// clock, which the operations measure lookbackTime windows on; closeAll
+// closes the platform and what it was built on.
+func openPlatform(cfg Config, log *zap.Logger) (p bridge.Platform, now func() time.Time, closeAll func(), err error) {
 	switch cfg.Platform {
 	case "sim":
 		opts := sim.Options{Logger: log.Named("sim")}
@@ -92,16 +123,50 @@ func openPlatform(cfg Config, log *zap.Logger) (p bridge.Platform, now func() ti
 		if cfg.SimStart != "" {
 			start, err := time.Parse(time.RFC3339, cfg.SimStart)
 			if err != nil {
-				return nil, nil, err
+				return nil, nil, nil, err
 			}
 			opts.Clock = sim.StartedClock(start)
 			now = opts.Clock.Now
 			log.Info("the simulator's clock starts at a chosen time", zap.Time("simStart", start))
 		}
 		p, err := sim.New(opts)
-		return p, now, err
+		if err != nil {
+			return nil, nil, nil, err
+		}
+		return p, now, func() { p.Close() }, nil
+	case ninjatrader.Kind:
+		nt := cfg.NinjaTrader
+		if nt.Dir == "" {
+			nt.Dir = ninjatrader.DefaultNinjaTraderDir()
+		}
+		opts := ninjatrader.Options{DiscoveryFile: nt.DiscoveryFile, Port: nt.Port, Secret: nt.Secret,
+			NinjaTraderDir: nt.Dir, Logger: log.Named("ninjatrader"), Client: "tradebridge-agent " + agent.Version}
+		var files *ati.Files
+		if nt.ATI {
+			f, err := ati.New(ati.Options{Dir: nt.Dir, Logger: log.Named("ati")})
+			if err != nil {
+				return nil, nil, nil, err
+			}
+			if err := f.Start(); err != nil {
+				return nil, nil, nil, err
+			}
+			files, opts.ATI = f, f
+		}
+		p, err := ninjatrader.New(opts)
+		if err != nil {
+			if files != nil {
+				files.Close()
+			}
+			return nil, nil, nil, err
+		}
+		return p, time.Now, func() {
+			p.Close()
+			if files != nil {
+				files.Close()
+			}
+		}, nil
 	}
-	return nil, nil, fmt.Errorf("unknown platform %q: this build supports sim", cfg.Platform)
+	return nil, nil, nil, fmt.Errorf("unknown platform %q: this build supports sim and ninjatrader", cfg.Platform)
 }
 
 // defaultDataDir is the agent's data folder when none is configured:

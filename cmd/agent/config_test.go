@@ -47,11 +47,11 @@ func TestLoadConfigSimStart(t *testing.T) {
 func TestSimStartOpensTheMarket(t *testing.T) {
 	t.Parallel()
 	place := func(start string) error {
-		p, now, err := openPlatform(Config{Platform: "sim", SimStart: start}, zap.NewNop())
+		p, now, closeAll, err := openPlatform(Config{Platform: "sim", SimStart: start}, zap.NewNop())
 		require.NoError(t, err)
 		want, _ := time.Parse(time.RFC3339, start)
 		require.WithinDuration(t, want, now(), time.Minute, "the operations read the simulator's clock")
-		defer p.Close()
+		defer closeAll()
 		accts, err := p.Accounts(context.Background())
 		require.NoError(t, err)
 		_, err = p.SubmitOrder(context.Background(), bridge.OrderRequest{Account: accts[0].Name, Instrument: "ES 03-27",

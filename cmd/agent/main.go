@@ -92,11 +92,11 @@ func newRunCmd() *cobra.Command {
 			defer log.Sync() //nolint:errcheck
 			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
 			defer stop()
-			platform, now, err := openPlatform(cfg, log)
+			platform, now, closePlatform, err := openPlatform(cfg, log)
 			if err != nil {
 				return err
 			}
-			defer platform.Close()
+			defer closePlatform()
 			state, err := openState(cfg, log)
 			if err != nil {
 				return err
@@ -115,7 +115,7 @@ func newRunCmd() *cobra.Command {
 	f.StringVar(&cfgPath, "config", "", "JSON config file (env AGENT_CONFIG)")
 	f.StringVar(&flags.RelayURL, "relay", "", "relay base URL, e.g. https://relay.example or http://127.0.0.1:8080 (env AGENT_RELAY_URL)")
 	f.StringVar(&flags.Token, "token", "", "agent token (env AGENT_TOKEN)")
-	f.StringVar(&flags.Platform, "platform", "", "trading platform: sim (env AGENT_PLATFORM; default sim)")
+	f.StringVar(&flags.Platform, "platform", "", "trading platform: sim or ninjatrader (env AGENT_PLATFORM; default sim)")
 	f.StringVar(&flags.DataDir, "data", "", "folder of the agent's state file (env AGENT_DATA; default tradebridge/agent under the user's configuration folder)")
 	f.StringVar(&flags.SimStart, "sim-start", "", "with the simulator: the RFC 3339 time its clock starts at, then runs at real speed, e.g. to try a bot while the market is closed (env AGENT_SIM_START)")
 	logs.Register(f)

@@ -41,8 +41,11 @@ type agentConn struct {
 	userID      string
 	token       string // to re-verify; never logged
 	sessionID   string
-	hello       protocol.Hello
 	connectedAt time.Time
+
+	// helloMu guards hello, whose Connections EventConnections replaces.
+	helloMu sync.Mutex
+	hello   protocol.Hello
 
 	conn *transport.Conn
 	sess *yamux.Session
@@ -132,10 +135,11 @@ func (h *Hub) serveTunnel(ws *websocket.Conn, p auth.Principal, token string, ve
 		c.log.Info("handshake failed", zap.Error(err))
 		c.close(protocol.CloseProtocolError, "tunnel protocol error")
 	} else {
+		hello := c.helloNow()
 		c.log.Info("agent connected",
-			zap.String("agentVersion", c.hello.AgentVersion),
-			zap.String("platform", c.hello.Platform),
-			zap.Int("connections", len(c.hello.Connections)))
+			zap.String("agentVersion", hello.AgentVersion),
+			zap.String("platform", hello.Platform),
+			zap.Int("connections", len(hello.Connections)))
 	}
 
 	select {
@@ -278,10 +282,37 @@ func (c *agentConn) readEvents(control net.Conn) {
 			c.close(protocol.CloseProtocolError, "malformed event")
 			return
 		}
+		if ev.Kind == protocol.EventConnections {
+			var conns []protocol.Connection
+			if err := json.Unmarshal(ev.Data, &conns); err != nil {
+				c.close(protocol.CloseProtocolError, "malformed event")
+				return
+			}
+			c.setConnections(conns)
+		}
 		if fn := c.hub.opts.OnEvent; fn != nil {
 			fn(Event{UserID: c.userID, Event: ev})
 		}
 	}
+}
+
+// setConnections records the platform's connections as the agent last
+// reported them.
+func (c *agentConn) setConnections(conns []protocol.Connection) {
+	if conns == nil {
+		conns = []protocol.Connection{}
+	}
+	c.helloMu.Lock()
+	c.hello.Connections = conns
+	c.helloMu.Unlock()
+}
+
+// helloNow returns the agent's Hello with the connections it reported
+// last.
+func (c *agentConn) helloNow() protocol.Hello {
+	c.helloMu.Lock()
+	defer c.helloMu.Unlock()
+	return c.hello
 }
 
 // pacer is a byte budget that makes its reader wait: take returns once

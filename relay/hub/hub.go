@@ -295,7 +295,7 @@ func (h *Hub) Info(userID string) (Info, bool) {
 	if !ok {
 		return Info{}, false
 	}
-	return Info{SessionID: c.sessionID, Hello: c.hello, ConnectedAt: c.connectedAt}, true
+	return Info{SessionID: c.sessionID, Hello: c.helloNow(), ConnectedAt: c.connectedAt}, true
 }
 
 // Call runs the RPC function fn with args on userID's agent and returns its

@@ -207,11 +207,13 @@ func (s *Server) reconnectPush(userID string) {
 }
 
 // HandleEvent takes an agent's event (the hub's OnEvent): the reported
-// states of monitors and copiers are queued for the Server's worker,
-// which stores them; it never blocks (a full queue drops the event, with
+// states of monitors and copiers, and the platform's connections, are
+// queued for the Server's worker, which stores them; it never blocks (a full queue drops the event, with
 // a warning).
 func (s *Server) HandleEvent(e hub.Event) {
-	if e.Kind != protocol.EventMonitorState && e.Kind != protocol.EventCopierState {
+	switch e.Kind {
+	case protocol.EventMonitorState, protocol.EventCopierState, protocol.EventConnections:
+	default:
 		return
 	}
 	select {
@@ -243,6 +245,19 @@ const reportRetries = 3
 // storeReport stores one reported state on its resource: a new version,
 // no new configuration version and no push (the agent reported it).
 func (s *Server) storeReport(e hub.Event) error {
+	if e.Kind == protocol.EventConnections {
+		// The hub already holds them for the live tunnel; the store keeps
+		// them for when the agent is offline.
+		conns := []protocol.Connection{}
+		if err := json.Unmarshal(e.Data, &conns); err != nil {
+			return err
+		}
+		b, err := json.Marshal(orEmpty(conns))
+		if err != nil {
+			return err
+		}
+		return s.opts.Store.SetConnections(s.ctx, e.UserID, b)
+	}
 	var err error
 	for range reportRetries {
 		if err = s.storeReportOnce(e); !errors.Is(err, store.ErrVersionConflict) {

@@ -71,14 +71,14 @@ func (p *position) fill(qty int, n int64) float64 {
 		p.qty += qty
 		return 0
 	case abs(qty) <= abs(p.qty): // reduce or close: the average stays
-		realized := (price - p.avg) * float64(-qty) * p.c.root.tickValue
+		realized := (price - p.avg) * float64(-qty) * p.c.Root.TickValue
 		p.qty += qty
 		if p.qty == 0 {
 			p.avg = 0
 		}
 		return cents(realized)
 	default: // flip: close everything, open the rest at the fill price
-		realized := (price - p.avg) * float64(p.qty) * p.c.root.tickValue
+		realized := (price - p.avg) * float64(p.qty) * p.c.Root.TickValue
 		p.qty += qty
 		p.avg = price
 		return cents(realized)
@@ -98,7 +98,7 @@ func (p *position) marketPosition() string {
 
 // unrealized is the position's open P&L at the market's last price.
 func (p *position) unrealized(m *market) float64 {
-	return cents((float64(m.last) - p.avg) * float64(p.qty) * p.c.root.tickValue)
+	return cents((float64(m.last) - p.avg) * float64(p.qty) * p.c.Root.TickValue)
 }
 
 // flatRecord is the position record of a contract the account no longer
@@ -106,23 +106,23 @@ func (p *position) unrealized(m *market) float64 {
 func flatRecord(account string, c contract, m *market) protocol.Position {
 	return protocol.Position{
 		Account:        account,
-		Instrument:     c.name,
+		Instrument:     c.Name,
 		InstrumentType: instrumentType,
 		MarketPosition: protocol.MarketPositionFlat,
-		MarketPrice:    c.root.price(m.last),
+		MarketPrice:    c.Root.Price(m.last),
 	}
 }
 
 func (p *position) record(account string, m *market) protocol.Position {
-	r := p.c.root
+	r := p.c.Root
 	return protocol.Position{
 		Account:              account,
-		Instrument:           p.c.name,
+		Instrument:           p.c.Name,
 		InstrumentType:       instrumentType,
 		MarketPosition:       p.marketPosition(),
 		Quantity:             abs(p.qty),
-		AveragePrice:         roundTo(p.avg*r.tickSize, r.decimals+8),
-		MarketPrice:          r.price(m.last),
+		AveragePrice:         roundTo(p.avg*r.TickSize, r.Decimals+8),
+		MarketPrice:          r.Price(m.last),
 		UnrealizedProfitLoss: p.unrealized(m),
 	}
 }
@@ -134,20 +134,20 @@ func (a *account) sortedPositions() []*position { return a.posList }
 // positionFor returns the account's position in c, opening an empty one
 // if it has none; a fill must follow.
 func (a *account) positionFor(c contract) *position {
-	if pos := a.positions[c.name]; pos != nil {
+	if pos := a.positions[c.Name]; pos != nil {
 		return pos
 	}
 	pos := &position{c: c}
-	a.positions[c.name] = pos
-	i := sort.Search(len(a.posList), func(i int) bool { return a.posList[i].c.name >= c.name })
+	a.positions[c.Name] = pos
+	i := sort.Search(len(a.posList), func(i int) bool { return a.posList[i].c.Name >= c.Name })
 	a.posList = slices.Insert(a.posList, i, pos)
 	return pos
 }
 
 // dropPosition forgets the account's position in c, which went flat.
 func (a *account) dropPosition(c contract) {
-	delete(a.positions, c.name)
-	if i := slices.IndexFunc(a.posList, func(p *position) bool { return p.c.name == c.name }); i >= 0 {
+	delete(a.positions, c.Name)
+	if i := slices.IndexFunc(a.posList, func(p *position) bool { return p.c.Name == c.Name }); i >= 0 {
 		a.posList = slices.Delete(a.posList, i, i+1)
 	}
 }
@@ -156,8 +156,8 @@ func (a *account) dropPosition(c contract) {
 func (pl *Platform) accountRecord(a *account) protocol.Account {
 	var unrealized, maintenance float64
 	for _, p := range a.sortedPositions() {
-		unrealized += p.unrealized(pl.markets[p.c.name])
-		maintenance += float64(abs(p.qty)) * p.c.root.margin
+		unrealized += p.unrealized(pl.markets[p.c.Name])
+		maintenance += float64(abs(p.qty)) * walkOf(p.c).margin
 	}
 	cash := cents(pl.startingCash + cents(a.grossRealized-a.commission))
 	realized := cents(a.sessionGross - a.sessionCommission)

@@ -257,7 +257,7 @@ func (p *Platform) atmEntryFilled(o *order, q int, now time.Time) {
 	s := o.atm
 	if !s.started {
 		s.started = true
-		s.best = p.markets[o.c.name].last
+		s.best = p.markets[o.c.Name].last
 	}
 	sh := shares(o.rec.Quantity, &s.tmpl)
 	for i, b := range s.brackets {
@@ -297,7 +297,7 @@ func (p *Platform) atmGrow(s *atmStrategy, b *atmBracket, n int, now time.Time) 
 func (p *Platform) atmPlace(s *atmStrategy, b *atmBracket, n int, now time.Time) {
 	e := s.entry
 	a, c := e.acct, e.c
-	m := p.markets[c.name]
+	m := p.markets[c.Name]
 	side := int64(e.side)
 	base := s.base()
 	stopN := base - side*int64(b.spec.StopLossTicks)
@@ -312,8 +312,8 @@ func (p *Platform) atmPlace(s *atmStrategy, b *atmBracket, n int, now time.Time)
 		oco += "-" + strconv.Itoa(b.placed)
 	}
 	idx := strconv.Itoa(b.index)
-	req := bridge.OrderRequest{Account: a.name, Instrument: c.name, Action: exit,
-		OrderType: protocol.OrderTypeStopMarket, Quantity: n, StopPrice: c.root.price(max(stopN, 1)),
+	req := bridge.OrderRequest{Account: a.name, Instrument: c.Name, Action: exit,
+		OrderType: protocol.OrderTypeStopMarket, Quantity: n, StopPrice: c.Root.Price(max(stopN, 1)),
 		TimeInForce: s.tmpl.TimeInForce, Oco: oco, Name: atmStopName + idx, StrategyTag: e.rec.StrategyTag}
 	through := stopN < 1 || (side > 0 && stopN >= m.bid) || (side < 0 && stopN <= m.ask())
 	if through {
@@ -330,7 +330,7 @@ func (p *Platform) atmPlace(s *atmStrategy, b *atmBracket, n int, now time.Time)
 		return
 	}
 	req.OrderType, req.StopPrice, req.Oco = protocol.OrderTypeLimit, 0, oco
-	req.LimitPrice, req.Name = c.root.price(targetN), atmTargetName+idx
+	req.LimitPrice, req.Name = c.Root.Price(targetN), atmTargetName+idx
 	target, err := p.prepareLocked(now, a, c, req)
 	if err != nil {
 		p.log.Warn("ATM target refused", zap.String("entry", e.rec.OrderID), zap.Error(err))
@@ -391,7 +391,7 @@ func (p *Platform) atmUpdateLocked(now time.Time) {
 // moved to or through the market triggers at once.
 func (p *Platform) atmManage(s *atmStrategy, now time.Time) {
 	e := s.entry
-	m := p.markets[e.c.name]
+	m := p.markets[e.c.Name]
 	side := int64(e.side)
 	if (m.last-s.best)*side > 0 {
 		s.best = m.last
@@ -422,8 +422,8 @@ func (p *Platform) atmMoveStop(s *atmStrategy, o *order, n int64, now time.Time)
 	if !live(o) || !o.isStop() || o.triggered || (n-o.stop)*int64(s.entry.side) <= 0 || n < 1 {
 		return
 	}
-	o.stop, o.rec.StopPrice = n, o.c.root.price(n)
+	o.stop, o.rec.StopPrice = n, o.c.Root.Price(n)
 	p.log.Debug("ATM stop moved", zap.String("orderId", o.rec.OrderID), zap.Float64("stop", o.rec.StopPrice))
 	p.emitOrder(o)
-	p.match(o, p.markets[o.c.name], now, true)
+	p.match(o, p.markets[o.c.Name], now, true)
 }

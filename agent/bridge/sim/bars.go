@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"tradebridge/agent/bridge"
+	"tradebridge/futures"
 	"tradebridge/protocol"
 )
 
@@ -85,34 +86,34 @@ func (bp barPeriod) level() int {
 // bars of several days, weeks or months align on sessionEpoch (days, weeks)
 // or on year 0 (months), so every request cuts them the same way.
 func (bp barPeriod) bucket(t time.Time) (start, end time.Time) {
-	s := sessionFrom(t)
+	s := futures.SessionFrom(t)
 	switch bp.typ {
 	case protocol.PeriodSecond, protocol.PeriodMinute:
 		size := time.Duration(bp.n) * time.Second
 		if bp.typ == protocol.PeriodMinute {
 			size = time.Duration(bp.n) * time.Minute
 		}
-		start = s.open.Add(t.Sub(s.open) / size * size)
-		return start, minTime(start.Add(size), s.close)
+		start = s.Open.Add(t.Sub(s.Open) / size * size)
+		return start, minTime(start.Add(size), s.Close)
 	case protocol.PeriodDay:
-		k := floorDiv(sessionIndex(s.day), bp.n) * bp.n
-		return sessionAtIndex(k).open, sessionAtIndex(k + bp.n - 1).close
+		k := floorDiv(sessionIndex(s.Day), bp.n) * bp.n
+		return sessionAtIndex(k).Open, sessionAtIndex(k + bp.n - 1).Close
 	case protocol.PeriodWeek:
-		k := floorDiv(floorDiv(daysSinceEpoch(s.day), 7), bp.n) * bp.n
+		k := floorDiv(floorDiv(daysSinceEpoch(s.Day), 7), bp.n) * bp.n
 		monday := sessionEpoch.AddDate(0, 0, int(k*7))
-		return sessionOn(monday).open, sessionOn(monday.AddDate(0, 0, int(bp.n*7-3))).close
+		return sessionOn(monday).Open, sessionOn(monday.AddDate(0, 0, int(bp.n*7-3))).Close
 	default: // month
-		mi := int64(s.day.Year())*12 + int64(s.day.Month()) - 1
+		mi := int64(s.Day.Year())*12 + int64(s.Day.Month()) - 1
 		k := floorDiv(mi, bp.n) * bp.n
 		first := date(int(floorDiv(k, 12)), time.Month(k-floorDiv(k, 12)*12+1), 1)
 		last := first.AddDate(0, int(bp.n), -1)
-		return sessionFrom(first).open, lastSessionOn(last).close
+		return futures.SessionFrom(first).Open, lastSessionOn(last).Close
 	}
 }
 
 // lastSessionOn returns the session of the last trade date at or before d.
 func lastSessionOn(d time.Time) tradingSession {
-	for !isTradeDay(d) {
+	for !futures.IsTradeDay(d) {
 		d = d.AddDate(0, 0, -1)
 	}
 	return sessionOn(d)
@@ -167,8 +168,8 @@ func (a *aggregator) add(u bar, seq int64) bool {
 				return false
 			}
 			if u.t >= a.sEnd || u.t < a.sOpen {
-				s := sessionFrom(time.Unix(0, u.t))
-				a.sOpen, a.sEnd = s.open.UnixNano(), s.close.UnixNano()
+				s := futures.SessionFrom(time.Unix(0, u.t))
+				a.sOpen, a.sEnd = s.Open.UnixNano(), s.Close.UnixNano()
 			}
 			a.cur = builtBar{bar: u, sessEnd: a.sEnd}
 			a.idx, a.has, a.partial = seq/a.bp.n, true, seq%a.bp.n != 0
@@ -296,10 +297,10 @@ func (p *Platform) barsJobLocked(m *market, bp barPeriod, from, to time.Time, li
 	stop := to
 	switch {
 	case bp.typ == protocol.PeriodTick:
-		if s := sessionFrom(to); s.contains(to) {
-			stop = s.close
+		if s := futures.SessionFrom(to); s.Contains(to) {
+			stop = s.Close
 		}
-	case sessionFrom(to).contains(to):
+	case futures.SessionFrom(to).Contains(to):
 		_, stop = bp.bucket(to)
 	}
 	stop = stop.Add(time.Nanosecond) // to itself may start a unit
@@ -381,10 +382,10 @@ func (p *Platform) Bars(ctx context.Context, req bridge.BarsRequest) (protocol.B
 	}
 	p.mu.Unlock()
 
-	out := protocol.Bars{Instrument: c.name, PeriodType: bp.typ, Period: int(bp.n), Bars: []protocol.Bar{}}
+	out := protocol.Bars{Instrument: c.Name, PeriodType: bp.typ, Period: int(bp.n), Bars: []protocol.Bar{}}
 	if job != nil {
 		for _, b := range job.run() {
-			out.Bars = append(out.Bars, c.root.barRecord(b.bar))
+			out.Bars = append(out.Bars, barRecord(c.Root, b.bar))
 		}
 	}
 	out.Count = len(out.Bars)
@@ -392,23 +393,23 @@ func (p *Platform) Bars(ctx context.Context, req bridge.BarsRequest) (protocol.B
 }
 
 // barRecord writes a bar in prices.
-func (r *rootSpec) barRecord(b bar) protocol.Bar {
+func barRecord(r *futures.Root, b bar) protocol.Bar {
 	t := time.Unix(0, b.t)
-	return protocol.Bar{Time: formatTime(t), Epoch: t.UnixMilli(), Open: r.price(b.o), High: r.price(b.h),
-		Low: r.price(b.l), Close: r.price(b.c), Volume: b.v}
+	return protocol.Bar{Time: protocol.FormatTime(t), Epoch: t.UnixMilli(), Open: r.Price(b.o), High: r.Price(b.h),
+		Low: r.Price(b.l), Close: r.Price(b.c), Volume: b.v}
 }
 
 // sessionsBack returns the open of the n-th session back from t, the
 // session in progress (or the last one) counting as the first.
 func sessionsBack(t time.Time, n int) time.Time {
-	s := sessionFrom(t)
-	if !s.contains(t) {
-		s = s.prev()
+	s := futures.SessionFrom(t)
+	if !s.Contains(t) {
+		s = s.Prev()
 	}
 	for range n - 1 {
-		s = s.prev()
+		s = s.Prev()
 	}
-	return s.open
+	return s.Open
 }
 
 // barsBack returns a start from which the range up to t holds about limit
@@ -440,22 +441,22 @@ func barsBack(bp barPeriod, t time.Time, limit int, span time.Duration) time.Tim
 // tradingTimeBack returns the instant from which d of trading time passes
 // until t, or earliest if that comes first.
 func tradingTimeBack(t time.Time, d time.Duration, earliest time.Time) time.Time {
-	s := sessionFrom(t)
+	s := futures.SessionFrom(t)
 	end := t
-	if !s.contains(t) {
-		s = s.prev()
-		end = s.close
+	if !s.Contains(t) {
+		s = s.Prev()
+		end = s.Close
 	}
 	for {
-		if have := end.Sub(s.open); have >= d {
+		if have := end.Sub(s.Open); have >= d {
 			return end.Add(-d)
 		} else {
 			d -= have
 		}
-		if s.open.Before(earliest) {
+		if s.Open.Before(earliest) {
 			return earliest
 		}
-		s = s.prev()
-		end = s.close
+		s = s.Prev()
+		end = s.Close
 	}
 }

@@ -42,56 +42,50 @@
 //
 // # Instruments
 //
-// The simulator knows the CME futures ES, MES, NQ, MNQ, YM, MYM, RTY, M2K,
-// CL, MCL, GC and MGC, with their real tick sizes, tick values and point
-// values. A contract is named NinjaTrader style, "<ROOT> <MM>-<YY>" ("ES
+// The simulator trades every root of package futures, the CME futures ES,
+// MES, NQ, MNQ, YM, MYM, RTY, M2K, CL, MCL, GC and MGC, with their real tick
+// sizes, tick values and point values. Which contracts exist, their roll
+// and expiry dates, the front month and the trading hours are package
+// futures' rules (see its documentation); the simulator applies them at its
+// own clock. A contract is named NinjaTrader style, "<ROOT> <MM>-<YY>" ("ES
 // 12-26"), and every record the simulator reports carries that full name.
 // Callers may also write a bare root ("ES", the front month) or the
 // month-code form ("ESZ26", "ESZ6"; a one-digit year is the first year from
-// the current one that ends in that digit). Matching is case-insensitive and
-// ignores surrounding spaces. A root the simulator does not know, a month
-// that is not a contract month of its root ("ES 11-26"), a contract already
-// expired or one more than ten years out is a *bridge.InstrumentError
-// naming the cause (it matches bridge.ErrInstrumentUnknown).
+// the current one that ends in that digit), as futures.Resolve reads them.
+// Matching is case-insensitive and ignores surrounding spaces. A root the
+// simulator does not know, a month that is not a contract month of its
+// root ("ES 11-26"), a contract already expired or one more than ten years
+// out is a *bridge.InstrumentError naming the cause (it matches
+// bridge.ErrInstrumentUnknown), made from futures' refusal by
+// bridge.InstrumentErrorFrom.
 //
-// Contract months and the front-month roll, with dates taken in New York
-// time (US daylight-saving rules, computed without the tz database):
+// In short: equity index roots (ES, MES, NQ, MNQ, YM, MYM, RTY, M2K) are
+// quarterly and expire on the third Friday of the month; crude oil (CL,
+// MCL) is monthly and expires on the 20th of the month before; gold (GC,
+// MGC) is bimonthly, rolls on the 25th of the month before and expires on
+// the 27th. The front month switches when the roll date's trading session
+// opens, 18:00 New York time on the day before it; a contract expires when
+// its last trading day's session closes, 17:00 New York time.
 //
-//   - equity index (ES, MES, NQ, MNQ, YM, MYM, RTY, M2K): March, June,
-//     September, December. A contract expires at the third Friday of its
-//     month; the front month rolls to the next contract on the roll date, the
-//     Thursday eight days before that Friday.
-//   - crude oil (CL, MCL): every month. A contract's last trading day is
-//     taken as the 20th of the month before its month (the exchange rule is
-//     three business days before the 25th); the roll date is eight days
-//     earlier, the 12th.
-//   - gold (GC, MGC): February, April, June, August, October, December
-//     (DESIGN.md's table). A contract's last trading day is taken as the 27th
-//     of its month; the front month rolls on the 25th of the month before,
-//     ahead of first notice day, as traders do.
-//
-// The front month switches when the roll date's trading session opens,
-// 18:00 New York time on the day before it. A contract expires when its last
-// trading day's session closes, 17:00 New York time.
-//
-// Instrument describes a contract: root, description ("E-mini S&P 500"),
-// exchange (CME; CBOT for YM and MYM; NYMEX for CL and MCL; COMEX for GC
-// and MGC), currency USD, tick size, point and tick values, expiry (the last
-// trading day) and roll date (YYYY-MM-DD, New York), the next contract, the
-// trading hours in words, whether the market is open now, and the next five
-// sessions (the current one first while it is open; none past the expiry)
-// in RFC 3339 UTC.
+// Instrument describes a contract as futures.Contract.Info does: root,
+// description ("E-mini S&P 500"), exchange (CME; CBOT for YM and MYM; NYMEX
+// for CL and MCL; COMEX for GC and MGC), currency USD, tick size, point and
+// tick values, expiry (the last trading day) and roll date (YYYY-MM-DD, New
+// York), the next contract, the trading hours in words, whether the market
+// is open now, and the next five sessions (the current one first while it
+// is open; none past the expiry) in RFC 3339 UTC.
 //
 // # Trading hours
 //
-// Every root trades CME Globex hours: from Sunday 18:00 to Friday 17:00 New
-// York time, with a daily break from 17:00 to 18:00. Each session lasts 23
-// hours, from 18:00 to 17:00 the next day, for a trade date from Monday to
-// Friday. New York time follows the US daylight-saving rule, computed
-// without the tz database. The simulator knows no holidays: it trades on
-// Christmas Day. A contract also stops trading when it expires. While its
-// market is closed, a contract's prices stand still, Market orders are
-// refused and nothing fills.
+// Every root trades CME Globex hours (futures.SessionFrom and
+// futures.Contract.Open): from Sunday 18:00 to Friday 17:00 New York time,
+// with a daily break from 17:00 to 18:00. Each session lasts 23 hours, from
+// 18:00 to 17:00 the next day, for a trade date from Monday to Friday. New
+// York time follows the US daylight-saving rule, computed without the tz
+// database. No holidays are known: the simulator trades on Christmas Day.
+// A contract also stops trading when it expires. While its market is
+// closed, a contract's prices stand still, Market orders are refused and
+// nothing fills.
 //
 // # Prices
 //

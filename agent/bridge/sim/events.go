@@ -103,9 +103,9 @@ func (p *Platform) emitPosition(a *account, c contract) {
 		p.eventSeq++
 		return
 	}
-	m := p.markets[c.name]
+	m := p.markets[c.Name]
 	var rec protocol.Position
-	if pos := a.positions[c.name]; pos != nil {
+	if pos := a.positions[c.Name]; pos != nil {
 		rec = pos.record(a.name, m)
 	} else {
 		rec = flatRecord(a.name, c, m)

@@ -2,12 +2,11 @@ package sim
 
 import (
 	"errors"
-	"strconv"
-	"strings"
 	"testing"
 	"time"
 
 	"tradebridge/agent/bridge"
+	"tradebridge/futures"
 	"tradebridge/protocol"
 )
 
@@ -15,14 +14,14 @@ import (
 // time up to ten years after 2026-10-05, and checks that
 //
 //   - a contract it returns trades at that time, in a contract month of
-//     its root, and its name is in the grammar's contract form and
-//     resolves to itself;
+//     its root, is futures.Resolve's, and its name is in the grammar's
+//     contract form and resolves to itself;
 //   - a refusal is a *bridge.InstrumentError matching
-//     bridge.ErrInstrumentUnknown, with one of the documented causes and a
-//     Root (and Front) only when the simulator trades that root;
-//   - parseInstrument decides as the simulator's parser did before the
-//     shared grammar (oldParseInstrument, kept below as the oracle), but
-//     for the two edges the grammar settled (see settledEdge).
+//     bridge.ErrInstrumentUnknown, with futures.Resolve's cause, and a
+//     Root (and Front) only when the simulator trades that root.
+//
+// How names resolve is futures' (its FuzzResolve holds the oracle of the
+// simulator's parser before the shared grammar).
 func FuzzResolve(f *testing.F) {
 	for _, s := range []string{
 		"ES", "es", " ES 12-26 ", "ES 12-26", "ESZ26", "ESZ6", "esh7", "NQ 03-27", "CL", "CLF27", "MGC",
@@ -40,136 +39,38 @@ func FuzzResolve(f *testing.F) {
 	f.Fuzz(func(t *testing.T, s string, days uint16) {
 		now := base.AddDate(0, 0, int(days%3653))
 		c, err := resolve(s, now)
+		fc, ferr := futures.Resolve(s, now)
 		if err == nil {
-			in, perr := protocol.ParseInstrument(c.name)
-			if perr != nil || in.Form != protocol.InstrumentContract || in.Root != c.root.symbol {
-				t.Fatalf("resolve(%q) = %q, not a contract name of %s", s, c.name, c.root.symbol)
+			in, perr := protocol.ParseInstrument(c.Name)
+			if perr != nil || in.Form != protocol.InstrumentContract || in.Root != c.Root.Symbol {
+				t.Fatalf("resolve(%q) = %q, not a contract name of %s", s, c.Name, c.Root.Symbol)
 			}
-			if !now.Before(c.expiresAt) || !c.root.hasMonth(c.month) {
-				t.Fatalf("resolve(%q) = %q, which does not trade at %s", s, c.name, now)
+			if !now.Before(c.ExpiresAt) || !c.Root.HasMonth(c.Month) || walks[c.Root.Symbol] == nil {
+				t.Fatalf("resolve(%q) = %q, which does not trade at %s", s, c.Name, now)
 			}
-			if again, err := resolve(c.name, now); err != nil || again.name != c.name {
-				t.Fatalf("resolve(%q) = %q, which resolves to %q, %v", s, c.name, again.name, err)
+			if ferr != nil || fc != c {
+				t.Fatalf("resolve(%q) = %q, futures.Resolve = %q, %v", s, c.Name, fc.Name, ferr)
 			}
-		} else {
-			var ie *bridge.InstrumentError
-			if !errors.Is(err, bridge.ErrInstrumentUnknown) || !errors.As(err, &ie) || !causes[ie.Cause] {
-				t.Fatalf("resolve(%q): %v", s, err)
+			if again, err := resolve(c.Name, now); err != nil || again.Name != c.Name {
+				t.Fatalf("resolve(%q) = %q, which resolves to %q, %v", s, c.Name, again.Name, err)
 			}
-			if ie.Root != "" && (roots[ie.Root] == nil || ie.Front != roots[ie.Root].front(now).name) ||
-				ie.Root == "" && (ie.Front != "" || ie.Months != "") {
-				t.Fatalf("resolve(%q): %+v names a root the simulator does not trade", s, ie)
-			}
-		}
-
-		n := protocol.NormalizeInstrument(s)
-		nc, nr, ncause := parseInstrument(n, now)
-		oc, or, ocause := oldParseInstrument(n, now)
-		if nc.name == oc.name && nr == or && ncause == ocause {
 			return
 		}
-		switch settledEdge(n) {
-		case "spacing":
-			if ncause != bridge.InstrumentMalformed || nr != likelyRoot(n) {
-				t.Fatalf("%q: got (%q, %v, %q), want malformed", n, nc.name, nr, ncause)
+		var ie *bridge.InstrumentError
+		if !errors.Is(err, bridge.ErrInstrumentUnknown) || !errors.As(err, &ie) || !causes[ie.Cause] {
+			t.Fatalf("resolve(%q): %v", s, err)
+		}
+		var fe *futures.ResolveError
+		if !errors.As(ferr, &fe) || fe.Cause != ie.Cause {
+			t.Fatalf("resolve(%q): %v, futures.Resolve: %v", s, err, ferr)
+		}
+		if ie.Root != "" {
+			r, ok := futures.Lookup(ie.Root)
+			if !ok || walks[ie.Root] == nil || ie.Front != r.Front(now).Name || ie.Months != r.MonthCodes() {
+				t.Fatalf("resolve(%q): %+v names a root the simulator does not trade", s, ie)
 			}
-		case "long root":
-			if ncause != bridge.InstrumentUnknownRoot || nr != nil {
-				t.Fatalf("%q: got (%q, %v, %q), want unknown_root", n, nc.name, nr, ncause)
-			}
-		default:
-			t.Fatalf("%q: got (%q, %v, %q), the old parser (%q, %v, %q)", n, nc.name, nr, ncause, oc.name, or, ocause)
+		} else if ie.Front != "" || ie.Months != "" {
+			t.Fatalf("resolve(%q): %+v names no root but its months", s, ie)
 		}
 	})
-}
-
-// settledEdge names the edge where the simulator's old parser and the
-// stream's disagreed, which the shared grammar settled the stream's way:
-// "spacing" for a contract with other white space than one space between
-// root and month (the old parser trimmed it away), "long root" for a month
-// code of a six-character root (the old parser took the root and letter
-// together for a root, too long, and said malformed).
-func settledEdge(n string) string {
-	if sym, rest, ok := strings.Cut(n, " "); ok && protocol.ValidRoot(sym) && rest != strings.TrimSpace(rest) {
-		return "spacing"
-	}
-	if in, err := protocol.ParseInstrument(n); err == nil && in.Form == protocol.InstrumentMonthCode && len(in.Root) == 6 {
-		return "long root"
-	}
-	return ""
-}
-
-// oldParseInstrument is parseInstrument as it was before the shared
-// grammar, kept as the oracle of FuzzResolve.
-func oldParseInstrument(s string, now time.Time) (contract, *rootSpec, string) {
-	if sym, rest, ok := strings.Cut(s, " "); ok {
-		r := roots[sym]
-		rest = strings.TrimSpace(rest)
-		if len(rest) != 5 || rest[2] != '-' || !oldDigits(rest[:2]) || !oldDigits(rest[3:]) || !oldValidSymbol(sym) {
-			return contract{}, r, bridge.InstrumentMalformed
-		}
-		mm, _ := strconv.Atoi(rest[:2])
-		yy, _ := strconv.Atoi(rest[3:])
-		if mm < 1 || mm > 12 {
-			return contract{}, r, bridge.InstrumentMalformed
-		}
-		if r == nil {
-			return contract{}, nil, bridge.InstrumentUnknownRoot
-		}
-		return r.listed(2000+yy, time.Month(mm), now)
-	}
-	if r := roots[s]; r != nil {
-		return r.front(now), r, ""
-	}
-	i := len(s)
-	for i > 0 && s[i-1] >= '0' && s[i-1] <= '9' {
-		i--
-	}
-	yearDigits := s[i:]
-	switch {
-	case !oldValidSymbol(s[:i]):
-		return contract{}, nil, bridge.InstrumentMalformed
-	case yearDigits == "":
-		return contract{}, nil, bridge.InstrumentUnknownRoot
-	case len(yearDigits) > 2 || i < 2:
-		return contract{}, roots[s[:i]], bridge.InstrumentMalformed
-	}
-	r := roots[s[:i-1]]
-	m := strings.IndexByte(protocol.MonthCodes, s[i-1])
-	switch {
-	case r == nil && m >= 0:
-		return contract{}, nil, bridge.InstrumentUnknownRoot
-	case m < 0:
-		return contract{}, r, bridge.InstrumentMalformed
-	}
-	n, _ := strconv.Atoi(yearDigits)
-	year := 2000 + n
-	if len(yearDigits) == 1 {
-		year = now.Year()
-		for year%10 != n {
-			year++
-		}
-	}
-	return r.listed(year, time.Month(m+1), now)
-}
-
-func oldValidSymbol(s string) bool {
-	if s == "" || len(s) > 6 {
-		return false
-	}
-	for i := 0; i < len(s); i++ {
-		if c := s[i]; !('A' <= c && c <= 'Z' || '0' <= c && c <= '9') {
-			return false
-		}
-	}
-	return true
-}
-
-func oldDigits(s string) bool {
-	for i := 0; i < len(s); i++ {
-		if s[i] < '0' || s[i] > '9' {
-			return false
-		}
-	}
-	return s != ""
 }

@@ -5,6 +5,8 @@ import (
 	"math"
 	"math/rand/v2"
 	"time"
+
+	"tradebridge/futures"
 )
 
 // history generates a contract's prices before the simulator first priced
@@ -48,7 +50,7 @@ const (
 
 func newHistory(m *market, seed int64) *history {
 	f := fnv.New64a()
-	_, _ = f.Write([]byte(m.c.name))
+	_, _ = f.Write([]byte(m.c.Name))
 	h := &history{
 		seed: uint64(seed), name: f.Sum64(), base: m.base, lo: m.lo, hi: m.hi,
 		sdSec: m.sd, sdMin: m.sd * math.Sqrt(60), activity: m.activity,
@@ -56,14 +58,14 @@ func newHistory(m *market, seed int64) *history {
 	h.pcg = rand.NewPCG(0, 0)
 	h.rng = rand.New(h.pcg)
 	t0 := m.opened
-	if s := sessionFrom(t0); s.contains(t0) {
+	if s := futures.SessionFrom(t0); s.Contains(t0) {
 		h.last = s
-		h.lastMinutes = int(t0.Truncate(time.Minute).Sub(s.open) / time.Minute)
+		h.lastMinutes = int(t0.Truncate(time.Minute).Sub(s.Open) / time.Minute)
 	} else {
-		h.last = s.prev()
+		h.last = s.Prev()
 		h.lastMinutes = sessionMinutes
 	}
-	h.end = h.last.open.Add(time.Duration(h.lastMinutes) * time.Minute)
+	h.end = h.last.Open.Add(time.Duration(h.lastMinutes) * time.Minute)
 	return h
 }
 
@@ -82,7 +84,7 @@ func (h *history) reseed(stream int, bucket int64) {
 
 // sessionMove is the net move of a whole session, in ticks.
 func (h *history) sessionMove(s tradingSession) float64 {
-	h.reseed(streamSessionMove, sessionIndex(s.day))
+	h.reseed(streamSessionMove, sessionIndex(s.Day))
 	return h.rng.NormFloat64() * h.sdMin * math.Sqrt(sessionMinutes)
 }
 
@@ -97,7 +99,7 @@ type minuteBar struct {
 // value in ticks) into buf and returns it.
 func (h *history) sessionPath(s tradingSession, open float64, buf []minuteBar) []minuteBar {
 	move := h.sessionMove(s)
-	h.reseed(streamSessionPath, sessionIndex(s.day))
+	h.reseed(streamSessionPath, sessionIndex(s.Day))
 	buf = buf[:0]
 	var sum float64
 	for range sessionMinutes {
@@ -107,7 +109,7 @@ func (h *history) sessionPath(s tradingSession, open float64, buf []minuteBar) [
 	}
 	drift := (move - sum) / sessionMinutes
 	x := open
-	t := s.open.UnixNano()
+	t := s.Open.UnixNano()
 	for i := range buf {
 		prev := x
 		x += buf[i].end + drift
@@ -135,12 +137,12 @@ func (h *history) opens(first tradingSession, buf []minuteBar) []float64 {
 		open -= path[h.lastMinutes-1].end
 	}
 	var rev []float64
-	for s := h.last; ; s = s.prev() {
+	for s := h.last; ; s = s.Prev() {
 		rev = append(rev, open)
-		if !s.open.After(first.open) {
+		if !s.Open.After(first.Open) {
 			break
 		}
-		open -= h.sessionMove(s.prev())
+		open -= h.sessionMove(s.Prev())
 	}
 	out := make([]float64, len(rev))
 	for i, v := range rev {
@@ -166,17 +168,17 @@ func (h *history) each(level int, from, stop time.Time, fn func(bar, int64) bool
 	if !from.Before(stop) {
 		return
 	}
-	first := sessionFrom(from)
-	if first.open.After(h.last.open) {
+	first := futures.SessionFrom(from)
+	if first.Open.After(h.last.Open) {
 		return
 	}
 	buf := make([]minuteBar, 0, sessionMinutes)
 	opens := h.opens(first, buf)
 	fromNs, stopNs := from.UnixNano(), stop.UnixNano()
 	var prints []tick
-	for i, s := 0, first; i < len(opens) && s.open.Before(stop); i, s = i+1, s.next() {
+	for i, s := 0, first; i < len(opens) && s.Open.Before(stop); i, s = i+1, s.Next() {
 		n := sessionMinutes
-		if s.day.Equal(h.last.day) {
+		if s.Day.Equal(h.last.Day) {
 			n = h.lastMinutes
 		}
 		if n == 0 {
@@ -184,11 +186,11 @@ func (h *history) each(level int, from, stop time.Time, fn func(bar, int64) bool
 		}
 		path := h.sessionPath(s, opens[i], buf)[:n]
 		if level == levelSession {
-			if s.open.UnixNano() < fromNs {
+			if s.Open.UnixNano() < fromNs {
 				continue
 			}
 			day := path[0].bar
-			day.t = s.open.UnixNano()
+			day.t = s.Open.UnixNano()
 			for _, mb := range path[1:] {
 				day.merge(mb.bar)
 			}
@@ -197,7 +199,7 @@ func (h *history) each(level int, from, stop time.Time, fn func(bar, int64) bool
 			}
 			continue
 		}
-		openNs := s.open.UnixNano()
+		openNs := s.Open.UnixNano()
 		for _, mb := range path {
 			b := mb.bar
 			if b.t >= stopNs {

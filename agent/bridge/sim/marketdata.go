@@ -78,12 +78,12 @@ func (p *Platform) Subscribe(ctx context.Context, instruments []string) error {
 			cs = append(cs, c)
 		}
 		for _, c := range cs {
-			if p.subscriptionIndex(c.name) >= 0 {
+			if p.subscriptionIndex(c.Name) >= 0 {
 				continue
 			}
 			p.feed.subs = append(p.feed.subs, &subscription{m: p.market(c, now)})
 		}
-		sort.Slice(p.feed.subs, func(i, j int) bool { return p.feed.subs[i].m.c.name < p.feed.subs[j].m.c.name })
+		sort.Slice(p.feed.subs, func(i, j int) bool { return p.feed.subs[i].m.c.Name < p.feed.subs[j].m.c.Name })
 		p.publishQuotesLocked()
 		return nil
 	})
@@ -106,7 +106,7 @@ func (p *Platform) Unsubscribe(ctx context.Context, instruments []string) error 
 				names = append(names, name)
 				continue
 			}
-			names = append(names, c.name)
+			names = append(names, c.Name)
 		}
 		for _, name := range names {
 			if i := p.subscriptionIndex(name); i >= 0 {
@@ -121,7 +121,7 @@ func (p *Platform) Unsubscribe(ctx context.Context, instruments []string) error 
 // with p.mu held.
 func (p *Platform) subscriptionIndex(name string) int {
 	for i, s := range p.feed.subs {
-		if s.m.c.name == name {
+		if s.m.c.Name == name {
 			return i
 		}
 	}

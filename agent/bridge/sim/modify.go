@@ -69,11 +69,11 @@ func (p *Platform) Flatten(ctx context.Context, account, instrument string) erro
 		}
 		byName := make(map[string]contract)
 		for _, pos := range a.positions {
-			byName[pos.c.name] = pos.c
+			byName[pos.c.Name] = pos.c
 		}
 		for _, o := range a.orders {
 			if !o.terminal() {
-				byName[o.c.name] = o.c
+				byName[o.c.Name] = o.c
 			}
 		}
 		names := make([]string, 0, len(byName))
@@ -129,11 +129,11 @@ func (p *Platform) cancelAt(o *order, t time.Time) {
 // cancelled all the same.
 func (p *Platform) flattenLocked(now time.Time, a *account, c contract) error {
 	for _, o := range a.orders {
-		if o.c.name == c.name && !o.terminal() {
+		if o.c.Name == c.Name && !o.terminal() {
 			p.cancelAt(o, now)
 		}
 	}
-	pos := a.positions[c.name]
+	pos := a.positions[c.Name]
 	if pos == nil {
 		return nil
 	}
@@ -141,7 +141,7 @@ func (p *Platform) flattenLocked(now time.Time, a *account, c contract) error {
 	if pos.qty < 0 {
 		action = protocol.ActionBuy
 	}
-	o, err := p.prepareLocked(now, a, c, bridge.OrderRequest{Account: a.name, Instrument: c.name,
+	o, err := p.prepareLocked(now, a, c, bridge.OrderRequest{Account: a.name, Instrument: c.Name,
 		Action: action, OrderType: protocol.OrderTypeMarket, Quantity: abs(pos.qty),
 		TimeInForce: protocol.TimeInForceGtc, Name: closeOrderName})
 	if err != nil {
@@ -156,8 +156,8 @@ func (p *Platform) changeLocked(now time.Time, o *order, req bridge.ChangeReques
 	if o.terminal() {
 		return reject(terminalReason(o))
 	}
-	r := o.c.root
-	m := p.markets[o.c.name]
+	r := o.c.Root
+	m := p.markets[o.c.Name]
 	qty, limit, stop := o.rec.Quantity, o.limit, o.stop
 	if req.Quantity != 0 {
 		switch {
@@ -202,15 +202,15 @@ func (p *Platform) changeLocked(now time.Time, o *order, req bridge.ChangeReques
 		return nil
 	}
 	if repriced && o.hasLimit() && (!o.isStop() || o.triggered) && o.limitReached(m, limit) &&
-		!marketOpen(o.c, now) {
+		!o.c.Open(now) {
 		return closedReject(o.c, now)
 	}
 	o.rec.Quantity = qty
 	if o.hasLimit() {
-		o.limit, o.rec.LimitPrice = limit, r.price(limit)
+		o.limit, o.rec.LimitPrice = limit, r.Price(limit)
 	}
 	if o.isStop() {
-		o.stop, o.rec.StopPrice = stop, r.price(stop)
+		o.stop, o.rec.StopPrice = stop, r.Price(stop)
 	}
 	p.log.Debug("order changed", zap.String("orderId", o.rec.OrderID))
 	p.emitOrder(o)

@@ -10,6 +10,7 @@ import (
 	"go.uber.org/zap"
 
 	"tradebridge/agent/bridge"
+	"tradebridge/futures"
 	"tradebridge/protocol"
 )
 
@@ -164,7 +165,7 @@ func (p *Platform) prepareLocked(now time.Time, a *account, c contract, req brid
 		}
 		return nil, reject("sell stop price must be below the market")
 	}
-	if o.fillsAtOnce(m) && !marketOpen(c, now) {
+	if o.fillsAtOnce(m) && !c.Open(now) {
 		return nil, closedReject(c, now)
 	}
 	return o, nil
@@ -177,7 +178,7 @@ func (p *Platform) acceptLocked(now time.Time, o *order) {
 	if o.rec.OrderID == "" {
 		o.rec.OrderID = p.nextOrderID()
 	}
-	o.rec.Time, o.rec.Epoch = formatTime(now), now.UnixMilli()
+	o.rec.Time, o.rec.Epoch = protocol.FormatTime(now), now.UnixMilli()
 	if o.rec.TimeInForce == protocol.TimeInForceDay {
 		o.expires = nextSessionClose(now)
 	}
@@ -192,13 +193,13 @@ func (p *Platform) acceptLocked(now time.Time, o *order) {
 	p.emitOrder(o)
 	if ce := p.log.Check(zap.DebugLevel, "order submitted"); ce != nil {
 		ce.Write(zap.String("orderId", o.rec.OrderID), zap.String("account", a.name),
-			zap.String("instrument", o.c.name), zap.String("action", o.rec.OrderAction),
+			zap.String("instrument", o.c.Name), zap.String("action", o.rec.OrderAction),
 			zap.String("orderType", o.rec.OrderType), zap.Int("quantity", o.rec.Quantity))
 	}
 	if o.atm != nil {
 		p.atms = append(p.atms, o.atm)
 	}
-	p.match(o, p.markets[o.c.name], now, true)
+	p.match(o, p.markets[o.c.Name], now, true)
 	if o.terminal() {
 		return
 	}
@@ -231,25 +232,25 @@ func newOrder(a *account, c contract, req bridge.OrderRequest) (*order, error) {
 	if action == protocol.ActionSell {
 		o.side = -1
 	}
-	r := c.root
+	r := c.Root
 	var limit, stop float64
 	if typ == protocol.OrderTypeLimit || typ == protocol.OrderTypeStopLimit {
 		n, err := tickPrice("limit", req.LimitPrice, r)
 		if err != nil {
 			return nil, err
 		}
-		o.limit, limit = n, r.price(n)
+		o.limit, limit = n, r.Price(n)
 	}
 	if typ == protocol.OrderTypeStopMarket || typ == protocol.OrderTypeStopLimit {
 		n, err := tickPrice("stop", req.StopPrice, r)
 		if err != nil {
 			return nil, err
 		}
-		o.stop, stop = n, r.price(n)
+		o.stop, stop = n, r.Price(n)
 	}
 	o.rec = protocol.Order{
 		Account:     a.name,
-		Instrument:  c.name,
+		Instrument:  c.Name,
 		Name:        req.Name,
 		OrderAction: action,
 		OrderType:   typ,
@@ -264,14 +265,14 @@ func newOrder(a *account, c contract, req bridge.OrderRequest) (*order, error) {
 }
 
 // tickPrice checks that a price is positive and on the root's tick grid.
-func tickPrice(name string, price float64, r *rootSpec) (int64, error) {
+func tickPrice(name string, price float64, r *futures.Root) (int64, error) {
 	if !(price > 0) {
 		return 0, reject(name + " price must be positive")
 	}
-	n, ok := r.ticks(price)
+	n, ok := r.Ticks(price)
 	if !ok || n < 1 {
 		return 0, reject(name + " price must be a multiple of the tick size " +
-			strconv.FormatFloat(r.tickSize, 'f', -1, 64))
+			strconv.FormatFloat(r.TickSize, 'f', -1, 64))
 	}
 	return n, nil
 }
@@ -295,7 +296,7 @@ func (p *Platform) matchAll(now time.Time) {
 	}
 	for _, o := range p.working {
 		if !o.terminal() {
-			p.match(o, p.markets[o.c.name], now, false)
+			p.match(o, p.markets[o.c.Name], now, false)
 		}
 	}
 	kept := p.working[:0]
@@ -314,7 +315,7 @@ func (p *Platform) matchAll(now time.Time) {
 // resting limit takes at most BookDepth contracts at the touch, once per
 // market update. Nothing fills while o's market is closed.
 func (p *Platform) match(o *order, m *market, now time.Time, arrival bool) {
-	if o.terminal() || !marketOpen(o.c, now) {
+	if o.terminal() || !o.c.Open(now) {
 		return
 	}
 	touch := o.touch(m)
@@ -389,7 +390,7 @@ func (p *Platform) fill(o *order, m *market, n int64, q int, now time.Time) {
 
 	o.rec.Filled += q
 	o.fillValue += float64(n) * float64(q)
-	o.rec.AverageFillPrice = averagePrice(c.root, o.fillValue, o.rec.Filled)
+	o.rec.AverageFillPrice = averagePrice(c.Root, o.fillValue, o.rec.Filled)
 	o.rec.OrderState = protocol.OrderStatePartFilled
 	if o.rec.Filled >= o.rec.Quantity {
 		o.rec.OrderState = protocol.OrderStateFilled
@@ -404,19 +405,19 @@ func (p *Platform) fill(o *order, m *market, n int64, q int, now time.Time) {
 		ID:             "sim-exec-" + strconv.FormatInt(p.execSeq, 10),
 		OrderID:        o.rec.OrderID,
 		Account:        a.name,
-		Instrument:     c.name,
+		Instrument:     c.Name,
 		Name:           o.rec.Name,
 		MarketPosition: direction,
 		Quantity:       q,
-		Price:          c.root.price(n),
+		Price:          c.Root.Price(n),
 		Commission:     commission,
-		Time:           formatTime(now),
+		Time:           protocol.FormatTime(now),
 		Epoch:          now.UnixMilli(),
 	}
 	a.executions = append(a.executions, e)
 	if ce := p.log.Check(zap.DebugLevel, "order filled"); ce != nil {
 		ce.Write(zap.String("orderId", o.rec.OrderID), zap.String("account", a.name),
-			zap.String("instrument", c.name), zap.Int("quantity", o.side*q), zap.Float64("price", e.Price),
+			zap.String("instrument", c.Name), zap.Int("quantity", o.side*q), zap.Float64("price", e.Price),
 			zap.Float64("realized", realized), zap.Int("position", pos.qty))
 	}
 	p.emitOrder(o)
@@ -442,10 +443,10 @@ func (p *Platform) fill(o *order, m *market, n int64, q int, now time.Time) {
 
 // averagePrice is the quantity-weighted price of fills worth value ticks
 // × contracts over qty contracts.
-func averagePrice(r *rootSpec, value float64, qty int) float64 {
+func averagePrice(r *futures.Root, value float64, qty int) float64 {
 	x := value / float64(qty)
 	if x == math.Trunc(x) {
-		return r.price(int64(x))
+		return r.Price(int64(x))
 	}
-	return roundTo(x*r.tickSize, r.decimals+8)
+	return roundTo(x*r.TickSize, r.Decimals+8)
 }

@@ -6,6 +6,7 @@ import (
 	"math/rand/v2"
 	"time"
 
+	"tradebridge/futures"
 	"tradebridge/protocol"
 )
 
@@ -113,16 +114,16 @@ type market struct {
 
 func newMarket(c contract, seed int64, now time.Time) *market {
 	h := fnv.New64a()
-	_, _ = h.Write([]byte(c.name))
-	r := c.root
-	base := int64(math.Round(r.base / r.tickSize))
-	sd := r.base * r.dailyVol / r.tickSize / math.Sqrt(secondsPerSession)
+	_, _ = h.Write([]byte(c.Name))
+	r, w := c.Root, walkOf(c)
+	base := int64(math.Round(w.base / r.TickSize))
+	sd := w.base * w.dailyVol / r.TickSize / math.Sqrt(secondsPerSession)
 	m := &market{
 		c:        c,
 		rng:      rand.New(rand.NewPCG(uint64(seed), h.Sum64())),
 		sd:       sd,
 		sd1:      calibrate(sd),
-		activity: r.activity,
+		activity: w.activity,
 		lo:       max(1, base/4),
 		hi:       base * 4,
 		base:     base,
@@ -137,15 +138,15 @@ func newMarket(c contract, seed int64, now time.Time) *market {
 		walked:   now,
 		at:       now,
 		quoted:   now,
-		sess:     sessionFrom(now),
+		sess:     futures.SessionFrom(now),
 		ticks:    ring[tick]{max: keptTicks},
 		secs:     ring[bar]{max: keptSeconds},
 		mins:     ring[bar]{max: keptMinutes},
 		days:     ring[bar]{max: keptSessions},
 	}
-	if m.sess.contains(now) {
+	if m.sess.Contains(now) {
 		// The generated history fills the session up to now's minute.
-		m.seq = int64(now.Truncate(time.Minute).Sub(m.sess.open) / stepInterval)
+		m.seq = int64(now.Truncate(time.Minute).Sub(m.sess.Open) / stepInterval)
 	}
 	return m
 }
@@ -190,9 +191,9 @@ func (m *market) advance(now time.Time) {
 	type span struct{ a, b int64 } // whole seconds, inclusive
 	var spans []span
 	var n int64
-	for s := sessionFrom(from); s.open.Before(now) && s.open.Before(m.c.expiresAt); s = s.next() {
-		a := max(from.Unix()+1, s.open.Unix())
-		b := min(now.Unix(), s.close.Unix()-1, m.c.expiresAt.Unix()-1)
+	for s := futures.SessionFrom(from); s.Open.Before(now) && s.Open.Before(m.c.ExpiresAt); s = s.Next() {
+		a := max(from.Unix()+1, s.Open.Unix())
+		b := min(now.Unix(), s.Close.Unix()-1, m.c.ExpiresAt.Unix()-1)
 		if a <= b {
 			spans = append(spans, span{a, b})
 			n += b - a + 1
@@ -277,8 +278,8 @@ func (m *market) print(t time.Time, px, v int64) {
 	m.last = px
 	m.quoted = t
 	open := true
-	if !m.sess.contains(t) {
-		if s := sessionFrom(t); s.contains(t) {
+	if !m.sess.Contains(t) {
+		if s := futures.SessionFrom(t); s.Contains(t) {
 			m.sess, m.seq = s, 0
 			m.open, m.high, m.low, m.volume = px, px, px, 0
 		} else {
@@ -288,7 +289,7 @@ func (m *market) print(t time.Time, px, v int64) {
 	m.high = max(m.high, px)
 	m.low = min(m.low, px)
 	m.volume += v
-	if !open || !t.Before(m.c.expiresAt) {
+	if !open || !t.Before(m.c.ExpiresAt) {
 		return
 	}
 	ns := t.UnixNano()
@@ -297,7 +298,7 @@ func (m *market) print(t time.Time, px, v int64) {
 	one := bar{o: px, h: px, l: px, c: px, v: v}
 	addPrint(&m.secs, t.Truncate(time.Second).UnixNano(), one)
 	addPrint(&m.mins, t.Truncate(time.Minute).UnixNano(), one)
-	addPrint(&m.days, m.sess.open.UnixNano(), one)
+	addPrint(&m.days, m.sess.Open.UnixNano(), one)
 }
 
 // addPrint adds a print to the bar starting at start, the latest of r or a
@@ -316,26 +317,23 @@ func addPrint(r *ring[bar], start int64, one bar) {
 func (m *market) ask() int64 { return m.bid + 1 }
 
 func (m *market) quote() protocol.Quote {
-	r := m.c.root
+	r := m.c.Root
 	return protocol.Quote{
-		Instrument:   m.c.name,
-		Bid:          r.price(m.bid),
-		Ask:          r.price(m.ask()),
-		Last:         r.price(m.last),
-		Open:         r.price(m.open),
-		High:         r.price(m.high),
-		Low:          r.price(m.low),
-		Close:        r.price(m.last),
+		Instrument:   m.c.Name,
+		Bid:          r.Price(m.bid),
+		Ask:          r.Price(m.ask()),
+		Last:         r.Price(m.last),
+		Open:         r.Price(m.open),
+		High:         r.Price(m.high),
+		Low:          r.Price(m.low),
+		Close:        r.Price(m.last),
 		Volume:       m.volume,
 		BidSize:      m.bidSize,
 		AskSize:      m.askSize,
-		TickSize:     r.tickSize,
-		PointValue:   r.pointValue,
-		TickValue:    r.tickValue,
-		QuoteTimeUTC: formatTime(m.quoted),
+		TickSize:     r.TickSize,
+		PointValue:   r.PointValue,
+		TickValue:    r.TickValue,
+		QuoteTimeUTC: protocol.FormatTime(m.quoted),
 		Epoch:        m.quoted.UnixMilli(),
 	}
 }
-
-// formatTime writes t as RFC 3339 UTC with milliseconds.
-func formatTime(t time.Time) string { return t.UTC().Format("2006-01-02T15:04:05.000Z07:00") }

@@ -119,7 +119,7 @@ func TestWalkLongJumpIsCapped(t *testing.T) {
 	require.Greater(t, m.ticks.at(1).t-m.ticks.at(0).t, int64(time.Second))
 	for i := range n {
 		at := time.Unix(0, m.ticks.at(i).t)
-		require.True(t, marketOpen(m.c, at), "print at %v", at)
+		require.True(t, m.c.Open(at), "print at %v", at)
 	}
 	require.Greater(t, m.bid, m.lo)
 	require.Less(t, m.bid, m.hi)
@@ -146,7 +146,7 @@ func TestWalkStandsStillWhileClosed(t *testing.T) {
 	require.Equal(t, time.Date(2026, time.October, 11, 22, 0, 0, 0, time.UTC).UnixNano(), first.t)
 	require.Equal(t, int64(0), first.seq)
 	q := m.quote()
-	require.Equal(t, m.c.root.price(first.px), q.Open)
+	require.Equal(t, m.c.Root.Price(first.px), q.Open)
 	var vol int64
 	for i := 59; i < m.ticks.len(); i++ {
 		vol += m.ticks.at(i).v
@@ -156,7 +156,9 @@ func TestWalkStandsStillWhileClosed(t *testing.T) {
 
 func TestWalkReproducible(t *testing.T) {
 	run := func(seed int64) []tick {
-		m := newMarket(newContract(roots["CL"], 2026, time.December), seed, monday)
+		c, err := resolve("CL 12-26", monday)
+		require.NoError(t, err)
+		m := newMarket(c, seed, monday)
 		now := monday
 		for i := range 300 {
 			now = now.Add(time.Duration(1+i%5) * 700 * time.Millisecond)

@@ -5,75 +5,102 @@ import (
 	"time"
 
 	"go.uber.org/zap"
+
+	"tradebridge/futures"
 )
 
-// Trading-session hours, New York time. A session opens at 18:00 on Sunday
-// to Thursday and closes at 17:00 on the next day, Monday to Friday.
-const (
-	sessionOpenHour  = 18
-	sessionCloseHour = 17
-)
+// Trading sessions are futures': CME Globex hours, Sunday 18:00 to Friday
+// 17:00 New York time with a daily break from 17:00 to 18:00. What follows
+// is the simulator's use of them: the session clock that expires Day
+// orders and restarts session figures, and the numbering of sessions that
+// aligns bars and seeds the generated history.
 
-// opensSession reports whether a New York calendar day (a date from date)
-// has a session opening at 18:00: Sunday to Thursday.
-func opensSession(d time.Time) bool {
-	wd := d.Weekday()
-	return wd != time.Friday && wd != time.Saturday
-}
+// tradingSession is one trading session.
+type tradingSession = futures.Session
 
-// closesSession reports whether a New York calendar day has a session
-// closing at 17:00: Monday to Friday.
-func closesSession(d time.Time) bool {
-	wd := d.Weekday()
-	return wd != time.Saturday && wd != time.Sunday
-}
+// sessionMinutes is the length of every session in minutes.
+const sessionMinutes = futures.SessionMinutes
 
-// utcDate returns midnight UTC of t's UTC calendar day. The New York day of
-// t is that day or the one before.
-func utcDate(t time.Time) time.Time {
-	t = t.UTC()
-	return date(t.Year(), t.Month(), t.Day())
-}
-
-// sessionStartAt returns the opening of the trading session current at t:
-// the latest 18:00 New York time on a Sunday to Thursday at or before t.
-// Between Friday's close and Sunday's open it is still the session that
-// closed on Friday.
-func sessionStartAt(t time.Time) time.Time {
-	for d := utcDate(t).AddDate(0, 0, 1); ; d = d.AddDate(0, 0, -1) {
-		if o := newYork(d, sessionOpenHour); opensSession(d) && !o.After(t) {
-			return o
-		}
+// sessionAt returns the session current at t: the last one that opened at
+// or before t. Between Friday's close and Sunday's open it is still the
+// session that closed on Friday.
+func sessionAt(t time.Time) tradingSession {
+	s := futures.SessionFrom(t)
+	if t.Before(s.Open) {
+		s = s.Prev()
 	}
+	return s
 }
+
+// sessionStartAt returns the opening of the trading session current at t.
+func sessionStartAt(t time.Time) time.Time { return sessionAt(t).Open }
 
 // nextSessionStart returns the first session opening strictly after t.
 func nextSessionStart(t time.Time) time.Time {
-	for d := utcDate(t).AddDate(0, 0, -1); ; d = d.AddDate(0, 0, 1) {
-		if o := newYork(d, sessionOpenHour); opensSession(d) && o.After(t) {
-			return o
-		}
+	s := futures.SessionFrom(t)
+	if !s.Open.After(t) {
+		s = s.Next()
 	}
+	return s.Open
 }
 
 // nextSessionClose returns the first session close strictly after t: the
 // instant a Day order submitted at t expires.
-func nextSessionClose(t time.Time) time.Time {
-	for d := utcDate(t).AddDate(0, 0, -1); ; d = d.AddDate(0, 0, 1) {
-		if c := newYork(d, sessionCloseHour); closesSession(d) && c.After(t) {
-			return c
-		}
-	}
-}
+func nextSessionClose(t time.Time) time.Time { return futures.SessionFrom(t).Close }
 
 // weekStartAt returns the opening of the trading week current at t: the
-// latest Sunday 18:00 New York time at or before t.
+// latest Sunday 18:00 New York time at or before t, when Monday's session
+// opens.
 func weekStartAt(t time.Time) time.Time {
-	for d := utcDate(t).AddDate(0, 0, 1); ; d = d.AddDate(0, 0, -1) {
-		if o := newYork(d, sessionOpenHour); d.Weekday() == time.Sunday && !o.After(t) {
-			return o
-		}
+	s := sessionAt(t)
+	for s.Day.Weekday() != time.Monday {
+		s = s.Prev()
 	}
+	return s.Open
+}
+
+// sessionOn returns the session of a trade date d (a Monday to Friday).
+func sessionOn(d time.Time) tradingSession {
+	s, _ := futures.SessionOn(d)
+	return s
+}
+
+// date returns midnight UTC of a calendar day, normalizing month and day as
+// time.Date does.
+func date(year int, month time.Month, day int) time.Time {
+	return time.Date(year, month, day, 0, 0, 0, 0, time.UTC)
+}
+
+// sessionEpoch is the Monday from which sessions and weeks are numbered, so
+// that bars of several days or weeks align the same way in every request.
+var sessionEpoch = date(2000, time.January, 3)
+
+// daysSinceEpoch counts calendar days from sessionEpoch to d (a date).
+func daysSinceEpoch(d time.Time) int64 {
+	return int64(d.Sub(sessionEpoch).Round(time.Hour) / (24 * time.Hour))
+}
+
+// sessionIndex numbers trade dates: sessionEpoch is 0, each Monday to
+// Friday after it one more.
+func sessionIndex(d time.Time) int64 {
+	n := daysSinceEpoch(d)
+	w := floorDiv(n, 7)
+	return w*5 + min(n-w*7, 4)
+}
+
+// sessionAtIndex returns the session numbered i (see sessionIndex).
+func sessionAtIndex(i int64) tradingSession {
+	w := floorDiv(i, 5)
+	return sessionOn(sessionEpoch.AddDate(0, 0, int(w*7+i-w*5)))
+}
+
+// floorDiv divides rounding towards minus infinity.
+func floorDiv(a, b int64) int64 {
+	q := a / b
+	if (a%b != 0) && ((a < 0) != (b < 0)) {
+		q--
+	}
+	return q
 }
 
 // startSessions sets the session clock at construction time.
@@ -167,20 +194,20 @@ func (p *Platform) orderInSession(o *order) bool {
 // saying when it reopens, in New York time and UTC, or that the contract
 // has expired.
 func closedReject(c contract, now time.Time) error {
-	if !now.Before(c.expiresAt) {
+	if !now.Before(c.ExpiresAt) {
 		return reject("market is closed: the contract has expired")
 	}
-	s := sessionFrom(now)
-	if !now.Before(s.open) {
-		s = s.next()
+	s := futures.SessionFrom(now)
+	if !now.Before(s.Open) {
+		s = s.Next()
 	}
 	return reject(reopenReason(s))
 }
 
 // reopenReason is the refusal of a trade before session s opens.
 func reopenReason(s tradingSession) string {
-	ny := s.day.AddDate(0, 0, -1) // the session opens on the evening before its trade date
+	ny := s.Day.AddDate(0, 0, -1) // the session opens on the evening before its trade date
 	return fmt.Sprintf("market is closed; it reopens %s %d %s %d at %02d:00 New York time (%s UTC)",
-		ny.Weekday(), ny.Day(), ny.Month().String()[:3], ny.Year(), sessionOpenHour,
-		s.open.UTC().Format("2006-01-02 15:04"))
+		ny.Weekday(), ny.Day(), ny.Month().String()[:3], ny.Year(), futures.SessionOpenHour,
+		s.Open.UTC().Format("2006-01-02 15:04"))
 }

@@ -239,7 +239,7 @@ func (p *Platform) Positions(ctx context.Context, account string) ([]protocol.Po
 		}
 		out := []protocol.Position{}
 		for _, pos := range a.sortedPositions() {
-			out = append(out, pos.record(a.name, p.markets[pos.c.name]))
+			out = append(out, pos.record(a.name, p.markets[pos.c.Name]))
 		}
 		return out, nil
 	})
@@ -301,7 +301,7 @@ func (p *Platform) SetPrice(instrument string, last float64) error {
 	if err != nil {
 		return err
 	}
-	x := last / c.root.tickSize
+	x := last / c.Root.TickSize
 	if math.IsNaN(x) || x < 0.5 || x > maxTicks {
 		return errors.New("sim: a price must be at least one tick and finite")
 	}
@@ -364,12 +364,12 @@ func (p *Platform) account(name string) (*account, error) {
 
 // market returns the contract's market, opening it at now on first use.
 func (p *Platform) market(c contract, now time.Time) *market {
-	if m := p.markets[c.name]; m != nil {
+	if m := p.markets[c.Name]; m != nil {
 		return m
 	}
 	m := newMarket(c, p.seed, now)
-	p.markets[c.name] = m
-	i := sort.Search(len(p.marketList), func(i int) bool { return p.marketList[i].c.name >= c.name })
+	p.markets[c.Name] = m
+	i := sort.Search(len(p.marketList), func(i int) bool { return p.marketList[i].c.Name >= c.Name })
 	p.marketList = append(p.marketList, nil)
 	copy(p.marketList[i+1:], p.marketList[i:])
 	p.marketList[i] = m

@@ -376,14 +376,14 @@ func (p *Platform) StartStrategy(ctx context.Context, req bridge.StrategyRequest
 		class: cls, params: params, acct: a, m: p.market(c, now), bp: bp,
 		qty: params["Quantity"], logic: cls.newLogic(params),
 		rec: protocol.Strategy{
-			ID: id, StrategyID: id, Class: cls.name, Account: a.name, Instrument: c.name,
-			PeriodType: bp.typ, Period: int(bp.n), State: state, StartedAt: formatTime(now),
+			ID: id, StrategyID: id, Class: cls.name, Account: a.name, Instrument: c.Name,
+			PeriodType: bp.typ, Period: int(bp.n), State: state, StartedAt: protocol.FormatTime(now),
 		},
 	}
 	p.warmUpLocked(s, now)
 	p.feed.strategies = append(p.feed.strategies, s)
 	p.log.Info("strategy started", zap.String("id", id), zap.String("class", cls.name),
-		zap.String("account", a.name), zap.String("instrument", c.name), zap.String("state", state))
+		zap.String("account", a.name), zap.String("instrument", c.Name), zap.String("state", state))
 	rec := p.strategyRecord(s)
 	p.emit(bridge.Event{Kind: bridge.EventStrategy, Strategy: &rec})
 	return rec, nil
@@ -437,7 +437,7 @@ func (p *Platform) runStrategiesLocked(now time.Time) {
 			continue
 		}
 		p.syncStrategyLocked(s)
-		if !marketOpen(s.m.c, now) || now.Before(s.next) ||
+		if !s.m.c.Open(now) || now.Before(s.next) ||
 			(!s.pendingEnd.IsZero() && now.Before(s.pendingEnd)) {
 			continue
 		}
@@ -488,7 +488,7 @@ func (p *Platform) strategyOrderLocked(s *strategy, now time.Time, qty int, name
 		action = protocol.ActionSell
 	}
 	o, err := p.submitLocked(now, bridge.OrderRequest{
-		Account: s.acct.name, Instrument: s.m.c.name, Action: action, OrderType: protocol.OrderTypeMarket,
+		Account: s.acct.name, Instrument: s.m.c.Name, Action: action, OrderType: protocol.OrderTypeMarket,
 		Quantity: abs(qty), TimeInForce: protocol.TimeInForceGtc, Name: name, StrategyTag: s.rec.ID,
 	})
 	if err != nil {
@@ -508,7 +508,7 @@ func (p *Platform) syncStrategyLocked(s *strategy) {
 	kept := s.orders[:0]
 	for _, so := range s.orders {
 		if filled := so.o.rec.Filled; filled > so.seen {
-			value := so.o.rec.AverageFillPrice / s.m.c.root.tickSize * float64(filled)
+			value := so.o.rec.AverageFillPrice / s.m.c.Root.TickSize * float64(filled)
 			qty := filled - so.seen
 			price := (value - so.value) / float64(qty)
 			so.seen, so.value = filled, value
@@ -535,7 +535,7 @@ func (p *Platform) syncStrategyLocked(s *strategy) {
 // strategy's own position and returns the realized P&L in dollars, before
 // commission.
 func (s *strategy) fill(qty int, price float64) float64 {
-	tv := s.m.c.root.tickValue
+	tv := s.m.c.Root.TickValue
 	switch {
 	case s.pos == 0 || (s.pos > 0) == (qty > 0):
 		held, added := float64(abs(s.pos)), float64(abs(qty))
@@ -561,7 +561,7 @@ func (s *strategy) fill(qty int, price float64) float64 {
 // marked at the last price, with p.mu held.
 func (p *Platform) strategyRecord(s *strategy) protocol.Strategy {
 	rec := s.rec
-	r := s.m.c.root
+	r := s.m.c.Root
 	rec.Parameters = make(map[string]any, len(s.params))
 	for k, v := range s.params {
 		rec.Parameters[k] = v
@@ -576,10 +576,10 @@ func (p *Platform) strategyRecord(s *strategy) protocol.Strategy {
 		rec.MarketPosition = protocol.MarketPositionShort
 	}
 	rec.Quantity = abs(s.pos)
-	rec.AveragePrice = roundTo(s.avg*r.tickSize, r.decimals+8)
+	rec.AveragePrice = roundTo(s.avg*r.TickSize, r.Decimals+8)
 	rec.RealizedProfitLoss = s.realized
 	if s.pos != 0 {
-		rec.UnrealizedProfitLoss = cents((float64(s.m.last) - s.avg) * float64(s.pos) * r.tickValue)
+		rec.UnrealizedProfitLoss = cents((float64(s.m.last) - s.avg) * float64(s.pos) * r.TickValue)
 	}
 	return rec
 }
@@ -638,7 +638,7 @@ func (p *Platform) SetStrategyState(ctx context.Context, account, id string, act
 				return protocol.Strategy{}, err
 			}
 			state = protocol.StrategyStateClosed
-			s.rec.EndedAt = formatTime(now)
+			s.rec.EndedAt = protocol.FormatTime(now)
 		default:
 			return protocol.Strategy{}, badStrategy("action must be enable, disable or close")
 		}
@@ -655,7 +655,7 @@ func (p *Platform) SetStrategyState(ctx context.Context, account, id string, act
 // closeStrategyLocked cancels a strategy's working orders and closes its
 // own position at the market.
 func (p *Platform) closeStrategyLocked(s *strategy, now time.Time) error {
-	if s.pos != 0 && !marketOpen(s.m.c, now) {
+	if s.pos != 0 && !s.m.c.Open(now) {
 		return closedReject(s.m.c, now)
 	}
 	for _, so := range s.orders {

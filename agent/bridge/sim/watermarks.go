@@ -24,7 +24,7 @@ func (f figures) pnl() float64 { return cents(f.sessionNet + f.unrealized) }
 func (p *Platform) figures(a *account) figures {
 	var unrealized float64
 	for _, pos := range a.sortedPositions() {
-		unrealized += pos.unrealized(p.markets[pos.c.name])
+		unrealized += pos.unrealized(p.markets[pos.c.Name])
 	}
 	totalNet := cents(a.grossRealized - a.commission)
 	unrealized = cents(unrealized)
@@ -101,7 +101,7 @@ func (p *Platform) Watermarks(ctx context.Context, account string) (protocol.Wat
 				PosCount:   f.positions,
 				Commission: cents(a.sessionCommission),
 			},
-			SessionStart: formatTime(p.sessionStart),
+			SessionStart: protocol.FormatTime(p.sessionStart),
 		}, nil
 	})
 }

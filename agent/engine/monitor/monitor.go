@@ -227,10 +227,16 @@ func (e *Engine) handle(ctx context.Context, ev bridge.Event) {
 // seed reads every account's values once.
 func (e *Engine) seed(ctx context.Context) {
 	accts, err := e.opts.Platform.Accounts(ctx)
-	if err != nil {
-		if ctx.Err() == nil {
-			e.log.Warn("reading the accounts", zap.Error(err))
-		}
+	switch {
+	case err == nil:
+	case ctx.Err() != nil:
+		return
+	case errors.Is(err, bridge.ErrNotConnected):
+		// The platform sends every account's values when it connects.
+		e.log.Info("the platform is not connected yet; accounts follow when it connects", zap.Error(err))
+		return
+	default:
+		e.log.Warn("reading the accounts", zap.Error(err))
 		return
 	}
 	for i := range accts {
