@@ -11,66 +11,25 @@ import (
 // it is told it lost some.
 const eventBuffer = 4096
 
-// subscriber is one reader of Events.
-type subscriber struct {
-	ch   chan bridge.Event
-	lost bool // events were dropped; send a Lost marker before the next one
-}
-
 // Events implements bridge.Platform. Events are published with p.mu held,
 // in the order the simulator makes its changes, so every reader sees the
 // same order. A reader whose buffer is full loses events, and gets an Event
 // with Lost set as soon as there is room again.
 func (p *Platform) Events(ctx context.Context) <-chan bridge.Event {
-	out := make(chan bridge.Event, eventBuffer)
-	p.mu.Lock()
-	if p.closed {
-		p.mu.Unlock()
-		close(out)
-		return out
-	}
-	s := &subscriber{ch: out}
-	p.subscribers[s] = struct{}{}
-	p.mu.Unlock()
-	context.AfterFunc(ctx, func() {
-		p.mu.Lock()
-		defer p.mu.Unlock()
-		if _, ok := p.subscribers[s]; ok {
-			delete(p.subscribers, s)
-			close(s.ch)
-		}
-	})
-	return out
+	return p.events.Subscribe(ctx)
 }
 
 // emit publishes ev to every reader, with p.mu held. It never blocks.
-func (p *Platform) emit(ev bridge.Event) {
-	p.eventSeq++
-	ev.Seq = p.eventSeq
-	for s := range p.subscribers {
-		if s.lost {
-			select {
-			case s.ch <- bridge.Event{Seq: ev.Seq, Lost: true}:
-				s.lost = false
-			default:
-				continue
-			}
-		}
-		select {
-		case s.ch <- ev:
-		default:
-			s.lost = true
-		}
-	}
-}
+func (p *Platform) emit(ev bridge.Event) { p.events.Publish(ev) }
 
-// closeSubscribers ends every reader's stream, with p.mu held, when the
-// platform closes.
-func (p *Platform) closeSubscribers() {
-	for s := range p.subscribers {
-		delete(p.subscribers, s)
-		close(s.ch)
+// unwatched reports, with p.mu held, that nobody reads the events: the
+// event is only counted.
+func (p *Platform) unwatched() bool {
+	if p.events.Readers() > 0 {
+		return false
 	}
+	p.events.Skip()
+	return true
 }
 
 // The emit helpers below copy a record into a new event, with p.mu held.
@@ -79,8 +38,7 @@ func (p *Platform) closeSubscribers() {
 
 // emitOrder publishes the order as it stands.
 func (p *Platform) emitOrder(o *order) {
-	if len(p.subscribers) == 0 {
-		p.eventSeq++
+	if p.unwatched() {
 		return
 	}
 	rec := o.rec
@@ -89,8 +47,7 @@ func (p *Platform) emitOrder(o *order) {
 
 // emitExecution publishes a fill.
 func (p *Platform) emitExecution(e protocol.Execution) {
-	if len(p.subscribers) == 0 {
-		p.eventSeq++
+	if p.unwatched() {
 		return
 	}
 	p.emit(bridge.Event{Kind: bridge.EventExecution, Execution: &e})
@@ -99,8 +56,7 @@ func (p *Platform) emitExecution(e protocol.Execution) {
 // emitPosition publishes the account's position in c after a change; a
 // position that went flat is reported Flat with quantity 0.
 func (p *Platform) emitPosition(a *account, c contract) {
-	if len(p.subscribers) == 0 {
-		p.eventSeq++
+	if p.unwatched() {
 		return
 	}
 	m := p.markets[c.Name]
@@ -115,8 +71,7 @@ func (p *Platform) emitPosition(a *account, c contract) {
 
 // emitAccount publishes the account's current values.
 func (p *Platform) emitAccount(a *account) {
-	if len(p.subscribers) == 0 {
-		p.eventSeq++
+	if p.unwatched() {
 		return
 	}
 	rec := p.accountRecord(a)

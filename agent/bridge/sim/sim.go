@@ -100,8 +100,7 @@ type Platform struct {
 	nextReset    time.Time
 	nextExpiry   time.Time
 
-	subscribers map[*subscriber]struct{} // readers of Events
-	eventSeq    uint64
+	events *bridge.Feed // readers of Events
 
 	feed feedState // subscriptions and strategies (marketdata.go)
 }
@@ -121,7 +120,7 @@ func New(opts Options) (*Platform, error) {
 		markets:      make(map[string]*market),
 		orders:       make(map[string]*order),
 		gen:          make(map[*market]uint64),
-		subscribers:  make(map[*subscriber]struct{}),
+		events:       bridge.NewFeed(eventBuffer),
 		feed:         newFeedState(opts),
 	}
 	if p.log == nil {
@@ -191,7 +190,7 @@ func (p *Platform) Close() error {
 	defer p.mu.Unlock()
 	if !p.closed {
 		p.closed = true
-		p.closeSubscribers()
+		p.events.Close()
 		p.log.Info("simulator closed")
 	}
 	return nil

@@ -67,7 +67,7 @@ func (p *Platform) observeLocked(a *account) {
 	f := p.figures(a)
 	a.marks.observe(f)
 	switch {
-	case len(p.subscribers) == 0:
+	case p.events.Readers() == 0:
 		a.unrealSent = f.unrealized // nobody to tell; a reader is told of the next move
 	case f.unrealized != a.unrealSent:
 		p.emitAccount(a)

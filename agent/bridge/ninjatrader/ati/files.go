@@ -78,22 +78,21 @@ type Files struct {
 	scanMu sync.Mutex
 	files  map[string]cachedFile // the outgoing folder at the last scan, by name
 
-	mu          sync.Mutex
-	closed      bool
-	started     bool
-	done        chan struct{} // closed by Close
-	wg          sync.WaitGroup
-	orders      map[string]*order   // orders placed by this process, by id
-	used        map[string]struct{} // order ids used, lower case (file names ignore case on Windows)
-	orderSeq    int64
-	oifSeq      int64
-	outNames    map[string]struct{} // lower-case names in the outgoing folder at the last scan
-	positions   map[posKey]posEntry
-	conns       map[string]string // connection name → protocol status
-	unreadable  map[string]stamp  // outgoing files logged as unreadable, by name
-	changed     chan struct{}     // closed and replaced when a scan sees a change
-	subscribers map[*subscriber]struct{}
-	eventSeq    uint64
+	mu         sync.Mutex
+	closed     bool
+	started    bool
+	done       chan struct{} // closed by Close
+	wg         sync.WaitGroup
+	orders     map[string]*order   // orders placed by this process, by id
+	used       map[string]struct{} // order ids used, lower case (file names ignore case on Windows)
+	orderSeq   int64
+	oifSeq     int64
+	outNames   map[string]struct{} // lower-case names in the outgoing folder at the last scan
+	positions  map[posKey]posEntry
+	conns      map[string]string // connection name → protocol status
+	unreadable map[string]stamp  // outgoing files logged as unreadable, by name
+	changed    chan struct{}     // closed and replaced when a scan sees a change
+	events     *bridge.Feed
 }
 
 // order is an order this process placed.
@@ -161,7 +160,6 @@ func New(opts Options) (*Files, error) {
 		conns:       make(map[string]string),
 		unreadable:  make(map[string]stamp),
 		changed:     make(chan struct{}),
-		subscribers: make(map[*subscriber]struct{}),
 	}
 	if f.log == nil {
 		f.log = zap.NewNop()
@@ -178,6 +176,7 @@ func New(opts Options) (*Files, error) {
 	if f.eventBuffer == 0 {
 		f.eventBuffer = DefaultEventBuffer
 	}
+	f.events = bridge.NewFeed(f.eventBuffer)
 	for _, dir := range []string{f.incoming, f.outgoing} {
 		fi, err := os.Stat(dir)
 		if err != nil || !fi.IsDir() {
@@ -216,7 +215,7 @@ func (f *Files) Close() error {
 	if !f.closed {
 		f.closed = true
 		close(f.done)
-		f.closeSubscribers()
+		f.events.Close()
 	}
 	f.mu.Unlock()
 	f.wg.Wait()
@@ -671,12 +670,6 @@ func (f *Files) hasStateFile(account, id string) bool {
 	return a || b
 }
 
-// subscriber is one reader of Events.
-type subscriber struct {
-	ch   chan bridge.Event
-	lost bool // events were dropped; send a Lost marker before the next one
-}
-
 // Events returns a stream of the changes the outgoing folder shows: order
 // events for orders this process placed (their submission, then every
 // state file NinjaTrader writes for them) and position events for every
@@ -686,47 +679,11 @@ type subscriber struct {
 // are seen only when the folder is read: call Start to have it read every
 // Options.Poll.
 func (f *Files) Events(ctx context.Context) <-chan bridge.Event {
-	out := make(chan bridge.Event, f.eventBuffer)
-	f.mu.Lock()
-	if f.closed {
-		f.mu.Unlock()
-		close(out)
-		return out
-	}
-	s := &subscriber{ch: out}
-	f.subscribers[s] = struct{}{}
-	f.mu.Unlock()
-	context.AfterFunc(ctx, func() {
-		f.mu.Lock()
-		defer f.mu.Unlock()
-		if _, ok := f.subscribers[s]; ok {
-			delete(f.subscribers, s)
-			close(s.ch)
-		}
-	})
-	return out
+	return f.events.Subscribe(ctx)
 }
 
-// emit publishes ev to every reader, with f.mu held. It never blocks.
-func (f *Files) emit(ev bridge.Event) {
-	f.eventSeq++
-	ev.Seq = f.eventSeq
-	for s := range f.subscribers {
-		if s.lost {
-			select {
-			case s.ch <- bridge.Event{Seq: ev.Seq, Lost: true}:
-				s.lost = false
-			default:
-				continue
-			}
-		}
-		select {
-		case s.ch <- ev:
-		default:
-			s.lost = true
-		}
-	}
-}
+// emit publishes ev to every reader. It never blocks.
+func (f *Files) emit(ev bridge.Event) { f.events.Publish(ev) }
 
 // emitOrder publishes a handed order as it stands, with f.mu held.
 func (f *Files) emitOrder(o *order) {
@@ -740,12 +697,4 @@ func (f *Files) emitOrder(o *order) {
 // emitPosition publishes a position, with f.mu held.
 func (f *Files) emitPosition(p protocol.Position) {
 	f.emit(bridge.Event{Kind: bridge.EventPosition, Position: &p})
-}
-
-// closeSubscribers ends every reader's stream, with f.mu held.
-func (f *Files) closeSubscribers() {
-	for s := range f.subscribers {
-		delete(f.subscribers, s)
-		close(s.ch)
-	}
 }
