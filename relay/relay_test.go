@@ -176,8 +176,16 @@ func (s *system) startAgent(user string) *runningAgent {
 	return s.startAgentWith(user, nil)
 }
 
-// startAgentWith starts an agent whose options tweak may change.
+// startAgentWith starts an agent whose options tweak may change, on the
+// platform under test.
 func (s *system) startAgentWith(user string, tweak func(*agent.Options)) *runningAgent {
+	s.t.Helper()
+	return s.startAgentOn(user, platformUnderTest, tweak)
+}
+
+// startAgentOn starts an agent on a platform kind: "sim", or
+// "ninjatrader" (the bridge in front of a fake add-on over the simulator).
+func (s *system) startAgentOn(user, kind string, tweak func(*agent.Options)) *runningAgent {
 	s.t.Helper()
 	// A clock standing on a Wednesday morning in New York: the market is
 	// open whenever the tests run, and prices stay put.
@@ -187,7 +195,7 @@ func (s *system) startAgentWith(user string, tweak func(*agent.Options)) *runnin
 	opts := agent.Options{RelayURL: s.base, Token: s.users[user].AgentToken, Platform: p, Logger: s.log.Named(user),
 		Ops: ops.Options{Now: clock.Now}}
 	ra := &runningAgent{sim: p, clock: clock, done: make(chan struct{})}
-	switch platformUnderTest {
+	switch kind {
 	case "sim":
 	case ninjatrader.Kind:
 		ra.pair = ntfake.NewPair(s.t, p, clock.Now)

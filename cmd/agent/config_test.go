@@ -2,6 +2,8 @@ package main
 
 import (
 	"context"
+	"os"
+	"path/filepath"
 	"testing"
 	"time"
 
@@ -9,6 +11,7 @@ import (
 	"go.uber.org/zap"
 
 	"tradebridge/agent/bridge"
+	"tradebridge/agent/bridge/ninjatrader"
 	"tradebridge/protocol"
 )
 
@@ -62,4 +65,28 @@ func TestSimStartOpensTheMarket(t *testing.T) {
 	err := place("2026-11-28T10:00:00-05:00")
 	require.Error(t, err)
 	require.Contains(t, err.Error(), "market is closed")
+}
+
+// --platform ninjatrader reads its settings from the config file's
+// "ninjatrader" object; the bridge reports why it cannot reach the add-on.
+func TestNinjaTraderConfig(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	file := filepath.Join(dir, "agent.json")
+	require.NoError(t, os.WriteFile(file, []byte(`{"relayUrl":"http://127.0.0.1:1","token":"tb_agent_x","platform":"ninjatrader",
+		"ninjatrader":{"discoveryFile":"`+filepath.ToSlash(filepath.Join(dir, "none.json"))+`","dir":"`+filepath.ToSlash(dir)+`"}}`), 0o600))
+	cfg, err := loadConfig(file, Config{}, env(nil))
+	require.NoError(t, err)
+	require.Equal(t, ninjatrader.Kind, cfg.Platform)
+	require.Equal(t, filepath.ToSlash(dir), cfg.NinjaTrader.Dir)
+	p, _, closeAll, err := openPlatform(cfg, zap.NewNop())
+	require.NoError(t, err)
+	defer closeAll()
+	require.Equal(t, ninjatrader.Kind, p.Kind())
+	_, err = p.Accounts(context.Background())
+	var ue *bridge.UnavailableError
+	require.ErrorAs(t, err, &ue, "not connected before the agent runs its loop")
+
+	_, err = loadConfig("", Config{Platform: "mt5"}, env(map[string]string{"AGENT_RELAY_URL": "http://x", "AGENT_TOKEN": "t"}))
+	require.ErrorContains(t, err, "sim or ninjatrader")
 }

@@ -25,8 +25,10 @@ func deps(t *testing.T, goos, pkg string) []string {
 	return strings.Split(strings.TrimSpace(string(out)), "\n")
 }
 
-// The arrows of the design: protocol imports only the standard library, and
-// the agent links nothing of the relay, on Linux and on Windows.
+// The arrows of the design: protocol and ntwire (the add-on protocol)
+// import only the standard library (and protocol), the agent links nothing
+// of the relay, and nothing made for tests (the fake add-on, the contract
+// suite), on Linux and on Windows.
 func TestImportGraph(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs go list")
@@ -38,10 +40,20 @@ func TestImportGraph(t *testing.T) {
 		}
 		require.Equal(t, "true", std, "protocol must import only the standard library, but links %s", path)
 	}
+	for _, line := range deps(t, "", "tradebridge/agent/bridge/ninjatrader/ntwire") {
+		path, std, _ := strings.Cut(line, " ")
+		if path == "tradebridge/agent/bridge/ninjatrader/ntwire" || path == "tradebridge/protocol" {
+			continue
+		}
+		require.Equal(t, "true", std, "ntwire must import only the standard library and protocol, but links %s", path)
+	}
+	testOnly := []string{"tradebridge/agent/bridge/ninjatrader/ntfake", "tradebridge/agent/bridge/bridgetest",
+		"tradebridge/agent/engine/enginetest"}
 	for _, goos := range []string{"linux", "windows"} {
 		for _, line := range deps(t, goos, "tradebridge/cmd/agent") {
 			path, _, _ := strings.Cut(line, " ")
 			require.False(t, strings.HasPrefix(path, "tradebridge/relay"), "cmd/agent (%s) links %s", goos, path)
+			require.NotContains(t, testOnly, path, "cmd/agent (%s) links a package made for tests", goos)
 		}
 	}
 }

@@ -1,0 +1,57 @@
+package relay_test
+
+import (
+	"encoding/json"
+	"net/http"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"tradebridge/agent/bridge/ninjatrader"
+	"tradebridge/protocol"
+)
+
+// connectionNames reads the connections the relay shows for the user.
+func (s *system) connectionNames(token string) []string {
+	s.t.Helper()
+	r := s.manage("GET", "desktop/connection-settings", token, "")
+	require.Equal(s.t, http.StatusOK, r.Status, string(r.raw))
+	var v struct {
+		Connections []protocol.ConnectionSetting `json:"connections"`
+	}
+	require.NoError(s.t, json.Unmarshal(r.Data, &v))
+	names := []string{}
+	for _, c := range v.Connections {
+		names = append(names, c.Name)
+	}
+	return names
+}
+
+// NinjaTrader closes and comes back while the agent stays connected to the
+// relay: trading calls answer 408 platform_unavailable saying why, the
+// relay's view of the platform's connections follows (empty, then back),
+// and trading resumes by itself.
+func TestNinjaTraderClosesAndReturns(t *testing.T) {
+	t.Parallel()
+	s := newSystem(t)
+	ra := s.startAgentOn("bob", ninjatrader.Kind, nil) // the Management API needs bob's elite plan
+	tok := s.users["bob"].APIToken
+	require.NotEmpty(t, s.connectionNames(tok), "the add-on's connections are shown")
+	require.Equal(t, http.StatusOK, s.do("GET", "/v1/api/accounts/Sim101/positions", tok, "").Status)
+
+	ra.pair.Fake.Stop() // NinjaTrader closes: bye, the discovery file is removed
+	require.Eventually(t, func() bool { return len(s.connectionNames(tok)) == 0 }, 5*time.Second, 10*time.Millisecond,
+		"the relay learns the platform's connections are gone")
+	r := s.do("GET", "/v1/api/accounts/Sim101/positions", tok, "")
+	require.Equal(t, http.StatusRequestTimeout, r.Status, string(r.raw))
+	require.Contains(t, string(r.raw), "platform_unavailable")
+	require.Contains(t, string(r.raw), "NinjaTrader", "the detail says why")
+	require.True(t, ra.a.Connected(), "the agent stays connected to the relay")
+
+	require.NoError(t, ra.pair.Fake.Resume()) // NinjaTrader starts again: new port, new secret
+	ra.pair.WaitConnected(t)
+	require.Eventually(t, func() bool { return len(s.connectionNames(tok)) > 0 }, 5*time.Second, 10*time.Millisecond)
+	r = s.placeMarket(tok, "Sim101", "Buy", 1)
+	require.Equal(t, http.StatusOK, r.Status, string(r.raw))
+}
