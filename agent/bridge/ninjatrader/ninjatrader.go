@@ -339,8 +339,6 @@ func unavailable(code string) *bridge.UnavailableError {
 	return &bridge.UnavailableError{Code: code, Reason: reasons[code]}
 }
 
-// errClosedLink is the cause of a session that ended.
-var errClosedLink = errors.New("ninjatrader: connection to the add-on closed")
 
 // wrapf wraps err once with context.
 func wrapf(err error, format string, args ...any) error {

@@ -93,16 +93,6 @@ func foldName(s string) string {
 	return b.String()
 }
 
-// positionFile is a position file: its name tells the account and the
-// instrument, its content "<LONG|SHORT|FLAT>;<quantity>;<average price>".
-type positionFile struct {
-	Account        string
-	Instrument     string // contract name, "ES 12-26"
-	MarketPosition string // protocol spelling
-	Quantity       int
-	AvgPrice       float64
-}
-
 // isPositionFileName reports whether name is a position file's name.
 func isPositionFileName(name string) bool {
 	return len(name) > len(positionSuffix) && strings.EqualFold(name[len(name)-len(positionSuffix):], positionSuffix)
