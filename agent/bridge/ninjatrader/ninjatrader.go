@@ -339,7 +339,6 @@ func unavailable(code string) *bridge.UnavailableError {
 	return &bridge.UnavailableError{Code: code, Reason: reasons[code]}
 }
 
-
 // wrapf wraps err once with context.
 func wrapf(err error, format string, args ...any) error {
 	return fmt.Errorf(format+": %w", append(args, err)...)
