@@ -183,6 +183,10 @@ const (
 	EventAccount   EventKind = protocol.EventAccount
 	EventQuote     EventKind = protocol.EventQuote
 	EventStrategy  EventKind = protocol.EventStrategy
+	// EventConnections reports that the platform's connections or their
+	// accounts changed: Event.Connections holds the whole list as it
+	// stands (empty while the platform itself is unreachable).
+	EventConnections EventKind = protocol.EventConnections
 )
 
 // Event is one update of the platform's event stream. Exactly one record
@@ -218,6 +222,11 @@ var (
 	ErrStrategyNotFound  = errors.New("bridge: strategy not found")
 	ErrStrategyClass     = errors.New("bridge: unknown strategy class")
 	ErrStrategyTerminal  = errors.New("bridge: strategy is terminal")
+	// ErrOutcomeUnknown reports a write that reached the platform, after
+	// which the link to it broke before the platform answered: the
+	// platform may have acted on it. Nothing is retried; the caller should
+	// read the orders and positions before trying again.
+	ErrOutcomeUnknown = errors.New("bridge: the platform may have acted; the outcome is unknown")
 )
 
 // Why an instrument was refused (InstrumentError.Cause). The values are

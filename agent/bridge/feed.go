@@ -60,13 +60,23 @@ func (f *Feed) Subscribe(ctx context.Context) <-chan Event {
 }
 
 // Publish numbers ev and sends it to every reader. It never blocks.
-func (f *Feed) Publish(ev Event) {
+func (f *Feed) Publish(ev Event) { f.PublishFunc(func() Event { return ev }) }
+
+// PublishFunc numbers an event and, when the Feed has readers, builds it
+// with build and sends it to every reader: a platform nobody watches
+// counts its events without building them. build runs with the Feed's
+// lock held and must not call the Feed. It never blocks.
+func (f *Feed) PublishFunc(build func() Event) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if f.closed {
 		return
 	}
 	f.seq++
+	if len(f.subs) == 0 {
+		return
+	}
+	ev := build()
 	ev.Seq = f.seq
 	for r := range f.subs {
 		if r.lost {
@@ -83,14 +93,6 @@ func (f *Feed) Publish(ev Event) {
 			r.lost = true
 		}
 	}
-}
-
-// Skip numbers an event nobody reads: a platform with no reader may count
-// its events without building them (see Readers).
-func (f *Feed) Skip() {
-	f.mu.Lock()
-	f.seq++
-	f.mu.Unlock()
 }
 
 // Readers reports how many readers the Feed has.

@@ -15,10 +15,14 @@ func TestFeedNumbersAndFansOut(t *testing.T) {
 	f := bridge.NewFeed(8)
 	a, b := f.Subscribe(t.Context()), f.Subscribe(t.Context())
 	require.Equal(t, 2, f.Readers())
-	f.Skip() // an event nobody had to see still takes its number
+	built := false
+	bridge.NewFeed(1).PublishFunc(func() bridge.Event { built = true; return bridge.Event{} })
+	require.False(t, built, "an event nobody reads is not built")
+	f.PublishFunc(func() bridge.Event { return bridge.Event{Kind: bridge.EventQuote} })
 	f.Publish(bridge.Event{Kind: bridge.EventOrder})
 	f.Publish(bridge.Event{Kind: bridge.EventPosition})
 	for _, ch := range []<-chan bridge.Event{a, b} {
+		require.Equal(t, bridge.Event{Seq: 1, Kind: bridge.EventQuote}, <-ch)
 		require.Equal(t, bridge.Event{Seq: 2, Kind: bridge.EventOrder}, <-ch)
 		require.Equal(t, bridge.Event{Seq: 3, Kind: bridge.EventPosition}, <-ch)
 	}

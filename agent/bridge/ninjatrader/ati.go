@@ -26,11 +26,6 @@ type ATI interface {
 // serve while the add-on is unreachable.
 const ReasonNeedsAddon = "needs_addon"
 
-func init() {
-	reasons[ReasonNeedsAddon] = "this needs the NinjaTrader add-on (NinjaTrader: Tools > Import > NinjaScript Add-On); " +
-		"without it only orders, cancels, changes, flattens, positions and order states work, through NinjaTrader's ATI files"
-}
-
 // viaATI reports whether calls go to the ATI fallback now.
 func (p *Platform) viaATI() bool {
 	p.mu.Lock()

@@ -2,6 +2,8 @@ package ninjatrader
 
 import (
 	"encoding/json"
+	"maps"
+	"math"
 	"slices"
 	"time"
 
@@ -284,12 +286,7 @@ func (k *marks) observe(f figures, now time.Time) {
 	k.unrealHigh, k.unrealLow = max(k.unrealHigh, f.unrealized), min(k.unrealLow, f.unrealized)
 }
 
-func roundCents(x float64) float64 {
-	if x < 0 {
-		return -float64(int64(-x*100+0.5)) / 100
-	}
-	return float64(int64(x*100+0.5)) / 100
-}
+func roundCents(x float64) float64 { return math.Round(x*100) / 100 }
 
 func ptr[T any](v T) *T { return &v }
 
@@ -300,14 +297,7 @@ func orEmpty[T any](s []T) []T {
 	return s
 }
 
-func sortedKeys[V any](m map[string]V) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	slices.Sort(keys)
-	return keys
-}
+func sortedKeys[V any](m map[string]V) []string { return slices.Sorted(maps.Keys(m)) }
 
 // sameJSON reports whether two records encode the same.
 func sameJSON(a, b any) bool {

@@ -191,15 +191,15 @@ func (p *Platform) Run(ctx context.Context) error {
 		close(done)
 	}()
 
+	var wg sync.WaitGroup
+	defer wg.Wait()
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	defer context.AfterFunc(p.closeCtx, cancel)()
 
 	if p.opts.ATI != nil {
-		done := make(chan struct{})
-		go func() { defer close(done); p.forwardATI(ctx) }()
-		defer func() { <-done }()
-		defer cancel()
+		wg.Add(1)
+		go func() { defer wg.Done(); p.forwardATI(ctx) }()
 	}
 	backoff := p.opts.MinBackoff
 	for {
@@ -332,6 +332,8 @@ var reasons = map[string]string{
 	ReasonConnectionLost:   "the connection to NinjaTrader's add-on was lost",
 	ReasonDiscoveryInvalid: "the NinjaTrader add-on's discovery file cannot be read",
 	ReasonProtocol:         "the NinjaTrader add-on broke the protocol; the agent reconnects",
+	ReasonNeedsAddon: "this needs the NinjaTrader add-on (NinjaTrader: Tools > Import > NinjaScript Add-On); " +
+		"without it only orders, cancels, changes, flattens, positions and order states work, through NinjaTrader's ATI files",
 }
 
 // unavailable returns the error of a Reason code.

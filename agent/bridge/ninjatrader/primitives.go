@@ -418,7 +418,7 @@ func replyError(e *ntwire.Error) error {
 		return wrap(&bridge.UnavailableError{Code: "account_connection_down",
 			Reason: "the account's connection in NinjaTrader is not connected"})
 	}
-	return fmt.Errorf("ninjatrader: %w", errors.Join(e))
+	return fmt.Errorf("ninjatrader: %w", e)
 }
 
 // contractName turns an instrument in any accepted form into the contract

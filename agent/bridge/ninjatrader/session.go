@@ -96,7 +96,7 @@ func (p *Platform) handshake(conn net.Conn, r *ntwire.Reader, w *ntwire.Writer, 
 	}
 	switch m.Type {
 	case ntwire.TypeWelcome:
-		if m.ProtocolVersion < 1 || m.ProtocolVersion > ntwire.Version || !validSessionID(m.SessionID) {
+		if m.ProtocolVersion < 1 || m.ProtocolVersion > ntwire.Version || !ntwire.ValidSessionID(m.SessionID) {
 			return m, unavailable(ReasonProtocol)
 		}
 		return m, nil
@@ -111,21 +111,6 @@ func (p *Platform) handshake(conn net.Conn, r *ntwire.Reader, w *ntwire.Writer, 
 		}
 	}
 	return m, unavailable(ReasonProtocol)
-}
-
-// validSessionID reports whether id is a session id: 8 to 64 characters
-// of [A-Za-z0-9_-].
-func validSessionID(id string) bool {
-	if len(id) < 8 || len(id) > 64 {
-		return false
-	}
-	for i := 0; i < len(id); i++ {
-		c := id[i]
-		if !('a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || c == '_' || c == '-') {
-			return false
-		}
-	}
-	return true
 }
 
 // deadlineWriter bounds each write to the add-on. ntwire.Writer writes a
@@ -255,15 +240,18 @@ func (s *session) check(now time.Time) {
 	s.mu.Lock()
 	silent, idle := now.Sub(s.lastRecv), now.Sub(s.lastSent)
 	gap := !s.gapSince.IsZero() && now.Sub(s.gapSince) > s.p.opts.GapWait
-	s.nextID++
-	pingID := s.nextID
+	var pingID uint64
+	if idle > s.p.opts.PingAfter {
+		s.nextID++
+		pingID = s.nextID
+	}
 	s.mu.Unlock()
 	switch {
 	case silent > s.p.opts.DeadAfter:
 		s.log.Warn("ninjatrader: the add-on went silent; reconnecting", zap.Duration("silent", silent))
 		s.end()
 		return
-	case idle > s.p.opts.PingAfter:
+	case pingID != 0:
 		_ = s.send(ntwire.Message{Type: ntwire.TypePing, ID: pingID})
 	}
 	if gap {

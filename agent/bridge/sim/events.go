@@ -22,59 +22,43 @@ func (p *Platform) Events(ctx context.Context) <-chan bridge.Event {
 // emit publishes ev to every reader, with p.mu held. It never blocks.
 func (p *Platform) emit(ev bridge.Event) { p.events.Publish(ev) }
 
-// unwatched reports, with p.mu held, that nobody reads the events: the
-// event is only counted.
-func (p *Platform) unwatched() bool {
-	if p.events.Readers() > 0 {
-		return false
-	}
-	p.events.Skip()
-	return true
-}
-
 // The emit helpers below copy a record into a new event, with p.mu held.
 // With no reader they only count the event, so an unwatched simulator
 // allocates nothing for its events.
 
 // emitOrder publishes the order as it stands.
 func (p *Platform) emitOrder(o *order) {
-	if p.unwatched() {
-		return
-	}
-	rec := o.rec
-	p.emit(bridge.Event{Kind: bridge.EventOrder, Order: &rec})
+	p.events.PublishFunc(func() bridge.Event {
+		rec := o.rec
+		return bridge.Event{Kind: bridge.EventOrder, Order: &rec}
+	})
 }
 
 // emitExecution publishes a fill.
 func (p *Platform) emitExecution(e protocol.Execution) {
-	if p.unwatched() {
-		return
-	}
-	p.emit(bridge.Event{Kind: bridge.EventExecution, Execution: &e})
+	p.events.PublishFunc(func() bridge.Event { return bridge.Event{Kind: bridge.EventExecution, Execution: &e} })
 }
 
 // emitPosition publishes the account's position in c after a change; a
 // position that went flat is reported Flat with quantity 0.
 func (p *Platform) emitPosition(a *account, c contract) {
-	if p.unwatched() {
-		return
-	}
-	m := p.markets[c.Name]
-	var rec protocol.Position
-	if pos := a.positions[c.Name]; pos != nil {
-		rec = pos.record(a.name, m)
-	} else {
-		rec = flatRecord(a.name, c, m)
-	}
-	p.emit(bridge.Event{Kind: bridge.EventPosition, Position: &rec})
+	p.events.PublishFunc(func() bridge.Event {
+		m := p.markets[c.Name]
+		var rec protocol.Position
+		if pos := a.positions[c.Name]; pos != nil {
+			rec = pos.record(a.name, m)
+		} else {
+			rec = flatRecord(a.name, c, m)
+		}
+		return bridge.Event{Kind: bridge.EventPosition, Position: &rec}
+	})
 }
 
 // emitAccount publishes the account's current values.
 func (p *Platform) emitAccount(a *account) {
-	if p.unwatched() {
-		return
-	}
-	rec := p.accountRecord(a)
-	a.unrealSent = rec.Item.UnrealizedProfitLoss
-	p.emit(bridge.Event{Kind: bridge.EventAccount, Account: &rec})
+	p.events.PublishFunc(func() bridge.Event {
+		rec := p.accountRecord(a)
+		a.unrealSent = rec.Item.UnrealizedProfitLoss
+		return bridge.Event{Kind: bridge.EventAccount, Account: &rec}
+	})
 }

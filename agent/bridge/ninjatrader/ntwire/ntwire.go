@@ -326,13 +326,21 @@ const MaxOrderID = 64
 
 // ValidOrderID reports whether id may be an agent's order id: 1 to
 // MaxOrderID characters of [A-Za-z0-9._:-].
-func ValidOrderID(id string) bool {
-	if id == "" || len(id) > MaxOrderID {
+func ValidOrderID(id string) bool { return spelled(id, 1, MaxOrderID, "._:-") }
+
+// ValidSessionID reports whether id may be an add-on session id: 8 to 64
+// characters of [A-Za-z0-9_-].
+func ValidSessionID(id string) bool { return spelled(id, 8, 64, "_-") }
+
+// spelled reports whether s has min to max characters, each an ASCII
+// letter, a digit or one of extra.
+func spelled(s string, min, max int, extra string) bool {
+	if len(s) < min || len(s) > max {
 		return false
 	}
-	for i := 0; i < len(id); i++ {
-		c := id[i]
-		if !('a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || c == '.' || c == '_' || c == ':' || c == '-') {
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if !('a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || strings.IndexByte(extra, c) >= 0) {
 			return false
 		}
 	}

@@ -123,3 +123,12 @@ func TestNameFits(t *testing.T) {
 	require.False(t, NameFits(strings.Repeat("a", 50), ""))
 	require.False(t, NameFits(strings.Repeat("a", 40), strings.Repeat("t", 9)))
 }
+
+func TestValidSessionID(t *testing.T) {
+	t.Parallel()
+	require.True(t, ValidSessionID("7c1e0b5a9f3d4e21"))
+	require.True(t, ValidSessionID("a_b-C123"))
+	require.False(t, ValidSessionID("short"))
+	require.False(t, ValidSessionID(strings.Repeat("a", 65)))
+	require.False(t, ValidSessionID("7c1e0b5a:9f3d4e21"))
+}
