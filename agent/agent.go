@@ -140,7 +140,7 @@ func New(opts Options) (*Agent, error) {
 	if err := a.newEngines(now); err != nil {
 		return nil, err
 	}
-	a.ops.SetGate(gate{a.controls, a.monitors})
+	a.ops.SetGate(ops.Gates{a.controls, a.monitors})
 
 	dopts := opts.Dispatch
 	dopts.Explain = a.ops.Explain

@@ -84,7 +84,19 @@ const (
 	// than maxResyncCorrection allows, or an order on the other side of a
 	// priced (non-market) order; nothing was placed.
 	CodeResyncLimit = "resync_limit_exceeded"
+	// CodeNotSupported: the platform lacks what the call needs (a broker
+	// with no strategies, ATM templates or historical bars, or OCO groups
+	// joined one order at a time); the detail says what to do instead.
+	// Nothing was done, and asking again will not help.
+	CodeNotSupported = "not_supported"
 )
+
+// BrokerRejectPrefix begins the codes of an order a linked broker refused
+// (the broker family, relay/broker/tradovate): "tradovate_" and the
+// broker's reason in snake case, as tradovate_max_pos_limit_reached.
+// Such a code means what CodeOrderRejected means, with the broker's
+// reason named.
+const BrokerRejectPrefix = "tradovate_"
 
 // Codes lists every RPC error code, for tests and documentation.
 var Codes = []string{
@@ -96,4 +108,5 @@ var Codes = []string{
 	CodeRequestInProgress, CodeDeadlineExceeded, CodeCancelled,
 	CodePlatformUnavailable, CodeInternal,
 	CodePositionNotFlat, CodeResyncLimit, CodeOutcomeUnknown,
+	CodeNotSupported,
 }

@@ -43,6 +43,7 @@ func TestWireConstantsPinned(t *testing.T) {
 		"request_in_progress", "deadline_exceeded", "cancelled",
 		"platform_unavailable", "internal_error",
 		"position_not_flat", "resync_limit_exceeded", "outcome_unknown",
+		"not_supported",
 	}, Codes)
 	require.Len(t, Functions, 35)
 	for _, f := range append(Functions, InternalFunctions...) {

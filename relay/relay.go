@@ -2,9 +2,9 @@
 // (relay/store), token checks (relay/auth), one admission for every door
 // (relay/admit), the agent tunnels (relay/hub), the trading API
 // (relay/api), the WebSocket stream API (relay/stream), the Management API
-// (relay/manage) and metrics (relay/metrics) into one HTTP server with
-// timeouts and a graceful shutdown that also closes the stream sockets and
-// ends the tunnels.
+// (relay/manage), the broker family (relay/broker) and metrics
+// (relay/metrics) into one HTTP server with timeouts and a graceful
+// shutdown that also closes the stream sockets and ends the tunnels.
 //
 // # Limits
 //
@@ -49,6 +49,7 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"net"
@@ -62,12 +63,14 @@ import (
 	"tradebridge/relay/admit"
 	"tradebridge/relay/api"
 	"tradebridge/relay/auth"
+	"tradebridge/relay/broker"
 	"tradebridge/relay/budget"
 	"tradebridge/relay/errcode"
 	"tradebridge/relay/httpapi"
 	"tradebridge/relay/hub"
 	"tradebridge/relay/manage"
 	"tradebridge/relay/metrics"
+	"tradebridge/relay/sealed"
 	"tradebridge/relay/store"
 	"tradebridge/relay/stream"
 	"tradebridge/relay/tradecall"
@@ -102,6 +105,13 @@ type Options struct {
 	// Modes are the service modes, which the operator's listener serves
 	// at GET and PUT manage.OperatorModesPath.
 	Manage manage.Options
+	// Broker configures the broker family (/v1/api/tv: linked Tradovate
+	// logins run in the relay); Store, Logger, Config and Report in it
+	// are filled by the Relay. Its Keys seal the links' secrets; nil
+	// means a key made for this Relay alone, so links stored by an
+	// earlier one cannot be opened (tests only: relay serve always passes
+	// its key file's).
+	Broker broker.Options
 
 	// ReadHeaderTimeout bounds the time to receive a request's headers.
 	// Default 10 s.
@@ -151,6 +161,7 @@ type Relay struct {
 	hub      *hub.Hub
 	stream   *stream.Server
 	manage   *manage.Server
+	broker   *broker.Manager
 	metrics  *metrics.Metrics
 	guard    *httpapi.Guard
 	handler  http.Handler
@@ -268,7 +279,46 @@ func New(opts Options) (*Relay, error) {
 		return nil, err
 	}
 	streams.Store(st)
+	// The broker family: the links' instances run the agent's operations
+	// and engines in the relay; the Management API configures their
+	// engines and stores what they report.
+	bopts := opts.Broker
+	bopts.Store = opts.Store
+	bopts.Logger = opts.Logger
+	if bopts.Keys == nil {
+		if bopts.Keys, err = sealed.Generate("relay"); err != nil {
+			st.Close()
+			h.Close()
+			return nil, err
+		}
+	}
+	bopts.Config = func(ctx context.Context, userID string) (protocol.Config, error) {
+		mg := managers.Load()
+		if mg == nil {
+			return protocol.Config{}, errors.New("relay: the Management API is not ready")
+		}
+		return mg.BrokerConfig(ctx, userID)
+	}
+	bopts.Report = func(userID, kind string, data json.RawMessage) {
+		if mg := managers.Load(); mg != nil {
+			mg.ReportBroker(userID, kind, data)
+		}
+	}
+	bm, err := broker.New(bopts)
+	if err != nil {
+		st.Close()
+		h.Close()
+		return nil, err
+	}
+	tv, err := api.New(api.Options{Family: api.FamilyTV, Caller: bm, Auth: authn, Admit: adm, Idempotency: opts.Store, Budget: trading, IPBudget: perIP, Logger: opts.Logger})
+	if err != nil {
+		bm.Close()
+		st.Close()
+		h.Close()
+		return nil, err
+	}
 	mopts := opts.Manage
+	mopts.BrokerLinks = bm
 	mopts.Store = opts.Store
 	mopts.Hub = h
 	mopts.Admitter = adm
@@ -279,18 +329,21 @@ func New(opts Options) (*Relay, error) {
 	}
 	mg, err := manage.New(mopts)
 	if err != nil {
+		bm.Close()
 		st.Close()
 		h.Close()
 		return nil, err
 	}
 	managers.Store(mg)
-	r := &Relay{opts: opts, log: opts.Logger.Named("relay"), hub: h, stream: st, manage: mg, metrics: m, guard: guard}
+	r := &Relay{opts: opts, log: opts.Logger.Named("relay"), hub: h, stream: st, manage: mg, broker: bm, metrics: m, guard: guard}
 
 	mux := &routes{ServeMux: http.NewServeMux()}
 	mux.Handle("GET "+protocol.ConnectPath, h)
 	mux.HandleFunc("GET /healthz", healthy)
 	mux.HandleFunc("GET /readyz", r.ready)
 	a.Register(mux)
+	tv.Register(mux)
+	bm.Register(mux, adm, tv.Door())
 	mux.Handle("GET "+stream.Path, st)
 	mg.Register(mux)
 	mux.addNotAllowed()
@@ -384,6 +437,9 @@ func (r *Relay) Hub() *hub.Hub { return r.hub }
 // Manage returns the relay's Management API server.
 func (r *Relay) Manage() *manage.Server { return r.manage }
 
+// Broker returns the relay's broker family (the linked logins).
+func (r *Relay) Broker() *broker.Manager { return r.broker }
+
 // Stream returns the relay's WebSocket stream server.
 func (r *Relay) Stream() *stream.Server { return r.stream }
 
@@ -453,6 +509,11 @@ func (r *Relay) Serve(ctx context.Context, ln net.Listener) error {
 	janitorDone := make(chan struct{})
 	go func() { defer close(janitorDone); r.janitor(jctx) }()
 	defer func() { stopJanitor(); <-janitorDone }()
+	// The broker links start with the relay, so that their engines
+	// enforce the users' limits whether or not anyone calls.
+	brokerDone := make(chan struct{})
+	go func() { defer close(brokerDone); _ = r.broker.Run(jctx) }()
+	defer func() { stopJanitor(); <-brokerDone }()
 	r.log.Info("relay listening", zap.String("addr", ln.Addr().String()))
 	if len(listeners) > 1 {
 		r.log.Info("operator routes listening", zap.String("addr", listeners[1].Addr().String()))
@@ -492,6 +553,7 @@ func (r *Relay) shutdown(servers []*http.Server, hardStop context.CancelCauseFun
 	// agent (their outcome is recorded, then answered).
 	r.stream.Close()
 	r.hub.Close()
+	r.broker.Close()
 	r.manage.Close()
 	hardStop(httpapi.ErrShuttingDown)
 	// Wait for the handlers to answer; those that have not within grace
@@ -565,6 +627,7 @@ func (r *Relay) janitor(ctx context.Context) {
 func (r *Relay) Close() error {
 	r.stream.Close()
 	err := r.hub.Close()
+	r.broker.Close()
 	r.manage.Close()
 	return err
 }

@@ -227,6 +227,11 @@ var (
 	// platform may have acted on it. Nothing is retried; the caller should
 	// read the orders and positions before trying again.
 	ErrOutcomeUnknown = errors.New("bridge: the platform may have acted; the outcome is unknown")
+	// ErrNotSupported reports a primitive the platform lacks (a broker
+	// with no strategies, ATM templates or bars): nothing was done, and
+	// asking again will not help. Platforms answer it with a
+	// *NotSupportedError.
+	ErrNotSupported = errors.New("bridge: not supported by the platform")
 )
 
 // Why an instrument was refused (InstrumentError.Cause). The values are
@@ -297,6 +302,49 @@ func (e *RequestError) Unwrap() error { return e.Err }
 // refused, with its reason. The reason never repeats the caller's input.
 type RejectError struct {
 	Reason string
+	// Code, when set, is a stable code for the refusal that programs can
+	// act on, as a broker names it ("tradovate_max_pos_limit_reached");
+	// the operations answer it in place of order_rejected. Empty means
+	// order_rejected.
+	Code string
 }
 
 func (e *RejectError) Error() string { return "bridge: order rejected: " + e.Reason }
+
+// NotSupportedError reports a primitive, or a form of a request, the
+// platform lacks. It matches ErrNotSupported with errors.Is. What names
+// the primitive ("strategies", "ATM templates", "bars", "OCO groups")
+// and Reason is a fixed sentence for bot authors saying what to do
+// instead; neither ever repeats the caller's input.
+type NotSupportedError struct {
+	What   string
+	Reason string
+}
+
+func (e *NotSupportedError) Error() string {
+	s := "bridge: not supported by the platform: " + e.What
+	if e.Reason != "" {
+		s += ": " + e.Reason
+	}
+	return s
+}
+
+// Is matches ErrNotSupported.
+func (e *NotSupportedError) Is(target error) bool { return target == ErrNotSupported }
+
+// PairSubmitter is implemented by platforms that place two orders as one
+// OCO pair in a single request (a broker that joins orders to an OCO
+// group only when they are placed together, and answers ErrNotSupported
+// to SubmitOrder with Oco set). The operations use it for the legs of a
+// bracket when the platform implements it.
+type PairSubmitter interface {
+	// SubmitOCO places a and b as one OCO pair: when one fills (even
+	// partly), the platform cancels the other. Both are placed or
+	// neither is: an error means no order of the pair stands (a
+	// RejectError as SubmitOrder reports one), except ErrOutcomeUnknown,
+	// after which the caller must read the orders. Their Oco fields are
+	// the pair's OCO id as the caller names it; the orders returned carry
+	// it. It returns the two orders as the platform first reports them,
+	// a's first.
+	SubmitOCO(ctx context.Context, a, b OrderRequest) (protocol.Order, protocol.Order, error)
+}

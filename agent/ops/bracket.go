@@ -2,6 +2,7 @@ package ops
 
 import (
 	"context"
+	"errors"
 	"strings"
 
 	"tradebridge/agent/bridge"
@@ -14,7 +15,9 @@ import (
 // OCO pair on the side opposite to action, sized to the position when it is
 // smaller than quantity. When the position went flat during the wait no
 // bracket is placed; when there was no position at all the bracket is
-// placed at quantity as a straddle entry. See the package documentation.
+// placed at quantity as a straddle entry. Two legs go to a platform that
+// implements bridge.PairSubmitter in one SubmitOCO request. See the
+// package documentation.
 func (o *Ops) CancelAndBracket(ctx context.Context, a protocol.CancelAndBracketArgs) (protocol.BracketResult, error) {
 	res := protocol.BracketResult{OrderIDs: []string{}, CancelledOrderIDs: []string{}, Orders: []protocol.Order{}}
 	var miss fields
@@ -139,7 +142,26 @@ func (o *Ops) CancelAndBracket(ctx context.Context, a protocol.CancelAndBracketA
 			OrderType: protocol.OrderTypeLimit, Quantity: qty, LimitPrice: *a.TakeProfit,
 			TimeInForce: protocol.TimeInForceGtc, Oco: oco, Name: "Profit target"})
 	}
+	pair, isPair := o.p.(bridge.PairSubmitter)
+	if isPair && len(legs) == 2 {
+		// The platform joins orders to an OCO group only when they are
+		// placed together: both legs in one request, both or neither.
+		first, second, err := pair.SubmitOCO(ctx, legs[0], legs[1])
+		if err != nil {
+			return protocol.BracketResult{OrderIDs: []string{}, CancelledOrderIDs: res.CancelledOrderIDs, Orders: []protocol.Order{}},
+				bracketError(err)
+		}
+		res.OrderIDs = append(res.OrderIDs, first.OrderID, second.OrderID)
+		res.Orders = append(res.Orders, first, second)
+		res.Placed, res.OcoID, res.Quantity = true, oco, qty
+		return res, nil
+	}
 	for _, leg := range legs {
+		if isPair && len(legs) == 1 {
+			// Such a platform joins no order to a group afterwards: a
+			// lone leg is a plain order.
+			leg.Oco = ""
+		}
 		ord, err := o.p.SubmitOrder(ctx, leg)
 		if err != nil {
 			// Never leave half a bracket: take back the legs placed.
@@ -147,13 +169,22 @@ func (o *Ops) CancelAndBracket(ctx context.Context, a protocol.CancelAndBracketA
 				o.log.Error("taking back a bracket leg failed")
 			}
 			return protocol.BracketResult{OrderIDs: []string{}, CancelledOrderIDs: res.CancelledOrderIDs, Orders: []protocol.Order{}},
-				withDetail(wireError(err), "the orders were cancelled, but the bracket could not be placed: ")
+				bracketError(err)
 		}
 		res.OrderIDs = append(res.OrderIDs, ord.OrderID)
 		res.Orders = append(res.Orders, ord)
 	}
 	res.Placed, res.OcoID, res.Quantity = true, oco, qty
 	return res, nil
+}
+
+// bracketError is the wire error of a bracket that could not be placed
+// after the instrument's orders were cancelled.
+func bracketError(err error) error {
+	if errors.Is(err, bridge.ErrOutcomeUnknown) {
+		return withDetail(wireError(err), "the orders were cancelled; whether the bracket was placed is unknown: ")
+	}
+	return withDetail(wireError(err), "the orders were cancelled, but the bracket could not be placed: ")
 }
 
 // withDetail prefixes a wire error's detail.

@@ -16,7 +16,11 @@
 // value the caller sent (the one exception, by DESIGN.md, is the strategy
 // tag that owns a position, named in position_owned). A platform failure
 // that fits no code is returned as a plain error, which the dispatcher
-// answers with internal_error.
+// answers with internal_error. A platform's refusal is order_rejected, or
+// the platform's own stable code when it names one (bridge.RejectError's
+// Code, "tradovate_max_pos_limit_reached"); a primitive the platform
+// lacks (bridge.ErrNotSupported) is not_supported, whose detail says what
+// to do instead.
 //
 // # Nothing half-applied
 //
@@ -113,7 +117,13 @@
 //     (8) the result is {orderIds: [stop loss, take profit]} plus ocoId,
 //     quantity, placed, cancelledOrderIds and the orders. The stop loss is
 //     a StopMarket order, the take profit a Limit order, both Gtc, named
-//     "Stop loss" and "Profit target"; the stop is placed first.
+//     "Stop loss" and "Profit target"; the stop is placed first. On a
+//     platform that implements bridge.PairSubmitter (a broker that joins
+//     orders to an OCO group only when they are placed together) two legs
+//     are placed in one request, SubmitOCO, both or neither; the result
+//     reads the same. A lone leg goes to such a platform as a plain order
+//     (no OCO id on the order; the result still reports ocoId), since it
+//     joins no order to a group afterwards.
 //
 // # Choices where the spec and DESIGN.md are silent
 //

@@ -84,6 +84,36 @@ type Gate interface {
 	Check(account, instrument string, src Source) Verdict
 }
 
+// Checker is one part of a Gates: an engine's judgment of orders (the
+// controls, the account monitors, the news lockout). Like Gate.Check, its
+// Check must be fast and must not block.
+type Checker interface {
+	Check(account, instrument string, src Source) Verdict
+}
+
+// Gates is a Gate made of several Checkers, asked in order: an agent's
+// controls first (kill switch, blockAllSignals, news lockout), then the
+// account's monitor; a relay's broker engines likewise. For each kind of
+// refusal (Verdict.Any, Verdict.Entries) the first Checker that refuses
+// names the rule. Nil Checkers are not allowed; an empty Gates refuses
+// nothing.
+type Gates []Checker
+
+// Check implements Gate.
+func (g Gates) Check(account, instrument string, src Source) Verdict {
+	var v Verdict
+	for _, c := range g {
+		w := c.Check(account, instrument, src)
+		if v.Any == nil {
+			v.Any = w.Any
+		}
+		if v.Entries == nil {
+			v.Entries = w.Entries
+		}
+	}
+	return v
+}
+
 // SetGate makes g the gate every order passes; nil lets every order pass.
 // The agent sets it once, before serving calls.
 func (o *Ops) SetGate(g Gate) {

@@ -150,3 +150,47 @@ func TestGateOnChanges(t *testing.T) {
 	_, err = f.ops.CancelOrder(bg, protocol.OrderArgs{Account: "Sim101", OrderID: o.OrderID})
 	require.NoError(t, err, "cancelling never asks the gate")
 }
+
+// Gates asks every Checker in order; for each kind of refusal the first
+// Checker that refuses names the rule, and every Checker is asked.
+func TestGates(t *testing.T) {
+	t.Parallel()
+	lockout := &Block{Rule: RuleNewsLockout, Reason: "a news lockout is open"}
+	closing := &Block{Rule: RuleClosingOnly, Reason: "the account's monitor allows closing orders only"}
+	fixed := func(v Verdict) *fakeGate { return &fakeGate{verdict: func(Source) Verdict { return v }} }
+	for _, tc := range []struct {
+		name     string
+		checkers []Verdict
+		want     Verdict
+	}{
+		{"none", nil, Verdict{}},
+		{"nobody refuses", []Verdict{{}, {}}, Verdict{}},
+		{"one refuses all", []Verdict{{}, {Any: killBlock}}, Verdict{Any: killBlock}},
+		{"the first refusal of all wins", []Verdict{{Any: killBlock}, {Any: signalBlock}}, Verdict{Any: killBlock}},
+		{"the first refusal of entries wins", []Verdict{{Entries: lockout}, {Entries: closing}}, Verdict{Entries: lockout}},
+		{"kinds combine across checkers", []Verdict{{Entries: lockout}, {Any: signalBlock, Entries: closing}},
+			Verdict{Any: signalBlock, Entries: lockout}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			var g Gates
+			var fakes []*fakeGate
+			for _, v := range tc.checkers {
+				fg := fixed(v)
+				fakes = append(fakes, fg)
+				g = append(g, fg)
+			}
+			require.Equal(t, tc.want, g.Check("Sim101", es, SourceCopier))
+			for i, fg := range fakes {
+				require.Equal(t, []Source{SourceCopier}, fg.asked, "checker %d is asked once, with the source", i)
+			}
+		})
+	}
+	// Gates is a Gate: Ops refuses by it.
+	f := newFixture(t)
+	f.ops.SetGate(Gates{fixed(Verdict{}), fixed(Verdict{Any: killBlock})})
+	_, err := f.ops.PlaceOrder(bg, marketArgs("Buy", 1))
+	requireCode(t, err, protocol.CodeTradingBlocked)
+	require.Contains(t, err.Error(), "(rule: "+RuleKillSwitch+")")
+	require.Empty(t, f.rec.Writes())
+}

@@ -455,11 +455,19 @@ func wireError(err error) error {
 	var re *bridge.RejectError
 	var ie *bridge.InstrumentError
 	var ue *bridge.UnavailableError
+	var ne *bridge.NotSupportedError
 	switch {
 	case errors.As(err, &ie):
 		return protocol.NewError(protocol.CodeInvalidInstrument, instrumentDetail(ie))
 	case errors.As(err, &re):
+		if re.Code != "" {
+			return protocol.NewError(re.Code, re.Reason)
+		}
 		return protocol.NewError(protocol.CodeOrderRejected, re.Reason)
+	case errors.As(err, &ne):
+		return protocol.NewError(protocol.CodeNotSupported, notSupportedDetail(ne))
+	case errors.Is(err, bridge.ErrNotSupported):
+		return protocol.NewError(protocol.CodeNotSupported, "the trading platform does not support this")
 	case errors.Is(err, bridge.ErrAccountNotFound):
 		return protocol.NewError(protocol.CodeAccountNotFound, "no such account on the platform")
 	case errors.Is(err, bridge.ErrInstrumentUnknown):
@@ -486,4 +494,17 @@ func wireError(err error) error {
 		return protocol.NewError(protocol.CodeCancelled, "the call was cancelled")
 	}
 	return fmt.Errorf("ops: %w", err)
+}
+
+// notSupportedDetail says what the platform lacks and what to do instead.
+func notSupportedDetail(e *bridge.NotSupportedError) string {
+	what := e.What
+	if what == "" {
+		what = "this"
+	}
+	detail := "the trading platform does not support " + what
+	if e.Reason != "" {
+		detail += ": " + e.Reason
+	}
+	return detail
 }

@@ -397,9 +397,22 @@ func TestWireError(t *testing.T) {
 		{context.DeadlineExceeded, protocol.CodeDeadlineExceeded},
 		{context.Canceled, protocol.CodeCancelled},
 		{protocol.NewError(protocol.CodeNoPosition, "x"), protocol.CodeNoPosition},
+		{&bridge.RejectError{Reason: "the position limit is reached", Code: "tradovate_max_pos_limit_reached"}, "tradovate_max_pos_limit_reached"},
+		{fmt.Errorf("x: %w", &bridge.RejectError{Reason: "r", Code: "broker_code"}), "broker_code"},
+		{&bridge.NotSupportedError{What: "bars", Reason: "read bars from a market-data service"}, protocol.CodeNotSupported},
+		{fmt.Errorf("x: %w", &bridge.NotSupportedError{What: "strategies"}), protocol.CodeNotSupported},
+		{fmt.Errorf("x: %w", bridge.ErrNotSupported), protocol.CodeNotSupported},
 	} {
 		requireCode(t, wireError(tc.err), tc.code)
 	}
+	// A coded rejection keeps its reason as the detail; a NotSupportedError
+	// says what is missing and what to do instead.
+	require.Equal(t, protocol.NewError("tradovate_max_pos_limit_reached", "the position limit is reached"),
+		wireError(&bridge.RejectError{Reason: "the position limit is reached", Code: "tradovate_max_pos_limit_reached"}))
+	require.Equal(t, protocol.NewError(protocol.CodeOrderRejected, "market is closed"),
+		wireError(&bridge.RejectError{Reason: "market is closed"}))
+	require.Equal(t, protocol.NewError(protocol.CodeNotSupported, "the trading platform does not support bars: read bars from a market-data service"),
+		wireError(&bridge.NotSupportedError{What: "bars", Reason: "read bars from a market-data service"}))
 	require.NoError(t, wireError(nil))
 	err := wireError(errors.New("disk on fire"))
 	var pe *protocol.Error

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"io"
+	"maps"
 	"os/exec"
 	"slices"
 	"strings"
@@ -114,4 +115,63 @@ func TestRelayDoors(t *testing.T) {
 		}
 	}
 	require.False(t, slices.Contains(pkgs[hub].Deps, api) || slices.Contains(pkgs[hub].Deps, stream), "relay/hub must link no other door")
+}
+
+// The relay runs the agent's operations server-side (the broker family):
+// its packages may import from agent/ only the platform primitives, the
+// dispatcher, the operations, the engines and the management
+// configuration, never the agent itself, its tunnel or its store, nor a
+// platform of the desktop (the simulator, NinjaTrader); the packages it
+// may import link no agent, tunnel or store either; and cmd/relay links
+// nothing made for tests. Test-only packages of the relay (the fake
+// Tradovate server) are exempt from the first rule, and checked by the
+// last. The rules hold over whatever packages exist.
+func TestRelayImportsOfTheAgent(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs go list")
+	}
+	testOnly := []string{
+		"tradebridge/agent/bridge/bridgetest", "tradebridge/agent/engine/enginetest",
+		"tradebridge/agent/bridge/ninjatrader/ntfake",
+		"tradebridge/relay/broker/tradovate/tvfake", "tradebridge/relay/broker/tradovate/tvtest",
+	}
+	allowed := func(path string) bool {
+		switch path {
+		case "tradebridge/agent/bridge", "tradebridge/agent/dispatch", "tradebridge/agent/ops",
+			"tradebridge/agent/mgmtconfig", "tradebridge/agent/engine":
+			return true
+		}
+		return strings.HasPrefix(path, "tradebridge/agent/engine/") && !slices.Contains(testOnly, path)
+	}
+	under := func(path, root string) bool { return path == root || strings.HasPrefix(path, root+"/") }
+	forbidden := func(path string) bool {
+		return path == "tradebridge/agent" || under(path, "tradebridge/agent/tunnel") || under(path, "tradebridge/agent/agentstore")
+	}
+
+	pkgs := list(t, "tradebridge/relay/...", "tradebridge/cmd/relay/...")
+	require.Contains(t, pkgs, "tradebridge/cmd/relay")
+	used := map[string]bool{}
+	for path, p := range pkgs {
+		if slices.Contains(testOnly, path) {
+			continue
+		}
+		for _, imp := range p.Imports {
+			if !under(imp, "tradebridge/agent") {
+				continue
+			}
+			require.True(t, allowed(imp), "%s imports %s: the relay may import from agent/ only bridge, dispatch, ops, engine and its engines, mgmtconfig", path, imp)
+			used[imp] = true
+		}
+	}
+	for _, path := range slices.Sorted(maps.Keys(used)) {
+		for _, line := range deps(t, "", path) {
+			dep, _, _ := strings.Cut(line, " ")
+			require.False(t, forbidden(dep), "%s, which the relay imports, links %s", path, dep)
+		}
+	}
+	for _, line := range deps(t, "", "tradebridge/cmd/relay") {
+		dep, _, _ := strings.Cut(line, " ")
+		require.NotContains(t, testOnly, dep, "cmd/relay links a package made for tests")
+		require.False(t, forbidden(dep), "cmd/relay links %s", dep)
+	}
 }

@@ -1,8 +1,8 @@
 // Command relay is the cloud relay: it serves the trading API, the
 // Management API and the agent tunnels (relay serve), administers users and
-// tokens (relay users, relay tokens) in its data directory, and reads and
-// sets a running relay's service modes (relay modes) on its operator
-// listener.
+// tokens (relay users, relay tokens) and users' broker logins (relay
+// broker) in its data directory, and reads and sets a running relay's
+// service modes (relay modes) on its operator listener.
 package main
 
 import (
@@ -25,6 +25,7 @@ import (
 	"tradebridge/cmd/internal/logflags"
 	"tradebridge/relay"
 	"tradebridge/relay/auth"
+	"tradebridge/relay/broker"
 	"tradebridge/relay/manage"
 	"tradebridge/relay/profile"
 	"tradebridge/relay/store"
@@ -45,7 +46,7 @@ func newRootCmd(stdout io.Writer) *cobra.Command {
 		SilenceErrors: true,
 	}
 	root.SetOut(stdout)
-	root.AddCommand(newServeCmd(), newUsersCmd(stdout), newTokensCmd(stdout), newModesCmd(stdout))
+	root.AddCommand(newServeCmd(), newUsersCmd(stdout), newTokensCmd(stdout), newModesCmd(stdout), newBrokerCmd(stdout))
 	return root
 }
 
@@ -60,6 +61,7 @@ func newServeCmd() *cobra.Command {
 		managementMode, familiesDown string
 		shutdownTimeout              time.Duration
 		logs                         logflags.Flags
+		brokers                      brokerFlags
 	)
 	defaultShutdown, envErr := envDuration("RELAY_SHUTDOWN_TIMEOUT", relay.DefaultShutdownTimeout)
 	cmd := &cobra.Command{
@@ -83,6 +85,10 @@ func newServeCmd() *cobra.Command {
 			if err != nil {
 				return err
 			}
+			endpoints, oauth, err := brokers.tradovate(os.Getenv)
+			if err != nil {
+				return err
+			}
 			log, err := logs.Logger()
 			if err != nil {
 				return err
@@ -95,6 +101,10 @@ func newServeCmd() *cobra.Command {
 				return fmt.Errorf("opening the data directory: %w", err)
 			}
 			defer st.Close()
+			keys, err := loadSecretKeys(brokers.secretKeys, data)
+			if err != nil {
+				return err
+			}
 			ln, err := net.Listen("tcp", listen)
 			if err != nil {
 				return fmt.Errorf("cannot listen on %s: %w", listen, err)
@@ -108,7 +118,8 @@ func newServeCmd() *cobra.Command {
 				defer opLn.Close()
 			}
 			r, err := relay.New(relay.Options{Store: st, Logger: log, OperatorListener: opLn, ShutdownTimeout: shutdownTimeout,
-				Manage: manage.Options{Modes: modes}})
+				Manage: manage.Options{Modes: modes},
+				Broker: broker.Options{Keys: keys, Endpoints: endpoints, OAuth: oauth}})
 			if err != nil {
 				return err
 			}
@@ -129,6 +140,7 @@ func newServeCmd() *cobra.Command {
 	cmd.Flags().DurationVar(&shutdownTimeout, "shutdown-timeout", defaultShutdown,
 		"how long running requests may take to finish on SIGINT/SIGTERM before they are cut short (env RELAY_SHUTDOWN_TIMEOUT)")
 	logs.Register(cmd.Flags())
+	brokers.register(cmd.Flags())
 	return cmd
 }
 

@@ -6,6 +6,11 @@
 // exactly-once writes, rendering, failures) is package tradecall's, shared
 // with the WebSocket door (package stream). Errors carry stable codes
 // (package errcode) and never repeat what the caller sent.
+//
+// The same package serves the broker family under /v1/api/tv (Options.Family
+// FamilyTV): a subset of the same routes, whose Caller runs the operations
+// in the relay against the user's linked broker login rather than in an
+// agent (package relay/broker).
 package api
 
 import (
@@ -15,6 +20,7 @@ import (
 	"encoding/json"
 	"errors"
 	"net/http"
+	"strings"
 	"time"
 
 	"go.uber.org/zap"
@@ -56,6 +62,76 @@ type Options struct {
 	CallTimeout time.Duration
 	// Now is the clock of idempotency records; nil means time.Now.
 	Now func() time.Time
+	// Family is the family of routes served: FamilyDesktop ("", the
+	// routes under /v1/api, answered by the user's agent) or FamilyTV
+	// ("tv", the broker family under /v1/api/tv; see TVRoutes). Each
+	// family is its own API with its own Caller; both share Budget, the
+	// Admitter and the idempotency store, whose keys they keep apart.
+	Family string
+}
+
+// Families of routes (Options.Family).
+const (
+	// FamilyDesktop is the trading API answered by the user's agent next
+	// to the desktop platform, under /v1/api.
+	FamilyDesktop = ""
+	// FamilyTV is the broker family, answered in the relay against the
+	// user's linked Tradovate login, under /v1/api/tv.
+	FamilyTV = "tv"
+)
+
+// TVPrefix is the path prefix of the broker family's routes.
+const TVPrefix = "/v1/api/tv/"
+
+// tvRoutes are the desktop routes the broker family serves, by method and
+// desktop path; each is served at its path with /v1/api/ replaced by
+// TVPrefix. Strategies, bars, ATM templates, watermarks, quotes and
+// market info are the desktop family's only.
+var tvRoutes = map[[2]string]bool{
+	{"GET", "/v1/api/accounts"}:                                      true,
+	{"GET", "/v1/api/accounts/{account}"}:                            true,
+	{"GET", "/v1/api/accounts/{account}/positions"}:                  true,
+	{"GET", "/v1/api/accounts/{account}/position"}:                   true,
+	{"GET", "/v1/api/accounts/{account}/orders"}:                     true,
+	{"GET", "/v1/api/accounts/{account}/orders/{orderId}"}:           true,
+	{"GET", "/v1/api/accounts/{account}/executions"}:                 true,
+	{"GET", "/v1/api/executions/order/{orderId}"}:                    true,
+	{"GET", "/v1/api/positions"}:                                     true,
+	{"POST", "/v1/api/accounts/{account}/orders/place"}:              true,
+	{"POST", "/v1/api/accounts/{account}/orders/flatplace"}:          true,
+	{"POST", "/v1/api/accounts/{account}/orders/cancel"}:             true,
+	{"POST", "/v1/api/accounts/{account}/orders/{orderId}/cancel"}:   true,
+	{"POST", "/v1/api/accounts/{account}/orders/{orderId}/change"}:   true,
+	{"POST", "/v1/api/accounts/{account}/positions/flatten"}:         true,
+	{"POST", "/v1/api/positions/flatten"}:                            true,
+	{"POST", "/v1/api/accounts/{account}/positions/close"}:           true,
+	{"POST", "/v1/api/accounts/{account}/positions/reverse"}:         true,
+	{"POST", "/v1/api/accounts/{account}/positions/reverseposition"}: true,
+	{"POST", "/v1/api/accounts/{account}/orders/cancel_and_bracket"}: true,
+	{"POST", "/v1/api/orders/cancelall"}:                             true,
+}
+
+// tvEndpoints is the broker family's route table: the desktop table's
+// routes of tvRoutes, in its order, under TVPrefix.
+var tvEndpoints = func() []endpoint {
+	var out []endpoint
+	for _, ep := range tradecall.Endpoints() {
+		if tvRoutes[[2]string{ep.Method, ep.Path}] {
+			ep.Path = TVPrefix + strings.TrimPrefix(ep.Path, "/v1/api/")
+			out = append(out, ep)
+		}
+	}
+	return out
+}()
+
+// TVRoutes lists the broker family's routes as method and path pattern
+// pairs ("GET", "/v1/api/tv/accounts").
+func TVRoutes() [][2]string {
+	out := make([][2]string, len(tvEndpoints))
+	for i, ep := range tvEndpoints {
+		out[i] = [2]string{ep.Method, ep.Path}
+	}
+	return out
 }
 
 // Door is the trading routes' admission policy (see package admit): the
@@ -69,18 +145,37 @@ var Door = func() admit.Door {
 	return d
 }()
 
+// TVDoor is the broker family's admission policy: Door's, named "tv",
+// refusing a user whose plan withholds the feature "tv" with 403
+// plan_required. New fills in the budgets.
+var TVDoor = func() admit.Door {
+	d := Door
+	d.Name = "tv"
+	d.Gate = func(_ *http.Request, p auth.Principal) *httpapi.Error {
+		if p.Withholds(FamilyTV) {
+			return &httpapi.Error{Status: http.StatusForbidden, Code: errcode.PlanRequired, Detail: "the broker family is not in the plan"}
+		}
+		return nil
+	}
+	return d
+}()
+
 // API is the trading API's handler set.
 type API struct {
-	opts  Options
-	log   *zap.Logger
-	door  admit.Door
-	keyed *tradecall.KeyedWrites
+	opts      Options
+	log       *zap.Logger
+	door      admit.Door
+	keyed     *tradecall.KeyedWrites
+	endpoints []endpoint
 }
 
 // New returns the API.
 func New(opts Options) (*API, error) {
 	if opts.Caller == nil || (opts.Auth == nil && opts.Admit == nil) || opts.Idempotency == nil {
 		return nil, errors.New("api: Options.Caller, Options.Auth (or Options.Admit) and Options.Idempotency are required")
+	}
+	if opts.Family != FamilyDesktop && opts.Family != FamilyTV {
+		return nil, errors.New(`api: Options.Family must be "" (desktop) or "tv"`)
 	}
 	if opts.Logger == nil {
 		opts.Logger = zap.NewNop()
@@ -107,37 +202,52 @@ func New(opts Options) (*API, error) {
 			return nil, err
 		}
 	}
-	keyed, err := tradecall.NewKeyedWrites(tradecall.KeyedOptions{Store: opts.Idempotency, Caller: opts.Caller, CallTimeout: opts.CallTimeout, Now: opts.Now, Logger: opts.Logger})
+	keyed, err := tradecall.NewKeyedWrites(tradecall.KeyedOptions{Store: opts.Idempotency, Caller: opts.Caller, CallTimeout: opts.CallTimeout, Now: opts.Now, Logger: opts.Logger,
+		Namespace: opts.Family})
 	if err != nil {
 		return nil, err
 	}
-	door := Door
-	door.IP = opts.IPBudget
-	door.Budgets = []*budget.Limiter{opts.Budget}
-	return &API{opts: opts, log: opts.Logger.Named("api"), door: door, keyed: keyed}, nil
+	a := &API{opts: opts, log: opts.Logger.Named("api"), door: Door, keyed: keyed, endpoints: endpoints}
+	if opts.Family == FamilyTV {
+		a.log, a.door, a.endpoints = opts.Logger.Named("api").Named("tv"), TVDoor, tvEndpoints
+	}
+	a.door.IP = opts.IPBudget
+	a.door.Budgets = []*budget.Limiter{opts.Budget}
+	return a, nil
 }
 
 // Budget returns the per-user trading budget, for the stream API to share.
 func (a *API) Budget() *budget.Limiter { return a.opts.Budget }
+
+// Door returns a copy of the API's admission policy, its budgets filled
+// in (Door, or TVDoor for the broker family), so that other routes of the
+// family (the broker links' routes) admit their requests as its trading
+// routes do and draw on the same budgets.
+func (a *API) Door() *admit.Door {
+	d := a.door
+	return &d
+}
 
 // Mux is where Register adds routes; *http.ServeMux implements it.
 type Mux interface {
 	Handle(pattern string, handler http.Handler)
 }
 
-// Register adds the trading routes to mux, and the contract documents,
-// served without a token: the OpenAPI documents at GET
-// /v1/api/openapi.json (standard profile) and
+// Register adds the family's trading routes to mux. The desktop family
+// also adds the contract documents, served without a token: the OpenAPI
+// documents at GET /v1/api/openapi.json (standard profile) and
 // /v1/api/openapi.compatible.json, and the stream API's AsyncAPI
 // document at GET /v1/api/asyncapi.json.
 func (a *API) Register(mux Mux) {
-	for i := range endpoints {
-		ep := &endpoints[i]
+	for i := range a.endpoints {
+		ep := &a.endpoints[i]
 		mux.Handle(ep.Method+" "+ep.Path, a.authenticated(func(w http.ResponseWriter, r *http.Request, p auth.Principal) {
 			a.serve(w, r, p, ep)
 		}))
 	}
-	registerDocuments(mux)
+	if a.opts.Family == FamilyDesktop {
+		registerDocuments(mux)
+	}
 }
 
 type handlerFunc func(w http.ResponseWriter, r *http.Request, p auth.Principal)

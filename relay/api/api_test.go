@@ -86,6 +86,10 @@ func (fakeAuth) Authenticate(_ context.Context, token string, _ auth.Kind) (auth
 		return auth.Principal{UserID: "usr_pro2", Plan: auth.PlanPro, Kind: auth.KindAPI}, nil
 	case "tb_api_free":
 		return auth.Principal{UserID: "usr_free", Plan: auth.PlanFree, Kind: auth.KindAPI}, nil
+	case "tb_api_notv":
+		return auth.Principal{UserID: "usr_notv", Plan: auth.PlanPro, Kind: auth.KindAPI, Withheld: []string{"tv"}}, nil
+	case "tb_api_nodesk":
+		return auth.Principal{UserID: "usr_nodesk", Plan: auth.PlanElite, Kind: auth.KindAPI, Withheld: []string{"desktop"}}, nil
 	}
 	return auth.Principal{}, auth.ErrUnauthorized
 }

@@ -58,6 +58,11 @@ func legacyFingerprint(ep *endpoint, fn string, args json.RawMessage) string {
 // idempotentCall runs a keyed write from an HTTP route and answers with
 // its outcome (see tradecall.KeyedWrites).
 func (a *API) idempotentCall(w http.ResponseWriter, r *http.Request, p auth.Principal, ep *endpoint, fn, key string, args json.RawMessage) {
+	if a.opts.Family != FamilyDesktop {
+		// Only the desktop family wrote records of the previous format.
+		a.writeOutcome(w, p, a.keyed.Run(r.Context(), p.UserID, fn, key, args))
+		return
+	}
 	o := a.keyed.RunLegacy(r.Context(), p.UserID, fn, key, args, legacyFingerprint(ep, fn, args))
 	a.writeOutcome(w, p, o)
 }

@@ -24,7 +24,9 @@ import (
 //     order_not_found; a strategy id: strategy_not_found;
 //   - writes that touch orders and positions: the order codes (below);
 //     strategy writes: strategy_not_found, strategy_terminal,
-//     order_rejected, trading_blocked;
+//     order_rejected, trading_blocked; both: not_supported (a platform
+//     that lacks what the write needs: ATM templates, OCO groups joined
+//     one order at a time, strategies);
 //   - writes: 409 request_in_progress, 422 idempotency_key_reused, 503
 //     outcome_unknown.
 //
@@ -58,9 +60,9 @@ var (
 		protocol.CodeOrderRejected, protocol.CodeNoPosition, protocol.CodePositionOwned,
 		protocol.CodeMarketPositionMismatch, protocol.CodeMaxPositions, protocol.CodeTradingBlocked,
 		protocol.CodePositionNotFlat, protocol.CodeResyncLimit, protocol.CodeTemplateNotFound,
-		protocol.CodeOrderNotFound,
+		protocol.CodeOrderNotFound, protocol.CodeNotSupported,
 	}
-	strategyWriteCodes = []string{protocol.CodeStrategyNotFound, protocol.CodeStrategyTerminal, protocol.CodeOrderRejected, protocol.CodeTradingBlocked}
+	strategyWriteCodes = []string{protocol.CodeStrategyNotFound, protocol.CodeStrategyTerminal, protocol.CodeOrderRejected, protocol.CodeTradingBlocked, protocol.CodeNotSupported}
 )
 
 // errorCodes returns the codes ep documents, by status, each list sorted.

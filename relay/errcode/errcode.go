@@ -36,6 +36,9 @@ const (
 	// (protocol.CodeInvalidArgument). On the stream socket, also a frame
 	// field with a bad value.
 	InvalidArgument = "invalid_argument"
+	// BrokerLoginFailed (400): linking a broker login failed because the
+	// broker refused the credentials; nothing was stored.
+	BrokerLoginFailed = "broker_login_failed"
 	// MissingRequiredFields (400): required fields are missing; fields
 	// names them. The agent's code too (protocol.CodeMissingFields).
 	MissingRequiredFields = "missing_required_fields"
@@ -245,6 +248,12 @@ const (
 	FamilyUnavailable = "family_unavailable"
 	// ManagementBusy (503): heavy load; wait retryAfter seconds.
 	ManagementBusy = "management_busy"
+	// BrokerUnavailable (503): the linked broker cannot be reached for
+	// the broker family's call (unreachable, its login waits on a
+	// captcha, its rate limit, a login that failed); detail says which,
+	// retryAfter when known. Nothing was sent to the broker, except for a
+	// write that answers outcome_unknown instead.
+	BrokerUnavailable = "broker_unavailable"
 )
 
 // 504 Gateway Timeout.

@@ -17,6 +17,7 @@ var All = []Entry{
 	{"UnknownParameter", UnknownParameter},
 	{"InvalidPath", InvalidPath},
 	{"InvalidArgument", InvalidArgument},
+	{"BrokerLoginFailed", BrokerLoginFailed},
 	{"MissingRequiredFields", MissingRequiredFields},
 	{"ProtocolVersionUnsupported", ProtocolVersionUnsupported},
 	{"Unauthorized", Unauthorized},
@@ -72,6 +73,7 @@ var All = []Entry{
 	{"ManagementReadOnly", ManagementReadOnly},
 	{"FamilyUnavailable", FamilyUnavailable},
 	{"ManagementBusy", ManagementBusy},
+	{"BrokerUnavailable", BrokerUnavailable},
 	{"DeadlineExceeded", DeadlineExceeded},
 	{"AddonDisconnected", AddonDisconnected},
 	{"AccountNotFound", AccountNotFound},
@@ -114,6 +116,7 @@ var statuses = map[string]int{
 	UnknownParameter:           http.StatusBadRequest,
 	InvalidPath:                http.StatusBadRequest,
 	InvalidArgument:            http.StatusBadRequest,
+	BrokerLoginFailed:          http.StatusBadRequest,
 	MissingRequiredFields:      http.StatusBadRequest,
 	ProtocolVersionUnsupported: http.StatusBadRequest,
 	Unauthorized:               http.StatusUnauthorized,
@@ -171,6 +174,7 @@ var statuses = map[string]int{
 	ManagementReadOnly:         http.StatusServiceUnavailable,
 	FamilyUnavailable:          http.StatusServiceUnavailable,
 	ManagementBusy:             http.StatusServiceUnavailable,
+	BrokerUnavailable:          http.StatusServiceUnavailable,
 	DeadlineExceeded:           http.StatusGatewayTimeout,
 }
 

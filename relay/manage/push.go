@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"net/http"
+	"time"
 
 	"go.uber.org/zap"
 
@@ -216,10 +217,24 @@ func (s *Server) HandleEvent(e hub.Event) {
 	default:
 		return
 	}
+	s.enqueue(report{Event: e})
+}
+
+// report is a reported state waiting to be stored: an agent's (hub.Event),
+// or, with tv set, one of the broker engines' about a tv resource
+// (ReportBroker).
+type report struct {
+	hub.Event
+	tv bool
+}
+
+// enqueue hands a report to the worker, or drops it with a warning when
+// the queue is full.
+func (s *Server) enqueue(r report) {
 	select {
-	case s.events <- e:
+	case s.events <- r:
 	default:
-		s.log.Warn("reported state dropped: queue full", zap.String("kind", e.Kind))
+		s.log.Warn("reported state dropped: queue full", zap.String("kind", r.Kind), zap.Bool("tv", r.tv))
 	}
 }
 
@@ -244,8 +259,8 @@ const reportRetries = 3
 
 // storeReport stores one reported state on its resource: a new version,
 // no new configuration version and no push (the agent reported it).
-func (s *Server) storeReport(e hub.Event) error {
-	if e.Kind == protocol.EventConnections {
+func (s *Server) storeReport(e report) error {
+	if e.Kind == protocol.EventConnections && !e.tv {
 		// The hub already holds them for the live tunnel; the store keeps
 		// them for when the agent is offline.
 		conns := []protocol.Connection{}
@@ -273,7 +288,7 @@ func (s *Server) storeReport(e hub.Event) error {
 // write keeps the two apart instead: whichever writes second meets a
 // version conflict (the change answers 409 concurrent_modification; the
 // report is loaded and stored again).
-func (s *Server) storeReportOnce(e hub.Event) error {
+func (s *Server) storeReportOnce(e report) error {
 	ctx := s.ctx
 	st, err := s.load(ctx, e.UserID)
 	if err != nil {
@@ -288,46 +303,57 @@ func (s *Server) storeReportOnce(e hub.Event) error {
 		if err := json.Unmarshal(e.Data, &rep); err != nil {
 			return err
 		}
+		if e.tv {
+			m := st.snap.tvMonitorOf(rep.Account)
+			if m == nil {
+				return nil // deleted since
+			}
+			n := *m
+			reportMonitor(&n.Monitor, rep, now)
+			if tvMonitorKind.Derive != nil {
+				tvMonitorKind.Derive(&n, &st.snap)
+			}
+			kind, id, before, after = tvMonitorKind.Name, n.ID, *m, &n
+			break
+		}
 		m := st.snap.MonitorOf(rep.Account)
 		if m == nil {
 			return nil // deleted since
 		}
 		n := *m
-		if rep.State == protocol.MonitorStopped {
-			at := rep.At.UTC()
-			n.State, n.StoppedReason, n.StoppedAt = protocol.MonitorStopped, rep.Reason, &at
-		} else {
-			n.State, n.StoppedReason, n.StoppedAt = protocol.MonitorActive, "", nil
-		}
+		reportMonitor(&n, rep, now)
 		if monitorKind.Derive != nil {
 			monitorKind.Derive(&n, &st.snap)
 		}
 		kind, id, before, after = monitorKind.Name, n.ID, *m, &n
-		n.UpdatedAt = now
 	case protocol.EventCopierState:
 		var rep protocol.CopierState
 		if err := json.Unmarshal(e.Data, &rep); err != nil {
 			return err
+		}
+		if e.tv {
+			c, ok := tvCopierKind.find(&st.snap, rep.ID)
+			if !ok {
+				return nil
+			}
+			n := *c
+			reportCopier(&n.Copier, rep, now)
+			if tvCopierKind.Derive != nil {
+				tvCopierKind.Derive(&n, &st.snap)
+			}
+			kind, id, before, after = tvCopierKind.Name, n.ID, *c, &n
+			break
 		}
 		c, ok := copierKind.find(&st.snap, rep.ID)
 		if !ok {
 			return nil
 		}
 		n := *c
-		if rep.State == protocol.CopierHalted {
-			at := rep.At.UTC()
-			n.HaltedReason, n.HaltedAt = rep.Reason, &at
-			if n.HaltedReason == "" {
-				n.HaltedReason = protocol.CopierHalted
-			}
-		} else {
-			n.HaltedReason, n.HaltedAt = "", nil
-		}
+		reportCopier(&n, rep, now)
 		if copierKind.Derive != nil {
 			copierKind.Derive(&n, &st.snap)
 		}
 		kind, id, before, after = copierKind.Name, n.ID, *c, &n
-		n.UpdatedAt = now
 	default:
 		return nil
 	}
@@ -341,6 +367,31 @@ func (s *Server) storeReportOnce(e hub.Event) error {
 	_, err = s.opts.Store.WriteResources(ctx, e.UserID, false,
 		store.ResourceWrite{Kind: kind, ID: id, Body: body, Version: st.version(kind, id), At: now})
 	return err
+}
+
+// reportMonitor applies a reported monitor state to n.
+func reportMonitor(n *protocol.Monitor, rep protocol.MonitorState, now time.Time) {
+	if rep.State == protocol.MonitorStopped {
+		at := rep.At.UTC()
+		n.State, n.StoppedReason, n.StoppedAt = protocol.MonitorStopped, rep.Reason, &at
+	} else {
+		n.State, n.StoppedReason, n.StoppedAt = protocol.MonitorActive, "", nil
+	}
+	n.UpdatedAt = now
+}
+
+// reportCopier applies a reported copier state to n.
+func reportCopier(n *protocol.Copier, rep protocol.CopierState, now time.Time) {
+	if rep.State == protocol.CopierHalted {
+		at := rep.At.UTC()
+		n.HaltedReason, n.HaltedAt = rep.Reason, &at
+		if n.HaltedReason == "" {
+			n.HaltedReason = protocol.CopierHalted
+		}
+	} else {
+		n.HaltedReason, n.HaltedAt = "", nil
+	}
+	n.UpdatedAt = now
 }
 
 // same reports whether a resource and its reported change are equal but

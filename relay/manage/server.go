@@ -117,7 +117,7 @@ type Server struct {
 	ctx    context.Context
 	cancel context.CancelFunc
 	wg     sync.WaitGroup
-	events chan hub.Event
+	events chan report
 
 	pmu     sync.Mutex
 	closed  bool
@@ -160,7 +160,7 @@ func New(opts Options) (*Server, error) {
 		modes:   opts.Modes,
 		budgets: b,
 		kinds:   map[string]kindOps{},
-		events:  make(chan hub.Event, opts.EventQueue),
+		events:  make(chan report, opts.EventQueue),
 		pushing: map[string]bool{},
 	}
 	for _, k := range kinds() {
@@ -461,6 +461,9 @@ func (s *Server) change(w http.ResponseWriter, r *http.Request, rt *route, userI
 	}
 	out.commit()
 	st.snap.ConfigVersion = cv
+	if brokerKinds[k.name()] {
+		s.brokerConfigChanged(userID)
+	}
 	if k.needsAgent() {
 		if e := s.push(ctx, userID, configOf(st)); e != nil {
 			writeErr(w, e)

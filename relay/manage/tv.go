@@ -11,6 +11,7 @@ import (
 	"tradebridge/protocol"
 	"tradebridge/relay/errcode"
 	"tradebridge/relay/httpapi"
+	"tradebridge/relay/hub"
 )
 
 // The tv family: copiers and monitors of the accounts of the user's linked
@@ -357,4 +358,80 @@ func (s *Server) tvLinked(ctx context.Context, userID string) *httpapi.Error {
 		return tradovateNotLinked()
 	}
 	return nil
+}
+
+// tvMonitorOf returns the user's tv monitor of the account, or nil.
+func (s *Snapshot) tvMonitorOf(account string) *TVMonitor {
+	for i := range s.TVMonitors {
+		if s.TVMonitors[i].Account == account {
+			return &s.TVMonitors[i]
+		}
+	}
+	return nil
+}
+
+// BrokerEngines is what the broker family's engines add to BrokerLinks to
+// follow the configuration they run: the Server calls ConfigChanged after
+// every stored change of a resource they read (tv copiers, tv monitors,
+// the controls, the news lockout), and the engines read it again with
+// BrokerConfig. ConfigChanged must not block.
+type BrokerEngines interface {
+	ConfigChanged(userID string)
+}
+
+// brokerKinds are the kinds whose changes the broker engines follow.
+var brokerKinds = map[string]bool{
+	tvCopierName:      true,
+	tvMonitorName:     true,
+	controlsKind.Name: true,
+	newsKind.Name:     true,
+}
+
+// brokerConfigChanged tells the broker engines, when there are any, that
+// the user's configuration changed.
+func (s *Server) brokerConfigChanged(userID string) {
+	if be, ok := s.opts.BrokerLinks.(BrokerEngines); ok {
+		be.ConfigChanged(userID)
+	}
+}
+
+// BrokerConfig returns the configuration the broker engines run for the
+// user: the tv copiers (copying executions) and tv monitors, with the
+// user's controls and news lockout, which apply to every account of both
+// families. Its Version is the store's version of the user's management
+// state; the engines number what they apply themselves.
+func (s *Server) BrokerConfig(ctx context.Context, userID string) (protocol.Config, error) {
+	st, err := s.load(ctx, userID)
+	if err != nil {
+		return protocol.Config{}, err
+	}
+	snap := &st.snap
+	cfg := protocol.Config{
+		Version:     snap.ConfigVersion,
+		Copiers:     make([]protocol.Copier, 0, len(snap.TVCopiers)),
+		Monitors:    make([]protocol.Monitor, 0, len(snap.TVMonitors)),
+		Controls:    snap.Controls,
+		NewsLockout: snap.NewsLockout,
+	}
+	for _, c := range snap.TVCopiers {
+		cfg.Copiers = append(cfg.Copiers, tvCopierOf(c.Copier))
+	}
+	for _, m := range snap.TVMonitors {
+		cfg.Monitors = append(cfg.Monitors, m.Monitor)
+	}
+	cfg.AtmTemplates = []protocol.ManagedAtmTemplate{}
+	return cfg, nil
+}
+
+// ReportBroker stores a state the broker engines report about a tv
+// resource (kind protocol.EventMonitorState or EventCopierState, data
+// the state's JSON), as HandleEvent does for an agent's reports: queued,
+// stored with a version bump and no push.
+func (s *Server) ReportBroker(userID, kind string, data json.RawMessage) {
+	switch kind {
+	case protocol.EventMonitorState, protocol.EventCopierState:
+	default:
+		return
+	}
+	s.enqueue(report{Event: hub.Event{UserID: userID, Event: protocol.Event{Kind: kind, Data: data}}, tv: true})
 }

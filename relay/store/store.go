@@ -1,7 +1,8 @@
 // Package store keeps the relay's durable state: users, their plans and
-// their tokens, the outcomes of trading writes, and each user's management
-// resources. It is the only package that talks to the database; the
-// relay's other packages see the Store interface.
+// their tokens, the outcomes of trading writes, each user's management
+// resources, and each user's broker link with the state of the trading
+// the relay runs over it. It is the only package that talks to the
+// database; the relay's other packages see the Store interface.
 //
 // The one-machine deployment uses SQLite (pure Go, WAL journal, synchronous
 // FULL, so a write is durable before the relay answers 2xx). The schema is
@@ -120,6 +121,36 @@ type ManagedState struct {
 	Connections []byte
 }
 
+// BrokerLink is a user's login at a broker the relay trades on
+// server-side: its environment and method, and its secrets as package
+// relay/sealed sealed them (the store never sees them in clear).
+type BrokerLink struct {
+	UserID string
+	// Env is the broker environment: "demo" or "live".
+	Env string
+	// Method is how the login authenticates: "apikey" or "oauth".
+	Method string
+	// Sealed is the login's secrets and session, sealed.
+	Sealed string
+	// LinkedAt is the time of the last PutBrokerLink; UpdatedAt of the
+	// last change of any kind.
+	LinkedAt, UpdatedAt time.Time
+}
+
+// BrokerWrite is one trading write as the relay's dispatcher journaled it
+// for a linked user.
+type BrokerWrite struct {
+	ID          string
+	Fingerprint [32]byte
+	// At is when the write began.
+	At time.Time
+	// Done is true once FinishBrokerWrite recorded the outcome: Result, or
+	// ErrCode and ErrDetail.
+	Done               bool
+	Result             []byte
+	ErrCode, ErrDetail string
+}
+
 // Store is the relay's durable state. Implementations are safe for
 // concurrent use; every method that returns nil has made its change durable.
 type Store interface {
@@ -186,6 +217,50 @@ type Store interface {
 	// reads while it is offline; nil forgets them. ErrNotFound if the
 	// user does not exist.
 	SetConnections(ctx context.Context, userID string, connections []byte) error
+
+	// PutBrokerLink stores the user's broker link, replacing the one
+	// there whole (relinking keeps nothing of the old secrets).
+	// ErrNotFound if the user does not exist.
+	PutBrokerLink(ctx context.Context, l BrokerLink) error
+	// BrokerLink returns the user's broker link; ErrNotFound if there is
+	// none.
+	BrokerLink(ctx context.Context, userID string) (BrokerLink, error)
+	// ListBrokerLinks returns every broker link, by user id.
+	ListBrokerLinks(ctx context.Context) ([]BrokerLink, error)
+	// UpdateBrokerSealed replaces the sealed secrets of the user's link and
+	// sets its UpdatedAt. ErrNotFound if there is no link.
+	UpdateBrokerSealed(ctx context.Context, userID, sealed string, at time.Time) error
+	// SwapBrokerSealed replaces the sealed secrets of the user's link with
+	// sealed, and sets its UpdatedAt, only if they are old now:
+	// ErrVersionConflict if they are not (nothing is written), ErrNotFound
+	// if there is no link.
+	SwapBrokerSealed(ctx context.Context, userID, old, sealed string, at time.Time) error
+	// DeleteBrokerLink removes the user's broker link with all of its
+	// broker state and journaled writes, in one transaction, and reports
+	// whether there was a link.
+	DeleteBrokerLink(ctx context.Context, userID string) (bool, error)
+	// PutBrokerState stores value under the bucket's key for the user,
+	// replacing any. ErrNotFound if the user does not exist.
+	PutBrokerState(ctx context.Context, userID, bucket, key string, value []byte) error
+	// DeleteBrokerState removes the bucket's key for the user; a missing
+	// key is no error.
+	DeleteBrokerState(ctx context.Context, userID, bucket, key string) error
+	// LoadBrokerState returns the user's bucket, key to value; an empty
+	// map when it holds none.
+	LoadBrokerState(ctx context.Context, userID, bucket string) (map[string][]byte, error)
+	// BeginBrokerWrite journals that the user's write id, of the
+	// fingerprint, began at at. ErrConflict if the id is journaled
+	// already, ErrNotFound if the user does not exist.
+	BeginBrokerWrite(ctx context.Context, userID, id string, fp [32]byte, at time.Time) error
+	// FinishBrokerWrite records a journaled write's outcome: its result,
+	// or its error's code and detail. ErrNotFound if the write is not
+	// journaled.
+	FinishBrokerWrite(ctx context.Context, userID, id string, result []byte, errCode, errDetail string) error
+	// LoadBrokerWrites returns the user's writes begun at or after since,
+	// oldest first.
+	LoadBrokerWrites(ctx context.Context, userID string, since time.Time) ([]BrokerWrite, error)
+	// PruneBrokerWrites forgets the user's writes begun before before.
+	PruneBrokerWrites(ctx context.Context, userID string, before time.Time) error
 
 	// Ping checks that the store answers.
 	Ping(ctx context.Context) error

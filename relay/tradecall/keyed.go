@@ -44,8 +44,9 @@ func ValidKey(k string) bool {
 // routes (package api) and the WebSocket form of RPC (package stream) alike, so that a
 // key means the same on either door:
 //
-//   - The key space is one per user: "key:<Idempotency-Key or
-//     idempotencyKey>" or "order:<orderId>", whichever door spelt it.
+//   - The key space is one per user and family of routes (Namespace):
+//     "key:<Idempotency-Key or idempotencyKey>" or "order:<orderId>",
+//     whichever door spelt it.
 //   - The first request claims the key in the store, calls the agent under
 //     request id "idem:"+key, and records the Outcome durably before the
 //     caller hears it. A repeat within IdempotencyTTL gets that Outcome
@@ -76,6 +77,8 @@ type KeyedWrites struct {
 	timeout time.Duration
 	now     func() time.Time
 	log     *zap.Logger
+	// prefix is "<Namespace>:", or empty.
+	prefix string
 }
 
 // KeyedOptions configure KeyedWrites.
@@ -91,12 +94,24 @@ type KeyedOptions struct {
 	// Now is the clock of the records; nil means time.Now.
 	Now    func() time.Time
 	Logger *zap.Logger
+	// Namespace keeps the keys of one family of routes apart from
+	// another's in the one store: the stored key and the request id of
+	// a keyed write carry it ("tv:key:<key>", request id
+	// "idem:tv:key:<key>"), so the same Idempotency-Key or orderId sent
+	// to two families runs two writes. Empty is the desktop family's
+	// key space, whose keys and request ids are those of before
+	// namespaces ("key:<key>", "idem:key:<key>"), so its stored records
+	// stay valid. 1 to 16 lowercase ASCII letters and digits.
+	Namespace string
 }
 
 // NewKeyedWrites returns the runner of keyed writes.
 func NewKeyedWrites(o KeyedOptions) (*KeyedWrites, error) {
 	if o.Store == nil || o.Caller == nil {
 		return nil, errors.New("tradecall: KeyedOptions.Store and KeyedOptions.Caller are required")
+	}
+	if o.Namespace != "" && !validNamespace(o.Namespace) {
+		return nil, errors.New("tradecall: KeyedOptions.Namespace must be 1 to 16 lowercase ASCII letters and digits")
 	}
 	if o.CallTimeout <= 0 {
 		o.CallTimeout = 30 * time.Second
@@ -107,7 +122,25 @@ func NewKeyedWrites(o KeyedOptions) (*KeyedWrites, error) {
 	if o.Logger == nil {
 		o.Logger = zap.NewNop()
 	}
-	return &KeyedWrites{store: o.Store, caller: o.Caller, timeout: o.CallTimeout, now: o.Now, log: o.Logger.Named("idempotency")}, nil
+	k := &KeyedWrites{store: o.Store, caller: o.Caller, timeout: o.CallTimeout, now: o.Now, log: o.Logger.Named("idempotency")}
+	if o.Namespace != "" {
+		k.prefix = o.Namespace + ":"
+	}
+	return k, nil
+}
+
+// validNamespace reports whether ns is 1 to 16 lowercase ASCII letters and
+// digits.
+func validNamespace(ns string) bool {
+	if ns == "" || len(ns) > 16 {
+		return false
+	}
+	for i := 0; i < len(ns); i++ {
+		if c := ns[i]; (c < 'a' || c > 'z') && (c < '0' || c > '9') {
+			return false
+		}
+	}
+	return true
 }
 
 // Outcome is what a keyed write came to, independent of the door it came
@@ -157,6 +190,7 @@ func (k *KeyedWrites) RunLegacy(ctx context.Context, userID, fn, key string, arg
 }
 
 func (k *KeyedWrites) run(ctx context.Context, userID, fn, key string, args json.RawMessage, legacyFP string) Outcome {
+	key = k.prefix + key
 	now := k.now()
 	rec := store.Idempotent{UserID: userID, Key: key, Fingerprint: fingerprint(fn, args), CreatedAt: now}
 	// A record left running longer than a call can last belongs to a relay
@@ -223,7 +257,7 @@ func (k *KeyedWrites) run(ctx context.Context, userID, fn, key string, args json
 		if e, ok := CallError(err, true); ok {
 			o = Outcome{Err: &e}
 			rec.Status = e.Status
-			if unknownOutcome(e.Code) {
+			if unknownOutcome(e.Code) || passedUnavailable(err) {
 				rec.State = store.IdemUnknown
 			}
 			break
@@ -288,6 +322,17 @@ func stopping(ctx context.Context) bool {
 // its memory of request ids.
 func unknownOutcome(code string) bool {
 	return code == errcode.OutcomeUnknown || code == errcode.AddonDisconnected || code == errcode.RequestInProgress
+}
+
+// passedUnavailable reports an *httpapi.Error of the Caller (see
+// CallError) that says the write's target is unavailable for now (408 or
+// 503: a broker that cannot be reached, a session the broker refused):
+// like addon_disconnected, it is recorded as unknown, so that a retry
+// runs again under the same request id instead of hearing the refusal
+// for 24 hours.
+func passedUnavailable(err error) bool {
+	var he *httpapi.Error
+	return errors.As(err, &he) && (he.Status == http.StatusRequestTimeout || he.Status == http.StatusServiceUnavailable)
 }
 
 func failed(status int, code, detail string, retryAfter int) Outcome {

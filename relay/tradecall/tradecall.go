@@ -67,10 +67,16 @@ func Render(log *zap.Logger, prof profile.Profile, fn string, result json.RawMes
 // function changes anything: a write interrupted after it was sent has an
 // unknown outcome. ok is false for errors that are neither the agent's nor
 // the tunnel's (the caller's own context ended, the hub is closed, a bug);
-// the caller decides how to answer those.
+// the caller decides how to answer those. An *httpapi.Error in err's
+// chain (a Caller that answers for the relay itself, such as the broker
+// family's, which never reaches an agent) is answered as it is: its status
+// (which must be set), code and detail.
 func CallError(err error, write bool) (e httpapi.Error, ok bool) {
 	var pe *protocol.Error
+	var he *httpapi.Error
 	switch {
+	case errors.As(err, &he):
+		return *he, true
 	case errors.As(err, &pe):
 		return httpapi.Error{Status: statusOf(pe.Code), Code: pe.Code, Detail: pe.Detail}, true
 	case errors.Is(err, hub.ErrNotConnected):

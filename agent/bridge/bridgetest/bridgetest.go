@@ -41,6 +41,9 @@ type Harness struct {
 	// published so far (for bridges that learn of changes by events over a
 	// connection). Nil for the simulator.
 	Settle func(t testing.TB)
+	// Lacks lists the capabilities the platform lacks (see Capability);
+	// nil for a platform with every primitive.
+	Lacks []Capability
 }
 
 // Factory builds a harness over a simulator made with opts (the factory

@@ -98,7 +98,7 @@ func changeChecks() []check {
 // atmChecks cover ATM templates and ATM entries.
 func atmChecks() []check {
 	return []check{
-		{name: "AtmTemplates/the platform's templates", run: func(t *testing.T, h Harness) {
+		{name: "AtmTemplates/the platform's templates", needs: CapATM, run: func(t *testing.T, h Harness) {
 			ts, err := h.Platform.AtmTemplates(t.Context())
 			require.NoError(t, err)
 			require.Equal(t, sim.DefaultAtmTemplates(), ts, "the market's templates (its defaults)")
@@ -108,7 +108,7 @@ func atmChecks() []check {
 			}
 			require.Equal(t, []string{"ATM 1 Target", "ATM 2 Targets", "ATM Trail"}, names)
 		}},
-		{name: "AtmTemplates/an entry's fill places the brackets", run: func(t *testing.T, h Harness) {
+		{name: "AtmTemplates/an entry's fill places the brackets", needs: CapATM, run: func(t *testing.T, h Harness) {
 			req := limitOrder(acct, protocol.ActionBuy, 1, 5990)
 			req.AtmTemplate, req.StrategyTag = " atm 1 target ", "bot-atm"
 			entry := submit(t, h, req)
@@ -140,7 +140,7 @@ func atmChecks() []check {
 			require.Equal(t, protocol.OrderStateCancelled, orderOf(t, h, acct, stop.OrderID).OrderState)
 			require.Empty(t, positionsOf(t, h, acct))
 		}},
-		{name: "AtmTemplates/a market entry is protected at once", run: func(t *testing.T, h Harness) {
+		{name: "AtmTemplates/a market entry is protected at once", needs: CapATM, run: func(t *testing.T, h Harness) {
 			req := marketOrder(acct, protocol.ActionSell, 2)
 			req.AtmTemplate = "ATM 2 Targets"
 			entry := submit(t, h, req)

@@ -55,7 +55,7 @@ func depthChecks() []check {
 			require.Equal(t, 1, c.Filled)
 			require.Equal(t, 1, signed(t, h, acct, es))
 		}},
-		{name: "SubmitOrder/OCO: a partial fill cancels the others", opts: thinBook, run: func(t *testing.T, h Harness) {
+		{name: "SubmitOrder/OCO: a partial fill cancels the others", needs: CapOCOGroups, opts: thinBook, run: func(t *testing.T, h Harness) {
 			tp, sl := limitOrder(acct, protocol.ActionSell, 2, 6010), stopOrder(acct, protocol.ActionSell, 2, 5990)
 			tp.Oco, sl.Oco = "grp-3", "grp-3"
 			tpo, slo := submit(t, h, tp), submit(t, h, sl)

@@ -157,7 +157,7 @@ func marketChecks() []check {
 			requireIs(t, h.Platform.Unsubscribe(t.Context(), []string{"QQ"}), bridge.ErrInstrumentUnknown, "QQ")
 			require.NoError(t, h.Platform.Subscribe(t.Context(), nil))
 		}},
-		{name: "Bars/shape", run: func(t *testing.T, h Harness) {
+		{name: "Bars/shape", needs: CapBars, run: func(t *testing.T, h Harness) {
 			h.Clock.Advance(10 * time.Minute)
 			require.NoError(t, h.Market.Step(t.Context()))
 			h.settle(t)
@@ -187,7 +187,7 @@ func marketChecks() []check {
 			last := bars.Bars[len(bars.Bars)-1]
 			require.Equal(t, now.Truncate(time.Minute).UnixMilli(), last.Epoch, "the bar in progress is included")
 		}},
-		{name: "Bars/limit keeps the most recent", run: func(t *testing.T, h Harness) {
+		{name: "Bars/limit keeps the most recent", needs: CapBars, run: func(t *testing.T, h Harness) {
 			h.Clock.Advance(5 * time.Minute)
 			require.NoError(t, h.Market.Step(t.Context()))
 			h.settle(t)
@@ -201,7 +201,7 @@ func marketChecks() []check {
 			require.Equal(t, 3, some.Count)
 			require.Equal(t, all.Bars[len(all.Bars)-3:], some.Bars)
 		}},
-		{name: "Bars/bad requests", run: func(t *testing.T, h Harness) {
+		{name: "Bars/bad requests", needs: CapBars, run: func(t *testing.T, h Harness) {
 			for _, req := range []bridge.BarsRequest{
 				{Instrument: es, PeriodType: "fortnight"},
 				{Instrument: es, PeriodType: protocol.PeriodMinute, Period: -1},

@@ -117,7 +117,7 @@ func orderChecks() []check {
 			requireReject(t, err)
 			requireNotRecorded(t, h, acct)
 		}},
-		{name: "SubmitOrder/OCO: a fill cancels the rest of the group", run: func(t *testing.T, h Harness) {
+		{name: "SubmitOrder/OCO: a fill cancels the rest of the group", needs: CapOCOGroups, run: func(t *testing.T, h Harness) {
 			tp := limitOrder(acct, protocol.ActionSell, 1, 6010)
 			sl := stopOrder(acct, protocol.ActionSell, 1, 5990)
 			far := limitOrder(acct, protocol.ActionSell, 1, 6020)
@@ -133,7 +133,7 @@ func orderChecks() []check {
 			require.Equal(t, protocol.OrderStateWorking, orderOf(t, h, acct2, mineo.OrderID).OrderState,
 				"another account's order of the same OCO id stays")
 		}},
-		{name: "SubmitOrder/OCO: cancelling one keeps the others", run: func(t *testing.T, h Harness) {
+		{name: "SubmitOrder/OCO: cancelling one keeps the others", needs: CapOCOGroups, run: func(t *testing.T, h Harness) {
 			a, b := limitOrder(acct, protocol.ActionSell, 1, 6010), stopOrder(acct, protocol.ActionSell, 1, 5990)
 			a.Oco, b.Oco = "grp-2", "grp-2"
 			ao, bo := submit(t, h, a), submit(t, h, b)
@@ -195,7 +195,7 @@ func orderChecks() []check {
 			requireNotRecorded(t, h, acct)
 			require.Empty(t, positionsOf(t, h, acct))
 		}},
-		{name: "SubmitOrder/unknown account, instrument or template", run: func(t *testing.T, h Harness) {
+		{name: "SubmitOrder/unknown account or instrument", run: func(t *testing.T, h Harness) {
 			req := marketOrder("NoSuchAcct", protocol.ActionBuy, 1)
 			_, err := h.Platform.SubmitOrder(t.Context(), req)
 			requireIs(t, err, bridge.ErrAccountNotFound, "NoSuchAcct")
@@ -203,9 +203,12 @@ func orderChecks() []check {
 			req.Instrument = "QQ 12-26"
 			_, err = h.Platform.SubmitOrder(t.Context(), req)
 			requireIs(t, err, bridge.ErrInstrumentUnknown, "QQ")
-			req = marketOrder(acct, protocol.ActionBuy, 1)
+			requireNotRecorded(t, h, acct)
+		}},
+		{name: "SubmitOrder/unknown template", needs: CapATM, run: func(t *testing.T, h Harness) {
+			req := marketOrder(acct, protocol.ActionBuy, 1)
 			req.AtmTemplate = "No Such Template"
-			_, err = h.Platform.SubmitOrder(t.Context(), req)
+			_, err := h.Platform.SubmitOrder(t.Context(), req)
 			requireIs(t, err, bridge.ErrTemplateNotFound, "No Such Template")
 			requireNotRecorded(t, h, acct)
 		}},

@@ -17,7 +17,7 @@ const maCross = "SampleMACrossOver"
 // strategyChecks cover strategies.
 func strategyChecks() []check {
 	return []check{
-		{name: "StartStrategy/disabled", run: func(t *testing.T, h Harness) {
+		{name: "StartStrategy/disabled", needs: CapStrategies, run: func(t *testing.T, h Harness) {
 			s := start(t, h, bridge.StrategyRequest{Account: acct, Class: "samplemacrossover", Instrument: "ES",
 				Mode: protocol.StrategyModeDisabled})
 			require.NotEmpty(t, s.ID)
@@ -37,14 +37,14 @@ func strategyChecks() []check {
 			require.Equal(t, map[string]float64{"Fast": 10, "Slow": 25, "Quantity": 1}, numbers(t, s.Parameters),
 				"missing parameters take their defaults")
 		}},
-		{name: "StartStrategy/realtime starts enabled", run: func(t *testing.T, h Harness) {
+		{name: "StartStrategy/realtime starts enabled", needs: CapStrategies, run: func(t *testing.T, h Harness) {
 			s := start(t, h, bridge.StrategyRequest{Account: acct, Class: maCross, Instrument: es,
 				Mode: protocol.StrategyModeRealtime, Parameters: map[string]any{"fast": 5, "Slow": 20.0}})
 			require.Equal(t, protocol.StrategyStateEnabled, s.State)
 			require.True(t, s.Enabled)
 			require.Equal(t, map[string]float64{"Fast": 5, "Slow": 20, "Quantity": 1}, numbers(t, s.Parameters))
 		}},
-		{name: "StartStrategy/refusals", run: func(t *testing.T, h Harness) {
+		{name: "StartStrategy/refusals", needs: CapStrategies, run: func(t *testing.T, h Harness) {
 			ok := bridge.StrategyRequest{Account: acct, Class: maCross, Instrument: es}
 			req := ok
 			req.Class = "NoSuchClass"
@@ -78,7 +78,7 @@ func strategyChecks() []check {
 			require.NoError(t, err)
 			require.Empty(t, ss, "a refused strategy does not start")
 		}},
-		{name: "SetStrategyState/enable, disable, close", run: func(t *testing.T, h Harness) {
+		{name: "SetStrategyState/enable, disable, close", needs: CapStrategies, run: func(t *testing.T, h Harness) {
 			s := start(t, h, bridge.StrategyRequest{Account: acct, Class: maCross, Instrument: es,
 				Mode: protocol.StrategyModeDisabled})
 			for _, step := range []struct {
@@ -106,7 +106,7 @@ func strategyChecks() []check {
 				requireIs(t, err, bridge.ErrStrategyTerminal)
 			}
 		}},
-		{name: "SetStrategyState/unknown id is ErrStrategyNotFound", run: func(t *testing.T, h Harness) {
+		{name: "SetStrategyState/unknown id is ErrStrategyNotFound", needs: CapStrategies, run: func(t *testing.T, h Harness) {
 			_, err := h.Platform.SetStrategyState(t.Context(), acct, "no-such-strategy", bridge.StrategyEnable)
 			requireIs(t, err, bridge.ErrStrategyNotFound, "no-such-strategy")
 			s := start(t, h, bridge.StrategyRequest{Account: acct, Class: maCross, Instrument: es,
@@ -115,7 +115,7 @@ func strategyChecks() []check {
 			requireIs(t, err, bridge.ErrStrategyNotFound)
 			require.Equal(t, protocol.StrategyStateDisabled, strategyOf(t, h, acct, s.ID).State)
 		}},
-		{name: "Strategies/start order, terminal ones included", run: func(t *testing.T, h Harness) {
+		{name: "Strategies/start order, terminal ones included", needs: CapStrategies, run: func(t *testing.T, h Harness) {
 			a := start(t, h, bridge.StrategyRequest{Account: acct, Class: maCross, Instrument: es, Mode: protocol.StrategyModeDisabled})
 			b := start(t, h, bridge.StrategyRequest{Account: acct, Class: "SampleRsi", Instrument: "NQ", Mode: protocol.StrategyModeDisabled})
 			c := start(t, h, bridge.StrategyRequest{Account: acct2, Class: maCross, Instrument: es, Mode: protocol.StrategyModeDisabled})
@@ -134,7 +134,7 @@ func strategyChecks() []check {
 			_, err = h.Platform.Strategies(t.Context(), "NoSuchAcct")
 			requireIs(t, err, bridge.ErrAccountNotFound, "NoSuchAcct")
 		}},
-		{name: "SetStrategyState/close flattens the strategy's own position", run: func(t *testing.T, h Harness) {
+		{name: "SetStrategyState/close flattens the strategy's own position", needs: CapStrategies, run: func(t *testing.T, h Harness) {
 			s := start(t, h, bridge.StrategyRequest{Account: acct, Class: maCross, Instrument: es,
 				Parameters: map[string]any{"Fast": 1, "Slow": 2}})
 			submit(t, h, marketOrder(acct, protocol.ActionSell, 3)) // the trader's own position

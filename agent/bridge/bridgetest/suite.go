@@ -1,6 +1,7 @@
 package bridgetest
 
 import (
+	"errors"
 	"math"
 	"testing"
 
@@ -36,15 +37,17 @@ type check struct {
 	// opts are the options of the check's market; the zero value is the
 	// simulator's defaults.
 	opts sim.Options
+	// needs is the capability the check needs, if any: on a platform that
+	// lacks it, the check is replaced by the capability's lackingCheck.
+	needs Capability
 }
 
 // Run runs the contract suite as subtests of t, each on its own harness
-// from newHarness and in parallel with the others.
+// from newHarness and in parallel with the others. A check that needs a
+// capability the harness lacks (Harness.Lacks) asserts in its place that
+// the platform answers bridge.ErrNotSupported (see Capability).
 func Run(t *testing.T, newHarness Factory) {
-	for _, group := range [][]check{
-		accountChecks(), orderChecks(), changeChecks(), atmChecks(), sessionChecks(), depthChecks(),
-		marketChecks(), strategyChecks(), eventChecks(), closeChecks(),
-	} {
+	for _, group := range suite() {
 		for _, c := range group {
 			t.Run(c.name, func(t *testing.T) {
 				t.Parallel()
@@ -52,11 +55,27 @@ func Run(t *testing.T, newHarness Factory) {
 				require.NotNil(t, h.Platform, "the harness has a platform")
 				require.NotNil(t, h.Market, "the harness has a market")
 				require.NotNil(t, h.Clock, "the harness has a manual clock")
+				for _, l := range h.Lacks {
+					require.Contains(t, Capabilities, l, "the harness lacks a known capability")
+				}
 				setPrice(t, h, es, esBid)
 				setPrice(t, h, nq, nqBid)
+				if c.needs != "" && h.lacks(c.needs) {
+					t.Logf("the platform lacks %s: checking that it answers ErrNotSupported instead", c.needs)
+					lackingChecks[c.needs](t, h)
+					return
+				}
 				c.run(t, h)
 			})
 		}
+	}
+}
+
+// suite returns the contract's checks, by group.
+func suite() [][]check {
+	return [][]check{
+		accountChecks(), orderChecks(), changeChecks(), atmChecks(), sessionChecks(), depthChecks(),
+		marketChecks(), strategyChecks(), eventChecks(), closeChecks(),
 	}
 }
 
@@ -198,3 +217,15 @@ func requireNotRecorded(t *testing.T, h Harness, account string) {
 
 // cents rounds a dollar amount to cents, as platforms report them.
 func cents(x float64) float64 { return math.Round(x*100) / 100 }
+
+// requireOneOf checks that err matches one of targets.
+func requireOneOf(t *testing.T, err error, targets ...error) {
+	t.Helper()
+	require.Error(t, err)
+	for _, target := range targets {
+		if errors.Is(err, target) {
+			return
+		}
+	}
+	t.Fatalf("the error matches none of %v: %v", targets, err)
+}

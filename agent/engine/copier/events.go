@@ -3,6 +3,7 @@ package copier
 import (
 	"context"
 	"errors"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -187,6 +188,9 @@ func classify(err error) (outcome, reason string) {
 		case protocol.CodeTradingBlocked:
 			return protocol.CopyBlocked, pe.Detail
 		case protocol.CodeOrderRejected:
+			return protocol.CopyRejected, pe.Detail
+		}
+		if strings.HasPrefix(pe.Code, protocol.BrokerRejectPrefix) {
 			return protocol.CopyRejected, pe.Detail
 		}
 		return protocol.CopyFailed, pe.Error()

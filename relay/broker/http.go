@@ -1,0 +1,453 @@
+package broker
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"net/http"
+	"net/url"
+	"slices"
+	"sort"
+	"sync"
+	"time"
+
+	"go.uber.org/zap"
+
+	"tradebridge/relay/admit"
+	"tradebridge/relay/auth"
+	"tradebridge/relay/errcode"
+	"tradebridge/relay/httpapi"
+)
+
+// Paths of the link routes.
+const (
+	LinkPath          = "/v1/api/tv/link"
+	LinkOAuthPath     = "/v1/api/tv/link/oauth"
+	StatusPath        = "/v1/api/tv/status"
+	OAuthCallbackPath = "/v1/tv/oauth/callback"
+)
+
+// Mux is where Register adds routes; *http.ServeMux implements it.
+type Mux interface {
+	Handle(pattern string, handler http.Handler)
+}
+
+// Register adds the link routes to mux, admitted through adm with door d
+// (the tv family's trading door: an API token, the pro plan, the tv
+// feature, the trading budget): POST and DELETE LinkPath, GET StatusPath,
+// POST LinkOAuthPath, and the OAuth callback, which a browser reaches
+// without a token and which the one-time state of LinkOAuthPath admits.
+func (m *Manager) Register(mux Mux, adm *admit.Admitter, d *admit.Door) {
+	admitted := func(h func(w http.ResponseWriter, r *http.Request, p auth.Principal)) http.Handler {
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			ad, ok := adm.Admit(w, r, d)
+			if !ok {
+				return
+			}
+			defer ad.Done()
+			h(w, r, ad.Principal)
+		})
+	}
+	mux.Handle("POST "+LinkPath, admitted(m.serveLink))
+	mux.Handle("DELETE "+LinkPath, admitted(m.serveUnlink))
+	mux.Handle("GET "+StatusPath, admitted(m.serveStatus))
+	mux.Handle("POST "+LinkOAuthPath, admitted(m.serveOAuthStart))
+	mux.Handle("GET "+OAuthCallbackPath, http.HandlerFunc(m.serveOAuthCallback))
+}
+
+// linkBody is the body of POST LinkPath: API-key credentials.
+type linkBody struct {
+	Env        string `json:"env"`
+	Username   string `json:"username"`
+	Password   string `json:"password"`
+	AppID      string `json:"appId"`
+	AppVersion string `json:"appVersion"`
+	CID        int    `json:"cid"`
+	Sec        string `json:"sec"`
+	DeviceID   string `json:"deviceId"`
+}
+
+// linkFields are linkBody's fields; required ones first.
+var (
+	linkRequired = []string{"env", "username", "password", "appId", "appVersion", "cid", "sec"}
+	linkOptional = []string{"deviceId"}
+)
+
+// readObject reads a JSON object body whose keys are among required and
+// optional, every required one present, into dst: 400 invalid_field
+// naming unknown fields, 400 missing_required_fields naming missing ones.
+func readObject(w http.ResponseWriter, r *http.Request, dst any, required, optional []string) *httpapi.Error {
+	var raw map[string]json.RawMessage
+	if e := httpapi.ReadJSON(w, r, &raw, httpapi.ReadOptions{}); e != nil {
+		return e
+	}
+	var fields []httpapi.FieldError
+	keys := make([]string, 0, len(raw))
+	for k := range raw {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	for _, k := range keys {
+		if !slices.Contains(required, k) && !slices.Contains(optional, k) {
+			fields = append(fields, httpapi.FieldError{Path: safePath(k), Code: errcode.FieldCodeUnknownField})
+		}
+	}
+	if fields != nil {
+		return &httpapi.Error{Status: http.StatusBadRequest, Code: errcode.InvalidField, Detail: "the body has fields this route does not take", Fields: fields}
+	}
+	for _, k := range required {
+		if _, ok := raw[k]; !ok {
+			fields = append(fields, httpapi.FieldError{Path: k, Code: errcode.FieldCodeRequired})
+		}
+	}
+	if fields != nil {
+		return &httpapi.Error{Status: http.StatusBadRequest, Code: errcode.MissingRequiredFields, Detail: "required fields are missing", Fields: fields}
+	}
+	b, _ := json.Marshal(raw)
+	if err := json.Unmarshal(b, dst); err != nil {
+		var te *json.UnmarshalTypeError
+		path := ""
+		if errors.As(err, &te) {
+			path = te.Field
+		}
+		return &httpapi.Error{Status: http.StatusBadRequest, Code: errcode.InvalidField, Detail: "a field has a value of the wrong type",
+			Fields: []httpapi.FieldError{{Path: safePath(path), Code: errcode.FieldCodeWrongType}}}
+	}
+	return nil
+}
+
+// safePath returns an unknown field's name when it is short and plain
+// (so an error may name it), else "".
+func safePath(k string) string {
+	if len(k) > 64 {
+		return ""
+	}
+	for _, c := range k {
+		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '_' || c == '.' || c == '-') {
+			return ""
+		}
+	}
+	return k
+}
+
+// envError is the 400 of an env that is neither demo nor live.
+func envError() *httpapi.Error {
+	return &httpapi.Error{Status: http.StatusBadRequest, Code: errcode.InvalidArgument, Detail: "env is demo or live",
+		Fields: []httpapi.FieldError{{Path: "env", Code: errcode.FieldCodeNotAllowed, Pattern: "^(demo|live)$"}}}
+}
+
+// serveLink links API-key credentials: they are checked with the broker
+// (a login, whose session is kept), sealed and stored, and the link's
+// instance starts. Nothing is stored when the broker refuses them.
+func (m *Manager) serveLink(w http.ResponseWriter, r *http.Request, p auth.Principal) {
+	var b linkBody
+	if e := readObject(w, r, &b, linkRequired, linkOptional); e != nil {
+		httpapi.WriteError(w, e.Status, *e)
+		return
+	}
+	if b.Env != EnvDemo && b.Env != EnvLive {
+		e := envError()
+		httpapi.WriteError(w, e.Status, *e)
+		return
+	}
+	s := Secrets{Username: b.Username, Password: b.Password, AppID: b.AppID, AppVersion: b.AppVersion,
+		CID: b.CID, Sec: b.Sec, DeviceID: b.DeviceID}
+	if err := s.validateAPIKey(); err != nil {
+		writeLinkError(w, err)
+		return
+	}
+	ctx := context.WithoutCancel(r.Context()) // a login that succeeded is kept
+	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	if s.DeviceID == "" {
+		// The broker ties a login's sessions to its device: linking the
+		// same login again keeps it.
+		if old, err := m.links.Get(ctx, p.UserID); err == nil && old.Env == b.Env && old.Secrets.Username == b.Username && old.Secrets.DeviceID != "" {
+			s.DeviceID = old.Secrets.DeviceID
+		} else {
+			s.DeviceID = newDeviceID()
+		}
+	}
+	sess, err := m.opts.Login(ctx, b.Env, s)
+	if err != nil {
+		m.log.Info("a broker link was refused", zap.String("user", p.UserID), zap.String("env", b.Env), zap.Error(err))
+		writeLinkError(w, err)
+		return
+	}
+	s.AccessToken, s.MDAccessToken, s.Expires, s.BrokerUserID = sess.AccessToken, sess.MDAccessToken, sess.Expires, sess.BrokerUserID
+	if _, err := m.Link(ctx, p.UserID, b.Env, MethodAPIKey, s); err != nil {
+		m.log.Warn("storing a broker link", zap.String("user", p.UserID), zap.Error(err))
+		writeLinkError(w, err)
+		return
+	}
+	m.log.Info("broker login linked", zap.String("user", p.UserID), zap.String("env", b.Env), zap.String("method", MethodAPIKey))
+	m.writeStatus(w, r.Context(), p.UserID, nil)
+}
+
+// ErrLoginRefused is what Options.Login returns (wrapped) when the broker
+// refused the credentials.
+var ErrLoginRefused = errors.New("broker: the broker refused the credentials")
+
+// writeLinkError answers a failed link.
+func writeLinkError(w http.ResponseWriter, err error) {
+	var ve *ValidationError
+	var he *httpapi.Error
+	switch {
+	case errors.As(err, &ve):
+		fields := make([]httpapi.FieldError, 0, len(ve.Fields))
+		for _, f := range ve.Fields {
+			fields = append(fields, httpapi.FieldError{Path: f, Code: errcode.FieldCodeRequired})
+		}
+		httpapi.WriteError(w, http.StatusBadRequest, httpapi.Error{Code: errcode.MissingRequiredFields, Detail: "required fields are missing or empty", Fields: fields})
+	case errors.Is(err, ErrLoginRefused):
+		httpapi.WriteError(w, http.StatusBadRequest, httpapi.Error{Code: errcode.BrokerLoginFailed,
+			Detail: "the broker refused the credentials; nothing was linked"})
+	case errors.As(err, &he):
+		httpapi.WriteError(w, he.Status, *he)
+	default:
+		httpapi.WriteError(w, http.StatusServiceUnavailable, httpapi.Error{Code: errcode.BrokerUnavailable,
+			Detail: "the broker could not be reached to check the credentials; nothing was linked"})
+	}
+}
+
+// serveUnlink deletes the user's link and everything its operations
+// remembered; the tv resources of the Management API are kept.
+func (m *Manager) serveUnlink(w http.ResponseWriter, r *http.Request, p auth.Principal) {
+	if e := httpapi.RejectBody(r); e != nil {
+		httpapi.WriteError(w, e.Status, *e)
+		return
+	}
+	had, err := m.Unlink(context.WithoutCancel(r.Context()), p.UserID)
+	if err != nil {
+		m.log.Warn("deleting a broker link", zap.String("user", p.UserID), zap.Error(err))
+		httpapi.WriteError(w, http.StatusServiceUnavailable, httpapi.Error{Code: errcode.StorageUnavailable, Detail: "the link could not be deleted; retry shortly"})
+		return
+	}
+	if had {
+		m.log.Info("broker login unlinked", zap.String("user", p.UserID))
+	}
+	httpapi.WriteWithTop(w, http.StatusOK, map[string]any{"linked": false}, map[string]any{"changed": had})
+}
+
+// serveStatus answers the link's state.
+func (m *Manager) serveStatus(w http.ResponseWriter, r *http.Request, p auth.Principal) {
+	if e := httpapi.RejectBody(r); e != nil {
+		httpapi.WriteError(w, e.Status, *e)
+		return
+	}
+	if len(r.URL.Query()) > 0 {
+		httpapi.WriteError(w, http.StatusBadRequest, httpapi.Error{Code: errcode.UnknownParameter, Detail: "this route takes no query parameters"})
+		return
+	}
+	m.writeStatus(w, r.Context(), p.UserID, nil)
+}
+
+// writeStatus answers the user's link status.
+func (m *Manager) writeStatus(w http.ResponseWriter, ctx context.Context, userID string, top map[string]any) {
+	st, err := m.Status(ctx, userID)
+	if err != nil {
+		httpapi.WriteError(w, http.StatusServiceUnavailable, httpapi.Error{Code: errcode.StorageUnavailable, Detail: "the link could not be read; retry shortly"})
+		return
+	}
+	httpapi.WriteWithTop(w, http.StatusOK, st, top)
+}
+
+// Status is the state of a user's broker link, as GET /v1/api/tv/status
+// answers it. It never holds a secret.
+type Status struct {
+	Linked   bool       `json:"linked"`
+	Env      string     `json:"env,omitempty"`
+	Method   string     `json:"method,omitempty"`
+	LinkedAt *time.Time `json:"linkedAt,omitempty"`
+	// Session is the login's state: ok, connecting, login_failed,
+	// captcha_required, rate_limited, unreachable.
+	Session string `json:"session,omitempty"`
+	// TokenExpires is when the login's token expires (it is renewed
+	// before).
+	TokenExpires *time.Time `json:"tokenExpires,omitempty"`
+	// RetryAt is when a rate-limited login may call the broker again.
+	RetryAt *time.Time `json:"retryAt,omitempty"`
+	// Connected reports whether the user-data socket is up.
+	Connected bool `json:"connected"`
+	// Accounts are the login's accounts as last seen.
+	Accounts []string `json:"accounts"`
+}
+
+// LinkState is what a link's platform tells of its login, for Status.
+type LinkState struct {
+	Session      string
+	TokenExpires time.Time
+	RetryAt      time.Time
+	Connected    bool
+}
+
+// stater is a platform that tells its login's state.
+type stater interface {
+	LinkState() LinkState
+}
+
+// Status returns the state of the user's link.
+func (m *Manager) Status(ctx context.Context, userID string) (Status, error) {
+	linked, accounts, err := m.Linked(ctx, userID)
+	if err != nil {
+		return Status{}, err
+	}
+	if !linked {
+		return Status{Accounts: []string{}}, nil
+	}
+	link, err := m.links.Get(ctx, userID)
+	if err != nil {
+		if errors.Is(err, ErrNotLinked) {
+			return Status{Accounts: []string{}}, nil
+		}
+		return Status{}, err
+	}
+	at := link.LinkedAt.UTC()
+	st := Status{Linked: true, Env: link.Env, Method: link.Method, LinkedAt: &at, Session: "connecting", Accounts: accounts}
+	m.mu.Lock()
+	in := m.insts[userID]
+	m.mu.Unlock()
+	if in != nil {
+		if s, ok := in.platform.(stater); ok {
+			ls := s.LinkState()
+			st.Session, st.Connected = ls.Session, ls.Connected
+			if !ls.TokenExpires.IsZero() {
+				t := ls.TokenExpires.UTC()
+				st.TokenExpires = &t
+			}
+			if !ls.RetryAt.IsZero() {
+				t := ls.RetryAt.UTC()
+				st.RetryAt = &t
+			}
+		}
+	}
+	return st, nil
+}
+
+// newDeviceID returns a fresh device id for a link: the broker ties a
+// login's sessions to it, so it stays the same for the link's life.
+func newDeviceID() string {
+	var b [16]byte
+	_, _ = rand.Read(b[:])
+	return hex.EncodeToString(b[:])
+}
+
+// ---- OAuth ----
+
+// oauthStateTTL is how long an OAuth link may take, from its start to the
+// broker sending the user back.
+const oauthStateTTL = 10 * time.Minute
+
+// oauthStates are the OAuth links under way: one-time states bound to a
+// user and an environment. They live in this relay node's memory: the
+// callback must reach the node that started the link.
+type oauthStates struct {
+	mu sync.Mutex
+	m  map[string]oauthState
+}
+
+type oauthState struct {
+	userID, env string
+	expires     time.Time
+}
+
+// add records a new state and returns it.
+func (o *oauthStates) add(userID, env string, now time.Time) string {
+	var b [16]byte
+	_, _ = rand.Read(b[:])
+	s := hex.EncodeToString(b[:])
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if o.m == nil {
+		o.m = make(map[string]oauthState)
+	}
+	for k, v := range o.m {
+		if now.After(v.expires) {
+			delete(o.m, k)
+		}
+	}
+	o.m[s] = oauthState{userID: userID, env: env, expires: now.Add(oauthStateTTL)}
+	return s
+}
+
+// take returns and forgets a state that has not expired.
+func (o *oauthStates) take(s string, now time.Time) (oauthState, bool) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	v, ok := o.m[s]
+	delete(o.m, s)
+	if !ok || now.After(v.expires) {
+		return oauthState{}, false
+	}
+	return v, true
+}
+
+// serveOAuthStart starts an OAuth link: it answers the broker's
+// authorization page, with a one-time state, for the dashboard to send
+// the user's browser to.
+func (m *Manager) serveOAuthStart(w http.ResponseWriter, r *http.Request, p auth.Principal) {
+	if m.opts.OAuth.ID == "" {
+		httpapi.WriteError(w, http.StatusNotFound, httpapi.Error{Code: errcode.NotFound, Detail: "this relay does not offer the OAuth link; link API-key credentials instead"})
+		return
+	}
+	var b struct {
+		Env string `json:"env"`
+	}
+	if e := readObject(w, r, &b, []string{"env"}, nil); e != nil {
+		httpapi.WriteError(w, e.Status, *e)
+		return
+	}
+	if b.Env != EnvDemo && b.Env != EnvLive {
+		e := envError()
+		httpapi.WriteError(w, e.Status, *e)
+		return
+	}
+	now := m.opts.Now()
+	state := m.oauth.add(p.UserID, b.Env, now)
+	u, err := url.Parse(m.opts.Endpoints.OAuthAuthorize)
+	if err != nil {
+		httpapi.WriteError(w, http.StatusInternalServerError, httpapi.Error{Code: errcode.InternalError, Detail: "the relay's OAuth address is invalid"})
+		return
+	}
+	q := u.Query()
+	q.Set("response_type", "code")
+	q.Set("client_id", m.opts.OAuth.ID)
+	q.Set("redirect_uri", m.opts.OAuth.RedirectURL)
+	q.Set("state", state)
+	u.RawQuery = q.Encode()
+	httpapi.Write(w, http.StatusOK, map[string]any{"authorizeUrl": u.String(), "expiresAt": now.Add(oauthStateTTL).UTC()})
+}
+
+// serveOAuthCallback ends an OAuth link: the broker sent the user back
+// with a code, exchanged here for a token that is sealed and stored.
+func (m *Manager) serveOAuthCallback(w http.ResponseWriter, r *http.Request) {
+	q := r.URL.Query()
+	st, ok := m.oauth.take(q.Get("state"), m.opts.Now())
+	if !ok || m.opts.OAuth.ID == "" {
+		httpapi.WriteError(w, http.StatusBadRequest, httpapi.Error{Code: errcode.InvalidArgument, Detail: "the link request is unknown or expired; start the link again"})
+		return
+	}
+	code := q.Get("code")
+	if code == "" {
+		httpapi.WriteError(w, http.StatusBadRequest, httpapi.Error{Code: errcode.BrokerLoginFailed, Detail: "the broker did not grant access; nothing was linked"})
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(r.Context()), 30*time.Second)
+	defer cancel()
+	sess, err := m.exchangeCode(ctx, st.env, code)
+	if err != nil {
+		m.log.Info("an OAuth link was refused", zap.String("user", st.userID), zap.Error(err))
+		writeLinkError(w, err)
+		return
+	}
+	s := Secrets{AccessToken: sess.AccessToken, MDAccessToken: sess.MDAccessToken, Expires: sess.Expires, BrokerUserID: sess.BrokerUserID, DeviceID: newDeviceID()}
+	if _, err := m.Link(ctx, st.userID, st.env, MethodOAuth, s); err != nil {
+		m.log.Warn("storing an OAuth link", zap.String("user", st.userID), zap.Error(err))
+		writeLinkError(w, err)
+		return
+	}
+	m.log.Info("broker login linked", zap.String("user", st.userID), zap.String("env", st.env), zap.String("method", MethodOAuth))
+	httpapi.Write(w, http.StatusOK, map[string]any{"linked": true, "env": st.env, "method": MethodOAuth})
+}

@@ -1,0 +1,263 @@
+package broker
+
+import (
+	"context"
+	"encoding/json"
+	"slices"
+	"sync"
+
+	"go.uber.org/zap"
+
+	"tradebridge/agent/bridge"
+	"tradebridge/agent/dispatch"
+	"tradebridge/agent/engine/controls"
+	"tradebridge/agent/engine/copier"
+	"tradebridge/agent/engine/monitor"
+	"tradebridge/agent/mgmtconfig"
+	"tradebridge/agent/ops"
+	"tradebridge/protocol"
+	"tradebridge/relay/store"
+)
+
+// instance is one linked login at work: its platform, the operations and
+// dispatcher over it, and the engines.
+type instance struct {
+	m        *Manager
+	userID   string
+	link     Link
+	log      *zap.Logger
+	state    userState
+	platform Platform
+
+	ops        *ops.Ops
+	dispatcher *dispatch.Dispatcher
+	config     *mgmtconfig.Holder
+	controls   *controls.Engine
+	monitors   *monitor.Engine
+	copiers    *copier.Engine
+
+	// reload is signalled when the user's configuration changed.
+	reload chan struct{}
+	// version numbers the configurations applied (the Holder takes only
+	// newer ones); owned by followConfig.
+	version int64
+
+	cancel context.CancelFunc
+	wg     sync.WaitGroup
+	once   sync.Once
+}
+
+// newInstance builds the instance of a link; start runs it.
+func (m *Manager) newInstance(link Link) (*instance, error) {
+	log := m.log.With(zap.String("user", link.UserID))
+	in := &instance{m: m, userID: link.UserID, link: link, log: log,
+		state:  userState{db: m.opts.Store, userID: link.UserID},
+		config: new(mgmtconfig.Holder), reload: make(chan struct{}, 1)}
+	p, err := m.opts.NewPlatform(m.ctx, PlatformConfig{Link: link, State: in.state, Logger: log.Named("tradovate"),
+		SaveSession: func(ctx context.Context, s Session) error {
+			return m.links.SaveSession(ctx, link.UserID, s.AccessToken, s.MDAccessToken, s.Expires, s.BrokerUserID)
+		}})
+	if err != nil {
+		return nil, err
+	}
+	in.platform = p
+	fail := func(err error) (*instance, error) {
+		p.Close()
+		return nil, err
+	}
+	oopts := m.opts.Ops
+	oopts.Platform, oopts.Persist, oopts.Logger, oopts.Now = p, in.state, log.Named("ops"), m.opts.Now
+	if in.ops, err = ops.New(oopts); err != nil {
+		return fail(err)
+	}
+	elog := log.Named("engine")
+	now := m.opts.Now
+	if in.controls, err = controls.New(controls.Options{Platform: p, Trader: in.ops, Config: in.config,
+		Now: now, Logger: elog, TickInterval: m.opts.EngineTick}); err != nil {
+		return fail(err)
+	}
+	if in.monitors, err = monitor.New(monitor.Options{Platform: p, Trader: in.ops, Config: in.config,
+		Store: in.state, Reporter: in, Now: now, Logger: elog, TickInterval: m.opts.EngineTick,
+		OnState: func(account, state string) {
+			if in.copiers != nil {
+				in.copiers.MonitorChanged(account, state)
+			}
+		}}); err != nil {
+		return fail(err)
+	}
+	if in.copiers, err = copier.New(copier.Options{Platform: p, Trader: in.ops, Config: in.config,
+		Store: in.state, Reporter: in, Monitors: in.monitors, Now: now, Logger: elog,
+		TickInterval: m.opts.EngineTick}); err != nil {
+		return fail(err)
+	}
+	in.ops.SetGate(ops.Gates{in.controls, in.monitors})
+	dopts := m.opts.Dispatch
+	dopts.Explain, dopts.Journal, dopts.Logger = in.ops.Explain, in.state, log.Named("dispatch")
+	if in.dispatcher, err = dispatch.New(dopts); err != nil {
+		return fail(err)
+	}
+	for name, h := range in.ops.Functions() {
+		if err := in.dispatcher.Register(name, h); err != nil {
+			return fail(err)
+		}
+	}
+	return in, nil
+}
+
+// start runs the platform, the engines and the followers until stop.
+func (in *instance) start(parent context.Context) {
+	ctx, cancel := context.WithCancel(parent)
+	in.cancel = cancel
+	run := func(name string, f func(context.Context) error) {
+		in.wg.Add(1)
+		go func() {
+			defer in.wg.Done()
+			if err := f(ctx); err != nil && ctx.Err() == nil {
+				in.log.Warn("stopped early", zap.String("part", name), zap.Error(err))
+			}
+		}()
+	}
+	// The configuration is applied before the engines start, so that
+	// they never act on an empty one while the user has limits set.
+	in.applyConfig(ctx)
+	events := in.platform.Events(ctx) // before the platform runs: its first connections are seen
+	run("accounts", func(ctx context.Context) error { return in.followAccounts(ctx, events) })
+	run("platform", in.platform.Run)
+	run("configuration", in.followConfig)
+	run("controls", in.controls.Run)
+	run("monitors", in.monitors.Run)
+	run("copiers", in.copiers.Run)
+}
+
+// stop ends the instance and waits for its goroutines, then closes the
+// platform. It is idempotent.
+func (in *instance) stop() {
+	in.once.Do(func() {
+		if in.cancel != nil {
+			in.cancel()
+		}
+		in.wg.Wait()
+		in.platform.Close()
+	})
+}
+
+// sameLink reports whether the stored link l is the one the instance
+// runs (not deleted and linked again since).
+func (in *instance) sameLink(l store.BrokerLink) bool {
+	return l.Env == in.link.Env && l.Method == in.link.Method && l.LinkedAt.Equal(in.link.LinkedAt)
+}
+
+// configChanged asks followConfig to read the configuration again.
+func (in *instance) configChanged() {
+	select {
+	case in.reload <- struct{}{}:
+	default:
+	}
+}
+
+// followConfig applies the user's configuration whenever it changes.
+func (in *instance) followConfig(ctx context.Context) error {
+	for {
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-in.reload:
+			in.applyConfig(ctx)
+		}
+	}
+}
+
+// applyConfig reads the user's configuration and hands it to the engines
+// under the next version. A configuration that cannot be read leaves the
+// engines on the one they run; the next change tries again.
+func (in *instance) applyConfig(ctx context.Context) {
+	if in.m.opts.Config == nil {
+		return
+	}
+	cfg, err := in.m.opts.Config(ctx, in.userID)
+	if err != nil {
+		if ctx.Err() == nil {
+			in.log.Warn("reading the broker engines' configuration; the engines keep the one they run", zap.Error(err))
+			// Tried again on the next change, or the next start.
+		}
+		return
+	}
+	in.version++
+	cfg.Version = in.version
+	in.config.Apply(&cfg)
+	in.log.Debug("broker engines configured", zap.Int("copiers", len(cfg.Copiers)), zap.Int("monitors", len(cfg.Monitors)),
+		zap.Bool("killSwitch", cfg.Controls.KillSwitch))
+}
+
+// followAccounts keeps the login's accounts in the store whenever the
+// platform reports its connections, for the Management API's tv family.
+func (in *instance) followAccounts(ctx context.Context, events <-chan bridge.Event) error {
+	var last []string
+	// A platform connected already reports no change: read them once.
+	first := make(chan bridge.Event, 1)
+	first <- bridge.Event{Lost: true}
+	close(first)
+	for ev := range merge(first, events) {
+		if ev.Lost {
+			conns, err := in.platform.Connections(ctx)
+			if err != nil {
+				continue
+			}
+			ev = bridge.Event{Kind: bridge.EventConnections, Connections: conns}
+		}
+		if ev.Kind != bridge.EventConnections || len(ev.Connections) == 0 {
+			continue // none while the broker is away: the last ones stand
+		}
+		var accounts []string
+		for _, c := range ev.Connections {
+			accounts = append(accounts, c.Accounts...)
+		}
+		slices.Sort(accounts)
+		accounts = slices.Compact(accounts)
+		if accounts == nil {
+			accounts = []string{}
+		}
+		if slices.Equal(accounts, last) {
+			continue
+		}
+		if err := in.state.saveAccounts(accounts); err != nil {
+			in.log.Warn("keeping the login's accounts", zap.Error(err))
+			continue
+		}
+		last = accounts
+	}
+	return nil
+}
+
+// ReportMonitor implements engine.Reporter: the state is stored on the tv
+// monitor.
+func (in *instance) ReportMonitor(s protocol.MonitorState) { in.report(protocol.EventMonitorState, s) }
+
+// ReportCopier implements engine.Reporter: the state is stored on the tv
+// copier.
+func (in *instance) ReportCopier(s protocol.CopierState) { in.report(protocol.EventCopierState, s) }
+
+func (in *instance) report(kind string, v any) {
+	if in.m.opts.Report == nil {
+		return
+	}
+	b, err := json.Marshal(v)
+	if err != nil {
+		in.log.Error("encoding an engine's report", zap.Error(err))
+		return
+	}
+	in.m.opts.Report(in.userID, kind, b)
+}
+
+// merge returns the events of first, then those of rest.
+func merge(first, rest <-chan bridge.Event) func(func(bridge.Event) bool) {
+	return func(yield func(bridge.Event) bool) {
+		for _, ch := range []<-chan bridge.Event{first, rest} {
+			for ev := range ch {
+				if !yield(ev) {
+					return
+				}
+			}
+		}
+	}
+}

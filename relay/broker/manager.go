@@ -1,0 +1,442 @@
+package broker
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"sync"
+	"time"
+
+	"go.uber.org/zap"
+
+	"tradebridge/agent/bridge"
+	"tradebridge/agent/dispatch"
+	"tradebridge/agent/ops"
+	"tradebridge/protocol"
+	"tradebridge/relay/broker/tradovate"
+	"tradebridge/relay/sealed"
+	"tradebridge/relay/store"
+)
+
+// Platform is the platform of one linked login: a bridge.Platform with a
+// loop of its own (its sockets), as tradovate.Platform is.
+type Platform interface {
+	bridge.Platform
+	// Run keeps the platform connected until ctx ends.
+	Run(ctx context.Context) error
+}
+
+// PlatformConfig is what a platform of a link is built from.
+type PlatformConfig struct {
+	Link Link
+	// State keeps what the platform must remember (the broker's order
+	// ids) in the relay's store: Put, Delete and Load of named buckets.
+	State ops.Persist
+	// SaveSession keeps the login's session after every login and
+	// renewal, sealed with the link, so that a relay restart reuses a
+	// valid token instead of logging in again.
+	SaveSession func(ctx context.Context, s Session) error
+	Logger      *zap.Logger
+}
+
+// Session is a broker login's current session, as SaveSession keeps it.
+type Session struct {
+	AccessToken, MDAccessToken string
+	Expires                    time.Time
+	BrokerUserID               int64
+}
+
+// Options configure a Manager.
+type Options struct {
+	// Store keeps the links and what each link's operations remember.
+	// Required.
+	Store Store
+	// Keys seal the links' secrets. Required.
+	Keys *sealed.Keyring
+	// Endpoints are the broker's addresses; the zero value means
+	// tradovate.DefaultEndpoints.
+	Endpoints tradovate.Endpoints
+	// OAuth is the relay's registration with the broker's OAuth service;
+	// an empty ID turns the OAuth link off.
+	OAuth tradovate.OAuthClient
+	// HTTPClient calls the broker; nil means a client with a 30 s
+	// timeout.
+	HTTPClient *http.Client
+	// NewPlatform builds a link's platform; nil means the Tradovate
+	// platform over Endpoints.
+	NewPlatform func(ctx context.Context, c PlatformConfig) (Platform, error)
+	// Login checks API-key credentials with the broker when a user links
+	// them over HTTP, and returns the session it opened (kept, so the
+	// platform does not log in again). Nil means the Tradovate login.
+	Login func(ctx context.Context, env string, s Secrets) (Session, error)
+	// Config returns the configuration the user's engines run (the tv
+	// copiers and monitors, the controls and the news lockout:
+	// manage.Server.BrokerConfig). Nil runs the engines with nothing
+	// configured.
+	Config func(ctx context.Context, userID string) (protocol.Config, error)
+	// Report stores a state the engines report about a tv resource
+	// (manage.Server.ReportBroker). Nil drops them.
+	Report func(userID, kind string, data json.RawMessage)
+	Logger *zap.Logger
+	// Now is the clock of the engines and the operations; nil means
+	// time.Now.
+	Now func() time.Time
+	// EngineTick is how often the engines look at the clock; default 1 s.
+	EngineTick time.Duration
+	// Ops tunes the operations (their waits); Platform, Persist, Logger
+	// and Now in it are filled in.
+	Ops ops.Options
+	// Dispatch tunes the dispatcher; Explain, Journal and Logger in it
+	// are filled in.
+	Dispatch dispatch.Options
+	// ReadyTimeout bounds how long a call waits for a link's platform
+	// that is still connecting. Default 10 s.
+	ReadyTimeout time.Duration
+	// SyncInterval is how often Run compares the running links with the
+	// store's, to follow links made or deleted by the relay broker
+	// command or another relay node. Default 30 s.
+	SyncInterval time.Duration
+}
+
+// DefaultReadyTimeout is Options.ReadyTimeout's default.
+const DefaultReadyTimeout = 10 * time.Second
+
+// Manager runs an instance per linked login. Create it with New, start
+// the links stored with Run, stop everything with Close. Its methods are
+// safe for concurrent use.
+type Manager struct {
+	opts  Options
+	log   *zap.Logger
+	links *Links
+
+	ctx    context.Context // ends on Close
+	cancel context.CancelFunc
+
+	mu     sync.Mutex
+	closed bool
+	insts  map[string]*instance
+	// starting serializes the starts and stops of one user's instance.
+	starting userLocks
+	wg       sync.WaitGroup // Run
+
+	oauth oauthStates
+}
+
+// New validates opts and returns a Manager.
+func New(opts Options) (*Manager, error) {
+	if opts.Store == nil || opts.Keys == nil {
+		return nil, errors.New("broker: Options.Store and Options.Keys are required")
+	}
+	if opts.Logger == nil {
+		opts.Logger = zap.NewNop()
+	}
+	if opts.Now == nil {
+		opts.Now = time.Now
+	}
+	if opts.Endpoints == (tradovate.Endpoints{}) {
+		opts.Endpoints = tradovate.DefaultEndpoints()
+	}
+	if err := opts.Endpoints.Validate(); err != nil {
+		return nil, err
+	}
+	if opts.HTTPClient == nil {
+		opts.HTTPClient = &http.Client{Timeout: 30 * time.Second}
+	}
+	if opts.EngineTick <= 0 {
+		opts.EngineTick = time.Second
+	}
+	if opts.ReadyTimeout <= 0 {
+		opts.ReadyTimeout = DefaultReadyTimeout
+	}
+	if opts.SyncInterval <= 0 {
+		opts.SyncInterval = 30 * time.Second
+	}
+	links, err := NewLinks(LinkOptions{Store: opts.Store, Keys: opts.Keys, Now: opts.Now})
+	if err != nil {
+		return nil, err
+	}
+	m := &Manager{opts: opts, log: opts.Logger.Named("broker"), links: links, insts: make(map[string]*instance)}
+	if m.opts.NewPlatform == nil {
+		m.opts.NewPlatform = m.tradovatePlatform
+	}
+	if m.opts.Login == nil {
+		m.opts.Login = m.tradovateLogin
+	}
+	m.ctx, m.cancel = context.WithCancel(context.Background())
+	return m, nil
+}
+
+// Links returns the link records.
+func (m *Manager) Links() *Links { return m.links }
+
+// Run starts an instance for every link stored, so that their engines
+// enforce the users' monitors and controls whether or not anyone calls,
+// then waits until ctx ends or Close is called, and stops them all.
+func (m *Manager) Run(ctx context.Context) error {
+	m.mu.Lock()
+	if m.closed {
+		m.mu.Unlock()
+		return nil
+	}
+	m.wg.Add(1)
+	m.mu.Unlock()
+	defer m.wg.Done()
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	stop := context.AfterFunc(m.ctx, cancel)
+	defer stop()
+	t := time.NewTicker(m.opts.SyncInterval)
+	defer t.Stop()
+	for {
+		m.syncLinks(ctx)
+		select {
+		case <-ctx.Done():
+			m.stopAll()
+			return nil
+		case <-t.C:
+		}
+	}
+}
+
+// syncLinks brings the running instances in line with the links stored:
+// it starts the links that do not run, and stops (or restarts) those
+// whose link was deleted or replaced meanwhile — by the relay broker
+// command, or by another relay node.
+func (m *Manager) syncLinks(ctx context.Context) {
+	links, err := m.opts.Store.ListBrokerLinks(ctx)
+	if err != nil {
+		if ctx.Err() == nil {
+			m.log.Error("listing the broker links", zap.Error(err))
+		}
+		return
+	}
+	stored := make(map[string]store.BrokerLink, len(links))
+	for _, l := range links {
+		stored[l.UserID] = l
+	}
+	m.mu.Lock()
+	var stale []string
+	for id, in := range m.insts {
+		if l, ok := stored[id]; !ok || !in.sameLink(l) {
+			stale = append(stale, id)
+		}
+	}
+	m.mu.Unlock()
+	for _, id := range stale {
+		m.restartIfStale(ctx, id)
+	}
+	for _, l := range links {
+		if _, err := m.instance(ctx, l.UserID); err != nil && ctx.Err() == nil && !errors.Is(err, ErrNotLinked) {
+			m.log.Warn("starting a broker link", zap.String("user", l.UserID), zap.Error(err))
+		}
+	}
+}
+
+// restartIfStale stops the user's instance when its link is no longer
+// the one stored; the next call (or syncLinks) starts the new one.
+func (m *Manager) restartIfStale(ctx context.Context, userID string) {
+	unlock, err := m.starting.lock(ctx, userID)
+	if err != nil {
+		return
+	}
+	defer unlock()
+	m.mu.Lock()
+	in := m.insts[userID]
+	m.mu.Unlock()
+	if in == nil {
+		return
+	}
+	l, err := m.opts.Store.BrokerLink(ctx, userID)
+	switch {
+	case errors.Is(err, store.ErrNotFound):
+	case err != nil:
+		return // the store will answer later; keep what runs
+	case in.sameLink(l):
+		return
+	}
+	m.stopInstance(userID)
+}
+
+// Close stops every instance and waits for them and for Run. It is
+// idempotent.
+func (m *Manager) Close() error {
+	m.mu.Lock()
+	m.closed = true
+	m.mu.Unlock()
+	m.cancel()
+	m.wg.Wait()
+	m.stopAll()
+	return nil
+}
+
+// stopAll stops every running instance.
+func (m *Manager) stopAll() {
+	m.mu.Lock()
+	insts := make([]*instance, 0, len(m.insts))
+	for id, in := range m.insts {
+		insts = append(insts, in)
+		delete(m.insts, id)
+	}
+	m.mu.Unlock()
+	for _, in := range insts {
+		in.stop()
+	}
+}
+
+// errClosed reports a call after Close.
+var errClosed = errors.New("broker: the manager is closed")
+
+// instance returns the user's running instance, starting it when the user
+// has a link: ErrNotLinked when the user has none.
+func (m *Manager) instance(ctx context.Context, userID string) (*instance, error) {
+	m.mu.Lock()
+	in := m.insts[userID]
+	closed := m.closed
+	m.mu.Unlock()
+	if closed {
+		return nil, errClosed
+	}
+	if in != nil {
+		return in, nil
+	}
+	unlock, err := m.starting.lock(ctx, userID)
+	if err != nil {
+		return nil, err
+	}
+	defer unlock()
+	m.mu.Lock()
+	in = m.insts[userID]
+	m.mu.Unlock()
+	if in != nil {
+		return in, nil
+	}
+	link, err := m.links.Get(ctx, userID)
+	if err != nil {
+		return nil, err
+	}
+	in, err = m.newInstance(link)
+	if err != nil {
+		return nil, err
+	}
+	m.mu.Lock()
+	if m.closed {
+		m.mu.Unlock()
+		in.platform.Close()
+		return nil, errClosed
+	}
+	m.insts[userID] = in
+	m.mu.Unlock()
+	in.start(m.ctx)
+	m.log.Info("broker link started", zap.String("user", userID), zap.String("env", link.Env))
+	return in, nil
+}
+
+// stopInstance stops the user's instance, if one runs. The caller holds
+// the user's starting lock.
+func (m *Manager) stopInstance(userID string) {
+	m.mu.Lock()
+	in := m.insts[userID]
+	delete(m.insts, userID)
+	m.mu.Unlock()
+	if in != nil {
+		in.stop()
+		m.log.Info("broker link stopped", zap.String("user", userID))
+	}
+}
+
+// Link stores a link for the user (replacing any other) and starts its
+// instance. The session, when set, is the one the credentials were
+// checked with.
+func (m *Manager) Link(ctx context.Context, userID, env, method string, s Secrets) (Link, error) {
+	unlock, err := m.starting.lock(ctx, userID)
+	if err != nil {
+		return Link{}, err
+	}
+	m.stopInstance(userID)
+	link, err := m.links.Put(ctx, userID, env, method, s)
+	unlock()
+	if err != nil {
+		return Link{}, err
+	}
+	if _, err := m.instance(ctx, userID); err != nil {
+		m.log.Warn("starting a new broker link", zap.String("user", userID), zap.Error(err))
+	}
+	return link, nil
+}
+
+// Unlink stops the user's instance and deletes the link with everything
+// its operations remembered. It reports whether there was a link.
+func (m *Manager) Unlink(ctx context.Context, userID string) (bool, error) {
+	unlock, err := m.starting.lock(ctx, userID)
+	if err != nil {
+		return false, err
+	}
+	defer unlock()
+	m.stopInstance(userID)
+	return m.links.Delete(ctx, userID)
+}
+
+// Linked implements manage.BrokerLinks: whether the user linked a login,
+// and its accounts as last seen (kept in the store, so they are known
+// while the broker is away).
+func (m *Manager) Linked(ctx context.Context, userID string) (bool, []string, error) {
+	if _, err := m.opts.Store.BrokerLink(ctx, userID); err != nil {
+		if errors.Is(err, store.ErrNotFound) {
+			return false, nil, nil
+		}
+		return false, nil, err
+	}
+	accounts, err := userState{db: m.opts.Store, userID: userID}.loadAccounts(ctx)
+	if err != nil {
+		return false, nil, err
+	}
+	return true, accounts, nil
+}
+
+// ConfigChanged implements manage.BrokerEngines: the user's engines read
+// their configuration again. It does not block.
+func (m *Manager) ConfigChanged(userID string) {
+	m.mu.Lock()
+	in := m.insts[userID]
+	m.mu.Unlock()
+	if in != nil {
+		in.configChanged()
+	}
+}
+
+// CheckMonitorRestart implements manage.BrokerMonitors: the user's
+// monitor engine judges whether mon, restarted, would stop again at once.
+func (m *Manager) CheckMonitorRestart(ctx context.Context, userID string, mon protocol.Monitor) (protocol.RestartVerdict, error) {
+	in, err := m.instance(ctx, userID)
+	if err != nil {
+		return protocol.RestartVerdict{}, fmt.Errorf("broker: %w", err)
+	}
+	return in.monitors.CheckRestart(ctx, protocol.RestartCheck{Monitor: mon})
+}
+
+// userLocks are per-user locks that respect a context.
+type userLocks struct {
+	mu sync.Mutex
+	m  map[string]chan struct{}
+}
+
+func (l *userLocks) lock(ctx context.Context, userID string) (func(), error) {
+	l.mu.Lock()
+	if l.m == nil {
+		l.m = make(map[string]chan struct{})
+	}
+	ch := l.m[userID]
+	if ch == nil {
+		ch = make(chan struct{}, 1)
+		l.m[userID] = ch
+	}
+	l.mu.Unlock()
+	select {
+	case ch <- struct{}{}:
+		return func() { <-ch }, nil
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+}

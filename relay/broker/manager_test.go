@@ -1,0 +1,311 @@
+package broker_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"net/http"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+	"go.uber.org/goleak"
+
+	"tradebridge/agent/bridge"
+	"tradebridge/agent/bridge/bridgetest"
+	"tradebridge/agent/bridge/sim"
+	"tradebridge/protocol"
+	"tradebridge/relay/broker"
+	"tradebridge/relay/errcode"
+	"tradebridge/relay/httpapi"
+	"tradebridge/relay/sealed"
+	"tradebridge/relay/store"
+)
+
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+
+// waitFor bounds the waits of these tests.
+const waitFor = 10 * time.Second
+
+// simMarkets hands each user's link the same simulated market: the
+// platform of a link is the simulator itself, so the manager's wiring
+// (dispatcher, operations, engines, store) is tested apart from the
+// Tradovate platform (tested over its fake in package tradovate).
+type simMarkets struct {
+	mu      sync.Mutex
+	clock   *sim.ManualClock
+	markets map[string]*sim.Platform
+	built   int
+}
+
+func (s *simMarkets) newPlatform(_ context.Context, c broker.PlatformConfig) (broker.Platform, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.built++
+	if p := s.markets[c.Link.UserID]; p != nil {
+		return unclosable{p}, nil
+	}
+	p, err := sim.New(sim.Options{Clock: s.clock})
+	if err != nil {
+		return nil, err
+	}
+	s.markets[c.Link.UserID] = p
+	return unclosable{p}, nil
+}
+
+// unclosable keeps the simulator open when a manager closes its
+// platform, so that a second manager (a relay restart) sees the same
+// market.
+type unclosable struct{ *sim.Platform }
+
+func (unclosable) Close() error { return nil }
+
+type fixture struct {
+	store   *store.SQLite
+	keys    *sealed.Keyring
+	markets *simMarkets
+	configs *configs
+}
+
+type configs struct {
+	mu      sync.Mutex
+	cfg     map[string]protocol.Config
+	reports chan string
+}
+
+func (c *configs) get(_ context.Context, userID string) (protocol.Config, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.cfg[userID], nil
+}
+
+func (c *configs) set(userID string, cfg protocol.Config) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.cfg[userID] = cfg
+}
+
+func (c *configs) report(userID, kind string, data json.RawMessage) {
+	select {
+	case c.reports <- kind + " " + string(data):
+	default:
+	}
+}
+
+func newFixture(t *testing.T) *fixture {
+	t.Helper()
+	st, err := store.Open(context.Background(), store.Options{Dir: t.TempDir()})
+	require.NoError(t, err)
+	t.Cleanup(func() { st.Close() })
+	keys, err := sealed.Generate("test")
+	require.NoError(t, err)
+	for _, u := range []string{"alice", "bob"} {
+		require.NoError(t, st.CreateUser(context.Background(), store.User{ID: u, Name: u, Plan: "pro", CreatedAt: time.Now()}))
+	}
+	f := &fixture{store: st, keys: keys,
+		markets: &simMarkets{clock: sim.NewManualClock(bridgetest.Start), markets: map[string]*sim.Platform{}},
+		configs: &configs{cfg: map[string]protocol.Config{}, reports: make(chan string, 64)}}
+	t.Cleanup(func() {
+		for _, p := range f.markets.markets {
+			_ = p.Close()
+		}
+	})
+	return f
+}
+
+func (f *fixture) manager(t *testing.T) *broker.Manager {
+	t.Helper()
+	m, err := broker.New(broker.Options{Store: f.store, Keys: f.keys, NewPlatform: f.markets.newPlatform,
+		Config: f.configs.get, Report: f.configs.report, Now: f.markets.clock.Now, EngineTick: 10 * time.Millisecond,
+		Login: func(context.Context, string, broker.Secrets) (broker.Session, error) {
+			return broker.Session{AccessToken: "tok", Expires: time.Now().Add(time.Hour)}, nil
+		}})
+	require.NoError(t, err)
+	t.Cleanup(func() { m.Close() })
+	return m
+}
+
+func apiKey() broker.Secrets {
+	return broker.Secrets{Username: "trader", Password: "pw", AppID: "app", AppVersion: "1.0", CID: 7, Sec: "sec"}
+}
+
+func call(t *testing.T, m *broker.Manager, user, fn, requestID string, args any) (json.RawMessage, error) {
+	t.Helper()
+	raw, err := json.Marshal(args)
+	require.NoError(t, err)
+	ctx, cancel := context.WithTimeout(context.Background(), waitFor)
+	defer cancel()
+	return m.Call(ctx, user, fn, requestID, raw)
+}
+
+func TestCallWithoutLinkIsNotLinked(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t)
+	m := f.manager(t)
+	_, err := call(t, m, "alice", protocol.FnListAccounts, "", nil)
+	var he *httpapi.Error
+	require.ErrorAs(t, err, &he)
+	require.Equal(t, http.StatusConflict, he.Status)
+	require.Equal(t, errcode.TradovateNotLinked, he.Code)
+	linked, accounts, err := m.Linked(context.Background(), "alice")
+	require.NoError(t, err)
+	require.False(t, linked)
+	require.Empty(t, accounts)
+}
+
+func TestLinkedLoginTradesThroughTheOperations(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t)
+	m := f.manager(t)
+	_, err := m.Link(context.Background(), "alice", broker.EnvDemo, broker.MethodAPIKey, apiKey())
+	require.NoError(t, err)
+
+	raw, err := call(t, m, "alice", protocol.FnPlaceOrder, "req-1", map[string]any{"account": "Sim101", "action": "Buy",
+		"instrument": "ES 12-26", "orderType": "Market", "quantity": 2, "timeInForce": "Day", "strategyTag": "bot-a"})
+	require.NoError(t, err)
+	var placed protocol.Order
+	require.NoError(t, json.Unmarshal(raw, &placed))
+
+	// The same request id answers the first outcome and places nothing.
+	again, err := call(t, m, "alice", protocol.FnPlaceOrder, "req-1", map[string]any{"account": "Sim101", "action": "Buy",
+		"instrument": "ES 12-26", "orderType": "Market", "quantity": 2, "timeInForce": "Day", "strategyTag": "bot-a"})
+	require.NoError(t, err)
+	require.JSONEq(t, string(raw), string(again))
+	require.Equal(t, 2, position(t, f, "alice"))
+
+	// An account the login does not carry.
+	_, err = call(t, m, "alice", protocol.FnGetAccount, "", map[string]any{"account": "Nope"})
+	var he *httpapi.Error
+	require.ErrorAs(t, err, &he)
+	require.Equal(t, errcode.AccountIdentityUnresolved, he.Code)
+	require.Equal(t, http.StatusConflict, he.Status)
+
+	// The accounts are kept for the Management API.
+	require.Eventually(t, func() bool {
+		linked, accounts, err := m.Linked(context.Background(), "alice")
+		return err == nil && linked && len(accounts) > 0
+	}, waitFor, 10*time.Millisecond)
+}
+
+func position(t *testing.T, f *fixture, user string) int {
+	t.Helper()
+	f.markets.mu.Lock()
+	p := f.markets.markets[user]
+	f.markets.mu.Unlock()
+	ps, err := p.Positions(context.Background(), "Sim101")
+	require.NoError(t, err)
+	n := 0
+	for _, x := range ps {
+		if x.Instrument == "ES 12-26" {
+			n = x.Quantity
+			if x.MarketPosition == protocol.MarketPositionShort {
+				n = -n
+			}
+		}
+	}
+	return n
+}
+
+func TestWriteOutcomesAndTagsSurviveARestart(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t)
+	m1 := f.manager(t)
+	_, err := m1.Link(context.Background(), "alice", broker.EnvDemo, broker.MethodAPIKey, apiKey())
+	require.NoError(t, err)
+	args := map[string]any{"account": "Sim101", "action": "Buy", "instrument": "ES 12-26", "orderType": "Market",
+		"quantity": 1, "timeInForce": "Day", "strategyTag": "bot-a"}
+	first, err := call(t, m1, "alice", protocol.FnPlaceOrder, "req-restart", args)
+	require.NoError(t, err)
+	require.NoError(t, m1.Close())
+
+	// A new manager over the same store: the journal answers the repeat.
+	m2 := f.manager(t)
+	again, err := call(t, m2, "alice", protocol.FnPlaceOrder, "req-restart", args)
+	require.NoError(t, err)
+	require.JSONEq(t, string(first), string(again))
+	require.Equal(t, 1, position(t, f, "alice"), "the repeat placed nothing")
+
+	// The tag's ownership was kept: another tag may not close bot-a's share.
+	_, err = call(t, m2, "alice", protocol.FnClosePosition, "req-close", map[string]any{"account": "Sim101",
+		"instrument": "ES 12-26", "strategyTag": "bot-b"})
+	var pe *protocol.Error
+	require.ErrorAs(t, err, &pe)
+	require.NotEqual(t, "", pe.Code)
+	require.Equal(t, 1, position(t, f, "alice"))
+}
+
+func TestKillSwitchFlattensTheBrokerAccounts(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t)
+	m := f.manager(t)
+	_, err := m.Link(context.Background(), "alice", broker.EnvDemo, broker.MethodAPIKey, apiKey())
+	require.NoError(t, err)
+	_, err = call(t, m, "alice", protocol.FnPlaceOrder, "req-k1", map[string]any{"account": "Sim101", "action": "Buy",
+		"instrument": "ES 12-26", "orderType": "Market", "quantity": 3, "timeInForce": "Day"})
+	require.NoError(t, err)
+	require.Equal(t, 3, position(t, f, "alice"))
+
+	f.configs.set("alice", protocol.Config{Controls: protocol.Controls{KillSwitch: true, FlattenOnKill: true}})
+	m.ConfigChanged("alice")
+	require.Eventually(t, func() bool { return position(t, f, "alice") == 0 }, waitFor, 10*time.Millisecond)
+
+	// New entries are refused while the kill switch is on.
+	_, err = call(t, m, "alice", protocol.FnPlaceOrder, "req-k2", map[string]any{"account": "Sim101", "action": "Buy",
+		"instrument": "ES 12-26", "orderType": "Market", "quantity": 1, "timeInForce": "Day"})
+	var pe *protocol.Error
+	require.ErrorAs(t, err, &pe)
+	require.Equal(t, protocol.CodeTradingBlocked, pe.Code)
+}
+
+func TestUnlinkStopsAndForgets(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t)
+	m := f.manager(t)
+	_, err := m.Link(context.Background(), "bob", broker.EnvLive, broker.MethodAPIKey, apiKey())
+	require.NoError(t, err)
+	_, err = call(t, m, "bob", protocol.FnListAccounts, "", nil)
+	require.NoError(t, err)
+	had, err := m.Unlink(context.Background(), "bob")
+	require.NoError(t, err)
+	require.True(t, had)
+	_, err = call(t, m, "bob", protocol.FnListAccounts, "", nil)
+	var he *httpapi.Error
+	require.ErrorAs(t, err, &he)
+	require.Equal(t, errcode.TradovateNotLinked, he.Code)
+	st, err := m.Status(context.Background(), "bob")
+	require.NoError(t, err)
+	require.False(t, st.Linked)
+}
+
+func TestRunStartsTheStoredLinks(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t)
+	m1 := f.manager(t)
+	_, err := m1.Link(context.Background(), "alice", broker.EnvDemo, broker.MethodAPIKey, apiKey())
+	require.NoError(t, err)
+	require.NoError(t, m1.Close())
+	f.markets.mu.Lock()
+	before := f.markets.built
+	f.markets.mu.Unlock()
+
+	m2 := f.manager(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- m2.Run(ctx) }()
+	require.Eventually(t, func() bool {
+		f.markets.mu.Lock()
+		defer f.markets.mu.Unlock()
+		return f.markets.built > before
+	}, waitFor, 10*time.Millisecond, "Run starts the link without any call")
+	cancel()
+	select {
+	case err := <-done:
+		require.NoError(t, err)
+	case <-time.After(waitFor):
+		t.Fatal("Run did not return")
+	}
+}
+
+var _ = errors.Is
+var _ bridge.Platform = unclosable{}

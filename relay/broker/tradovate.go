@@ -1,0 +1,133 @@
+package broker
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"sync"
+
+	"go.uber.org/zap"
+
+	"tradebridge/agent/bridge"
+	"tradebridge/relay/broker/tradovate"
+	"tradebridge/relay/errcode"
+	"tradebridge/relay/httpapi"
+)
+
+// tvPlatform is a link's Tradovate platform with its session: Run keeps
+// both going, Close stops both.
+type tvPlatform struct {
+	*tradovate.Platform
+	sess *tradovate.Session
+	once sync.Once
+}
+
+// Run keeps the session's token renewed and the platform's sockets up
+// until ctx ends.
+func (p *tvPlatform) Run(ctx context.Context) error {
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		_ = p.sess.Run(ctx)
+	}()
+	err := p.Platform.Run(ctx)
+	wg.Wait()
+	return err
+}
+
+// Close closes the platform, then the session.
+func (p *tvPlatform) Close() error {
+	var err error
+	p.once.Do(func() {
+		err = p.Platform.Close()
+		_ = p.sess.Close()
+	})
+	return err
+}
+
+// LinkState tells the login's state for Status.
+func (p *tvPlatform) LinkState() LinkState {
+	st := p.Platform.Status()
+	return LinkState{Session: st.Session.State, TokenExpires: st.Session.Expires, RetryAt: st.Session.Until, Connected: st.Connected}
+}
+
+// credentials returns the API-key credentials of s, nil when s holds
+// none (an OAuth link).
+func credentials(s Secrets) *tradovate.Credentials {
+	if s.Username == "" {
+		return nil
+	}
+	return &tradovate.Credentials{Name: s.Username, Password: s.Password, AppID: s.AppID, AppVersion: s.AppVersion,
+		CID: s.CID, Sec: s.Sec, DeviceID: s.DeviceID}
+}
+
+// tradovatePlatform is Options.NewPlatform's default: a session with the
+// link's credentials and saved token, and the platform over it.
+func (m *Manager) tradovatePlatform(_ context.Context, c PlatformConfig) (Platform, error) {
+	s := c.Link.Secrets
+	sess, err := tradovate.NewSession(tradovate.SessionOptions{
+		Env: tradovate.Env(c.Link.Env), Endpoints: m.opts.Endpoints, Credentials: credentials(s),
+		Token: tradovate.Token{AccessToken: s.AccessToken, MDAccessToken: s.MDAccessToken, Expires: s.Expires, UserID: s.BrokerUserID},
+		OnToken: func(t tradovate.Token) {
+			ctx, cancel := context.WithTimeout(context.Background(), stateTimeout)
+			defer cancel()
+			if err := c.SaveSession(ctx, Session{AccessToken: t.AccessToken, MDAccessToken: t.MDAccessToken, Expires: t.Expires, BrokerUserID: t.UserID}); err != nil {
+				c.Logger.Warn("keeping the renewed session; a relay restart will log in again", zap.Error(err))
+			}
+		},
+		HTTPClient: m.opts.HTTPClient, Logger: c.Logger,
+	})
+	if err != nil {
+		return nil, err
+	}
+	p, err := tradovate.New(tradovate.Options{Session: sess, Persist: c.State, Logger: c.Logger, Now: m.opts.Now})
+	if err != nil {
+		_ = sess.Close()
+		return nil, err
+	}
+	return &tvPlatform{Platform: p, sess: sess}, nil
+}
+
+// tradovateLogin is Options.Login's default: one login with the
+// credentials, whose token the link keeps.
+func (m *Manager) tradovateLogin(ctx context.Context, env string, s Secrets) (Session, error) {
+	sess, err := tradovate.NewSession(tradovate.SessionOptions{Env: tradovate.Env(env), Endpoints: m.opts.Endpoints,
+		Credentials: credentials(s), HTTPClient: m.opts.HTTPClient, Logger: m.log})
+	if err != nil {
+		return Session{}, err
+	}
+	defer sess.Close()
+	t, err := sess.Token(ctx)
+	if err != nil {
+		return Session{}, loginError(err)
+	}
+	return Session{AccessToken: t.AccessToken, MDAccessToken: t.MDAccessToken, Expires: t.Expires, BrokerUserID: t.UserID}, nil
+}
+
+// exchangeCode exchanges an OAuth code for the link's session.
+func (m *Manager) exchangeCode(ctx context.Context, env, code string) (Session, error) {
+	t, err := tradovate.ExchangeOAuthCode(ctx, tradovate.OAuthExchange{Env: tradovate.Env(env), Endpoints: m.opts.Endpoints,
+		Client: m.opts.OAuth, Code: code, HTTPClient: m.opts.HTTPClient, Now: m.opts.Now})
+	if err != nil {
+		return Session{}, loginError(err)
+	}
+	return Session{AccessToken: t.AccessToken, MDAccessToken: t.MDAccessToken, Expires: t.Expires, BrokerUserID: t.UserID}, nil
+}
+
+// loginError maps a failed login: refused credentials are
+// ErrLoginRefused; a captcha, the broker's rate limit or an unreachable
+// broker are 503 broker_unavailable with the reason.
+func loginError(err error) error {
+	var le *tradovate.LoginError
+	if errors.As(err, &le) {
+		return fmt.Errorf("%w: %w", ErrLoginRefused, err)
+	}
+	var ue *bridge.UnavailableError
+	if errors.As(err, &ue) {
+		return &httpapi.Error{Status: http.StatusServiceUnavailable, Code: errcode.BrokerUnavailable,
+			Detail: "the broker is unavailable: " + ue.Reason + "; nothing was linked"}
+	}
+	return err
+}

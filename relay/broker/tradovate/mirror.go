@@ -1,0 +1,810 @@
+package tradovate
+
+import (
+	"cmp"
+	"context"
+	"encoding/json"
+	"math"
+	"slices"
+	"strconv"
+	"time"
+
+	"go.uber.org/zap"
+
+	"tradebridge/agent/bridge"
+	"tradebridge/futures"
+	"tradebridge/protocol"
+	"tradebridge/relay/broker/tradovate/tvwire"
+)
+
+// mirror is what the platform knows of the login: the sync answer and
+// every props event since. Platform.mu guards it.
+type mirror struct {
+	userID    int64
+	accOrder  []int64
+	accounts  map[int64]*accountState
+	byName    map[string]int64
+	orders    map[int64]*orderState
+	fills     map[int64]tvwire.Fill
+	fees      map[int64]tvwire.FillFee
+	positions map[posKey]tvwire.Position
+	cash      map[int64]tvwire.CashBalance // the latest, by account
+
+	// What was last published, so that only changes are.
+	pubOrders    map[int64]protocol.Order
+	pubPositions map[posKey]protocol.Position
+	pubExecs     map[int64]bool
+}
+
+type posKey struct{ account, contract int64 }
+
+// accountState is one account of the mirror.
+type accountState struct {
+	rec       tvwire.Account
+	pub       protocol.Account
+	published bool
+	marks     marks
+}
+
+// orderState is one order of the mirror: the order entity and its latest
+// version, and its fills.
+type orderState struct {
+	o        tvwire.Order
+	hasOrder bool
+	v        tvwire.OrderVersion
+	hasVer   bool
+	fills    []int64
+	// typ is the order type as placed; a stop-limit whose version turns
+	// into a limit has triggered.
+	typ       string
+	triggered bool
+	// ignored marks an order of a placement the broker refused.
+	ignored bool
+}
+
+func newMirror(userID int64) *mirror {
+	return &mirror{userID: userID, accounts: make(map[int64]*accountState), byName: make(map[string]int64),
+		orders: make(map[int64]*orderState), fills: make(map[int64]tvwire.Fill), fees: make(map[int64]tvwire.FillFee),
+		positions: make(map[posKey]tvwire.Position), cash: make(map[int64]tvwire.CashBalance),
+		pubOrders: make(map[int64]protocol.Order), pubPositions: make(map[posKey]protocol.Position),
+		pubExecs: make(map[int64]bool)}
+}
+
+func (m *mirror) order(id int64) *orderState {
+	o := m.orders[id]
+	if o == nil {
+		o = &orderState{}
+		m.orders[id] = o
+	}
+	return o
+}
+
+func (m *mirror) setAccount(a tvwire.Account) (added bool) {
+	st := m.accounts[a.ID]
+	if st == nil {
+		st = &accountState{}
+		m.accounts[a.ID] = st
+		m.accOrder = append(m.accOrder, a.ID)
+		added = true
+	} else if st.rec.Name != a.Name {
+		delete(m.byName, st.rec.Name)
+	}
+	st.rec = a
+	m.byName[a.Name] = a.ID
+	return added
+}
+
+func (m *mirror) setVersion(v tvwire.OrderVersion) {
+	os := m.order(v.OrderID)
+	if os.hasVer && v.ID < os.v.ID {
+		return // an older version
+	}
+	if os.typ == "" {
+		os.typ = v.OrderType
+	}
+	if os.typ == tvwire.OrderTypeStopLimit && v.OrderType == tvwire.OrderTypeLimit {
+		os.triggered = true
+	}
+	os.v, os.hasVer = v, true
+}
+
+func (m *mirror) addFill(f tvwire.Fill) {
+	m.fills[f.ID] = f
+	os := m.order(f.OrderID)
+	if !slices.Contains(os.fills, f.ID) {
+		os.fills = append(os.fills, f.ID)
+	}
+}
+
+// setCash records an account's cash balance: the latest one wins.
+func (m *mirror) setCash(c tvwire.CashBalance) { m.cash[c.AccountID] = c }
+
+func tradeDateLess(a, b tvwire.TradeDate) bool {
+	return cmp.Or(cmp.Compare(a.Year, b.Year), cmp.Compare(a.Month, b.Month), cmp.Compare(a.Day, b.Day)) < 0
+}
+
+// applySnapshot replaces the mirror with a sync answer, makes sock the
+// user socket, and publishes, as events, every difference a reader of
+// Events would otherwise have missed.
+func (p *Platform) applySnapshot(userID int64, s tvwire.SyncResponse, sock *socket) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	old := p.m
+	m := newMirror(userID)
+	for _, a := range s.Accounts {
+		m.setAccount(a)
+	}
+	for _, o := range s.Orders {
+		os := m.order(o.ID)
+		os.o, os.hasOrder = o, true
+	}
+	versions := slices.Clone(s.OrderVersions)
+	slices.SortFunc(versions, func(a, b tvwire.OrderVersion) int { return cmp.Compare(a.ID, b.ID) })
+	for _, v := range versions {
+		m.setVersion(v)
+	}
+	for _, f := range s.Fills {
+		m.addFill(f)
+	}
+	for _, f := range s.FillFees {
+		m.fees[f.ID] = f
+	}
+	for _, pos := range s.Positions {
+		m.positions[posKey{pos.AccountID, pos.ContractID}] = pos
+	}
+	for _, c := range s.CashBalances {
+		// One per account; of several, the latest trade date's.
+		if old, ok := m.cash[c.AccountID]; !ok || !tradeDateLess(c.TradeDate, old.TradeDate) {
+			m.setCash(c)
+		}
+	}
+	if old != nil {
+		m.pubOrders, m.pubPositions, m.pubExecs = old.pubOrders, old.pubPositions, old.pubExecs
+		for id, a := range m.accounts {
+			if o := old.accounts[id]; o != nil {
+				a.pub, a.published, a.marks = o.pub, o.published, o.marks
+			}
+		}
+		for id, os := range old.orders {
+			if n := m.orders[id]; n != nil && os.triggered && n.typ == os.typ {
+				n.triggered = true
+			}
+		}
+	}
+	p.m = m
+	p.user = sock
+	p.unavailable = nil
+	for _, os := range m.orders {
+		p.bindByTextLocked(os)
+	}
+
+	var evs []bridge.Event
+	fillIDs := sortedIDs(m.fills)
+	for _, id := range fillIDs {
+		evs = append(evs, p.refreshExecLocked(id)...)
+	}
+	for _, id := range sortedIDs(m.orders) {
+		evs = append(evs, p.refreshOrderLocked(id, false)...)
+	}
+	keys := make(map[posKey]bool)
+	for k := range m.positions {
+		keys[k] = true
+	}
+	for k := range m.pubPositions {
+		keys[k] = true
+	}
+	for _, k := range sortedKeys(keys) {
+		evs = append(evs, p.refreshPositionLocked(k)...)
+	}
+	for _, id := range m.accOrder {
+		evs = append(evs, p.refreshAccountLocked(id)...)
+	}
+	evs = append(evs, bridge.Event{Kind: bridge.EventConnections, Connections: p.connectionsLocked()})
+	p.publishLocked(evs)
+	p.pruneIDsLocked()
+	p.md.kickLocked()
+	p.notifyLocked()
+}
+
+// pruneIDsLocked forgets old records of the order-id map whose orders
+// the broker no longer lists.
+func (p *Platform) pruneIDsLocked() {
+	m := p.m
+	p.ids.prune(p.opts.Now().Add(-orderRecordKeep), func(broker int64) bool { _, ok := m.orders[broker]; return ok })
+}
+
+func (p *Platform) publishLocked(evs []bridge.Event) {
+	for _, ev := range evs {
+		p.feed.Publish(ev)
+	}
+}
+
+// onUserEvent applies one event of the user socket (on its read
+// goroutine).
+func (p *Platform) onUserEvent(msg tvwire.Message) {
+	if msg.E == tvwire.EventProps {
+		var pe tvwire.PropsEvent
+		if json.Unmarshal(msg.D, &pe) == nil {
+			var e struct {
+				ContractID int64 `json:"contractId"`
+			}
+			if json.Unmarshal(pe.Entity, &e) == nil && e.ContractID != 0 {
+				ctx, cancel := context.WithTimeout(context.Background(), DefaultRequestTimeout)
+				p.contracts.ensure(ctx, []int64{e.ContractID})
+				cancel()
+			}
+		}
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.m == nil {
+		p.applied.Add(1)
+		return
+	}
+	if len(p.held) > 0 || p.holdLocked(msg) {
+		p.held = append(p.held, msg)
+		return
+	}
+	p.applyLocked(msg)
+}
+
+// holdLocked reports whether an event must wait for the placements in
+// flight: the first version of an order we cannot tell the owner of
+// while one of our placements has not answered (it may be ours, and the
+// answer will say). Events after a held one wait behind it.
+func (p *Platform) holdLocked(msg tvwire.Message) bool {
+	if p.placing == 0 || msg.E != tvwire.EventProps {
+		return false
+	}
+	var pe tvwire.PropsEvent
+	if json.Unmarshal(msg.D, &pe) != nil || pe.EntityType != tvwire.EntityOrderVersion {
+		return false
+	}
+	var v tvwire.OrderVersion
+	if json.Unmarshal(pe.Entity, &v) != nil {
+		return false
+	}
+	if os := p.m.orders[v.OrderID]; os != nil && os.hasVer {
+		return false
+	}
+	if _, _, ok := p.ids.ours(v.OrderID); ok {
+		return false
+	}
+	return v.Text == "" || !p.ids.unbound(v.Text)
+}
+
+// flushHeldLocked applies the held events that need not wait any more.
+func (p *Platform) flushHeldLocked() {
+	for len(p.held) > 0 && p.m != nil {
+		msg := p.held[0]
+		if p.holdLocked(msg) {
+			return
+		}
+		p.held = p.held[1:]
+		p.applyLocked(msg)
+	}
+	if p.m == nil {
+		p.applied.Add(uint64(len(p.held)))
+		p.held = nil
+	}
+}
+
+// applyLocked applies one props event and publishes what it changed.
+func (p *Platform) applyLocked(msg tvwire.Message) {
+	defer p.applied.Add(1)
+	defer p.notifyLocked()
+	if msg.E != tvwire.EventProps {
+		return
+	}
+	var pe tvwire.PropsEvent
+	if err := json.Unmarshal(msg.D, &pe); err != nil {
+		p.log.Warn("tradovate: a props event does not decode; skipped")
+		return
+	}
+	m := p.m
+	deleted := pe.EventType == tvwire.EventDeleted
+	bad := func() { p.log.Warn("tradovate: an entity does not decode; skipped", zap.String("entity", pe.EntityType)) }
+	var evs []bridge.Event
+	switch pe.EntityType {
+	case tvwire.EntityOrder:
+		var o tvwire.Order
+		if json.Unmarshal(pe.Entity, &o) != nil || o.ID == 0 {
+			bad()
+			return
+		}
+		os := m.order(o.ID)
+		os.o, os.hasOrder = o, true
+		evs = p.refreshOrderLocked(o.ID, true)
+	case tvwire.EntityOrderVersion:
+		var v tvwire.OrderVersion
+		if json.Unmarshal(pe.Entity, &v) != nil || v.OrderID == 0 {
+			bad()
+			return
+		}
+		m.setVersion(v)
+		p.bindByTextLocked(m.orders[v.OrderID])
+		evs = p.refreshOrderLocked(v.OrderID, true)
+	case tvwire.EntityFill:
+		var f tvwire.Fill
+		if json.Unmarshal(pe.Entity, &f) != nil || f.ID == 0 {
+			bad()
+			return
+		}
+		m.addFill(f)
+		evs = append(p.refreshOrderLocked(f.OrderID, true), p.refreshExecLocked(f.ID)...)
+	case tvwire.EntityFillFee:
+		var f tvwire.FillFee
+		if json.Unmarshal(pe.Entity, &f) != nil || f.ID == 0 {
+			bad()
+			return
+		}
+		m.fees[f.ID] = f
+	case tvwire.EntityPosition:
+		var pos tvwire.Position
+		if json.Unmarshal(pe.Entity, &pos) != nil || pos.AccountID == 0 {
+			bad()
+			return
+		}
+		k := posKey{pos.AccountID, pos.ContractID}
+		if deleted {
+			delete(m.positions, k)
+		} else {
+			m.positions[k] = pos
+		}
+		evs = p.refreshPositionLocked(k)
+		p.md.kickLocked()
+	case tvwire.EntityCashBalance:
+		var c tvwire.CashBalance
+		if json.Unmarshal(pe.Entity, &c) != nil || c.AccountID == 0 {
+			bad()
+			return
+		}
+		m.setCash(c)
+		evs = p.refreshAccountLocked(c.AccountID)
+	case tvwire.EntityAccount:
+		var a tvwire.Account
+		if json.Unmarshal(pe.Entity, &a) != nil || a.ID == 0 || a.Name == "" {
+			bad()
+			return
+		}
+		added := m.setAccount(a)
+		evs = p.refreshAccountLocked(a.ID)
+		if added {
+			evs = append(evs, bridge.Event{Kind: bridge.EventConnections, Connections: p.connectionsLocked()})
+		}
+	case tvwire.EntityContract:
+		var c tvwire.Contract
+		if json.Unmarshal(pe.Entity, &c) == nil && c.ID != 0 && c.Name != "" {
+			p.contracts.add(c)
+		}
+	}
+	p.publishLocked(evs)
+}
+
+// bindByTextLocked maps an order to our id when its version carries the
+// id of one of our placements that has not answered, and marks an order
+// of a refused placement ignored.
+func (p *Platform) bindByTextLocked(os *orderState) {
+	if os == nil || !os.hasVer || os.v.Text == "" {
+		return
+	}
+	if p.failed[os.v.Text] {
+		if _, _, ok := p.ids.ours(os.v.OrderID); !ok {
+			os.ignored = true
+		}
+		return
+	}
+	if _, _, ok := p.ids.ours(os.v.OrderID); !ok && p.ids.unbound(os.v.Text) {
+		p.ids.bind(os.v.Text, os.v.OrderID)
+	}
+}
+
+// refreshOrderLocked publishes an order when its record changed. created
+// says the order came by event: its first publication is preceded by a
+// Submitted one when the broker's first state is later, so that every
+// order is first reported Submitted. Executions that waited for the
+// order follow it.
+func (p *Platform) refreshOrderLocked(id int64, created bool) []bridge.Event {
+	m := p.m
+	rec, ok := p.orderRecordLocked(id)
+	if !ok {
+		return nil
+	}
+	old, seen := m.pubOrders[id]
+	if seen && old == rec {
+		return nil
+	}
+	var evs []bridge.Event
+	if !seen && created && rec.OrderState != protocol.OrderStateSubmitted && rec.OrderState != protocol.OrderStateRejected {
+		sub := rec
+		sub.OrderState, sub.Filled, sub.AverageFillPrice = protocol.OrderStateSubmitted, 0, 0
+		evs = append(evs, bridge.Event{Kind: bridge.EventOrder, Order: ptr(sub)})
+	}
+	m.pubOrders[id] = rec
+	evs = append(evs, bridge.Event{Kind: bridge.EventOrder, Order: ptr(rec)})
+	if !seen {
+		for _, f := range m.orders[id].fills {
+			evs = append(evs, p.refreshExecLocked(f)...)
+		}
+	}
+	return evs
+}
+
+// refreshExecLocked publishes a fill not published yet, once its order
+// is.
+func (p *Platform) refreshExecLocked(id int64) []bridge.Event {
+	m := p.m
+	if m.pubExecs[id] {
+		return nil
+	}
+	f := m.fills[id]
+	if _, ok := m.pubOrders[f.OrderID]; !ok {
+		return nil
+	}
+	e, ok := p.executionLocked(f)
+	if !ok {
+		return nil
+	}
+	m.pubExecs[id] = true
+	return []bridge.Event{{Kind: bridge.EventExecution, Execution: &e}}
+}
+
+// refreshPositionLocked publishes a position when its record changed; a
+// position gone is published Flat once.
+func (p *Platform) refreshPositionLocked(k posKey) []bridge.Event {
+	m := p.m
+	rec, ok := p.positionRecordLocked(k)
+	old, seen := m.pubPositions[k]
+	switch {
+	case !ok:
+		return nil
+	case rec.MarketPosition == protocol.MarketPositionFlat:
+		if !seen {
+			return nil
+		}
+		delete(m.pubPositions, k)
+	case seen && old == rec:
+		return nil
+	default:
+		m.pubPositions[k] = rec
+	}
+	if a := m.accounts[k.account]; a != nil {
+		a.marks.observe(p.figuresLocked(a), p.opts.Now())
+	}
+	return []bridge.Event{{Kind: bridge.EventPosition, Position: &rec}}
+}
+
+// refreshAccountLocked publishes an account when its record changed.
+func (p *Platform) refreshAccountLocked(id int64) []bridge.Event {
+	a := p.m.accounts[id]
+	if a == nil {
+		return nil
+	}
+	rec := p.accountRecordLocked(a)
+	a.marks.observe(p.figuresLocked(a), p.opts.Now())
+	if a.published && a.pub == rec {
+		return nil
+	}
+	a.pub, a.published = rec, true
+	return []bridge.Event{{Kind: bridge.EventAccount, Account: ptr(rec)}}
+}
+
+// ourID returns the order id callers know an order by.
+func (p *Platform) ourID(broker int64) (string, orderRecord) {
+	if id, rec, ok := p.ids.ours(broker); ok {
+		return id, rec
+	}
+	return strconv.FormatInt(broker, 10), orderRecord{}
+}
+
+// orderRecordLocked makes an order's record; false while the order, its
+// version, its account or its contract is not known, or when it is
+// ignored.
+func (p *Platform) orderRecordLocked(id int64) (protocol.Order, bool) {
+	m := p.m
+	os := m.orders[id]
+	if os == nil || !os.hasOrder || !os.hasVer || os.ignored {
+		return protocol.Order{}, false
+	}
+	a := m.accounts[os.o.AccountID]
+	c, ok := p.contracts.cached(os.o.ContractID)
+	if a == nil || !ok {
+		return protocol.Order{}, false
+	}
+	ours, rec := p.ourID(id)
+	o := protocol.Order{
+		OrderID: ours, Account: a.rec.Name, Instrument: c.Name, Name: rec.Name, StrategyTag: rec.Tag,
+		OrderAction: os.o.Action, OrderType: orderType(os.typ), Quantity: os.v.OrderQty,
+		TimeInForce: timeInForce(os.v.TimeInForce), Oco: rec.Oco,
+	}
+	if o.Oco == "" && os.o.OcoID != 0 {
+		o.Oco = strconv.FormatInt(min(id, os.o.OcoID), 10)
+	}
+	switch o.OrderType {
+	case protocol.OrderTypeLimit:
+		o.LimitPrice = os.v.Price
+	case protocol.OrderTypeStopMarket:
+		o.StopPrice = os.v.StopPrice
+	case protocol.OrderTypeStopLimit:
+		o.LimitPrice, o.StopPrice = os.v.Price, os.v.StopPrice
+	default:
+		o.LimitPrice, o.StopPrice = os.v.Price, os.v.StopPrice
+	}
+	var qty int
+	var value float64
+	for _, fid := range os.fills {
+		f := m.fills[fid]
+		qty += f.Qty
+		value += float64(f.Qty) * f.Price
+	}
+	o.Filled = qty
+	if qty > 0 {
+		o.AverageFillPrice = value / float64(qty)
+		if c.Root != nil {
+			o.AverageFillPrice = roundTo(o.AverageFillPrice, c.Root.Decimals+2)
+		}
+	}
+	o.OrderState = stateOf(os, qty)
+	if t, ok := tvwire.ParseTime(os.o.Timestamp); ok {
+		o.Time, o.Epoch = protocol.FormatTime(t), t.UnixMilli()
+	}
+	return o, true
+}
+
+// stateOf maps the broker's status to ours, with the filled quantity:
+// an order the broker reports filled is Filled once its fills add up.
+func stateOf(os *orderState, filled int) string {
+	resting := func() string {
+		switch {
+		case filled > 0:
+			return protocol.OrderStatePartFilled
+		case (os.typ == tvwire.OrderTypeStop || os.typ == tvwire.OrderTypeStopLimit) && !os.triggered:
+			return protocol.OrderStateAccepted
+		}
+		return protocol.OrderStateWorking
+	}
+	switch os.o.OrdStatus {
+	case tvwire.StatusPendingNew:
+		return protocol.OrderStateSubmitted
+	case tvwire.StatusWorking, tvwire.StatusSuspended:
+		return resting()
+	case tvwire.StatusPendingCancel:
+		return protocol.OrderStateCancelPending
+	case tvwire.StatusPendingReplace:
+		return protocol.OrderStateChangePending
+	case tvwire.StatusFilled, tvwire.StatusCompleted:
+		if filled >= os.v.OrderQty && filled > 0 {
+			return protocol.OrderStateFilled
+		}
+		if os.o.OrdStatus == tvwire.StatusCompleted {
+			return protocol.OrderStateCancelled
+		}
+		return resting()
+	case tvwire.StatusCanceled, tvwire.StatusExpired:
+		return protocol.OrderStateCancelled
+	case tvwire.StatusRejected:
+		return protocol.OrderStateRejected
+	}
+	return protocol.OrderStateUnknown
+}
+
+// orderType maps the broker's order type to ours; types we do not name
+// keep the broker's name.
+func orderType(t string) string {
+	switch t {
+	case tvwire.OrderTypeStop:
+		return protocol.OrderTypeStopMarket
+	case "":
+		return protocol.OrderTypeMarket
+	}
+	return t
+}
+
+// brokerOrderType maps our order type to the broker's.
+func brokerOrderType(t string) string {
+	if t == protocol.OrderTypeStopMarket {
+		return tvwire.OrderTypeStop
+	}
+	return t
+}
+
+// timeInForce maps the broker's time in force to ours.
+func timeInForce(t string) string {
+	switch t {
+	case tvwire.TIFDay, "":
+		return protocol.TimeInForceDay
+	case tvwire.TIFGTC:
+		return protocol.TimeInForceGtc
+	}
+	return t
+}
+
+// executionLocked makes a fill's record; false while its order is not
+// known.
+func (p *Platform) executionLocked(f tvwire.Fill) (protocol.Execution, bool) {
+	m := p.m
+	os := m.orders[f.OrderID]
+	if os == nil || !os.hasOrder || os.ignored {
+		return protocol.Execution{}, false
+	}
+	a := m.accounts[os.o.AccountID]
+	c, ok := p.contracts.cached(f.ContractID)
+	if !ok {
+		c, ok = p.contracts.cached(os.o.ContractID)
+	}
+	if a == nil || !ok {
+		return protocol.Execution{}, false
+	}
+	ours, rec := p.ourID(f.OrderID)
+	e := protocol.Execution{ID: strconv.FormatInt(f.ID, 10), OrderID: ours, Account: a.rec.Name,
+		Instrument: c.Name, Name: rec.Name, MarketPosition: protocol.MarketPositionLong, Quantity: f.Qty,
+		Price: f.Price, Commission: roundCents(m.fees[f.ID].Total())}
+	if f.Action == tvwire.ActionSell {
+		e.MarketPosition = protocol.MarketPositionShort
+	}
+	if t, ok := tvwire.ParseTime(f.Timestamp); ok {
+		e.Time, e.Epoch = protocol.FormatTime(t), t.UnixMilli()
+	}
+	return e, true
+}
+
+// positionRecordLocked makes a position's record (Flat when the broker
+// reports it flat or gone); false while its account or contract is not
+// known.
+func (p *Platform) positionRecordLocked(k posKey) (protocol.Position, bool) {
+	m := p.m
+	a := m.accounts[k.account]
+	c, ok := p.contracts.cached(k.contract)
+	if a == nil || !ok {
+		return protocol.Position{}, false
+	}
+	rec := protocol.Position{Account: a.rec.Name, Instrument: c.Name, InstrumentType: "Future",
+		MarketPosition: protocol.MarketPositionFlat}
+	pos, ok := m.positions[k]
+	if !ok || pos.NetPos == 0 {
+		return rec, true
+	}
+	rec.Quantity = pos.NetPos
+	rec.MarketPosition = protocol.MarketPositionLong
+	if pos.NetPos < 0 {
+		rec.Quantity = -pos.NetPos
+		rec.MarketPosition = protocol.MarketPositionShort
+	}
+	rec.AveragePrice = pos.NetPrice
+	if q, ok := p.md.quotes[k.contract]; ok {
+		price := q.last
+		if price == 0 {
+			price = map[bool]float64{true: q.bid, false: q.ask}[pos.NetPos > 0]
+		}
+		rec.MarketPrice = price
+		if c.Root != nil && price != 0 {
+			rec.UnrealizedProfitLoss = roundCents((price - pos.NetPrice) * float64(pos.NetPos) * c.Root.PointValue)
+		}
+	}
+	return rec, true
+}
+
+// accountRecordLocked makes an account's record from its cash balance,
+// the fees of the session's fills and its positions at the latest quotes.
+func (p *Platform) accountRecordLocked(a *accountState) protocol.Account {
+	f := p.figuresLocked(a)
+	rec := protocol.Account{Name: a.rec.Name, DisplayName: a.rec.Name, Provider: "Tradovate",
+		Connection: p.connName, ConnectionStatus: "Disconnected", Denomination: "USD", Status: "Active"}
+	if p.user != nil {
+		rec.ConnectionStatus = "Connected"
+	}
+	if !a.rec.Active {
+		rec.Status = "Inactive"
+	}
+	rec.Item = protocol.AccountItem{
+		CashValue: f.cash, NetLiquidation: f.netLiq, RealizedProfitLoss: f.realized,
+		UnrealizedProfitLoss: f.unrealized, GrossRealizedProfitLoss: roundCents(f.realized + f.commission),
+		Commission: f.commission, BuyingPower: f.netLiq, WeeklyProfitLoss: f.week,
+	}
+	return rec
+}
+
+// figures are an account's values, which its watermarks follow.
+type figures struct {
+	cash, realized, unrealized, netLiq, commission, week float64
+	positions                                            int
+}
+
+func (f figures) pnl() float64 { return roundCents(f.realized + f.unrealized) }
+
+// figuresLocked computes an account's values now.
+func (p *Platform) figuresLocked(a *accountState) figures {
+	m := p.m
+	now := p.opts.Now()
+	var f figures
+	cb, ok := m.cash[a.rec.ID]
+	if ok {
+		f.cash, f.week = roundCents(cb.Amount), roundCents(cb.WeekRealizedPnL)
+		if cb.TradeDate == (tvwire.TradeDate{}) || cb.TradeDate == tradeDateOf(now) {
+			f.realized = roundCents(cb.RealizedPnL)
+		}
+	}
+	start := protocol.SessionStart(now).UnixMilli()
+	for id, fill := range m.fills {
+		os := m.orders[fill.OrderID]
+		if os == nil || os.o.AccountID != a.rec.ID {
+			continue
+		}
+		if t, ok := tvwire.ParseTime(fill.Timestamp); ok && t.UnixMilli() < start {
+			continue
+		}
+		f.commission += m.fees[id].Total()
+	}
+	f.commission = roundCents(f.commission)
+	for k := range m.positions {
+		if k.account != a.rec.ID {
+			continue
+		}
+		if rec, ok := p.positionRecordLocked(k); ok && rec.Quantity != 0 {
+			f.unrealized += rec.UnrealizedProfitLoss
+			f.positions++
+		}
+	}
+	f.unrealized = roundCents(f.unrealized)
+	f.netLiq = roundCents(f.cash + f.unrealized)
+	return f
+}
+
+// tradeDateOf is the trade date of the session at now.
+func tradeDateOf(now time.Time) tvwire.TradeDate {
+	d := futures.SessionFrom(now).Day
+	return tvwire.TradeDate{Year: d.Year(), Month: int(d.Month()), Day: d.Day()}
+}
+
+// marks are an account's session highs and lows, followed from its
+// values as the platform sees them change.
+type marks struct {
+	session               time.Time
+	pnlHigh, pnlLow       float64
+	netLiqHigh, netLiqLow float64
+	unrealHigh, unrealLow float64
+	started               bool
+}
+
+// observe widens the marks to f, starting them afresh in a new session.
+func (k *marks) observe(f figures, now time.Time) {
+	start := protocol.SessionStart(now)
+	pnl := f.pnl()
+	if !k.started || !k.session.Equal(start) {
+		*k = marks{session: start, started: true, pnlHigh: pnl, pnlLow: pnl, netLiqHigh: f.netLiq,
+			netLiqLow: f.netLiq, unrealHigh: f.unrealized, unrealLow: f.unrealized}
+		return
+	}
+	k.pnlHigh, k.pnlLow = max(k.pnlHigh, pnl), min(k.pnlLow, pnl)
+	k.netLiqHigh, k.netLiqLow = max(k.netLiqHigh, f.netLiq), min(k.netLiqLow, f.netLiq)
+	k.unrealHigh, k.unrealLow = max(k.unrealHigh, f.unrealized), min(k.unrealLow, f.unrealized)
+}
+
+func roundCents(x float64) float64 { return math.Round(x*100) / 100 }
+
+func roundTo(x float64, decimals int) float64 {
+	s := math.Pow10(decimals)
+	return math.Round(x*s) / s
+}
+
+func ptr[T any](v T) *T { return &v }
+
+func sortedIDs[V any](m map[int64]V) []int64 {
+	ids := make([]int64, 0, len(m))
+	for id := range m {
+		ids = append(ids, id)
+	}
+	slices.Sort(ids)
+	return ids
+}
+
+func sortedKeys(m map[posKey]bool) []posKey {
+	ks := make([]posKey, 0, len(m))
+	for k := range m {
+		ks = append(ks, k)
+	}
+	slices.SortFunc(ks, func(a, b posKey) int {
+		return cmp.Or(cmp.Compare(a.account, b.account), cmp.Compare(a.contract, b.contract))
+	})
+	return ks
+}
