@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net/http"
 	"sync"
+	"time"
 
 	"go.uber.org/zap"
 
@@ -45,6 +46,27 @@ func (p *tvPlatform) Close() error {
 		_ = p.sess.Close()
 	})
 	return err
+}
+
+// readyPoll is how often Ready looks at a connecting platform.
+const readyPoll = 10 * time.Millisecond
+
+// Ready returns once the platform is connected, or knows why it cannot
+// be (the broker unreachable, the login refused, …), or ctx ends: a call
+// made while the first connection is under way waits for it rather than
+// being refused for being early.
+func (p *tvPlatform) Ready(ctx context.Context) error {
+	for {
+		st := p.Platform.Status()
+		if st.Connected || (st.Code != tradovate.CodeNotStarted && st.Code != tradovate.CodeConnecting) {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(readyPoll):
+		}
+	}
 }
 
 // LinkState tells the login's state for Status.

@@ -441,10 +441,18 @@ func (s *Server) change(w http.ResponseWriter, r *http.Request, rt *route, userI
 		writeResource(w, status, out.value, out.version, &changed)
 		return
 	}
+	// A change the agent must act on needs it connected, unless the
+	// user's broker engines act on it too (the controls and the news
+	// lockout with a broker login linked): then it is stored, run by the
+	// broker engines at once, and pushed to the agent when it connects.
+	agentOnline := true
 	if k.needsAgent() {
 		if e := s.agentReady(userID); e != nil {
-			writeErr(w, e)
-			return
+			if e.Code != errcode.AddonDisconnected || !brokerKinds[k.name()] || !st.snap.BrokerLinked {
+				writeErr(w, e)
+				return
+			}
+			agentOnline = false
 		}
 	}
 	cv, err := s.opts.Store.WriteResources(ctx, userID, k.needsAgent(),
@@ -464,7 +472,7 @@ func (s *Server) change(w http.ResponseWriter, r *http.Request, rt *route, userI
 	if brokerKinds[k.name()] {
 		s.brokerConfigChanged(userID)
 	}
-	if k.needsAgent() {
+	if k.needsAgent() && agentOnline {
 		if e := s.push(ctx, userID, configOf(st)); e != nil {
 			writeErr(w, e)
 			return

@@ -32,6 +32,26 @@ type tvLinks struct {
 	err    error
 	script []bool
 	calls  int
+	// changed counts ConfigChanged by user (BrokerEngines).
+	changed map[string]int
+}
+
+// ConfigChanged implements BrokerEngines.
+func (l *tvLinks) ConfigChanged(userID string) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.changed == nil {
+		l.changed = map[string]int{}
+	}
+	l.changed[userID]++
+}
+
+// changes returns how often the user's broker engines were told of a
+// change.
+func (l *tvLinks) changes(userID string) int {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.changed[userID]
 }
 
 // newTVLinks returns links with u1 linked to tvAccounts.
@@ -529,7 +549,7 @@ func TestTVAndDesktopApart(t *testing.T) {
 // needs the agent.
 func TestTVNeedsNoAgent(t *testing.T) {
 	t.Parallel()
-	e, _ := newTVEnv(t)
+	e, links := newTVEnv(t)
 	e.hub.disconnect("u1")
 	mon := e.create("/tv/monitors", `{"account":"TV2"}`)
 	cp := e.create("/tv/copiers", tvCopierBody("TV1", "TV2"))
@@ -545,9 +565,22 @@ func TestTVNeedsNoAgent(t *testing.T) {
 	}
 	require.Zero(t, e.hub.callsOf("u1"), "nothing is pushed to the agent")
 	require.Zero(t, e.store.configVersion("u1"), "the agent's configuration did not change")
+	require.Equal(t, 7, links.changes("u1"), "the broker engines heard of every tv change")
 
+	// The controls with the agent offline and a broker login linked: the
+	// broker engines act on them at once; the agent gets them (a new
+	// configuration version) when it connects.
 	r := e.do(http.MethodPatch, "/controls", tokElite, `{"flattenOnKill":true}`)
+	require.Equal(t, http.StatusOK, r.Code, string(r.Body))
+	require.Equal(t, 8, links.changes("u1"))
+	require.Equal(t, int64(1), e.store.configVersion("u1"))
+	require.Zero(t, e.hub.callsOf("u1"))
+
+	// Without a broker login they still need the agent.
+	links.set("u1", nil)
+	r = e.do(http.MethodPatch, "/controls", tokElite, `{"flattenOnKill":false}`)
 	require.Equal(t, errcode.AddonDisconnected, r.code(t))
+	links.set("u1", tvAccounts)
 
 	// Connected, a tv change still pushes nothing.
 	e.hub.connect("u1", protocol.ProtocolVersion)

@@ -38,10 +38,16 @@ const (
 	// answers ErrNotSupported to such an order and records nothing; it
 	// may place OCO pairs together (bridge.PairSubmitter).
 	CapOCOGroups Capability = "oco-groups"
+	// CapTriggerState: telling a stop-limit order whose stop was reached
+	// (Working) from one still waiting for it (Accepted). A platform that
+	// lacks it (a broker whose order records do not say) may report a
+	// triggered stop-limit Accepted; the order still triggers, and fills
+	// at its limit.
+	CapTriggerState Capability = "trigger-state"
 )
 
 // Capabilities lists every Capability.
-var Capabilities = []Capability{CapStrategies, CapATM, CapBars, CapOCOGroups}
+var Capabilities = []Capability{CapStrategies, CapATM, CapBars, CapOCOGroups, CapTriggerState}
 
 // lacks reports whether the harness's platform lacks c.
 func (h Harness) lacks(c Capability) bool { return slices.Contains(h.Lacks, c) }
@@ -49,6 +55,20 @@ func (h Harness) lacks(c Capability) bool { return slices.Contains(h.Lacks, c) }
 // lackingChecks are the checks that replace a check needing a capability
 // the platform lacks: each asserts that the platform says it lacks it.
 var lackingChecks = map[Capability]func(t *testing.T, h Harness){
+	CapTriggerState: func(t *testing.T, h Harness) {
+		o := submit(t, h, bridge.OrderRequest{Account: acct, Instrument: es, Action: protocol.ActionBuy,
+			OrderType: protocol.OrderTypeStopLimit, Quantity: 1, StopPrice: 6010, LimitPrice: 6011,
+			TimeInForce: protocol.TimeInForceGtc})
+		require.Equal(t, protocol.OrderStateAccepted, o.OrderState)
+		setPrice(t, h, es, 6015) // through the stop and past the limit
+		o = orderOf(t, h, acct, o.OrderID)
+		require.Contains(t, []string{protocol.OrderStateAccepted, protocol.OrderStateWorking}, o.OrderState,
+			"triggered, the limit not marketable: still working, whichever state names it")
+		setPrice(t, h, es, 6010.5) // the ask comes back to 6010.75
+		o = orderOf(t, h, acct, o.OrderID)
+		require.Equal(t, protocol.OrderStateFilled, o.OrderState)
+		require.Equal(t, 6010.75, o.AverageFillPrice)
+	},
 	CapStrategies: func(t *testing.T, h Harness) {
 		const class, id = "SecretClass9", "strat-x9"
 		_, err := h.Platform.Strategies(t.Context(), acct)

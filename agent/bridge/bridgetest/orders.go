@@ -97,7 +97,7 @@ func orderChecks() []check {
 			require.Equal(t, protocol.OrderStateFilled, o.OrderState)
 			require.Equal(t, 6020.25, o.AverageFillPrice, "a buy stop fills at the ask")
 		}},
-		{name: "SubmitOrder/stop limit triggers into a working limit", run: func(t *testing.T, h Harness) {
+		{name: "SubmitOrder/stop limit triggers into a working limit", needs: CapTriggerState, run: func(t *testing.T, h Harness) {
 			o := submit(t, h, bridge.OrderRequest{Account: acct, Instrument: es, Action: protocol.ActionBuy,
 				OrderType: protocol.OrderTypeStopLimit, Quantity: 1, StopPrice: 6010, LimitPrice: 6011,
 				TimeInForce: protocol.TimeInForceGtc})

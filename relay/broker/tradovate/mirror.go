@@ -174,6 +174,9 @@ func (p *Platform) applySnapshot(userID int64, s tvwire.SyncResponse, sock *sock
 	p.m = m
 	p.user = sock
 	p.unavailable = nil
+	// Events held from a socket before this one are in the answer.
+	p.applied.Add(uint64(len(p.held)))
+	p.held = nil
 	for _, os := range m.orders {
 		p.bindByTextLocked(os)
 	}
@@ -303,7 +306,9 @@ func (p *Platform) applyLocked(msg tvwire.Message) {
 	}
 	m := p.m
 	deleted := pe.EventType == tvwire.EventDeleted
-	bad := func() { p.log.Warn("tradovate: an entity does not decode; skipped", zap.String("entity", pe.EntityType)) }
+	bad := func() {
+		p.log.Warn("tradovate: an entity does not decode; skipped", zap.String("entity", pe.EntityType))
+	}
 	var evs []bridge.Event
 	switch pe.EntityType {
 	case tvwire.EntityOrder:

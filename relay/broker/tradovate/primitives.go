@@ -177,6 +177,9 @@ const (
 	reasonBrokerRefused = "Tradovate refused the request"
 )
 
+// maxFailed bounds the refused ids the platform remembers.
+const maxFailed = 4096
+
 func reject(reason string) error { return &bridge.RejectError{Reason: reason} }
 
 // writeError turns the broker's HTTP refusal of an order request into a
@@ -352,6 +355,9 @@ func (p *Platform) donePlacing(refused ...string) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	p.placing--
+	if len(p.failed) > maxFailed {
+		clear(p.failed) // old refusals: their orders, if any, are long known
+	}
 	for _, id := range refused {
 		p.failed[id] = true
 		if p.m != nil {

@@ -553,14 +553,16 @@ func (s *Session) Run(ctx context.Context) error {
 		close(done)
 	}()
 	ctx, cancel := context.WithCancel(ctx)
-	defer cancel()
+	watcher := make(chan struct{})
 	go func() {
+		defer close(watcher)
 		select {
 		case <-s.stop:
 			cancel()
 		case <-ctx.Done():
 		}
 	}()
+	defer func() { cancel(); <-watcher }()
 	backoff := time.Second
 	for {
 		wait, failed := s.step(ctx)
@@ -639,7 +641,9 @@ type HTTPError struct {
 	Status int
 }
 
-func (e *HTTPError) Error() string { return fmt.Sprintf("tradovate: the broker answered HTTP %d", e.Status) }
+func (e *HTTPError) Error() string {
+	return fmt.Sprintf("tradovate: the broker answered HTTP %d", e.Status)
+}
 
 // writePaths are the order requests: once one was sent, an exchange that
 // breaks before the answer may have acted.

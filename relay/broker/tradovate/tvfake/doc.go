@@ -33,9 +33,9 @@
 //     stopPrice, timeInForce, text) are its versions, ids from 6000001: a
 //     modification that changes them makes a new version; the current one
 //     has the highest id.
-//   - Fills: one per simulator execution, ids from 7000001. Commission is
-//     not reported (the broker reports it in fill fees, which the fake does
-//     not serve).
+//   - Fills: one per simulator execution, ids from 7000001. Each fill's
+//     commission is its fillFee (props event right after the fill's, and
+//     fillFees in the syncrequest answer), as the broker reports it.
 //   - Positions: a row per account and contract the account traded (ids
 //     from 8000001), with the day's bought and sold quantities and values
 //     and the net position; a row whose position went flat stays with

@@ -86,6 +86,7 @@ type syncEntity struct {
 	Orders        []tvwire.Order        `json:"orders"`
 	OrderVersions []tvwire.OrderVersion `json:"orderVersions"`
 	Fills         []fillEntity          `json:"fills"`
+	FillFees      []tvwire.FillFee      `json:"fillFees"`
 }
 
 // First ids of each kind of entity, so that an id tells its kind in logs

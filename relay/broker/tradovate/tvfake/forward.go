@@ -89,7 +89,14 @@ func (s *Server) fillProps(e protocol.Execution) []props {
 	row := s.st.position(o.acct, o.contract)
 	row.addFill(f.Fill)
 	row.at = at
-	return []props{{tvwire.EntityFill, tvwire.EventCreated, f}}
+	return []props{{tvwire.EntityFill, tvwire.EventCreated, f},
+		{tvwire.EntityFillFee, tvwire.EventCreated, fillFeeOf(f, e)}}
+}
+
+// fillFeeOf is the fees of fill f: the simulator's commission of its
+// execution.
+func fillFeeOf(f fillEntity, e protocol.Execution) tvwire.FillFee {
+	return tvwire.FillFee{ID: f.ID, Commission: e.Commission}
 }
 
 // positionProps is the event of a position that changed: created the

@@ -296,20 +296,30 @@ func (s *Server) orderVersionList(w http.ResponseWriter, _ *http.Request) {
 // sessionFills lists the fills of the simulator's current session, every
 // account's.
 func (s *Server) sessionFills() ([]fillEntity, error) {
+	out, _, err := s.sessionFillsAndFees()
+	return out, err
+}
+
+// sessionFillsAndFees lists the fills of the simulator's current session
+// and their fees, in the same order.
+func (s *Server) sessionFillsAndFees() ([]fillEntity, []tvwire.FillFee, error) {
 	out := []fillEntity{}
+	fees := []tvwire.FillFee{}
 	for _, a := range s.st.accounts {
 		recs, err := s.market.Executions(s.ctx, a.name)
 		if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 		for _, e := range recs {
 			if f, _, ok := s.st.fill(e); ok {
 				out = append(out, f)
+				fees = append(fees, fillFeeOf(f, e))
 			}
 		}
 	}
 	sort.SliceStable(out, func(i, j int) bool { return out[i].ID < out[j].ID })
-	return out, nil
+	sort.SliceStable(fees, func(i, j int) bool { return fees[i].ID < fees[j].ID })
+	return out, fees, nil
 }
 
 func (s *Server) fillList(w http.ResponseWriter, _ *http.Request) {

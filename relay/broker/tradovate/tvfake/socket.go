@@ -265,7 +265,7 @@ func (s *Server) snapshot() (syncEntity, error) {
 	if err != nil {
 		return syncEntity{}, err
 	}
-	fills, err := s.sessionFills()
+	fills, fees, err := s.sessionFillsAndFees()
 	if err != nil {
 		return syncEntity{}, err
 	}
@@ -277,6 +277,7 @@ func (s *Server) snapshot() (syncEntity, error) {
 		Orders:        orderEntities(os),
 		OrderVersions: versionEntities(os),
 		Fills:         fills,
+		FillFees:      fees,
 		Contracts:     []contractEntity{},
 	}
 	for _, a := range s.st.accounts {

@@ -85,21 +85,24 @@ func TestSyncRequestAndProps(t *testing.T) {
 	require.NoError(t, f.market.SetPrice(es, 6005))
 	f.fake.Flush()
 	ps = w.propsUntil(func(p propsEvent) bool { return p.EntityType == tvwire.EntityCashBalance })
-	require.Equal(t, []string{"order Updated", "fill Created", "position Updated", "cashBalance Updated"}, kinds(ps))
+	require.Equal(t, []string{"order Updated", "fill Created", "fillFee Created", "position Updated", "cashBalance Updated"}, kinds(ps))
 	require.Equal(t, tvwire.StatusFilled, entity[tvwire.Order](t, ps[0]).OrdStatus)
 	fill := entity[tvwire.Fill](t, ps[1])
 	require.Equal(t, id, fill.OrderID)
 	require.Equal(t, 6005.0, fill.Price)
 	require.Equal(t, tvwire.ActionSell, fill.Action)
-	pos := entity[tvwire.Position](t, ps[2])
+	fee := entity[tvwire.FillFee](t, ps[2])
+	require.Equal(t, fill.ID, fee.ID, "a fill's fees follow it, under its id")
+	require.InDelta(t, 0.62, fee.Total(), 1e-9)
+	pos := entity[tvwire.Position](t, ps[3])
 	require.Zero(t, pos.NetPos, "a flat position is reported with netPos 0")
 	require.Equal(t, 1, pos.Sold)
-	cash := entity[tvwire.CashBalance](t, ps[3])
+	cash := entity[tvwire.CashBalance](t, ps[4])
 	require.Equal(t, f.accountID("Sim101"), cash.AccountID)
 	require.InDelta(t, 100_000+(6005-6000.25)*50-2*0.62, cash.Amount, 1e-6)
 
 	f.fake.Flush()
-	require.Equal(t, sent+7, f.fake.EventsSent(), "every props event read is counted, and only those")
+	require.Equal(t, sent+8, f.fake.EventsSent(), "every props event read is counted, and only those")
 }
 
 func TestPropsOfANewContract(t *testing.T) {

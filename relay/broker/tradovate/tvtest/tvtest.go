@@ -23,9 +23,13 @@ import (
 // SettleTimeout bounds Settle and the wait for the first sync.
 const SettleTimeout = 5 * time.Second
 
-// Lacks are the bridgetest capabilities the Tradovate platform lacks.
+// Lacks are the bridgetest capabilities the Tradovate platform lacks:
+// NinjaTrader's strategies, ATM templates and bars, OCO groups joined one
+// order at a time (the broker places OCO pairs together), and the state
+// of a triggered stop-limit (the broker's order records do not tell it
+// from one waiting for its stop).
 var Lacks = []bridgetest.Capability{bridgetest.CapStrategies, bridgetest.CapATM, bridgetest.CapBars,
-	bridgetest.CapOCOGroups}
+	bridgetest.CapOCOGroups, bridgetest.CapTriggerState}
 
 // Pair is a fake Tradovate over a simulator, and a session and platform
 // that talk to it.

@@ -217,3 +217,10 @@ func TestMessageMarshalRejectsBadData(t *testing.T) {
 	require.Error(t, err)
 	assert.True(t, errors.Is(err, ErrMalformedFrame) || strings.Contains(err.Error(), "malformed"))
 }
+
+func TestFillFeeTotal(t *testing.T) {
+	t.Parallel()
+	var f FillFee
+	require.NoError(t, json.Unmarshal([]byte(`{"id":7,"commission":1.0,"clearingFee":0.1,"exchangeFee":0.2,"nfaFee":0.02,"brokerageFee":0.3,"ipFee":9}`), &f))
+	assert.InDelta(t, 1.62, f.Total(), 1e-9)
+}

@@ -1,0 +1,223 @@
+package relay_test
+
+import (
+	"encoding/json"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"tradebridge/agent/bridge/sim"
+	"tradebridge/protocol"
+	"tradebridge/relay"
+	"tradebridge/relay/broker"
+	"tradebridge/relay/broker/tradovate/tvfake"
+	"tradebridge/relay/errcode"
+)
+
+// brokerSystem is a relay whose broker family calls a fake Tradovate
+// server over a simulator (its market), on the relay tests' Wednesday
+// morning clock.
+type brokerSystem struct {
+	*system
+	fake   *tvfake.Server
+	market *sim.Platform
+	clock  *sim.ManualClock
+}
+
+func newBrokerSystem(t *testing.T) *brokerSystem {
+	t.Helper()
+	clock := sim.NewManualClock(simStart)
+	market, err := sim.New(sim.Options{Seed: 1, Clock: clock})
+	require.NoError(t, err)
+	t.Cleanup(func() { market.Close() })
+	fake, err := tvfake.Start(tvfake.Options{Market: market})
+	require.NoError(t, err)
+	t.Cleanup(func() { fake.Close() })
+	s := newSystemWith(t, func(o *relay.Options) {
+		o.Broker.Endpoints = fake.Endpoints()
+		o.Broker.Now = clock.Now
+		o.Broker.Ops.Now = clock.Now
+		o.Broker.EngineTick = 10 * time.Millisecond
+	})
+	return &brokerSystem{system: s, fake: fake, market: market, clock: clock}
+}
+
+// tv calls a route of the broker family.
+func (s *brokerSystem) tv(method, path, token, body string, header ...string) response {
+	s.t.Helper()
+	if body != "" {
+		header = append(header, "Content-Type", jsonBody)
+	}
+	return s.do(method, "/v1/api/tv/"+path, token, body, header...)
+}
+
+// link links the fake's login for user's token.
+func (s *brokerSystem) link(token string) response {
+	s.t.Helper()
+	b, err := json.Marshal(map[string]any{"env": "demo", "username": tvfake.DefaultName, "password": tvfake.DefaultPassword,
+		"appId": tvfake.DefaultAppID, "appVersion": "1.0", "cid": tvfake.DefaultCID, "sec": tvfake.DefaultSec})
+	require.NoError(s.t, err)
+	return s.tv(http.MethodPost, "link", token, string(b))
+}
+
+// tvPosition returns the account's signed ES position through the broker
+// family; false when it could not be read.
+func (s *brokerSystem) tvPosition(token, account string) (int, bool) {
+	r, err := s.request(http.MethodGet, "/v1/api/tv/accounts/"+account+"/positions", token, "")
+	if err != nil || r.Status != http.StatusOK {
+		return 0, false
+	}
+	var held struct {
+		Positions []protocol.Position `json:"positions"`
+	}
+	if json.Unmarshal(r.Data, &held) != nil {
+		return 0, false
+	}
+	for _, p := range held.Positions {
+		if strings.HasPrefix(p.Instrument, "ES ") {
+			if p.MarketPosition == protocol.MarketPositionShort {
+				return -p.Quantity, true
+			}
+			return p.Quantity, true
+		}
+	}
+	return 0, true
+}
+
+func placeBody(action string, qty int) string {
+	b, _ := json.Marshal(map[string]any{"action": action, "instrument": "ES 12-26", "orderType": "Market",
+		"quantity": qty, "timeInForce": "Day"})
+	return string(b)
+}
+
+// The broker family end to end: not linked, a refused link, a link, reads
+// in the desktop shapes, a keyed order placed once however often it is
+// sent, an account the login does not carry, cancel and bracket as the
+// broker's OCO, flatten as the broker's liquidation, an unreachable
+// broker, and unlinking.
+func TestBrokerFamilyEndToEnd(t *testing.T) {
+	s := newBrokerSystem(t)
+	tok := s.users["alice"].APIToken
+
+	r := s.tv(http.MethodGet, "accounts", tok, "")
+	require.Equal(t, http.StatusConflict, r.Status, string(r.raw))
+	require.Equal(t, errcode.TradovateNotLinked, r.Error)
+
+	// Refused credentials store nothing and do not echo.
+	s.fake.FailLogins(1)
+	r = s.link(tok)
+	require.Equal(t, http.StatusBadRequest, r.Status, string(r.raw))
+	require.Equal(t, errcode.BrokerLoginFailed, r.Error)
+	require.NotContains(t, string(r.raw), tvfake.DefaultPassword)
+	r = s.tv(http.MethodGet, "status", tok, "")
+	require.Equal(t, http.StatusOK, r.Status, string(r.raw))
+	require.JSONEq(t, `{"linked":false,"connected":false,"accounts":[]}`, string(r.Data))
+
+	r = s.link(tok)
+	require.Equal(t, http.StatusOK, r.Status, string(r.raw))
+	var st broker.Status
+	require.NoError(t, json.Unmarshal(r.Data, &st))
+	require.True(t, st.Linked)
+	require.Equal(t, "demo", st.Env)
+	require.NotContains(t, string(r.raw), tvfake.DefaultPassword)
+	require.NotContains(t, string(r.raw), tvfake.DefaultSec)
+
+	r = s.tv(http.MethodGet, "accounts", tok, "")
+	require.Equal(t, http.StatusOK, r.Status, string(r.raw))
+	require.Contains(t, string(r.Data), `"Sim101"`)
+
+	// One keyed order, sent three times, is one broker order.
+	before := s.fake.OrdersPlaced()
+	for range 3 {
+		r = s.tv(http.MethodPost, "accounts/Sim101/orders/place", tok, placeBody("Buy", 2), "Idempotency-Key", "tv-key-1")
+		require.Equal(t, http.StatusOK, r.Status, string(r.raw))
+	}
+	require.Equal(t, before+1, s.fake.OrdersPlaced())
+	require.Eventually(t, func() bool { n, ok := s.tvPosition(tok, "Sim101"); return ok && n == 2 }, engineWait, 10*time.Millisecond)
+
+	r = s.tv(http.MethodGet, "accounts/Nope/positions", tok, "")
+	require.Equal(t, http.StatusConflict, r.Status, string(r.raw))
+	require.Equal(t, errcode.AccountIdentityUnresolved, r.Error)
+
+	// The desktop-only routes are not the broker's.
+	r = s.tv(http.MethodGet, "accounts/Sim101/strategies", tok, "")
+	require.Equal(t, http.StatusNotFound, r.Status, string(r.raw))
+
+	// Cancel and bracket is one OCO pair at the broker.
+	r = s.tv(http.MethodPost, "accounts/Sim101/orders/cancel_and_bracket", tok,
+		`{"instrument":"ES 12-26","action":"Buy","quantity":2,"takeProfit":6100,"stopLoss":5900}`)
+	require.Equal(t, http.StatusOK, r.Status, string(r.raw))
+	require.Equal(t, 1, s.fake.Requests("/order/placeoco"))
+
+	// Flatten is the broker's liquidation: the bracket goes with it.
+	r = s.tv(http.MethodPost, "accounts/Sim101/positions/flatten", tok, `{"instrument":"ES 12-26"}`)
+	require.Equal(t, http.StatusOK, r.Status, string(r.raw))
+	require.Eventually(t, func() bool { n, ok := s.tvPosition(tok, "Sim101"); return ok && n == 0 }, engineWait, 10*time.Millisecond)
+	require.Positive(t, s.fake.Requests("/order/liquidateposition"))
+
+	// A broker rejection is a 400 with the broker's reason as the code.
+	s.fake.RejectNext("MaxPosLimitReached")
+	r = s.tv(http.MethodPost, "accounts/Sim101/orders/place", tok, placeBody("Buy", 1))
+	require.Equal(t, http.StatusBadRequest, r.Status, string(r.raw))
+	require.Equal(t, "tradovate_max_pos_limit_reached", r.Error)
+
+	// An unreachable broker is 503 broker_unavailable.
+	s.fake.Unreachable(true)
+	require.Eventually(t, func() bool {
+		r = s.tv(http.MethodPost, "accounts/Sim101/orders/place", tok, placeBody("Buy", 1))
+		return r.Status == http.StatusServiceUnavailable
+	}, engineWait, 20*time.Millisecond, "last answer: %s", r.raw)
+	require.Equal(t, errcode.BrokerUnavailable, r.Error)
+	s.fake.Unreachable(false)
+
+	r = s.tv(http.MethodDelete, "link", tok, "")
+	require.Equal(t, http.StatusOK, r.Status, string(r.raw))
+	r = s.tv(http.MethodGet, "accounts", tok, "")
+	require.Equal(t, errcode.TradovateNotLinked, r.Error, string(r.raw))
+}
+
+// The Management API's tv family runs in the relay on the broker's
+// events: a tv monitor that trips is stopped in the store and blocks
+// entries on its broker account, and the kill switch flattens the broker
+// accounts too.
+func TestBrokerEnginesThroughTheRelay(t *testing.T) {
+	s := newBrokerSystem(t)
+	tok := s.users["bob"].APIToken
+	r := s.link(tok)
+	require.Equal(t, http.StatusOK, r.Status, string(r.raw))
+
+	r = s.tv(http.MethodPost, "accounts/Sim102/orders/place", tok, placeBody("Buy", 2))
+	require.Equal(t, http.StatusOK, r.Status, string(r.raw))
+	require.Eventually(t, func() bool { n, ok := s.tvPosition(tok, "Sim102"); return ok && n == 2 }, engineWait, 10*time.Millisecond)
+
+	// The master window starts at 11:00; the clock stands at 10:00.
+	r = s.manage(http.MethodPost, "tv/monitors", tok,
+		`{"account":"Sim101","masterWindow":{"days":["wed"],"start":"11:00","end":"12:00"}}`)
+	require.Equal(t, http.StatusCreated, r.Status, string(r.raw))
+	var m protocol.Monitor
+	require.NoError(t, json.Unmarshal(r.Data, &m))
+	require.Eventually(t, func() bool {
+		r, err := s.request(http.MethodGet, "/v1/api/manage/tv/monitors/"+m.ID, tok, "")
+		return err == nil && r.Status == http.StatusOK && json.Unmarshal(r.Data, &m) == nil && m.State == protocol.MonitorStopped
+	}, engineWait, 10*time.Millisecond, "the relay's engine tripped the tv monitor and stored it")
+	require.Equal(t, "masterWindow", m.StoppedReason)
+
+	r = s.tv(http.MethodPost, "accounts/Sim101/orders/place", tok, placeBody("Buy", 1))
+	require.Equal(t, protocol.CodeTradingBlocked, r.Error, string(r.raw))
+	r = s.manage(http.MethodPost, "tv/monitors/"+m.ID+"/restart", tok, "")
+	require.Equal(t, http.StatusConflict, r.Status, string(r.raw))
+	require.Equal(t, "would_retrip", r.Error)
+
+	// The kill switch flattens the broker accounts and refuses entries.
+	r = s.manage(http.MethodPatch, "controls", tok, `{"flattenOnKill":true}`)
+	require.Equal(t, http.StatusOK, r.Status, string(r.raw))
+	r = s.manage(http.MethodPut, "controls/kill-switch", tok, `{"enabled":true}`)
+	require.Equal(t, http.StatusOK, r.Status, string(r.raw))
+	require.Eventually(t, func() bool { n, ok := s.tvPosition(tok, "Sim102"); return ok && n == 0 }, engineWait, 10*time.Millisecond,
+		"flattenOnKill flattens the broker accounts")
+	r = s.tv(http.MethodPost, "accounts/Sim102/orders/place", tok, placeBody("Buy", 1))
+	require.Equal(t, protocol.CodeTradingBlocked, r.Error, string(r.raw))
+}
