@@ -27,7 +27,7 @@ type brokerSystem struct {
 	clock  *sim.ManualClock
 }
 
-func newBrokerSystem(t *testing.T) *brokerSystem {
+func newBrokerSystem(t testing.TB, tweaks ...func(*relay.Options)) *brokerSystem {
 	t.Helper()
 	clock := sim.NewManualClock(simStart)
 	market, err := sim.New(sim.Options{Seed: 1, Clock: clock})
@@ -41,6 +41,9 @@ func newBrokerSystem(t *testing.T) *brokerSystem {
 		o.Broker.Now = clock.Now
 		o.Broker.Ops.Now = clock.Now
 		o.Broker.EngineTick = 10 * time.Millisecond
+		for _, tw := range tweaks {
+			tw(o)
+		}
 	})
 	return &brokerSystem{system: s, fake: fake, market: market, clock: clock}
 }

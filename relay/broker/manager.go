@@ -94,6 +94,12 @@ type Options struct {
 	// ReadyTimeout bounds how long a call waits for a link's platform
 	// that is still connecting. Default 10 s.
 	ReadyTimeout time.Duration
+	// Rate (requests a second), Burst and PerHour are each login's
+	// request pacer, shared by every request of the login; zero means
+	// tradovate.DefaultRate, DefaultBurst and DefaultPerHour.
+	Rate    float64
+	Burst   int
+	PerHour int
 	// SyncInterval is how often Run compares the running links with the
 	// store's, to follow links made or deleted by the relay broker
 	// command or another relay node. Default 30 s.

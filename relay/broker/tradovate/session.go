@@ -32,6 +32,10 @@ const (
 	// lock-out (HTTP 429) would stop every call of the login.
 	DefaultRate  = 10.0
 	DefaultBurst = 20
+	// DefaultPerHour is the pacer's hourly budget: 3,600 requests an hour
+	// (one a second on average, 600 at once), so that at most 4,200 reach
+	// the broker in any hour, under its documented 5,000.
+	DefaultPerHour = 3600
 	// DefaultRequestTimeout bounds one REST exchange.
 	DefaultRequestTimeout = 10 * time.Second
 	// RateLimitPause is how long the broker refuses requests after an
@@ -129,9 +133,11 @@ type SessionOptions struct {
 	// RequestTimeout bounds one REST exchange.
 	RequestTimeout time.Duration
 	// Rate (requests a second) and Burst are the request pacer's budget,
-	// shared by every request of the login.
-	Rate  float64
-	Burst int
+	// shared by every request of the login; PerHour bounds its requests in
+	// an hour (a sixth of it may come at once).
+	Rate    float64
+	Burst   int
+	PerHour int
 	// Logger logs state changes; never tokens or passwords.
 	Logger *zap.Logger
 }
@@ -194,6 +200,9 @@ func NewSession(opts SessionOptions) (*Session, error) {
 	if opts.Burst <= 0 {
 		opts.Burst = DefaultBurst
 	}
+	if opts.PerHour <= 0 {
+		opts.PerHour = DefaultPerHour
+	}
 	if opts.Logger == nil {
 		opts.Logger = zap.NewNop()
 	}
@@ -201,7 +210,7 @@ func NewSession(opts SessionOptions) (*Session, error) {
 		opts:  opts,
 		log:   opts.Logger.Named("tradovate").With(zap.String("env", string(opts.Env))),
 		rest:  strings.TrimSuffix(opts.Endpoints.REST(opts.Env), "/"),
-		pacer: newPacer(opts.Rate, opts.Burst, opts.Now, opts.After),
+		pacer: newPacer(opts.Rate, opts.Burst, opts.PerHour, opts.Now, opts.After),
 		token: opts.Token,
 		state: StateOK,
 		kick:  make(chan struct{}, 1),
@@ -865,44 +874,70 @@ func ExchangeOAuthCode(ctx context.Context, x OAuthExchange) (Token, error) {
 	return tok, nil
 }
 
-// pacer is a token bucket: rate requests a second, bursts of burst. A
-// caller that finds the bucket empty reserves the next token and waits for
-// it, so callers are served in the order they came.
+// pacer is the request budget of a login: token buckets that a request
+// takes one token from each of, a short one (rate requests a second,
+// bursts of burst) and an hourly one (perHour requests an hour, bursts of
+// a sixth of that), so that a busy login slows down before the broker's
+// hourly limit locks it out for an hour. A caller that finds a bucket
+// empty reserves the next token and waits for it, so callers are served
+// in the order they came.
 type pacer struct {
-	mu     sync.Mutex
-	rate   float64
-	burst  float64
-	tokens float64
-	last   time.Time
-	now    func() time.Time
-	after  func(time.Duration) <-chan time.Time
+	mu      sync.Mutex
+	buckets [2]bucket
+	now     func() time.Time
+	after   func(time.Duration) <-chan time.Time
 }
 
-func newPacer(rate float64, burst int, now func() time.Time, after func(time.Duration) <-chan time.Time) *pacer {
-	return &pacer{rate: rate, burst: float64(burst), tokens: float64(burst), last: now(), now: now, after: after}
+// bucket is one token bucket of a pacer.
+type bucket struct {
+	rate, burst, tokens float64
+	last                time.Time
 }
 
-// wait takes a token, waiting for one when the bucket is empty.
+// take refills the bucket to now, takes a token and returns how long the
+// caller must wait for it.
+func (b *bucket) take(now time.Time) time.Duration {
+	if now.After(b.last) {
+		b.tokens = min(b.burst, b.tokens+now.Sub(b.last).Seconds()*b.rate)
+		b.last = now
+	}
+	b.tokens--
+	if b.tokens >= 0 {
+		return 0
+	}
+	return time.Duration(-b.tokens / b.rate * float64(time.Second))
+}
+
+func newPacer(rate float64, burst, perHour int, now func() time.Time, after func(time.Duration) <-chan time.Time) *pacer {
+	t := now()
+	hourBurst := max(1, float64(perHour)/6)
+	return &pacer{buckets: [2]bucket{
+		{rate: rate, burst: float64(burst), tokens: float64(burst), last: t},
+		{rate: float64(perHour) / 3600, burst: hourBurst, tokens: hourBurst, last: t},
+	}, now: now, after: after}
+}
+
+// wait takes a token of every bucket, waiting for the last one to come
+// when a bucket is empty.
 func (p *pacer) wait(ctx context.Context, stop <-chan struct{}) error {
 	p.mu.Lock()
 	now := p.now()
-	if now.After(p.last) {
-		p.tokens = min(p.burst, p.tokens+now.Sub(p.last).Seconds()*p.rate)
-		p.last = now
+	var d time.Duration
+	for i := range p.buckets {
+		d = max(d, p.buckets[i].take(now))
 	}
-	p.tokens--
-	deficit := -p.tokens
 	p.mu.Unlock()
-	if deficit <= 0 {
+	if d <= 0 {
 		return nil
 	}
-	d := time.Duration(deficit / p.rate * float64(time.Second))
 	select {
 	case <-p.after(d):
 		return nil
 	case <-ctx.Done():
 		p.mu.Lock()
-		p.tokens++ // give the reservation back
+		for i := range p.buckets {
+			p.buckets[i].tokens++ // give the reservation back
+		}
 		p.mu.Unlock()
 		return ctx.Err()
 	case <-stop:

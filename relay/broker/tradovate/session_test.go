@@ -317,6 +317,29 @@ func TestPacerSharesOneBudget(t *testing.T) {
 	assert.Len(t, b.requestsTo("/account/list"), callers)
 }
 
+// The hourly budget holds a busy login under the broker's hourly limit:
+// once its burst (a sixth of PerHour) is spent, requests come at
+// PerHour/3600 a second, however roomy the short budget.
+func TestPacerHourlyBudget(t *testing.T) {
+	t.Parallel()
+	b, c := newBroker(t), newClock()
+	b.handle("/account/list", func(w http.ResponseWriter, _ *http.Request) { _, _ = w.Write(recordedRaw(t, "account_list.json")) })
+	s := session(t, b, c, func(o *tradovate.SessionOptions) {
+		o.Token = tradovate.Token{AccessToken: "saved-tok", Expires: c.Now().Add(3 * time.Hour), UserID: 2441}
+		o.Rate, o.Burst, o.PerHour = 1000, 1000, 36 // 6 at once, then one every 100 s
+	})
+	for range 6 {
+		require.NoError(t, s.Do(t.Context(), http.MethodGet, "/account/list", "", nil, nil))
+	}
+	done := make(chan error, 1)
+	go func() { done <- s.Do(context.Background(), http.MethodGet, "/account/list", "", nil, nil) }()
+	c.waitTimers(t, 1)
+	assert.Len(t, b.requestsTo("/account/list"), 6, "the seventh waits for the hourly budget")
+	c.Advance(100 * time.Second)
+	require.NoError(t, <-done)
+	assert.Len(t, b.requestsTo("/account/list"), 7)
+}
+
 func TestUnreachable(t *testing.T) {
 	t.Parallel()
 	b, c := newBroker(t), newClock()

@@ -127,6 +127,8 @@ type Server struct {
 	srv    *http.Server
 	url    string // "http://127.0.0.1:port"
 	mux    *http.ServeMux
+	// busy is the time spent answering requests, in nanoseconds (Busy).
+	busy atomic.Int64
 
 	ctx    context.Context // ends at Close
 	cancel context.CancelFunc
@@ -441,8 +443,15 @@ func (s *Server) serveHTTP(w http.ResponseWriter, r *http.Request) {
 		cut(w)
 		return
 	}
+	start := time.Now()
 	s.mux.ServeHTTP(w, r)
+	s.busy.Add(int64(time.Since(start)))
 }
+
+// Busy returns the time the fake spent answering requests, over REST and
+// over the sockets: benchmarks subtract it to measure a caller's own
+// time.
+func (s *Server) Busy() time.Duration { return time.Duration(s.busy.Load()) }
 
 // cut closes the request's connection without an answer.
 func cut(w http.ResponseWriter) {

@@ -298,6 +298,8 @@ func (s *Server) snapshot() (syncEntity, error) {
 // simulator published before the request is sent before its answer,
 // whatever the endpoint, so a request is a barrier.
 func (s *Server) restOverSocket(sock *socket, req tvwire.Request) {
+	start := time.Now()
+	defer func() { s.busy.Add(int64(time.Since(start))) }()
 	if !s.do(s.drain) {
 		s.closeSocket(sock)
 		return
