@@ -2,6 +2,7 @@ package relay_test
 
 import (
 	"encoding/json"
+	"io"
 	"net/http"
 	"strings"
 	"testing"
@@ -223,4 +224,82 @@ func TestBrokerEnginesThroughTheRelay(t *testing.T) {
 		"flattenOnKill flattens the broker accounts")
 	r = s.tv(http.MethodPost, "accounts/Sim102/orders/place", tok, placeBody("Buy", 1))
 	require.Equal(t, protocol.CodeTradingBlocked, r.Error, string(r.raw))
+}
+
+// The link route's refusals: a field it does not take, a missing one, an
+// unknown environment. None repeats what was sent, and nothing is stored.
+func TestBrokerLinkRefusals(t *testing.T) {
+	s := newBrokerSystem(t)
+	tok := s.users["alice"].APIToken
+	for _, tc := range []struct {
+		name, body, code string
+	}{
+		{"unknown field", `{"env":"demo","username":"u","password":"hunter2-secret","appId":"a","appVersion":"1","cid":1,"sec":"s3cr3t-sec","extra":1}`, errcode.InvalidField},
+		{"missing fields", `{"env":"demo","username":"u","password":"hunter2-secret"}`, errcode.MissingRequiredFields},
+		{"unknown env", `{"env":"paper","username":"u","password":"hunter2-secret","appId":"a","appVersion":"1","cid":1,"sec":"s3cr3t-sec"}`, errcode.InvalidArgument},
+		{"empty password", `{"env":"demo","username":"u","password":"","appId":"a","appVersion":"1","cid":1,"sec":"s3cr3t-sec"}`, errcode.MissingRequiredFields},
+		{"cid not a number", `{"env":"demo","username":"u","password":"hunter2-secret","appId":"a","appVersion":"1","cid":"x","sec":"s3cr3t-sec"}`, errcode.InvalidField},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r := s.tv(http.MethodPost, "link", tok, tc.body)
+			require.Equal(t, http.StatusBadRequest, r.Status, string(r.raw))
+			require.Equal(t, tc.code, r.Error, string(r.raw))
+			require.NotContains(t, string(r.raw), "hunter2-secret")
+			require.NotContains(t, string(r.raw), "s3cr3t-sec")
+		})
+	}
+	r := s.tv(http.MethodGet, "status", tok, "")
+	require.Contains(t, string(r.Data), `"linked":false`)
+	require.Zero(t, s.fake.Logins(), "nothing reached the broker")
+}
+
+// The OAuth link: the relay answers the broker's authorization page with
+// a one-time state; the broker sends the browser back to the relay's
+// callback with a code, which the relay exchanges for a token. A state
+// is good once.
+func TestBrokerOAuthLink(t *testing.T) {
+	var callback string
+	s := newBrokerSystem(t, func(o *relay.Options) {
+		o.Broker.OAuth.ID, o.Broker.OAuth.Secret = tvfake.DefaultOAuthClientID, tvfake.DefaultOAuthClientSecret
+		o.Broker.OAuth.RedirectURL = callback
+	})
+	// The callback is the relay's own address, known once it listens.
+	callback = s.base + broker.OAuthCallbackPath
+	s.restart()
+	tok := s.users["alice"].APIToken
+
+	r := s.tv(http.MethodPost, "link/oauth", tok, `{"env":"demo"}`)
+	require.Equal(t, http.StatusOK, r.Status, string(r.raw))
+	var start struct {
+		AuthorizeURL string `json:"authorizeUrl"`
+	}
+	require.NoError(t, json.Unmarshal(r.Data, &start))
+	require.Contains(t, start.AuthorizeURL, "state=")
+
+	// The browser: the broker's page redirects to the relay's callback.
+	resp, err := http.Get(start.AuthorizeURL)
+	require.NoError(t, err)
+	body := readAll(t, resp)
+	require.Equal(t, http.StatusOK, resp.StatusCode, body)
+	require.Contains(t, body, `"linked":true`)
+	require.Equal(t, 0, s.fake.Logins(), "an OAuth link needs no password login")
+
+	r = s.tv(http.MethodGet, "status", tok, "")
+	require.Contains(t, string(r.Data), `"method":"oauth"`)
+	r = s.tv(http.MethodGet, "accounts", tok, "")
+	require.Equal(t, http.StatusOK, r.Status, string(r.raw))
+
+	// The same callback again: the state was used.
+	resp, err = http.Get(resp.Request.URL.String())
+	require.NoError(t, err)
+	body = readAll(t, resp)
+	require.Equal(t, http.StatusBadRequest, resp.StatusCode, body)
+}
+
+func readAll(t *testing.T, resp *http.Response) string {
+	t.Helper()
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	require.NoError(t, err)
+	return string(b)
 }

@@ -54,7 +54,14 @@ func (m *Manager) Register(mux Mux, adm *admit.Admitter, d *admit.Door) {
 	mux.Handle("DELETE "+LinkPath, admitted(m.serveUnlink))
 	mux.Handle("GET "+StatusPath, admitted(m.serveStatus))
 	mux.Handle("POST "+LinkOAuthPath, admitted(m.serveOAuthStart))
-	mux.Handle("GET "+OAuthCallbackPath, http.HandlerFunc(m.serveOAuthCallback))
+	mux.Handle("GET "+OAuthCallbackPath, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		// No token comes with the browser: the per-address budget is the
+		// only admission before the one-time state is looked up.
+		if !httpapi.AllowAddress(w, r, d.IP) {
+			return
+		}
+		m.serveOAuthCallback(w, r)
+	}))
 }
 
 // linkBody is the body of POST LinkPath: API-key credentials.
@@ -404,7 +411,7 @@ func (m *Manager) serveOAuthStart(w http.ResponseWriter, r *http.Request, p auth
 		httpapi.WriteError(w, e.Status, *e)
 		return
 	}
-	now := m.opts.Now()
+	now := time.Now()
 	state := m.oauth.add(p.UserID, b.Env, now)
 	u, err := url.Parse(m.opts.Endpoints.OAuthAuthorize)
 	if err != nil {
@@ -424,7 +431,7 @@ func (m *Manager) serveOAuthStart(w http.ResponseWriter, r *http.Request, p auth
 // with a code, exchanged here for a token that is sealed and stored.
 func (m *Manager) serveOAuthCallback(w http.ResponseWriter, r *http.Request) {
 	q := r.URL.Query()
-	st, ok := m.oauth.take(q.Get("state"), m.opts.Now())
+	st, ok := m.oauth.take(q.Get("state"), time.Now())
 	if !ok || m.opts.OAuth.ID == "" {
 		httpapi.WriteError(w, http.StatusBadRequest, httpapi.Error{Code: errcode.InvalidArgument, Detail: "the link request is unknown or expired; start the link again"})
 		return

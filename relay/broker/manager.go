@@ -80,8 +80,9 @@ type Options struct {
 	// (manage.Server.ReportBroker). Nil drops them.
 	Report func(userID, kind string, data json.RawMessage)
 	Logger *zap.Logger
-	// Now is the clock of the engines and the operations; nil means
-	// time.Now.
+	// Now is the market's clock: the engines', the operations' and the
+	// platform's trading sessions; nil means time.Now. Links, sessions and
+	// tokens always use the real time.
 	Now func() time.Time
 	// EngineTick is how often the engines look at the clock; default 1 s.
 	EngineTick time.Duration
@@ -159,7 +160,7 @@ func New(opts Options) (*Manager, error) {
 	if opts.SyncInterval <= 0 {
 		opts.SyncInterval = 30 * time.Second
 	}
-	links, err := NewLinks(LinkOptions{Store: opts.Store, Keys: opts.Keys, Now: opts.Now})
+	links, err := NewLinks(LinkOptions{Store: opts.Store, Keys: opts.Keys})
 	if err != nil {
 		return nil, err
 	}

@@ -309,3 +309,28 @@ func TestRunStartsTheStoredLinks(t *testing.T) {
 
 var _ = errors.Is
 var _ bridge.Platform = unclosable{}
+
+// The news lockout runs on broker accounts: inside an event's window with
+// action flatten, the broker account is flattened and new entries are
+// refused.
+func TestNewsLockoutOnBrokerAccounts(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t)
+	m := f.manager(t)
+	_, err := m.Link(context.Background(), "alice", broker.EnvDemo, broker.MethodAPIKey, apiKey())
+	require.NoError(t, err)
+	_, err = call(t, m, "alice", protocol.FnPlaceOrder, "req-n1", map[string]any{"account": "Sim101", "action": "Buy",
+		"instrument": "ES 12-26", "orderType": "Market", "quantity": 2, "timeInForce": "Day"})
+	require.NoError(t, err)
+	require.Equal(t, 2, position(t, f, "alice"))
+
+	f.configs.set("alice", protocol.Config{NewsLockout: protocol.NewsLockout{Enabled: true, MinutesBefore: 5, MinutesAfter: 5,
+		Action: protocol.NewsFlatten, Events: []protocol.NewsEvent{{At: f.markets.clock.Now().Add(2 * time.Minute), Title: "CPI", Impact: "high"}}}})
+	m.ConfigChanged("alice")
+	require.Eventually(t, func() bool { return position(t, f, "alice") == 0 }, waitFor, 10*time.Millisecond)
+	_, err = call(t, m, "alice", protocol.FnPlaceOrder, "req-n2", map[string]any{"account": "Sim101", "action": "Buy",
+		"instrument": "ES 12-26", "orderType": "Market", "quantity": 1, "timeInForce": "Day"})
+	var pe *protocol.Error
+	require.ErrorAs(t, err, &pe)
+	require.Equal(t, protocol.CodeTradingBlocked, pe.Code)
+}

@@ -131,7 +131,7 @@ func (m *Manager) tradovateLogin(ctx context.Context, env string, s Secrets) (Se
 // exchangeCode exchanges an OAuth code for the link's session.
 func (m *Manager) exchangeCode(ctx context.Context, env, code string) (Session, error) {
 	t, err := tradovate.ExchangeOAuthCode(ctx, tradovate.OAuthExchange{Env: tradovate.Env(env), Endpoints: m.opts.Endpoints,
-		Client: m.opts.OAuth, Code: code, HTTPClient: m.opts.HTTPClient, Now: m.opts.Now})
+		Client: m.opts.OAuth, Code: code, HTTPClient: m.opts.HTTPClient})
 	if err != nil {
 		return Session{}, loginError(err)
 	}
