@@ -40,7 +40,13 @@ func (s *system) placeMarket(token, account, action string, qty int) response {
 // it, and false when it could not be read. It does not fail the test, so
 // conditions of require.Eventually may call it.
 func (s *system) position(token, account string) (int, bool) {
-	r, err := s.request(http.MethodGet, "/v1/api/accounts/"+account+"/positions", token, "")
+	return s.positionAt("/v1/api/accounts/"+account+"/positions", token)
+}
+
+// positionAt reads the signed ES position of a positions route (either
+// family's); false when it could not be read.
+func (s *system) positionAt(path, token string) (int, bool) {
+	r, err := s.request(http.MethodGet, path, token, "")
 	if err != nil || r.Status != http.StatusOK {
 		return 0, false
 	}

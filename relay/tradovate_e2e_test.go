@@ -4,7 +4,6 @@ import (
 	"encoding/json"
 	"io"
 	"net/http"
-	"strings"
 	"testing"
 	"time"
 
@@ -70,25 +69,7 @@ func (s *brokerSystem) link(token string) response {
 // tvPosition returns the account's signed ES position through the broker
 // family; false when it could not be read.
 func (s *brokerSystem) tvPosition(token, account string) (int, bool) {
-	r, err := s.request(http.MethodGet, "/v1/api/tv/accounts/"+account+"/positions", token, "")
-	if err != nil || r.Status != http.StatusOK {
-		return 0, false
-	}
-	var held struct {
-		Positions []protocol.Position `json:"positions"`
-	}
-	if json.Unmarshal(r.Data, &held) != nil {
-		return 0, false
-	}
-	for _, p := range held.Positions {
-		if strings.HasPrefix(p.Instrument, "ES ") {
-			if p.MarketPosition == protocol.MarketPositionShort {
-				return -p.Quantity, true
-			}
-			return p.Quantity, true
-		}
-	}
-	return 0, true
+	return s.positionAt("/v1/api/tv/accounts/"+account+"/positions", token)
 }
 
 func placeBody(action string, qty int) string {
