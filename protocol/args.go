@@ -283,10 +283,12 @@ type ReversePositionArgs struct {
 	TimeInForce string   `json:"timeInForce"`
 	LimitPrice  *float64 `json:"limitPrice,omitempty"`
 	StopPrice   *float64 `json:"stopPrice,omitempty"`
-	OcoID       string   `json:"ocoId,omitempty"`
-	Strategy    string   `json:"strategy,omitempty"`
-	StrategyTag string   `json:"strategyTag,omitempty"`
-	Force       bool     `json:"force,omitempty"`
+	// TrailDistance is as in PlaceOrderArgs.
+	TrailDistance *float64 `json:"trailDistance,omitempty"`
+	OcoID         string   `json:"ocoId,omitempty"`
+	Strategy      string   `json:"strategy,omitempty"`
+	StrategyTag   string   `json:"strategyTag,omitempty"`
+	Force         bool     `json:"force,omitempty"`
 }
 
 // CancelOrdersArgs are the arguments of CancelOrders: the account's

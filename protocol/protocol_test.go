@@ -3,6 +3,7 @@ package protocol
 import (
 	"bytes"
 	"encoding/hex"
+	"encoding/json"
 	"errors"
 	"flag"
 	"os"
@@ -186,6 +187,9 @@ func TestNormalize(t *testing.T) {
 		{NormalizeAction, "sell", ActionSell},
 		{NormalizeOrderType, "STOPMARKET", OrderTypeStopMarket},
 		{NormalizeOrderType, "limit", OrderTypeLimit},
+		{NormalizeOrderType, "trailingstop", OrderTypeTrailingStop},
+		{NormalizeOrderType, "TRAILINGSTOPLIMIT", OrderTypeTrailingStopLimit},
+		{NormalizeOrderType, "Trailing", ""},
 		{NormalizeTimeInForce, "GTC", TimeInForceGtc},
 		{NormalizeTimeInForce, "day", TimeInForceDay},
 		{NormalizeAction, "hold", ""},
@@ -198,4 +202,33 @@ func TestNormalize(t *testing.T) {
 	require.True(t, TerminalOrderState(OrderStateFilled))
 	require.False(t, TerminalOrderState(OrderStateWorking))
 	_ = ptr(1)
+}
+
+// The order types are wire values bot authors send and read; the trailing
+// ones are the broker family's (never sent to an agent, so the tunnel
+// protocol's version did not move for them).
+func TestOrderTypesPinned(t *testing.T) {
+	t.Parallel()
+	require.Equal(t, []string{"Market", "Limit", "StopMarket", "StopLimit", "TrailingStop", "TrailingStopLimit"},
+		[]string{OrderTypeMarket, OrderTypeLimit, OrderTypeStopMarket, OrderTypeStopLimit, OrderTypeTrailingStop, OrderTypeTrailingStopLimit})
+	for _, tc := range []struct {
+		typ      string
+		trailing bool
+	}{
+		{OrderTypeMarket, false}, {OrderTypeLimit, false}, {OrderTypeStopMarket, false}, {OrderTypeStopLimit, false},
+		{OrderTypeTrailingStop, true}, {OrderTypeTrailingStopLimit, true}, {"trailingstop", false}, {"", false},
+	} {
+		require.Equal(t, tc.trailing, TrailingOrderType(tc.typ), tc.typ)
+	}
+	// trailDistance is written only when set: the records of platforms
+	// without trailing orders read as before.
+	raw, err := json.Marshal(Order{OrderID: "o1"})
+	require.NoError(t, err)
+	require.NotContains(t, string(raw), "trailDistance")
+	raw, err = json.Marshal(Order{OrderID: "o1", OrderType: OrderTypeTrailingStop, TrailDistance: 2.5})
+	require.NoError(t, err)
+	require.Contains(t, string(raw), `"trailDistance":2.5`)
+	raw, err = json.Marshal(PlaceOrderArgs{})
+	require.NoError(t, err)
+	require.NotContains(t, string(raw), "trailDistance")
 }

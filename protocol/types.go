@@ -52,7 +52,8 @@ type Position struct {
 }
 
 // Order is an order on the platform. LimitPrice and StopPrice are zero when
-// the order type has none.
+// the order type has none. A trailing order's StopPrice (and a
+// TrailingStopLimit's LimitPrice) is where the trail stands now.
 type Order struct {
 	OrderID          string  `json:"orderId"`
 	Account          string  `json:"account"`
@@ -67,8 +68,13 @@ type Order struct {
 	LimitPrice       float64 `json:"limitPrice"`
 	StopPrice        float64 `json:"stopPrice"`
 	TimeInForce      string  `json:"timeInForce"`
-	Oco              string  `json:"oco,omitempty"`
-	StrategyTag      string  `json:"strategyTag,omitempty"`
+	// TrailDistance is a trailing order's distance from the market, in
+	// price units; zero (absent) for the other types. Only the broker
+	// family's platforms have trailing orders, so the desktop documents
+	// leave it out (tag family:"tv").
+	TrailDistance float64 `json:"trailDistance,omitempty" family:"tv"`
+	Oco           string  `json:"oco,omitempty"`
+	StrategyTag   string  `json:"strategyTag,omitempty"`
 	// Time is RFC 3339 UTC; Epoch the same instant in milliseconds.
 	Time  string `json:"time"`
 	Epoch int64  `json:"epoch"`
@@ -119,6 +125,14 @@ const (
 	OrderTypeLimit      = "Limit"
 	OrderTypeStopMarket = "StopMarket"
 	OrderTypeStopLimit  = "StopLimit"
+	// The trailing types: a stop that follows the market at a distance
+	// (PlaceOrderArgs.TrailDistance) and never moves back. Only the relay's
+	// in-process dispatcher (the broker family, /v1/api/tv) receives them:
+	// the desktop routes' orderType enum does not offer them, so no agent
+	// is ever sent one and the tunnel protocol's version is unchanged. A
+	// platform without trailing orders answers them not_supported.
+	OrderTypeTrailingStop      = "TrailingStop"
+	OrderTypeTrailingStopLimit = "TrailingStopLimit"
 
 	TimeInForceDay = "Day"
 	TimeInForceGtc = "Gtc"
@@ -163,9 +177,17 @@ func normalize(s string, allowed ...string) (string, bool) {
 // NormalizeAction returns Buy or Sell for any casing of them.
 func NormalizeAction(s string) (string, bool) { return normalize(s, ActionBuy, ActionSell) }
 
-// NormalizeOrderType returns the platform spelling of an order type.
+// NormalizeOrderType returns the platform spelling of an order type, the
+// trailing types included (platforms without them check TrailingOrderType).
 func NormalizeOrderType(s string) (string, bool) {
-	return normalize(s, OrderTypeMarket, OrderTypeLimit, OrderTypeStopMarket, OrderTypeStopLimit)
+	return normalize(s, OrderTypeMarket, OrderTypeLimit, OrderTypeStopMarket, OrderTypeStopLimit,
+		OrderTypeTrailingStop, OrderTypeTrailingStopLimit)
+}
+
+// TrailingOrderType reports whether t, in the platform spelling, is a
+// trailing type: TrailingStop or TrailingStopLimit.
+func TrailingOrderType(t string) bool {
+	return t == OrderTypeTrailingStop || t == OrderTypeTrailingStopLimit
 }
 
 // NormalizeTimeInForce returns Day or Gtc for any casing of them.
@@ -182,13 +204,17 @@ type AccountArgs struct {
 // PlaceOrderArgs are the arguments of PlaceOrder. Pointer fields are optional
 // and nil when absent.
 type PlaceOrderArgs struct {
-	Account               string          `json:"account"`
-	Action                string          `json:"action"`
-	Instrument            string          `json:"instrument"`
-	OrderType             string          `json:"orderType"`
-	Quantity              int             `json:"quantity"`
-	LimitPrice            *float64        `json:"limitPrice,omitempty"`
-	StopPrice             *float64        `json:"stopPrice,omitempty"`
+	Account    string   `json:"account"`
+	Action     string   `json:"action"`
+	Instrument string   `json:"instrument"`
+	OrderType  string   `json:"orderType"`
+	Quantity   int      `json:"quantity"`
+	LimitPrice *float64 `json:"limitPrice,omitempty"`
+	StopPrice  *float64 `json:"stopPrice,omitempty"`
+	// TrailDistance is a trailing order's distance from the market, in
+	// price units (above 0, on the instrument's tick): required for
+	// TrailingStop and TrailingStopLimit, refused with any other type.
+	TrailDistance         *float64        `json:"trailDistance,omitempty"`
 	TimeInForce           string          `json:"timeInForce"`
 	OcoID                 string          `json:"ocoId,omitempty"`
 	OrderID               string          `json:"orderId,omitempty"`

@@ -105,15 +105,30 @@ type Platform interface {
 // OrderRequest is an order to submit. Enumerated fields use the platform
 // spellings of package protocol (Buy, Market, Day, …); prices are zero when
 // the order type has none.
+//
+// The trailing types (protocol.OrderTypeTrailingStop and
+// TrailingStopLimit) are a stop that follows the market at TrailDistance
+// and never moves back: a Sell's stop rises to the best bid since the
+// order was placed minus TrailDistance, a Buy's falls to the best ask plus
+// TrailDistance. StopPrice is the starting stop when it is nearer the
+// market than that (a tighter stop until the market has moved); a
+// TrailingStop without one, or with one farther away, starts at the bid
+// minus TrailDistance (Sell) or the ask plus TrailDistance (Buy). A
+// TrailingStopLimit needs both StopPrice and LimitPrice: its limit moves
+// with its stop, keeping their difference. A platform without trailing
+// orders answers them with a *NotSupportedError and records nothing.
 type OrderRequest struct {
-	Account     string
-	Instrument  string
-	Action      string
-	OrderType   string
-	Quantity    int
-	LimitPrice  float64
-	StopPrice   float64
-	TimeInForce string
+	Account    string
+	Instrument string
+	Action     string
+	OrderType  string
+	Quantity   int
+	LimitPrice float64
+	StopPrice  float64
+	// TrailDistance is a trailing order's distance from the market, in
+	// price units, above zero; zero for the other types.
+	TrailDistance float64
+	TimeInForce   string
 	// Oco joins the order to an OCO group: when one order of the group
 	// fills (even partly), the platform cancels the others.
 	Oco string

@@ -22,14 +22,32 @@
 // lacks (bridge.ErrNotSupported) is not_supported, whose detail says what
 // to do instead.
 //
+// # Trailing orders
+//
+// The order-placing functions (PlaceOrder, FlatPlace, ReversePosition)
+// take the trailing types where the platform has them (the broker family;
+// the simulator and NinjaTrader answer not_supported): trailDistance, in
+// price units, above 0 and on the instrument's tick, is required for
+// TrailingStop and TrailingStopLimit and refused with any other type. The
+// stop follows the market and never moves back: a Sell's stop is never
+// lower than the best bid since placement minus trailDistance, a Buy's
+// never higher than the best ask plus trailDistance. A TrailingStop's
+// stopPrice is optional: a starting stop nearer the market than that
+// (tighter until the market moves); without it the stop starts
+// trailDistance from the market. A TrailingStopLimit needs stopPrice and
+// limitPrice, both prices (not offsets): the limit moves with the stop,
+// keeping their difference, as the broker's order does. Only the quantity
+// of a trailing order can be changed (bridge.OrderRequest).
+//
 // # Nothing half-applied
 //
 // Every argument is checked before the first write reaches the platform:
 // required fields (missing_required_fields names all the missing ones at
 // once), enumerated values (matched case-insensitively, written back in the
-// platform's casing: Buy, Sell; Market, Limit, StopMarket, StopLimit; Day,
-// Gtc), quantities (1 to 10,000), prices (positive, finite, on the
-// instrument's tick grid), text fields (printable, bounded), the account
+// platform's casing: Buy, Sell; Market, Limit, StopMarket, StopLimit,
+// TrailingStop, TrailingStopLimit; Day, Gtc), quantities (1 to 10,000),
+// prices and trailDistance (positive, finite, on the instrument's tick
+// grid), text fields (printable, bounded), the account
 // (it must exist), the instrument (resolved by the platform: a root means
 // its front month; "ES 12-26", "ESZ26" and "ESZ6" are accepted; unknown or
 // expired is invalid_instrument, whose detail names the cause and the
@@ -194,7 +212,8 @@
 //     {cancelledOrderIds}.
 //   - CancelOrder, ChangeOrder: account and orderId required. ChangeOrder
 //     needs at least one of quantity, limitPrice and stopPrice, and refuses
-//     a price the order type does not have. When the platform gives a
+//     a price the order type does not have (a trailing order's prices
+//     follow the market: only its quantity changes). When the platform gives a
 //     changed order a new id, the agent remembers original → current (in
 //     memory, the last 100,000 changes): GetOrder, CancelOrder and
 //     ChangeOrder accept any id the order has had, and

@@ -225,6 +225,14 @@ func positive(name string, p float64) error {
 	return nil
 }
 
+// distance checks a trailing distance: above zero, finite, in price units.
+func distance(name string, d float64) error {
+	if math.IsNaN(d) || math.IsInf(d, 0) || d <= 0 || d > maxPrice {
+		return invalid(name + " must be a positive distance in price units")
+	}
+	return nil
+}
+
 // onTick checks that price is a multiple of the instrument's tick size.
 func onTick(name string, price float64, info protocol.InstrumentInfo) error {
 	if info.TickSize <= 0 {

@@ -191,6 +191,9 @@ func (o *Ops) ChangeOrder(ctx context.Context, a protocol.ChangeOrderArgs) (prot
 	}
 	hasLimit := ord.OrderType == protocol.OrderTypeLimit || ord.OrderType == protocol.OrderTypeStopLimit
 	hasStop := ord.OrderType == protocol.OrderTypeStopMarket || ord.OrderType == protocol.OrderTypeStopLimit
+	if protocol.TrailingOrderType(ord.OrderType) && (a.LimitPrice != nil || a.StopPrice != nil) {
+		return protocol.OrderResult{}, invalid("a trailing order's prices follow the market: only its quantity can be changed")
+	}
 	if a.LimitPrice != nil && !hasLimit {
 		return protocol.OrderResult{}, invalid("limitPrice applies only to Limit and StopLimit orders")
 	}

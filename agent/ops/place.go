@@ -15,6 +15,7 @@ type orderFields struct {
 	quantity                                            int
 	quantityOptional                                    bool // PlaceOrder with targetQuantity
 	limitPrice, stopPrice                               *float64
+	trailDistance                                       *float64 // the trailing types
 	ocoID, orderID, strategy, strategyTag               string
 }
 
@@ -29,10 +30,14 @@ func checkOrder(f orderFields) (bridge.OrderRequest, error) {
 	miss.need("quantity", f.quantity != 0 || f.quantityOptional)
 	miss.need("timeInForce", strings.TrimSpace(f.timeInForce) != "")
 	orderType, typeOK := protocol.NormalizeOrderType(f.orderType)
-	needLimit := orderType == protocol.OrderTypeLimit || orderType == protocol.OrderTypeStopLimit
-	needStop := orderType == protocol.OrderTypeStopMarket || orderType == protocol.OrderTypeStopLimit
+	needLimit := orderType == protocol.OrderTypeLimit || orderType == protocol.OrderTypeStopLimit ||
+		orderType == protocol.OrderTypeTrailingStopLimit
+	needStop := orderType == protocol.OrderTypeStopMarket || orderType == protocol.OrderTypeStopLimit ||
+		orderType == protocol.OrderTypeTrailingStopLimit
+	trailing := protocol.TrailingOrderType(orderType)
 	miss.need("limitPrice", !needLimit || f.limitPrice != nil)
 	miss.need("stopPrice", !needStop || f.stopPrice != nil)
+	miss.need("trailDistance", !trailing || f.trailDistance != nil)
 	if err := miss.err(); err != nil {
 		return bridge.OrderRequest{}, err
 	}
@@ -41,7 +46,10 @@ func checkOrder(f orderFields) (bridge.OrderRequest, error) {
 		return bridge.OrderRequest{}, invalid("action must be Buy or Sell")
 	}
 	if !typeOK {
-		return bridge.OrderRequest{}, invalid("orderType must be Market, Limit, StopMarket or StopLimit")
+		return bridge.OrderRequest{}, invalid("orderType must be Market, Limit, StopMarket, StopLimit, TrailingStop or TrailingStopLimit")
+	}
+	if f.trailDistance != nil && !trailing {
+		return bridge.OrderRequest{}, invalid("trailDistance applies only to TrailingStop and TrailingStopLimit orders")
 	}
 	tif, ok := protocol.NormalizeTimeInForce(f.timeInForce)
 	if !ok {
@@ -63,11 +71,18 @@ func checkOrder(f orderFields) (bridge.OrderRequest, error) {
 		}
 		req.LimitPrice = *f.limitPrice
 	}
-	if needStop {
+	// A TrailingStop's stop price is optional: its starting stop.
+	if needStop || (orderType == protocol.OrderTypeTrailingStop && f.stopPrice != nil) {
 		if err := positive("stopPrice", *f.stopPrice); err != nil {
 			return req, err
 		}
 		req.StopPrice = *f.stopPrice
+	}
+	if trailing {
+		if err := distance("trailDistance", *f.trailDistance); err != nil {
+			return req, err
+		}
+		req.TrailDistance = *f.trailDistance
 	}
 	if err := account(f.account); err != nil {
 		return req, err
@@ -101,6 +116,11 @@ func (o *Ops) prepare(ctx context.Context, req *bridge.OrderRequest) (protocol.I
 	}
 	if req.StopPrice != 0 {
 		if err := onTick("stopPrice", req.StopPrice, info); err != nil {
+			return info, err
+		}
+	}
+	if req.TrailDistance != 0 {
+		if err := onTick("trailDistance", req.TrailDistance, info); err != nil {
 			return info, err
 		}
 	}
@@ -291,8 +311,8 @@ func checkPlace(a protocol.PlaceOrderArgs, flattenFirst bool) (bridge.OrderReque
 	req, err := checkOrder(orderFields{
 		account: a.Account, action: a.Action, instrument: a.Instrument, orderType: a.OrderType,
 		timeInForce: a.TimeInForce, quantity: a.Quantity, quantityOptional: a.TargetQuantity != nil,
-		limitPrice: a.LimitPrice, stopPrice: a.StopPrice, ocoID: a.OcoID, orderID: a.OrderID,
-		strategy: a.Strategy, strategyTag: a.StrategyTag,
+		limitPrice: a.LimitPrice, stopPrice: a.StopPrice, trailDistance: a.TrailDistance, ocoID: a.OcoID,
+		orderID: a.OrderID, strategy: a.Strategy, strategyTag: a.StrategyTag,
 	})
 	if err != nil {
 		return req, rules, err

@@ -322,7 +322,7 @@ func (o *Ops) ReversePosition(ctx context.Context, a protocol.ReversePositionArg
 	req, err := checkOrder(orderFields{
 		account: a.Account, action: a.Action, instrument: a.Instrument, orderType: a.OrderType,
 		timeInForce: a.TimeInForce, quantity: a.Quantity, limitPrice: a.LimitPrice, stopPrice: a.StopPrice,
-		ocoID: a.OcoID, strategy: a.Strategy, strategyTag: a.StrategyTag,
+		trailDistance: a.TrailDistance, ocoID: a.OcoID, strategy: a.Strategy, strategyTag: a.StrategyTag,
 	})
 	if err != nil {
 		return res, err

@@ -112,11 +112,15 @@ var tvRoutes = map[[2]string]bool{
 }
 
 // tvEndpoints is the broker family's route table: the desktop table's
-// routes of tvRoutes, in its order, under TVPrefix.
+// routes of tvRoutes, in its order, under TVPrefix; the routes that place
+// an order of a type the caller names (place, flatplace,
+// reverseposition) also take the broker's trailing types and
+// trailDistance (tradecall.WithTrailingStops).
 var tvEndpoints = func() []endpoint {
 	var out []endpoint
 	for _, ep := range tradecall.Endpoints() {
 		if tvRoutes[[2]string{ep.Method, ep.Path}] {
+			ep = tradecall.WithTrailingStops(ep)
 			ep.Path = TVPrefix + strings.TrimPrefix(ep.Path, "/v1/api/")
 			out = append(out, ep)
 		}

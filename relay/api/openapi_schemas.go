@@ -21,7 +21,9 @@ import (
 //   - slices are arrays, never null: the agent and package profile write
 //     empty lists as [] (the end-to-end test holds them to it);
 //   - a map without omitempty may be null (an absent map encodes so);
-//   - no OpenAPI 3.0 "nullable": the documents are 3.1.
+//   - no OpenAPI 3.0 "nullable": the documents are 3.1;
+//   - a field tagged family:"tv" is the broker family's only, and left
+//     out.
 type schemaSet struct {
 	schemas openapi3.Schemas
 	// names maps each component name to the Go type it was made from, so
@@ -86,7 +88,13 @@ func (s *schemaSet) claim(name string, t reflect.Type) error {
 }
 
 // customizeSchema applies the rules of schemaSet to each generated schema.
+// A field tagged family:"tv" (protocol.Order's trailDistance) is left out:
+// only the broker family's platforms fill it, and the documents describe
+// the desktop family.
 func customizeSchema(_ string, t reflect.Type, tag reflect.StructTag, schema *openapi3.Schema) error {
+	if tag.Get("family") == FamilyTV {
+		return &openapi3gen.ExcludeSchemaSentinel{}
+	}
 	schema.Nullable = false
 	for t.Kind() == reflect.Pointer {
 		t = t.Elem()
@@ -136,7 +144,7 @@ func jsonFields(t reflect.Type) map[string]bool {
 			continue
 		}
 		name, _, _ := strings.Cut(tag, ",")
-		if name == "-" {
+		if name == "-" || f.Tag.Get("family") == FamilyTV {
 			continue
 		}
 		out[name] = !omitEmpty(f.Tag)

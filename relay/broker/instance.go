@@ -208,15 +208,7 @@ func (in *instance) followAccounts(ctx context.Context, events <-chan bridge.Eve
 		if ev.Kind != bridge.EventConnections || len(ev.Connections) == 0 {
 			continue // none while the broker is away: the last ones stand
 		}
-		var accounts []string
-		for _, c := range ev.Connections {
-			accounts = append(accounts, c.Accounts...)
-		}
-		slices.Sort(accounts)
-		accounts = slices.Compact(accounts)
-		if accounts == nil {
-			accounts = []string{}
-		}
+		accounts := accountsOf(ev.Connections)
 		if slices.Equal(accounts, last) {
 			continue
 		}
@@ -227,6 +219,27 @@ func (in *instance) followAccounts(ctx context.Context, events <-chan bridge.Eve
 		last = accounts
 	}
 	return nil
+}
+
+// liveAccounts returns the login's accounts as its platform reports them
+// now, sorted; false while it reports none (not connected).
+func (in *instance) liveAccounts(ctx context.Context) ([]string, bool) {
+	conns, err := in.platform.Connections(ctx)
+	if err != nil {
+		return nil, false
+	}
+	accounts := accountsOf(conns)
+	return accounts, len(accounts) > 0
+}
+
+// accountsOf returns the accounts of conns, sorted, each once.
+func accountsOf(conns []protocol.Connection) []string {
+	accounts := []string{}
+	for _, c := range conns {
+		accounts = append(accounts, c.Accounts...)
+	}
+	slices.Sort(accounts)
+	return slices.Compact(accounts)
 }
 
 // ReportMonitor implements engine.Reporter: the state is stored on the tv

@@ -386,14 +386,22 @@ func (m *Manager) Unlink(ctx context.Context, userID string) (bool, error) {
 }
 
 // Linked implements manage.BrokerLinks: whether the user linked a login,
-// and its accounts as last seen (kept in the store, so they are known
-// while the broker is away).
+// and its accounts: as the running login reports them, else as last seen
+// (kept in the store, so they are known while the broker is away).
 func (m *Manager) Linked(ctx context.Context, userID string) (bool, []string, error) {
 	if _, err := m.opts.Store.BrokerLink(ctx, userID); err != nil {
 		if errors.Is(err, store.ErrNotFound) {
 			return false, nil, nil
 		}
 		return false, nil, err
+	}
+	m.mu.Lock()
+	in := m.insts[userID]
+	m.mu.Unlock()
+	if in != nil {
+		if accounts, ok := in.liveAccounts(ctx); ok {
+			return true, accounts, nil
+		}
 	}
 	accounts, err := userState{db: m.opts.Store, userID: userID}.loadAccounts(ctx)
 	if err != nil {

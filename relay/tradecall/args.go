@@ -114,7 +114,9 @@ var missingHints = map[string]string{
 }
 
 // missingPrices names the prices args' orderType needs and lacks: a limit
-// price for Limit and StopLimit, a stop price for StopMarket and StopLimit.
+// price for Limit, StopLimit and TrailingStopLimit, a stop price for
+// StopMarket, StopLimit and TrailingStopLimit, a trail distance for the
+// trailing types (which only the routes of WithTrailingStops accept).
 func missingPrices(ep *Endpoint, args map[string]any) []httpapi.FieldError {
 	t, _ := args["orderType"].(string)
 	var out []httpapi.FieldError
@@ -122,8 +124,9 @@ func missingPrices(ep *Endpoint, args map[string]any) []httpapi.FieldError {
 		name  string
 		types []string
 	}{
-		{"limitPrice", []string{protocol.OrderTypeLimit, protocol.OrderTypeStopLimit}},
-		{"stopPrice", []string{protocol.OrderTypeStopMarket, protocol.OrderTypeStopLimit}},
+		{"limitPrice", []string{protocol.OrderTypeLimit, protocol.OrderTypeStopLimit, protocol.OrderTypeTrailingStopLimit}},
+		{"stopPrice", []string{protocol.OrderTypeStopMarket, protocol.OrderTypeStopLimit, protocol.OrderTypeTrailingStopLimit}},
+		{"trailDistance", []string{protocol.OrderTypeTrailingStop, protocol.OrderTypeTrailingStopLimit}},
 	} {
 		if _, ok := args[need.name]; !ok && slices.Contains(need.types, t) && ep.Param(need.name, InBody) != nil {
 			out = append(out, httpapi.FieldError{Path: need.name, Code: errcode.FieldCodeRequired})

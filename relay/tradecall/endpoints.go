@@ -110,7 +110,46 @@ var (
 	bOcoID          = Param{Name: "ocoId", In: InBody, Type: TString, Format: FormatName, Max: 64, Doc: "OCO group to create or join"}
 	bOrderID        = Param{Name: "orderId", In: InBody, Type: TString, Format: FormatName, Max: 64, Doc: "your id for the order; a repeat within 24 h returns the first result and places nothing"}
 	bAtmTemplate    = Param{Name: "strategy", In: InBody, Type: TString, Format: FormatName, Max: 64, Doc: "ATM template name: brackets are placed when the entry fills"}
+	bTrailDistance  = Param{Name: "trailDistance", In: InBody, Type: TNumber, Min: 0, Max: 1e9, Doc: "distance of a trailing stop from the market, in price units on the tick: required for TrailingStop and TrailingStopLimit, refused otherwise"}
 )
+
+// trailingOrderTypes are the order types of a family whose platforms
+// have trailing orders (WithTrailingStops).
+var trailingOrderTypes = append(slices.Clone(orderTypes), protocol.OrderTypeTrailingStop, protocol.OrderTypeTrailingStopLimit)
+
+// WithTrailingStops returns ep as a family whose platforms have trailing
+// orders serves it (the broker family, /v1/api/tv): when ep takes an
+// orderType, its enum also offers TrailingStop and TrailingStopLimit and
+// ep takes trailDistance after stopPrice. The desktop table is not
+// changed: its platforms have no trailing orders, and its routes refuse
+// the trailing types as before. Other endpoints are returned as they are.
+func WithTrailingStops(ep Endpoint) Endpoint {
+	i := slices.IndexFunc(ep.Params, func(p Param) bool { return p.Name == "orderType" && p.In == InBody })
+	if i < 0 {
+		return ep
+	}
+	ps := make([]Param, 0, len(ep.Params)+1)
+	for _, p := range ep.Params {
+		switch p.Name {
+		case "orderType":
+			p.Enum = trailingOrderTypes
+			p.Doc = "Market, Limit, StopMarket, StopLimit, TrailingStop or TrailingStopLimit (any casing)"
+			if !p.Required {
+				p.Doc += "; by default StopLimit with both prices, Limit with limitPrice, StopMarket with stopPrice, else Market"
+			}
+		case "limitPrice":
+			p.Doc = "limit price, for Limit, StopLimit and TrailingStopLimit (the limit's starting price: it moves with the stop)"
+		case "stopPrice":
+			p.Doc = "stop price, for StopMarket, StopLimit and TrailingStopLimit; a TrailingStop's starting stop (optional: by default the distance from the market)"
+		}
+		ps = append(ps, p)
+		if p.Name == "stopPrice" && p.In == InBody {
+			ps = append(ps, bTrailDistance)
+		}
+	}
+	ep.Params = ps
+	return ep
+}
 
 func required(p Param) Param { p.Required = true; return p }
 

@@ -42,7 +42,8 @@ type Harness struct {
 	// connection). Nil for the simulator.
 	Settle func(t testing.TB)
 	// Lacks lists the capabilities the platform lacks (see Capability);
-	// nil for a platform with every primitive.
+	// nil for a platform with every primitive. Sim's and Lagging's lack
+	// CapTrailingStops, as the simulator does.
 	Lacks []Capability
 }
 
@@ -52,13 +53,15 @@ type Harness struct {
 type Factory func(t testing.TB, opts sim.Options) Harness
 
 // Sim is the Factory of the simulator itself: the platform is the market.
+// The simulator has no trailing orders: the harness lacks
+// CapTrailingStops.
 func Sim(t testing.TB, opts sim.Options) Harness {
 	t.Helper()
 	clock := UseManualClock(&opts)
 	p, err := sim.New(opts)
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = p.Close() })
-	return Harness{Platform: p, Market: p, Clock: clock}
+	return Harness{Platform: p, Market: p, Clock: clock, Lacks: []Capability{CapTrailingStops}}
 }
 
 // UseManualClock gives opts a ManualClock reading Start when it has no clock,

@@ -44,10 +44,15 @@ const (
 	// triggered stop-limit Accepted; the order still triggers, and fills
 	// at its limit.
 	CapTriggerState Capability = "trigger-state"
+	// CapTrailingStops: the trailing order types, TrailingStop and
+	// TrailingStopLimit (see bridge.OrderRequest). A platform that lacks
+	// them answers ErrNotSupported to a trailing order and records
+	// nothing.
+	CapTrailingStops Capability = "trailing-stops"
 )
 
 // Capabilities lists every Capability.
-var Capabilities = []Capability{CapStrategies, CapATM, CapBars, CapOCOGroups, CapTriggerState}
+var Capabilities = []Capability{CapStrategies, CapATM, CapBars, CapOCOGroups, CapTriggerState, CapTrailingStops}
 
 // lacks reports whether the harness's platform lacks c.
 func (h Harness) lacks(c Capability) bool { return slices.Contains(h.Lacks, c) }
@@ -107,6 +112,19 @@ var lackingChecks = map[Capability]func(t *testing.T, h Harness){
 			_, err := h.Platform.Bars(t.Context(), req)
 			requireNotSupported(t, err, "esz26", "77")
 		}
+	},
+	CapTrailingStops: func(t *testing.T, h Harness) {
+		for _, req := range []bridge.OrderRequest{
+			trailingStop(acct, protocol.ActionSell, 1, 4.75, 0),
+			trailingStop(acct, protocol.ActionSell, 2, 4.75, 5993.25),
+			trailingStopLimit(acct, protocol.ActionBuy, 1, 3.5, 6003.25, 6004.25),
+			{Account: acct, Instrument: es, Action: "bUY", OrderType: "trailingstop", Quantity: 1, TrailDistance: 4.75},
+		} {
+			_, err := h.Platform.SubmitOrder(t.Context(), req)
+			requireNotSupported(t, err, "4.75", "5993.25", "6003.25", "6004.25", "3.5")
+		}
+		requireNotRecorded(t, h, acct)
+		require.Empty(t, positionsOf(t, h, acct))
 	},
 	CapOCOGroups: func(t *testing.T, h Harness) {
 		const group = "grp-secret-5"

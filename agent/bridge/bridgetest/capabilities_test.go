@@ -28,5 +28,6 @@ func TestCapabilitiesDeclared(t *testing.T) {
 		require.NotNil(t, lackingChecks[c], "%s has a replacement check", c)
 		require.NotZero(t, needed[c], "some check needs %s", c)
 	}
-	require.Equal(t, map[Capability]int{CapStrategies: 8, CapATM: 4, CapBars: 3, CapOCOGroups: 3, CapTriggerState: 1}, needed)
+	require.Equal(t, map[Capability]int{CapStrategies: 8, CapATM: 4, CapBars: 3, CapOCOGroups: 3, CapTriggerState: 1,
+		CapTrailingStops: 4}, needed)
 }

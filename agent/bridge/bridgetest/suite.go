@@ -74,7 +74,7 @@ func Run(t *testing.T, newHarness Factory) {
 // suite returns the contract's checks, by group.
 func suite() [][]check {
 	return [][]check{
-		accountChecks(), orderChecks(), changeChecks(), atmChecks(), sessionChecks(), depthChecks(),
+		accountChecks(), orderChecks(), trailingChecks(), changeChecks(), atmChecks(), sessionChecks(), depthChecks(),
 		marketChecks(), strategyChecks(), eventChecks(), closeChecks(),
 	}
 }

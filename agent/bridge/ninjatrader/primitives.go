@@ -209,8 +209,13 @@ func (p *Platform) call(ctx context.Context, method string, params, out any, wri
 }
 
 // SubmitOrder implements bridge.Platform. The order carries the agent's
-// id (one is made when the request has none) in its NinjaTrader name.
+// id (one is made when the request has none) in its NinjaTrader name. A
+// trailing order type is a *bridge.NotSupportedError (errNoTrailing),
+// whether the add-on or the ATI files are in use.
 func (p *Platform) SubmitOrder(ctx context.Context, req bridge.OrderRequest) (protocol.Order, error) {
+	if typ, _ := protocol.NormalizeOrderType(req.OrderType); protocol.TrailingOrderType(typ) {
+		return protocol.Order{}, errNoTrailing
+	}
 	if err := p.usable(ctx); err != nil {
 		return protocol.Order{}, err
 	}
@@ -243,6 +248,12 @@ func (p *Platform) SubmitOrder(ctx context.Context, req bridge.OrderRequest) (pr
 	}, &res, true)
 	return res.Order, err
 }
+
+// errNoTrailing answers a trailing order: NinjaTrader's orders (through the
+// add-on or the ATI files) have no trailing types; its trailing stops are
+// an ATM template's.
+var errNoTrailing = &bridge.NotSupportedError{What: "trailing stops",
+	Reason: "NinjaTrader trails stops only through an ATM template: name one (strategy) whose stop trails, or place a stop and move it"}
 
 // CancelOrder implements bridge.Platform.
 func (p *Platform) CancelOrder(ctx context.Context, account, orderID string) (protocol.Order, error) {

@@ -336,17 +336,19 @@
 //
 // Errors: an unknown account wraps bridge.ErrAccountNotFound, an unknown
 // instrument bridge.ErrInstrumentUnknown, an unknown ATM template
-// bridge.ErrTemplateNotFound, and an order id the account does not have
-// (CancelOrder, ChangeOrder) bridge.ErrOrderNotFound; every other refusal is
-// a *bridge.RejectError whose Reason never repeats the caller's input: a
-// quantity below 1, an action other than Buy or Sell, an unknown order type
-// or time in force (all matched case-insensitively; an empty time in force
-// means Day), a missing, non-positive or off-tick limit or stop price, a stop
-// through the market, an OrderID already used on the platform, a market
-// that is closed, and cancelling or changing a terminal order ("order is
-// already filled", "order is already cancelled"). Refused orders and changes
-// are not recorded and publish nothing. After Close every call fails with
-// bridge.ErrNotConnected.
+// bridge.ErrTemplateNotFound, an order id the account does not have
+// (CancelOrder, ChangeOrder) bridge.ErrOrderNotFound, and a trailing order
+// type (TrailingStop, TrailingStopLimit: the simulator has none) is a
+// *bridge.NotSupportedError matching bridge.ErrNotSupported; every other
+// refusal is a *bridge.RejectError whose Reason never repeats the caller's
+// input: a quantity below 1, an action other than Buy or Sell, an unknown
+// order type or time in force (all matched case-insensitively; an empty
+// time in force means Day), a missing, non-positive or off-tick limit or
+// stop price, a stop through the market, an OrderID already used on the
+// platform, a market that is closed, and cancelling or changing a terminal
+// order ("order is already filled", "order is already cancelled"). Refused
+// orders and changes are not recorded and publish nothing. After Close
+// every call fails with bridge.ErrNotConnected.
 //
 // Order ids are "sim-<n>" and execution ids "sim-exec-<n>", with n counting
 // from 1 on each platform; a generated id skips any id a caller already

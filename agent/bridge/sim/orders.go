@@ -91,6 +91,10 @@ func (o *order) fillsAtOnce(m *market) bool {
 
 func reject(reason string) error { return &bridge.RejectError{Reason: reason} }
 
+// errNoTrailing answers a trailing order: the simulator has none.
+var errNoTrailing = &bridge.NotSupportedError{What: "trailing stops",
+	Reason: "the simulator has no trailing orders; place a stop and move it with the market (change the order)"}
+
 // terminalReason is why a terminal order cannot be cancelled or changed.
 func terminalReason(o *order) string {
 	switch o.rec.OrderState {
@@ -221,6 +225,9 @@ func newOrder(a *account, c contract, req bridge.OrderRequest) (*order, error) {
 	typ, ok := protocol.NormalizeOrderType(req.OrderType)
 	if !ok {
 		return nil, reject("order type must be Market, Limit, StopMarket or StopLimit")
+	}
+	if protocol.TrailingOrderType(typ) {
+		return nil, errNoTrailing
 	}
 	tif := protocol.TimeInForceDay
 	if req.TimeInForce != "" {

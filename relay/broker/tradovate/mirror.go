@@ -102,7 +102,7 @@ func (m *mirror) setVersion(v tvwire.OrderVersion) {
 	if os.typ == "" {
 		os.typ = v.OrderType
 	}
-	if os.typ == tvwire.OrderTypeStopLimit && v.OrderType == tvwire.OrderTypeLimit {
+	if (os.typ == tvwire.OrderTypeStopLimit || os.typ == tvwire.OrderTypeTrailingStopLimit) && v.OrderType == tvwire.OrderTypeLimit {
 		os.triggered = true
 	}
 	os.v, os.hasVer = v, true
@@ -532,6 +532,10 @@ func (p *Platform) orderRecordLocked(id int64) (protocol.Order, bool) {
 		o.StopPrice = os.v.StopPrice
 	case protocol.OrderTypeStopLimit:
 		o.LimitPrice, o.StopPrice = os.v.Price, os.v.StopPrice
+	case protocol.OrderTypeTrailingStop:
+		o.StopPrice, o.TrailDistance = os.v.StopPrice, math.Abs(os.v.PegDifference)
+	case protocol.OrderTypeTrailingStopLimit:
+		o.LimitPrice, o.StopPrice, o.TrailDistance = os.v.Price, os.v.StopPrice, math.Abs(os.v.PegDifference)
 	default:
 		o.LimitPrice, o.StopPrice = os.v.Price, os.v.StopPrice
 	}
@@ -563,7 +567,7 @@ func stateOf(os *orderState, filled int) string {
 		switch {
 		case filled > 0:
 			return protocol.OrderStatePartFilled
-		case (os.typ == tvwire.OrderTypeStop || os.typ == tvwire.OrderTypeStopLimit) && !os.triggered:
+		case stopType(os.typ) && !os.triggered:
 			return protocol.OrderStateAccepted
 		}
 		return protocol.OrderStateWorking
@@ -593,8 +597,20 @@ func stateOf(os *orderState, filled int) string {
 	return protocol.OrderStateUnknown
 }
 
+// stopType reports whether a broker order type waits for its stop: Stop,
+// StopLimit and the trailing types rest Accepted until the market reaches
+// the stop.
+func stopType(t string) bool {
+	switch t {
+	case tvwire.OrderTypeStop, tvwire.OrderTypeStopLimit, tvwire.OrderTypeTrailingStop, tvwire.OrderTypeTrailingStopLimit:
+		return true
+	}
+	return false
+}
+
 // orderType maps the broker's order type to ours; types we do not name
-// keep the broker's name.
+// keep the broker's name (TrailingStop and TrailingStopLimit are ours
+// too).
 func orderType(t string) string {
 	switch t {
 	case tvwire.OrderTypeStop:

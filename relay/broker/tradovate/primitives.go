@@ -162,10 +162,13 @@ func (p *Platform) Executions(ctx context.Context, account string) ([]protocol.E
 const (
 	reasonQuantity    = "the quantity must be a whole number of contracts above zero"
 	reasonAction      = "the action must be Buy or Sell"
-	reasonOrderType   = "the order type must be Market, Limit, StopMarket or StopLimit"
+	reasonOrderType   = "the order type must be Market, Limit, StopMarket, StopLimit, TrailingStop or TrailingStopLimit"
 	reasonTimeInForce = "the time in force must be Day or Gtc"
 	reasonLimit       = "the limit price must be above zero and on the contract's tick grid"
 	reasonStop        = "the stop price must be above zero and on the contract's tick grid"
+	reasonTrail       = "the trail distance must be above zero and on the contract's tick grid"
+	reasonTrailChange = "a trailing order's prices follow the market: only its quantity can be changed"
+	reasonNoQuote     = "there is no quote to start the trailing stop from; send its stop price"
 	reasonDuplicate   = "the order id was used before; every order needs a new id"
 	reasonOrderID     = "the order id must be 1 to 64 letters, digits, '.', '_', ':' or '-'"
 	reasonTerminal    = "the order is already filled, cancelled or rejected"
@@ -230,6 +233,7 @@ type order struct {
 	tif      string // the broker's time in force
 	limit    float64
 	stop     float64
+	peg      float64 // a trailing order's pegDifference; zero for the others
 	quantity int
 }
 
@@ -292,7 +296,7 @@ func (p *Platform) validate(ctx context.Context, req bridge.OrderRequest) (order
 		if !onGrid(inst, o.stop) {
 			return o, reject(reasonStop)
 		}
-	case protocol.OrderTypeStopLimit:
+	case protocol.OrderTypeStopLimit, protocol.OrderTypeTrailingStopLimit:
 		o.limit, o.stop = req.LimitPrice, req.StopPrice
 		if !onGrid(inst, o.stop) {
 			return o, reject(reasonStop)
@@ -300,8 +304,52 @@ func (p *Platform) validate(ctx context.Context, req bridge.OrderRequest) (order
 		if !onGrid(inst, o.limit) {
 			return o, reject(reasonLimit)
 		}
+	case protocol.OrderTypeTrailingStop:
+		o.stop = req.StopPrice
+		if o.stop != 0 && !onGrid(inst, o.stop) {
+			return o, reject(reasonStop)
+		}
+	}
+	if protocol.TrailingOrderType(typ) {
+		if !onGrid(inst, req.TrailDistance) {
+			return o, reject(reasonTrail)
+		}
+		o.peg = tvwire.PegDifference(o.action, req.TrailDistance)
+		if o.stop == 0 {
+			if err := p.startStop(ctx, &o, req.TrailDistance); err != nil {
+				return o, err
+			}
+		}
 	}
 	return o, nil
+}
+
+// startStop sets the starting stop of a TrailingStop sent without one:
+// the distance from the market, below the bid for a Sell, above the ask
+// for a Buy, from the contract's quote. The broker then trails it.
+func (p *Platform) startStop(ctx context.Context, o *order, distance float64) error {
+	q, err := p.Quote(ctx, o.inst.Name)
+	if err != nil {
+		return err
+	}
+	from, sign := q.Ask, 1.0
+	if o.action == protocol.ActionSell {
+		from, sign = q.Bid, -1
+	}
+	if from <= 0 {
+		return &bridge.RejectError{Code: tvwire.RejectCode("NoQuote"), Reason: reasonNoQuote}
+	}
+	o.stop = from + sign*distance
+	if o.inst.Known {
+		r := o.inst.Contract.Root
+		n, _ := r.Ticks(from)
+		d, _ := r.Ticks(distance)
+		o.stop = r.Price(n + int64(sign)*d)
+	}
+	if o.stop <= 0 {
+		return &bridge.RejectError{Code: tvwire.RejectCode("NoQuote"), Reason: reasonNoQuote}
+	}
+	return nil
 }
 
 // onGrid reports whether a price is above zero and, for a root package
@@ -336,8 +384,8 @@ func validOrderID(id string) bool {
 func (p *Platform) placeRequest(o order, ours string) tvwire.PlaceOrderRequest {
 	return tvwire.PlaceOrderRequest{
 		AccountSpec: o.req.Account, AccountID: o.account, Action: o.action, Symbol: o.inst.Symbol,
-		OrderQty: o.quantity, OrderType: o.typ, Price: o.limit, StopPrice: o.stop, TimeInForce: o.tif,
-		IsAutomated: true, Text: ours,
+		OrderQty: o.quantity, OrderType: o.typ, Price: o.limit, StopPrice: o.stop, PegDifference: o.peg,
+		TimeInForce: o.tif, IsAutomated: true, Text: ours,
 	}
 }
 
@@ -524,7 +572,8 @@ func (p *Platform) SubmitOCO(ctx context.Context, a, b bridge.OrderRequest) (pro
 		return none, none, err
 	}
 	body := tvwire.PlaceOCORequest{PlaceOrderRequest: p.placeRequest(oa, idA), Other: tvwire.OtherOrder{
-		Action: ob.action, OrderType: ob.typ, Price: ob.limit, StopPrice: ob.stop, TimeInForce: ob.tif, Text: idB}}
+		Action: ob.action, OrderType: ob.typ, Price: ob.limit, StopPrice: ob.stop, PegDifference: ob.peg,
+		TimeInForce: ob.tif, Text: idB}}
 	p.startPlacing()
 	var res tvwire.PlaceOCOResponse
 	err = writeError(p.sess.Do(ctx, http.MethodPost, "/order/placeoco", "", body, &res), false)
@@ -635,7 +684,14 @@ func (p *Platform) ChangeOrder(ctx context.Context, req bridge.ChangeRequest) (p
 	}
 	hasLimit := rec.OrderType == protocol.OrderTypeLimit || rec.OrderType == protocol.OrderTypeStopLimit
 	hasStop := rec.OrderType == protocol.OrderTypeStopMarket || rec.OrderType == protocol.OrderTypeStopLimit
+	trailing := protocol.TrailingOrderType(rec.OrderType)
+	if trailing {
+		// The broker keeps the trail; the prices sent are where it stands.
+		mod.PegDifference = tvwire.PegDifference(rec.OrderAction, rec.TrailDistance)
+	}
 	switch {
+	case trailing && (req.LimitPrice != 0 || req.StopPrice != 0):
+		return protocol.Order{}, reject(reasonTrailChange)
 	case req.Quantity < 0:
 		return protocol.Order{}, reject(reasonQuantity)
 	case req.Quantity > 0 && req.Quantity <= rec.Filled:

@@ -221,7 +221,8 @@ func (f *Files) placeCommand(req bridge.OrderRequest) (command, protocol.Order, 
 		return command{}, protocol.Order{}, reject("action must be Buy or Sell")
 	}
 	typ, ok := protocol.NormalizeOrderType(req.OrderType)
-	if !ok {
+	if !ok || protocol.TrailingOrderType(typ) {
+		// The ATI's PLACE command has no trailing types.
 		return command{}, protocol.Order{}, reject("order type must be Market, Limit, StopMarket or StopLimit")
 	}
 	tif := protocol.TimeInForceDay

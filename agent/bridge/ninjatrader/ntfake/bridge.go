@@ -77,7 +77,8 @@ func (pr *Pair) Settle(t testing.TB) {
 }
 
 // Factory is the bridgetest Factory of the NinjaTrader bridge over a fake
-// add-on.
+// add-on. NinjaTrader's orders have no trailing types: the harness lacks
+// bridgetest.CapTrailingStops.
 func Factory(t testing.TB, opts sim.Options) bridgetest.Harness {
 	t.Helper()
 	clock := bridgetest.UseManualClock(&opts)
@@ -86,5 +87,6 @@ func Factory(t testing.TB, opts sim.Options) bridgetest.Harness {
 	t.Cleanup(func() { _ = market.Close() })
 	pr := NewPair(t, market, opts.Clock.Now)
 	pr.Run(t)
-	return bridgetest.Harness{Platform: pr.Bridge, Market: market, Clock: clock, Settle: pr.Settle}
+	return bridgetest.Harness{Platform: pr.Bridge, Market: market, Clock: clock, Settle: pr.Settle,
+		Lacks: []bridgetest.Capability{bridgetest.CapTrailingStops}}
 }

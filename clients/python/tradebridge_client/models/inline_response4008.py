@@ -66,7 +66,7 @@ class InlineResponse4008(Error):
         :param error: The error of this InlineResponse4008.  # noqa: E501
         :type: str
         """
-        allowed_values = ["account_not_found", "invalid_argument", "invalid_field", "invalid_json", "invalid_path", "missing_required_fields", "order_rejected", "strategy_not_found", "strategy_terminal", "trading_blocked", "unexpected_body", "unknown_function", "unknown_parameter"]  # noqa: E501
+        allowed_values = ["account_not_found", "invalid_argument", "invalid_field", "invalid_json", "invalid_path", "missing_required_fields", "not_supported", "order_rejected", "strategy_not_found", "strategy_terminal", "trading_blocked", "unexpected_body", "unknown_function", "unknown_parameter"]  # noqa: E501
         if error not in allowed_values:
             raise ValueError(
                 "Invalid value for `error` ({0}), must be one of {1}"  # noqa: E501

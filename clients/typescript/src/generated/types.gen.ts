@@ -874,10 +874,10 @@ export type CancelOrdersAccountsByAccountOrdersCancelData = {
 
 export type CancelOrdersAccountsByAccountOrdersCancelErrors = {
     /**
-     * the request is malformed, or the operation was refused (nothing was placed). Codes: `account_not_found`, `atm_template_not_found`, `invalid_argument`, `invalid_field`, `invalid_instrument`, `invalid_json`, `invalid_path`, `market_position_mismatch`, `max_positions_reached`, `missing_required_fields`, `no_position`, `order_not_found`, `order_rejected`, `position_not_flat`, `position_owned`, `resync_limit_exceeded`, `trading_blocked`, `unexpected_body`, `unknown_function`, `unknown_parameter`.
+     * the request is malformed, or the operation was refused (nothing was placed). Codes: `account_not_found`, `atm_template_not_found`, `invalid_argument`, `invalid_field`, `invalid_instrument`, `invalid_json`, `invalid_path`, `market_position_mismatch`, `max_positions_reached`, `missing_required_fields`, `no_position`, `not_supported`, `order_not_found`, `order_rejected`, `position_not_flat`, `position_owned`, `resync_limit_exceeded`, `trading_blocked`, `unexpected_body`, `unknown_function`, `unknown_parameter`.
      */
     400: Error & {
-        error?: 'account_not_found' | 'atm_template_not_found' | 'invalid_argument' | 'invalid_field' | 'invalid_instrument' | 'invalid_json' | 'invalid_path' | 'market_position_mismatch' | 'max_positions_reached' | 'missing_required_fields' | 'no_position' | 'order_not_found' | 'order_rejected' | 'position_not_flat' | 'position_owned' | 'resync_limit_exceeded' | 'trading_blocked' | 'unexpected_body' | 'unknown_function' | 'unknown_parameter';
+        error?: 'account_not_found' | 'atm_template_not_found' | 'invalid_argument' | 'invalid_field' | 'invalid_instrument' | 'invalid_json' | 'invalid_path' | 'market_position_mismatch' | 'max_positions_reached' | 'missing_required_fields' | 'no_position' | 'not_supported' | 'order_not_found' | 'order_rejected' | 'position_not_flat' | 'position_owned' | 'resync_limit_exceeded' | 'trading_blocked' | 'unexpected_body' | 'unknown_function' | 'unknown_parameter';
     };
     /**
      * missing, malformed, unknown or revoked API token. Codes: `unauthorized`.
@@ -988,10 +988,10 @@ export type CancelAndBracketAccountsByAccountOrdersCancelAndBracketData = {
 
 export type CancelAndBracketAccountsByAccountOrdersCancelAndBracketErrors = {
     /**
-     * the request is malformed, or the operation was refused (nothing was placed). Codes: `account_not_found`, `atm_template_not_found`, `invalid_argument`, `invalid_field`, `invalid_instrument`, `invalid_json`, `invalid_path`, `market_position_mismatch`, `max_positions_reached`, `missing_required_fields`, `no_position`, `order_not_found`, `order_rejected`, `position_not_flat`, `position_owned`, `resync_limit_exceeded`, `trading_blocked`, `unexpected_body`, `unknown_function`, `unknown_parameter`.
+     * the request is malformed, or the operation was refused (nothing was placed). Codes: `account_not_found`, `atm_template_not_found`, `invalid_argument`, `invalid_field`, `invalid_instrument`, `invalid_json`, `invalid_path`, `market_position_mismatch`, `max_positions_reached`, `missing_required_fields`, `no_position`, `not_supported`, `order_not_found`, `order_rejected`, `position_not_flat`, `position_owned`, `resync_limit_exceeded`, `trading_blocked`, `unexpected_body`, `unknown_function`, `unknown_parameter`.
      */
     400: Error & {
-        error?: 'account_not_found' | 'atm_template_not_found' | 'invalid_argument' | 'invalid_field' | 'invalid_instrument' | 'invalid_json' | 'invalid_path' | 'market_position_mismatch' | 'max_positions_reached' | 'missing_required_fields' | 'no_position' | 'order_not_found' | 'order_rejected' | 'position_not_flat' | 'position_owned' | 'resync_limit_exceeded' | 'trading_blocked' | 'unexpected_body' | 'unknown_function' | 'unknown_parameter';
+        error?: 'account_not_found' | 'atm_template_not_found' | 'invalid_argument' | 'invalid_field' | 'invalid_instrument' | 'invalid_json' | 'invalid_path' | 'market_position_mismatch' | 'max_positions_reached' | 'missing_required_fields' | 'no_position' | 'not_supported' | 'order_not_found' | 'order_rejected' | 'position_not_flat' | 'position_owned' | 'resync_limit_exceeded' | 'trading_blocked' | 'unexpected_body' | 'unknown_function' | 'unknown_parameter';
     };
     /**
      * missing, malformed, unknown or revoked API token. Codes: `unauthorized`.
@@ -1121,10 +1121,10 @@ export type FlatPlaceAccountsByAccountOrdersFlatplaceData = {
 
 export type FlatPlaceAccountsByAccountOrdersFlatplaceErrors = {
     /**
-     * the request is malformed, or the operation was refused (nothing was placed). Codes: `account_not_found`, `atm_template_not_found`, `invalid_argument`, `invalid_field`, `invalid_instrument`, `invalid_json`, `invalid_path`, `market_position_mismatch`, `max_positions_reached`, `missing_required_fields`, `no_position`, `order_not_found`, `order_rejected`, `position_not_flat`, `position_owned`, `resync_limit_exceeded`, `trading_blocked`, `unexpected_body`, `unknown_function`, `unknown_parameter`.
+     * the request is malformed, or the operation was refused (nothing was placed). Codes: `account_not_found`, `atm_template_not_found`, `invalid_argument`, `invalid_field`, `invalid_instrument`, `invalid_json`, `invalid_path`, `market_position_mismatch`, `max_positions_reached`, `missing_required_fields`, `no_position`, `not_supported`, `order_not_found`, `order_rejected`, `position_not_flat`, `position_owned`, `resync_limit_exceeded`, `trading_blocked`, `unexpected_body`, `unknown_function`, `unknown_parameter`.
      */
     400: Error & {
-        error?: 'account_not_found' | 'atm_template_not_found' | 'invalid_argument' | 'invalid_field' | 'invalid_instrument' | 'invalid_json' | 'invalid_path' | 'market_position_mismatch' | 'max_positions_reached' | 'missing_required_fields' | 'no_position' | 'order_not_found' | 'order_rejected' | 'position_not_flat' | 'position_owned' | 'resync_limit_exceeded' | 'trading_blocked' | 'unexpected_body' | 'unknown_function' | 'unknown_parameter';
+        error?: 'account_not_found' | 'atm_template_not_found' | 'invalid_argument' | 'invalid_field' | 'invalid_instrument' | 'invalid_json' | 'invalid_path' | 'market_position_mismatch' | 'max_positions_reached' | 'missing_required_fields' | 'no_position' | 'not_supported' | 'order_not_found' | 'order_rejected' | 'position_not_flat' | 'position_owned' | 'resync_limit_exceeded' | 'trading_blocked' | 'unexpected_body' | 'unknown_function' | 'unknown_parameter';
     };
     /**
      * missing, malformed, unknown or revoked API token. Codes: `unauthorized`.
@@ -1254,10 +1254,10 @@ export type PlaceOrderAccountsByAccountOrdersPlaceData = {
 
 export type PlaceOrderAccountsByAccountOrdersPlaceErrors = {
     /**
-     * the request is malformed, or the operation was refused (nothing was placed). Codes: `account_not_found`, `atm_template_not_found`, `invalid_argument`, `invalid_field`, `invalid_instrument`, `invalid_json`, `invalid_path`, `market_position_mismatch`, `max_positions_reached`, `missing_required_fields`, `no_position`, `order_not_found`, `order_rejected`, `position_not_flat`, `position_owned`, `resync_limit_exceeded`, `trading_blocked`, `unexpected_body`, `unknown_function`, `unknown_parameter`.
+     * the request is malformed, or the operation was refused (nothing was placed). Codes: `account_not_found`, `atm_template_not_found`, `invalid_argument`, `invalid_field`, `invalid_instrument`, `invalid_json`, `invalid_path`, `market_position_mismatch`, `max_positions_reached`, `missing_required_fields`, `no_position`, `not_supported`, `order_not_found`, `order_rejected`, `position_not_flat`, `position_owned`, `resync_limit_exceeded`, `trading_blocked`, `unexpected_body`, `unknown_function`, `unknown_parameter`.
      */
     400: Error & {
-        error?: 'account_not_found' | 'atm_template_not_found' | 'invalid_argument' | 'invalid_field' | 'invalid_instrument' | 'invalid_json' | 'invalid_path' | 'market_position_mismatch' | 'max_positions_reached' | 'missing_required_fields' | 'no_position' | 'order_not_found' | 'order_rejected' | 'position_not_flat' | 'position_owned' | 'resync_limit_exceeded' | 'trading_blocked' | 'unexpected_body' | 'unknown_function' | 'unknown_parameter';
+        error?: 'account_not_found' | 'atm_template_not_found' | 'invalid_argument' | 'invalid_field' | 'invalid_instrument' | 'invalid_json' | 'invalid_path' | 'market_position_mismatch' | 'max_positions_reached' | 'missing_required_fields' | 'no_position' | 'not_supported' | 'order_not_found' | 'order_rejected' | 'position_not_flat' | 'position_owned' | 'resync_limit_exceeded' | 'trading_blocked' | 'unexpected_body' | 'unknown_function' | 'unknown_parameter';
     };
     /**
      * missing, malformed, unknown or revoked API token. Codes: `unauthorized`.
@@ -1442,10 +1442,10 @@ export type CancelOrderAccountsByAccountOrdersByOrderIdCancelData = {
 
 export type CancelOrderAccountsByAccountOrdersByOrderIdCancelErrors = {
     /**
-     * the request is malformed, or the operation was refused (nothing was placed). Codes: `account_not_found`, `atm_template_not_found`, `invalid_argument`, `invalid_field`, `invalid_json`, `invalid_path`, `market_position_mismatch`, `max_positions_reached`, `missing_required_fields`, `no_position`, `order_not_found`, `order_rejected`, `position_not_flat`, `position_owned`, `resync_limit_exceeded`, `trading_blocked`, `unexpected_body`, `unknown_function`, `unknown_parameter`.
+     * the request is malformed, or the operation was refused (nothing was placed). Codes: `account_not_found`, `atm_template_not_found`, `invalid_argument`, `invalid_field`, `invalid_json`, `invalid_path`, `market_position_mismatch`, `max_positions_reached`, `missing_required_fields`, `no_position`, `not_supported`, `order_not_found`, `order_rejected`, `position_not_flat`, `position_owned`, `resync_limit_exceeded`, `trading_blocked`, `unexpected_body`, `unknown_function`, `unknown_parameter`.
      */
     400: Error & {
-        error?: 'account_not_found' | 'atm_template_not_found' | 'invalid_argument' | 'invalid_field' | 'invalid_json' | 'invalid_path' | 'market_position_mismatch' | 'max_positions_reached' | 'missing_required_fields' | 'no_position' | 'order_not_found' | 'order_rejected' | 'position_not_flat' | 'position_owned' | 'resync_limit_exceeded' | 'trading_blocked' | 'unexpected_body' | 'unknown_function' | 'unknown_parameter';
+        error?: 'account_not_found' | 'atm_template_not_found' | 'invalid_argument' | 'invalid_field' | 'invalid_json' | 'invalid_path' | 'market_position_mismatch' | 'max_positions_reached' | 'missing_required_fields' | 'no_position' | 'not_supported' | 'order_not_found' | 'order_rejected' | 'position_not_flat' | 'position_owned' | 'resync_limit_exceeded' | 'trading_blocked' | 'unexpected_body' | 'unknown_function' | 'unknown_parameter';
     };
     /**
      * missing, malformed, unknown or revoked API token. Codes: `unauthorized`.
@@ -1554,10 +1554,10 @@ export type ChangeOrderAccountsByAccountOrdersByOrderIdChangeData = {
 
 export type ChangeOrderAccountsByAccountOrdersByOrderIdChangeErrors = {
     /**
-     * the request is malformed, or the operation was refused (nothing was placed). Codes: `account_not_found`, `atm_template_not_found`, `invalid_argument`, `invalid_field`, `invalid_json`, `invalid_path`, `market_position_mismatch`, `max_positions_reached`, `missing_required_fields`, `no_position`, `order_not_found`, `order_rejected`, `position_not_flat`, `position_owned`, `resync_limit_exceeded`, `trading_blocked`, `unexpected_body`, `unknown_function`, `unknown_parameter`.
+     * the request is malformed, or the operation was refused (nothing was placed). Codes: `account_not_found`, `atm_template_not_found`, `invalid_argument`, `invalid_field`, `invalid_json`, `invalid_path`, `market_position_mismatch`, `max_positions_reached`, `missing_required_fields`, `no_position`, `not_supported`, `order_not_found`, `order_rejected`, `position_not_flat`, `position_owned`, `resync_limit_exceeded`, `trading_blocked`, `unexpected_body`, `unknown_function`, `unknown_parameter`.
      */
     400: Error & {
-        error?: 'account_not_found' | 'atm_template_not_found' | 'invalid_argument' | 'invalid_field' | 'invalid_json' | 'invalid_path' | 'market_position_mismatch' | 'max_positions_reached' | 'missing_required_fields' | 'no_position' | 'order_not_found' | 'order_rejected' | 'position_not_flat' | 'position_owned' | 'resync_limit_exceeded' | 'trading_blocked' | 'unexpected_body' | 'unknown_function' | 'unknown_parameter';
+        error?: 'account_not_found' | 'atm_template_not_found' | 'invalid_argument' | 'invalid_field' | 'invalid_json' | 'invalid_path' | 'market_position_mismatch' | 'max_positions_reached' | 'missing_required_fields' | 'no_position' | 'not_supported' | 'order_not_found' | 'order_rejected' | 'position_not_flat' | 'position_owned' | 'resync_limit_exceeded' | 'trading_blocked' | 'unexpected_body' | 'unknown_function' | 'unknown_parameter';
     };
     /**
      * missing, malformed, unknown or revoked API token. Codes: `unauthorized`.
@@ -1817,10 +1817,10 @@ export type ClosePositionAccountsByAccountPositionsCloseData = {
 
 export type ClosePositionAccountsByAccountPositionsCloseErrors = {
     /**
-     * the request is malformed, or the operation was refused (nothing was placed). Codes: `account_not_found`, `atm_template_not_found`, `invalid_argument`, `invalid_field`, `invalid_instrument`, `invalid_json`, `invalid_path`, `market_position_mismatch`, `max_positions_reached`, `missing_required_fields`, `no_position`, `order_not_found`, `order_rejected`, `position_not_flat`, `position_owned`, `resync_limit_exceeded`, `trading_blocked`, `unexpected_body`, `unknown_function`, `unknown_parameter`.
+     * the request is malformed, or the operation was refused (nothing was placed). Codes: `account_not_found`, `atm_template_not_found`, `invalid_argument`, `invalid_field`, `invalid_instrument`, `invalid_json`, `invalid_path`, `market_position_mismatch`, `max_positions_reached`, `missing_required_fields`, `no_position`, `not_supported`, `order_not_found`, `order_rejected`, `position_not_flat`, `position_owned`, `resync_limit_exceeded`, `trading_blocked`, `unexpected_body`, `unknown_function`, `unknown_parameter`.
      */
     400: Error & {
-        error?: 'account_not_found' | 'atm_template_not_found' | 'invalid_argument' | 'invalid_field' | 'invalid_instrument' | 'invalid_json' | 'invalid_path' | 'market_position_mismatch' | 'max_positions_reached' | 'missing_required_fields' | 'no_position' | 'order_not_found' | 'order_rejected' | 'position_not_flat' | 'position_owned' | 'resync_limit_exceeded' | 'trading_blocked' | 'unexpected_body' | 'unknown_function' | 'unknown_parameter';
+        error?: 'account_not_found' | 'atm_template_not_found' | 'invalid_argument' | 'invalid_field' | 'invalid_instrument' | 'invalid_json' | 'invalid_path' | 'market_position_mismatch' | 'max_positions_reached' | 'missing_required_fields' | 'no_position' | 'not_supported' | 'order_not_found' | 'order_rejected' | 'position_not_flat' | 'position_owned' | 'resync_limit_exceeded' | 'trading_blocked' | 'unexpected_body' | 'unknown_function' | 'unknown_parameter';
     };
     /**
      * missing, malformed, unknown or revoked API token. Codes: `unauthorized`.
@@ -1930,10 +1930,10 @@ export type FlattenAccountsByAccountPositionsFlattenData = {
 
 export type FlattenAccountsByAccountPositionsFlattenErrors = {
     /**
-     * the request is malformed, or the operation was refused (nothing was placed). Codes: `account_not_found`, `atm_template_not_found`, `invalid_argument`, `invalid_field`, `invalid_instrument`, `invalid_json`, `invalid_path`, `market_position_mismatch`, `max_positions_reached`, `missing_required_fields`, `no_position`, `order_not_found`, `order_rejected`, `position_not_flat`, `position_owned`, `resync_limit_exceeded`, `trading_blocked`, `unexpected_body`, `unknown_function`, `unknown_parameter`.
+     * the request is malformed, or the operation was refused (nothing was placed). Codes: `account_not_found`, `atm_template_not_found`, `invalid_argument`, `invalid_field`, `invalid_instrument`, `invalid_json`, `invalid_path`, `market_position_mismatch`, `max_positions_reached`, `missing_required_fields`, `no_position`, `not_supported`, `order_not_found`, `order_rejected`, `position_not_flat`, `position_owned`, `resync_limit_exceeded`, `trading_blocked`, `unexpected_body`, `unknown_function`, `unknown_parameter`.
      */
     400: Error & {
-        error?: 'account_not_found' | 'atm_template_not_found' | 'invalid_argument' | 'invalid_field' | 'invalid_instrument' | 'invalid_json' | 'invalid_path' | 'market_position_mismatch' | 'max_positions_reached' | 'missing_required_fields' | 'no_position' | 'order_not_found' | 'order_rejected' | 'position_not_flat' | 'position_owned' | 'resync_limit_exceeded' | 'trading_blocked' | 'unexpected_body' | 'unknown_function' | 'unknown_parameter';
+        error?: 'account_not_found' | 'atm_template_not_found' | 'invalid_argument' | 'invalid_field' | 'invalid_instrument' | 'invalid_json' | 'invalid_path' | 'market_position_mismatch' | 'max_positions_reached' | 'missing_required_fields' | 'no_position' | 'not_supported' | 'order_not_found' | 'order_rejected' | 'position_not_flat' | 'position_owned' | 'resync_limit_exceeded' | 'trading_blocked' | 'unexpected_body' | 'unknown_function' | 'unknown_parameter';
     };
     /**
      * missing, malformed, unknown or revoked API token. Codes: `unauthorized`.
@@ -2038,10 +2038,10 @@ export type ReverseAccountsByAccountPositionsReverseData = {
 
 export type ReverseAccountsByAccountPositionsReverseErrors = {
     /**
-     * the request is malformed, or the operation was refused (nothing was placed). Codes: `account_not_found`, `atm_template_not_found`, `invalid_argument`, `invalid_field`, `invalid_instrument`, `invalid_json`, `invalid_path`, `market_position_mismatch`, `max_positions_reached`, `missing_required_fields`, `no_position`, `order_not_found`, `order_rejected`, `position_not_flat`, `position_owned`, `resync_limit_exceeded`, `trading_blocked`, `unexpected_body`, `unknown_function`, `unknown_parameter`.
+     * the request is malformed, or the operation was refused (nothing was placed). Codes: `account_not_found`, `atm_template_not_found`, `invalid_argument`, `invalid_field`, `invalid_instrument`, `invalid_json`, `invalid_path`, `market_position_mismatch`, `max_positions_reached`, `missing_required_fields`, `no_position`, `not_supported`, `order_not_found`, `order_rejected`, `position_not_flat`, `position_owned`, `resync_limit_exceeded`, `trading_blocked`, `unexpected_body`, `unknown_function`, `unknown_parameter`.
      */
     400: Error & {
-        error?: 'account_not_found' | 'atm_template_not_found' | 'invalid_argument' | 'invalid_field' | 'invalid_instrument' | 'invalid_json' | 'invalid_path' | 'market_position_mismatch' | 'max_positions_reached' | 'missing_required_fields' | 'no_position' | 'order_not_found' | 'order_rejected' | 'position_not_flat' | 'position_owned' | 'resync_limit_exceeded' | 'trading_blocked' | 'unexpected_body' | 'unknown_function' | 'unknown_parameter';
+        error?: 'account_not_found' | 'atm_template_not_found' | 'invalid_argument' | 'invalid_field' | 'invalid_instrument' | 'invalid_json' | 'invalid_path' | 'market_position_mismatch' | 'max_positions_reached' | 'missing_required_fields' | 'no_position' | 'not_supported' | 'order_not_found' | 'order_rejected' | 'position_not_flat' | 'position_owned' | 'resync_limit_exceeded' | 'trading_blocked' | 'unexpected_body' | 'unknown_function' | 'unknown_parameter';
     };
     /**
      * missing, malformed, unknown or revoked API token. Codes: `unauthorized`.
@@ -2162,10 +2162,10 @@ export type ReversePositionAccountsByAccountPositionsReversepositionData = {
 
 export type ReversePositionAccountsByAccountPositionsReversepositionErrors = {
     /**
-     * the request is malformed, or the operation was refused (nothing was placed). Codes: `account_not_found`, `atm_template_not_found`, `invalid_argument`, `invalid_field`, `invalid_instrument`, `invalid_json`, `invalid_path`, `market_position_mismatch`, `max_positions_reached`, `missing_required_fields`, `no_position`, `order_not_found`, `order_rejected`, `position_not_flat`, `position_owned`, `resync_limit_exceeded`, `trading_blocked`, `unexpected_body`, `unknown_function`, `unknown_parameter`.
+     * the request is malformed, or the operation was refused (nothing was placed). Codes: `account_not_found`, `atm_template_not_found`, `invalid_argument`, `invalid_field`, `invalid_instrument`, `invalid_json`, `invalid_path`, `market_position_mismatch`, `max_positions_reached`, `missing_required_fields`, `no_position`, `not_supported`, `order_not_found`, `order_rejected`, `position_not_flat`, `position_owned`, `resync_limit_exceeded`, `trading_blocked`, `unexpected_body`, `unknown_function`, `unknown_parameter`.
      */
     400: Error & {
-        error?: 'account_not_found' | 'atm_template_not_found' | 'invalid_argument' | 'invalid_field' | 'invalid_instrument' | 'invalid_json' | 'invalid_path' | 'market_position_mismatch' | 'max_positions_reached' | 'missing_required_fields' | 'no_position' | 'order_not_found' | 'order_rejected' | 'position_not_flat' | 'position_owned' | 'resync_limit_exceeded' | 'trading_blocked' | 'unexpected_body' | 'unknown_function' | 'unknown_parameter';
+        error?: 'account_not_found' | 'atm_template_not_found' | 'invalid_argument' | 'invalid_field' | 'invalid_instrument' | 'invalid_json' | 'invalid_path' | 'market_position_mismatch' | 'max_positions_reached' | 'missing_required_fields' | 'no_position' | 'not_supported' | 'order_not_found' | 'order_rejected' | 'position_not_flat' | 'position_owned' | 'resync_limit_exceeded' | 'trading_blocked' | 'unexpected_body' | 'unknown_function' | 'unknown_parameter';
     };
     /**
      * missing, malformed, unknown or revoked API token. Codes: `unauthorized`.
@@ -2455,10 +2455,10 @@ export type StartStrategyAccountsByAccountStrategiesStartData = {
 
 export type StartStrategyAccountsByAccountStrategiesStartErrors = {
     /**
-     * the request is malformed, or the operation was refused (nothing was placed). Codes: `account_not_found`, `invalid_argument`, `invalid_field`, `invalid_instrument`, `invalid_json`, `invalid_path`, `missing_required_fields`, `order_rejected`, `strategy_not_found`, `strategy_terminal`, `trading_blocked`, `unexpected_body`, `unknown_function`, `unknown_parameter`.
+     * the request is malformed, or the operation was refused (nothing was placed). Codes: `account_not_found`, `invalid_argument`, `invalid_field`, `invalid_instrument`, `invalid_json`, `invalid_path`, `missing_required_fields`, `not_supported`, `order_rejected`, `strategy_not_found`, `strategy_terminal`, `trading_blocked`, `unexpected_body`, `unknown_function`, `unknown_parameter`.
      */
     400: Error & {
-        error?: 'account_not_found' | 'invalid_argument' | 'invalid_field' | 'invalid_instrument' | 'invalid_json' | 'invalid_path' | 'missing_required_fields' | 'order_rejected' | 'strategy_not_found' | 'strategy_terminal' | 'trading_blocked' | 'unexpected_body' | 'unknown_function' | 'unknown_parameter';
+        error?: 'account_not_found' | 'invalid_argument' | 'invalid_field' | 'invalid_instrument' | 'invalid_json' | 'invalid_path' | 'missing_required_fields' | 'not_supported' | 'order_rejected' | 'strategy_not_found' | 'strategy_terminal' | 'trading_blocked' | 'unexpected_body' | 'unknown_function' | 'unknown_parameter';
     };
     /**
      * missing, malformed, unknown or revoked API token. Codes: `unauthorized`.
@@ -2646,10 +2646,10 @@ export type CloseStrategyAccountsByAccountStrategiesByIdCloseData = {
 
 export type CloseStrategyAccountsByAccountStrategiesByIdCloseErrors = {
     /**
-     * the request is malformed, or the operation was refused (nothing was placed). Codes: `account_not_found`, `invalid_argument`, `invalid_field`, `invalid_json`, `invalid_path`, `missing_required_fields`, `order_rejected`, `strategy_not_found`, `strategy_terminal`, `trading_blocked`, `unexpected_body`, `unknown_function`, `unknown_parameter`.
+     * the request is malformed, or the operation was refused (nothing was placed). Codes: `account_not_found`, `invalid_argument`, `invalid_field`, `invalid_json`, `invalid_path`, `missing_required_fields`, `not_supported`, `order_rejected`, `strategy_not_found`, `strategy_terminal`, `trading_blocked`, `unexpected_body`, `unknown_function`, `unknown_parameter`.
      */
     400: Error & {
-        error?: 'account_not_found' | 'invalid_argument' | 'invalid_field' | 'invalid_json' | 'invalid_path' | 'missing_required_fields' | 'order_rejected' | 'strategy_not_found' | 'strategy_terminal' | 'trading_blocked' | 'unexpected_body' | 'unknown_function' | 'unknown_parameter';
+        error?: 'account_not_found' | 'invalid_argument' | 'invalid_field' | 'invalid_json' | 'invalid_path' | 'missing_required_fields' | 'not_supported' | 'order_rejected' | 'strategy_not_found' | 'strategy_terminal' | 'trading_blocked' | 'unexpected_body' | 'unknown_function' | 'unknown_parameter';
     };
     /**
      * missing, malformed, unknown or revoked API token. Codes: `unauthorized`.
@@ -2756,10 +2756,10 @@ export type DisableStrategyAccountsByAccountStrategiesByIdDisableData = {
 
 export type DisableStrategyAccountsByAccountStrategiesByIdDisableErrors = {
     /**
-     * the request is malformed, or the operation was refused (nothing was placed). Codes: `account_not_found`, `invalid_argument`, `invalid_field`, `invalid_json`, `invalid_path`, `missing_required_fields`, `order_rejected`, `strategy_not_found`, `strategy_terminal`, `trading_blocked`, `unexpected_body`, `unknown_function`, `unknown_parameter`.
+     * the request is malformed, or the operation was refused (nothing was placed). Codes: `account_not_found`, `invalid_argument`, `invalid_field`, `invalid_json`, `invalid_path`, `missing_required_fields`, `not_supported`, `order_rejected`, `strategy_not_found`, `strategy_terminal`, `trading_blocked`, `unexpected_body`, `unknown_function`, `unknown_parameter`.
      */
     400: Error & {
-        error?: 'account_not_found' | 'invalid_argument' | 'invalid_field' | 'invalid_json' | 'invalid_path' | 'missing_required_fields' | 'order_rejected' | 'strategy_not_found' | 'strategy_terminal' | 'trading_blocked' | 'unexpected_body' | 'unknown_function' | 'unknown_parameter';
+        error?: 'account_not_found' | 'invalid_argument' | 'invalid_field' | 'invalid_json' | 'invalid_path' | 'missing_required_fields' | 'not_supported' | 'order_rejected' | 'strategy_not_found' | 'strategy_terminal' | 'trading_blocked' | 'unexpected_body' | 'unknown_function' | 'unknown_parameter';
     };
     /**
      * missing, malformed, unknown or revoked API token. Codes: `unauthorized`.
@@ -2866,10 +2866,10 @@ export type EnableStrategyAccountsByAccountStrategiesByIdEnableData = {
 
 export type EnableStrategyAccountsByAccountStrategiesByIdEnableErrors = {
     /**
-     * the request is malformed, or the operation was refused (nothing was placed). Codes: `account_not_found`, `invalid_argument`, `invalid_field`, `invalid_json`, `invalid_path`, `missing_required_fields`, `order_rejected`, `strategy_not_found`, `strategy_terminal`, `trading_blocked`, `unexpected_body`, `unknown_function`, `unknown_parameter`.
+     * the request is malformed, or the operation was refused (nothing was placed). Codes: `account_not_found`, `invalid_argument`, `invalid_field`, `invalid_json`, `invalid_path`, `missing_required_fields`, `not_supported`, `order_rejected`, `strategy_not_found`, `strategy_terminal`, `trading_blocked`, `unexpected_body`, `unknown_function`, `unknown_parameter`.
      */
     400: Error & {
-        error?: 'account_not_found' | 'invalid_argument' | 'invalid_field' | 'invalid_json' | 'invalid_path' | 'missing_required_fields' | 'order_rejected' | 'strategy_not_found' | 'strategy_terminal' | 'trading_blocked' | 'unexpected_body' | 'unknown_function' | 'unknown_parameter';
+        error?: 'account_not_found' | 'invalid_argument' | 'invalid_field' | 'invalid_json' | 'invalid_path' | 'missing_required_fields' | 'not_supported' | 'order_rejected' | 'strategy_not_found' | 'strategy_terminal' | 'trading_blocked' | 'unexpected_body' | 'unknown_function' | 'unknown_parameter';
     };
     /**
      * missing, malformed, unknown or revoked API token. Codes: `unauthorized`.
@@ -3522,10 +3522,10 @@ export type CancelAllOrdersOrdersCancelallData = {
 
 export type CancelAllOrdersOrdersCancelallErrors = {
     /**
-     * the request is malformed, or the operation was refused (nothing was placed). Codes: `atm_template_not_found`, `invalid_argument`, `invalid_field`, `invalid_json`, `invalid_path`, `market_position_mismatch`, `max_positions_reached`, `missing_required_fields`, `no_position`, `order_not_found`, `order_rejected`, `position_not_flat`, `position_owned`, `resync_limit_exceeded`, `trading_blocked`, `unexpected_body`, `unknown_function`, `unknown_parameter`.
+     * the request is malformed, or the operation was refused (nothing was placed). Codes: `atm_template_not_found`, `invalid_argument`, `invalid_field`, `invalid_json`, `invalid_path`, `market_position_mismatch`, `max_positions_reached`, `missing_required_fields`, `no_position`, `not_supported`, `order_not_found`, `order_rejected`, `position_not_flat`, `position_owned`, `resync_limit_exceeded`, `trading_blocked`, `unexpected_body`, `unknown_function`, `unknown_parameter`.
      */
     400: Error & {
-        error?: 'atm_template_not_found' | 'invalid_argument' | 'invalid_field' | 'invalid_json' | 'invalid_path' | 'market_position_mismatch' | 'max_positions_reached' | 'missing_required_fields' | 'no_position' | 'order_not_found' | 'order_rejected' | 'position_not_flat' | 'position_owned' | 'resync_limit_exceeded' | 'trading_blocked' | 'unexpected_body' | 'unknown_function' | 'unknown_parameter';
+        error?: 'atm_template_not_found' | 'invalid_argument' | 'invalid_field' | 'invalid_json' | 'invalid_path' | 'market_position_mismatch' | 'max_positions_reached' | 'missing_required_fields' | 'no_position' | 'not_supported' | 'order_not_found' | 'order_rejected' | 'position_not_flat' | 'position_owned' | 'resync_limit_exceeded' | 'trading_blocked' | 'unexpected_body' | 'unknown_function' | 'unknown_parameter';
     };
     /**
      * missing, malformed, unknown or revoked API token. Codes: `unauthorized`.
@@ -3705,10 +3705,10 @@ export type FlattenPositionsFlattenData = {
 
 export type FlattenPositionsFlattenErrors = {
     /**
-     * the request is malformed, or the operation was refused (nothing was placed). Codes: `account_not_found`, `atm_template_not_found`, `invalid_argument`, `invalid_field`, `invalid_instrument`, `invalid_json`, `invalid_path`, `market_position_mismatch`, `max_positions_reached`, `missing_required_fields`, `no_position`, `order_not_found`, `order_rejected`, `position_not_flat`, `position_owned`, `resync_limit_exceeded`, `trading_blocked`, `unexpected_body`, `unknown_function`, `unknown_parameter`.
+     * the request is malformed, or the operation was refused (nothing was placed). Codes: `account_not_found`, `atm_template_not_found`, `invalid_argument`, `invalid_field`, `invalid_instrument`, `invalid_json`, `invalid_path`, `market_position_mismatch`, `max_positions_reached`, `missing_required_fields`, `no_position`, `not_supported`, `order_not_found`, `order_rejected`, `position_not_flat`, `position_owned`, `resync_limit_exceeded`, `trading_blocked`, `unexpected_body`, `unknown_function`, `unknown_parameter`.
      */
     400: Error & {
-        error?: 'account_not_found' | 'atm_template_not_found' | 'invalid_argument' | 'invalid_field' | 'invalid_instrument' | 'invalid_json' | 'invalid_path' | 'market_position_mismatch' | 'max_positions_reached' | 'missing_required_fields' | 'no_position' | 'order_not_found' | 'order_rejected' | 'position_not_flat' | 'position_owned' | 'resync_limit_exceeded' | 'trading_blocked' | 'unexpected_body' | 'unknown_function' | 'unknown_parameter';
+        error?: 'account_not_found' | 'atm_template_not_found' | 'invalid_argument' | 'invalid_field' | 'invalid_instrument' | 'invalid_json' | 'invalid_path' | 'market_position_mismatch' | 'max_positions_reached' | 'missing_required_fields' | 'no_position' | 'not_supported' | 'order_not_found' | 'order_rejected' | 'position_not_flat' | 'position_owned' | 'resync_limit_exceeded' | 'trading_blocked' | 'unexpected_body' | 'unknown_function' | 'unknown_parameter';
     };
     /**
      * missing, malformed, unknown or revoked API token. Codes: `unauthorized`.

@@ -27,8 +27,23 @@
 //     own. ordStatus: Submitted is PendingNew; Accepted, Working and
 //     PartFilled are Working; Filled, Canceled (the broker's spelling) and
 //     Rejected follow the simulator. Types: Market, Limit, Stop
-//     (StopMarket) and StopLimit; time in force Day and GTC. A Stop
-//     order's stop is stopPrice, or price when stopPrice is absent.
+//     (StopMarket), StopLimit, TrailingStop and TrailingStopLimit; time
+//     in force Day and GTC. A Stop order's stop is stopPrice, or price
+//     when stopPrice is absent.
+//   - Trailing orders, which the simulator lacks, are its stops (or
+//     stop-limits) moved by the fake: pegDifference is the trail, signed
+//     (negative for a Sell: the stop below the market; positive for a
+//     Buy), else InvalidPrice. The stop starts at stopPrice, or the trail
+//     from the market (the bid for a Sell, the ask for a Buy) when
+//     stopPrice is absent or farther away; on each quote of the contract
+//     (the fake follows the quotes of a contract with a working trailing
+//     order) it moves to the bid plus pegDifference (Sell) or the ask
+//     plus pegDifference (Buy) when that is nearer the market, never
+//     back. A TrailingStopLimit's price moves with its stop. Each move is
+//     a new version, of type TrailingStop (or TrailingStopLimit) with
+//     the pegDifference and the stop where it stands. Only the quantity
+//     of a trailing order can be modified: another pegDifference is
+//     TrailingStopNonOrderQtyModify, and the prices sent are ignored.
 //   - Order versions: an order's terms (orderQty, orderType, price,
 //     stopPrice, timeInForce, text) are its versions, ids from 6000001: a
 //     modification that changes them makes a new version; the current one
@@ -72,7 +87,9 @@
 // repeats the request): SessionClosed (market closed), InvalidPrice,
 // TooLate (cancelling or changing a finished order), InvalidContract,
 // Unsupported (an order type or time in force the simulator lacks,
-// changing an order's type), else UnknownReason. A malformed request (bad
+// changing an order's type), TrailingStopNonOrderQtyModify, NoQuote (a
+// trailing stop to start from a market that has no price), else
+// UnknownReason. A malformed request (bad
 // JSON, an unknown action, order type or time in force, orderQty below 1)
 // is HTTP 400 with errorText; an unknown account, order or contract id is
 // HTTP 404 with errorText "Not found". liquidateposition with no position

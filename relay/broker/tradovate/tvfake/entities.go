@@ -146,6 +146,8 @@ type orderState struct {
 	ocoID    int64
 	created  time.Time
 	versions []tvwire.OrderVersion
+	// trail is set for a trailing order (see trailState).
+	trail *trailState
 }
 
 // posKey names a position row: an account and a contract.
@@ -191,8 +193,12 @@ type state struct {
 
 	positions map[posKey]*posState
 
-	// quoteRefs counts, per contract id, the sockets following its quotes.
+	// quoteRefs counts, per contract id, what follows its quotes: the
+	// market-data sockets and the trailing orders (follow).
 	quoteRefs map[int64]int
+
+	// trailing are the working trailing orders, by id.
+	trailing map[int64]*orderState
 
 	nextContract, nextOrder, nextVersion, nextFill, nextPosition, nextCash, nextCommand int64
 
@@ -214,6 +220,7 @@ func newState(started time.Time) *state {
 		fillBySim:     make(map[string]int64),
 		positions:     make(map[posKey]*posState),
 		quoteRefs:     make(map[int64]int),
+		trailing:      make(map[int64]*orderState),
 		nextContract:  firstContractID,
 		nextOrder:     firstOrderID,
 		nextVersion:   firstVersionID,
@@ -442,6 +449,9 @@ func (st *state) update(o *orderState, rec protocol.Order) (statusChanged, versi
 		v.StopPrice = rec.StopPrice
 	case protocol.OrderTypeStopLimit:
 		v.Price, v.StopPrice = rec.LimitPrice, rec.StopPrice
+	}
+	if o.trail != nil {
+		v.OrderType, v.PegDifference = o.trail.typ, o.trail.peg
 	}
 	if n := len(o.versions); n > 0 {
 		cur := o.versions[n-1]

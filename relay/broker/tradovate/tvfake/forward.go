@@ -38,6 +38,7 @@ func (s *Server) forward(ev bridge.Event) {
 		s.broadcastProps(s.cashProps(*ev.Account)...)
 	case ev.Quote != nil:
 		s.forwardQuote(*ev.Quote)
+		s.trailQuote(*ev.Quote)
 	}
 }
 
@@ -59,6 +60,9 @@ func (s *Server) orderProps(rec protocol.Order) []props {
 		return nil
 	}
 	statusChanged, versioned := s.st.update(o, rec)
+	if o.trail != nil && protocol.TerminalOrderState(rec.OrderState) {
+		s.stopTrail(o)
+	}
 	var out []props
 	if s.st.nextContract != nContracts {
 		out = append(out, s.contractCreated(o.contract))
@@ -240,12 +244,9 @@ func (s *Server) subscribeQuote(sock *socket, c *contractState) error {
 		sock.quotes[c.id] = true
 		return nil
 	}
-	if s.st.quoteRefs[c.id] == 0 {
-		if err := s.market.Subscribe(s.ctx, []string{c.simName}); err != nil {
-			return err
-		}
+	if err := s.follow(c); err != nil {
+		return err
 	}
-	s.st.quoteRefs[c.id]++
 	sock.quotes[c.id] = true
 	return nil
 }
@@ -257,13 +258,7 @@ func (s *Server) unsubscribeQuote(sock *socket, c *contractState) {
 		return
 	}
 	delete(sock.quotes, c.id)
-	s.st.quoteRefs[c.id]--
-	if s.st.quoteRefs[c.id] == 0 {
-		delete(s.st.quoteRefs, c.id)
-		if err := s.market.Unsubscribe(s.ctx, []string{c.simName}); err != nil {
-			s.log.Debug("simulator unsubscription failed", zap.Error(err))
-		}
-	}
+	s.unfollow(c)
 }
 
 // releaseQuotes drops the subscriptions of a closed socket. It runs in the

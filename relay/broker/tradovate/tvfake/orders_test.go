@@ -203,7 +203,21 @@ func TestPlacementRefusals(t *testing.T) {
 		{"an unknown action", f, func(r *tvwire.PlaceOrderRequest) { r.Action = "Short" }, http.StatusBadRequest, ""},
 		{"no quantity", f, func(r *tvwire.PlaceOrderRequest) { r.OrderQty = 0 }, http.StatusBadRequest, ""},
 		{"an unknown order type", f, func(r *tvwire.PlaceOrderRequest) { r.OrderType = "Best" }, http.StatusBadRequest, ""},
-		{"a trailing stop", f, func(r *tvwire.PlaceOrderRequest) { r.OrderType = tvwire.OrderTypeTrailingStop }, http.StatusOK, "Unsupported"},
+		{"market if touched", f, func(r *tvwire.PlaceOrderRequest) { r.OrderType, r.Price = tvwire.OrderTypeMIT, 5990 }, http.StatusOK, "Unsupported"},
+		{"a trailing stop without its trail", f, func(r *tvwire.PlaceOrderRequest) { r.OrderType = tvwire.OrderTypeTrailingStop }, http.StatusOK, "InvalidPrice"},
+		{"a buy trail below the market", f, func(r *tvwire.PlaceOrderRequest) {
+			r.OrderType, r.PegDifference = tvwire.OrderTypeTrailingStop, -4
+		}, http.StatusOK, "InvalidPrice"},
+		{"a sell trail above the market", f, func(r *tvwire.PlaceOrderRequest) {
+			r.OrderType, r.Action, r.PegDifference = tvwire.OrderTypeTrailingStopLimit, tvwire.ActionSell, 4
+			r.Price, r.StopPrice = 5995, 5996
+		}, http.StatusOK, "InvalidPrice"},
+		{"a trailing stop limit without its limit", f, func(r *tvwire.PlaceOrderRequest) {
+			r.OrderType, r.PegDifference, r.StopPrice = tvwire.OrderTypeTrailingStopLimit, 4, 6004
+		}, http.StatusOK, "InvalidPrice"},
+		{"a trailing stop starting through the market", f, func(r *tvwire.PlaceOrderRequest) {
+			r.OrderType, r.PegDifference, r.StopPrice = tvwire.OrderTypeTrailingStop, 4, 5990
+		}, http.StatusOK, "InvalidPrice"},
 		{"immediate or cancel", f, func(r *tvwire.PlaceOrderRequest) { r.TimeInForce = tvwire.TIFIOC }, http.StatusOK, "Unsupported"},
 		{"a stop through the market", f, func(r *tvwire.PlaceOrderRequest) {
 			r.OrderType, r.Action, r.StopPrice = tvwire.OrderTypeStop, tvwire.ActionSell, 6005

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"io"
+	"math"
 	"net/http"
 	"sort"
 	"strconv"
@@ -433,6 +434,8 @@ func failureOf(err error) (failure, bool) {
 		return failure{tvwire.ReasonUnknown, r}, true
 	case errors.Is(err, bridge.ErrInstrumentUnknown):
 		return failure{"InvalidContract", "Unknown contract."}, true
+	case errors.Is(err, errNoQuote):
+		return failure{"NoQuote", "There is no quote to start the trail from."}, true
 	case errors.Is(err, bridge.ErrAccountNotFound):
 		return failure{"Unauthorized", "Unknown account."}, true
 	}
@@ -440,23 +443,28 @@ func failureOf(err error) (failure, bool) {
 }
 
 // orderTerms are an order's type and prices in the broker's terms, ready
-// for the simulator.
+// for the simulator. A trailing order is a stop (or stop-limit) in the
+// simulator, which the fake moves with the market (trail).
 type orderTerms struct {
 	simType     string
 	limit, stop float64
 	tif         string
+	trail       *trailState
 }
 
 // badRequest is a request the broker refuses as malformed (HTTP 400); it
 // carries the errorText.
 type badRequest string
 
-// termsOf validates an order type, prices and time in force. A documented
-// type or time in force the simulator lacks is failure Unsupported; an
-// unknown one is a bad request. A Stop order's stop is stopPrice, or price
-// when stopPrice is absent (the documentation's examples write a stop in
-// price).
-func termsOf(orderType string, price, stopPrice float64, tif string) (orderTerms, *failure, badRequest) {
+// termsOf validates an order type, prices and time in force of an order
+// of action. A documented type or time in force the simulator lacks is
+// failure Unsupported; an unknown one is a bad request. A Stop order's
+// stop is stopPrice, or price when stopPrice is absent (the
+// documentation's examples write a stop in price). A trailing order needs
+// pegDifference signed for its action (below the market for a Sell, above
+// it for a Buy), else failure InvalidPrice; a TrailingStop without a
+// stopPrice starts the trail from the market (submit).
+func termsOf(action, orderType string, price, stopPrice, peg float64, tif string) (orderTerms, *failure, badRequest) {
 	t := orderTerms{}
 	switch orderType {
 	case tvwire.OrderTypeMarket:
@@ -470,8 +478,11 @@ func termsOf(orderType string, price, stopPrice float64, tif string) (orderTerms
 		}
 	case tvwire.OrderTypeStopLimit:
 		t.simType, t.limit, t.stop = protocol.OrderTypeStopLimit, price, stopPrice
-	case tvwire.OrderTypeTrailingStop, tvwire.OrderTypeTrailingStopLimit, tvwire.OrderTypeMIT,
-		tvwire.OrderTypeQTS, "LimitIfTouched":
+	case tvwire.OrderTypeTrailingStop:
+		t.simType, t.stop = protocol.OrderTypeStopMarket, stopPrice
+	case tvwire.OrderTypeTrailingStopLimit:
+		t.simType, t.limit, t.stop = protocol.OrderTypeStopLimit, price, stopPrice
+	case tvwire.OrderTypeMIT, tvwire.OrderTypeQTS, "LimitIfTouched":
 		return t, &failure{"Unsupported", "This order type is not supported."}, ""
 	default:
 		return t, nil, "orderType is not a known order type."
@@ -485,6 +496,15 @@ func termsOf(orderType string, price, stopPrice float64, tif string) (orderTerms
 		return t, &failure{"Unsupported", "This time in force is not supported."}, ""
 	default:
 		return t, nil, "timeInForce is not a known time in force."
+	}
+	if orderType == tvwire.OrderTypeTrailingStop || orderType == tvwire.OrderTypeTrailingStopLimit {
+		if (action == tvwire.ActionSell && !(peg < 0)) || (action == tvwire.ActionBuy && !(peg > 0)) {
+			return t, &failure{"InvalidPrice", "The trail (pegDifference) must be below the market for a Sell, above it for a Buy."}, ""
+		}
+		t.trail = &trailState{typ: orderType, peg: peg, distance: math.Abs(peg)}
+		if t.simType == protocol.OrderTypeStopLimit {
+			t.trail.offset = roundPrice(t.limit - t.stop)
+		}
 	}
 	return t, nil, ""
 }
@@ -514,10 +534,19 @@ func (rep *orderReply) missing() {
 func (rep *orderReply) write(w http.ResponseWriter) { writeJSON(w, rep.status, rep.body) }
 
 // submit places one order in the simulator under an id the fake chooses,
-// with the order's text as the simulator's order name. It runs in the
-// loop.
+// with the order's text as the simulator's order name. A trailing order is
+// placed as its stop (or stop-limit) where the trail starts (startTerms),
+// the fake following its contract's quotes to move it (trailQuote). It
+// runs in the loop.
 func (s *Server) submit(o *orderState, qty int, t orderTerms, text, oco string) error {
-	_, err := s.market.SubmitOrder(s.ctx, bridge.OrderRequest{
+	if t.trail != nil {
+		if err := s.startTerms(o, &t); err != nil {
+			s.st.forget(o)
+			return err
+		}
+	}
+	o.trail = t.trail
+	rec, err := s.market.SubmitOrder(s.ctx, bridge.OrderRequest{
 		Account:     o.acct.name,
 		Instrument:  o.contract.simName,
 		Action:      o.action,
@@ -535,6 +564,10 @@ func (s *Server) submit(o *orderState, qty int, t orderTerms, text, oco string) 
 		return err
 	}
 	s.ordersPlaced.Add(1)
+	if o.trail != nil {
+		o.trail.stop = rec.StopPrice
+		s.startTrail(o)
+	}
 	return nil
 }
 
@@ -594,7 +627,7 @@ func (s *Server) checkPlacement(rep *orderReply, req tvwire.PlaceOrderRequest) (
 		rep.bad("orderQty must be at least 1.")
 		return nil, nil, orderTerms{}, false
 	}
-	t, f, bad := termsOf(req.OrderType, req.Price, req.StopPrice, req.TimeInForce)
+	t, f, bad := termsOf(req.Action, req.OrderType, req.Price, req.StopPrice, req.PegDifference, req.TimeInForce)
 	switch {
 	case bad != "":
 		rep.bad(bad)
@@ -636,7 +669,8 @@ func (s *Server) placeOCOLocked(rep *orderReply, req tvwire.PlaceOCORequest) {
 		rep.bad("other.action must be Buy or Sell.")
 		return
 	}
-	t2, f, bad := termsOf(req.Other.OrderType, req.Other.Price, req.Other.StopPrice, req.Other.TimeInForce)
+	t2, f, bad := termsOf(req.Other.Action, req.Other.OrderType, req.Other.Price, req.Other.StopPrice,
+		req.Other.PegDifference, req.Other.TimeInForce)
 	switch {
 	case bad != "":
 		rep.bad("other: " + bad)
@@ -730,7 +764,10 @@ func (s *Server) cancelOrder(w http.ResponseWriter, r *http.Request) {
 }
 
 // modifyOrder answers POST /order/modifyorder: the order's new quantity
-// and prices. Changing the order's type is failure Unsupported.
+// and prices. Changing the order's type is failure Unsupported. A
+// trailing order's prices follow the market: only its quantity changes
+// (the prices sent are ignored), and another pegDifference is failure
+// TrailingStopNonOrderQtyModify.
 func (s *Server) modifyOrder(w http.ResponseWriter, r *http.Request) {
 	var req tvwire.ModifyOrderRequest
 	if !readJSON(w, r, &req) {
@@ -753,7 +790,11 @@ func (s *Server) modifyLocked(rep *orderReply, req tvwire.ModifyOrderRequest) {
 		rep.missing()
 		return
 	}
-	t, f, bad := termsOf(req.OrderType, req.Price, req.StopPrice, req.TimeInForce)
+	if o.trail != nil {
+		s.modifyTrailingLocked(rep, o, req)
+		return
+	}
+	t, f, bad := termsOf(o.action, req.OrderType, req.Price, req.StopPrice, 0, req.TimeInForce)
 	switch {
 	case bad != "":
 		rep.bad(bad)
@@ -773,6 +814,23 @@ func (s *Server) modifyLocked(rep *orderReply, req tvwire.ModifyOrderRequest) {
 		StopPrice:  t.stop,
 	})
 	if err != nil {
+		s.commandRefused(rep, err)
+		return
+	}
+	s.commandReply(rep)
+}
+
+// modifyTrailingLocked changes a trailing order's quantity.
+func (s *Server) modifyTrailingLocked(rep *orderReply, o *orderState, req tvwire.ModifyOrderRequest) {
+	switch {
+	case req.OrderType != o.trail.typ:
+		commandFail(rep, failure{"Unsupported", "The order type cannot be changed."})
+		return
+	case req.PegDifference != 0 && req.PegDifference != o.trail.peg:
+		commandFail(rep, failure{"TrailingStopNonOrderQtyModify", "Only the quantity of a trailing stop can be changed."})
+		return
+	}
+	if _, err := s.market.ChangeOrder(s.ctx, bridge.ChangeRequest{Account: o.acct.name, OrderID: o.simID, Quantity: req.OrderQty}); err != nil {
 		s.commandRefused(rep, err)
 		return
 	}

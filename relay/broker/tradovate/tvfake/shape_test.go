@@ -54,8 +54,8 @@ func TestAnswersHaveTheDocumentedShapes(t *testing.T) {
 		{"contract_find", nil, nil},
 		{"contract_item", nil, nil},
 		{"fill_list", nil, nil},
-		{"orderVersion_list", []string{"[].limitIfTouchedPrice", "[].maxShow", "[].pegDifference", "[].expireTime"},
-			[]string{"[].price", "[].stopPrice", "[].text"}},
+		{"orderVersion_list", []string{"[].limitIfTouchedPrice", "[].maxShow", "[].expireTime"},
+			[]string{"[].price", "[].stopPrice", "[].pegDifference", "[].text"}},
 		{"order_cancelorder", nil, nil},
 		{"order_cancelorder_failed", []string{"commandId"}, nil},
 		{"order_liquidateposition", nil, nil},
@@ -78,7 +78,7 @@ func TestAnswersHaveTheDocumentedShapes(t *testing.T) {
 			"fillFees[].brokerageCurrencyId", "fillFees[].ipFee", "fillFees[].ipCurrencyId",
 			"fillFees[].commissionCurrencyId", "fillFees[].orderRoutingFee", "fillFees[].orderRoutingCurrencyId"},
 			[]string{"positions[].netPrice", "orders[].ocoId", "orderVersions[].price", "orderVersions[].stopPrice",
-				"orderVersions[].text"}},
+				"orderVersions[].pegDifference", "orderVersions[].text"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			b, err := os.ReadFile(filepath.Join("testdata", "shapes", tc.name+".json"))
@@ -210,7 +210,8 @@ func fakeAnswers(t *testing.T) map[string]json.RawMessage {
 
 	// A socket that follows everything, then trading: a long position, a
 	// working OCO pair (ocoId), a working stop limit (price and stopPrice),
-	// a flat contract (netPos 0 and no netPrice).
+	// a working trailing stop (pegDifference), a flat contract (netPos 0
+	// and no netPrice).
 	w := f.dial(f.fake.UserSocketURL())
 	w.send(tvwire.FormatRequest(tvwire.Authorize(f.token)))
 	auth := w.message()
@@ -236,6 +237,11 @@ func fakeAnswers(t *testing.T) map[string]json.RawMessage {
 		tvwire.ModifyOrderRequest{OrderID: stopLimitID, OrderQty: 2, OrderType: tvwire.OrderTypeStopLimit, Price: 6013, StopPrice: 6011})
 	call("order_cancelorder", http.MethodPost, "/order/cancelorder", f.token, tvwire.CancelOrderRequest{OrderID: stopLimitID})
 	call("order_cancelorder_failed", http.MethodPost, "/order/cancelorder", f.token, tvwire.CancelOrderRequest{OrderID: stopLimitID})
+
+	// A working trailing stop (pegDifference), started from the market.
+	trailing := f.order(tvwire.ActionSell, tvwire.OrderTypeTrailingStop, 1, 0, 0)
+	trailing.PegDifference = -4
+	f.place(trailing)
 
 	nq := tvwire.PlaceOrderRequest{AccountID: acct, Action: tvwire.ActionBuy, Symbol: "NQZ6", OrderQty: 1, OrderType: tvwire.OrderTypeMarket}
 	f.place(nq)

@@ -198,6 +198,28 @@ func TestPlaceOCOFlattens(t *testing.T) {
 	assert.NotContains(t, m, "stopPrice")
 }
 
+// A trailing order's pegDifference is its distance signed for its action:
+// below the market for a Sell, above for a Buy; orders without a trail
+// send none.
+func TestPegDifference(t *testing.T) {
+	t.Parallel()
+	assert.Equal(t, -4.0, PegDifference(ActionSell, 4))
+	assert.Equal(t, 2.5, PegDifference(ActionBuy, 2.5))
+	b, err := json.Marshal(PlaceOrderRequest{Action: ActionSell, Symbol: "ESZ6", OrderQty: 1, OrderType: OrderTypeTrailingStop,
+		StopPrice: 5996, PegDifference: PegDifference(ActionSell, 4), IsAutomated: true})
+	require.NoError(t, err)
+	var m map[string]any
+	require.NoError(t, json.Unmarshal(b, &m))
+	assert.Equal(t, -4.0, m["pegDifference"])
+	assert.Equal(t, "TrailingStop", m["orderType"])
+	b, err = json.Marshal(PlaceOrderRequest{Action: ActionSell, OrderType: OrderTypeStop, StopPrice: 5996})
+	require.NoError(t, err)
+	assert.NotContains(t, string(b), "pegDifference")
+	var v OrderVersion
+	require.NoError(t, json.Unmarshal([]byte(`{"id":1,"orderId":2,"orderQty":1,"orderType":"TrailingStop","stopPrice":6006,"pegDifference":-4}`), &v))
+	assert.Equal(t, OrderVersion{ID: 1, OrderID: 2, OrderQty: 1, OrderType: OrderTypeTrailingStop, StopPrice: 6006, PegDifference: -4}, v)
+}
+
 func TestParseTime(t *testing.T) {
 	t.Parallel()
 	for _, s := range []string{"2026-11-18T15:00:00.123Z", "2026-11-18T15:00:00Z", "2026-11-18T10:00:00-05:00"} {

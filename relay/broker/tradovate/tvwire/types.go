@@ -212,16 +212,19 @@ type Order struct {
 }
 
 // OrderVersion is an order's current terms (GET /orderVersion/list); a
-// modification creates a new version of the same OrderID.
+// modification creates a new version of the same OrderID. A trailing
+// order's PegDifference is its trail (see PlaceOrderRequest) and its
+// StopPrice (and a TrailingStopLimit's Price) where the trail stands.
 type OrderVersion struct {
-	ID          int64   `json:"id"`
-	OrderID     int64   `json:"orderId"`
-	OrderQty    int     `json:"orderQty"`
-	OrderType   string  `json:"orderType"`
-	Price       float64 `json:"price,omitempty"`
-	StopPrice   float64 `json:"stopPrice,omitempty"`
-	TimeInForce string  `json:"timeInForce,omitempty"`
-	Text        string  `json:"text,omitempty"`
+	ID            int64   `json:"id"`
+	OrderID       int64   `json:"orderId"`
+	OrderQty      int     `json:"orderQty"`
+	OrderType     string  `json:"orderType"`
+	Price         float64 `json:"price,omitempty"`
+	StopPrice     float64 `json:"stopPrice,omitempty"`
+	PegDifference float64 `json:"pegDifference,omitempty"`
+	TimeInForce   string  `json:"timeInForce,omitempty"`
+	Text          string  `json:"text,omitempty"`
 }
 
 // Fill is a fill entity (GET /fill/list).
@@ -264,28 +267,47 @@ type Contract struct {
 
 // PlaceOrderRequest is the body of POST /order/placeorder. Price is the
 // limit price, StopPrice the stop price; both are left out when zero.
+//
+// The trailing types (OrderTypeTrailingStop, OrderTypeTrailingStopLimit)
+// take PegDifference, the trail: the stop's signed offset from the market
+// (stop − market), negative for a Sell (the stop below the market),
+// positive for a Buy, as the broker signs its stop-loss offsets; StopPrice
+// is the starting stop, and a TrailingStopLimit's Price its starting
+// limit, which moves with the stop. PegDifference is left out when zero.
 type PlaceOrderRequest struct {
-	AccountSpec string  `json:"accountSpec"`
-	AccountID   int64   `json:"accountId"`
-	Action      string  `json:"action"`
-	Symbol      string  `json:"symbol"`
-	OrderQty    int     `json:"orderQty"`
-	OrderType   string  `json:"orderType"`
-	Price       float64 `json:"price,omitempty"`
-	StopPrice   float64 `json:"stopPrice,omitempty"`
-	TimeInForce string  `json:"timeInForce,omitempty"`
-	IsAutomated bool    `json:"isAutomated"`
-	Text        string  `json:"text,omitempty"`
+	AccountSpec   string  `json:"accountSpec"`
+	AccountID     int64   `json:"accountId"`
+	Action        string  `json:"action"`
+	Symbol        string  `json:"symbol"`
+	OrderQty      int     `json:"orderQty"`
+	OrderType     string  `json:"orderType"`
+	Price         float64 `json:"price,omitempty"`
+	StopPrice     float64 `json:"stopPrice,omitempty"`
+	PegDifference float64 `json:"pegDifference,omitempty"`
+	TimeInForce   string  `json:"timeInForce,omitempty"`
+	IsAutomated   bool    `json:"isAutomated"`
+	Text          string  `json:"text,omitempty"`
 }
 
 // OtherOrder is the second order of an OCO pair (PlaceOCORequest.Other).
 type OtherOrder struct {
-	Action      string  `json:"action"`
-	OrderType   string  `json:"orderType"`
-	Price       float64 `json:"price,omitempty"`
-	StopPrice   float64 `json:"stopPrice,omitempty"`
-	TimeInForce string  `json:"timeInForce,omitempty"`
-	Text        string  `json:"text,omitempty"`
+	Action        string  `json:"action"`
+	OrderType     string  `json:"orderType"`
+	Price         float64 `json:"price,omitempty"`
+	StopPrice     float64 `json:"stopPrice,omitempty"`
+	PegDifference float64 `json:"pegDifference,omitempty"`
+	TimeInForce   string  `json:"timeInForce,omitempty"`
+	Text          string  `json:"text,omitempty"`
+}
+
+// PegDifference is the broker's trail of a trailing order: distance
+// (above zero) signed for its action, negative for a Sell, positive for a
+// Buy.
+func PegDifference(action string, distance float64) float64 {
+	if action == ActionSell {
+		return -distance
+	}
+	return distance
 }
 
 // PlaceOCORequest is the body of POST /order/placeoco: two orders placed
@@ -325,13 +347,14 @@ type CancelOrderRequest struct {
 // ModifyOrderRequest is the body of POST /order/modifyorder: the order's
 // full new terms.
 type ModifyOrderRequest struct {
-	OrderID     int64   `json:"orderId"`
-	OrderQty    int     `json:"orderQty"`
-	OrderType   string  `json:"orderType"`
-	Price       float64 `json:"price,omitempty"`
-	StopPrice   float64 `json:"stopPrice,omitempty"`
-	TimeInForce string  `json:"timeInForce,omitempty"`
-	IsAutomated bool    `json:"isAutomated"`
+	OrderID       int64   `json:"orderId"`
+	OrderQty      int     `json:"orderQty"`
+	OrderType     string  `json:"orderType"`
+	Price         float64 `json:"price,omitempty"`
+	StopPrice     float64 `json:"stopPrice,omitempty"`
+	PegDifference float64 `json:"pegDifference,omitempty"`
+	TimeInForce   string  `json:"timeInForce,omitempty"`
+	IsAutomated   bool    `json:"isAutomated"`
 }
 
 // CommandResponse answers /order/cancelorder and /order/modifyorder.
