@@ -347,6 +347,18 @@ func newDeviceID() string {
 // broker sending the user back.
 const oauthStateTTL = 10 * time.Minute
 
+// Bounds of the OAuth links under way: a user's newest few are kept (an
+// older one answers "unknown or expired"), and the node keeps at most
+// maxOAuthStates in all (a new one then waits for some to expire).
+const (
+	maxOAuthStatesPerUser = 4
+	maxOAuthStates        = 10000
+)
+
+// errTooManyOAuthLinks refuses an OAuth link while the node holds
+// maxOAuthStates.
+var errTooManyOAuthLinks = errors.New("broker: too many OAuth links under way")
+
 // oauthStates are the OAuth links under way: one-time states bound to a
 // user and an environment. They live in this relay node's memory: the
 // callback must reach the node that started the link.
@@ -360,8 +372,9 @@ type oauthState struct {
 	expires     time.Time
 }
 
-// add records a new state and returns it.
-func (o *oauthStates) add(userID, env string, now time.Time) string {
+// add records a new state and returns it. It forgets the expired states,
+// and the user's oldest beyond maxOAuthStatesPerUser.
+func (o *oauthStates) add(userID, env string, now time.Time) (string, error) {
 	var b [16]byte
 	_, _ = rand.Read(b[:])
 	s := hex.EncodeToString(b[:])
@@ -370,13 +383,26 @@ func (o *oauthStates) add(userID, env string, now time.Time) string {
 	if o.m == nil {
 		o.m = make(map[string]oauthState)
 	}
+	var mine []string
 	for k, v := range o.m {
-		if now.After(v.expires) {
+		switch {
+		case now.After(v.expires):
+			delete(o.m, k)
+		case v.userID == userID:
+			mine = append(mine, k)
+		}
+	}
+	if len(mine) >= maxOAuthStatesPerUser {
+		slices.SortFunc(mine, func(a, b string) int { return o.m[a].expires.Compare(o.m[b].expires) })
+		for _, k := range mine[:len(mine)-maxOAuthStatesPerUser+1] {
 			delete(o.m, k)
 		}
 	}
+	if len(o.m) >= maxOAuthStates {
+		return "", errTooManyOAuthLinks
+	}
 	o.m[s] = oauthState{userID: userID, env: env, expires: now.Add(oauthStateTTL)}
-	return s
+	return s, nil
 }
 
 // take returns and forgets a state that has not expired.
@@ -412,7 +438,13 @@ func (m *Manager) serveOAuthStart(w http.ResponseWriter, r *http.Request, p auth
 		return
 	}
 	now := time.Now()
-	state := m.oauth.add(p.UserID, b.Env, now)
+	state, err := m.oauth.add(p.UserID, b.Env, now)
+	if err != nil {
+		m.log.Warn("an OAuth link refused: too many under way", zap.String("user", p.UserID))
+		httpapi.WriteError(w, http.StatusServiceUnavailable, httpapi.Error{Code: errcode.BrokerUnavailable,
+			Detail: "too many broker links are under way on this relay; try again in a few minutes", RetryAfter: 60})
+		return
+	}
 	u, err := url.Parse(m.opts.Endpoints.OAuthAuthorize)
 	if err != nil {
 		httpapi.WriteError(w, http.StatusInternalServerError, httpapi.Error{Code: errcode.InternalError, Detail: "the relay's OAuth address is invalid"})
