@@ -2,8 +2,10 @@
 // trading platform. It dials out to the relay (package agent/tunnel), serves
 // the relay's RPCs through the dispatcher (agent/dispatch) and operations
 // (agent/ops) against a platform (agent/bridge), runs the engines (copiers,
-// monitors, kill switch, news lockout: agent/engine) next to the platform,
-// and never listens on a port reachable from outside.
+// monitors, kill switch, news lockout: agent/engine) next to the platform —
+// all of them assembled by agent/stack, as the relay's broker family
+// assembles them per linked login — and never listens on a port reachable
+// from outside.
 //
 // An Agent owns every goroutine it starts: the platform's loop, the event
 // forwarding, the engines and the state reports. Run returns only when all
@@ -22,11 +24,9 @@ import (
 	"tradebridge/agent/bridge"
 	"tradebridge/agent/dispatch"
 	"tradebridge/agent/engine"
-	"tradebridge/agent/engine/controls"
-	"tradebridge/agent/engine/copier"
-	"tradebridge/agent/engine/monitor"
 	"tradebridge/agent/mgmtconfig"
 	"tradebridge/agent/ops"
+	"tradebridge/agent/stack"
 	"tradebridge/agent/tunnel"
 	"tradebridge/protocol"
 )
@@ -81,17 +81,13 @@ type Options struct {
 // Agent ties a platform to the relay. Create it with New, run it with Run,
 // stop it with Close.
 type Agent struct {
-	opts       Options
-	log        *zap.Logger
-	ops        *ops.Ops
-	dispatcher *dispatch.Dispatcher
-	tunnel     *tunnel.Client
-	config     *mgmtconfig.Holder
-	state      State
-	copiers    *copier.Engine
-	monitors   *monitor.Engine
-	controls   *controls.Engine
-	reports    *reporter
+	opts    Options
+	log     *zap.Logger
+	stack   *stack.Stack // its Dispatcher serves the agent's own functions too
+	tunnel  *tunnel.Client
+	config  *mgmtconfig.Holder
+	state   State
+	reports *reporter
 
 	ctx       context.Context // ends on Close
 	cancel    context.CancelFunc
@@ -126,27 +122,10 @@ func New(opts Options) (*Agent, error) {
 		a.log.Info("running the configuration saved before the restart", zap.Int64("version", saved.Version))
 	}
 
-	oopts := opts.Ops
-	oopts.Platform = opts.Platform
-	oopts.Logger = opts.Logger
-	oopts.Persist = a.state
-	if a.ops, err = ops.New(oopts); err != nil {
-		return nil, err
-	}
-	now := oopts.Now
-	if now == nil {
-		now = time.Now
-	}
-	if err := a.newEngines(now); err != nil {
-		return nil, err
-	}
-	a.ops.SetGate(ops.Gates{a.controls, a.monitors})
-
-	dopts := opts.Dispatch
-	dopts.Explain = a.ops.Explain
-	dopts.Journal = a.state
-	dopts.Logger = opts.Logger
-	if a.dispatcher, err = dispatch.New(dopts); err != nil {
+	a.reports = newReporter(opts.Logger.Named("engine"))
+	if a.stack, err = stack.New(stack.Options{Platform: opts.Platform, State: a.state, Reporter: a.reports,
+		Config: a.config, EngineTick: opts.EngineTick, Ops: opts.Ops, Dispatch: opts.Dispatch,
+		Logger: opts.Logger}); err != nil {
 		return nil, err
 	}
 	if err := a.register(); err != nil {
@@ -157,7 +136,7 @@ func New(opts Options) (*Agent, error) {
 	topts.RelayURL = opts.RelayURL
 	topts.Token = opts.Token
 	topts.Hello = a.hello
-	topts.Handler = a.dispatcher
+	topts.Handler = a.stack.Dispatcher
 	topts.Logger = opts.Logger
 	topts.OnConnect = a.reports.resendAll
 	if a.tunnel, err = tunnel.New(topts); err != nil {
@@ -166,32 +145,6 @@ func New(opts Options) (*Agent, error) {
 	a.reports.tunnel = a.tunnel
 	a.ctx, a.cancel = context.WithCancel(context.Background())
 	return a, nil
-}
-
-// newEngines builds the engines over the operations.
-func (a *Agent) newEngines(now engine.Clock) error {
-	log := a.opts.Logger.Named("engine")
-	a.reports = newReporter(log)
-	var err error
-	a.controls, err = controls.New(controls.Options{Platform: a.opts.Platform, Trader: a.ops, Config: a.config,
-		Now: now, Logger: log, TickInterval: a.opts.EngineTick})
-	if err != nil {
-		return err
-	}
-	a.monitors, err = monitor.New(monitor.Options{Platform: a.opts.Platform, Trader: a.ops, Config: a.config,
-		Store: a.state, Reporter: a.reports, Now: now, Logger: log, TickInterval: a.opts.EngineTick,
-		OnState: func(account, state string) {
-			if a.copiers != nil {
-				a.copiers.MonitorChanged(account, state)
-			}
-		}})
-	if err != nil {
-		return err
-	}
-	a.copiers, err = copier.New(copier.Options{Platform: a.opts.Platform, Trader: a.ops, Config: a.config,
-		Store: a.state, Reporter: a.reports, Monitors: a.monitors, Now: now, Logger: log,
-		TickInterval: a.opts.EngineTick})
-	return err
 }
 
 // hello describes the platform for the tunnel handshake.
@@ -249,9 +202,7 @@ func (a *Agent) Run(ctx context.Context) error {
 	}
 	goRun("event forwarding", a.forwardEvents)
 	goRun("state reports", a.reports.run)
-	goRun("controls", a.controls.Run)
-	goRun("monitors", a.monitors.Run)
-	goRun("copiers", a.copiers.Run)
+	goRun("engines", a.stack.Run)
 	return a.tunnel.Run(ctx)
 }
 

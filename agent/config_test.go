@@ -35,7 +35,7 @@ func newTestAgent(t *testing.T, st State) (*Agent, *sim.Platform) {
 }
 
 func call(a *Agent, fn, args string) (json.RawMessage, *protocol.Error) {
-	return a.dispatcher.Handle(context.Background(), &protocol.Request{Fn: fn, Args: json.RawMessage(args)})
+	return a.stack.Dispatcher.Handle(context.Background(), &protocol.Request{Fn: fn, Args: json.RawMessage(args)})
 }
 
 // Every function of the protocol, public and internal, is registered.
@@ -43,7 +43,7 @@ func TestEveryFunctionRegistered(t *testing.T) {
 	t.Parallel()
 	a, _ := newTestAgent(t, nil)
 	for _, f := range append(protocol.Functions, protocol.InternalFunctions...) {
-		require.Contains(t, a.dispatcher.Functions(), f.Name)
+		require.Contains(t, a.stack.Dispatcher.Functions(), f.Name)
 	}
 }
 
@@ -169,7 +169,7 @@ func TestCloseWaitsForEverything(t *testing.T) {
 	go func() { done <- a.Run(context.Background()) }()
 	_, perr := call(a, protocol.FnApplyConfig, `{"version":1,"monitors":[{"account":"Sim101","active":true,"state":"active","masterWindow":{"days":[]}}]}`)
 	require.Nil(t, perr)
-	require.Eventually(t, func() bool { return len(a.monitors.Status()) == 1 }, 5*time.Second, time.Millisecond)
+	require.Eventually(t, func() bool { return len(a.stack.Monitors.Status()) == 1 }, 5*time.Second, time.Millisecond)
 	require.NoError(t, a.Close())
 	select {
 	case <-done:

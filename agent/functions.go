@@ -9,21 +9,16 @@ import (
 	"tradebridge/protocol"
 )
 
-// register gives the dispatcher its functions: the operations, and the
-// agent's own — the configuration push, the restart check and the engines'
-// status.
+// register gives the stack's dispatcher, which serves the operations
+// already, the agent's own functions: the configuration push, the restart
+// check and the engines' status.
 func (a *Agent) register() error {
-	for name, h := range a.ops.Functions() {
-		if err := a.dispatcher.Register(name, h); err != nil {
-			return err
-		}
-	}
 	for name, h := range map[string]dispatch.Handler{
 		protocol.FnApplyConfig:         dispatch.Func(a.applyConfig),
-		protocol.FnCheckMonitorRestart: dispatch.Func(a.monitors.CheckRestart),
+		protocol.FnCheckMonitorRestart: dispatch.Func(a.stack.Monitors.CheckRestart),
 		protocol.FnEngineStatus:        dispatch.Func(a.engineStatus),
 	} {
-		if err := a.dispatcher.Register(name, h); err != nil {
+		if err := a.stack.Dispatcher.Register(name, h); err != nil {
 			return err
 		}
 	}
@@ -60,9 +55,9 @@ func (a *Agent) applyConfig(_ context.Context, cfg protocol.Config) (protocol.Co
 func (a *Agent) engineStatus(context.Context, protocol.NoArgs) (protocol.EngineStatus, error) {
 	return protocol.EngineStatus{
 		ConfigVersion: a.config.Version(),
-		Copiers:       orEmpty(a.copiers.Status()),
-		Monitors:      orEmpty(a.monitors.Status()),
-		Controls:      a.controls.Status(),
+		Copiers:       orEmpty(a.stack.Copiers.Status()),
+		Monitors:      orEmpty(a.stack.Monitors.Status()),
+		Controls:      a.stack.Controls.Status(),
 	}, nil
 }
 

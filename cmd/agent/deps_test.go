@@ -119,8 +119,8 @@ func TestRelayDoors(t *testing.T) {
 
 // The relay runs the agent's operations server-side (the broker family):
 // its packages may import from agent/ only the platform primitives, the
-// dispatcher, the operations, the engines and the management
-// configuration, never the agent itself, its tunnel or its store, nor a
+// dispatcher, the operations, the engines, the management configuration
+// and the stack that assembles them, never the agent itself, its tunnel or its store, nor a
 // platform of the desktop (the simulator, NinjaTrader); the packages it
 // may import link no agent, tunnel or store either; and cmd/relay links
 // nothing made for tests. Test-only packages of the relay (the fake
@@ -138,7 +138,7 @@ func TestRelayImportsOfTheAgent(t *testing.T) {
 	allowed := func(path string) bool {
 		switch path {
 		case "tradebridge/agent/bridge", "tradebridge/agent/dispatch", "tradebridge/agent/ops",
-			"tradebridge/agent/mgmtconfig", "tradebridge/agent/engine":
+			"tradebridge/agent/mgmtconfig", "tradebridge/agent/engine", "tradebridge/agent/stack":
 			return true
 		}
 		return strings.HasPrefix(path, "tradebridge/agent/engine/") && !slices.Contains(testOnly, path)
@@ -159,7 +159,7 @@ func TestRelayImportsOfTheAgent(t *testing.T) {
 			if !under(imp, "tradebridge/agent") {
 				continue
 			}
-			require.True(t, allowed(imp), "%s imports %s: the relay may import from agent/ only bridge, dispatch, ops, engine and its engines, mgmtconfig", path, imp)
+			require.True(t, allowed(imp), "%s imports %s: the relay may import from agent/ only bridge, dispatch, ops, engine and its engines, mgmtconfig, stack", path, imp)
 			used[imp] = true
 		}
 	}

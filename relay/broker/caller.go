@@ -40,7 +40,7 @@ func (m *Manager) Call(ctx context.Context, userID, fn, requestID string, args j
 	if err := in.ready(ctx); err != nil {
 		return nil, err
 	}
-	raw, perr := in.dispatcher.Handle(ctx, &protocol.Request{Fn: fn, RequestID: requestID, Args: args})
+	raw, perr := in.stack.Dispatcher.Handle(ctx, &protocol.Request{Fn: fn, RequestID: requestID, Args: args})
 	if perr != nil {
 		return nil, callError(perr)
 	}

@@ -9,18 +9,15 @@ import (
 	"go.uber.org/zap"
 
 	"tradebridge/agent/bridge"
-	"tradebridge/agent/dispatch"
-	"tradebridge/agent/engine/controls"
-	"tradebridge/agent/engine/copier"
-	"tradebridge/agent/engine/monitor"
 	"tradebridge/agent/mgmtconfig"
-	"tradebridge/agent/ops"
+	"tradebridge/agent/stack"
 	"tradebridge/protocol"
 	"tradebridge/relay/store"
 )
 
-// instance is one linked login at work: its platform, the operations and
-// dispatcher over it, and the engines.
+// instance is one linked login at work: its platform, and the stack over
+// it (the operations, the trading gate, the engines and the dispatcher,
+// agent/stack, as the agent runs next to NinjaTrader).
 type instance struct {
 	m        *Manager
 	userID   string
@@ -29,12 +26,10 @@ type instance struct {
 	state    userState
 	platform Platform
 
-	ops        *ops.Ops
-	dispatcher *dispatch.Dispatcher
-	config     *mgmtconfig.Holder
-	controls   *controls.Engine
-	monitors   *monitor.Engine
-	copiers    *copier.Engine
+	// stack is the operations, the engines and the dispatcher over the
+	// platform; config is its configuration holder.
+	stack  *stack.Stack
+	config *mgmtconfig.Holder
 
 	// reload is signalled when the user's configuration changed.
 	reload chan struct{}
@@ -61,45 +56,11 @@ func (m *Manager) newInstance(link Link) (*instance, error) {
 		return nil, err
 	}
 	in.platform = p
-	fail := func(err error) (*instance, error) {
+	if in.stack, err = stack.New(stack.Options{Platform: p, State: in.state, Reporter: in, Config: in.config,
+		Now: m.opts.Now, EngineTick: m.opts.EngineTick, Ops: m.opts.Ops, Dispatch: m.opts.Dispatch,
+		Logger: log}); err != nil {
 		p.Close()
 		return nil, err
-	}
-	oopts := m.opts.Ops
-	oopts.Platform, oopts.Persist, oopts.Logger, oopts.Now = p, in.state, log.Named("ops"), m.opts.Now
-	if in.ops, err = ops.New(oopts); err != nil {
-		return fail(err)
-	}
-	elog := log.Named("engine")
-	now := m.opts.Now
-	if in.controls, err = controls.New(controls.Options{Platform: p, Trader: in.ops, Config: in.config,
-		Now: now, Logger: elog, TickInterval: m.opts.EngineTick}); err != nil {
-		return fail(err)
-	}
-	if in.monitors, err = monitor.New(monitor.Options{Platform: p, Trader: in.ops, Config: in.config,
-		Store: in.state, Reporter: in, Now: now, Logger: elog, TickInterval: m.opts.EngineTick,
-		OnState: func(account, state string) {
-			if in.copiers != nil {
-				in.copiers.MonitorChanged(account, state)
-			}
-		}}); err != nil {
-		return fail(err)
-	}
-	if in.copiers, err = copier.New(copier.Options{Platform: p, Trader: in.ops, Config: in.config,
-		Store: in.state, Reporter: in, Monitors: in.monitors, Now: now, Logger: elog,
-		TickInterval: m.opts.EngineTick}); err != nil {
-		return fail(err)
-	}
-	in.ops.SetGate(ops.Gates{in.controls, in.monitors})
-	dopts := m.opts.Dispatch
-	dopts.Explain, dopts.Journal, dopts.Logger = in.ops.Explain, in.state, log.Named("dispatch")
-	if in.dispatcher, err = dispatch.New(dopts); err != nil {
-		return fail(err)
-	}
-	for name, h := range in.ops.Functions() {
-		if err := in.dispatcher.Register(name, h); err != nil {
-			return fail(err)
-		}
 	}
 	return in, nil
 }
@@ -124,9 +85,7 @@ func (in *instance) start(parent context.Context) {
 	run("accounts", func(ctx context.Context) error { return in.followAccounts(ctx, events) })
 	run("platform", in.platform.Run)
 	run("configuration", in.followConfig)
-	run("controls", in.controls.Run)
-	run("monitors", in.monitors.Run)
-	run("copiers", in.copiers.Run)
+	run("engines", in.stack.Run)
 }
 
 // stop ends the instance and waits for its goroutines, then closes the

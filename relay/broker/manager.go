@@ -428,7 +428,7 @@ func (m *Manager) CheckMonitorRestart(ctx context.Context, userID string, mon pr
 	if err != nil {
 		return protocol.RestartVerdict{}, fmt.Errorf("broker: %w", err)
 	}
-	return in.monitors.CheckRestart(ctx, protocol.RestartCheck{Monitor: mon})
+	return in.stack.Monitors.CheckRestart(ctx, protocol.RestartCheck{Monitor: mon})
 }
 
 // userLocks are per-user locks that respect a context.
