@@ -97,6 +97,7 @@ func TestRequestIDs(t *testing.T) {
 	}{
 		{"health", "GET", "/healthz", "", "", http.StatusOK},
 		{"openapi", "GET", "/v1/api/openapi.json", "", "", http.StatusOK},
+		{"tv openapi", "GET", "/v1/api/tv/openapi.json", "", "", http.StatusOK},
 		{"not found", "GET", "/v1/api/nothing-here", tok, "", http.StatusNotFound},
 		{"wrong method", "DELETE", "/v1/api/accounts", tok, "", http.StatusMethodNotAllowed},
 		{"wrong method on a wildcard's path", "GET", "/v1/api/accounts/Sim101/orders/place", tok, "", http.StatusMethodNotAllowed},

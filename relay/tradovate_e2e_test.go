@@ -12,6 +12,7 @@ import (
 	"tradebridge/agent/bridge/sim"
 	"tradebridge/protocol"
 	"tradebridge/relay"
+	"tradebridge/relay/api"
 	"tradebridge/relay/broker"
 	"tradebridge/relay/broker/tradovate/tvfake"
 	"tradebridge/relay/errcode"
@@ -25,6 +26,10 @@ type brokerSystem struct {
 	fake   *tvfake.Server
 	market *sim.Platform
 	clock  *sim.ManualClock
+	// contract, in tests (not benchmarks), is the broker family's OpenAPI
+	// document: every call of tv is validated against it.
+	contract *contract
+	tt       *testing.T
 }
 
 func newBrokerSystem(t testing.TB, tweaks ...func(*relay.Options)) *brokerSystem {
@@ -45,7 +50,12 @@ func newBrokerSystem(t testing.TB, tweaks ...func(*relay.Options)) *brokerSystem
 			tw(o)
 		}
 	})
-	return &brokerSystem{system: s, fake: fake, market: market, clock: clock}
+	bs := &brokerSystem{system: s, fake: fake, market: market, clock: clock}
+	if tt, ok := t.(*testing.T); ok {
+		c := loadContract(tt, s, api.TVOpenAPIPath)
+		bs.contract, bs.tt = &c, tt
+	}
+	return bs
 }
 
 // tv calls a route of the broker family.
@@ -54,7 +64,16 @@ func (s *brokerSystem) tv(method, path, token, body string, header ...string) re
 	if body != "" {
 		header = append(header, "Content-Type", jsonBody)
 	}
-	return s.do(method, "/v1/api/tv/"+path, token, body, header...)
+	if s.contract == nil {
+		return s.do(method, "/v1/api/tv/"+path, token, body, header...)
+	}
+	// Validated against the broker family's OpenAPI document: the
+	// request (when it succeeds), and the status, headers and body of
+	// every answer.
+	ex := s.contract.check(s.tt, s.system, token, method, "/v1/api/tv/"+path, body, header...)
+	r := response{Status: ex.status, raw: ex.raw}
+	require.NoError(s.t, json.Unmarshal(ex.raw, &r), string(ex.raw))
+	return r
 }
 
 // link links the fake's login for user's token.
@@ -128,7 +147,7 @@ func TestBrokerFamilyEndToEnd(t *testing.T) {
 	require.Equal(t, errcode.AccountIdentityUnresolved, r.Error)
 
 	// The desktop-only routes are not the broker's.
-	r = s.tv(http.MethodGet, "accounts/Sim101/strategies", tok, "")
+	r = s.do(http.MethodGet, "/v1/api/tv/accounts/Sim101/strategies", tok, "") // not in the document either
 	require.Equal(t, http.StatusNotFound, r.Status, string(r.raw))
 
 	// Cancel and bracket is one OCO pair at the broker.

@@ -7,6 +7,11 @@
 // The primitives mirror what NinjaTrader's AddOn API offers (Account,
 // Order, Execution, MarketData, BarsRequest, AtmStrategy, Strategy), so a
 // NinjaTrader bridge is a thin translation.
+//
+// The package also holds what the bridges that keep a connection to
+// their platform share (NinjaTrader's add-on, Tradovate's broker): the
+// event Feed, the RunGuard and Backoff of their connection loops, and the
+// Marks that follow watermarks for platforms that keep none.
 package bridge
 
 import (

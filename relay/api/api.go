@@ -10,7 +10,7 @@
 // The same package serves the broker family under /v1/api/tv (Options.Family
 // FamilyTV): a subset of the same routes, whose Caller runs the operations
 // in the relay against the user's linked broker login rather than in an
-// agent (package relay/broker).
+// agent (package relay/broker), and the family's own OpenAPI documents.
 package api
 
 import (
@@ -237,11 +237,14 @@ type Mux interface {
 	Handle(pattern string, handler http.Handler)
 }
 
-// Register adds the family's trading routes to mux. The desktop family
-// also adds the contract documents, served without a token: the OpenAPI
+// Register adds the family's trading routes to mux, and its contract
+// documents, served without a token. The desktop family's are the OpenAPI
 // documents at GET /v1/api/openapi.json (standard profile) and
 // /v1/api/openapi.compatible.json, and the stream API's AsyncAPI
-// document at GET /v1/api/asyncapi.json.
+// document at GET /v1/api/asyncapi.json (DocumentPaths); the broker
+// family's, its OpenAPI documents at GET /v1/api/tv/openapi.json and
+// /v1/api/tv/openapi.compatible.json (TVDocumentPaths), which also
+// describe the link routes package relay/broker registers.
 func (a *API) Register(mux Mux) {
 	for i := range a.endpoints {
 		ep := &a.endpoints[i]
@@ -251,6 +254,8 @@ func (a *API) Register(mux Mux) {
 	}
 	if a.opts.Family == FamilyDesktop {
 		registerDocuments(mux)
+	} else {
+		registerTVDocuments(mux)
 	}
 }
 

@@ -28,7 +28,8 @@ const (
 	AsyncAPIPath = "/v1/api/asyncapi.json"
 )
 
-// DocumentPaths lists the paths of the documents Register serves.
+// DocumentPaths lists the paths of the documents the desktop family's
+// Register serves (the broker family's: TVDocumentPaths).
 var DocumentPaths = []string{OpenAPIPath, OpenAPICompatiblePath, AsyncAPIPath}
 
 // registerDocuments adds the documents to mux.
@@ -71,19 +72,53 @@ func OpenAPI() map[string]any { return OpenAPIFor(profile.Standard) }
 // success responses are those of profile p. It panics when the route
 // table and the data types disagree, which tests catch.
 func OpenAPIFor(p profile.Profile) map[string]any {
-	doc, err := buildOpenAPI(p)
+	doc, err := buildOpenAPI(desktopFamily, p)
 	if err != nil {
 		panic(err)
 	}
 	return doc
 }
 
-func buildOpenAPI(p profile.Profile) (map[string]any, error) {
-	set := newSchemaSet()
+// docFamily is what one family's OpenAPI documents hold: its routes, the
+// error codes each answers, and the documents' texts.
+type docFamily struct {
+	// family is FamilyDesktop or FamilyTV: the schemas keep the fields
+	// tagged with it (see schemaSet).
+	family    string
+	endpoints []endpoint
+	// codes lists, per status, the error codes an endpoint documents.
+	codes func(ep *endpoint) map[int][]string
+	// statuses say what each error status means.
+	statuses map[int]string
+	// title and compatibleTitle are the documents' titles, info their
+	// description before the profile's, standard and compatible the
+	// profiles' descriptions.
+	title, compatibleTitle     string
+	info, standard, compatible string
+	// extra adds the routes described by hand (the broker family's link
+	// routes), with their schemas, to paths and schemas; nil adds none.
+	extra func(f *docFamily, schemas, paths object) error
+}
+
+// desktopFamily is the desktop family's documents (/v1/api/openapi.json).
+var desktopFamily = &docFamily{
+	family:          FamilyDesktop,
+	endpoints:       endpoints,
+	codes:           errorCodes,
+	statuses:        statusDescriptions,
+	title:           "Trading API",
+	compatibleTitle: "Trading API (compatible profile)",
+	info:            infoDescription,
+	standard:        standardDescription,
+	compatible:      compatibleDescription,
+}
+
+func buildOpenAPI(f *docFamily, p profile.Profile) (map[string]any, error) {
+	set := newFamilySchemaSet(f.family)
 	responses := object{}
 	paths := object{}
-	for i := range endpoints {
-		ep := &endpoints[i]
+	for i := range f.endpoints {
+		ep := &f.endpoints[i]
 		item, _ := paths[ep.Path].(object)
 		if item == nil {
 			item = object{}
@@ -93,7 +128,7 @@ func buildOpenAPI(p profile.Profile) (map[string]any, error) {
 		if err != nil {
 			return nil, err
 		}
-		item[strings.ToLower(ep.Method)] = operation(ep, success)
+		item[strings.ToLower(ep.Method)] = f.operation(ep, success)
 	}
 	schemas, err := set.objects()
 	if err != nil {
@@ -104,16 +139,21 @@ func buildOpenAPI(p profile.Profile) (map[string]any, error) {
 	for name, s := range responses {
 		schemas[name] = s
 	}
-	title, profileDoc := "Trading API", standardDescription
-	if p == profile.Compatible {
-		title, profileDoc = "Trading API (compatible profile)", compatibleDescription
+	if f.extra != nil {
+		if err := f.extra(f, schemas, paths); err != nil {
+			return nil, err
+		}
 	}
-	return object{
+	title, profileDoc := f.title, f.standard
+	if p == profile.Compatible {
+		title, profileDoc = f.compatibleTitle, f.compatible
+	}
+	doc := object{
 		"openapi": "3.1.0",
 		"info": object{
 			"title":       title,
 			"version":     "1.0.0",
-			"description": infoDescription + "\n\n" + profileDoc,
+			"description": f.info + "\n\n" + profileDoc,
 		},
 		"servers": []any{object{
 			"url":         "/",
@@ -126,7 +166,11 @@ func buildOpenAPI(p profile.Profile) (map[string]any, error) {
 			"schemas":         schemas,
 		},
 		"x-profile": string(p),
-	}, nil
+	}
+	if f.family != FamilyDesktop {
+		doc["x-family"] = f.family
+	}
+	return doc, nil
 }
 
 const infoDescription = "Trading calls forwarded to the user's agent next to the trading platform. " +
@@ -154,7 +198,9 @@ func operationID(ep *endpoint) string {
 	return ep.Fn + "_" + strings.NewReplacer("/", "_", "-", "_").Replace(s)
 }
 
-func operation(ep *endpoint, success object) object {
+// operation is ep's operation in f's documents, whose 200 response is
+// success.
+func (f *docFamily) operation(ep *endpoint, success object) object {
 	var params []any
 	body := object{}
 	var bodyRequired []string
@@ -183,9 +229,8 @@ func operation(ep *endpoint, success object) object {
 		}
 	}
 	responses := object{"200": success}
-	codes := errorCodes(ep)
-	for st, list := range codes {
-		responses[strconv.Itoa(st)] = errorResponse(st, list)
+	for st, list := range f.codes(ep) {
+		responses[strconv.Itoa(st)] = errorResponse(f.statuses, st, list)
 	}
 	op := object{
 		"operationId": operationID(ep),
@@ -265,7 +310,7 @@ func successResponse(set *schemaSet, responses object, p profile.Profile, ep *en
 		name = dataName + "WriteResponse"
 	}
 	if _, done := responses[name]; !done {
-		responses[name] = envelope(p, ep.Fn, t, dataName, write)
+		responses[name] = envelope(p, ep.Fn, t, dataName, write, set.family)
 	}
 	desc := "success"
 	if write {
@@ -290,8 +335,8 @@ func successResponse(set *schemaSet, responses object, p profile.Profile, ep *en
 }
 
 // envelope is the schema of a success whose data is the component
-// dataName, in profile p.
-func envelope(p profile.Profile, fn string, t reflect.Type, dataName string, write bool) object {
+// dataName, in profile p, in the documents of family.
+func envelope(p profile.Profile, fn string, t reflect.Type, dataName string, write bool, family string) object {
 	success := object{"type": "boolean", "const": true}
 	if p == profile.Compatible && !profile.Wrapped(fn) {
 		return object{
@@ -305,7 +350,7 @@ func envelope(p profile.Profile, fn string, t reflect.Type, dataName string, wri
 	props := object{"success": success, "data": ref(dataName)}
 	required := []string{"success", "data"}
 	if write && p == profile.Standard {
-		fields := jsonFields(t)
+		fields := jsonFields(t, family)
 		if _, ok := fields["orderId"]; ok {
 			props["orderId"] = object{"type": "string", "description": "data.orderId, when an order was placed"}
 		}
@@ -319,8 +364,9 @@ func envelope(p profile.Profile, fn string, t reflect.Type, dataName string, wri
 	return object{"type": "object", "required": required, "properties": props}
 }
 
-// errorResponse documents status st answering one of codes.
-func errorResponse(st int, codes []string) object {
+// errorResponse documents status st answering one of codes; statuses say
+// what each status means.
+func errorResponse(statuses map[int]string, st int, codes []string) object {
 	quoted := make([]string, len(codes))
 	for i, c := range codes {
 		quoted[i] = "`" + c + "`"
@@ -333,7 +379,7 @@ func errorResponse(st int, codes []string) object {
 		headers["Retry-After"] = header(hRetryAfter, false)
 	}
 	return object{
-		"description":   statusDescriptions[st] + ". Codes: " + strings.Join(quoted, ", ") + ".",
+		"description":   statuses[st] + ". Codes: " + strings.Join(quoted, ", ") + ".",
 		"x-error-codes": codes,
 		"headers":       headers,
 		"content": object{"application/json": object{"schema": object{

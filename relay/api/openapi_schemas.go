@@ -22,17 +22,26 @@ import (
 //     empty lists as [] (the end-to-end test holds them to it);
 //   - a map without omitempty may be null (an absent map encodes so);
 //   - no OpenAPI 3.0 "nullable": the documents are 3.1;
-//   - a field tagged family:"tv" is the broker family's only, and left
-//     out.
+//   - a field tagged family:"tv" is the broker family's only: it is kept
+//     in the broker family's documents (family FamilyTV) and left out of
+//     the desktop family's.
 type schemaSet struct {
+	// family is the family whose documents the schemas are for
+	// (FamilyDesktop or FamilyTV): a field tagged with another family is
+	// left out.
+	family  string
 	schemas openapi3.Schemas
 	// names maps each component name to the Go type it was made from, so
 	// that two types of one name fail loudly instead of sharing a schema.
 	names map[string]reflect.Type
 }
 
-func newSchemaSet() *schemaSet {
-	return &schemaSet{schemas: openapi3.Schemas{}, names: map[string]reflect.Type{}}
+// newSchemaSet returns an empty set for the desktop family's documents.
+func newSchemaSet() *schemaSet { return newFamilySchemaSet(FamilyDesktop) }
+
+// newFamilySchemaSet returns an empty set for the documents of family.
+func newFamilySchemaSet(family string) *schemaSet {
+	return &schemaSet{family: family, schemas: openapi3.Schemas{}, names: map[string]reflect.Type{}}
 }
 
 const componentPrefix = "#/components/schemas/"
@@ -59,7 +68,7 @@ func (s *schemaSet) ref(t reflect.Type) (string, error) {
 			}
 			return t.Name()
 		}),
-		openapi3gen.SchemaCustomizer(customizeSchema),
+		openapi3gen.SchemaCustomizer(s.customize),
 	)
 	generated := openapi3.Schemas{}
 	if _, err := gen.NewSchemaRefForValue(reflect.New(t).Elem().Interface(), generated); err != nil {
@@ -87,12 +96,12 @@ func (s *schemaSet) claim(name string, t reflect.Type) error {
 	return nil
 }
 
-// customizeSchema applies the rules of schemaSet to each generated schema.
-// A field tagged family:"tv" (protocol.Order's trailDistance) is left out:
-// only the broker family's platforms fill it, and the documents describe
-// the desktop family.
-func customizeSchema(_ string, t reflect.Type, tag reflect.StructTag, schema *openapi3.Schema) error {
-	if tag.Get("family") == FamilyTV {
+// customize applies the rules of schemaSet to each generated schema. A
+// field tagged with a family other than the set's (protocol.Order's
+// trailDistance, tagged family:"tv") is left out: only that family's
+// platforms fill it.
+func (s *schemaSet) customize(_ string, t reflect.Type, tag reflect.StructTag, schema *openapi3.Schema) error {
+	if !inFamily(tag, s.family) {
 		return &openapi3gen.ExcludeSchemaSentinel{}
 	}
 	schema.Nullable = false
@@ -101,7 +110,7 @@ func customizeSchema(_ string, t reflect.Type, tag reflect.StructTag, schema *op
 	}
 	switch t.Kind() {
 	case reflect.Struct:
-		schema.Required = requiredFields(t)
+		schema.Required = requiredFields(t, s.family)
 	case reflect.Map:
 		if !omitEmpty(tag) {
 			schema.Type = &openapi3.Types{openapi3.TypeObject, openapi3.TypeNull}
@@ -110,11 +119,11 @@ func customizeSchema(_ string, t reflect.Type, tag reflect.StructTag, schema *op
 	return nil
 }
 
-// requiredFields lists the JSON names of t's fields that are always
-// written: those without omitempty.
-func requiredFields(t reflect.Type) []string {
+// requiredFields lists the JSON names of t's fields, in the documents of
+// family, that are always written: those without omitempty.
+func requiredFields(t reflect.Type, family string) []string {
 	var req []string
-	for name, required := range jsonFields(t) {
+	for name, required := range jsonFields(t, family) {
 		if required {
 			req = append(req, name)
 		}
@@ -133,9 +142,16 @@ func omitEmpty(tag reflect.StructTag) bool {
 	return false
 }
 
-// jsonFields lists the JSON names of t's fields and whether each is
-// required.
-func jsonFields(t reflect.Type) map[string]bool {
+// inFamily reports whether a field with tag belongs in the documents of
+// family: a field without a family tag belongs in every family's.
+func inFamily(tag reflect.StructTag, family string) bool {
+	f, tagged := tag.Lookup("family")
+	return !tagged || f == family
+}
+
+// jsonFields lists the JSON names of t's fields in the documents of family
+// and whether each is required.
+func jsonFields(t reflect.Type, family string) map[string]bool {
 	out := map[string]bool{}
 	for i := range t.NumField() {
 		f := t.Field(i)
@@ -144,7 +160,7 @@ func jsonFields(t reflect.Type) map[string]bool {
 			continue
 		}
 		name, _, _ := strings.Cut(tag, ",")
-		if name == "-" || f.Tag.Get("family") == FamilyTV {
+		if name == "-" || !inFamily(f.Tag, family) {
 			continue
 		}
 		out[name] = !omitEmpty(f.Tag)

@@ -59,7 +59,7 @@ func newFamilies(t *testing.T, burst int) *families {
 }
 
 // The broker family serves its routes under /v1/api/tv: the desktop
-// routes of its set, at the same paths below the prefix, and no contract
+// routes of its set, at the same paths below the prefix, and its OpenAPI
 // documents.
 func TestTVRoutes(t *testing.T) {
 	t.Parallel()
@@ -76,6 +76,7 @@ func TestTVRoutes(t *testing.T) {
 		"POST /v1/api/tv/positions/flatten", "POST /v1/api/tv/accounts/{account}/positions/close",
 		"POST /v1/api/tv/accounts/{account}/positions/reverse", "POST /v1/api/tv/accounts/{account}/positions/reverseposition",
 		"POST /v1/api/tv/accounts/{account}/orders/cancel_and_bracket", "POST /v1/api/tv/orders/cancelall",
+		"GET /v1/api/tv/openapi.json", "GET /v1/api/tv/openapi.compatible.json",
 	}
 	require.ElementsMatch(t, want, f.tvRoutes)
 	var listed []string
@@ -88,7 +89,10 @@ func TestTVRoutes(t *testing.T) {
 		require.True(t, strings.HasPrefix(r[1], api.TVPrefix), r[1])
 		require.True(t, desktop[r[0]+" /v1/api/"+strings.TrimPrefix(r[1], api.TVPrefix)], "%s has its desktop route", r[1])
 	}
-	require.Equal(t, f.tvRoutes, listed, "TVRoutes lists what Register registers, in order")
+	require.Equal(t, listed, f.tvRoutes[:len(listed)], "TVRoutes lists the trading routes Register registers, in order")
+	for i, path := range api.TVDocumentPaths {
+		require.Equal(t, "GET "+path, f.tvRoutes[len(listed)+i], "then the documents")
+	}
 
 	// Every route reaches the broker family's Caller, never the agent,
 	// with the arguments the desktop route forwards.
@@ -117,8 +121,8 @@ func TestTVRoutes(t *testing.T) {
 	}
 }
 
-// The desktop family's own routes and documents are not served under
-// /v1/api/tv.
+// The desktop family's own routes and its AsyncAPI document are not
+// served under /v1/api/tv.
 func TestTVDesktopOnlyRoutesNotFound(t *testing.T) {
 	t.Parallel()
 	f := newFamilies(t, 1000)
@@ -131,7 +135,7 @@ func TestTVDesktopOnlyRoutesNotFound(t *testing.T) {
 		{"GET", "/v1/api/tv/atm-templates", ""},
 		{"GET", "/v1/api/tv/accounts/Demo1/watermarks", ""},
 		{"GET", "/v1/api/tv/market/quote?root=ES", ""},
-		{"GET", "/v1/api/tv/openapi.json", ""},
+		{"GET", "/v1/api/tv/asyncapi.json", ""},
 	} {
 		r := f.env.do(tc.method, tc.path, "tb_api_pro", tc.body)
 		require.Equal(t, http.StatusNotFound, r.Status, "%s %s", tc.method, tc.path)

@@ -186,7 +186,7 @@ func (m *Manager) serveLink(w http.ResponseWriter, r *http.Request, p auth.Princ
 	s.AccessToken, s.MDAccessToken, s.Expires, s.BrokerUserID = sess.AccessToken, sess.MDAccessToken, sess.Expires, sess.BrokerUserID
 	if _, err := m.Link(ctx, p.UserID, b.Env, MethodAPIKey, s); err != nil {
 		m.log.Warn("storing a broker link", zap.String("user", p.UserID), zap.Error(err))
-		writeLinkError(w, err)
+		writeStoreError(w, err)
 		return
 	}
 	m.log.Info("broker login linked", zap.String("user", p.UserID), zap.String("env", b.Env), zap.String("method", MethodAPIKey))
@@ -217,6 +217,19 @@ func writeLinkError(w http.ResponseWriter, err error) {
 		httpapi.WriteError(w, http.StatusServiceUnavailable, httpapi.Error{Code: errcode.BrokerUnavailable,
 			Detail: "the broker could not be reached to check the credentials; nothing was linked"})
 	}
+}
+
+// writeStoreError answers a link the broker accepted but the relay could
+// not store: a refusal of the record's fields as writeLinkError answers
+// it, anything else 503 storage_unavailable.
+func writeStoreError(w http.ResponseWriter, err error) {
+	var ve *ValidationError
+	if errors.As(err, &ve) {
+		writeLinkError(w, err)
+		return
+	}
+	httpapi.WriteError(w, http.StatusServiceUnavailable, httpapi.Error{Code: errcode.StorageUnavailable,
+		Detail: "the link could not be stored; nothing was linked: retry shortly"})
 }
 
 // serveUnlink deletes the user's link and everything its operations
@@ -268,8 +281,8 @@ type Status struct {
 	Env      string     `json:"env,omitempty"`
 	Method   string     `json:"method,omitempty"`
 	LinkedAt *time.Time `json:"linkedAt,omitempty"`
-	// Session is the login's state: ok, connecting, login_failed,
-	// captcha_required, rate_limited, unreachable.
+	// Session is the login's state: ok, connecting, logging_in,
+	// login_failed, captcha_required, rate_limited, unreachable.
 	Session string `json:"session,omitempty"`
 	// TokenExpires is when the login's token expires (it is renewed
 	// before).
@@ -484,7 +497,7 @@ func (m *Manager) serveOAuthCallback(w http.ResponseWriter, r *http.Request) {
 	s := Secrets{AccessToken: sess.AccessToken, MDAccessToken: sess.MDAccessToken, Expires: sess.Expires, BrokerUserID: sess.BrokerUserID, DeviceID: newDeviceID()}
 	if _, err := m.Link(ctx, st.userID, st.env, MethodOAuth, s); err != nil {
 		m.log.Warn("storing an OAuth link", zap.String("user", st.userID), zap.Error(err))
-		writeLinkError(w, err)
+		writeStoreError(w, err)
 		return
 	}
 	m.log.Info("broker login linked", zap.String("user", st.userID), zap.String("env", st.env), zap.String("method", MethodOAuth))

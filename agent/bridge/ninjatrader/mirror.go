@@ -3,9 +3,7 @@ package ninjatrader
 import (
 	"encoding/json"
 	"maps"
-	"math"
 	"slices"
-	"time"
 
 	"go.uber.org/zap"
 
@@ -34,7 +32,7 @@ type accountState struct {
 	execSeen   map[string]bool
 	strategies map[string]protocol.Strategy
 	stratIDs   []string
-	marks      marks
+	marks      bridge.Marks
 }
 
 func newMirror() *mirror {
@@ -145,7 +143,7 @@ func (p *Platform) applySnapshot(snap ntwire.Snapshot) {
 	}
 	for _, rec := range snap.Accounts {
 		a := m.accounts[rec.Name]
-		a.marks.observe(figuresOf(a), now)
+		a.marks.Observe(figuresOf(a), now)
 		if o := old.accounts[rec.Name]; o == nil || o.rec != rec {
 			evs = append(evs, bridge.Event{Kind: bridge.EventAccount, Account: ptr(rec)})
 		}
@@ -203,7 +201,7 @@ func (p *Platform) applyEvent(msg ntwire.Message) (bridge.Event, bool) {
 		}
 		a := m.account(pos.Account)
 		a.setPosition(pos)
-		a.marks.observe(figuresOf(a), now)
+		a.marks.Observe(figuresOf(a), now)
 		return bridge.Event{Kind: bridge.EventPosition, Position: &pos}, true
 	case ntwire.KindAccount:
 		var rec protocol.Account
@@ -212,7 +210,7 @@ func (p *Platform) applyEvent(msg ntwire.Message) (bridge.Event, bool) {
 		}
 		a := m.account(rec.Name)
 		a.rec, a.known = rec, true
-		a.marks.observe(figuresOf(a), now)
+		a.marks.Observe(figuresOf(a), now)
 		return bridge.Event{Kind: bridge.EventAccount, Account: &rec}, true
 	case ntwire.KindConnection:
 		var c protocol.Connection
@@ -248,45 +246,12 @@ func (p *Platform) applyEvent(msg ntwire.Message) (bridge.Event, bool) {
 	return bridge.Event{}, false
 }
 
-// marks are an account's session highs and lows, followed from its
-// values as NinjaTrader reports them.
-type marks struct {
-	session               time.Time // the trading session they belong to
-	pnlHigh, pnlLow       float64
-	netLiqHigh, netLiqLow float64
-	unrealHigh, unrealLow float64
-	started               bool
-}
-
-// figures are the values marks follow.
-type figures struct {
-	realized, unrealized, netLiq, commission float64
-	positions                                int
-}
-
-func (f figures) pnl() float64 { return roundCents(f.realized + f.unrealized) }
-
-func figuresOf(a *accountState) figures {
+// figuresOf returns the account's values that its watermarks follow.
+func figuresOf(a *accountState) bridge.Figures {
 	it := a.rec.Item
-	return figures{realized: it.RealizedProfitLoss, unrealized: it.UnrealizedProfitLoss,
-		netLiq: it.NetLiquidation, commission: it.Commission, positions: len(a.positions)}
+	return bridge.Figures{Realized: it.RealizedProfitLoss, Unrealized: it.UnrealizedProfitLoss,
+		NetLiq: it.NetLiquidation, Commission: it.Commission, Positions: len(a.positions)}
 }
-
-// observe widens the marks to f, starting them afresh in a new session.
-func (k *marks) observe(f figures, now time.Time) {
-	start := protocol.SessionStart(now)
-	pnl := f.pnl()
-	if !k.started || !k.session.Equal(start) {
-		*k = marks{session: start, started: true, pnlHigh: pnl, pnlLow: pnl, netLiqHigh: f.netLiq,
-			netLiqLow: f.netLiq, unrealHigh: f.unrealized, unrealLow: f.unrealized}
-		return
-	}
-	k.pnlHigh, k.pnlLow = max(k.pnlHigh, pnl), min(k.pnlLow, pnl)
-	k.netLiqHigh, k.netLiqLow = max(k.netLiqHigh, f.netLiq), min(k.netLiqLow, f.netLiq)
-	k.unrealHigh, k.unrealLow = max(k.unrealHigh, f.unrealized), min(k.unrealLow, f.unrealized)
-}
-
-func roundCents(x float64) float64 { return math.Round(x*100) / 100 }
 
 func ptr[T any](v T) *T { return &v }
 

@@ -25,7 +25,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"math/rand/v2"
 	"sync"
 	"time"
 
@@ -96,11 +95,8 @@ type Platform struct {
 	log  *zap.Logger
 	feed *bridge.Feed
 
-	closeCtx  context.Context // done once Close is called
-	closeNow  context.CancelFunc
+	run       bridge.RunGuard
 	closeOnce sync.Once
-	runMu     sync.Mutex
-	runDone   chan struct{} // set while Run runs; closed when it returns
 
 	mu          sync.Mutex
 	sess        *session // the ready session, nil while unavailable
@@ -149,10 +145,7 @@ func New(opts Options) (*Platform, error) {
 	if opts.Port < 0 || opts.Port > 65535 {
 		return nil, errors.New("ninjatrader: Options.Port is out of range")
 	}
-	closeCtx, closeNow := context.WithCancel(context.Background())
 	p := &Platform{
-		closeCtx:    closeCtx,
-		closeNow:    closeNow,
 		opts:        opts,
 		log:         opts.Logger,
 		feed:        bridge.NewFeed(opts.EventBuffer),
@@ -168,72 +161,34 @@ func (p *Platform) Kind() string { return Kind }
 // Run keeps the bridge connected to the add-on until ctx ends or the
 // Platform closes: it dials, takes a snapshot, follows events, and after
 // a failure tries again with exponential backoff and full jitter. It
-// returns nil when it stops, and an error if it is already running or the
-// Platform is closed. After it returns it may be run again (by the next
-// agent over the same platform).
+// returns nil when it stops, and an error if it is already running
+// (bridge.ErrRunning) or the Platform is closed (bridge.ErrClosed). After
+// it returns it may be run again (by the next agent over the same
+// platform).
 func (p *Platform) Run(ctx context.Context) error {
-	p.runMu.Lock()
-	switch {
-	case p.closeCtx.Err() != nil:
-		p.runMu.Unlock()
-		return errors.New("ninjatrader: closed")
-	case p.runDone != nil:
-		p.runMu.Unlock()
-		return errors.New("ninjatrader: Run is already running")
+	ctx, end, err := p.run.Begin(ctx)
+	if err != nil {
+		return fmt.Errorf("ninjatrader: %w", err)
 	}
-	done := make(chan struct{})
-	p.runDone = done
-	p.runMu.Unlock()
-	defer func() {
-		p.runMu.Lock()
-		p.runDone = nil
-		p.runMu.Unlock()
-		close(done)
-	}()
+	defer end()
 
 	var wg sync.WaitGroup
 	defer wg.Wait()
-	ctx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	defer context.AfterFunc(p.closeCtx, cancel)()
 
 	if p.opts.ATI != nil {
 		wg.Add(1)
 		go func() { defer wg.Done(); p.forwardATI(ctx) }()
 	}
-	backoff := p.opts.MinBackoff
-	for {
-		healthy := p.runSession(ctx)
-		if ctx.Err() != nil {
-			p.setUnavailable(unavailable(ReasonStopped))
-			return nil
-		}
-		if healthy {
-			backoff = p.opts.MinBackoff
-		}
-		t := time.NewTimer(rand.N(backoff) + time.Millisecond)
-		select {
-		case <-ctx.Done():
-			t.Stop()
-			p.setUnavailable(unavailable(ReasonStopped))
-			return nil
-		case <-t.C:
-		}
-		backoff = min(2*backoff, p.opts.MaxBackoff)
-	}
+	bridge.Reconnect(ctx, bridge.Backoff{Min: p.opts.MinBackoff, Max: p.opts.MaxBackoff}, p.runSession)
+	p.setUnavailable(unavailable(ReasonStopped))
+	return nil
 }
 
 // Close stops Run, waits for it, and ends every event stream. It is
 // idempotent.
 func (p *Platform) Close() error {
 	p.closeOnce.Do(func() {
-		p.runMu.Lock()
-		p.closeNow()
-		done := p.runDone
-		p.runMu.Unlock()
-		if done != nil {
-			<-done
-		}
+		p.run.Close()
 		p.setUnavailable(unavailable(ReasonStopped))
 		p.feed.Close()
 	})

@@ -94,17 +94,7 @@ func (p *Platform) Account(ctx context.Context, name string) (protocol.Account, 
 func (p *Platform) Watermarks(ctx context.Context, account string) (protocol.Watermarks, error) {
 	now := p.opts.Now()
 	return readAccount(ctx, p, account, func(a *accountState) protocol.Watermarks {
-		f := figuresOf(a)
-		a.marks.observe(f, now)
-		k := a.marks
-		return protocol.Watermarks{
-			Account: a.rec.Name,
-			Watermarks: protocol.WatermarkValues{PnlHigh: k.pnlHigh, PnlLow: k.pnlLow,
-				NetLiqHigh: k.netLiqHigh, NetLiqLow: k.netLiqLow, UnrealHigh: k.unrealHigh, UnrealLow: k.unrealLow},
-			Stats: protocol.WatermarkStats{Pnl: f.pnl(), Realized: f.realized, Unrealized: f.unrealized,
-				Total: f.pnl(), NetLiq: f.netLiq, PosCount: f.positions, Commission: f.commission},
-			SessionStart: protocol.FormatTime(k.session),
-		}
+		return a.marks.Watermarks(a.rec.Name, figuresOf(a), now)
 	})
 }
 
@@ -180,7 +170,7 @@ func terminal(state string) bool {
 // usable refuses a call whose ctx has ended, and every call once the
 // Platform is closed.
 func (p *Platform) usable(ctx context.Context) error {
-	if p.closeCtx.Err() != nil {
+	if p.run.Closed() {
 		return unavailable(ReasonStopped)
 	}
 	return ctx.Err()

@@ -14,7 +14,7 @@ import (
 // user socket and the barrier that waits for them. The pacer is opened
 // wide so that the benchmark measures the path, not the budget.
 func BenchmarkSubmitOrder(b *testing.B) {
-	pr := pair(b, tvtest.PairOptions{Session: func(o *tradovate.SessionOptions) { o.Rate, o.Burst = 1e9, 1<<30 }})
+	pr := pair(b, tvtest.PairOptions{Session: func(o *tradovate.SessionOptions) { o.Rate, o.Burst, o.PerHour = 1e9, 1<<30, 1<<40 }})
 	actions := [2]string{protocol.ActionBuy, protocol.ActionSell}
 	i := 0
 	for b.Loop() {

@@ -3,7 +3,6 @@ package tradovate
 import (
 	"context"
 	"encoding/json"
-	"math/rand/v2"
 	"net/http"
 	"time"
 
@@ -88,7 +87,7 @@ const mdJanitor = 30 * time.Second
 func (p *Platform) runMD(ctx context.Context) {
 	tick := time.NewTicker(mdJanitor)
 	defer tick.Stop()
-	backoff := p.opts.MinBackoff
+	backoff := bridge.Backoff{Min: p.opts.MinBackoff, Max: p.opts.MaxBackoff}
 	wait := func() bool {
 		select {
 		case <-ctx.Done():
@@ -110,13 +109,12 @@ func (p *Platform) runMD(ctx context.Context) {
 		}
 		sock, err := p.dialMD(ctx)
 		if err != nil {
-			if !sleepCtx(ctx, rand.N(backoff)+time.Millisecond) {
+			if !backoff.Wait(ctx) {
 				return
 			}
-			backoff = min(2*backoff, p.opts.MaxBackoff)
 			continue
 		}
-		backoff = p.opts.MinBackoff
+		backoff.Reset()
 		p.mu.Lock()
 		p.md.sock = sock
 		p.md.subscribed = make(map[int64]string)

@@ -43,7 +43,7 @@ type accountState struct {
 	rec       tvwire.Account
 	pub       protocol.Account
 	published bool
-	marks     marks
+	marks     bridge.Marks
 }
 
 // orderState is one order of the mirror: the order entity and its latest
@@ -474,7 +474,7 @@ func (p *Platform) refreshPositionLocked(k posKey) []bridge.Event {
 		m.pubPositions[k] = rec
 	}
 	if a := m.accounts[k.account]; a != nil {
-		a.marks.observe(p.figuresLocked(a), p.opts.Now())
+		a.marks.Observe(p.figuresLocked(a).Figures, p.opts.Now())
 	}
 	return []bridge.Event{{Kind: bridge.EventPosition, Position: &rec}}
 }
@@ -486,7 +486,7 @@ func (p *Platform) refreshAccountLocked(id int64) []bridge.Event {
 		return nil
 	}
 	rec := p.accountRecordLocked(a)
-	a.marks.observe(p.figuresLocked(a), p.opts.Now())
+	a.marks.Observe(p.figuresLocked(a).Figures, p.opts.Now())
 	if a.published && a.pub == rec {
 		return nil
 	}
@@ -718,20 +718,19 @@ func (p *Platform) accountRecordLocked(a *accountState) protocol.Account {
 		rec.Status = "Inactive"
 	}
 	rec.Item = protocol.AccountItem{
-		CashValue: f.cash, NetLiquidation: f.netLiq, RealizedProfitLoss: f.realized,
-		UnrealizedProfitLoss: f.unrealized, GrossRealizedProfitLoss: roundCents(f.realized + f.commission),
-		Commission: f.commission, BuyingPower: f.netLiq, WeeklyProfitLoss: f.week,
+		CashValue: f.cash, NetLiquidation: f.NetLiq, RealizedProfitLoss: f.Realized,
+		UnrealizedProfitLoss: f.Unrealized, GrossRealizedProfitLoss: roundCents(f.Realized + f.Commission),
+		Commission: f.Commission, BuyingPower: f.NetLiq, WeeklyProfitLoss: f.week,
 	}
 	return rec
 }
 
-// figures are an account's values, which its watermarks follow.
+// figures are an account's values: those its watermarks follow, and its
+// cash and the week's realized P&L.
 type figures struct {
-	cash, realized, unrealized, netLiq, commission, week float64
-	positions                                            int
+	bridge.Figures
+	cash, week float64
 }
-
-func (f figures) pnl() float64 { return roundCents(f.realized + f.unrealized) }
 
 // figuresLocked computes an account's values now.
 func (p *Platform) figuresLocked(a *accountState) figures {
@@ -742,7 +741,7 @@ func (p *Platform) figuresLocked(a *accountState) figures {
 	if ok {
 		f.cash, f.week = roundCents(cb.Amount), roundCents(cb.WeekRealizedPnL)
 		if cb.TradeDate == (tvwire.TradeDate{}) || cb.TradeDate == tradeDateOf(now) {
-			f.realized = roundCents(cb.RealizedPnL)
+			f.Realized = roundCents(cb.RealizedPnL)
 		}
 	}
 	start := protocol.SessionStart(now).UnixMilli()
@@ -754,20 +753,20 @@ func (p *Platform) figuresLocked(a *accountState) figures {
 		if t, ok := tvwire.ParseTime(fill.Timestamp); ok && t.UnixMilli() < start {
 			continue
 		}
-		f.commission += m.fees[id].Total()
+		f.Commission += m.fees[id].Total()
 	}
-	f.commission = roundCents(f.commission)
+	f.Commission = roundCents(f.Commission)
 	for k := range m.positions {
 		if k.account != a.rec.ID {
 			continue
 		}
 		if rec, ok := p.positionRecordLocked(k); ok && rec.Quantity != 0 {
-			f.unrealized += rec.UnrealizedProfitLoss
-			f.positions++
+			f.Unrealized += rec.UnrealizedProfitLoss
+			f.Positions++
 		}
 	}
-	f.unrealized = roundCents(f.unrealized)
-	f.netLiq = roundCents(f.cash + f.unrealized)
+	f.Unrealized = roundCents(f.Unrealized)
+	f.NetLiq = roundCents(f.cash + f.Unrealized)
 	return f
 }
 
@@ -775,30 +774,6 @@ func (p *Platform) figuresLocked(a *accountState) figures {
 func tradeDateOf(now time.Time) tvwire.TradeDate {
 	d := futures.SessionFrom(now).Day
 	return tvwire.TradeDate{Year: d.Year(), Month: int(d.Month()), Day: d.Day()}
-}
-
-// marks are an account's session highs and lows, followed from its
-// values as the platform sees them change.
-type marks struct {
-	session               time.Time
-	pnlHigh, pnlLow       float64
-	netLiqHigh, netLiqLow float64
-	unrealHigh, unrealLow float64
-	started               bool
-}
-
-// observe widens the marks to f, starting them afresh in a new session.
-func (k *marks) observe(f figures, now time.Time) {
-	start := protocol.SessionStart(now)
-	pnl := f.pnl()
-	if !k.started || !k.session.Equal(start) {
-		*k = marks{session: start, started: true, pnlHigh: pnl, pnlLow: pnl, netLiqHigh: f.netLiq,
-			netLiqLow: f.netLiq, unrealHigh: f.unrealized, unrealLow: f.unrealized}
-		return
-	}
-	k.pnlHigh, k.pnlLow = max(k.pnlHigh, pnl), min(k.pnlLow, pnl)
-	k.netLiqHigh, k.netLiqLow = max(k.netLiqHigh, f.netLiq), min(k.netLiqLow, f.netLiq)
-	k.unrealHigh, k.unrealLow = max(k.unrealHigh, f.unrealized), min(k.unrealLow, f.unrealized)
 }
 
 func roundCents(x float64) float64 { return math.Round(x*100) / 100 }

@@ -24,7 +24,7 @@ package tradovate
 import (
 	"context"
 	"errors"
-	"math/rand/v2"
+	"fmt"
 	"net/http"
 	"slices"
 	"sync"
@@ -115,11 +115,8 @@ type Platform struct {
 	ids       *orderIDs
 	connName  string
 
-	closeCtx  context.Context
-	closeNow  context.CancelFunc
+	run       bridge.RunGuard
 	closeOnce sync.Once
-	runMu     sync.Mutex
-	runDone   chan struct{}
 
 	applied   atomic.Uint64 // props events
 	mdApplied atomic.Uint64 // md events
@@ -171,7 +168,6 @@ func New(opts Options) (*Platform, error) {
 	if err != nil {
 		return nil, err
 	}
-	closeCtx, closeNow := context.WithCancel(context.Background())
 	p := &Platform{
 		opts:        opts,
 		log:         log,
@@ -180,8 +176,6 @@ func New(opts Options) (*Platform, error) {
 		contracts:   newContracts(opts.Session, opts.Now),
 		ids:         ids,
 		connName:    "Tradovate " + string(opts.Session.Env()),
-		closeCtx:    closeCtx,
-		closeNow:    closeNow,
 		unavailable: platformUnavailable(CodeNotStarted),
 		changed:     make(chan struct{}),
 		failed:      make(map[string]bool),
@@ -262,63 +256,23 @@ func (p *Platform) Status() PlatformStatus {
 // failure tries again with exponential backoff and full jitter (resyncing
 // and publishing what changed meanwhile). It keeps the market-data socket
 // while anything is subscribed. It returns nil when it stops, and an
-// error if it is already running or the Platform is closed.
+// error if it is already running (bridge.ErrRunning) or the Platform is
+// closed (bridge.ErrClosed).
 func (p *Platform) Run(ctx context.Context) error {
-	p.runMu.Lock()
-	switch {
-	case p.closeCtx.Err() != nil:
-		p.runMu.Unlock()
-		return errors.New("tradovate: closed")
-	case p.runDone != nil:
-		p.runMu.Unlock()
-		return errors.New("tradovate: Run is already running")
+	ctx, end, err := p.run.Begin(ctx)
+	if err != nil {
+		return fmt.Errorf("tradovate: %w", err)
 	}
-	done := make(chan struct{})
-	p.runDone = done
-	p.runMu.Unlock()
-	defer func() {
-		p.runMu.Lock()
-		p.runDone = nil
-		p.runMu.Unlock()
-		close(done)
-	}()
-	ctx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	defer context.AfterFunc(p.closeCtx, cancel)()
+	defer end()
 
 	var wg sync.WaitGroup
 	defer wg.Wait()
 	wg.Add(1)
 	go func() { defer wg.Done(); p.runMD(ctx) }()
 
-	backoff := p.opts.MinBackoff
-	for {
-		healthy := p.runUser(ctx)
-		if ctx.Err() != nil {
-			p.setDown(platformUnavailable(CodeStopped))
-			return nil
-		}
-		if healthy {
-			backoff = p.opts.MinBackoff
-		}
-		if !sleepCtx(ctx, rand.N(backoff)+time.Millisecond) {
-			p.setDown(platformUnavailable(CodeStopped))
-			return nil
-		}
-		backoff = min(2*backoff, p.opts.MaxBackoff)
-	}
-}
-
-// sleepCtx waits d; false when ctx ended first.
-func sleepCtx(ctx context.Context, d time.Duration) bool {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return false
-	case <-t.C:
-		return true
-	}
+	bridge.Reconnect(ctx, bridge.Backoff{Min: p.opts.MinBackoff, Max: p.opts.MaxBackoff}, p.runUser)
+	p.setDown(platformUnavailable(CodeStopped))
+	return nil
 }
 
 // runUser serves one user-data socket: dial, authorize, sync, follow. It
@@ -467,7 +421,7 @@ func (p *Platform) waitFor(ctx context.Context, d time.Duration, cond func() boo
 			return false
 		case <-ctx.Done():
 			return false
-		case <-p.closeCtx.Done():
+		case <-p.run.Done():
 			return false
 		}
 	}
@@ -477,13 +431,7 @@ func (p *Platform) waitFor(ctx context.Context, d time.Duration, cond func() boo
 // close the Session. It is idempotent.
 func (p *Platform) Close() error {
 	p.closeOnce.Do(func() {
-		p.runMu.Lock()
-		p.closeNow()
-		done := p.runDone
-		p.runMu.Unlock()
-		if done != nil {
-			<-done
-		}
+		p.run.Close()
 		p.setDown(platformUnavailable(CodeStopped))
 		p.feed.Close()
 	})
@@ -493,7 +441,7 @@ func (p *Platform) Close() error {
 // usable refuses a call whose ctx has ended, and every call once the
 // Platform is closed.
 func (p *Platform) usable(ctx context.Context) error {
-	if p.closeCtx.Err() != nil {
+	if p.run.Closed() {
 		return platformUnavailable(CodeStopped)
 	}
 	return ctx.Err()

@@ -86,17 +86,7 @@ func (p *Platform) Account(ctx context.Context, name string) (protocol.Account, 
 func (p *Platform) Watermarks(ctx context.Context, account string) (protocol.Watermarks, error) {
 	now := p.opts.Now()
 	return readAccount(ctx, p, account, func(_ *mirror, a *accountState) protocol.Watermarks {
-		f := p.figuresLocked(a)
-		a.marks.observe(f, now)
-		k := a.marks
-		return protocol.Watermarks{
-			Account: a.rec.Name,
-			Watermarks: protocol.WatermarkValues{PnlHigh: k.pnlHigh, PnlLow: k.pnlLow,
-				NetLiqHigh: k.netLiqHigh, NetLiqLow: k.netLiqLow, UnrealHigh: k.unrealHigh, UnrealLow: k.unrealLow},
-			Stats: protocol.WatermarkStats{Pnl: f.pnl(), Realized: f.realized, Unrealized: f.unrealized,
-				Total: f.pnl(), NetLiq: f.netLiq, PosCount: f.positions, Commission: f.commission},
-			SessionStart: protocol.FormatTime(k.session),
-		}
+		return a.marks.Watermarks(a.rec.Name, p.figuresLocked(a).Figures, now)
 	})
 }
 

@@ -154,17 +154,16 @@ type Session struct {
 
 	loginMu sync.Mutex // one login at a time
 
-	mu      sync.Mutex
-	token   Token
-	state   string
-	until   time.Time // end of the rate limit
-	sticky  error     // why no login will be tried again (captcha, refused)
-	kick    chan struct{}
-	closed  bool
-	stop    chan struct{}
-	runDone chan struct{}
-	logins  int
-	renews  int
+	mu     sync.Mutex
+	token  Token
+	state  string
+	until  time.Time // end of the rate limit
+	sticky error     // why no login will be tried again (captcha, refused)
+	kick   chan struct{}
+	logins int
+	renews int
+
+	run bridge.RunGuard // Run's books; its Done is closed by Close
 }
 
 // NewSession returns a Session; nothing is sent until a call needs the
@@ -214,7 +213,6 @@ func NewSession(opts SessionOptions) (*Session, error) {
 		token: opts.Token,
 		state: StateOK,
 		kick:  make(chan struct{}, 1),
-		stop:  make(chan struct{}),
 	}
 	if !s.token.validAt(opts.Now()) {
 		s.token = Token{}
@@ -277,7 +275,7 @@ func (s *Session) setState(state string) {
 func (s *Session) refusal() error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.closed {
+	if s.run.Closed() {
 		return unavailable(CodeBrokerUnreachable)
 	}
 	if s.state == StateRateLimited {
@@ -302,16 +300,25 @@ func (s *Session) rateLimited() error {
 // Token returns a valid token, logging in when there is none (and the
 // session can).
 func (s *Session) Token(ctx context.Context) (Token, error) {
+	if tok, ok, err := s.validToken(); ok || err != nil {
+		return tok, err
+	}
+	return s.login(ctx)
+}
+
+// validToken returns the session's token and true when it is valid now,
+// or why no request may be sent (refusal).
+func (s *Session) validToken() (Token, bool, error) {
 	if err := s.refusal(); err != nil {
-		return Token{}, err
+		return Token{}, false, err
 	}
 	s.mu.Lock()
 	tok := s.token
 	s.mu.Unlock()
-	if tok.validAt(s.opts.Now()) {
-		return tok, nil
+	if !tok.validAt(s.opts.Now()) {
+		return Token{}, false, nil
 	}
-	return s.login(ctx)
+	return tok, true, nil
 }
 
 // dropToken forgets a token the broker refused, unless it was already
@@ -379,14 +386,8 @@ func loginError(text string) *LoginError {
 func (s *Session) login(ctx context.Context) (Token, error) {
 	s.loginMu.Lock()
 	defer s.loginMu.Unlock()
-	if err := s.refusal(); err != nil {
-		return Token{}, err
-	}
-	s.mu.Lock()
-	tok := s.token
-	s.mu.Unlock()
-	if tok.validAt(s.opts.Now()) {
-		return tok, nil
+	if tok, ok, err := s.validToken(); ok || err != nil {
+		return tok, err
 	}
 	if s.opts.Credentials == nil {
 		s.mu.Lock()
@@ -421,7 +422,7 @@ func (s *Session) login(ctx context.Context) (Token, error) {
 			case <-ctx.Done():
 				s.setState(StateUnreachable)
 				return Token{}, ctx.Err()
-			case <-s.stop:
+			case <-s.run.Done():
 				return Token{}, unavailable(CodeBrokerUnreachable)
 			case <-s.opts.After(wait):
 			}
@@ -541,37 +542,14 @@ func (s *Session) renew(ctx context.Context) error {
 // in when there is no token (and it can), and renews the token
 // RenewBefore its expiry. A renewal the broker refuses leads to a new
 // login when the session has credentials. It returns nil when it stops,
-// and an error when it is already running.
+// and an error when it is already running (bridge.ErrRunning) or the
+// session is closed (bridge.ErrClosed).
 func (s *Session) Run(ctx context.Context) error {
-	s.mu.Lock()
-	if s.closed {
-		s.mu.Unlock()
-		return errors.New("tradovate: session closed")
+	ctx, end, err := s.run.Begin(ctx)
+	if err != nil {
+		return fmt.Errorf("tradovate: session: %w", err)
 	}
-	if s.runDone != nil {
-		s.mu.Unlock()
-		return errors.New("tradovate: session already running")
-	}
-	done := make(chan struct{})
-	s.runDone = done
-	s.mu.Unlock()
-	defer func() {
-		s.mu.Lock()
-		s.runDone = nil
-		s.mu.Unlock()
-		close(done)
-	}()
-	ctx, cancel := context.WithCancel(ctx)
-	watcher := make(chan struct{})
-	go func() {
-		defer close(watcher)
-		select {
-		case <-s.stop:
-			cancel()
-		case <-ctx.Done():
-		}
-	}()
-	defer func() { cancel(); <-watcher }()
+	defer end()
 	backoff := time.Second
 	for {
 		wait, failed := s.step(ctx)
@@ -629,18 +607,7 @@ func (s *Session) step(ctx context.Context) (time.Duration, bool) {
 
 // Close stops Run and refuses later calls. It is idempotent.
 func (s *Session) Close() error {
-	s.mu.Lock()
-	if s.closed {
-		s.mu.Unlock()
-		return nil
-	}
-	s.closed = true
-	close(s.stop)
-	done := s.runDone
-	s.mu.Unlock()
-	if done != nil {
-		<-done
-	}
+	s.run.Close()
 	return nil
 }
 
@@ -705,7 +672,7 @@ func (s *Session) sendWith(ctx context.Context, token, method, path, query strin
 	if err := s.refusal(); err != nil {
 		return err
 	}
-	if err := s.pacer.wait(ctx, s.stop); err != nil {
+	if err := s.pacer.wait(ctx, s.run.Done()); err != nil {
 		return err
 	}
 	if err := s.refusal(); err != nil { // a 429 may have come meanwhile

@@ -107,11 +107,44 @@ func (s *Server) inLoop(w http.ResponseWriter, f func()) bool {
 	return ok
 }
 
-func (s *Server) accountList(w http.ResponseWriter, _ *http.Request) {
-	var out []accountEntity
-	if s.inLoop(w, func() { out = s.accountEntities() }) {
+// answer runs f in the loop (inLoop) and answers what it found: out,
+// notFound when found is false, or a failure of the simulator (internal)
+// when err is set.
+func answer[T any](s *Server, w http.ResponseWriter, f func() (out T, found bool, err error)) {
+	var (
+		out   T
+		found bool
+		err   error
+	)
+	if !s.inLoop(w, func() { out, found, err = f() }) {
+		return
+	}
+	switch {
+	case !found:
+		notFound(w)
+	case err != nil:
+		s.internal(w, err)
+	default:
 		writeJSON(w, http.StatusOK, out)
 	}
+}
+
+// listed is the answer of a list for answer: it always finds one.
+func listed[T any](out T, err error) (T, bool, error) { return out, true, err }
+
+// queryID reads the query's id; when it is not a number it answers 400
+// and reports false.
+func queryID(w http.ResponseWriter, r *http.Request) (int64, bool) {
+	id, err := strconv.ParseInt(r.URL.Query().Get("id"), 10, 64)
+	if err != nil {
+		writeJSON(w, http.StatusBadRequest, errorBody{ErrorText: "id must be a number."})
+		return 0, false
+	}
+	return id, true
+}
+
+func (s *Server) accountList(w http.ResponseWriter, _ *http.Request) {
+	answer(s, w, func() ([]accountEntity, bool, error) { return listed(s.accountEntities(), nil) })
 }
 
 func (s *Server) accountEntities() []accountEntity {
@@ -127,23 +160,17 @@ func (s *Server) cashSnapshot(w http.ResponseWriter, r *http.Request) {
 	if !readJSON(w, r, &req) {
 		return
 	}
-	var (
-		out   snapshotEntity
-		found bool
-		err   error
-	)
-	if !s.inLoop(w, func() {
+	answer(s, w, func() (snapshotEntity, bool, error) {
 		a := s.st.acctByID[req.AccountID]
 		if a == nil {
-			return
+			return snapshotEntity{}, false, nil
 		}
-		found = true
-		var rec protocol.Account
-		if rec, err = s.market.Account(s.ctx, a.name); err != nil {
-			return
+		rec, err := s.market.Account(s.ctx, a.name)
+		if err != nil {
+			return snapshotEntity{}, true, err
 		}
 		it := rec.Item
-		out = snapshotEntity{
+		return snapshotEntity{
 			TotalCashValue:    it.CashValue,
 			TotalPnL:          roundCents(it.RealizedProfitLoss + it.UnrealizedProfitLoss),
 			InitialMargin:     it.InitialMargin,
@@ -152,31 +179,25 @@ func (s *Server) cashSnapshot(w http.ResponseWriter, r *http.Request) {
 			OpenPnL:           it.UnrealizedProfitLoss,
 			RealizedPnL:       it.RealizedProfitLoss,
 			WeekRealizedPnL:   it.WeeklyProfitLoss,
-		}
-	}) {
-		return
-	}
-	switch {
-	case !found:
-		notFound(w)
-	case err != nil:
-		s.internal(w, err)
-	default:
-		writeJSON(w, http.StatusOK, out)
-	}
+		}, true, nil
+	})
 }
 
 // internal answers a failure of the simulator.
 func (s *Server) internal(w http.ResponseWriter, err error) {
+	var rep orderReply
+	s.internalReply(&rep, err)
+	rep.write(w)
+}
+
+// internalReply makes rep the answer to a failure of the simulator.
+func (s *Server) internalReply(rep *orderReply, err error) {
 	s.log.Warn("simulator call failed", zap.Error(err))
-	writeJSON(w, http.StatusInternalServerError, errorBody{ErrorText: "The server failed."})
+	rep.status, rep.body = http.StatusInternalServerError, errorBody{ErrorText: "The server failed."}
 }
 
 func (s *Server) positionList(w http.ResponseWriter, _ *http.Request) {
-	var out []positionEntity
-	if s.inLoop(w, func() { out = s.positionEntities() }) {
-		writeJSON(w, http.StatusOK, out)
-	}
+	answer(s, w, func() ([]positionEntity, bool, error) { return listed(s.positionEntities(), nil) })
 }
 
 // positionEntities lists every position row, flat ones included.
@@ -212,48 +233,24 @@ func (s *Server) sessionOrders() ([]*orderState, error) {
 }
 
 func (s *Server) orderList(w http.ResponseWriter, _ *http.Request) {
-	var (
-		out []tvwire.Order
-		err error
-	)
-	if !s.inLoop(w, func() {
-		var os []*orderState
-		if os, err = s.sessionOrders(); err == nil {
-			out = orderEntities(os)
-		}
-	}) {
-		return
-	}
-	if err != nil {
-		s.internal(w, err)
-		return
-	}
-	writeJSON(w, http.StatusOK, out)
+	answer(s, w, func() ([]tvwire.Order, bool, error) {
+		os, err := s.sessionOrders()
+		return listed(orderEntities(os), err)
+	})
 }
 
 // orderItem answers GET /order/item?id=N: one order the fake knows.
 func (s *Server) orderItem(w http.ResponseWriter, r *http.Request) {
-	id, err := strconv.ParseInt(r.URL.Query().Get("id"), 10, 64)
-	if err != nil {
-		writeJSON(w, http.StatusBadRequest, errorBody{ErrorText: "id must be a number."})
+	id, ok := queryID(w, r)
+	if !ok {
 		return
 	}
-	var (
-		out   tvwire.Order
-		found bool
-	)
-	if !s.inLoop(w, func() {
+	answer(s, w, func() (tvwire.Order, bool, error) {
 		if o := s.st.orderByID[id]; o != nil && len(o.versions) > 0 {
-			out, found = o.entity(), true
+			return o.entity(), true, nil
 		}
-	}) {
-		return
-	}
-	if !found {
-		notFound(w)
-		return
-	}
-	writeJSON(w, http.StatusOK, out)
+		return tvwire.Order{}, false, nil
+	})
 }
 
 func orderEntities(os []*orderState) []tvwire.Order {
@@ -275,23 +272,10 @@ func versionEntities(os []*orderState) []tvwire.OrderVersion {
 }
 
 func (s *Server) orderVersionList(w http.ResponseWriter, _ *http.Request) {
-	var (
-		out []tvwire.OrderVersion
-		err error
-	)
-	if !s.inLoop(w, func() {
-		var os []*orderState
-		if os, err = s.sessionOrders(); err == nil {
-			out = versionEntities(os)
-		}
-	}) {
-		return
-	}
-	if err != nil {
-		s.internal(w, err)
-		return
-	}
-	writeJSON(w, http.StatusOK, out)
+	answer(s, w, func() ([]tvwire.OrderVersion, bool, error) {
+		os, err := s.sessionOrders()
+		return listed(versionEntities(os), err)
+	})
 }
 
 // sessionFills lists the fills of the simulator's current session, every
@@ -324,62 +308,29 @@ func (s *Server) sessionFillsAndFees() ([]fillEntity, []tvwire.FillFee, error) {
 }
 
 func (s *Server) fillList(w http.ResponseWriter, _ *http.Request) {
-	var (
-		out []fillEntity
-		err error
-	)
-	if !s.inLoop(w, func() { out, err = s.sessionFills() }) {
-		return
-	}
-	if err != nil {
-		s.internal(w, err)
-		return
-	}
-	writeJSON(w, http.StatusOK, out)
+	answer(s, w, func() ([]fillEntity, bool, error) { return listed(s.sessionFills()) })
 }
 
 func (s *Server) contractItem(w http.ResponseWriter, r *http.Request) {
-	id, err := strconv.ParseInt(r.URL.Query().Get("id"), 10, 64)
-	if err != nil {
-		writeJSON(w, http.StatusBadRequest, errorBody{ErrorText: "id must be a number."})
+	id, ok := queryID(w, r)
+	if !ok {
 		return
 	}
-	var (
-		out   contractEntity
-		found bool
-	)
-	if !s.inLoop(w, func() {
-		if c := s.st.contractByID[id]; c != nil {
-			out, found = c.entity(s.st.started), true
-		}
-	}) {
-		return
-	}
-	if !found {
-		notFound(w)
-		return
-	}
-	writeJSON(w, http.StatusOK, out)
+	answer(s, w, func() (contractEntity, bool, error) { return s.contractAnswer(s.st.contractByID[id]) })
 }
 
 func (s *Server) contractFind(w http.ResponseWriter, r *http.Request) {
 	name := r.URL.Query().Get("name")
-	var (
-		out   contractEntity
-		found bool
-	)
-	if !s.inLoop(w, func() {
-		if c := s.findContract(name); c != nil {
-			out, found = c.entity(s.st.started), true
-		}
-	}) {
-		return
+	answer(s, w, func() (contractEntity, bool, error) { return s.contractAnswer(s.findContract(name)) })
+}
+
+// contractAnswer is the answer of a read of c, which is nil when the
+// fake does not know it. It runs in the loop.
+func (s *Server) contractAnswer(c *contractState) (contractEntity, bool, error) {
+	if c == nil {
+		return contractEntity{}, false, nil
 	}
-	if !found {
-		notFound(w)
-		return
-	}
-	writeJSON(w, http.StatusOK, out)
+	return c.entity(s.st.started), true, nil
 }
 
 // findContract returns the contract of a broker symbol ("ESZ6"): a root the
@@ -571,17 +522,23 @@ func (s *Server) submit(o *orderState, qty int, t orderTerms, text, oco string) 
 	return nil
 }
 
-// placeOrder answers POST /order/placeorder.
-func (s *Server) placeOrder(w http.ResponseWriter, r *http.Request) {
-	var req tvwire.PlaceOrderRequest
+// orderCall answers an order request: it decodes the body into a T (or
+// answers 400), runs f in the loop (inLoop) to fill the reply, and
+// writes the reply.
+func orderCall[T any](s *Server, w http.ResponseWriter, r *http.Request, f func(*orderReply, T)) {
+	var req T
 	if !readJSON(w, r, &req) {
 		return
 	}
 	var rep orderReply
-	if !s.inLoop(w, func() { s.placeOrderLocked(&rep, req) }) {
-		return
+	if s.inLoop(w, func() { f(&rep, req) }) {
+		rep.write(w)
 	}
-	rep.write(w)
+}
+
+// placeOrder answers POST /order/placeorder.
+func (s *Server) placeOrder(w http.ResponseWriter, r *http.Request) {
+	orderCall(s, w, r, s.placeOrderLocked)
 }
 
 func (s *Server) placeOrderLocked(rep *orderReply, req tvwire.PlaceOrderRequest) {
@@ -607,8 +564,7 @@ func (s *Server) refused(rep *orderReply, err error) {
 		rep.fail(f)
 		return
 	}
-	s.log.Warn("simulator call failed", zap.Error(err))
-	rep.status, rep.body = http.StatusInternalServerError, errorBody{ErrorText: "The server failed."}
+	s.internalReply(rep, err)
 }
 
 // checkPlacement validates the common part of a placement: the account,
@@ -649,15 +605,7 @@ func (s *Server) checkPlacement(rep *orderReply, req tvwire.PlaceOrderRequest) (
 // the other. When the other order is refused, the first is cancelled and
 // the refusal answered.
 func (s *Server) placeOCO(w http.ResponseWriter, r *http.Request) {
-	var req tvwire.PlaceOCORequest
-	if !readJSON(w, r, &req) {
-		return
-	}
-	var rep orderReply
-	if !s.inLoop(w, func() { s.placeOCOLocked(&rep, req) }) {
-		return
-	}
-	rep.write(w)
+	orderCall(s, w, r, s.placeOCOLocked)
 }
 
 func (s *Server) placeOCOLocked(rep *orderReply, req tvwire.PlaceOCORequest) {
@@ -735,32 +683,23 @@ func (s *Server) commandRefused(rep *orderReply, err error) {
 		commandFail(rep, f)
 		return
 	}
-	s.log.Warn("simulator call failed", zap.Error(err))
-	rep.status, rep.body = http.StatusInternalServerError, errorBody{ErrorText: "The server failed."}
+	s.internalReply(rep, err)
 }
 
 // cancelOrder answers POST /order/cancelorder.
 func (s *Server) cancelOrder(w http.ResponseWriter, r *http.Request) {
-	var req tvwire.CancelOrderRequest
-	if !readJSON(w, r, &req) {
-		return
-	}
-	var rep orderReply
-	if !s.inLoop(w, func() {
+	orderCall(s, w, r, func(rep *orderReply, req tvwire.CancelOrderRequest) {
 		o := s.st.orderByID[req.OrderID]
 		if o == nil {
 			rep.missing()
 			return
 		}
 		if _, err := s.market.CancelOrder(s.ctx, o.acct.name, o.simID); err != nil {
-			s.commandRefused(&rep, err)
+			s.commandRefused(rep, err)
 			return
 		}
-		s.commandReply(&rep)
-	}) {
-		return
-	}
-	rep.write(w)
+		s.commandReply(rep)
+	})
 }
 
 // modifyOrder answers POST /order/modifyorder: the order's new quantity
@@ -842,15 +781,7 @@ func (s *Server) modifyTrailingLocked(rep *orderReply, o *orderState, req tvwire
 // with a market order, whose id is answered. With no position, the
 // answer has no orderId.
 func (s *Server) liquidatePosition(w http.ResponseWriter, r *http.Request) {
-	var req tvwire.LiquidatePositionRequest
-	if !readJSON(w, r, &req) {
-		return
-	}
-	var rep orderReply
-	if !s.inLoop(w, func() { s.liquidateLocked(&rep, req) }) {
-		return
-	}
-	rep.write(w)
+	orderCall(s, w, r, s.liquidateLocked)
 }
 
 func (s *Server) liquidateLocked(rep *orderReply, req tvwire.LiquidatePositionRequest) {
