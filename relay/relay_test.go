@@ -163,14 +163,6 @@ type runningAgent struct {
 // trading API's tests once so).
 var platformUnderTest = cmp.Or(os.Getenv("TRADEBRIDGE_TEST_PLATFORM"), "sim")
 
-// settle waits until the agent's platform has seen every change made to
-// the simulator directly (a no-op on the simulator itself).
-func (ra *runningAgent) settle(t testing.TB) {
-	if ra.pair != nil {
-		ra.pair.Settle(t)
-	}
-}
-
 func (s *system) startAgent(user string) *runningAgent {
 	s.t.Helper()
 	return s.startAgentWith(user, nil)

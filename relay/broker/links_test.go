@@ -439,7 +439,7 @@ func TestSecretsAreRedacted(t *testing.T) {
 	b, err := json.Marshal(link)
 	require.NoError(t, err)
 	for _, out := range []string{
-		fmt.Sprintf("%v", s), fmt.Sprintf("%+v", s), fmt.Sprintf("%#v", s), fmt.Sprintf("%s", s),
+		fmt.Sprintf("%v", s), fmt.Sprintf("%+v", s), fmt.Sprintf("%#v", s), s.String(),
 		fmt.Sprintf("%v", link), fmt.Sprintf("%+v", link), fmt.Sprintf("%#v", link), string(b),
 	} {
 		for _, secret := range []string{"pw-hunter2", "sec-f00dfeed", "acc-secret"} {

@@ -484,9 +484,7 @@ func negotiate(r *http.Request) (int, bool) {
 func websocketSubprotocols(r *http.Request) []string {
 	var out []string
 	for _, h := range r.Header.Values("Sec-WebSocket-Protocol") {
-		for _, s := range splitComma(h) {
-			out = append(out, s)
-		}
+		out = append(out, splitComma(h)...)
 	}
 	return out
 }
