@@ -115,6 +115,7 @@ func TestBrokerFamilyEndToEnd(t *testing.T) {
 	r = s.link(tok)
 	require.Equal(t, http.StatusBadRequest, r.Status, string(r.raw))
 	require.Equal(t, errcode.BrokerLoginFailed, r.Error)
+	require.Contains(t, r.Detail, "Tradovate refused", "the detail says what the broker refused, in a fixed sentence")
 	require.NotContains(t, string(r.raw), tvfake.DefaultPassword)
 	r = s.tv(http.MethodGet, "status", tok, "")
 	require.Equal(t, http.StatusOK, r.Status, string(r.raw))

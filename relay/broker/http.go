@@ -17,6 +17,7 @@ import (
 
 	"tradebridge/relay/admit"
 	"tradebridge/relay/auth"
+	"tradebridge/relay/broker/tradovate"
 	"tradebridge/relay/errcode"
 	"tradebridge/relay/httpapi"
 )
@@ -209,8 +210,12 @@ func writeLinkError(w http.ResponseWriter, err error) {
 		}
 		httpapi.WriteError(w, http.StatusBadRequest, httpapi.Error{Code: errcode.MissingRequiredFields, Detail: "required fields are missing or empty", Fields: fields})
 	case errors.Is(err, ErrLoginRefused):
+		detail := "the broker refused the credentials"
+		if le := (*tradovate.LoginError)(nil); errors.As(err, &le) {
+			detail = le.Reason // a fixed sentence naming what was refused
+		}
 		httpapi.WriteError(w, http.StatusBadRequest, httpapi.Error{Code: errcode.BrokerLoginFailed,
-			Detail: "the broker refused the credentials; nothing was linked"})
+			Detail: detail + "; nothing was linked"})
 	case errors.As(err, &he):
 		httpapi.WriteError(w, he.Status, *he)
 	default:
