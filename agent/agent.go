@@ -213,7 +213,8 @@ func (a *Agent) Run(ctx context.Context) error {
 // account events are not forwarded: nothing in the relay consumes them
 // yet, and every frame on the tunnel delays the replies behind it (a
 // market order makes six). Quotes that come while the tunnel is down are
-// not queued: the relay subscribes again when the agent reconnects.
+// not queued: the relay subscribes again when the agent reconnects. The
+// connections a platform reports while the agent stops are not sent.
 func (a *Agent) forwardEvents(ctx context.Context) error {
 	lost := 0
 	for ev := range a.opts.Platform.Events(ctx) {
@@ -223,7 +224,10 @@ func (a *Agent) forwardEvents(ctx context.Context) error {
 			a.log.Warn("platform events were dropped: the agent fell behind the platform", zap.Int("times", lost))
 		case ev.Kind == bridge.EventQuote && a.tunnel.Connected():
 			_ = a.tunnel.SendEvent(protocol.EventQuote, ev.Quote) // a dropped tunnel is the tunnel's to report
-		case ev.Kind == bridge.EventConnections:
+		case ev.Kind == bridge.EventConnections && ctx.Err() == nil:
+			// Not once the agent is stopping: the platform's loop ends
+			// with it and reports its connections gone, which is the
+			// agent's going, not the platform's.
 			a.reports.ReportConnections(ev.Connections)
 		}
 	}

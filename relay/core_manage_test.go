@@ -93,14 +93,23 @@ func TestManageEndToEnd(t *testing.T) {
 		return c != nil && c.Controls.KillSwitch && len(c.Monitors) == 1
 	}, 5*time.Second, 10*time.Millisecond)
 
+	// The new agent's platform reported its connections (on the
+	// NinjaTrader bridge they come after the handshake, which may carry
+	// none yet).
+	require.Eventually(t, func() bool {
+		names, ok := s.shownConnections(tok)
+		return ok && len(names) > 0
+	}, 5*time.Second, 200*time.Millisecond)
+
 	// With the agent gone, changes that need it are refused; reads work.
 	ra2.stop()
-	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(10 * time.Millisecond) {
-		r = s.do(http.MethodPatch, "/v1/api/manage/controls", tok, `{"blockAllSignals":true}`, "Content-Type", "application/json")
-		if r.Error == errcode.AddonDisconnected || time.Now().After(deadline) {
-			break
-		}
-	}
+	// Wait until the relay saw the tunnel go (a trading read answers 408
+	// at once then), without spending the management budgets.
+	require.Eventually(t, func() bool {
+		r, err := s.request(http.MethodGet, "/v1/api/accounts", tok, "")
+		return err == nil && r.Error == errcode.AddonDisconnected
+	}, 10*time.Second, 10*time.Millisecond, "the relay sees the agent gone")
+	r = s.do(http.MethodPatch, "/v1/api/manage/controls", tok, `{"blockAllSignals":true}`, "Content-Type", "application/json")
 	require.Equal(t, errcode.AddonDisconnected, r.Error, "the last answer: %d %s", r.Status, r.raw)
 	r = s.do(http.MethodGet, "/v1/api/manage/desktop/connection-settings", tok, "")
 	require.Equal(t, http.StatusOK, r.Status, string(r.raw))
