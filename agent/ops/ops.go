@@ -447,6 +447,12 @@ func monthNames(codes string) string {
 	return strings.Join(parts, ", ")
 }
 
+// UnavailableDetail begins the detail of platform_unavailable; the
+// platform's reason, when it gives one (bridge.UnavailableError), follows
+// after ": ". The relay's broker family answers the same error in its own
+// words and finds the reason after it.
+const UnavailableDetail = "the trading platform is not connected to the agent"
+
 // wireError turns a platform error into the wire error the caller sees.
 // Details are fixed sentences: they never repeat the caller's input.
 func wireError(err error) error {
@@ -483,9 +489,9 @@ func wireError(err error) error {
 	case errors.Is(err, bridge.ErrOrderNotFound):
 		return protocol.NewError(protocol.CodeOrderNotFound, "no such order on the account")
 	case errors.As(err, &ue):
-		return protocol.NewError(protocol.CodePlatformUnavailable, "the trading platform is not connected to the agent: "+ue.Reason)
+		return protocol.NewError(protocol.CodePlatformUnavailable, UnavailableDetail+": "+ue.Reason)
 	case errors.Is(err, bridge.ErrNotConnected):
-		return protocol.NewError(protocol.CodePlatformUnavailable, "the trading platform is not connected to the agent")
+		return protocol.NewError(protocol.CodePlatformUnavailable, UnavailableDetail)
 	case errors.Is(err, bridge.ErrOutcomeUnknown):
 		return protocol.NewError(protocol.CodeOutcomeUnknown, "the link to the trading platform broke after the call reached it; check the account's orders and positions before trying again")
 	case errors.Is(err, bridge.ErrTemplateNotFound):

@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"strings"
 
+	"tradebridge/agent/ops"
 	"tradebridge/protocol"
 	"tradebridge/relay/errcode"
 	"tradebridge/relay/httpapi"
@@ -47,16 +48,13 @@ func (m *Manager) Call(ctx context.Context, userID, fn, requestID string, args j
 	return raw, nil
 }
 
-// unavailablePrefix is what ops puts before a platform's reason for
-// platform_unavailable; the broker family's answer names the broker.
-const unavailablePrefix = "the trading platform is not connected to the agent"
-
 // callError maps the dispatcher's error to the broker family's answer.
 func callError(perr *protocol.Error) error {
 	switch perr.Code {
 	case protocol.CodePlatformUnavailable:
-		reason := strings.TrimPrefix(strings.TrimPrefix(perr.Detail, unavailablePrefix), ": ")
-		if reason == "" || reason == perr.Detail {
+		// The platform's reason follows the operations' own words.
+		reason, ok := strings.CutPrefix(perr.Detail, ops.UnavailableDetail+": ")
+		if !ok || reason == "" {
 			reason = "the broker cannot be reached; try again shortly"
 		}
 		return &httpapi.Error{Status: http.StatusServiceUnavailable, Code: errcode.BrokerUnavailable,

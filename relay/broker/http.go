@@ -99,7 +99,7 @@ func readObject(w http.ResponseWriter, r *http.Request, dst any, required, optio
 	sort.Strings(keys)
 	for _, k := range keys {
 		if !slices.Contains(required, k) && !slices.Contains(optional, k) {
-			fields = append(fields, httpapi.FieldError{Path: safePath(k), Code: errcode.FieldCodeUnknownField})
+			fields = append(fields, httpapi.FieldError{Path: httpapi.SafePath(k), Code: errcode.FieldCodeUnknownField})
 		}
 	}
 	if fields != nil {
@@ -121,23 +121,9 @@ func readObject(w http.ResponseWriter, r *http.Request, dst any, required, optio
 			path = te.Field
 		}
 		return &httpapi.Error{Status: http.StatusBadRequest, Code: errcode.InvalidField, Detail: "a field has a value of the wrong type",
-			Fields: []httpapi.FieldError{{Path: safePath(path), Code: errcode.FieldCodeWrongType}}}
+			Fields: []httpapi.FieldError{{Path: httpapi.SafePath(path), Code: errcode.FieldCodeWrongType}}}
 	}
 	return nil
-}
-
-// safePath returns an unknown field's name when it is short and plain
-// (so an error may name it), else "".
-func safePath(k string) string {
-	if len(k) > 64 {
-		return ""
-	}
-	for _, c := range k {
-		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '_' || c == '.' || c == '-') {
-			return ""
-		}
-	}
-	return k
 }
 
 // envError is the 400 of an env that is neither demo nor live.

@@ -9,7 +9,6 @@ import (
 	"go.uber.org/zap"
 
 	"tradebridge/agent/bridge"
-	"tradebridge/agent/mgmtconfig"
 	"tradebridge/agent/stack"
 	"tradebridge/protocol"
 	"tradebridge/relay/store"
@@ -27,9 +26,8 @@ type instance struct {
 	platform Platform
 
 	// stack is the operations, the engines and the dispatcher over the
-	// platform; config is its configuration holder.
-	stack  *stack.Stack
-	config *mgmtconfig.Holder
+	// platform.
+	stack *stack.Stack
 
 	// reload is signalled when the user's configuration changed.
 	reload chan struct{}
@@ -47,7 +45,7 @@ func (m *Manager) newInstance(link Link) (*instance, error) {
 	log := m.log.With(zap.String("user", link.UserID))
 	in := &instance{m: m, userID: link.UserID, link: link, log: log,
 		state:  userState{db: m.opts.Store, userID: link.UserID},
-		config: new(mgmtconfig.Holder), reload: make(chan struct{}, 1)}
+		reload: make(chan struct{}, 1)}
 	p, err := m.opts.NewPlatform(m.ctx, PlatformConfig{Link: link, State: in.state, Logger: log.Named("tradovate"),
 		SaveSession: func(ctx context.Context, s Session) error {
 			return m.links.SaveSession(ctx, link.UserID, s.AccessToken, s.MDAccessToken, s.Expires, s.BrokerUserID)
@@ -56,7 +54,7 @@ func (m *Manager) newInstance(link Link) (*instance, error) {
 		return nil, err
 	}
 	in.platform = p
-	if in.stack, err = stack.New(stack.Options{Platform: p, State: in.state, Reporter: in, Config: in.config,
+	if in.stack, err = stack.New(stack.Options{Platform: p, State: in.state, Reporter: in,
 		Now: m.opts.Now, EngineTick: m.opts.EngineTick, Ops: m.opts.Ops, Dispatch: m.opts.Dispatch,
 		Logger: log}); err != nil {
 		p.Close()
@@ -143,7 +141,7 @@ func (in *instance) applyConfig(ctx context.Context) {
 	}
 	in.version++
 	cfg.Version = in.version
-	in.config.Apply(&cfg)
+	in.stack.Config.Apply(&cfg)
 	in.log.Debug("broker engines configured", zap.Int("copiers", len(cfg.Copiers)), zap.Int("monitors", len(cfg.Monitors)),
 		zap.Bool("killSwitch", cfg.Controls.KillSwitch))
 }
@@ -152,30 +150,22 @@ func (in *instance) applyConfig(ctx context.Context) {
 // platform reports its connections, for the Management API's tv family.
 func (in *instance) followAccounts(ctx context.Context, events <-chan bridge.Event) error {
 	var last []string
-	// A platform connected already reports no change: read them once.
-	first := make(chan bridge.Event, 1)
-	first <- bridge.Event{Lost: true}
-	close(first)
-	for ev := range merge(first, events) {
-		if ev.Lost {
-			conns, err := in.platform.Connections(ctx)
-			if err != nil {
-				continue
-			}
-			ev = bridge.Event{Kind: bridge.EventConnections, Connections: conns}
-		}
-		if ev.Kind != bridge.EventConnections || len(ev.Connections) == 0 {
-			continue // none while the broker is away: the last ones stand
-		}
-		accounts := accountsOf(ev.Connections)
-		if slices.Equal(accounts, last) {
-			continue
+	keep := func() {
+		accounts, ok := in.liveAccounts(ctx)
+		if !ok || slices.Equal(accounts, last) {
+			return // none while the broker is away: the last ones stand
 		}
 		if err := in.state.saveAccounts(accounts); err != nil {
 			in.log.Warn("keeping the login's accounts", zap.Error(err))
-			continue
+			return
 		}
 		last = accounts
+	}
+	keep() // a platform connected already reports no change
+	for ev := range events {
+		if ev.Lost || ev.Kind == bridge.EventConnections {
+			keep()
+		}
 	}
 	return nil
 }
@@ -219,17 +209,4 @@ func (in *instance) report(kind string, v any) {
 		return
 	}
 	in.m.opts.Report(in.userID, kind, b)
-}
-
-// merge returns the events of first, then those of rest.
-func merge(first, rest <-chan bridge.Event) func(func(bridge.Event) bool) {
-	return func(yield func(bridge.Event) bool) {
-		for _, ch := range []<-chan bridge.Event{first, rest} {
-			for ev := range ch {
-				if !yield(ev) {
-					return
-				}
-			}
-		}
-	}
 }

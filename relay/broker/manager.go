@@ -16,6 +16,7 @@ import (
 	"tradebridge/agent/ops"
 	"tradebridge/protocol"
 	"tradebridge/relay/broker/tradovate"
+	"tradebridge/relay/keylock"
 	"tradebridge/relay/sealed"
 	"tradebridge/relay/store"
 )
@@ -125,7 +126,7 @@ type Manager struct {
 	closed bool
 	insts  map[string]*instance
 	// starting serializes the starts and stops of one user's instance.
-	starting userLocks
+	starting keylock.Locks
 	wg       sync.WaitGroup // Run
 
 	oauth oauthStates
@@ -242,28 +243,41 @@ func (m *Manager) syncLinks(ctx context.Context) {
 }
 
 // restartIfStale stops the user's instance when its link is no longer
-// the one stored; the next call (or syncLinks) starts the new one.
+// the one stored; the next call (or syncLinks) starts the new one. It
+// takes the user's lock only when the link changed, so that a call pays
+// one store read, not a turn behind the user's other calls.
 func (m *Manager) restartIfStale(ctx context.Context, userID string) {
-	unlock, err := m.starting.lock(ctx, userID)
+	if !m.stale(ctx, userID) {
+		return
+	}
+	unlock, err := m.starting.Lock(ctx, userID)
 	if err != nil {
 		return
 	}
 	defer unlock()
+	if m.stale(ctx, userID) { // not replaced meanwhile
+		m.stopInstance(userID)
+	}
+}
+
+// stale reports whether the user's running instance runs a link that was
+// deleted or replaced since; false when none runs, or when the store does
+// not answer (what runs is kept).
+func (m *Manager) stale(ctx context.Context, userID string) bool {
 	m.mu.Lock()
 	in := m.insts[userID]
 	m.mu.Unlock()
 	if in == nil {
-		return
+		return false
 	}
 	l, err := m.opts.Store.BrokerLink(ctx, userID)
 	switch {
 	case errors.Is(err, store.ErrNotFound):
+		return true
 	case err != nil:
-		return // the store will answer later; keep what runs
-	case in.sameLink(l):
-		return
+		return false
 	}
-	m.stopInstance(userID)
+	return !in.sameLink(l)
 }
 
 // Close stops every instance and waits for them and for Run. It is
@@ -308,7 +322,7 @@ func (m *Manager) instance(ctx context.Context, userID string) (*instance, error
 	if in != nil {
 		return in, nil
 	}
-	unlock, err := m.starting.lock(ctx, userID)
+	unlock, err := m.starting.Lock(ctx, userID)
 	if err != nil {
 		return nil, err
 	}
@@ -357,7 +371,7 @@ func (m *Manager) stopInstance(userID string) {
 // instance. The session, when set, is the one the credentials were
 // checked with.
 func (m *Manager) Link(ctx context.Context, userID, env, method string, s Secrets) (Link, error) {
-	unlock, err := m.starting.lock(ctx, userID)
+	unlock, err := m.starting.Lock(ctx, userID)
 	if err != nil {
 		return Link{}, err
 	}
@@ -376,7 +390,7 @@ func (m *Manager) Link(ctx context.Context, userID, env, method string, s Secret
 // Unlink stops the user's instance and deletes the link with everything
 // its operations remembered. It reports whether there was a link.
 func (m *Manager) Unlink(ctx context.Context, userID string) (bool, error) {
-	unlock, err := m.starting.lock(ctx, userID)
+	unlock, err := m.starting.Lock(ctx, userID)
 	if err != nil {
 		return false, err
 	}
@@ -429,29 +443,4 @@ func (m *Manager) CheckMonitorRestart(ctx context.Context, userID string, mon pr
 		return protocol.RestartVerdict{}, fmt.Errorf("broker: %w", err)
 	}
 	return in.stack.Monitors.CheckRestart(ctx, protocol.RestartCheck{Monitor: mon})
-}
-
-// userLocks are per-user locks that respect a context.
-type userLocks struct {
-	mu sync.Mutex
-	m  map[string]chan struct{}
-}
-
-func (l *userLocks) lock(ctx context.Context, userID string) (func(), error) {
-	l.mu.Lock()
-	if l.m == nil {
-		l.m = make(map[string]chan struct{})
-	}
-	ch := l.m[userID]
-	if ch == nil {
-		ch = make(chan struct{}, 1)
-		l.m[userID] = ch
-	}
-	l.mu.Unlock()
-	select {
-	case ch <- struct{}{}:
-		return func() { <-ch }, nil
-	case <-ctx.Done():
-		return nil, ctx.Err()
-	}
 }

@@ -36,6 +36,7 @@ import (
 	"encoding/json"
 	"net"
 	"net/http"
+	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -371,3 +372,17 @@ func (w *StatusRecorder) beforeHeader(code int) {
 // Unwrap lets http.ResponseController and WebSocket upgrades reach the
 // underlying writer.
 func (w *StatusRecorder) Unwrap() http.ResponseWriter { return w.ResponseWriter }
+
+// safePathRE is the form of a field path an error may name when the
+// caller wrote part of it (an unknown field).
+var safePathRE = regexp.MustCompile(`^[A-Za-z0-9_.-]{1,64}$`)
+
+// SafePath returns p when it is at most 64 characters of [A-Za-z0-9_.-],
+// else "": an error names a field the caller wrote (an unknown one) only
+// when it cannot carry anything but a name.
+func SafePath(p string) string {
+	if safePathRE.MatchString(p) {
+		return p
+	}
+	return ""
+}

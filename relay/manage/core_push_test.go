@@ -268,7 +268,7 @@ func TestReportedStates(t *testing.T) {
 func TestReportQueueFull(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t, func(o *Options) { o.EventQueue = 1 })
-	unlock, err := e.s.locks.lock(t.Context(), "u1")
+	unlock, err := e.s.locks.Lock(t.Context(), "u1")
 	require.NoError(t, err)
 	ev := hub.Event{UserID: "u1", Event: protocol.Event{Kind: protocol.EventMonitorState, Data: json.RawMessage(`{}`)}}
 	done := make(chan struct{})

@@ -4,13 +4,13 @@ import (
 	"bytes"
 	"encoding/json"
 	"reflect"
-	"regexp"
 	"slices"
 	"strconv"
 	"strings"
 	"sync"
 
 	"tradebridge/relay/errcode"
+	"tradebridge/relay/httpapi"
 )
 
 // How a change's body becomes a resource.
@@ -90,19 +90,6 @@ func sameJSON(a, b []byte) bool {
 		return false
 	}
 	return reflect.DeepEqual(x, y)
-}
-
-// safePathRE is the form of a path an error may name when the caller wrote
-// part of it (an unknown field): it cannot carry anything but a name.
-var safePathRE = regexp.MustCompile(`^[A-Za-z0-9_.-]{1,64}$`)
-
-// safePath returns p when it is at most 64 characters of [A-Za-z0-9_.-],
-// else "": an error never repeats what the caller sent beyond a name.
-func safePath(p string) string {
-	if safePathRE.MatchString(p) {
-		return p
-	}
-	return ""
 }
 
 // joinPath appends a key or index to a dotted path.
@@ -189,7 +176,7 @@ func checkShape(v any, t reflect.Type, path string, errs *fieldErrs) {
 		for _, k := range sortedKeys(m) {
 			f, ok := fields[k]
 			if !ok {
-				errs.add(safePath(joinPath(path, k)), errcode.FieldCodeUnknownField)
+				errs.add(httpapi.SafePath(joinPath(path, k)), errcode.FieldCodeUnknownField)
 				continue
 			}
 			checkShape(m[k], f.Type, joinPath(path, k), errs)

@@ -189,7 +189,7 @@ func (s *Server) reconnectPush(userID string) {
 	if info.Hello.ProtocolVersion < protocol.ConfigProtocolVersion {
 		return
 	}
-	unlock, err := s.locks.lock(ctx, userID)
+	unlock, err := s.locks.Lock(ctx, userID)
 	if err != nil {
 		return
 	}

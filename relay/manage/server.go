@@ -19,6 +19,7 @@ import (
 	"tradebridge/relay/errcode"
 	"tradebridge/relay/httpapi"
 	"tradebridge/relay/hub"
+	"tradebridge/relay/keylock"
 	"tradebridge/relay/store"
 )
 
@@ -109,7 +110,9 @@ type Server struct {
 	budgets *budgets
 	kinds   map[string]kindOps
 	routes  []*route
-	locks   userLocks
+	// locks are the users' write locks: one change of a user at a time,
+	// from loading the state to the end of the push.
+	locks keylock.Locks
 	// running counts the management requests being served, for load
 	// shedding.
 	running atomic.Int64
@@ -400,7 +403,7 @@ func (s *Server) change(w http.ResponseWriter, r *http.Request, rt *route, userI
 		ci.op, ci.body, ci.direct = OpPut, b, true
 	}
 	ctx := r.Context()
-	unlock, err := s.locks.lock(ctx, userID)
+	unlock, err := s.locks.Lock(ctx, userID)
 	if err != nil {
 		// The caller left while waiting its turn.
 		return
@@ -501,7 +504,7 @@ func emptyObject(body []byte) *httpapi.Error {
 		fe.add("", errcode.FieldCodeWrongType)
 	}
 	for _, k := range sortedKeys(m) {
-		fe.add(safePath(k), errcode.FieldCodeUnknownField)
+		fe.add(httpapi.SafePath(k), errcode.FieldCodeUnknownField)
 	}
 	return fe.err()
 }
@@ -530,7 +533,7 @@ func killBody(body []byte) ([]byte, *httpapi.Error) {
 	}
 	for _, k := range sortedKeys(m) {
 		if k != "enabled" {
-			fe.add(safePath(k), errcode.FieldCodeUnknownField)
+			fe.add(httpapi.SafePath(k), errcode.FieldCodeUnknownField)
 		}
 	}
 	if e := fe.err(); e != nil {
@@ -538,51 +541,4 @@ func killBody(body []byte) ([]byte, *httpapi.Error) {
 	}
 	b, _ := json.Marshal(map[string]bool{"killSwitch": enabled.(bool)})
 	return b, nil
-}
-
-// userLocks are the users' write locks: one change of a user at a time,
-// from loading the state to the end of the push.
-type userLocks struct {
-	mu sync.Mutex
-	m  map[string]*userLock
-}
-
-type userLock struct {
-	ch   chan struct{}
-	refs int
-}
-
-// lock takes the user's write lock, waiting until ctx ends; it returns
-// the function that releases it.
-func (l *userLocks) lock(ctx context.Context, userID string) (func(), error) {
-	l.mu.Lock()
-	if l.m == nil {
-		l.m = map[string]*userLock{}
-	}
-	ul := l.m[userID]
-	if ul == nil {
-		ul = &userLock{ch: make(chan struct{}, 1)}
-		l.m[userID] = ul
-	}
-	ul.refs++
-	l.mu.Unlock()
-	select {
-	case ul.ch <- struct{}{}:
-		return func() {
-			<-ul.ch
-			l.release(userID, ul)
-		}, nil
-	case <-ctx.Done():
-		l.release(userID, ul)
-		return nil, ctx.Err()
-	}
-}
-
-// release drops one holder or waiter of the user's lock.
-func (l *userLocks) release(userID string, ul *userLock) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	if ul.refs--; ul.refs == 0 {
-		delete(l.m, userID)
-	}
 }
