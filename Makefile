@@ -3,7 +3,7 @@
 
 GO      ?= go
 BIN     := bin
-VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
+VERSION ?= $(shell ./scripts/version.sh)
 LDFLAGS := -X tradebridge/agent.Version=$(VERSION)
 
 .PHONY: all build demo test test-short test-deps vet bench fuzz windows clean clients addon ninjatrader-export

@@ -112,6 +112,9 @@ const (
 	// FnEngineStatus reports what the agent's engines are doing: NoArgs →
 	// EngineStatus. It changes nothing. Since protocol version 3.
 	FnEngineStatus = "EngineStatus"
+	// FnDiagnostics asks the agent for a fresh Diagnostics: NoArgs →
+	// Diagnostics. It changes nothing. Since protocol version 5.
+	FnDiagnostics = "Diagnostics"
 )
 
 // InternalFunctions lists the relay's own functions.
@@ -121,6 +124,7 @@ var InternalFunctions = []Function{
 	{Name: FnApplyConfig, Internal: true},
 	{Name: FnCheckMonitorRestart, Internal: true},
 	{Name: FnEngineStatus, Internal: true},
+	{Name: FnDiagnostics, Internal: true},
 }
 
 var functionIndex = func() map[string]Function {

@@ -25,6 +25,11 @@ type Connection struct {
 type Welcome struct {
 	ProtocolVersion int    `json:"protocolVersion"`
 	SessionID       string `json:"sessionId"`
+	// ServerTime is the relay's clock when it wrote the Welcome, in Unix
+	// milliseconds; the agent compares it with the midpoint of its Hello
+	// and the Welcome to estimate its clock skew. Zero from a relay older
+	// than protocol version 5.
+	ServerTime int64 `json:"serverTime,omitempty"`
 }
 
 // Request calls the RPC function Fn on the agent. ID correlates the Response
@@ -111,6 +116,10 @@ const (
 	// ([]Connection), empty while the platform is unreachable. Since
 	// protocol version 4.
 	EventConnections = "connections"
+	// EventDiagnostics carries the agent's Diagnostics. The agent sends
+	// it once after every Welcome; the relay keeps the latest one of each
+	// session for support staff. Since protocol version 5.
+	EventDiagnostics = "diagnostics"
 )
 
 // WebSocket close codes the relay uses when it ends a tunnel. They are in the

@@ -19,7 +19,8 @@ var update = flag.Bool("update", false, "rewrite the golden files")
 // The type ids, close codes and error codes are the wire contract; a change
 // here breaks every deployed agent.
 func TestWireConstantsPinned(t *testing.T) {
-	require.Equal(t, 4, ProtocolVersion)
+	require.Equal(t, 5, ProtocolVersion)
+	require.Equal(t, 5, DiagnosticsProtocolVersion)
 	require.Equal(t, 1, MinProtocolVersion)
 	require.Equal(t, 2, ConfigProtocolVersion)
 	require.Equal(t, "tradebridge.tunnel.v1", Subprotocol(1))
@@ -56,6 +57,8 @@ func TestWireConstantsPinned(t *testing.T) {
 	require.Equal(t, "GetPnl", FnGetPnl)
 	require.Equal(t, "ApplyConfig", FnApplyConfig)
 	require.Equal(t, "CheckMonitorRestart", FnCheckMonitorRestart)
+	require.Equal(t, "Diagnostics", FnDiagnostics)
+	require.Equal(t, "diagnostics", EventDiagnostics)
 	for _, f := range InternalFunctions {
 		require.True(t, f.Internal)
 		require.False(t, f.Write)

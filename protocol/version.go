@@ -21,7 +21,17 @@ package protocol
 //	    connections and their accounts whenever they change (the Hello
 //	    carries them only at connect). A version 3 agent's connections
 //	    are those of its Hello.
-const ProtocolVersion = 4
+//	5 — 2026-11: diagnostics for support staff: FnDiagnostics and
+//	    EventDiagnostics (the agent sends its Diagnostics after every
+//	    Welcome, and answers FnDiagnostics with a fresh one);
+//	    Welcome.ServerTime, the relay's clock, from which the agent
+//	    estimates its clock skew. A version 4 agent reports no
+//	    diagnostics: the relay shows its Hello only.
+const ProtocolVersion = 5
+
+// DiagnosticsProtocolVersion is the first version whose agents report
+// Diagnostics (EventDiagnostics, FnDiagnostics).
+const DiagnosticsProtocolVersion = 5
 
 // ConfigProtocolVersion is the first version whose agents take the
 // management configuration (FnApplyConfig).
