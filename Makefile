@@ -6,7 +6,7 @@ BIN     := bin
 VERSION ?= $(shell ./scripts/version.sh)
 LDFLAGS := -X tradebridge/agent.Version=$(VERSION)
 
-.PHONY: all build demo test test-short test-deps vet bench fuzz windows clean clients addon ninjatrader-export
+.PHONY: all build demo test test-short test-deps vet bench fuzz windows clean clients addon ninjatrader-export installer
 
 ## all (plain make): the relay and agent binaries, and the NinjaTrader
 ## add-on's export archive.
@@ -49,6 +49,14 @@ addon:
 ## NinjaTrader imports (Tools > Import > NinjaScript Add-On...).
 ninjatrader-export:
 	./installer/ninjatrader/build.sh export
+
+## installer: the agent's Windows installer, signed (Authenticode), in
+## build/installer/: agent.exe and TradeBridgeAgent-$(VERSION)-x64.msi, built
+## on Linux with wixl and osslsigncode. A test certificate unless SIGN_CERT
+## and SIGN_KEY or SIGN_PKCS12 and SIGN_PASS_FILE name a real one
+## (installer/README.md).
+installer:
+	GO=$(GO) VERSION=$(VERSION) OUT=build/installer ./scripts/build-installer.sh
 
 ## test-deps: what the tests need beyond Go: Debian's python3 packages
 ## (websocket-client, requests, the Python client's urllib3, six, dateutil,

@@ -76,6 +76,9 @@ type Options struct {
 	// windows, auto-sync, news windows, the session reset); default 1 s.
 	// Everything else they do is driven by the platform's events.
 	EngineTick time.Duration
+	// Diagnostics configure what the agent tells support staff
+	// (FnDiagnostics, EventDiagnostics, the snapshot file).
+	Diagnostics DiagnosticsOptions
 }
 
 // Agent ties a platform to the relay. Create it with New, run it with Run,
@@ -88,6 +91,11 @@ type Agent struct {
 	config  *mgmtconfig.Holder
 	state   State
 	reports *reporter
+
+	diagLog         *zap.Logger
+	diagKick        chan struct{} // the tunnel connected: send the diagnostics
+	diagMu          sync.Mutex
+	snapshotFailing bool // the last snapshot write failed
 
 	ctx       context.Context // ends on Close
 	cancel    context.CancelFunc
@@ -109,7 +117,11 @@ func New(opts Options) (*Agent, error) {
 	if opts.EngineTick <= 0 {
 		opts.EngineTick = time.Second
 	}
-	a := &Agent{opts: opts, log: opts.Logger, config: new(mgmtconfig.Holder), state: opts.State}
+	if opts.Diagnostics.SnapshotEvery <= 0 {
+		opts.Diagnostics.SnapshotEvery = 15 * time.Second
+	}
+	a := &Agent{opts: opts, log: opts.Logger, config: new(mgmtconfig.Holder), state: opts.State,
+		diagLog: opts.Logger.Named("diagnostics"), diagKick: make(chan struct{}, 1)}
 	if a.state == nil {
 		a.state = newMemState()
 	}
@@ -138,7 +150,10 @@ func New(opts Options) (*Agent, error) {
 	topts.Hello = a.hello
 	topts.Handler = a.stack.Dispatcher
 	topts.Logger = opts.Logger
-	topts.OnConnect = a.reports.resendAll
+	topts.OnConnect = func() {
+		a.reports.resendAll()
+		a.kickDiagnostics()
+	}
 	if a.tunnel, err = tunnel.New(topts); err != nil {
 		return nil, err
 	}
@@ -169,7 +184,8 @@ type Runner interface {
 
 // Run keeps the agent connected until ctx ends or Close is called. Beside
 // the tunnel it runs the engines, forwards the platform's events and the
-// engines' state reports to the relay and, for a platform that is a
+// engines' state reports to the relay, sends its diagnostics after each
+// connection and keeps their snapshot file and, for a platform that is a
 // Runner, runs its loop; it returns when all of them have stopped. An
 // Agent runs once; after Close, Run returns at once.
 func (a *Agent) Run(ctx context.Context) error {
@@ -185,6 +201,7 @@ func (a *Agent) Run(ctx context.Context) error {
 	ctx, cancel := context.WithCancel(ctx)
 	stop := context.AfterFunc(a.ctx, cancel)
 	defer stop()
+	defer a.finalSnapshot() // runs last: everything it describes has stopped
 	var wg sync.WaitGroup
 	defer wg.Wait()
 	defer cancel() // runs before wg.Wait: the helpers stop when the tunnel does
@@ -202,6 +219,7 @@ func (a *Agent) Run(ctx context.Context) error {
 	}
 	goRun("event forwarding", a.forwardEvents)
 	goRun("state reports", a.reports.run)
+	goRun("diagnostics", a.runDiagnostics)
 	goRun("engines", a.stack.Run)
 	return a.tunnel.Run(ctx)
 }

@@ -6,6 +6,8 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"os"
+	"path/filepath"
 	"testing"
 	"time"
 
@@ -18,6 +20,7 @@ import (
 	"tradebridge/agent"
 	"tradebridge/agent/bridge"
 	"tradebridge/agent/bridge/sim"
+	"tradebridge/agent/diag"
 	"tradebridge/agent/ops"
 	"tradebridge/agent/tunnel"
 	"tradebridge/protocol"
@@ -27,12 +30,14 @@ import (
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 
 // tunnelEnd is the relay's end of one agent tunnel, as a minimal fake
-// relay accepts it: the subprotocol the agent offered, its Hello, and a
-// stream to send requests on.
+// relay accepts it: the subprotocol the agent offered, its Hello, a
+// session to open request streams on, and the events the agent sent
+// after the Welcome.
 type tunnelEnd struct {
 	subprotocol string
 	hello       protocol.Hello
 	sess        *yamux.Session
+	events      <-chan protocol.Event
 }
 
 // fakeRelay accepts agent tunnels on /v1/agent/connect and hands each to
@@ -63,19 +68,35 @@ func fakeRelay(t *testing.T, ctx context.Context) (string, <-chan tunnelEnd) {
 		if err != nil {
 			return
 		}
-		typ, payload, err := protocol.NewReader(control, 0).ReadFrame()
+		fr := protocol.NewReader(control, 0)
+		typ, payload, err := fr.ReadFrame()
 		if err != nil || typ != protocol.TypeHello {
 			return
 		}
-		end := tunnelEnd{subprotocol: ws.Subprotocol(), sess: sess}
+		events := make(chan protocol.Event, 64)
+		end := tunnelEnd{subprotocol: ws.Subprotocol(), sess: sess, events: events}
 		if protocol.Decode(payload, &end.hello) != nil {
 			return
 		}
-		if protocol.NewWriter(control).WriteFrame(protocol.TypeWelcome,
-			protocol.Welcome{ProtocolVersion: end.hello.ProtocolVersion, SessionID: "s-test"}) != nil {
+		if protocol.NewWriter(control).WriteFrame(protocol.TypeWelcome, protocol.Welcome{
+			ProtocolVersion: end.hello.ProtocolVersion, SessionID: "s-test", ServerTime: time.Now().UnixMilli()}) != nil {
 			return
 		}
 		ends <- end
+		for {
+			typ, payload, err := fr.ReadFrame()
+			if err != nil {
+				break
+			}
+			var ev protocol.Event
+			if typ != protocol.TypeEvent || protocol.Decode(payload, &ev) != nil {
+				break
+			}
+			select {
+			case events <- ev:
+			default: // the test does not read them
+			}
+		}
 		<-ctx.Done()
 	}))
 	t.Cleanup(srv.Close)
@@ -182,4 +203,125 @@ func TestManagementOverTheTunnel(t *testing.T) {
 	resp = rpc(t, s, 5, protocol.FnCheckMonitorRestart, bad)
 	require.NotNil(t, resp.Error)
 	require.Equal(t, protocol.CodeAccountNotFound, resp.Error.Code)
+}
+
+// nextDiagnostics waits for the agent's next EventDiagnostics.
+func nextDiagnostics(t *testing.T, events <-chan protocol.Event, within time.Duration) (protocol.Diagnostics, bool) {
+	t.Helper()
+	timeout := time.After(within)
+	for {
+		select {
+		case ev := <-events:
+			if ev.Kind != protocol.EventDiagnostics {
+				continue
+			}
+			var d protocol.Diagnostics
+			require.NoError(t, json.Unmarshal(ev.Data, &d))
+			return d, true
+		case <-timeout:
+			return protocol.Diagnostics{}, false
+		}
+	}
+}
+
+// The agent sends its diagnostics once after the Welcome, answers
+// FnDiagnostics with fresh ones (the platform's kind and connections, the
+// tunnel, a recorded error without its fields), keeps the snapshot file
+// while it runs and writes it once more when it stops.
+func TestDiagnosticsOverTheTunnel(t *testing.T) {
+	t.Parallel()
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	url, ends := fakeRelay(t, ctx)
+
+	p, err := sim.New(sim.Options{})
+	require.NoError(t, err)
+	defer p.Close()
+	rec := diag.NewRecorder()
+	log := zap.New(rec.Core())
+	snapshot := filepath.Join(t.TempDir(), diag.SnapshotName)
+	cfg := protocol.DiagnosticConfig{RelayURL: url, Platform: "sim", TokenID: "0123456789ab"}
+	a, err := agent.New(agent.Options{
+		RelayURL: url, Token: "tb_agent_test", Platform: p, Logger: log,
+		Tunnel: tunnel.Options{BackoffBase: 20 * time.Millisecond, BackoffCap: 100 * time.Millisecond},
+		Diagnostics: agent.DiagnosticsOptions{Recorder: rec, Config: cfg, Service: true,
+			SnapshotFile: snapshot, SnapshotEvery: 20 * time.Millisecond},
+	})
+	require.NoError(t, err)
+	log.Error("the platform refused an order", zap.String("account", "hunter2-account"))
+
+	done := make(chan error, 1)
+	go func() { done <- a.Run(ctx) }()
+	stopped := false
+	stop := func() {
+		if !stopped {
+			stopped = true
+			cancel()
+			a.Close()
+			<-done
+		}
+	}
+	defer stop()
+
+	var end tunnelEnd
+	select {
+	case end = <-ends:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the agent did not connect")
+	}
+
+	check := func(d protocol.Diagnostics) {
+		t.Helper()
+		require.Equal(t, agent.Version, d.AgentVersion)
+		require.NotEmpty(t, d.OS)
+		require.True(t, d.Service)
+		require.Equal(t, cfg, d.Config)
+		require.False(t, d.StartedAt.After(d.At))
+		require.True(t, d.Tunnel.Connected)
+		require.Equal(t, "s-test", d.Tunnel.SessionID)
+		require.NotNil(t, d.Tunnel.ConnectedAt)
+		require.Positive(t, d.Tunnel.RTTMillis)
+		require.InDelta(t, 0, d.Tunnel.ClockSkewMillis, 1000, "the fake relay shares the test's clock")
+		require.Equal(t, "sim", d.Bridge.Kind)
+		require.True(t, d.Bridge.Reachable)
+		require.Equal(t, "embedded simulator", d.Bridge.Detail)
+		require.NotEmpty(t, d.Bridge.Connections)
+		require.Contains(t, d.Bridge.Connections[0].Accounts, "Sim101")
+		require.Len(t, d.Errors, 1)
+		require.Equal(t, "error", d.Errors[0].Level)
+		require.Equal(t, "the platform refused an order", d.Errors[0].Message)
+		require.Equal(t, 1, d.Errors[0].Count)
+	}
+	ev, ok := nextDiagnostics(t, end.events, 10*time.Second)
+	require.True(t, ok, "the agent sends its diagnostics after the Welcome")
+	check(ev)
+	_, again := nextDiagnostics(t, end.events, 200*time.Millisecond)
+	require.False(t, again, "once per connection, not with every snapshot")
+
+	s, err := end.sess.OpenStream()
+	require.NoError(t, err)
+	defer s.Close()
+	resp := rpc(t, s, 1, protocol.FnDiagnostics, nil)
+	require.Nil(t, resp.Error)
+	require.NotContains(t, string(resp.Result), "hunter2", "a log entry's fields are never kept")
+	var fresh protocol.Diagnostics
+	require.NoError(t, json.Unmarshal(resp.Result, &fresh))
+	check(fresh)
+	require.True(t, fresh.At.After(ev.At), "FnDiagnostics collects them afresh")
+
+	require.Eventually(t, func() bool {
+		d, _, err := diag.ReadSnapshot(snapshot)
+		return err == nil && d.Tunnel.Connected
+	}, 10*time.Second, 10*time.Millisecond, "the snapshot is written while the agent runs")
+
+	stop()
+	d, _, err := diag.ReadSnapshot(snapshot)
+	require.NoError(t, err)
+	require.False(t, d.Tunnel.Connected, "the last snapshot is written once the agent stopped")
+	require.Equal(t, "sim", d.Bridge.Kind)
+	require.Equal(t, cfg, d.Config)
+	require.NoError(t, err)
+	entries, err := os.ReadDir(filepath.Dir(snapshot))
+	require.NoError(t, err)
+	require.Len(t, entries, 1, "no temporary file is left behind")
 }

@@ -11,12 +11,13 @@ import (
 
 // register gives the stack's dispatcher, which serves the operations
 // already, the agent's own functions: the configuration push, the restart
-// check and the engines' status.
+// check, the engines' status and the diagnostics.
 func (a *Agent) register() error {
 	for name, h := range map[string]dispatch.Handler{
 		protocol.FnApplyConfig:         dispatch.Func(a.applyConfig),
 		protocol.FnCheckMonitorRestart: dispatch.Func(a.stack.Monitors.CheckRestart),
 		protocol.FnEngineStatus:        dispatch.Func(a.engineStatus),
+		protocol.FnDiagnostics:         dispatch.Func(a.diagnostics),
 	} {
 		if err := a.stack.Dispatcher.Register(name, h); err != nil {
 			return err

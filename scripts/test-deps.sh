@@ -12,12 +12,17 @@
 #     80 MB to download on a fresh machine).
 #   - Debian's mono-mcs (the mcs compiler and the mono runtime), for make
 #     addon, which compiles and self-tests the NinjaScript add-on.
+#   - Debian's wixl and msitools (wixl builds the MSI, msiinfo and msibuild
+#     read and patch it), osslsigncode and openssl (the Authenticode
+#     signatures and the test certificate), for make installer and the
+#     tests of installer/.
 # Installing Debian packages needs root (as on CI) or sudo; without either it
 # says what is missing and the tests that need it skip.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-debs=(python3 python3-websocket python3-requests python3-urllib3 python3-six python3-dateutil python3-certifi chromium mono-mcs)
+debs=(python3 python3-websocket python3-requests python3-urllib3 python3-six python3-dateutil python3-certifi chromium mono-mcs
+  wixl msitools osslsigncode openssl)
 
 missing=()
 for p in "${debs[@]}"; do

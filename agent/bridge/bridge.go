@@ -368,3 +368,14 @@ type PairSubmitter interface {
 	// a's first.
 	SubmitOCO(ctx context.Context, a, b OrderRequest) (protocol.Order, protocol.Order, error)
 }
+
+// StatusReporter is implemented by platforms that can tell support staff
+// whether the agent reaches them (protocol.BridgeDiagnostic). Diagnose
+// must not block: it reports what the platform already knows.
+type StatusReporter interface {
+	// Diagnose reports whether the platform is reachable and a sentence of
+	// the agent's saying how it is reached or why it is not. The sentence
+	// never holds a secret, and nothing the platform sent except short
+	// version strings.
+	Diagnose() (reachable bool, detail string)
+}

@@ -60,9 +60,14 @@ type Options struct {
 	// HTTPClient dials the relay; nil uses a client with sane timeouts.
 	HTTPClient *http.Client
 	// OnConnect, when set, is called after each handshake, once
-	// SendEvent works (the agent re-sends the engines' states then). It
-	// runs on the session's goroutine and must not block.
+	// SendEvent works and the first round trip is measured (the agent
+	// re-sends the engines' states and its diagnostics then). It runs on
+	// the session's goroutine and must not block.
 	OnConnect func()
+	// PingEvery is how often the round trip to the relay is measured
+	// (Status().RTTMillis) while connected; default 15 s. It is measured
+	// once right after each handshake too.
+	PingEvery time.Duration
 }
 
 // Client keeps the agent connected to the relay. Create it with New, run it
@@ -83,6 +88,10 @@ type Client struct {
 	control   *protocol.Writer // the live session's control stream, or nil
 	eventSeq  atomic.Uint64
 	closeOnce sync.Once
+
+	statusMu sync.Mutex
+	status   protocol.TunnelDiagnostic // Connected is c.connected's
+	sessions int                       // handshakes that succeeded
 }
 
 // Errors that describe why a connection attempt failed.
@@ -121,6 +130,9 @@ func New(opts Options) (*Client, error) {
 	}
 	if opts.MaxConcurrent <= 0 {
 		opts.MaxConcurrent = 256
+	}
+	if opts.PingEvery <= 0 {
+		opts.PingEvery = 15 * time.Second
 	}
 	if opts.HTTPClient == nil {
 		opts.HTTPClient = &http.Client{Transport: &http.Transport{
@@ -168,6 +180,35 @@ func ConnectURL(relayURL string) (string, error) {
 // Connected reports whether a tunnel is up.
 func (c *Client) Connected() bool { return c.connected.Load() }
 
+// Status describes the connection for diagnostics: whether it is up, its
+// session and since when, the last round trip measured, the clock skew
+// estimated at the last handshake, how many times the Client reconnected
+// and why the last connection or attempt ended.
+func (c *Client) Status() protocol.TunnelDiagnostic {
+	c.statusMu.Lock()
+	defer c.statusMu.Unlock()
+	st := c.status
+	if st.ConnectedAt != nil {
+		at := *st.ConnectedAt
+		st.ConnectedAt = &at
+	}
+	return st
+}
+
+// updateStatus changes the status under its lock.
+func (c *Client) updateStatus(f func(st *protocol.TunnelDiagnostic)) {
+	c.statusMu.Lock()
+	defer c.statusMu.Unlock()
+	f(&c.status)
+}
+
+// setLastError records why a connection or an attempt ended, as a
+// sentence without the token.
+func (c *Client) setLastError(why string) {
+	why = redactText(why, c.opts.Token)
+	c.updateStatus(func(st *protocol.TunnelDiagnostic) { st.LastError = why })
+}
+
 // Run connects and serves until ctx ends or Close is called. It reconnects
 // after every failure and returns nil when stopped.
 func (c *Client) Run(ctx context.Context) error {
@@ -192,6 +233,7 @@ func (c *Client) Run(ctx context.Context) error {
 			b.reset()
 		}
 		delay := b.next()
+		c.setLastError(endSentence(err, code))
 		switch {
 		case errors.Is(err, ErrUnauthorized):
 			delay = b.patient()
@@ -217,6 +259,31 @@ func (c *Client) Run(ctx context.Context) error {
 		case <-timer.C:
 		}
 	}
+}
+
+// endSentence says why a connection or an attempt ended: err of a failed
+// attempt, or the close code the relay sent (-1 when none).
+func endSentence(err error, code int) string {
+	switch {
+	case errors.Is(err, ErrUnauthorized):
+		return "the relay refused the agent token"
+	case errors.Is(err, ErrVersionUnsupported) || code == protocol.CloseVersionUnsupported:
+		return "the relay does not support this agent's protocol version"
+	case code == protocol.CloseReplaced:
+		return "another agent connected with the same account and replaced this one"
+	case code == protocol.CloseRevoked:
+		return "the agent token was revoked"
+	case err != nil:
+		return "connecting failed: " + strings.TrimPrefix(err.Error(), "tunnel: ")
+	case code == protocol.CloseShuttingDown:
+		return "the relay shut down"
+	case code >= 0:
+		if r := protocol.CloseReason(code); r != "" {
+			return fmt.Sprintf("the relay closed the tunnel (%d %s)", code, r)
+		}
+		return fmt.Sprintf("the relay closed the tunnel (%d)", code)
+	}
+	return "the connection to the relay was lost"
 }
 
 // Close stops Run, cancels running RPCs and waits for every goroutine of the
@@ -287,7 +354,7 @@ func (c *Client) session(ctx context.Context) (bool, int, error) {
 	stopOnCancel := context.AfterFunc(sessCtx, func() { sess.Close() })
 	defer stopOnCancel()
 
-	control, welcome, err := c.handshake(ctx, sess)
+	control, welcome, skew, err := c.handshake(ctx, sess)
 	if err != nil {
 		sess.Close()
 		<-sess.CloseChan()
@@ -295,16 +362,51 @@ func (c *Client) session(ctx context.Context) (bool, int, error) {
 	}
 	log := c.log.With(zap.String("session", welcome.SessionID))
 	log.Info("tunnel connected", zap.String("relay", redactURL(c.wsURL)))
+	if skew > clockSkewWarn || skew < -clockSkewWarn {
+		log.Warn("the computer's clock differs from the relay's; set the clock to synchronize automatically",
+			zap.Int64("relayMinusAgentMillis", skew))
+	}
+	rtt := c.ping(log, sess)
 
 	c.ctlMu.Lock()
 	c.control = protocol.NewWriter(control)
 	c.ctlMu.Unlock()
+	now := time.Now()
+	c.statusMu.Lock()
+	c.sessions++
+	c.status.Connected = true
+	c.status.SessionID = welcome.SessionID
+	c.status.ConnectedAt = &now
+	c.status.ClockSkewMillis = skew
+	c.status.Reconnects = c.sessions - 1
+	if rtt > 0 {
+		c.status.RTTMillis = millis(rtt)
+	}
+	c.statusMu.Unlock()
 	c.connected.Store(true)
 	if c.opts.OnConnect != nil {
 		c.opts.OnConnect()
 	}
 
 	var streams sync.WaitGroup
+	// The round trip is measured again every PingEvery until the session
+	// ends.
+	streams.Add(1)
+	go func() {
+		defer streams.Done()
+		t := time.NewTicker(c.opts.PingEvery)
+		defer t.Stop()
+		for {
+			select {
+			case <-sess.CloseChan():
+				return
+			case <-t.C:
+				if rtt := c.ping(log, sess); rtt > 0 {
+					c.updateStatus(func(st *protocol.TunnelDiagnostic) { st.RTTMillis = millis(rtt) })
+				}
+			}
+		}
+	}()
 	// The relay never sends on the control stream after Welcome; reading
 	// it notices the session's end and keeps yamux's window open.
 	streams.Add(1)
@@ -324,6 +426,9 @@ func (c *Client) session(ctx context.Context) (bool, int, error) {
 		}()
 	}
 	c.connected.Store(false)
+	c.updateStatus(func(st *protocol.TunnelDiagnostic) {
+		st.Connected, st.SessionID, st.ConnectedAt = false, "", nil
+	})
 	c.ctlMu.Lock()
 	c.control = nil
 	c.ctlMu.Unlock()
@@ -332,38 +437,73 @@ func (c *Client) session(ctx context.Context) (bool, int, error) {
 	return true, conn.CloseStatus(), nil
 }
 
-// handshake opens the control stream, sends Hello and reads Welcome.
-func (c *Client) handshake(ctx context.Context, sess *yamux.Session) (net.Conn, protocol.Welcome, error) {
+// clockSkewWarn is the clock skew the agent warns about: beyond it, the
+// times of the agent's records (orders, fills, logs) and the relay's
+// disagree enough to confuse whoever compares them.
+const clockSkewWarn = 5000 // milliseconds
+
+// ping measures one round trip over the session; 0 when it failed (the
+// keepalive ends a session whose peer does not answer).
+func (c *Client) ping(log *zap.Logger, sess *yamux.Session) time.Duration {
+	rtt, err := sess.Ping()
+	if err != nil {
+		log.Debug("measuring the round trip to the relay failed", zap.Error(err))
+		return 0
+	}
+	return max(rtt, time.Microsecond)
+}
+
+func millis(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
+
+// handshake opens the control stream, sends Hello and reads Welcome. It
+// returns the clock skew estimated from Welcome.ServerTime, the relay's
+// clock minus the agent's at the midpoint of Hello sent and Welcome read,
+// in milliseconds; 0 when the relay sent no time.
+func (c *Client) handshake(ctx context.Context, sess *yamux.Session) (net.Conn, protocol.Welcome, int64, error) {
 	var w protocol.Welcome
 	hello, err := c.opts.Hello(ctx)
 	if err != nil {
-		return nil, w, fmt.Errorf("tunnel: describing platform: %w", err)
+		return nil, w, 0, fmt.Errorf("tunnel: describing platform: %w", err)
 	}
 	hello.ProtocolVersion = protocol.ProtocolVersion
 	control, err := sess.OpenStream()
 	if err != nil {
-		return nil, w, fmt.Errorf("tunnel: open control stream: %w", err)
+		return nil, w, 0, fmt.Errorf("tunnel: open control stream: %w", err)
 	}
+	sent := time.Now()
 	if err := protocol.NewWriter(control).WriteFrame(protocol.TypeHello, hello); err != nil {
 		control.Close()
-		return nil, w, fmt.Errorf("tunnel: send hello: %w", err)
+		return nil, w, 0, fmt.Errorf("tunnel: send hello: %w", err)
 	}
 	_ = control.SetReadDeadline(time.Now().Add(15 * time.Second))
 	t, payload, err := protocol.NewReader(control, 64<<10).ReadFrame()
+	read := time.Now()
 	if err != nil {
 		control.Close()
-		return nil, w, fmt.Errorf("tunnel: read welcome: %w", err)
+		return nil, w, 0, fmt.Errorf("tunnel: read welcome: %w", err)
 	}
 	if t != protocol.TypeWelcome {
 		control.Close()
-		return nil, w, fmt.Errorf("tunnel: expected welcome, got %s", t)
+		return nil, w, 0, fmt.Errorf("tunnel: expected welcome, got %s", t)
 	}
 	if err := protocol.Decode(payload, &w); err != nil {
 		control.Close()
-		return nil, w, err
+		return nil, w, 0, err
 	}
 	_ = control.SetReadDeadline(time.Time{})
-	return control, w, nil
+	return control, w, clockSkew(w.ServerTime, sent, read), nil
+}
+
+// clockSkew estimates the relay's clock minus the agent's, in
+// milliseconds, from the relay's time serverMillis (Unix ms) read between
+// sent and read: the relay wrote it, on average, halfway. 0 when the relay
+// sent no time.
+func clockSkew(serverMillis int64, sent, read time.Time) int64 {
+	if serverMillis == 0 {
+		return 0
+	}
+	mid := sent.Add(read.Sub(sent) / 2)
+	return serverMillis - mid.UnixMilli()
 }
 
 // serveStream answers the requests of one relay-opened stream until it ends.
@@ -461,7 +601,14 @@ func redact(err error, token string) error {
 	if token == "" || !strings.Contains(err.Error(), token) {
 		return err
 	}
-	return errors.New(strings.ReplaceAll(err.Error(), token, "[REDACTED]"))
+	return errors.New(redactText(err.Error(), token))
+}
+
+func redactText(s, token string) string {
+	if token == "" {
+		return s
+	}
+	return strings.ReplaceAll(s, token, "[REDACTED]")
 }
 
 func redactURL(s string) string {

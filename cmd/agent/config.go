@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"net/url"
 	"os"
 	"path/filepath"
 	"time"
@@ -31,8 +32,13 @@ type Config struct {
 	// starts at (it then runs at real speed); empty means now.
 	SimStart string `json:"simStart,omitempty"`
 	// DataDir is the folder of the agent's state file; empty means the
-	// user's configuration folder (see defaultDataDir).
+	// user's configuration folder (see defaultDataDir), or the machine's
+	// data folder when the agent runs as a service.
 	DataDir string `json:"dataDir,omitempty"`
+	// LogDir is the folder of the agent's rotating log file; empty means
+	// the machine's log folder when the agent runs as a service, and no
+	// log file in the foreground.
+	LogDir string `json:"logDir,omitempty"`
 	// NinjaTrader configures the NinjaTrader bridge (--platform
 	// ninjatrader); every field has a default.
 	NinjaTrader NinjaTraderConfig `json:"ninjatrader,omitzero"`
@@ -57,21 +63,17 @@ type NinjaTraderConfig struct {
 	ATI bool `json:"ati,omitempty"`
 }
 
-// loadConfig merges flags over environment variables over the config file.
+// loadConfig merges flags over environment variables over the config file
+// (path, else AGENT_CONFIG; none when both are empty).
 func loadConfig(path string, flags Config, getenv func(string) string) (Config, error) {
 	var cfg Config
 	if path == "" {
 		path = getenv("AGENT_CONFIG")
 	}
 	if path != "" {
-		b, err := os.ReadFile(path)
-		if err != nil {
-			return cfg, fmt.Errorf("reading the config file: %w", err)
-		}
-		dec := json.NewDecoder(bytes.NewReader(b))
-		dec.DisallowUnknownFields()
-		if err := dec.Decode(&cfg); err != nil {
-			return cfg, fmt.Errorf("the config file is not valid: %w", err)
+		var err error
+		if cfg, err = readConfigFile(path); err != nil {
+			return cfg, err
 		}
 	}
 	pick := func(dst *string, env, flag string) {
@@ -87,21 +89,12 @@ func loadConfig(path string, flags Config, getenv func(string) string) (Config, 
 	pick(&cfg.Platform, "AGENT_PLATFORM", flags.Platform)
 	pick(&cfg.SimStart, "AGENT_SIM_START", flags.SimStart)
 	pick(&cfg.DataDir, "AGENT_DATA", flags.DataDir)
+	pick(&cfg.LogDir, "AGENT_LOG_DIR", flags.LogDir)
 	if cfg.Platform == "" {
 		cfg.Platform = "sim"
 	}
-	switch cfg.Platform {
-	case "sim", ninjatrader.Kind:
-	default:
-		return cfg, errors.New("--platform must be sim or ninjatrader")
-	}
-	if cfg.SimStart != "" {
-		if cfg.Platform != "sim" {
-			return cfg, errors.New("--sim-start applies to the simulator only (--platform sim)")
-		}
-		if _, err := time.Parse(time.RFC3339, cfg.SimStart); err != nil {
-			return cfg, errors.New("--sim-start must be an RFC 3339 time, e.g. 2026-11-25T10:00:00-05:00")
-		}
+	if err := checkConfig(cfg); err != nil {
+		return cfg, err
 	}
 	switch {
 	case cfg.RelayURL == "":
@@ -110,6 +103,56 @@ func loadConfig(path string, flags Config, getenv func(string) string) (Config, 
 		return cfg, errors.New("the agent token is required: --token, AGENT_TOKEN or token in the config file")
 	}
 	return cfg, nil
+}
+
+// readConfigFile reads a JSON config file; a key it does not know is an
+// error (a misspelt key would otherwise be ignored silently).
+func readConfigFile(path string) (Config, error) {
+	var cfg Config
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return cfg, fmt.Errorf("reading the config file: %w", err)
+	}
+	dec := json.NewDecoder(bytes.NewReader(b))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&cfg); err != nil {
+		return Config{}, fmt.Errorf("the config file is not valid: %w", err)
+	}
+	return cfg, nil
+}
+
+// checkConfig checks the settings that have a form (the relay URL when
+// set, the platform, the simulator's start); which are required is the
+// caller's business.
+func checkConfig(cfg Config) error {
+	switch cfg.Platform {
+	case "", "sim", ninjatrader.Kind:
+	default:
+		return errors.New("--platform must be sim or ninjatrader")
+	}
+	if cfg.SimStart != "" {
+		if cfg.Platform != "" && cfg.Platform != "sim" {
+			return errors.New("--sim-start applies to the simulator only (--platform sim)")
+		}
+		if _, err := time.Parse(time.RFC3339, cfg.SimStart); err != nil {
+			return errors.New("--sim-start must be an RFC 3339 time, e.g. 2026-11-25T10:00:00-05:00")
+		}
+	}
+	if cfg.RelayURL != "" && !validRelayURL(cfg.RelayURL) {
+		return errors.New("the relay URL must be http:// or https:// with a host and nothing after the path, " +
+			"e.g. https://relay.example or http://127.0.0.1:8080")
+	}
+	return nil
+}
+
+// validRelayURL reports whether s is an http or https URL with a host and
+// no credentials, query or fragment.
+func validRelayURL(s string) bool {
+	u, err := url.Parse(s)
+	if err != nil || u.Host == "" || u.User != nil || u.RawQuery != "" || u.ForceQuery || u.Fragment != "" {
+		return false
+	}
+	return u.Scheme == "http" || u.Scheme == "https"
 }
 
 // openPlatform starts the configured platform. now is the platform's

@@ -90,3 +90,51 @@ func TestNinjaTraderConfig(t *testing.T) {
 	_, err = loadConfig("", Config{Platform: "mt5"}, env(map[string]string{"AGENT_RELAY_URL": "http://x", "AGENT_TOKEN": "t"}))
 	require.ErrorContains(t, err, "sim or ninjatrader")
 }
+
+// The relay URL is http or https with a host; the log folder comes from
+// the flag, the environment or the file; an unknown key in the file is an
+// error.
+func TestLoadConfigChecks(t *testing.T) {
+	t.Parallel()
+	base := map[string]string{"AGENT_TOKEN": "tb_agent_x"}
+	for _, tc := range []struct {
+		url string
+		ok  bool
+	}{
+		{"http://127.0.0.1:8080", true},
+		{"https://relay.example", true},
+		{"https://relay.example/base/", true},
+		{"ws://relay.example", false},
+		{"relay.example", false},
+		{"https://", false},
+		{"https://user:pw@relay.example", false},
+		{"https://relay.example/?a=b", false},
+		{"https://relay.example/#x", false},
+	} {
+		_, err := loadConfig("", Config{RelayURL: tc.url}, env(base))
+		if tc.ok {
+			require.NoError(t, err, tc.url)
+		} else {
+			require.ErrorContains(t, err, "http:// or https://", tc.url)
+		}
+	}
+
+	dir := t.TempDir()
+	file := filepath.Join(dir, "agent.json")
+	require.NoError(t, os.WriteFile(file, []byte(`{"relayUrl":"http://127.0.0.1:1","token":"tb_agent_x","logDir":"/from/file"}`), 0o600))
+	cfg, err := loadConfig(file, Config{}, env(nil))
+	require.NoError(t, err)
+	require.Equal(t, "/from/file", cfg.LogDir)
+	cfg, err = loadConfig(file, Config{}, env(map[string]string{"AGENT_LOG_DIR": "/from/env"}))
+	require.NoError(t, err)
+	require.Equal(t, "/from/env", cfg.LogDir)
+	cfg, err = loadConfig(file, Config{LogDir: "/from/flag"}, env(map[string]string{"AGENT_LOG_DIR": "/from/env"}))
+	require.NoError(t, err)
+	require.Equal(t, "/from/flag", cfg.LogDir)
+
+	require.NoError(t, os.WriteFile(file, []byte(`{"relayUrl":"http://127.0.0.1:1","tokn":"tb_agent_x"}`), 0o600))
+	_, err = loadConfig(file, Config{}, env(nil))
+	require.ErrorContains(t, err, "not valid")
+	_, err = loadConfig(filepath.Join(dir, "none.json"), Config{}, env(nil))
+	require.ErrorIs(t, err, os.ErrNotExist)
+}

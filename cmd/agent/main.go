@@ -1,21 +1,32 @@
 // Command agent runs next to the trading platform on the trader's PC: it
 // dials out to the relay and serves the relay's calls against the platform
 // (agent run). It never listens on a port reachable from outside.
+//
+// Installed, it runs as a system service (agent install; a Windows service,
+// a systemd unit or a launchd job) started as `agent run --service`, which
+// reads the machine configuration that `agent config set` writes.
 package main
 
 import (
+	"context"
+	"errors"
 	"fmt"
 	"io"
 	"os"
 	"os/signal"
+	"path/filepath"
 	"syscall"
 
 	"github.com/spf13/cobra"
 	"go.uber.org/zap"
+	"go.uber.org/zap/zapcore"
 
 	"tradebridge/agent"
+	"tradebridge/agent/agentlog"
 	"tradebridge/agent/agentstore"
+	"tradebridge/agent/diag"
 	"tradebridge/agent/ops"
+	"tradebridge/agent/winsvc"
 	"tradebridge/cmd/internal/logflags"
 )
 
@@ -39,20 +50,23 @@ func newRootCmd(stdout io.Writer) *cobra.Command {
 		Short: "Print the agent's version",
 		Args:  cobra.NoArgs,
 		Run:   func(cmd *cobra.Command, _ []string) { fmt.Fprintln(cmd.OutOrStdout(), agent.Version) },
-	})
+	}, newConfigCmd(), newDiagCmd())
+	root.AddCommand(newServiceCmds(openSystemService)...)
 	return root
 }
 
-// openState opens the agent's state file in the configured data folder,
-// creating the folder (readable by the user only) when needed.
-func openState(cfg Config, log *zap.Logger) (*agentstore.Store, error) {
-	dir := cfg.DataDir
-	if dir == "" {
-		var err error
-		if dir, err = defaultDataDir(); err != nil {
-			return nil, err
-		}
+// dataDirOf is the configured data folder, else the user's (see
+// defaultDataDir).
+func dataDirOf(cfg Config) (string, error) {
+	if cfg.DataDir != "" {
+		return cfg.DataDir, nil
 	}
+	return defaultDataDir()
+}
+
+// openState opens the agent's state file in the data folder dir, creating
+// the folder (readable by the user only) when needed.
+func openState(cfg Config, dir string, log *zap.Logger) (*agentstore.Store, error) {
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return nil, fmt.Errorf("creating the data folder: %w", err)
 	}
@@ -65,59 +79,125 @@ func openState(cfg Config, log *zap.Logger) (*agentstore.Store, error) {
 	return st, nil
 }
 
+// runAgent runs an agent on cfg until ctx ends: the platform, the state
+// file and the agent, closed in the reverse order when it stops. d is
+// what the agent reports to support staff; runAgent adds the snapshot
+// file in the data folder.
+func runAgent(ctx context.Context, cfg Config, log *zap.Logger, d agent.DiagnosticsOptions) error {
+	dir, err := dataDirOf(cfg)
+	if err != nil {
+		return err
+	}
+	platform, now, closePlatform, err := openPlatform(cfg, log)
+	if err != nil {
+		return err
+	}
+	defer closePlatform()
+	state, err := openState(cfg, dir, log)
+	if err != nil {
+		return err
+	}
+	defer state.Close()
+	d.SnapshotFile = filepath.Join(dir, diag.SnapshotName)
+	a, err := agent.New(agent.Options{RelayURL: cfg.RelayURL, Token: cfg.Token, Platform: platform, Logger: log,
+		State: state, Ops: ops.Options{Now: now}, Diagnostics: d})
+	if err != nil {
+		return err
+	}
+	defer a.Close()
+	return a.Run(ctx)
+}
+
+// diagnosticsOf is what an agent on cfg, read from configFile and logging
+// to logFile, reports about itself to support staff.
+func diagnosticsOf(cfg Config, configFile, logFile string, rec *diag.Recorder, asService bool) agent.DiagnosticsOptions {
+	rc := reportedConfig(cfg, configFile)
+	rc.LogFile = logFile
+	return agent.DiagnosticsOptions{Recorder: rec, Config: rc, Service: asService}
+}
+
 func newRunCmd() *cobra.Command {
 	var (
-		cfgPath string
-		flags   Config
-		logs    logflags.Flags
+		cfgPath   string
+		flags     Config
+		logs      logflags.Flags
+		asService bool
 	)
 	cmd := &cobra.Command{
 		Use:   "run",
 		Short: "Connect to the relay and serve it until interrupted",
 		Long: "Connect to the relay and serve it until interrupted.\n\n" +
 			"Settings come from flags, then environment variables (AGENT_RELAY_URL,\n" +
-			"AGENT_TOKEN, AGENT_PLATFORM), then the JSON config file (--config, or\n" +
-			"AGENT_CONFIG), in that order of precedence. Prefer the environment or the\n" +
-			"config file for the token: command lines are visible to other users.",
+			"AGENT_TOKEN, AGENT_PLATFORM, AGENT_DATA, AGENT_LOG_DIR), then the JSON config\n" +
+			"file (--config, or AGENT_CONFIG), in that order of precedence. Prefer the\n" +
+			"environment or the config file for the token: command lines are visible to\n" +
+			"other users.\n\n" +
+			"--service is how the service manager starts the agent: the config file\n" +
+			"defaults to the machine's (agent config show), the logs go to the machine's\n" +
+			"log folder and the system's log, and a missing or invalid configuration\n" +
+			"does not stop it: it waits for `agent config set`, and restarts the agent\n" +
+			"whenever the config file changes.",
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			if asService {
+				return runService(cfgPath, flags, logs)
+			}
 			cfg, err := loadConfig(cfgPath, flags, os.Getenv)
 			if err != nil {
 				return err
 			}
-			log, err := logs.Logger()
+			console, err := logs.Logger()
 			if err != nil {
 				return err
 			}
-			defer log.Sync() //nolint:errcheck
+			level, err := zapcore.ParseLevel(logs.Level)
+			if err != nil {
+				return err
+			}
+			rec := diag.NewRecorder()
+			logger, err := agentlog.New(agentlog.Options{Dir: cfg.LogDir, Level: level,
+				Cores: []zapcore.Core{console.Core(), rec.Core()}})
+			if err != nil {
+				return err
+			}
+			defer logger.Close()
+			logger.SetSecrets(cfg.Token, cfg.NinjaTrader.Secret)
 			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
 			defer stop()
-			platform, now, closePlatform, err := openPlatform(cfg, log)
-			if err != nil {
-				return err
+			configFile := cfgPath
+			if configFile == "" {
+				configFile = os.Getenv("AGENT_CONFIG")
 			}
-			defer closePlatform()
-			state, err := openState(cfg, log)
-			if err != nil {
-				return err
-			}
-			defer state.Close()
-			a, err := agent.New(agent.Options{RelayURL: cfg.RelayURL, Token: cfg.Token, Platform: platform, Logger: log,
-				State: state, Ops: ops.Options{Now: now}})
-			if err != nil {
-				return err
-			}
-			defer a.Close()
-			return a.Run(ctx)
+			return runAgent(ctx, cfg, logger.Logger(), diagnosticsOf(cfg, configFile, logger.File(), rec, false))
 		},
 	}
 	f := cmd.Flags()
-	f.StringVar(&cfgPath, "config", "", "JSON config file (env AGENT_CONFIG)")
+	f.StringVar(&cfgPath, "config", "", "JSON config file (env AGENT_CONFIG; with --service, default the machine's)")
 	f.StringVar(&flags.RelayURL, "relay", "", "relay base URL, e.g. https://relay.example or http://127.0.0.1:8080 (env AGENT_RELAY_URL)")
 	f.StringVar(&flags.Token, "token", "", "agent token (env AGENT_TOKEN)")
 	f.StringVar(&flags.Platform, "platform", "", "trading platform: sim or ninjatrader (env AGENT_PLATFORM; default sim)")
-	f.StringVar(&flags.DataDir, "data", "", "folder of the agent's state file (env AGENT_DATA; default tradebridge/agent under the user's configuration folder)")
+	f.StringVar(&flags.DataDir, "data", "", "folder of the agent's state file (env AGENT_DATA; default tradebridge/agent under the user's configuration folder, or the machine's data folder with --service)")
+	f.StringVar(&flags.LogDir, "log-dir", "", "folder of the rotating log file agent.log (env AGENT_LOG_DIR; default none, or the machine's log folder with --service)")
 	f.StringVar(&flags.SimStart, "sim-start", "", "with the simulator: the RFC 3339 time its clock starts at, then runs at real speed, e.g. to try a bot while the market is closed (env AGENT_SIM_START)")
+	f.BoolVar(&asService, "service", false, "run as the system service (the service manager starts the agent so)")
 	logs.Register(f)
 	return cmd
+}
+
+// privilegeError is a command the system refused for want of privileges.
+type privilegeError struct {
+	command string // "install", "config set"
+	err     error
+}
+
+func (e *privilegeError) Error() string { return e.command + " " + winsvc.PrivilegeHint }
+func (e *privilegeError) Unwrap() error { return e.err }
+
+// asPrivilegeError turns err into a privilegeError when it is a
+// permission refusal.
+func asPrivilegeError(command string, err error) error {
+	if err != nil && errors.Is(err, os.ErrPermission) {
+		return &privilegeError{command: command, err: err}
+	}
+	return err
 }

@@ -300,3 +300,49 @@ func unavailable(code string) *bridge.UnavailableError {
 func wrapf(err error, format string, args ...any) error {
 	return fmt.Errorf(format+": %w", append(args, err)...)
 }
+
+var _ bridge.StatusReporter = (*Platform)(nil)
+
+// Diagnose implements bridge.StatusReporter from Status: whether the
+// add-on answers, with the add-on's and NinjaTrader's versions, or why it
+// does not and whether orders go through the ATI files meanwhile.
+func (p *Platform) Diagnose() (bool, string) {
+	st := p.Status()
+	if st.Connected {
+		detail := "connected to the NinjaTrader add-on"
+		if v := versionText(st.AddonVersion); v != "" {
+			detail += " " + v
+		}
+		if v := versionText(st.PlatformVersion); v != "" {
+			detail += " in NinjaTrader " + v
+		}
+		return true, detail
+	}
+	detail := st.Reason
+	if detail == "" {
+		detail = "the NinjaTrader add-on cannot be reached"
+	}
+	if st.Code != "" {
+		detail += " (" + st.Code + ")"
+	}
+	if st.ATI {
+		detail += "; orders, cancels, changes and flattens go through NinjaTrader's ATI files meanwhile"
+	}
+	return false, detail
+}
+
+// versionText keeps a version string the add-on sent only when it looks
+// like one: at most 32 letters, digits, dots, dashes and pluses.
+func versionText(v string) string {
+	if len(v) > 32 {
+		return ""
+	}
+	for _, r := range v {
+		switch {
+		case r >= '0' && r <= '9', r >= 'a' && r <= 'z', r >= 'A' && r <= 'Z', r == '.', r == '-', r == '+':
+		default:
+			return ""
+		}
+	}
+	return v
+}

@@ -397,3 +397,9 @@ func lockedErr(ctx context.Context, p *Platform, fn func(now time.Time) error) e
 	_, err := locked(ctx, p, func(now time.Time) (struct{}, error) { return struct{}{}, fn(now) })
 	return err
 }
+
+var _ bridge.StatusReporter = (*Platform)(nil)
+
+// Diagnose implements bridge.StatusReporter: the simulator runs inside the
+// agent and is always reachable.
+func (p *Platform) Diagnose() (bool, string) { return true, "embedded simulator" }

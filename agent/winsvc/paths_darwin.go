@@ -1,0 +1,13 @@
+package winsvc
+
+// MachinePaths are the service's places on macOS:
+// /Library/Application Support/TradeBridge/Agent/{config.json,data} and
+// /Library/Logs/TradeBridge.
+func MachinePaths() Paths {
+	const dir = "/Library/Application Support/TradeBridge/Agent"
+	return Paths{
+		ConfigFile: dir + "/config.json",
+		LogDir:     "/Library/Logs/TradeBridge",
+		DataDir:    dir + "/data",
+	}
+}

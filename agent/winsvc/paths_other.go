@@ -1,0 +1,14 @@
+//go:build !windows && !darwin
+
+package winsvc
+
+// MachinePaths are the service's places on Linux (and the other Unix
+// systems): /etc/tradebridge/agent.json, /var/log/tradebridge and
+// /var/lib/tradebridge/agent.
+func MachinePaths() Paths {
+	return Paths{
+		ConfigFile: "/etc/tradebridge/agent.json",
+		LogDir:     "/var/log/tradebridge",
+		DataDir:    "/var/lib/tradebridge/agent",
+	}
+}

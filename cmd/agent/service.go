@@ -1,0 +1,171 @@
+package main
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"runtime"
+
+	"github.com/kardianos/service"
+	"github.com/spf13/cobra"
+
+	"tradebridge/agent/winsvc"
+)
+
+// controller is the agent's service in the system's service manager
+// (kardianos/service's Service offers it).
+type controller interface {
+	Install() error
+	Uninstall() error
+	Start() error
+	Stop() error
+	Restart() error
+	Status() (service.Status, error)
+	// Platform names the service manager ("linux-systemd",
+	// "windows-service", "darwin-launchd").
+	Platform() string
+}
+
+// openSystemService opens the agent's service in the system's service
+// manager; the service is the running executable.
+func openSystemService() (controller, error) {
+	return winsvc.New(idleProgram{}, "")
+}
+
+// idleProgram is the program of a service that is only controlled, not
+// run.
+type idleProgram struct{}
+
+func (idleProgram) Start(service.Service) error { return nil }
+func (idleProgram) Stop(service.Service) error  { return nil }
+
+// errNotInstalled is returned by start, stop and restart when the service
+// is not installed.
+var errNotInstalled = errors.New("the service " + winsvc.Name + " is not installed: run `agent install` first")
+
+// newServiceCmds are install, uninstall, start, stop, restart and status,
+// on the service open returns.
+func newServiceCmds(open func() (controller, error)) []*cobra.Command {
+	status := func(c controller) winsvc.Report { return winsvc.StatusOf(c) }
+	report := func(w io.Writer, c controller) error {
+		b, err := json.Marshal(status(c))
+		if err != nil {
+			return err
+		}
+		_, err = fmt.Fprintln(w, string(b))
+		return err
+	}
+	// control runs op on the installed service, then prints its state.
+	control := func(name string, op func(controller) error) func(*cobra.Command, []string) error {
+		return func(cmd *cobra.Command, _ []string) error {
+			c, err := open()
+			if err != nil {
+				return err
+			}
+			if status(c).Status == winsvc.StatusNotInstalled {
+				return errNotInstalled
+			}
+			if err := op(c); err != nil {
+				return serviceError(name, err)
+			}
+			return report(cmd.OutOrStdout(), c)
+		}
+	}
+
+	var msiInstall, msiUninstall bool
+	install := &cobra.Command{
+		Use:   "install",
+		Short: "Install the agent as a system service started with the machine (elevated prompt / root)",
+		Long: "Install the agent as a system service: on Windows the service " + winsvc.Name + " (delayed automatic\n" +
+			"start, restarted after a failure after 5 s, 30 s, then 2 min), on Linux a systemd unit, on macOS a\n" +
+			"launchd job. The service runs this executable, from where it is now, as `agent run --service`;\n" +
+			"configure it with `agent config set`, start it with `agent start`.",
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if msiInstall {
+				return serviceError("install", winsvc.ConfigureInstalled())
+			}
+			c, err := open()
+			if err != nil {
+				return err
+			}
+			if runtime.GOOS == "linux" && c.Platform() != "linux-systemd" {
+				return errors.New("agent install needs systemd on Linux; this system's service manager is another")
+			}
+			if st := status(c).Status; st != winsvc.StatusNotInstalled && st != winsvc.StatusUnknown {
+				return errors.New("the service " + winsvc.Name + " is installed already (agent uninstall removes it)")
+			}
+			if err := c.Install(); err != nil {
+				return serviceError("install", err)
+			}
+			if err := winsvc.ApplyRecovery(); err != nil {
+				return serviceError("install", err)
+			}
+			return report(cmd.OutOrStdout(), c)
+		},
+	}
+	install.Flags().BoolVar(&msiInstall, "msi", false, "the installer registered the service: finish it (delayed start, recovery, Event Log source)")
+	_ = install.Flags().MarkHidden("msi")
+
+	uninstall := &cobra.Command{
+		Use:   "uninstall",
+		Short: "Stop and remove the agent's system service (elevated prompt / root); the configuration and logs stay",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if msiUninstall {
+				return serviceError("uninstall", winsvc.RemoveEventSource())
+			}
+			c, err := open()
+			if err != nil {
+				return err
+			}
+			switch status(c).Status {
+			case winsvc.StatusNotInstalled:
+				return report(cmd.OutOrStdout(), c)
+			case winsvc.StatusRunning:
+				if err := c.Stop(); err != nil {
+					return serviceError("uninstall", err)
+				}
+			}
+			if err := c.Uninstall(); err != nil {
+				return serviceError("uninstall", err)
+			}
+			return report(cmd.OutOrStdout(), c)
+		},
+	}
+	uninstall.Flags().BoolVar(&msiUninstall, "msi", false, "the installer removes the service: remove the Event Log source")
+	_ = uninstall.Flags().MarkHidden("msi")
+
+	return []*cobra.Command{install, uninstall,
+		{Use: "start", Short: "Start the agent's service (elevated prompt / root)", Args: cobra.NoArgs,
+			RunE: control("start", controller.Start)},
+		{Use: "stop", Short: "Stop the agent's service (elevated prompt / root)", Args: cobra.NoArgs,
+			RunE: control("stop", controller.Stop)},
+		{Use: "restart", Short: "Restart the agent's service (elevated prompt / root)", Args: cobra.NoArgs,
+			RunE: control("restart", controller.Restart)},
+		{Use: "status", Short: `Print the service's state as JSON: {"service":"` + winsvc.Name + `","status":"running|stopped|not-installed|unknown"}`,
+			Args: cobra.NoArgs,
+			RunE: func(cmd *cobra.Command, _ []string) error {
+				c, err := open()
+				if err != nil {
+					return err
+				}
+				return report(cmd.OutOrStdout(), c)
+			}},
+	}
+}
+
+// serviceError says that command needs privileges when err is the
+// system's refusal of them; it wraps any other error.
+func serviceError(command string, err error) error {
+	switch {
+	case err == nil:
+		return nil
+	case errors.Is(err, winsvc.ErrWindowsOnly):
+		return err
+	case winsvc.NeedsPrivilege(err):
+		return &privilegeError{command: command, err: err}
+	}
+	return fmt.Errorf("%s: %w", command, err)
+}
