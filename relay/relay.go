@@ -2,9 +2,11 @@
 // (relay/store), token checks (relay/auth), one admission for every door
 // (relay/admit), the agent tunnels (relay/hub), the trading API
 // (relay/api), the WebSocket stream API (relay/stream), the Management API
-// (relay/manage), the broker family (relay/broker) and metrics
-// (relay/metrics) into one HTTP server with timeouts and a graceful
-// shutdown that also closes the stream sockets and ends the tunnels.
+// (relay/manage), the broker family (relay/broker), the support staff's
+// route (relay/support) with the agents' connection history
+// (relay/history) and metrics (relay/metrics) into one HTTP server with
+// timeouts and a graceful shutdown that also closes the stream sockets and
+// ends the tunnels.
 //
 // # Limits
 //
@@ -54,6 +56,7 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"slices"
 	"sync/atomic"
 	"time"
 
@@ -66,6 +69,7 @@ import (
 	"tradebridge/relay/broker"
 	"tradebridge/relay/budget"
 	"tradebridge/relay/errcode"
+	"tradebridge/relay/history"
 	"tradebridge/relay/httpapi"
 	"tradebridge/relay/hub"
 	"tradebridge/relay/manage"
@@ -73,6 +77,7 @@ import (
 	"tradebridge/relay/sealed"
 	"tradebridge/relay/store"
 	"tradebridge/relay/stream"
+	"tradebridge/relay/support"
 	"tradebridge/relay/tradecall"
 )
 
@@ -88,8 +93,15 @@ type Options struct {
 	// Default 2 s.
 	AuthCacheTTL time.Duration
 	// Hub tunes the tunnels; Auth, Admit, IPBudget, Logger and Metrics in
-	// it are filled by the Relay.
+	// it are filled by the Relay, and its OnSession is called before the
+	// Relay's connection history records the entry.
 	Hub hub.Options
+	// History tunes the agents' connection history; Store and Logger in
+	// it are filled by the Relay. Serve runs it.
+	History history.Options
+	// Support tunes the support staff's route; Hub, Store, Admit,
+	// IPBudget and Logger in it are filled by the Relay.
+	Support support.Options
 	// TradingBudget is the per-user budget of the trading API; the zero
 	// value means budget.Trading (the spec's 180 per minute, burst 20).
 	TradingBudget budget.Policy
@@ -162,8 +174,10 @@ type Relay struct {
 	stream   *stream.Server
 	manage   *manage.Server
 	broker   *broker.Manager
+	history  *history.Writer
 	metrics  *metrics.Metrics
 	guard    *httpapi.Guard
+	patterns []string
 	handler  http.Handler
 	operator http.Handler
 	// stopping is set when Serve starts shutting down: /readyz answers
@@ -222,6 +236,13 @@ func New(opts Options) (*Relay, error) {
 		return nil, err
 	}
 	m := metrics.New()
+	hist := opts.History
+	hist.Store = opts.Store
+	hist.Logger = opts.Logger
+	writer, err := history.New(hist)
+	if err != nil {
+		return nil, err
+	}
 	hopts := opts.Hub
 	hopts.Auth = authn
 	hopts.Admit = adm
@@ -254,6 +275,13 @@ func New(opts Options) (*Relay, error) {
 		if mg := managers.Load(); mg != nil {
 			mg.HandleStatus(userID, connected)
 		}
+	}
+	onSession := hopts.OnSession
+	hopts.OnSession = func(e hub.SessionEvent) {
+		if onSession != nil {
+			onSession(e)
+		}
+		writer.Record(e)
 	}
 	h, err := hub.New(hopts)
 	if err != nil {
@@ -335,7 +363,22 @@ func New(opts Options) (*Relay, error) {
 		return nil, err
 	}
 	managers.Store(mg)
-	r := &Relay{opts: opts, log: opts.Logger.Named("relay"), hub: h, stream: st, manage: mg, broker: bm, metrics: m, guard: guard}
+	sup := opts.Support
+	sup.Hub = h
+	sup.Store = opts.Store
+	sup.Admit = adm
+	sup.IPBudget = perIP
+	sup.Logger = opts.Logger
+	sp, err := support.New(sup)
+	if err != nil {
+		mg.Close()
+		bm.Close()
+		st.Close()
+		h.Close()
+		return nil, err
+	}
+	r := &Relay{opts: opts, log: opts.Logger.Named("relay"), hub: h, stream: st, manage: mg, broker: bm, history: writer,
+		metrics: m, guard: guard}
 
 	mux := &routes{ServeMux: http.NewServeMux()}
 	mux.Handle("GET "+protocol.ConnectPath, h)
@@ -346,8 +389,10 @@ func New(opts Options) (*Relay, error) {
 	bm.Register(mux, adm, tv.Door())
 	mux.Handle("GET "+stream.Path, st)
 	mg.Register(mux)
+	sp.Register(mux)
 	mux.addNotAllowed()
 	mux.ServeMux.HandleFunc("/", fallback(mux.ServeMux))
+	r.patterns = mux.patterns
 	r.handler = guard.Wrap(r.requestIDs(m.Middleware(oneAuthorization(mux.ServeMux))))
 
 	op := &routes{ServeMux: http.NewServeMux()}
@@ -514,6 +559,12 @@ func (r *Relay) Serve(ctx context.Context, ln net.Listener) error {
 	brokerDone := make(chan struct{})
 	go func() { defer close(brokerDone); _ = r.broker.Run(jctx) }()
 	defer func() { stopJanitor(); <-brokerDone }()
+	// The connection history is written until the tunnels have ended
+	// (shutdown closes the hub), so that their ends are recorded too.
+	hctx, stopHistory := context.WithCancel(context.WithoutCancel(ctx))
+	historyDone := make(chan struct{})
+	go func() { defer close(historyDone); _ = r.history.Run(hctx) }()
+	defer func() { stopHistory(); <-historyDone }()
 	r.log.Info("relay listening", zap.String("addr", ln.Addr().String()))
 	if len(listeners) > 1 {
 		r.log.Info("operator routes listening", zap.String("addr", listeners[1].Addr().String()))
@@ -629,5 +680,11 @@ func (r *Relay) Close() error {
 	err := r.hub.Close()
 	r.broker.Close()
 	r.manage.Close()
+	r.history.Close()
 	return err
 }
+
+// Routes lists the patterns of the relay's public routes ("GET
+// /v1/api/accounts"), in the order they were registered, the 405 answers
+// of other methods left out.
+func (r *Relay) Routes() []string { return slices.Clone(r.patterns) }

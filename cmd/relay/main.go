@@ -1,8 +1,10 @@
 // Command relay is the cloud relay: it serves the trading API, the
 // Management API and the agent tunnels (relay serve), administers users and
-// tokens (relay users, relay tokens) and users' broker logins (relay
-// broker) in its data directory, and reads and sets a running relay's
-// service modes (relay modes) on its operator listener.
+// tokens (relay users, relay tokens), support tokens (relay support
+// tokens) and users' broker logins (relay broker) in its data directory,
+// reads and sets a running relay's service modes (relay modes) on its
+// operator listener, and reads a user's agent for support staff (relay
+// support agent).
 package main
 
 import (
@@ -46,7 +48,8 @@ func newRootCmd(stdout io.Writer) *cobra.Command {
 		SilenceErrors: true,
 	}
 	root.SetOut(stdout)
-	root.AddCommand(newServeCmd(), newUsersCmd(stdout), newTokensCmd(stdout), newModesCmd(stdout), newBrokerCmd(stdout))
+	root.AddCommand(newServeCmd(), newUsersCmd(stdout), newTokensCmd(stdout), newModesCmd(stdout), newBrokerCmd(stdout),
+		newSupportCmd(stdout))
 	return root
 }
 
@@ -359,8 +362,8 @@ func newTokensCmd(stdout io.Writer) *cobra.Command {
 	revoke := &cobra.Command{
 		Use:   "revoke",
 		Short: `Revoke one token (--token, or "-" to read it from stdin) or a user's tokens (--user [--kind])`,
-		Long: "Revoke a token. A running relay stops accepting it within seconds and closes an\n" +
-			"agent tunnel that used it. Prints {\"revoked\": N} as JSON.",
+		Long: "Revoke a token of any kind, support tokens included. A running relay stops accepting\n" +
+			"it within seconds and closes an agent tunnel that used it. Prints {\"revoked\": N} as JSON.",
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if (token == "") == (user == "") {
@@ -373,6 +376,9 @@ func newTokensCmd(stdout io.Writer) *cobra.Command {
 			k, err := parseKind(kind, true)
 			if err != nil {
 				return err
+			}
+			if k == auth.KindSupport {
+				return errors.New("support tokens belong to no user: revoke one with --token")
 			}
 			return withStore(cmd.Context(), data, func(ctx context.Context, st *store.SQLite) error {
 				n := 1
@@ -395,18 +401,37 @@ func newTokensCmd(stdout io.Writer) *cobra.Command {
 	revoke.Flags().StringVar(&kind, "kind", "", "with --user: only tokens of this kind (api or agent)")
 	revoke.Flags().StringVar(&data, "data", envOr("RELAY_DATA", "./relay-data"), "data directory (env RELAY_DATA)")
 
-	var idata, iuser, ikind, iprofile string
+	var idata, iuser, ikind, iprofile, iname string
+	var igrants []string
 	issue := &cobra.Command{
 		Use:   "issue",
-		Short: `Issue a new token for a user and print {"userId","kind","token"} as JSON`,
+		Short: `Issue a new token for a user and print {"userId","kind","token"} as JSON, or a support token`,
 		Long: "Issue a new token. An API token has a response profile (--profile): standard,\n" +
 			"the specification's {success, data} envelope, or compatible, the top-level shapes\n" +
-			"of the service the specification describes (see \"Porting a bot\" in the README).",
+			"of the service the specification describes (see \"Porting a bot\" in the README).\n" +
+			"\n" +
+			"--kind support issues a support token instead: it belongs to no user, names the staff\n" +
+			"member (--name, for the audit log) and may read the agent diagnostics and connection\n" +
+			"history of the users it is granted (--grant, once per user), nothing else. It prints\n" +
+			"{\"kind\",\"name\",\"grants\",\"token\"}. Grants never change: issue a new token and revoke\n" +
+			"the old one.",
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			k, err := parseKind(ikind, false)
 			if err != nil {
 				return err
+			}
+			if k == auth.KindSupport {
+				if cmd.Flags().Changed("user") || cmd.Flags().Changed("profile") {
+					return errors.New("--user and --profile do not apply to support tokens (give --name and --grant)")
+				}
+				return issueSupport(cmd.Context(), stdout, idata, iname, igrants)
+			}
+			if iuser == "" {
+				return errors.New("--user is required")
+			}
+			if cmd.Flags().Changed("name") || cmd.Flags().Changed("grant") {
+				return errors.New("--name and --grant apply to support tokens only")
 			}
 			prof, err := parseProfile(iprofile)
 			if err != nil {
@@ -431,11 +456,12 @@ func newTokensCmd(stdout io.Writer) *cobra.Command {
 			})
 		},
 	}
-	issue.Flags().StringVar(&iuser, "user", "", "user id (required)")
-	issue.Flags().StringVar(&ikind, "kind", "", "api or agent (required)")
+	issue.Flags().StringVar(&iuser, "user", "", "user id (required for api and agent tokens)")
+	issue.Flags().StringVar(&ikind, "kind", "", "api, agent or support (required)")
 	issue.Flags().StringVar(&iprofile, "profile", string(profile.Standard), "response profile of an API token: standard or compatible")
+	issue.Flags().StringVar(&iname, "name", "", "support tokens: the staff member's name, for the audit log")
+	issue.Flags().StringArrayVar(&igrants, "grant", nil, "support tokens: a user id the token may read; repeat for each user")
 	issue.Flags().StringVar(&idata, "data", envOr("RELAY_DATA", "./relay-data"), "data directory (env RELAY_DATA)")
-	_ = issue.MarkFlagRequired("user")
 	_ = issue.MarkFlagRequired("kind")
 
 	var pdata, ptoken, pprofile string
@@ -526,14 +552,14 @@ func tokenArg(cmd *cobra.Command, flag string) (string, error) {
 
 func parseKind(s string, allowEmpty bool) (auth.Kind, error) {
 	switch auth.Kind(s) {
-	case auth.KindAPI, auth.KindAgent:
+	case auth.KindAPI, auth.KindAgent, auth.KindSupport:
 		return auth.Kind(s), nil
 	case "":
 		if allowEmpty {
 			return "", nil
 		}
 	}
-	return "", errors.New("--kind must be api or agent")
+	return "", errors.New("--kind must be api, agent or support")
 }
 
 func withStore(ctx context.Context, dir string, fn func(context.Context, *store.SQLite) error) error {

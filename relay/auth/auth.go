@@ -48,7 +48,31 @@ type Principal struct {
 	// plan_required), from the user's row: names of Features. Nil when
 	// none. Cached principals share it: callers must not change it.
 	Withheld []string
+	// Grants are, for a support token, the ids of the users whose agent
+	// diagnostics and connection history it may read, sorted; nil for
+	// other kinds. Cached principals share it: callers must not change
+	// it.
+	Grants []string
 }
+
+// Granted reports whether the principal is a support token granted
+// reading userID's agent diagnostics and connection history.
+func (p Principal) Granted(userID string) bool {
+	if p.Kind != KindSupport {
+		return false
+	}
+	_, ok := slices.BinarySearch(p.Grants, userID)
+	return ok
+}
+
+// SupportUserPrefix prefixes the UserID of a support token's Principal:
+// "support:" and the token's id. No user id has it (they start "usr_").
+const SupportUserPrefix = "support:"
+
+// TokenID is the short id of a token by its hash (the first 12 hex
+// digits): what `relay tokens list` and `relay support tokens` show, and
+// what the logs name, never the token.
+func TokenID(hash string) string { return hash[:min(12, len(hash))] }
 
 // Withholds reports whether the feature (one of Features) is withheld
 // from the principal's plan.
@@ -172,6 +196,9 @@ func (a *Authenticator) Authenticate(ctx context.Context, token string, want Kin
 }
 
 func (a *Authenticator) lookup(ctx context.Context, hash string, want Kind) (Principal, error) {
+	if want == KindSupport {
+		return a.lookupSupport(ctx, hash)
+	}
 	t, u, err := a.opts.Store.LookupToken(ctx, hash)
 	switch {
 	case errors.Is(err, store.ErrNotFound):
@@ -189,6 +216,23 @@ func (a *Authenticator) lookup(ctx context.Context, hash string, want Kind) (Pri
 	}
 	return Principal{UserID: u.ID, UserName: u.Name, Plan: Plan(u.Plan), Kind: want, Profile: prof, TokenHash: hash,
 		ManagementClosed: u.ManagementClosed, Withheld: u.Withheld}, nil
+}
+
+// lookupSupport returns the principal of a support token.
+func (a *Authenticator) lookupSupport(ctx context.Context, hash string) (Principal, error) {
+	t, err := a.opts.Store.SupportToken(ctx, hash)
+	switch {
+	case errors.Is(err, store.ErrNotFound):
+		return Principal{}, ErrUnauthorized
+	case err != nil:
+		a.log.Warn("support token lookup failed", zap.Error(err))
+		return Principal{}, fmt.Errorf("%w: %v", ErrStoreUnavailable, err)
+	case t.Revoked():
+		return Principal{}, ErrUnauthorized
+	}
+	grants := slices.Sorted(slices.Values(t.Grants))
+	return Principal{UserID: SupportUserPrefix + TokenID(hash), UserName: t.Name, Kind: KindSupport, TokenHash: hash,
+		Grants: slices.Compact(grants)}, nil
 }
 
 // cached returns the verdict on the token of hash when one younger than
@@ -277,6 +321,9 @@ func IssueToken(ctx context.Context, st store.Store, userID string, k Kind, prof
 	if !k.Valid() {
 		return "", fmt.Errorf("auth: unknown token kind %q", k)
 	}
+	if k == KindSupport {
+		return "", ErrSupportTokenNoUser
+	}
 	if prof == "" {
 		prof = profile.Standard
 	}
@@ -296,6 +343,10 @@ func IssueToken(ctx context.Context, st store.Store, userID string, k Kind, prof
 	}
 	return tok, nil
 }
+
+// ErrSupportTokenNoUser refuses a support token where a user's token is
+// meant: support tokens belong to no user (IssueSupportToken).
+var ErrSupportTokenNoUser = errors.New("auth: support tokens belong to no user")
 
 // ErrProfileAPIOnly refuses a response profile for an agent token: only
 // API tokens receive trading results.
@@ -338,7 +389,7 @@ func ListTokens(ctx context.Context, st store.Store, userID string) ([]TokenInfo
 	}
 	out := make([]TokenInfo, 0, len(ts))
 	for _, t := range ts {
-		ti := TokenInfo{ID: t.Hash[:min(12, len(t.Hash))], Kind: Kind(t.Kind), CreatedAt: t.CreatedAt.UTC().Format(time.RFC3339)}
+		ti := TokenInfo{ID: TokenID(t.Hash), Kind: Kind(t.Kind), CreatedAt: t.CreatedAt.UTC().Format(time.RFC3339)}
 		if ti.Kind == KindAPI {
 			ti.Profile = t.Profile
 		}
@@ -350,10 +401,16 @@ func ListTokens(ctx context.Context, st store.Store, userID string) ([]TokenInfo
 	return out, nil
 }
 
-// RevokeToken revokes a token; store.ErrNotFound if it was never issued.
+// RevokeToken revokes a token of any kind, support tokens included;
+// store.ErrNotFound if it was never issued. A running relay stops
+// accepting it within its cache TTL.
 func RevokeToken(ctx context.Context, st store.Store, token string, now time.Time) error {
-	if _, ok := ParseKind(token); !ok {
+	k, ok := ParseKind(token)
+	if !ok {
 		return fmt.Errorf("auth: malformed token: %w", store.ErrNotFound)
+	}
+	if k == KindSupport {
+		return st.RevokeSupportToken(ctx, Hash(token), now.UTC())
 	}
 	return st.RevokeToken(ctx, Hash(token), now.UTC())
 }
@@ -363,6 +420,9 @@ func RevokeToken(ctx context.Context, st store.Store, token string, now time.Tim
 func RevokeUserTokens(ctx context.Context, st store.Store, userID string, k Kind, now time.Time) (int, error) {
 	if k != "" && !k.Valid() {
 		return 0, fmt.Errorf("auth: unknown token kind %q", k)
+	}
+	if k == KindSupport {
+		return 0, ErrSupportTokenNoUser
 	}
 	return st.RevokeUserTokens(ctx, userID, string(k), now.UTC())
 }

@@ -2,10 +2,20 @@
 // into a Principal, and issues and revokes those tokens.
 //
 // A token is opaque: a readable prefix naming its kind ("tb_api_" for the
-// HTTP and WebSocket APIs, "tb_agent_" for an agent's tunnel) followed by
-// 32 random bytes in unpadded base64url. The relay stores only the token's
-// SHA-256, so a leaked database reveals no usable token. An API token never
-// opens a tunnel and an agent token never calls the API.
+// HTTP and WebSocket APIs, "tb_agent_" for an agent's tunnel,
+// "tb_support_" for support staff) followed by 32 random bytes in
+// unpadded base64url. The relay stores only the token's SHA-256, so a
+// leaked database reveals no usable token. Every door accepts one kind:
+// an API token never opens a tunnel, an agent token never calls the API,
+// and a support token opens nothing but the support routes.
+//
+// A support token belongs to no trading user. It names the staff member
+// it was issued to and grants reading the agent diagnostics and
+// connection history of a fixed list of users (IssueSupportToken); its
+// Principal has Kind KindSupport, UserName the staff member's name,
+// Grants the users, and UserID "support:" followed by the token's id (the
+// first 12 hex digits of its hash), which keys the support door's budgets
+// and in-flight count per token and is never a user's id.
 //
 // Authenticator caches each verdict for a short time (CacheTTL, 2 seconds
 // by default) so that a burst of calls costs one store read; a revoked token
@@ -31,13 +41,19 @@ const (
 	KindAPI Kind = "api"
 	// KindAgent tokens open an agent's tunnel.
 	KindAgent Kind = "agent"
+	// KindSupport tokens read, for support staff, the agent diagnostics
+	// and connection history of the users they are granted.
+	KindSupport Kind = "support"
 )
+
+// kinds are the token kinds, for ParseKind.
+var kinds = []Kind{KindAPI, KindAgent, KindSupport}
 
 // prefix returns the token text prefix of the kind.
 func (k Kind) prefix() string { return "tb_" + string(k) + "_" }
 
 // Valid reports whether k is a known kind.
-func (k Kind) Valid() bool { return k == KindAPI || k == KindAgent }
+func (k Kind) Valid() bool { return k == KindAPI || k == KindAgent || k == KindSupport }
 
 // secretLen is the length of the random part of a token: 32 bytes in
 // unpadded base64url.
@@ -58,7 +74,7 @@ func NewToken(k Kind) (string, error) {
 // ParseKind reports the kind of a well-formed token, and false for anything
 // else.
 func ParseKind(token string) (Kind, bool) {
-	for _, k := range []Kind{KindAPI, KindAgent} {
+	for _, k := range kinds {
 		secret, ok := strings.CutPrefix(token, k.prefix())
 		if !ok || len(secret) != secretLen {
 			continue

@@ -42,10 +42,18 @@ type agentConn struct {
 	token       string // to re-verify; never logged
 	sessionID   string
 	connectedAt time.Time
+	remoteAddr  string
 
-	// helloMu guards hello, whose Connections EventConnections replaces.
+	// helloMu guards hello, whose Connections EventConnections replaces,
+	// and the latest diagnostics (EventDiagnostics) and their time.
 	helloMu sync.Mutex
 	hello   protocol.Hello
+	diag    *protocol.Diagnostics
+	diagAt  time.Time
+
+	// started is closed once the session's start is reported (after its
+	// Welcome): its diagnostics are reported only after it.
+	started chan struct{}
 
 	conn *transport.Conn
 	sess *yamux.Session
@@ -53,6 +61,12 @@ type agentConn struct {
 
 	closeOnce sync.Once
 	done      chan struct{} // closed when the tunnel is finished
+	// why, closeCode and closeText are the first close's: the history's
+	// reason (when its closer named one), the code and the reason sent.
+	// Set once by closeOnce.
+	why       string
+	closeCode int
+	closeText string
 
 	// streamCalls holds a token per stream of its own (GetBars) open,
 	// until the agent has closed its end too.
@@ -66,16 +80,18 @@ type agentConn struct {
 
 // serveTunnel runs an upgraded tunnel until it ends. It owns every goroutine
 // of the tunnel and returns only after they exit.
-func (h *Hub) serveTunnel(ws *websocket.Conn, p auth.Principal, token string, version int) {
+func (h *Hub) serveTunnel(ws *websocket.Conn, p auth.Principal, token string, version int, remoteAddr string) {
 	ctx, cancel := context.WithCancel(h.ctx)
 	defer cancel()
 	c := &agentConn{
-		hub:       h,
-		userID:    p.UserID,
-		token:     token,
-		sessionID: newSessionID(),
-		conn:      transport.NewConn(ctx, ws),
-		done:      make(chan struct{}),
+		hub:        h,
+		userID:     p.UserID,
+		token:      token,
+		sessionID:  newSessionID(),
+		remoteAddr: remoteAddr,
+		conn:       transport.NewConn(ctx, ws),
+		done:       make(chan struct{}),
+		started:    make(chan struct{}),
 
 		streamCalls: make(chan struct{}, h.opts.MaxStreamCalls),
 	}
@@ -109,8 +125,13 @@ func (h *Hub) serveTunnel(ws *websocket.Conn, p auth.Principal, token string, ve
 			// yamux gave up on the connection (bytes that are not yamux,
 			// or the agent went away); it may not have closed it yet.
 			c.log.Info("handshake failed", zap.Error(err))
-			c.close(protocol.CloseProtocolError, "tunnel protocol error")
+			why := ""
+			if c.conn.CloseStatus() >= 0 {
+				why = ReasonAgentClosed
+			}
+			c.closeAs(why, protocol.CloseProtocolError, "tunnel protocol error")
 		}
+		c.reportRefused(version)
 		return
 	}
 	defer control.Close()
@@ -118,6 +139,8 @@ func (h *Hub) serveTunnel(ws *websocket.Conn, p auth.Principal, token string, ve
 	rpcStream, err := sess.OpenStream()
 	if err != nil {
 		c.log.Info("opening rpc stream", zap.Error(err))
+		c.closeAs(ReasonConnectionLost, int(websocket.StatusNormalClosure), "")
+		c.reportRefused(version)
 		return
 	}
 	c.rpc = newRPCStream(c, rpcStream, true)
@@ -129,17 +152,22 @@ func (h *Hub) serveTunnel(ws *websocket.Conn, p auth.Principal, token string, ve
 	wg.Add(1)
 	go func() { defer wg.Done(); c.readEvents(control) }()
 
+	started := false
 	if err := h.register(c); err != nil {
 		c.close(protocol.CloseShuttingDown, "relay shutting down")
 	} else if err := c.welcome(control, version); err != nil {
 		c.log.Info("handshake failed", zap.Error(err))
 		c.close(protocol.CloseProtocolError, "tunnel protocol error")
 	} else {
+		started = true
 		hello := c.helloNow()
 		c.log.Info("agent connected",
 			zap.String("agentVersion", hello.AgentVersion),
 			zap.String("platform", hello.Platform),
 			zap.Int("connections", len(hello.Connections)))
+		h.report(SessionEvent{Kind: SessionStarted, UserID: c.userID, SessionID: c.sessionID, At: c.connectedAt,
+			AgentVersion: hello.AgentVersion, ProtocolVersion: version, Platform: hello.Platform, RemoteAddr: c.remoteAddr})
+		close(c.started)
 	}
 
 	select {
@@ -152,7 +180,7 @@ func (h *Hub) serveTunnel(ws *websocket.Conn, p auth.Principal, token string, ve
 			c.log.Warn("agent broke the tunnel's rules; closing tunnel", zap.Error(gerr))
 			c.close(protocol.CloseProtocolError, guardReason(gerr))
 		} else if c.conn.CloseStatus() == -1 {
-			c.close(protocol.CloseProtocolError, "tunnel protocol error or keepalive timeout")
+			c.closeAs(ReasonConnectionLost, protocol.CloseProtocolError, "tunnel protocol error or keepalive timeout")
 		}
 	case <-c.done:
 	}
@@ -164,7 +192,24 @@ func (h *Hub) serveTunnel(ws *websocket.Conn, p auth.Principal, token string, ve
 	c.ending = true
 	c.mu.Unlock()
 	c.wg.Wait()
-	c.log.Info("agent disconnected", zap.Int("closeStatus", c.conn.CloseStatus()))
+	reason := c.endReason()
+	c.log.Info("agent disconnected", zap.Int("closeStatus", c.conn.CloseStatus()), zap.String("reason", reason))
+	if started {
+		h.report(SessionEvent{Kind: SessionEnded, UserID: c.userID, SessionID: c.sessionID, At: time.Now(), Reason: reason})
+	} else {
+		c.reportRefused(version)
+	}
+}
+
+// reportRefused reports a tunnel that ended before its session started,
+// with what its Hello said if it was read.
+func (c *agentConn) reportRefused(version int) {
+	hello := c.helloNow()
+	if hello.ProtocolVersion != 0 {
+		version = hello.ProtocolVersion
+	}
+	c.hub.report(SessionEvent{Kind: SessionRefused, UserID: c.userID, At: time.Now(), Reason: c.endReason(),
+		AgentVersion: hello.AgentVersion, ProtocolVersion: version, Platform: hello.Platform, RemoteAddr: c.remoteAddr})
 }
 
 // closeError is a handshake failure with the close code to send.
@@ -221,6 +266,7 @@ func (c *agentConn) handshake(version int) (net.Conn, error) {
 		control.Close()
 		return nil, &closeError{protocol.CloseBadHandshake, "bad hello", err}
 	}
+	c.hello = hello // for the history, also of a refusal
 	if hello.ProtocolVersion != version {
 		control.Close()
 		return nil, &closeError{protocol.CloseVersionUnsupported, "hello version differs from negotiated subprotocol",
@@ -246,7 +292,10 @@ func guardReason(err error) string {
 // registered, so an agent that has read Welcome can be called at once.
 func (c *agentConn) welcome(control net.Conn, version int) error {
 	w := protocol.NewWriter(control)
-	if err := w.WriteFrame(protocol.TypeWelcome, protocol.Welcome{ProtocolVersion: version, SessionID: c.sessionID}); err != nil {
+	// ServerTime is read as late as possible: the agent estimates its
+	// clock's skew from it.
+	welcome := protocol.Welcome{ProtocolVersion: version, SessionID: c.sessionID, ServerTime: time.Now().UnixMilli()}
+	if err := w.WriteFrame(protocol.TypeWelcome, welcome); err != nil {
 		return fmt.Errorf("writing welcome: %w", err)
 	}
 	return nil
@@ -282,6 +331,12 @@ func (c *agentConn) readEvents(control net.Conn) {
 			c.close(protocol.CloseProtocolError, "malformed event")
 			return
 		}
+		if ev.Kind == protocol.EventDiagnostics {
+			if !c.diagnostics(ev.Data) {
+				return
+			}
+			continue
+		}
 		if ev.Kind == protocol.EventConnections {
 			var conns []protocol.Connection
 			if err := json.Unmarshal(ev.Data, &conns); err != nil {
@@ -294,6 +349,34 @@ func (c *agentConn) readEvents(control net.Conn) {
 			fn(Event{UserID: c.userID, Event: ev})
 		}
 	}
+}
+
+// diagnostics takes an EventDiagnostics: the tunnel keeps the latest, and
+// OnSession learns it once the session's start is reported. Its size is
+// the control stream's frame bound (64 KiB); data that is not a
+// protocol.Diagnostics ends the tunnel as any malformed event does. It
+// reports false when the tunnel is ending.
+func (c *agentConn) diagnostics(data json.RawMessage) bool {
+	var d protocol.Diagnostics
+	if err := json.Unmarshal(data, &d); err != nil {
+		c.close(protocol.CloseProtocolError, "malformed event")
+		return false
+	}
+	at := time.Now()
+	enc, err := c.setDiagnostics(&d, at)
+	if err != nil {
+		c.close(protocol.CloseProtocolError, "malformed event")
+		return false
+	}
+	// An agent sends events only after the Welcome; one that does not
+	// wait for it waits here.
+	select {
+	case <-c.started:
+	case <-c.done:
+		return false
+	}
+	c.hub.report(SessionEvent{Kind: SessionDiagnostics, UserID: c.userID, SessionID: c.sessionID, At: at, Diagnostics: enc})
+	return true
 }
 
 // setConnections records the platform's connections as the agent last
@@ -367,8 +450,13 @@ func (c *agentConn) failProtocol(err error) {
 
 // close ends the tunnel with a WebSocket close code. Only the first call
 // chooses the code.
-func (c *agentConn) close(code int, reason string) {
+func (c *agentConn) close(code int, reason string) { c.closeAs("", code, reason) }
+
+// closeAs is close naming the history's reason why the tunnel ended; ""
+// lets endReason find it from the code.
+func (c *agentConn) closeAs(why string, code int, reason string) {
 	c.closeOnce.Do(func() {
+		c.why, c.closeCode, c.closeText = why, code, reason
 		close(c.done)
 		if c.sess != nil {
 			// Tell the peer why before yamux tears the connection down.

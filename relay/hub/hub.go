@@ -14,6 +14,13 @@
 // never waits past its deadline for an agent that stops reading. Whatever
 // an agent sends, its tunnel holds at most Options.TunnelMemoryBound bytes
 // of the relay's memory.
+//
+// # History and diagnostics
+//
+// Options.OnSession learns the tunnels' history: a session's start (once
+// its Welcome is written), its diagnostics (each EventDiagnostics, which
+// Info also keeps for the live tunnel), its end with the reason (the
+// Reason constants), and the handshakes refused before a session began.
 package hub
 
 import (
@@ -99,8 +106,14 @@ type Options struct {
 	// Default 30 s.
 	DefaultTimeout time.Duration
 	// OnEvent, when set, receives every event agents send, in order per
-	// user. It must not block.
+	// user, but EventDiagnostics, which goes to OnSession only. It must
+	// not block.
 	OnEvent func(Event)
+	// OnSession, when set, learns the tunnels' history (SessionEvent):
+	// for each session its start, then its diagnostics, then its end, in
+	// that order; and every refused handshake. It is called from the
+	// tunnels' goroutines and must not block.
+	OnSession func(SessionEvent)
 	// OnStatus, when set, learns when a user's agent comes and goes:
 	// connected is true each time a tunnel of the user registers (before
 	// its Welcome is sent, so Call reaches it from then on), and false when
@@ -282,9 +295,18 @@ func (h *Hub) Connected(userID string) bool {
 
 // Info describes a live tunnel.
 type Info struct {
-	SessionID   string
+	SessionID string
+	// Hello is the agent's, with the connections it reported last; its
+	// ProtocolVersion is the tunnel's.
 	Hello       protocol.Hello
 	ConnectedAt time.Time
+	// RemoteAddr is the agent's address (httpapi.ClientAddr).
+	RemoteAddr string
+	// Diagnostics is the latest the agent sent (EventDiagnostics) on this
+	// tunnel, received at DiagnosticsAt; nil when none. Callers must not
+	// change it.
+	Diagnostics   *protocol.Diagnostics
+	DiagnosticsAt time.Time
 }
 
 // Info returns the handshake of userID's live tunnel.
@@ -295,7 +317,11 @@ func (h *Hub) Info(userID string) (Info, bool) {
 	if !ok {
 		return Info{}, false
 	}
-	return Info{SessionID: c.sessionID, Hello: c.helloNow(), ConnectedAt: c.connectedAt}, true
+	info := Info{SessionID: c.sessionID, ConnectedAt: c.connectedAt, RemoteAddr: c.remoteAddr}
+	c.helloMu.Lock()
+	info.Hello, info.Diagnostics, info.DiagnosticsAt = c.hello, c.diag, c.diagAt
+	c.helloMu.Unlock()
+	return info, true
 }
 
 // Call runs the RPC function fn with args on userID's agent and returns its
@@ -439,6 +465,8 @@ func (h *Hub) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			detail = fmt.Sprintf("this relay speaks tunnel protocol versions %d to %d; upgrade the agent", protocol.MinProtocolVersion, protocol.ProtocolVersion)
 		}
 		httpapi.WriteError(w, http.StatusBadRequest, httpapi.Error{Code: errcode.ProtocolVersionUnsupported, Detail: detail})
+		h.report(SessionEvent{Kind: SessionRefused, UserID: p.UserID, At: time.Now(), Reason: ReasonVersionUnsupported,
+			ProtocolVersion: highestOffered(r), RemoteAddr: httpapi.ClientAddr(r)})
 		return
 	}
 	h.mu.Lock()
@@ -461,7 +489,19 @@ func (h *Hub) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		h.log.Debug("websocket upgrade failed", zap.Error(err))
 		return
 	}
-	h.serveTunnel(ws, p, token, version)
+	h.serveTunnel(ws, p, token, version, httpapi.ClientAddr(r))
+}
+
+// highestOffered returns the highest protocol version a connect offered,
+// 0 when it offered none of ours.
+func highestOffered(r *http.Request) int {
+	best := 0
+	for _, s := range websocketSubprotocols(r) {
+		if v, ok := protocol.ParseSubprotocol(s); ok && v > best {
+			best = v
+		}
+	}
+	return best
 }
 
 // negotiate returns the highest protocol version both sides speak (0 when

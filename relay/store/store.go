@@ -1,7 +1,8 @@
 // Package store keeps the relay's durable state: users, their plans and
 // their tokens, the outcomes of trading writes, each user's management
-// resources, and each user's broker link with the state of the trading
-// the relay runs over it. It is the only package that talks to the
+// resources, each user's broker link with the state of the trading the
+// relay runs over it, the support staff's tokens and what they grant, and
+// the agents' connection history with their latest diagnostics. It is the only package that talks to the
 // database; the relay's other packages see the Store interface.
 //
 // The one-machine deployment uses SQLite (pure Go, WAL journal, synchronous
@@ -63,6 +64,54 @@ type Token struct {
 
 // Revoked reports whether the token has been revoked.
 func (t Token) Revoked() bool { return !t.RevokedAt.IsZero() }
+
+// SupportToken is the stored form of a support staff member's token: its
+// hash, never its text. It belongs to no trading user.
+type SupportToken struct {
+	Hash string
+	// Name is the staff member's, for the audit log.
+	Name string
+	// Grants are the ids of the users whose agent diagnostics and
+	// connection history the token may read, sorted.
+	Grants    []string
+	CreatedAt time.Time
+	// RevokedAt is the zero time while the token is valid.
+	RevokedAt time.Time
+}
+
+// Revoked reports whether the support token has been revoked.
+func (t SupportToken) Revoked() bool { return !t.RevokedAt.IsZero() }
+
+// AgentSession is one entry of a user's agent connection history: a
+// tunnel from its Welcome to its end, or a refused handshake (no
+// SessionID, DisconnectedAt = ConnectedAt).
+type AgentSession struct {
+	// SessionID is the tunnel's session id; "" for a refused handshake.
+	SessionID string
+	UserID    string
+	// ConnectedAt is when the relay welcomed the agent (or refused it).
+	ConnectedAt time.Time
+	// DisconnectedAt is the zero time while the tunnel is live.
+	DisconnectedAt time.Time
+	// Reason is why the tunnel ended or the handshake was refused
+	// (package relay/hub lists them); "" while live.
+	Reason          string
+	AgentVersion    string
+	ProtocolVersion int
+	Platform        string
+	// RemoteAddr is the agent's address as the relay saw it.
+	RemoteAddr string
+}
+
+// StoredDiagnostics is the latest protocol.Diagnostics an agent sent, as
+// recorded on its session.
+type StoredDiagnostics struct {
+	SessionID string
+	// JSON is the diagnostics as the relay re-encoded them.
+	JSON []byte
+	// At is when the relay received them.
+	At time.Time
+}
 
 // States of an idempotency record.
 const (
@@ -261,6 +310,48 @@ type Store interface {
 	LoadBrokerWrites(ctx context.Context, userID string, since time.Time) ([]BrokerWrite, error)
 	// PruneBrokerWrites forgets the user's writes begun before before.
 	PruneBrokerWrites(ctx context.Context, userID string, before time.Time) error
+
+	// CreateSupportToken stores a support token with its grants, all or
+	// nothing. ErrNotFound if a granted user does not exist, ErrConflict
+	// if the hash exists.
+	CreateSupportToken(ctx context.Context, t SupportToken) error
+	// SupportToken returns the support token with the hash and its
+	// grants, revoked or not; ErrNotFound if there is none.
+	SupportToken(ctx context.Context, hash string) (SupportToken, error)
+	// ListSupportTokens returns every support token with its grants,
+	// revoked ones included, oldest first.
+	ListSupportTokens(ctx context.Context) ([]SupportToken, error)
+	// RevokeSupportToken revokes the support token with the hash.
+	// Revoking a revoked token changes nothing. ErrNotFound if there is
+	// none.
+	RevokeSupportToken(ctx context.Context, hash string, at time.Time) error
+
+	// AddAgentSession records the start of an agent session, or a
+	// refused handshake (SessionID "", DisconnectedAt and Reason set).
+	// ErrConflict if the session id is recorded already.
+	AddAgentSession(ctx context.Context, s AgentSession) error
+	// EndAgentSession records when and why a live session ended; a
+	// session that ended already keeps its first end. ErrNotFound if the
+	// session is not recorded.
+	EndAgentSession(ctx context.Context, sessionID string, at time.Time, reason string) error
+	// SetAgentSessionDiagnostics records the latest diagnostics (JSON) of
+	// a session, received at at. ErrNotFound if the session is not
+	// recorded.
+	SetAgentSessionDiagnostics(ctx context.Context, sessionID string, diagnostics []byte, at time.Time) error
+	// CloseOpenAgentSessions ends every session still live in the store
+	// at at (or its start, if later) with reason, and returns how many:
+	// at a relay's start, the sessions a previous run left open.
+	CloseOpenAgentSessions(ctx context.Context, at time.Time, reason string) (int, error)
+	// PruneAgentSessions forgets the sessions that ended before before,
+	// and returns how many. Live sessions stay.
+	PruneAgentSessions(ctx context.Context, before time.Time) (int, error)
+	// AgentSessions returns at most limit of the user's sessions that are
+	// live or ended at or after since, newest first (by start). A user
+	// without any has none; it is no error.
+	AgentSessions(ctx context.Context, userID string, since time.Time, limit int) ([]AgentSession, error)
+	// LatestAgentDiagnostics returns the latest diagnostics recorded on
+	// any of the user's sessions; ErrNotFound if there are none.
+	LatestAgentDiagnostics(ctx context.Context, userID string) (StoredDiagnostics, error)
 
 	// Ping checks that the store answers.
 	Ping(ctx context.Context) error
