@@ -21,8 +21,9 @@ build:
 demo: build
 	./scripts/demo.sh
 
-## test: vet, the Windows build of the agent, the NinjaScript add-on's
-## compile and self-test, every test with the race detector, and the
+## test: vet, the Windows vet and build of the agent, the NinjaScript add-on's
+## compile and self-test, every test with the race detector (among them
+## installer/, which builds the signed MSI and inspects it), and the
 ## relay's end-to-end tests once more with the agent trading through the
 ## NinjaTrader bridge and a fake add-on (TRADEBRIDGE_TEST_PLATFORM).
 test: test-deps vet windows addon
@@ -35,9 +36,12 @@ test-short:
 vet:
 	$(GO) vet ./...
 
-## windows: the agent must always build for Windows.
+## windows: the agent must always build and vet for Windows (its service,
+## Event Log and ACL code is in _windows.go files). -trimpath, as make
+## installer builds it, so the installer's test reuses this compile.
 windows:
-	GOOS=windows GOARCH=amd64 $(GO) build -o /dev/null ./cmd/agent
+	GOOS=windows GOARCH=amd64 $(GO) vet ./agent/... ./cmd/agent/...
+	GOOS=windows GOARCH=amd64 $(GO) build -trimpath -o /dev/null ./cmd/agent
 
 ## addon: compile the NinjaScript add-on (installer/ninjatrader) with Mono's
 ## mcs against stand-ins of NinjaTrader's types, and run its self-test under

@@ -312,9 +312,6 @@ func newModesCmd(stdout io.Writer) *cobra.Command {
 // callModes calls the operator listener's modes route and prints the
 // modes it answers.
 func callModes(ctx context.Context, stdout io.Writer, operator, method string, body any) error {
-	if !strings.Contains(operator, "://") {
-		operator = "http://" + operator
-	}
 	var rd io.Reader
 	if body != nil {
 		b, err := json.Marshal(body)
@@ -323,33 +320,17 @@ func callModes(ctx context.Context, stdout io.Writer, operator, method string, b
 		}
 		rd = bytes.NewReader(b)
 	}
-	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
-	defer cancel()
-	req, err := http.NewRequestWithContext(ctx, method, strings.TrimRight(operator, "/")+manage.OperatorModesPath, rd)
+	data, err := relayCall{Method: method, Base: operator, Path: manage.OperatorModesPath, Body: rd,
+		Timeout: 10 * time.Second, Limit: 1 << 20}.do(ctx)
+	var ae *answerError
+	if errors.As(err, &ae) {
+		return fmt.Errorf("the operator listener answered %d %s: %s", ae.Status, ae.Code, ae.Detail)
+	}
 	if err != nil {
-		return fmt.Errorf("--operator: %w", err)
-	}
-	if body != nil {
-		req.Header.Set("Content-Type", "application/json")
-	}
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		return fmt.Errorf("calling the relay's operator listener: %w", err)
-	}
-	defer resp.Body.Close()
-	var out struct {
-		Data   json.RawMessage `json:"data"`
-		Error  string          `json:"error"`
-		Detail string          `json:"detail"`
-	}
-	if err := json.NewDecoder(io.LimitReader(resp.Body, 1<<20)).Decode(&out); err != nil {
-		return fmt.Errorf("the operator listener answered %d without JSON", resp.StatusCode)
-	}
-	if resp.StatusCode != http.StatusOK {
-		return fmt.Errorf("the operator listener answered %d %s: %s", resp.StatusCode, out.Error, out.Detail)
+		return err
 	}
 	var modes manage.ModeState
-	if err := json.Unmarshal(out.Data, &modes); err != nil {
+	if err := json.Unmarshal(data, &modes); err != nil {
 		return fmt.Errorf("the operator listener answered modes the command cannot read")
 	}
 	return printJSON(stdout, modes)

@@ -130,35 +130,14 @@ func newSupportAgentCmd(stdout io.Writer) *cobra.Command {
 // callSupport reads userID's agent from the relay at base and prints the
 // answer's data.
 func callSupport(ctx context.Context, stdout io.Writer, base, token, userID string) error {
-	if !strings.Contains(base, "://") {
-		base = "http://" + base
-	}
 	path := strings.Replace(support.Path, "{userId}", url.PathEscape(userID), 1)
-	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
-	defer cancel()
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, strings.TrimRight(base, "/")+path, nil)
+	data, err := relayCall{Method: http.MethodGet, Base: base, Path: path, Token: token,
+		Timeout: 30 * time.Second, Limit: 8 << 20}.do(ctx)
 	if err != nil {
-		return fmt.Errorf("--relay: %w", err)
-	}
-	req.Header.Set("Authorization", "Bearer "+token)
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		return fmt.Errorf("calling the relay: %w", err)
-	}
-	defer resp.Body.Close()
-	var out struct {
-		Data   json.RawMessage `json:"data"`
-		Error  string          `json:"error"`
-		Detail string          `json:"detail"`
-	}
-	if err := json.NewDecoder(io.LimitReader(resp.Body, 8<<20)).Decode(&out); err != nil {
-		return fmt.Errorf("the relay answered %d without JSON", resp.StatusCode)
-	}
-	if resp.StatusCode != http.StatusOK {
-		return fmt.Errorf("%s: %s (HTTP %d)", out.Error, out.Detail, resp.StatusCode)
+		return err
 	}
 	var b bytes.Buffer
-	if err := json.Indent(&b, out.Data, "", "  "); err != nil {
+	if err := json.Indent(&b, data, "", "  "); err != nil {
 		return fmt.Errorf("the relay answered data the command cannot read")
 	}
 	b.WriteByte('\n')
