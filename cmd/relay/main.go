@@ -336,6 +336,9 @@ func callModes(ctx context.Context, stdout io.Writer, operator, method string, b
 	return printJSON(stdout, modes)
 }
 
+// unnamedSupport is the name of a support token issued without --name.
+const unnamedSupport = "unnamed"
+
 func newTokensCmd(stdout io.Writer) *cobra.Command {
 	tokens := &cobra.Command{Use: "tokens", Short: "Issue and revoke tokens"}
 
@@ -406,6 +409,9 @@ func newTokensCmd(stdout io.Writer) *cobra.Command {
 				if cmd.Flags().Changed("user") || cmd.Flags().Changed("profile") {
 					return errors.New("--user and --profile do not apply to support tokens (give --name and --grant)")
 				}
+				if iname == "" {
+					iname = unnamedSupport
+				}
 				return issueSupport(cmd.Context(), stdout, idata, iname, igrants)
 			}
 			if iuser == "" {
@@ -440,7 +446,7 @@ func newTokensCmd(stdout io.Writer) *cobra.Command {
 	issue.Flags().StringVar(&iuser, "user", "", "user id (required for api and agent tokens)")
 	issue.Flags().StringVar(&ikind, "kind", "", "api, agent or support (required)")
 	issue.Flags().StringVar(&iprofile, "profile", string(profile.Standard), "response profile of an API token: standard or compatible")
-	issue.Flags().StringVar(&iname, "name", "", "support tokens: the staff member's name, for the audit log")
+	issue.Flags().StringVar(&iname, "name", "", `support tokens: the staff member's name, for the audit log (default "`+unnamedSupport+`": the log then tells staff apart by the token's id only)`)
 	issue.Flags().StringArrayVar(&igrants, "grant", nil, "support tokens: a user id the token may read; repeat for each user")
 	issue.Flags().StringVar(&idata, "data", envOr("RELAY_DATA", "./relay-data"), "data directory (env RELAY_DATA)")
 	_ = issue.MarkFlagRequired("kind")

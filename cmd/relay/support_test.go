@@ -54,7 +54,6 @@ func TestSupportTokenCommands(t *testing.T) {
 		{[]string{"--kind", "support", "--name", "x", "--grant", "usr_nobody"}, "no such user"},
 		{[]string{"--kind", "support", "--name", "x", "--grant", alice.UserID, "--grant", "usr_nobody"}, "no such user"},
 		{[]string{"--kind", "support", "--name", "x"}, "--grant"},
-		{[]string{"--kind", "support", "--grant", alice.UserID}, "--name"},
 		{[]string{"--kind", "support", "--name", "x", "--grant", alice.UserID, "--user", alice.UserID}, "--user and --profile"},
 		{[]string{"--kind", "support", "--name", "x", "--grant", alice.UserID, "--profile", "standard"}, "--user and --profile"},
 		{[]string{"--kind", "api", "--user", alice.UserID, "--grant", alice.UserID}, "support tokens only"},
@@ -90,6 +89,14 @@ func TestSupportTokenCommands(t *testing.T) {
 	require.NotEmpty(t, decode[struct {
 		Tokens []auth.SupportTokenInfo `json:"tokens"`
 	}](t, out).Tokens[0].RevokedAt)
+
+	// The command as operators script it, without --name: the token is
+	// "unnamed" and the audit log tells it apart by its id.
+	out, err = run(t, "", "tokens", "issue", "--data", dir, "--kind", "support", "--grant", alice.UserID)
+	require.NoError(t, err)
+	unnamed := decode[issuedSupport](t, out)
+	require.Equal(t, "unnamed", unnamed.Name)
+	require.Equal(t, []string{alice.UserID}, unnamed.Grants)
 }
 
 // serveRelay runs relay serve on a free address until the test ends and

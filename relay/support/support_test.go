@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
+	"go.uber.org/goleak"
 	"go.uber.org/zap"
 	"go.uber.org/zap/zapcore"
 	"go.uber.org/zap/zaptest/observer"
@@ -25,6 +26,10 @@ import (
 	"tradebridge/relay/store"
 	"tradebridge/relay/support"
 )
+
+// The tests serve the route over httptest servers; none may outlive its
+// test.
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 
 var t0 = time.Date(2026, 11, 20, 9, 0, 0, 0, time.UTC)
 
