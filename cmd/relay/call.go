@@ -21,6 +21,8 @@ type relayCall struct {
 	// Timeout bounds the whole call; Limit the answer read.
 	Timeout time.Duration
 	Limit   int64
+	// Name names the listener in errors; default "the relay".
+	Name string
 }
 
 // answerError is a relay's answer other than 200: its status, code and
@@ -38,6 +40,10 @@ func (e *answerError) Error() string {
 // *answerError for any other, or the error that kept it from being
 // answered in JSON.
 func (c relayCall) do(ctx context.Context) (json.RawMessage, error) {
+	name := c.Name
+	if name == "" {
+		name = "the relay"
+	}
 	base := c.Base
 	if !strings.Contains(base, "://") {
 		base = "http://" + base
@@ -46,7 +52,7 @@ func (c relayCall) do(ctx context.Context) (json.RawMessage, error) {
 	defer cancel()
 	req, err := http.NewRequestWithContext(ctx, c.Method, strings.TrimRight(base, "/")+c.Path, c.Body)
 	if err != nil {
-		return nil, fmt.Errorf("the relay's address: %w", err)
+		return nil, fmt.Errorf("the address of %s: %w", name, err)
 	}
 	if c.Body != nil {
 		req.Header.Set("Content-Type", "application/json")
@@ -56,7 +62,7 @@ func (c relayCall) do(ctx context.Context) (json.RawMessage, error) {
 	}
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
-		return nil, fmt.Errorf("calling the relay: %w", err)
+		return nil, fmt.Errorf("calling %s: %w", name, err)
 	}
 	defer resp.Body.Close()
 	var out struct {
@@ -65,7 +71,7 @@ func (c relayCall) do(ctx context.Context) (json.RawMessage, error) {
 		Detail string          `json:"detail"`
 	}
 	if err := json.NewDecoder(io.LimitReader(resp.Body, c.Limit)).Decode(&out); err != nil {
-		return nil, fmt.Errorf("the relay answered %d without JSON", resp.StatusCode)
+		return nil, fmt.Errorf("%s answered %d without JSON", name, resp.StatusCode)
 	}
 	if resp.StatusCode != http.StatusOK {
 		return nil, &answerError{Status: resp.StatusCode, Code: out.Error, Detail: out.Detail}

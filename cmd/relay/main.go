@@ -321,7 +321,7 @@ func callModes(ctx context.Context, stdout io.Writer, operator, method string, b
 		rd = bytes.NewReader(b)
 	}
 	data, err := relayCall{Method: method, Base: operator, Path: manage.OperatorModesPath, Body: rd,
-		Timeout: 10 * time.Second, Limit: 1 << 20}.do(ctx)
+		Timeout: 10 * time.Second, Limit: 1 << 20, Name: "the relay's operator listener"}.do(ctx)
 	var ae *answerError
 	if errors.As(err, &ae) {
 		return fmt.Errorf("the operator listener answered %d %s: %s", ae.Status, ae.Code, ae.Detail)
