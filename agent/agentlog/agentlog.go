@@ -112,7 +112,7 @@ func New(opts Options) (*Logger, error) {
 	if opts.Now == nil {
 		opts.Now = time.Now
 	}
-	l := &Logger{scrub: new(scrubber)}
+	l := &Logger{scrub: newScrubber()}
 	var cores []zapcore.Core
 	if opts.Dir != "" {
 		if err := os.MkdirAll(opts.Dir, 0o700); err != nil {

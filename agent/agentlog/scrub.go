@@ -1,70 +1,50 @@
 package agentlog
 
 import (
-	"bytes"
-	"encoding/json"
-	"regexp"
-	"strings"
 	"sync/atomic"
+
+	"tradebridge/agent/diag"
 )
 
-// tokenPattern matches the relay's tokens (tb_agent_…, tb_api_…).
-var tokenPattern = regexp.MustCompile(`tb_[a-z]+_[A-Za-z0-9_-]{20,}`)
+// Redacted replaces a token or secret in a log line (diag.Redactor's
+// marker: the logs and the support zip say the same).
+const Redacted = diag.Redacted
 
-// Redacted replaces a token or secret in a log line.
-const Redacted = "[redacted]"
-
-// minSecret is the shortest secret scrubbed literally.
+// minSecret is the shortest secret scrubbed literally from log lines:
+// shorter ones would blank out ordinary words.
 const minSecret = 8
 
-// scrubber removes tokens and the configured secrets from log lines.
+// scrubber removes tokens and the configured secrets from log lines with
+// a diag.Redactor, which SetSecrets replaces while lines are written.
 type scrubber struct {
-	secrets atomic.Pointer[[]string]
+	red atomic.Pointer[diag.Redactor]
 }
 
-// set replaces the literal secrets, adding their JSON-escaped forms.
+func newScrubber() *scrubber {
+	s := new(scrubber)
+	s.set(nil)
+	return s
+}
+
+// set replaces the literal secrets.
 func (s *scrubber) set(secrets []string) {
-	var list []string
+	var long []string
 	for _, sec := range secrets {
-		if len(sec) < minSecret {
-			continue
-		}
-		list = append(list, sec)
-		if b, err := json.Marshal(sec); err == nil {
-			if esc := string(b[1 : len(b)-1]); esc != sec {
-				list = append(list, esc)
-			}
+		if len(sec) >= minSecret {
+			long = append(long, sec)
 		}
 	}
-	s.secrets.Store(&list)
+	s.red.Store(diag.NewRedactor(long...))
 }
 
 // string scrubs a line.
-func (s *scrubber) string(line string) string {
-	if strings.Contains(line, "tb_") {
-		line = tokenPattern.ReplaceAllString(line, Redacted)
-	}
-	if list := s.secrets.Load(); list != nil {
-		for _, sec := range *list {
-			line = strings.ReplaceAll(line, sec, Redacted)
-		}
-	}
-	return line
-}
+func (s *scrubber) string(line string) string { return s.red.Load().Redact(line) }
 
 // bytes scrubs a line, returning p itself when it holds nothing to scrub.
 func (s *scrubber) bytes(p []byte) []byte {
-	dirty := bytes.Contains(p, []byte("tb_"))
-	if list := s.secrets.Load(); !dirty && list != nil {
-		for _, sec := range *list {
-			if bytes.Contains(p, []byte(sec)) {
-				dirty = true
-				break
-			}
-		}
+	line := string(p)
+	if out := s.string(line); out != line {
+		return []byte(out)
 	}
-	if !dirty {
-		return p
-	}
-	return []byte(s.string(string(p)))
+	return p
 }

@@ -126,5 +126,8 @@ func (r *Redactor) Redact(s string) string {
 	for _, lit := range r.literals {
 		s = strings.ReplaceAll(s, lit, Redacted)
 	}
+	if !strings.Contains(s, "tb_") {
+		return s // no token shape: spare the pattern
+	}
 	return tokenPattern.ReplaceAllString(s, Redacted)
 }
