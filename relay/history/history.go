@@ -34,7 +34,7 @@ type Store interface {
 	AddAgentSession(ctx context.Context, s store.AgentSession) error
 	EndAgentSession(ctx context.Context, sessionID string, at time.Time, reason string) error
 	SetAgentSessionDiagnostics(ctx context.Context, sessionID string, diagnostics []byte, at time.Time) error
-	CloseOpenAgentSessions(ctx context.Context, at time.Time, reason string) (int, error)
+	CloseOpenAgentSessions(ctx context.Context, node string, at time.Time, reason string) (int, error)
 	PruneAgentSessions(ctx context.Context, before time.Time) (int, error)
 }
 
@@ -52,6 +52,10 @@ type Options struct {
 	// Logger receives store failures and dropped entries; the writer
 	// logs as "history". Nil means no logging.
 	Logger *zap.Logger
+	// Node names this relay node: its sessions are recorded with it, and
+	// at start only the sessions this node left open are closed. "" on a
+	// relay that runs alone.
+	Node string
 	// Retention is how long an entry is kept after it ended. Default
 	// DefaultRetention (30 days).
 	Retention time.Duration
@@ -187,7 +191,7 @@ func (w *Writer) Close() error {
 func (w *Writer) start(ctx context.Context, at time.Time) {
 	wctx, cancel := context.WithTimeout(ctx, writeTimeout)
 	defer cancel()
-	n, err := w.opts.Store.CloseOpenAgentSessions(wctx, at, hub.ReasonRelayStopped)
+	n, err := w.opts.Store.CloseOpenAgentSessions(wctx, w.opts.Node, at, hub.ReasonRelayStopped)
 	switch {
 	case err != nil:
 		w.log.Warn("closing the sessions a previous run left open", zap.Error(err))

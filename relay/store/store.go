@@ -101,6 +101,21 @@ type AgentSession struct {
 	Platform        string
 	// RemoteAddr is the agent's address as the relay saw it.
 	RemoteAddr string
+	// Node is the relay node that held the tunnel (or refused it); ""
+	// on a relay that runs alone without a node name.
+	Node string
+}
+
+// OAuthState is an OAuth broker link under way: a one-time state bound to
+// a user and a broker environment, stored (as its hash) so that the
+// broker's callback may reach any relay node.
+type OAuthState struct {
+	// Hash is the hex SHA-256 of the state's text.
+	Hash   string
+	UserID string
+	Env    string
+	// Expires is when the state stops being accepted.
+	Expires time.Time
 }
 
 // StoredDiagnostics is the latest protocol.Diagnostics an agent sent, as
@@ -338,10 +353,11 @@ type Store interface {
 	// a session, received at at. ErrNotFound if the session is not
 	// recorded.
 	SetAgentSessionDiagnostics(ctx context.Context, sessionID string, diagnostics []byte, at time.Time) error
-	// CloseOpenAgentSessions ends every session still live in the store
-	// at at (or its start, if later) with reason, and returns how many:
-	// at a relay's start, the sessions a previous run left open.
-	CloseOpenAgentSessions(ctx context.Context, at time.Time, reason string) (int, error)
+	// CloseOpenAgentSessions ends every session of the node still live in
+	// the store at at (or its start, if later) with reason, and returns
+	// how many: at a relay node's start, the sessions its previous run
+	// left open. Other nodes' sessions are left alone.
+	CloseOpenAgentSessions(ctx context.Context, node string, at time.Time, reason string) (int, error)
 	// PruneAgentSessions forgets the sessions that ended before before,
 	// and returns how many. Live sessions stay.
 	PruneAgentSessions(ctx context.Context, before time.Time) (int, error)
@@ -352,6 +368,29 @@ type Store interface {
 	// LatestAgentDiagnostics returns the latest diagnostics recorded on
 	// any of the user's sessions; ErrNotFound if there are none.
 	LatestAgentDiagnostics(ctx context.Context, userID string) (StoredDiagnostics, error)
+
+	// AcquireBrokerLease takes, or renews, the lease that lets node run
+	// the user's broker instance, for ttl from the store's own clock (so
+	// that the nodes' clocks need not agree). It reports whether node
+	// holds the lease now: false when another node holds a lease that has
+	// not expired. Nodes run a user's instance only while they hold its
+	// lease, so that it runs on one node at a time.
+	AcquireBrokerLease(ctx context.Context, userID, node string, ttl time.Duration) (bool, error)
+	// ReleaseBrokerLease gives up node's lease on the user's instance, if
+	// node holds it; otherwise it changes nothing.
+	ReleaseBrokerLease(ctx context.Context, userID, node string) error
+	// BrokerLeaseHolder returns the node holding an unexpired lease on
+	// the user's instance; ErrNotFound if none does.
+	BrokerLeaseHolder(ctx context.Context, userID string) (string, error)
+
+	// PutOAuthState stores an OAuth link under way, forgetting the
+	// expired ones and the user's oldest beyond keepPerUser-1 first.
+	// ErrConflict if the hash exists; ErrNotFound if the user does not.
+	PutOAuthState(ctx context.Context, s OAuthState, keepPerUser int) error
+	// TakeOAuthState returns and forgets the state with the hash, in one
+	// step (a state is used once, by one node); ErrNotFound if there is
+	// none or it expired before now.
+	TakeOAuthState(ctx context.Context, hash string, now time.Time) (OAuthState, error)
 
 	// Ping checks that the store answers.
 	Ping(ctx context.Context) error

@@ -173,7 +173,7 @@ func (s *SQLite) SetAgentSessionDiagnostics(ctx context.Context, sessionID strin
 }
 
 // CloseOpenAgentSessions implements Store.
-func (s *SQLite) CloseOpenAgentSessions(ctx context.Context, at time.Time, reason string) (int, error) {
+func (s *SQLite) CloseOpenAgentSessions(ctx context.Context, node string, at time.Time, reason string) (int, error) {
 	res, err := s.db.ExecContext(ctx,
 		"UPDATE agent_sessions SET disconnected_at = MAX(connected_at, ?), reason = ? WHERE disconnected_at IS NULL",
 		millis(at), reason)
