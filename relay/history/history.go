@@ -254,7 +254,7 @@ func (w *Writer) write(ctx context.Context, ev hub.SessionEvent) {
 	switch ev.Kind {
 	case hub.SessionStarted, hub.SessionRefused:
 		s := store.AgentSession{SessionID: ev.SessionID, UserID: ev.UserID, ConnectedAt: ev.At,
-			AgentVersion: ev.AgentVersion, ProtocolVersion: ev.ProtocolVersion, Platform: ev.Platform, RemoteAddr: ev.RemoteAddr}
+			AgentVersion: ev.AgentVersion, ProtocolVersion: ev.ProtocolVersion, Platform: ev.Platform, RemoteAddr: ev.RemoteAddr, Node: w.opts.Node}
 		if ev.Kind == hub.SessionRefused {
 			s.SessionID, s.DisconnectedAt, s.Reason = "", ev.At, ev.Reason
 		}

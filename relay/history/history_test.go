@@ -17,17 +17,20 @@ import (
 	"tradebridge/relay/history"
 	"tradebridge/relay/hub"
 	"tradebridge/relay/store"
+	"tradebridge/relay/store/storetest"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 
 var t0 = time.Date(2026, 11, 20, 9, 0, 0, 0, time.UTC)
 
-func openStore(t *testing.T) *store.SQLite {
+// openStore opens a fresh SQLite store with the user u1.
+func openStore(t *testing.T) store.Store { return openBackend(t, "sqlite") }
+
+// openBackend opens a fresh store of the backend with the user u1.
+func openBackend(t *testing.T, backend string) store.Store {
 	t.Helper()
-	st, err := store.Open(context.Background(), store.Options{Dir: t.TempDir()})
-	require.NoError(t, err)
-	t.Cleanup(func() { st.Close() })
+	st := storetest.Open(t, backend)
 	require.NoError(t, st.CreateUser(context.Background(), store.User{ID: "u1", Name: "u1", Plan: "pro", CreatedAt: t0}))
 	return st
 }
@@ -48,7 +51,7 @@ func run(t *testing.T, w *history.Writer) (stop func() error) {
 	return stop
 }
 
-func sessions(t *testing.T, st *store.SQLite) []store.AgentSession {
+func sessions(t *testing.T, st store.Store) []store.AgentSession {
 	t.Helper()
 	got, err := st.AgentSessions(context.Background(), "u1", t0.Add(-365*24*time.Hour), 100)
 	require.NoError(t, err)
@@ -61,7 +64,7 @@ func sessions(t *testing.T, st *store.SQLite) []store.AgentSession {
 func TestWriterWritesTheHistory(t *testing.T) {
 	t.Parallel()
 	st := openStore(t)
-	w, err := history.New(history.Options{Store: st, Now: func() time.Time { return t0 }})
+	w, err := history.New(history.Options{Store: st, Node: "node-a", Now: func() time.Time { return t0 }})
 	require.NoError(t, err)
 	stop := run(t, w)
 
@@ -77,9 +80,9 @@ func TestWriterWritesTheHistory(t *testing.T) {
 
 	require.Equal(t, []store.AgentSession{
 		{UserID: "u1", ConnectedAt: t0.Add(time.Minute), DisconnectedAt: t0.Add(time.Minute), Reason: hub.ReasonVersionUnsupported,
-			ProtocolVersion: 9, RemoteAddr: "192.0.2.8"},
+			ProtocolVersion: 9, RemoteAddr: "192.0.2.8", Node: "node-a"},
 		{SessionID: "tun_1", UserID: "u1", ConnectedAt: t0, DisconnectedAt: t0.Add(time.Hour), Reason: hub.ReasonReplaced,
-			AgentVersion: "1.2.3", ProtocolVersion: 5, Platform: "sim", RemoteAddr: "192.0.2.7"},
+			AgentVersion: "1.2.3", ProtocolVersion: 5, Platform: "sim", RemoteAddr: "192.0.2.7", Node: "node-a"},
 	}, sessions(t, st))
 	d, err := st.LatestAgentDiagnostics(context.Background(), "u1")
 	require.NoError(t, err)
@@ -87,37 +90,50 @@ func TestWriterWritesTheHistory(t *testing.T) {
 	require.Zero(t, w.Dropped())
 }
 
-// At its start the writer closes what a previous run left open, at the
-// start's time, and forgets what ended before the retention; then it
-// prunes again every PruneEvery.
+// At its start the writer closes what a previous run of its node left
+// open, at the start's time, and forgets what ended before the retention;
+// then it prunes again every PruneEvery. Another node's live sessions stay
+// open. It runs on every store backend.
 func TestWriterStartClosesLeftOpenAndPrunes(t *testing.T) {
 	t.Parallel()
+	for _, backend := range storetest.Backends {
+		t.Run(backend, func(t *testing.T) {
+			t.Parallel()
+			writerStartClosesLeftOpenAndPrunes(t, openBackend(t, backend))
+		})
+	}
+}
+
+func writerStartClosesLeftOpenAndPrunes(t *testing.T, st store.Store) {
 	ctx := context.Background()
-	st := openStore(t)
 	old := t0.Add(-31 * 24 * time.Hour)
 	require.NoError(t, st.AddAgentSession(ctx, store.AgentSession{SessionID: "tun_old", UserID: "u1", ConnectedAt: old}))
 	require.NoError(t, st.EndAgentSession(ctx, "tun_old", old.Add(time.Hour), hub.ReasonAgentClosed))
-	require.NoError(t, st.AddAgentSession(ctx, store.AgentSession{SessionID: "tun_open", UserID: "u1", ConnectedAt: t0.Add(-time.Hour)}))
+	require.NoError(t, st.AddAgentSession(ctx, store.AgentSession{SessionID: "tun_open", UserID: "u1", ConnectedAt: t0.Add(-time.Hour), Node: "node-a"}))
+	require.NoError(t, st.AddAgentSession(ctx, store.AgentSession{SessionID: "tun_other", UserID: "u1", ConnectedAt: t0.Add(-2 * time.Hour), Node: "node-b"}))
 	require.NoError(t, st.AddAgentSession(ctx, store.AgentSession{SessionID: "tun_ok", UserID: "u1", ConnectedAt: t0.Add(-29 * 24 * time.Hour)}))
 	require.NoError(t, st.EndAgentSession(ctx, "tun_ok", t0.Add(-29*24*time.Hour), hub.ReasonAgentClosed))
 
 	var now atomic.Int64
 	now.Store(t0.UnixMilli())
-	w, err := history.New(history.Options{Store: st, PruneEvery: 10 * time.Millisecond,
+	w, err := history.New(history.Options{Store: st, Node: "node-a", PruneEvery: 10 * time.Millisecond,
 		Now: func() time.Time { return time.UnixMilli(now.Load()).UTC() }})
 	require.NoError(t, err)
 	run(t, w)
-	require.Eventually(t, func() bool { return len(sessions(t, st)) == 2 }, 5*time.Second, 5*time.Millisecond)
+	require.Eventually(t, func() bool { return len(sessions(t, st)) == 3 }, 5*time.Second, 5*time.Millisecond)
 	got := sessions(t, st)
 	require.Equal(t, "tun_open", got[0].SessionID)
 	require.Equal(t, hub.ReasonRelayStopped, got[0].Reason)
 	require.Equal(t, t0, got[0].DisconnectedAt, "closed at the start's time")
-	require.Equal(t, "tun_ok", got[1].SessionID)
+	require.Equal(t, "tun_other", got[1].SessionID)
+	require.True(t, got[1].DisconnectedAt.IsZero(), "another node's live session stays open")
+	require.Empty(t, got[1].Reason)
+	require.Equal(t, "tun_ok", got[2].SessionID)
 
 	// A day later, the hourly pruning forgets tun_ok.
 	now.Store(t0.Add(2 * 24 * time.Hour).UnixMilli())
-	require.Eventually(t, func() bool { return len(sessions(t, st)) == 1 }, 5*time.Second, 5*time.Millisecond)
-	require.Equal(t, "tun_open", sessions(t, st)[0].SessionID)
+	require.Eventually(t, func() bool { return len(sessions(t, st)) == 2 }, 5*time.Second, 5*time.Millisecond)
+	require.Equal(t, []string{"tun_open", "tun_other"}, []string{sessions(t, st)[0].SessionID, sessions(t, st)[1].SessionID})
 }
 
 // blockingStore holds every write until released.

@@ -3,16 +3,11 @@ package store
 import (
 	"context"
 	"database/sql"
-	"embed"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io/fs"
 	"os"
 	"path/filepath"
-	"sort"
-	"strconv"
-	"strings"
 	"sync"
 	"time"
 
@@ -22,9 +17,6 @@ import (
 
 	"tradebridge/dbfile"
 )
-
-//go:embed migrations/*.sql
-var migrations embed.FS
 
 // FileName is the database file inside Options.Dir.
 const FileName = "relay.db"
@@ -86,39 +78,29 @@ const FileMode = dbfile.Mode
 // migrate applies the embedded migrations newer than the database's
 // user_version, each in its own transaction.
 func (s *SQLite) migrate(ctx context.Context) error {
-	files, err := fs.Glob(migrations, "migrations/*.sql")
+	ms, err := loadMigrations(sqliteMigrations, "migrations")
 	if err != nil {
-		return fmt.Errorf("store: list migrations: %w", err)
+		return err
 	}
-	sort.Strings(files)
 	var current int
 	if err := s.db.QueryRowContext(ctx, "PRAGMA user_version").Scan(&current); err != nil {
 		return fmt.Errorf("store: read schema version: %w", err)
 	}
-	if current > len(files) {
-		return fmt.Errorf("%w: version %d, this relay knows %d", ErrSchemaTooNew, current, len(files))
+	if current > len(ms) {
+		return fmt.Errorf("%w: version %d, this relay knows %d", ErrSchemaTooNew, current, len(ms))
 	}
-	for i := current; i < len(files); i++ {
-		want := i + 1
-		name := filepath.Base(files[i])
-		if n, err := strconv.Atoi(strings.SplitN(name, "_", 2)[0]); err != nil || n != want {
-			return fmt.Errorf("store: migration %s is out of sequence (want %04d)", name, want)
-		}
-		body, err := migrations.ReadFile(files[i])
-		if err != nil {
-			return fmt.Errorf("store: read migration %s: %w", name, err)
-		}
+	for _, m := range ms[current:] {
 		err = s.tx(ctx, func(tx *sql.Tx) error {
-			if _, err := tx.ExecContext(ctx, string(body)); err != nil {
+			if _, err := tx.ExecContext(ctx, m.sql); err != nil {
 				return err
 			}
-			_, err := tx.ExecContext(ctx, fmt.Sprintf("PRAGMA user_version = %d", want))
+			_, err := tx.ExecContext(ctx, fmt.Sprintf("PRAGMA user_version = %d", m.version))
 			return err
 		})
 		if err != nil {
-			return fmt.Errorf("store: migration %s: %w", name, err)
+			return fmt.Errorf("store: migration %s: %w", m.name, err)
 		}
-		s.log.Info("schema migrated", zap.Int("version", want), zap.String("migration", name))
+		s.log.Info("schema migrated", zap.Int("version", m.version), zap.String("migration", m.name))
 	}
 	return nil
 }

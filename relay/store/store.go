@@ -6,10 +6,12 @@
 // database; the relay's other packages see the Store interface.
 //
 // The one-machine deployment uses SQLite (pure Go, WAL journal, synchronous
-// FULL, so a write is durable before the relay answers 2xx). The schema is
-// migrated forward on Open from the numbered files embedded from
-// migrations/; a database written by a newer relay is refused with
-// ErrSchemaTooNew rather than guessed at.
+// FULL, so a write is durable before the relay answers 2xx). A relay that
+// runs as several nodes shares one PostgreSQL database (Postgres, with the
+// same behaviour); Dial opens the one a URL names. The schema is migrated
+// forward on Open and OpenPostgres from the numbered files embedded from
+// migrations/ (SQLite) and migrations/postgres/; a database written by a
+// newer relay is refused with ErrSchemaTooNew rather than guessed at.
 package store
 
 import (

@@ -137,9 +137,9 @@ func (s *SQLite) AddAgentSession(ctx context.Context, a AgentSession) error {
 	}
 	_, err := s.db.ExecContext(ctx,
 		`INSERT INTO agent_sessions (session_id, user_id, connected_at, disconnected_at, reason, agent_version,
-		   protocol_version, platform, remote_addr) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+		   protocol_version, platform, remote_addr, node) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
 		nullable(a.SessionID), a.UserID, millis(a.ConnectedAt), ended, a.Reason, a.AgentVersion,
-		a.ProtocolVersion, a.Platform, a.RemoteAddr)
+		a.ProtocolVersion, a.Platform, a.RemoteAddr, a.Node)
 	if isConstraint(err) {
 		err = ErrConflict
 	}
@@ -175,8 +175,8 @@ func (s *SQLite) SetAgentSessionDiagnostics(ctx context.Context, sessionID strin
 // CloseOpenAgentSessions implements Store.
 func (s *SQLite) CloseOpenAgentSessions(ctx context.Context, node string, at time.Time, reason string) (int, error) {
 	res, err := s.db.ExecContext(ctx,
-		"UPDATE agent_sessions SET disconnected_at = MAX(connected_at, ?), reason = ? WHERE disconnected_at IS NULL",
-		millis(at), reason)
+		"UPDATE agent_sessions SET disconnected_at = MAX(connected_at, ?), reason = ? WHERE disconnected_at IS NULL AND node = ?",
+		millis(at), reason, node)
 	if err != nil {
 		return 0, wrap("close open agent sessions", err)
 	}
@@ -200,7 +200,7 @@ func (s *SQLite) AgentSessions(ctx context.Context, userID string, since time.Ti
 		return nil, nil
 	}
 	rows, err := s.db.QueryContext(ctx,
-		`SELECT session_id, connected_at, disconnected_at, reason, agent_version, protocol_version, platform, remote_addr
+		`SELECT session_id, connected_at, disconnected_at, reason, agent_version, protocol_version, platform, remote_addr, node
 		 FROM agent_sessions WHERE user_id = ? AND (disconnected_at IS NULL OR disconnected_at >= ?)
 		 ORDER BY connected_at DESC, id DESC LIMIT ?`, userID, millis(since), limit)
 	if err != nil {
@@ -212,7 +212,7 @@ func (s *SQLite) AgentSessions(ctx context.Context, userID string, since time.Ti
 		a := AgentSession{UserID: userID}
 		var sid sql.NullString
 		var connected, ended sql.NullInt64
-		if err := rows.Scan(&sid, &connected, &ended, &a.Reason, &a.AgentVersion, &a.ProtocolVersion, &a.Platform, &a.RemoteAddr); err != nil {
+		if err := rows.Scan(&sid, &connected, &ended, &a.Reason, &a.AgentVersion, &a.ProtocolVersion, &a.Platform, &a.RemoteAddr, &a.Node); err != nil {
 			return nil, wrap("list agent sessions", err)
 		}
 		a.SessionID = sid.String
