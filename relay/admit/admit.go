@@ -19,6 +19,13 @@
 //
 // An Admitter starts no goroutines; admission costs a few map look-ups
 // under sharded locks and, with the token cached, no I/O.
+//
+// On several relay nodes, the in-flight places are leases kept by a
+// budget.Backend (Redis, Options.Leases) with the budgets: a user's limit
+// holds across nodes, and a stopped node's leases lapse after LeaseTTL.
+// Then the lease and the door's budgets are one call to the backend, and
+// Admission.Done one more; when the backend does not answer, the node
+// counts and charges in its own memory, with the same limits.
 package admit
 
 import (
@@ -51,7 +58,22 @@ type Options struct {
 	// Logger receives the store failures met while checking tokens. Nil
 	// means no logging.
 	Logger *zap.Logger
+	// Leases, when set, keeps the in-flight places as leases every relay
+	// node sees (a *budget.Redis), so that a user's in-flight limit holds
+	// across nodes. Nil means the Admitter's memory. When the door's
+	// budgets are kept by the same backend, the lease and the budgets are
+	// one call.
+	Leases budget.Backend
+	// LeaseTTL is how long a lease is held when it is never released (its
+	// node stopped mid-request): a little over the longest a request may
+	// run. Default DefaultLeaseTTL.
+	LeaseTTL time.Duration
 }
+
+// DefaultLeaseTTL is Options.LeaseTTL's default: 90 s, a little over the
+// longest a request may run (the relay's 60 s WriteTimeout, which bounds
+// the agent's 30 s and the body's 10 s).
+const DefaultLeaseTTL = 90 * time.Second
 
 // DefaultIPPolicy is the per-address budget every door charges first:
 // generous enough for several bots behind one address, low enough that a
@@ -103,10 +125,13 @@ type Door struct {
 
 // Admitter admits requests at every door. It is safe for concurrent use.
 type Admitter struct {
-	auth Authenticator
-	log  *zap.Logger
-	seed maphash.Seed
-	// inflight counts requests in flight by door and user.
+	auth     Authenticator
+	log      *zap.Logger
+	leases   budget.Backend // nil: inflight alone
+	leaseTTL time.Duration
+	seed     maphash.Seed
+	// inflight counts requests in flight by door and user: the leases
+	// in memory, without a backend or while it does not answer.
 	inflight [inflightShards]inflightShard
 }
 
@@ -128,7 +153,14 @@ func New(opts Options) (*Admitter, error) {
 	if opts.Logger == nil {
 		opts.Logger = zap.NewNop()
 	}
-	a := &Admitter{auth: opts.Auth, log: opts.Logger.Named("admit"), seed: maphash.MakeSeed()}
+	if opts.LeaseTTL < 0 {
+		return nil, errors.New("admit: Options.LeaseTTL must not be negative")
+	}
+	if opts.LeaseTTL == 0 {
+		opts.LeaseTTL = DefaultLeaseTTL
+	}
+	a := &Admitter{auth: opts.Auth, log: opts.Logger.Named("admit"), leases: opts.Leases, leaseTTL: opts.LeaseTTL,
+		seed: maphash.MakeSeed()}
 	for i := range a.inflight {
 		a.inflight[i].n = make(map[inflightKey]int)
 	}
@@ -141,15 +173,22 @@ type Admission struct {
 	// Principal is the caller the token names.
 	Principal auth.Principal
 
-	a    *Admitter
-	key  inflightKey
-	held atomic.Bool
+	a     *Admitter
+	key   inflightKey   // the place in memory, when lease is nil
+	lease *budget.Lease // the place in the backend
+	held  atomic.Bool
 }
 
-// Done releases the request's in-flight place. It is idempotent and safe
-// on a nil Admission.
+// Done releases the request's in-flight place (with a backend, one call;
+// a lease it fails to release lapses after the TTL). It is idempotent and
+// safe on a nil Admission.
 func (ad *Admission) Done() {
 	if ad == nil || !ad.held.CompareAndSwap(true, false) {
+		return
+	}
+	if ad.lease != nil {
+		// The backend warns when it does not answer.
+		_ = ad.a.leases.Release(context.Background(), ad.lease)
 		return
 	}
 	ad.a.release(ad.key)
@@ -163,6 +202,9 @@ func (ad *Admission) Done() {
 // naming the budget, httpapi.WriteRateLimited). On refusal it has written
 // the answer and returns ok false, holding no in-flight place; otherwise
 // the caller must call Done on the Admission when the request is over.
+//
+// With Options.Leases, the in-flight place is a lease, taken in one call
+// with d.Budgets when they are kept by the same backend.
 func (a *Admitter) Admit(w http.ResponseWriter, r *http.Request, d *Door) (*Admission, bool) {
 	if !httpapi.AllowAddress(w, r, d.IP) {
 		return nil, false
@@ -193,30 +235,105 @@ func (a *Admitter) Admit(w http.ResponseWriter, r *http.Request, d *Door) (*Admi
 		}
 	}
 	ad := &Admission{Principal: p, a: a}
+	if a.leases != nil && (d.InFlight > 0 || len(d.Budgets) > 1 && a.sharesBudgets(d)) {
+		return a.admitShared(r.Context(), w, d, ad)
+	}
+	return a.admitLocal(w, d, ad)
+}
+
+// admitLocal runs the in-flight limit in memory, then the door's budgets.
+func (a *Admitter) admitLocal(w http.ResponseWriter, d *Door, ad *Admission) (*Admission, bool) {
 	if d.InFlight > 0 {
-		ad.key = inflightKey{door: d.Name, user: p.UserID}
+		ad.key = inflightKey{door: d.Name, user: ad.Principal.UserID}
 		if !a.acquire(ad.key, d.InFlight) {
-			httpapi.WriteError(w, http.StatusTooManyRequests, httpapi.Error{Code: errcode.TooManyConcurrentRequests,
-				Detail: "this user already runs " + strconv.Itoa(d.InFlight) + " requests at once here; wait for one to finish", RetryAfter: 1})
+			writeTooMany(w, d)
 			return nil, false
 		}
 		ad.held.Store(true)
 	}
+	return a.chargeDoor(w, d, ad)
+}
+
+// chargeDoor charges d.Budgets one by one, after the in-flight limit.
+func (a *Admitter) chargeDoor(w http.ResponseWriter, d *Door, ad *Admission) (*Admission, bool) {
 	for i, b := range d.Budgets {
-		dec := b.Allow(p.UserID)
+		dec := b.Allow(ad.Principal.UserID)
 		if !dec.Allowed {
 			ad.Done()
 			httpapi.WriteRateLimited(w, b.Policy(), dec)
 			return nil, false
 		}
 		if i == 0 && d.RateLimitHeaders {
-			pol := b.Policy()
-			h := w.Header()
-			h.Set("RateLimit-Policy", pol.PolicyHeader())
-			h.Set("RateLimit", pol.Header(dec))
+			setRateLimitHeaders(w, b.Policy(), dec)
 		}
 	}
 	return ad, true
+}
+
+// admitShared takes the in-flight lease from the backend, with the door's
+// budgets in the same call when the backend keeps them all. When the
+// backend does not answer, the node decides alone (admitLocal).
+func (a *Admitter) admitShared(ctx context.Context, w http.ResponseWriter, d *Door, ad *Admission) (*Admission, bool) {
+	var lease *budget.Lease
+	if d.InFlight > 0 {
+		lease = &budget.Lease{Key: d.Name + ":" + ad.Principal.UserID, Limit: d.InFlight, TTL: a.leaseTTL}
+	}
+	var charges []budget.Charge
+	if a.sharesBudgets(d) {
+		charges = make([]budget.Charge, len(d.Budgets))
+		for i, b := range d.Budgets {
+			charges[i] = budget.Charge{Limiter: b, Key: ad.Principal.UserID, Cost: 1}
+		}
+	}
+	dec := make([]budget.Decision, len(charges))
+	res, err := a.leases.Admit(ctx, lease, charges, dec)
+	if err != nil {
+		return a.admitLocal(w, d, ad)
+	}
+	if res.LeaseRefused {
+		writeTooMany(w, d)
+		return nil, false
+	}
+	if res.Refused >= 0 {
+		httpapi.WriteRateLimited(w, d.Budgets[res.Refused].Policy(), dec[res.Refused])
+		return nil, false
+	}
+	if lease != nil {
+		ad.lease = lease
+		ad.held.Store(true)
+	}
+	if charges == nil {
+		return a.chargeDoor(w, d, ad)
+	}
+	if d.RateLimitHeaders && len(dec) > 0 {
+		setRateLimitHeaders(w, d.Budgets[0].Policy(), dec[0])
+	}
+	return ad, true
+}
+
+// sharesBudgets reports whether the Admitter's backend keeps every budget
+// of d.
+func (a *Admitter) sharesBudgets(d *Door) bool {
+	for _, b := range d.Budgets {
+		if b.Backend() != a.leases {
+			return false
+		}
+	}
+	return len(d.Budgets) > 0
+}
+
+// writeTooMany answers 429 too_many_concurrent_requests.
+func writeTooMany(w http.ResponseWriter, d *Door) {
+	httpapi.WriteError(w, http.StatusTooManyRequests, httpapi.Error{Code: errcode.TooManyConcurrentRequests,
+		Detail: "this user already runs " + strconv.Itoa(d.InFlight) + " requests at once here; wait for one to finish", RetryAfter: 1})
+}
+
+// setRateLimitHeaders writes an admitted request's RateLimit-Policy and
+// RateLimit headers.
+func setRateLimitHeaders(w http.ResponseWriter, pol budget.Policy, dec budget.Decision) {
+	h := w.Header()
+	h.Set("RateLimit-Policy", pol.PolicyHeader())
+	h.Set("RateLimit", pol.Header(dec))
 }
 
 // Charge is one more budget charged for one request (the Management API's
@@ -233,8 +350,14 @@ type Charge struct {
 // names its key. At the first refusal it writes 429 rate_limited naming
 // that budget's policy and returns false; the budgets charged before the
 // refusal stay charged (every attempt counts). A charge with a nil Budget
-// is skipped.
+// is skipped. When the budgets are kept by one backend, that is one call
+// to it.
 func (a *Admitter) Charge(w http.ResponseWriter, p auth.Principal, charges ...Charge) bool {
+	for _, c := range charges {
+		if c.Budget != nil && c.Budget.Backend() != nil {
+			return a.chargeShared(w, p, charges)
+		}
+	}
 	for _, c := range charges {
 		if c.Budget == nil {
 			continue
@@ -250,6 +373,27 @@ func (a *Admitter) Charge(w http.ResponseWriter, p auth.Principal, charges ...Ch
 			httpapi.WriteRateLimited(w, c.Budget.Policy(), dec)
 			return false
 		}
+	}
+	return true
+}
+
+// chargeShared is Charge with budgets kept by a backend (budget.AllowAll).
+func (a *Admitter) chargeShared(w http.ResponseWriter, p auth.Principal, charges []Charge) bool {
+	cs := make([]budget.Charge, 0, len(charges))
+	for _, c := range charges {
+		if c.Budget == nil {
+			continue
+		}
+		key := c.Key
+		if key == "" {
+			key = p.UserID
+		}
+		cs = append(cs, budget.Charge{Limiter: c.Budget, Key: key, Cost: c.Cost})
+	}
+	dec := make([]budget.Decision, len(cs))
+	if i := budget.AllowAll(context.Background(), cs, dec); i >= 0 {
+		httpapi.WriteRateLimited(w, cs[i].Limiter.Policy(), dec[i])
+		return false
 	}
 	return true
 }
@@ -329,11 +473,19 @@ func (a *Admitter) release(k inflightKey) {
 }
 
 // InFlight returns how many requests of userID run through the door named
-// door, for tests and metrics.
+// door, for tests and metrics: with a backend, the leases every node holds
+// there plus the places this node counted while the backend did not
+// answer.
 func (a *Admitter) InFlight(door, userID string) int {
 	k := inflightKey{door: door, user: userID}
 	s := a.shard(k)
 	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.n[k]
+	n := s.n[k]
+	s.mu.Unlock()
+	if a.leases != nil {
+		if m, err := a.leases.Leases(context.Background(), door+":"+userID); err == nil {
+			n += m
+		}
+	}
+	return n
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"testing"
 	"time"
 
@@ -91,4 +92,44 @@ func BenchmarkAdmit(b *testing.B) {
 			})
 		}
 	}
+}
+
+// BenchmarkRedisAdmission measures one admission against Redis: the
+// in-flight lease and the trading budget in one script call, on Redis
+// TIME, as a relay node on several nodes runs it (Admission.Done, one
+// more call, is timed apart). It reports the median and the 99th
+// percentile in µs; it needs TB_TEST_REDIS.
+func BenchmarkRedisAdmission(b *testing.B) {
+	url := redisURL(b)
+	r, err := budget.NewRedis(budget.RedisOptions{URL: url, Prefix: keyPrefix(b, url)})
+	require.NoError(b, err)
+	defer r.Close()
+	a, err := admit.New(admit.Options{Auth: &fakeAuth{}, Leases: r})
+	require.NoError(b, err)
+	trading, err := budget.New(budget.Options{Policy: budget.Policy{Name: "trading", Rate: 1 << 30, Period: time.Minute, Burst: 1 << 30}, Backend: r})
+	require.NoError(b, err)
+	d := &admit.Door{Name: "trading", Kind: auth.KindAPI, InFlight: 2, Budgets: []*budget.Limiter{trading}, RateLimitHeaders: true}
+	req := request("pro")
+	w := &discard{h: http.Header{}}
+	admits := make([]time.Duration, 0, 1<<16)
+	releases := make([]time.Duration, 0, 1<<16)
+	for b.Loop() {
+		t0 := time.Now()
+		ad, ok := a.Admit(w, req, d)
+		t1 := time.Now()
+		if !ok {
+			b.Fatal("refused")
+		}
+		ad.Done()
+		admits = append(admits, t1.Sub(t0))
+		releases = append(releases, time.Since(t1))
+	}
+	require.Zero(b, trading.Len(), "Redis answered every call")
+	report := func(name string, ds []time.Duration) {
+		slices.Sort(ds)
+		b.ReportMetric(float64(ds[len(ds)/2].Nanoseconds())/1e3, name+"-median-µs")
+		b.ReportMetric(float64(ds[len(ds)*99/100].Nanoseconds())/1e3, name+"-p99-µs")
+	}
+	report("admit", admits)
+	report("done", releases)
 }

@@ -1,16 +1,24 @@
 // Package budget holds the relay's request budgets: per-user trading
 // budgets shared by HTTP and WebSocket RPC, the per-client-address budget
-// checked before any token, and the Management API's budgets.
+// checked before any token, and the Management API's budgets; and the
+// leases that bound a user's requests in flight across relay nodes.
 //
-// Every budget is a GCRA (generic cell rate algorithm) limiter kept in
-// memory: one theoretical arrival time per key, in integer nanoseconds, so
-// admission is exact, refills continuously and costs one map lookup under a
-// sharded lock. A budget of Rate requests per Period with burst Burst
-// admits at most Burst + Rate×t/Period requests in any interval t, and
-// every attempt counts against it (refused attempts are not charged).
+// Every budget is a GCRA (generic cell rate algorithm) limiter: one
+// theoretical arrival time per key, in integer nanoseconds, so admission is
+// exact and refills continuously. A budget of Rate requests per Period with
+// burst Burst admits at most Burst + Rate×t/Period requests in any interval
+// t, and every attempt counts against it (refused attempts are not
+// charged).
+//
+// A Limiter keeps its budgets in memory, where admission costs one map
+// look-up under a sharded lock, unless Options.Backend names a Backend
+// shared by every relay node (Redis): then each admission is one call to
+// it, and the memory is where the node falls back to, enforcing the budget
+// alone, while the backend does not answer.
 package budget
 
 import (
+	"context"
 	"errors"
 	"hash/maphash"
 	"strconv"
@@ -62,6 +70,12 @@ type Options struct {
 	// full again are dropped (they are indistinguishable from new keys).
 	// Default 1,000,000.
 	MaxKeys int
+	// Backend, when set, keeps the budget where every relay node sees it
+	// (a *Redis); the Limiter's memory is then used only while the
+	// backend does not answer. Nil means memory alone. The policy's Name
+	// names the budget in the backend: limiters of one name on several
+	// nodes share their keys.
+	Backend Backend
 }
 
 // Limiter enforces one policy per key. It is safe for concurrent use.
@@ -72,6 +86,7 @@ type Limiter struct {
 	now      func() int64
 	maxShard int
 	seed     maphash.Seed
+	backend  Backend
 	shards   [shardCount]shard
 }
 
@@ -103,6 +118,9 @@ func New(opts Options) (*Limiter, error) {
 	if opts.MaxKeys <= 0 {
 		opts.MaxKeys = 1_000_000
 	}
+	if opts.Backend != nil && interval*int64(p.Burst) > MaxSharedWindow {
+		return nil, errors.New("budget: a budget kept by a backend needs Period/Rate × Burst of at most 13 days")
+	}
 	l := &Limiter{
 		policy:   p,
 		interval: interval,
@@ -110,6 +128,7 @@ func New(opts Options) (*Limiter, error) {
 		now:      opts.Now,
 		maxShard: max(1, opts.MaxKeys/shardCount),
 		seed:     maphash.MakeSeed(),
+		backend:  opts.Backend,
 	}
 	for i := range l.shards {
 		l.shards[i].tat = make(map[string]int64)
@@ -120,12 +139,21 @@ func New(opts Options) (*Limiter, error) {
 // Policy returns the limiter's policy.
 func (l *Limiter) Policy() Policy { return l.policy }
 
+// Backend returns the backend keeping the budget, nil for memory.
+func (l *Limiter) Backend() Backend { return l.backend }
+
 // Allow charges one request to key.
 func (l *Limiter) Allow(key string) Decision { return l.AllowN(key, 1) }
 
 // AllowN charges cost requests to key if all of them fit, and nothing
-// otherwise.
+// otherwise. With a backend, that is one call to it; when the backend
+// does not answer, the Limiter's memory decides.
 func (l *Limiter) AllowN(key string, cost int) Decision {
+	if l.backend != nil {
+		if d, ok := l.allowShared(key, cost); ok {
+			return d
+		}
+	}
 	now := l.now()
 	inc := l.interval * int64(cost)
 	s := &l.shards[maphash.String(l.seed, key)%shardCount]
@@ -151,8 +179,30 @@ func (l *Limiter) AllowN(key string, cost int) Decision {
 	return Decision{Allowed: true, Remaining: l.remaining(next - now), Reset: time.Duration(next - now)}
 }
 
-// Peek reports key's budget without charging it.
+// allowShared is AllowN with a backend; ok is false when the backend did
+// not answer.
+func (l *Limiter) allowShared(key string, cost int) (d Decision, ok bool) {
+	if cost <= 0 {
+		d = l.Peek(key)
+		d.Allowed = true
+		return d, true
+	}
+	c := []Charge{{Limiter: l, Key: key, Cost: cost}}
+	ds := make([]Decision, 1)
+	if _, err := l.backend.Admit(context.Background(), nil, c, ds); err != nil {
+		return Decision{}, false
+	}
+	return ds[0], true
+}
+
+// Peek reports key's budget without charging it (with a backend, one call
+// to it; when it does not answer, the Limiter's memory).
 func (l *Limiter) Peek(key string) Decision {
+	if l.backend != nil {
+		if d, err := l.backend.Peek(context.Background(), l, key); err == nil {
+			return d
+		}
+	}
 	now := l.now()
 	s := &l.shards[maphash.String(l.seed, key)%shardCount]
 	s.mu.Lock()
@@ -178,7 +228,8 @@ func (l *Limiter) sweep(s *shard, now int64) {
 	}
 }
 
-// Len returns the number of keys held, for tests and metrics.
+// Len returns the number of keys held in memory, for tests and metrics
+// (with a backend, the keys charged while it did not answer).
 func (l *Limiter) Len() int {
 	n := 0
 	for i := range l.shards {

@@ -69,14 +69,15 @@ type budgets struct {
 	token, read, write, resource, stop, kill *budget.Limiter
 }
 
-// newBudgets builds the limiters on clock now (nil: the monotonic clock).
-func newBudgets(now func() int64) (*budgets, error) {
+// newBudgets builds the limiters on clock now (nil: the monotonic clock),
+// kept by backend (nil: in memory).
+func newBudgets(now func() int64, backend budget.Backend) (*budgets, error) {
 	var b budgets
 	for _, x := range []struct {
 		l   **budget.Limiter
 		pol budget.Policy
 	}{{&b.token, TokenPolicy}, {&b.read, ReadPolicy}, {&b.write, WritePolicy}, {&b.resource, ResourcePolicy}, {&b.stop, StopPolicy}, {&b.kill, KillPolicy}} {
-		l, err := budget.New(budget.Options{Policy: x.pol, Now: now})
+		l, err := budget.New(budget.Options{Policy: x.pol, Now: now, Backend: backend})
 		if err != nil {
 			return nil, err
 		}

@@ -65,6 +65,9 @@ type Options struct {
 	// IPBudget is the relay's per-client-address budget, shared by every
 	// door; nil means none.
 	IPBudget *budget.Limiter
+	// Budgets keeps the Management API's budgets where every relay node
+	// sees them (a *budget.Redis); nil means this node's memory.
+	Budgets budget.Backend
 	// BrokerLinks tells which users linked a broker login; nil means none
 	// did.
 	BrokerLinks BrokerLinks
@@ -153,7 +156,7 @@ func New(opts Options) (*Server, error) {
 	if opts.Modes == nil {
 		opts.Modes = &Modes{}
 	}
-	b, err := newBudgets(opts.Now)
+	b, err := newBudgets(opts.Now, opts.Budgets)
 	if err != nil {
 		return nil, err
 	}

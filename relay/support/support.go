@@ -107,6 +107,9 @@ type Options struct {
 	// Budget is the per-token budget; the zero value means
 	// DefaultBudget.
 	Budget budget.Policy
+	// Budgets keeps Budget where every relay node sees it (a
+	// *budget.Redis); nil means this node's memory.
+	Budgets budget.Backend
 	// Logger receives the audit lines; the server logs as "support". Nil
 	// means no logging.
 	Logger *zap.Logger
@@ -153,7 +156,7 @@ func New(opts Options) (*Server, error) {
 	if opts.Now == nil {
 		opts.Now = time.Now
 	}
-	b, err := budget.New(budget.Options{Policy: opts.Budget})
+	b, err := budget.New(budget.Options{Policy: opts.Budget, Backend: opts.Budgets})
 	if err != nil {
 		return nil, err
 	}
