@@ -68,6 +68,7 @@ import (
 	"tradebridge/relay/auth"
 	"tradebridge/relay/broker"
 	"tradebridge/relay/budget"
+	"tradebridge/relay/cluster"
 	"tradebridge/relay/errcode"
 	"tradebridge/relay/history"
 	"tradebridge/relay/httpapi"
@@ -108,6 +109,13 @@ type Options struct {
 	// IPBudget is the per-client-address budget; zero means
 	// admit.DefaultIPPolicy.
 	IPBudget budget.Policy
+	// Budgets, when set, keeps every budget of the relay (trading,
+	// per-address, the stream's subscriptions, the Management API's and
+	// the support route's) and the in-flight leases where every relay node
+	// sees them (a *budget.Redis), so that N nodes enforce one budget; it
+	// fills Stream.SubscriptionBudget when nil, Manage.Budgets and
+	// Support.Budgets. Nil means this node's memory. The caller closes it.
+	Budgets budget.Backend
 	// Stream tunes the WebSocket stream API; Auth, Admit, Upstream,
 	// Budget, Idempotency, IPBudget, Logger and Metrics in it are filled by
 	// the Relay.
@@ -146,6 +154,18 @@ type Options struct {
 	// means no cap (behind a proxy that does not keep the client's
 	// address, every connection has the proxy's).
 	MaxConnsPerAddr int
+	// Bus is the NATS URL of the relay's nodes (relay serve --bus): this
+	// node is then one of several sharing the store, and reaches the
+	// agents connected to the others over the bus (package relay/cluster).
+	// "" means one node: no bus at all.
+	Bus string
+	// BusPrefix begins the bus's subjects; the nodes of one relay share
+	// it. Default cluster.DefaultPrefix ("tb").
+	BusPrefix string
+	// Node names this node among the relay's nodes: its agents' sessions
+	// in the connection history, its broker leases and its messages on
+	// the bus carry it. Required with Bus; "" on a relay that runs alone.
+	Node string
 	// OperatorListener, when set, is where Serve also answers the
 	// operator's routes: GET /metrics (Prometheus), /healthz and /readyz,
 	// and the Management API's service modes (GET and PUT
@@ -171,6 +191,7 @@ type Relay struct {
 	opts     Options
 	log      *zap.Logger
 	hub      *hub.Hub
+	cluster  *cluster.Cluster // nil without a bus
 	stream   *stream.Server
 	manage   *manage.Server
 	broker   *broker.Manager
@@ -196,6 +217,9 @@ func New(opts Options) (*Relay, error) {
 	if opts.ShutdownTimeout <= 0 {
 		opts.ShutdownTimeout = DefaultShutdownTimeout
 	}
+	if opts.Bus != "" && opts.Node == "" {
+		return nil, errors.New("relay: Options.Node is required with Options.Bus")
+	}
 	if opts.ReadHeaderTimeout < 0 || opts.BodyTimeout < 0 || opts.UnreadBodyGrace < 0 || opts.WriteTimeout < 0 || opts.IdleTimeout < 0 {
 		return nil, errors.New("relay: Options timeouts must not be negative")
 	}
@@ -219,19 +243,19 @@ func New(opts Options) (*Relay, error) {
 	if opts.IPBudget == (budget.Policy{}) {
 		opts.IPBudget = admit.DefaultIPPolicy
 	}
-	trading, err := budget.New(budget.Options{Policy: opts.TradingBudget})
+	trading, err := budget.New(budget.Options{Policy: opts.TradingBudget, Backend: opts.Budgets})
 	if err != nil {
 		return nil, fmt.Errorf("relay: trading budget: %w", err)
 	}
 	// One per-address budget for every door (trading routes, stream,
 	// tunnel), checked before any token.
-	perIP, err := budget.New(budget.Options{Policy: opts.IPBudget})
+	perIP, err := budget.New(budget.Options{Policy: opts.IPBudget, Backend: opts.Budgets})
 	if err != nil {
 		return nil, fmt.Errorf("relay: ip budget: %w", err)
 	}
 	// One admission for every door: each admits its requests through it
 	// with its own policy (hub.Door, api.Door, stream.Door).
-	adm, err := admit.New(admit.Options{Auth: authn, Logger: opts.Logger})
+	adm, err := admit.New(admit.Options{Auth: authn, Logger: opts.Logger, Leases: opts.Budgets})
 	if err != nil {
 		return nil, err
 	}
@@ -239,6 +263,7 @@ func New(opts Options) (*Relay, error) {
 	hist := opts.History
 	hist.Store = opts.Store
 	hist.Logger = opts.Logger
+	hist.Node = opts.Node
 	writer, err := history.New(hist)
 	if err != nil {
 		return nil, err
@@ -253,10 +278,14 @@ func New(opts Options) (*Relay, error) {
 	// reach it through streams once it exists (before anything is served).
 	var streams atomic.Pointer[stream.Server]
 	var managers atomic.Pointer[manage.Server]
+	var clusters atomic.Pointer[cluster.Cluster]
 	onEvent, onStatus := hopts.OnEvent, hopts.OnStatus
 	hopts.OnEvent = func(e hub.Event) {
 		if onEvent != nil {
 			onEvent(e)
+		}
+		if cl := clusters.Load(); cl != nil {
+			cl.HandleEvent(e)
 		}
 		if st := streams.Load(); st != nil {
 			st.HandleEvent(e.UserID, e.Event)
@@ -266,6 +295,11 @@ func New(opts Options) (*Relay, error) {
 		}
 	}
 	hopts.OnStatus = func(userID string, connected bool) {
+		// The cluster first: the node serves the user's subject before
+		// the stream re-sends the user's subscriptions through it.
+		if cl := clusters.Load(); cl != nil {
+			cl.HandleStatus(userID, connected)
+		}
 		if onStatus != nil {
 			onStatus(userID, connected)
 		}
@@ -287,23 +321,58 @@ func New(opts Options) (*Relay, error) {
 	if err != nil {
 		return nil, err
 	}
-	a, err := api.New(api.Options{Caller: h, Auth: authn, Admit: adm, Idempotency: opts.Store, Budget: trading, IPBudget: perIP, Logger: opts.Logger})
-	if err != nil {
+	// With a bus, the users' agents are reached through the cluster,
+	// wherever they are connected.
+	var up agents = h
+	var cl *cluster.Cluster
+	if opts.Bus != "" {
+		cl, err = cluster.New(cluster.Options{URL: opts.Bus, Node: opts.Node, Local: h, Prefix: opts.BusPrefix, Logger: opts.Logger,
+			OnRemoteEvent: func(e hub.Event) {
+				if st := streams.Load(); st != nil {
+					st.HandleEvent(e.UserID, e.Event)
+				}
+			},
+			OnRemoteStatus: func(userID string, connected bool) {
+				if st := streams.Load(); st != nil {
+					st.HandleStatus(userID, connected)
+				}
+			}})
+		if err != nil {
+			h.Close()
+			return nil, err
+		}
+		clusters.Store(cl)
+		up = cl
+	}
+	closeHub := func() {
 		h.Close()
+		if cl != nil {
+			cl.Close()
+		}
+	}
+	a, err := api.New(api.Options{Caller: up, Auth: authn, Admit: adm, Idempotency: opts.Store, Budget: trading, IPBudget: perIP, Logger: opts.Logger})
+	if err != nil {
+		closeHub()
 		return nil, err
 	}
 	sopts := opts.Stream
 	sopts.Auth = authn
 	sopts.Admit = adm
-	sopts.Upstream = h
+	sopts.Upstream = up
 	sopts.Budget = a.Budget()      // one trading budget for HTTP and WebSocket
 	sopts.Idempotency = opts.Store // one store of keyed writes for both doors
 	sopts.IPBudget = perIP
+	if sopts.SubscriptionBudget == nil && opts.Budgets != nil {
+		if sopts.SubscriptionBudget, err = budget.New(budget.Options{Policy: stream.SubscriptionPolicy, Backend: opts.Budgets}); err != nil {
+			closeHub()
+			return nil, fmt.Errorf("relay: subscription budget: %w", err)
+		}
+	}
 	sopts.Logger = opts.Logger
 	sopts.Metrics = m
 	st, err := stream.New(sopts)
 	if err != nil {
-		h.Close()
+		closeHub()
 		return nil, err
 	}
 	streams.Store(st)
@@ -313,10 +382,14 @@ func New(opts Options) (*Relay, error) {
 	bopts := opts.Broker
 	bopts.Store = opts.Store
 	bopts.Logger = opts.Logger
+	if cl != nil {
+		bopts.Router = cl.Route("broker")
+		bopts.Node = opts.Node
+	}
 	if bopts.Keys == nil {
 		if bopts.Keys, err = sealed.Generate("relay"); err != nil {
 			st.Close()
-			h.Close()
+			closeHub()
 			return nil, err
 		}
 	}
@@ -335,22 +408,23 @@ func New(opts Options) (*Relay, error) {
 	bm, err := broker.New(bopts)
 	if err != nil {
 		st.Close()
-		h.Close()
+		closeHub()
 		return nil, err
 	}
 	tv, err := api.New(api.Options{Family: api.FamilyTV, Caller: bm, Auth: authn, Admit: adm, Idempotency: opts.Store, Budget: trading, IPBudget: perIP, Logger: opts.Logger})
 	if err != nil {
 		bm.Close()
 		st.Close()
-		h.Close()
+		closeHub()
 		return nil, err
 	}
 	mopts := opts.Manage
 	mopts.BrokerLinks = bm
 	mopts.Store = opts.Store
-	mopts.Hub = h
+	mopts.Hub = up
 	mopts.Admitter = adm
 	mopts.IPBudget = perIP
+	mopts.Budgets = opts.Budgets
 	mopts.Logger = opts.Logger
 	if mopts.BodyTimeout == 0 {
 		mopts.BodyTimeout = opts.BodyTimeout
@@ -359,25 +433,26 @@ func New(opts Options) (*Relay, error) {
 	if err != nil {
 		bm.Close()
 		st.Close()
-		h.Close()
+		closeHub()
 		return nil, err
 	}
 	managers.Store(mg)
 	sup := opts.Support
-	sup.Hub = h
+	sup.Hub = up
 	sup.Store = opts.Store
 	sup.Admit = adm
 	sup.IPBudget = perIP
+	sup.Budgets = opts.Budgets
 	sup.Logger = opts.Logger
 	sp, err := support.New(sup)
 	if err != nil {
 		mg.Close()
 		bm.Close()
 		st.Close()
-		h.Close()
+		closeHub()
 		return nil, err
 	}
-	r := &Relay{opts: opts, log: opts.Logger.Named("relay"), hub: h, stream: st, manage: mg, broker: bm, history: writer,
+	r := &Relay{opts: opts, log: opts.Logger.Named("relay"), hub: h, cluster: cl, stream: st, manage: mg, broker: bm, history: writer,
 		metrics: m, guard: guard}
 
 	mux := &routes{ServeMux: http.NewServeMux()}
@@ -478,6 +553,17 @@ func (r *Relay) OperatorHandler() http.Handler { return r.operator }
 
 // Hub returns the relay's tunnel hub.
 func (r *Relay) Hub() *hub.Hub { return r.hub }
+
+// Cluster returns the relay's link to its other nodes; nil without a
+// bus (Options.Bus).
+func (r *Relay) Cluster() *cluster.Cluster { return r.cluster }
+
+// agents reaches the users' agents: the hub, or with a bus the cluster.
+type agents interface {
+	Call(ctx context.Context, userID, fn, requestID string, args json.RawMessage) (json.RawMessage, error)
+	Connected(userID string) bool
+	Info(userID string) (hub.Info, bool)
+}
 
 // Manage returns the relay's Management API server.
 func (r *Relay) Manage() *manage.Server { return r.manage }
@@ -606,6 +692,7 @@ func (r *Relay) shutdown(servers []*http.Server, hardStop context.CancelCauseFun
 	r.hub.Close()
 	r.broker.Close()
 	r.manage.Close()
+	r.closeCluster()
 	hardStop(httpapi.ErrShuttingDown)
 	// Wait for the handlers to answer; those that have not within grace
 	// (a body still trickling in, a client that does not read) lose their
@@ -680,8 +767,17 @@ func (r *Relay) Close() error {
 	err := r.hub.Close()
 	r.broker.Close()
 	r.manage.Close()
+	r.closeCluster()
 	r.history.Close()
 	return err
+}
+
+// closeCluster leaves the bus, after the hub (its tunnels' ends reach the
+// other nodes) and the users of the cluster.
+func (r *Relay) closeCluster() {
+	if r.cluster != nil {
+		r.cluster.Close()
+	}
 }
 
 // Routes lists the patterns of the relay's public routes ("GET

@@ -42,7 +42,7 @@ func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 // as the two binaries run them.
 type system struct {
 	t      testing.TB
-	st     *store.SQLite
+	st     store.Store
 	logs   *observer.ObservedLogs
 	log    *zap.Logger
 	addr   string

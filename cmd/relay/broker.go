@@ -205,7 +205,7 @@ func newBrokerLinkCmd(stdout io.Writer) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			return withStore(cmd.Context(), data, func(ctx context.Context, st *store.SQLite) error {
+			return withStore(cmd, data, func(ctx context.Context, st store.Store) error {
 				links, err := brokerLinks(st, keys, data)
 				if err != nil {
 					return err
@@ -254,7 +254,7 @@ func newBrokerLinkCmd(stdout io.Writer) *cobra.Command {
 }
 
 // brokerLinks returns the links of st sealed with the key file.
-func brokerLinks(st *store.SQLite, keysPath, data string) (*broker.Links, error) {
+func brokerLinks(st store.Store, keysPath, data string) (*broker.Links, error) {
 	keys, err := loadSecretKeys(keysPath, data)
 	if err != nil {
 		return nil, err
@@ -272,7 +272,7 @@ func newBrokerUnlinkCmd(stdout io.Writer) *cobra.Command {
 			"none. Orders and positions at the broker are untouched.",
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			return withStore(cmd.Context(), data, func(ctx context.Context, st *store.SQLite) error {
+			return withStore(cmd, data, func(ctx context.Context, st store.Store) error {
 				had, err := st.DeleteBrokerLink(ctx, user)
 				if err != nil {
 					return err
@@ -302,7 +302,7 @@ func newBrokerStatusCmd(stdout io.Writer) *cobra.Command {
 		Short: `Print whether a user has a broker login linked: {"linked","env","method","linkedAt"}`,
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			return withStore(cmd.Context(), data, func(ctx context.Context, st *store.SQLite) error {
+			return withStore(cmd, data, func(ctx context.Context, st store.Store) error {
 				l, err := st.BrokerLink(ctx, user)
 				if errors.Is(err, store.ErrNotFound) {
 					return printJSON(stdout, brokerStatus{})
@@ -330,7 +330,7 @@ func newBrokerRekeyCmd(stdout io.Writer) *cobra.Command {
 			"file no longer holds is reported (exit status 1) after the others are done.",
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			return withStore(cmd.Context(), data, func(ctx context.Context, st *store.SQLite) error {
+			return withStore(cmd, data, func(ctx context.Context, st store.Store) error {
 				links, err := brokerLinks(st, keys, data)
 				if err != nil {
 					return err

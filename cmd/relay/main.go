@@ -22,12 +22,15 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/redis/go-redis/v9"
 	"github.com/spf13/cobra"
+	"go.uber.org/zap"
 
 	"tradebridge/cmd/internal/logflags"
 	"tradebridge/relay"
 	"tradebridge/relay/auth"
 	"tradebridge/relay/broker"
+	"tradebridge/relay/budget"
 	"tradebridge/relay/manage"
 	"tradebridge/relay/profile"
 	"tradebridge/relay/store"
@@ -48,6 +51,11 @@ func newRootCmd(stdout io.Writer) *cobra.Command {
 		SilenceErrors: true,
 	}
 	root.SetOut(stdout)
+	// Every command that reads or writes the store takes it here: the
+	// SQLite store of --data, or a PostgreSQL database shared by many
+	// relay nodes.
+	root.PersistentFlags().String("store", envOr("RELAY_STORE", ""),
+		"the store: empty for SQLite in --data, or postgres://… for a PostgreSQL database shared by many relay nodes (env RELAY_STORE)")
 	root.AddCommand(newServeCmd(), newUsersCmd(stdout), newTokensCmd(stdout), newModesCmd(stdout), newBrokerCmd(stdout),
 		newSupportCmd(stdout))
 	return root
@@ -65,6 +73,7 @@ func newServeCmd() *cobra.Command {
 		shutdownTimeout              time.Duration
 		logs                         logflags.Flags
 		brokers                      brokerFlags
+		budgets, bus, node           string
 	)
 	defaultShutdown, envErr := envDuration("RELAY_SHUTDOWN_TIMEOUT", relay.DefaultShutdownTimeout)
 	cmd := &cobra.Command{
@@ -99,11 +108,36 @@ func newServeCmd() *cobra.Command {
 			defer log.Sync() //nolint:errcheck
 			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
 			defer stop()
-			st, err := store.Open(ctx, store.Options{Dir: data, Logger: log})
+			storeURL, _ := cmd.Flags().GetString("store")
+			if bus != "" && !strings.Contains(storeURL, "://") {
+				return errors.New("--bus needs a store every node shares: --store postgres://…")
+			}
+			if bus != "" && brokers.secretKeys == "" {
+				return errors.New("--bus needs --secret-keys: the one key file every node seals broker logins with")
+			}
+			if bus != "" && node == "" {
+				return errors.New("--node is required with --bus (the host's name could not be read)")
+			}
+			st, err := store.Dial(ctx, store.DialOptions{URL: storeURL, Dir: data, Logger: log})
 			if err != nil {
-				return fmt.Errorf("opening the data directory: %w", err)
+				return fmt.Errorf("opening the store: %w", err)
 			}
 			defer st.Close()
+			opts := relay.Options{Store: st, Logger: log, ShutdownTimeout: shutdownTimeout,
+				Bus: bus, Node: node,
+				Manage: manage.Options{Modes: modes}}
+			if bus == "" {
+				opts.Node = "" // one node: its sessions are the relay's
+			}
+			if budgets != "" {
+				redis.SetLogger(redisLogger{log.Named("redis").Sugar()})
+				b, err := budget.NewRedis(budget.RedisOptions{URL: budgets, Logger: log})
+				if err != nil {
+					return fmt.Errorf("--budgets: %w", err)
+				}
+				defer b.Close()
+				opts.Budgets = b
+			}
 			keys, err := loadSecretKeys(brokers.secretKeys, data)
 			if err != nil {
 				return err
@@ -120,9 +154,9 @@ func newServeCmd() *cobra.Command {
 				}
 				defer opLn.Close()
 			}
-			r, err := relay.New(relay.Options{Store: st, Logger: log, OperatorListener: opLn, ShutdownTimeout: shutdownTimeout,
-				Manage: manage.Options{Modes: modes},
-				Broker: broker.Options{Keys: keys, Endpoints: endpoints, OAuth: oauth}})
+			opts.OperatorListener = opLn
+			opts.Broker = broker.Options{Keys: keys, Endpoints: endpoints, OAuth: oauth}
+			r, err := relay.New(opts)
 			if err != nil {
 				return err
 			}
@@ -142,6 +176,13 @@ func newServeCmd() *cobra.Command {
 		"management families unavailable at start, comma-separated: desktop, tv (env RELAY_FAMILY_UNAVAILABLE)")
 	cmd.Flags().DurationVar(&shutdownTimeout, "shutdown-timeout", defaultShutdown,
 		"how long running requests may take to finish on SIGINT/SIGTERM before they are cut short (env RELAY_SHUTDOWN_TIMEOUT)")
+	cmd.Flags().StringVar(&budgets, "budgets", envOr("RELAY_BUDGETS", ""),
+		"where the budgets are kept: empty for this node's memory, or redis://… for a Redis every node shares (env RELAY_BUDGETS)")
+	cmd.Flags().StringVar(&bus, "bus", envOr("RELAY_BUS", ""),
+		"the NATS server the relay's nodes reach each other's agents through, nats://…; empty for a relay that runs alone (env RELAY_BUS)")
+	hostname, _ := os.Hostname()
+	cmd.Flags().StringVar(&node, "node", envOr("RELAY_NODE", hostname),
+		"this node's name among the relay's nodes, distinct on each (env RELAY_NODE)")
 	logs.Register(cmd.Flags())
 	brokers.register(cmd.Flags())
 	return cmd
@@ -162,7 +203,7 @@ func newUsersCmd(stdout io.Writer) *cobra.Command {
 			if err != nil {
 				return fmt.Errorf("--plan must be free, pro or elite")
 			}
-			return withStore(cmd.Context(), data, func(ctx context.Context, st *store.SQLite) error {
+			return withStore(cmd, data, func(ctx context.Context, st store.Store) error {
 				creds, err := auth.CreateUser(ctx, st, name, p, time.Now())
 				if err != nil {
 					return err
@@ -200,7 +241,7 @@ func newUsersAccessCmd(stdout io.Writer) *cobra.Command {
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			userID := args[0]
-			return withStore(cmd.Context(), data, func(ctx context.Context, st *store.SQLite) error {
+			return withStore(cmd, data, func(ctx context.Context, st store.Store) error {
 				u, err := st.User(ctx, userID)
 				if errors.Is(err, store.ErrNotFound) {
 					return errors.New("no such user")
@@ -364,7 +405,7 @@ func newTokensCmd(stdout io.Writer) *cobra.Command {
 			if k == auth.KindSupport {
 				return errors.New("support tokens belong to no user: revoke one with --token")
 			}
-			return withStore(cmd.Context(), data, func(ctx context.Context, st *store.SQLite) error {
+			return withStore(cmd, data, func(ctx context.Context, st store.Store) error {
 				n := 1
 				if token != "" {
 					if err := auth.RevokeToken(ctx, st, token, time.Now()); err != nil {
@@ -412,7 +453,7 @@ func newTokensCmd(stdout io.Writer) *cobra.Command {
 				if iname == "" {
 					iname = unnamedSupport
 				}
-				return issueSupport(cmd.Context(), stdout, idata, iname, igrants)
+				return issueSupport(cmd, stdout, idata, iname, igrants)
 			}
 			if iuser == "" {
 				return errors.New("--user is required")
@@ -424,7 +465,7 @@ func newTokensCmd(stdout io.Writer) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			return withStore(cmd.Context(), idata, func(ctx context.Context, st *store.SQLite) error {
+			return withStore(cmd, idata, func(ctx context.Context, st store.Store) error {
 				tok, err := auth.IssueToken(ctx, st, iuser, k, prof, time.Now())
 				if err != nil {
 					if errors.Is(err, store.ErrNotFound) {
@@ -468,7 +509,7 @@ func newTokensCmd(stdout io.Writer) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			return withStore(cmd.Context(), pdata, func(ctx context.Context, st *store.SQLite) error {
+			return withStore(cmd, pdata, func(ctx context.Context, st store.Store) error {
 				switch err := auth.SetTokenProfile(ctx, st, tok, prof); {
 				case errors.Is(err, store.ErrNotFound):
 					return errors.New("no such token")
@@ -495,7 +536,7 @@ func newTokensCmd(stdout io.Writer) *cobra.Command {
 			"hash), its kind, an API token's response profile, and when it was issued and revoked.",
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			return withStore(cmd.Context(), ldata, func(ctx context.Context, st *store.SQLite) error {
+			return withStore(cmd, ldata, func(ctx context.Context, st store.Store) error {
 				ts, err := auth.ListTokens(ctx, st, luser)
 				if errors.Is(err, store.ErrNotFound) {
 					return errors.New("no such user")
@@ -549,13 +590,22 @@ func parseKind(s string, allowEmpty bool) (auth.Kind, error) {
 	return "", errors.New("--kind must be api, agent or support")
 }
 
-func withStore(ctx context.Context, dir string, fn func(context.Context, *store.SQLite) error) error {
-	st, err := store.Open(ctx, store.Options{Dir: dir})
+// redisLogger routes the Redis client's own messages (failed dials while
+// Redis is away) to the relay's log.
+type redisLogger struct{ s *zap.SugaredLogger }
+
+func (l redisLogger) Printf(_ context.Context, format string, v ...any) { l.s.Warnf(format, v...) }
+
+// withStore opens the store the command's --store flag names (SQLite in
+// dir when it is empty), runs fn on it and closes it.
+func withStore(cmd *cobra.Command, dir string, fn func(context.Context, store.Store) error) error {
+	url, _ := cmd.Flags().GetString("store")
+	st, err := store.Dial(cmd.Context(), store.DialOptions{URL: url, Dir: dir})
 	if err != nil {
-		return fmt.Errorf("opening the data directory: %w", err)
+		return fmt.Errorf("opening the store: %w", err)
 	}
 	defer st.Close()
-	return fn(ctx, st)
+	return fn(cmd.Context(), st)
 }
 
 func printJSON(w io.Writer, v any) error {

@@ -40,8 +40,8 @@ func newSupportCmd(stdout io.Writer) *cobra.Command {
 }
 
 // issueSupport issues a support token and prints it.
-func issueSupport(ctx context.Context, stdout io.Writer, data, name string, grants []string) error {
-	return withStore(ctx, data, func(ctx context.Context, st *store.SQLite) error {
+func issueSupport(cmd *cobra.Command, stdout io.Writer, data, name string, grants []string) error {
+	return withStore(cmd, data, func(ctx context.Context, st store.Store) error {
 		tok, err := auth.IssueSupportToken(ctx, st, name, grants, time.Now())
 		switch {
 		case errors.Is(err, store.ErrNotFound):
@@ -78,7 +78,7 @@ func newSupportTokensCmd(stdout io.Writer) *cobra.Command {
 			"users it may read, and when it was issued and revoked.",
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			return withStore(cmd.Context(), data, func(ctx context.Context, st *store.SQLite) error {
+			return withStore(cmd, data, func(ctx context.Context, st store.Store) error {
 				ts, err := auth.ListSupportTokens(ctx, st)
 				if err != nil {
 					return err

@@ -11,41 +11,54 @@ import (
 	"tradebridge/protocol"
 	"tradebridge/relay/errcode"
 	"tradebridge/relay/httpapi"
+	"tradebridge/relay/hub"
 )
 
 // Call implements the trading API's Caller (tradecall.Caller) for the tv
 // family: the function runs in the dispatcher of the user's linked
 // login, as the agent's dispatcher runs it for the desktop family, with
 // the same request id rules (a write's id runs once, also across relay
-// restarts: the journal is in the store). Its errors are the agent's
-// codes, except:
+// restarts and across relay nodes: the journal is in the store). With a
+// Router it runs on the node running the user's instance (see
+// Options.Router). Its errors are the agent's codes, except:
 //
 //   - no link: 409 tradovate_not_linked;
 //   - the broker cannot be reached, or its login waits on a captcha, its
 //     rate limit or new credentials: 503 broker_unavailable with the
-//     reason;
+//     reason; also while the link moves to another relay node, and when
+//     the node running it goes away during a read;
 //   - an account the login does not carry: 409
-//     account_identity_unresolved.
+//     account_identity_unresolved;
+//   - a write whose node went away or did not answer in time:
+//     hub.ErrConnectionLost or hub.ErrTimeout, which the trading API
+//     answers 503 outcome_unknown.
 func (m *Manager) Call(ctx context.Context, userID, fn, requestID string, args json.RawMessage) (json.RawMessage, error) {
+	if strings.HasPrefix(fn, fnPrefix) {
+		// The Manager's own functions come over the Router only.
+		return nil, protocol.NewError(protocol.CodeUnknownFunction, "no such function")
+	}
 	// A link the relay broker command (or another node) deleted or
 	// replaced is not traded on a moment longer.
 	m.restartIfStale(ctx, userID)
-	in, err := m.instance(ctx, userID)
+	raw, err := m.routed(ctx, userID, fn, requestID, args)
+	write := false
+	if f, ok := protocol.LookupFunction(fn); ok {
+		write = f.Write
+	}
 	switch {
+	case err == nil:
+		return raw, nil
 	case errors.Is(err, ErrNotLinked):
 		return nil, &httpapi.Error{Status: http.StatusConflict, Code: errcode.TradovateNotLinked,
 			Detail: "no Tradovate login is linked: link one before calling the broker routes"}
-	case err != nil:
-		return nil, err
+	case !write && errors.Is(err, hub.ErrConnectionLost):
+		return nil, &httpapi.Error{Status: http.StatusServiceUnavailable, Code: errcode.BrokerUnavailable,
+			Detail: "the broker is unavailable: the relay node running the link went away during the call; try again", RetryAfter: 1}
+	case !write && errors.Is(err, hub.ErrTimeout):
+		return nil, &httpapi.Error{Status: http.StatusGatewayTimeout, Code: errcode.DeadlineExceeded,
+			Detail: "the relay node running the broker link did not answer in time"}
 	}
-	if err := in.ready(ctx); err != nil {
-		return nil, err
-	}
-	raw, perr := in.stack.Dispatcher.Handle(ctx, &protocol.Request{Fn: fn, RequestID: requestID, Args: args})
-	if perr != nil {
-		return nil, callError(perr)
-	}
-	return raw, nil
+	return nil, err
 }
 
 // callError maps the dispatcher's error to the broker family's answer.

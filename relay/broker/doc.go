@@ -20,4 +20,13 @@
 // routes: POST and DELETE /v1/api/tv/link, GET /v1/api/tv/status, the
 // OAuth link (POST /v1/api/tv/link/oauth and its callback). Links (the
 // sealed credentials) are written by the relay broker command too.
+//
+// When the relay runs as several nodes over one store, each user's
+// instance runs on one node only: the one holding the user's lease in the
+// store, which it renews while the instance runs. The other nodes reach
+// it over a Router (package relay/cluster): trading calls, a monitor's
+// restart check, the news of a changed configuration and the link's
+// live state are forwarded there, and a node takes over the users whose
+// node went away once their leases expire. The OAuth links under way are
+// in the store too, so the broker's callback may reach any node.
 package broker

@@ -3,6 +3,7 @@ package broker
 import (
 	"context"
 	"crypto/rand"
+	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
@@ -10,7 +11,6 @@ import (
 	"net/url"
 	"slices"
 	"sort"
-	"sync"
 	"time"
 
 	"go.uber.org/zap"
@@ -20,6 +20,7 @@ import (
 	"tradebridge/relay/broker/tradovate"
 	"tradebridge/relay/errcode"
 	"tradebridge/relay/httpapi"
+	"tradebridge/relay/store"
 )
 
 // Paths of the link routes.
@@ -317,12 +318,8 @@ func (m *Manager) Status(ctx context.Context, userID string) (Status, error) {
 	}
 	at := link.LinkedAt.UTC()
 	st := Status{Linked: true, Env: link.Env, Method: link.Method, LinkedAt: &at, Session: "connecting", Accounts: accounts}
-	m.mu.Lock()
-	in := m.insts[userID]
-	m.mu.Unlock()
-	if in != nil {
-		if s, ok := in.platform.(stater); ok {
-			ls := s.LinkState()
+	if ls, ok := m.liveState(ctx, userID); ok {
+		if ls.Known {
 			st.Session, st.Connected = ls.Session, ls.Connected
 			if !ls.TokenExpires.IsZero() {
 				t := ls.TokenExpires.UTC()
@@ -333,8 +330,37 @@ func (m *Manager) Status(ctx context.Context, userID string) (Status, error) {
 				st.RetryAt = &t
 			}
 		}
+		if len(ls.Accounts) > 0 {
+			st.Accounts = ls.Accounts
+		}
 	}
 	return st, nil
+}
+
+// liveState returns what the user's running instance tells of its login:
+// the instance on this node, or with a Router the one on the node
+// running it (started here when none runs). False when none runs or it
+// cannot be asked: the link's state is then "connecting".
+func (m *Manager) liveState(ctx context.Context, userID string) (liveState, bool) {
+	if in := m.running(userID); in != nil {
+		return in.liveState(ctx), true
+	}
+	if m.opts.Router == nil {
+		return liveState{}, false
+	}
+	raw, err := m.routed(ctx, userID, fnLinkState, "", nil)
+	if err != nil {
+		if ctx.Err() == nil && !errors.Is(err, ErrNotLinked) {
+			m.log.Debug("asking the relay node running a broker link for its state", zap.String("user", userID), zap.Error(err))
+		}
+		return liveState{}, false
+	}
+	var ls liveState
+	if err := json.Unmarshal(raw, &ls); err != nil {
+		m.log.Warn("reading a broker link's state from the relay node running it", zap.String("user", userID), zap.Error(err))
+		return liveState{}, false
+	}
+	return ls, true
 }
 
 // newDeviceID returns a fresh device id for a link: the broker ties a
@@ -351,74 +377,31 @@ func newDeviceID() string {
 // broker sending the user back.
 const oauthStateTTL = 10 * time.Minute
 
-// Bounds of the OAuth links under way: a user's newest few are kept (an
-// older one answers "unknown or expired"), and the node keeps at most
-// maxOAuthStates in all (a new one then waits for some to expire).
-const (
-	maxOAuthStatesPerUser = 4
-	maxOAuthStates        = 10000
-)
+// maxOAuthStatesPerUser bounds a user's OAuth links under way: the newest
+// are kept, an older one answers "unknown or expired". The store keeps
+// them, so the broker's callback may reach any relay node; with every
+// user's few, and only users that exist (an API token of the pro plan
+// starts a link, within the trading budget), they need no bound of their
+// own.
+const maxOAuthStatesPerUser = 4
 
-// errTooManyOAuthLinks refuses an OAuth link while the node holds
-// maxOAuthStates.
-var errTooManyOAuthLinks = errors.New("broker: too many OAuth links under way")
+// maxOAuthStateLen bounds the state a callback brings: a longer one is
+// none the relay made, and is not even hashed.
+const maxOAuthStateLen = 256
 
-// oauthStates are the OAuth links under way: one-time states bound to a
-// user and an environment. They live in this relay node's memory: the
-// callback must reach the node that started the link.
-type oauthStates struct {
-	mu sync.Mutex
-	m  map[string]oauthState
-}
-
-type oauthState struct {
-	userID, env string
-	expires     time.Time
-}
-
-// add records a new state and returns it. It forgets the expired states,
-// and the user's oldest beyond maxOAuthStatesPerUser.
-func (o *oauthStates) add(userID, env string, now time.Time) (string, error) {
+// newOAuthState returns a fresh one-time state, and the hash the store
+// keeps it by (the store never holds a state's text).
+func newOAuthState() (state, hash string) {
 	var b [16]byte
 	_, _ = rand.Read(b[:])
-	s := hex.EncodeToString(b[:])
-	o.mu.Lock()
-	defer o.mu.Unlock()
-	if o.m == nil {
-		o.m = make(map[string]oauthState)
-	}
-	var mine []string
-	for k, v := range o.m {
-		switch {
-		case now.After(v.expires):
-			delete(o.m, k)
-		case v.userID == userID:
-			mine = append(mine, k)
-		}
-	}
-	if len(mine) >= maxOAuthStatesPerUser {
-		slices.SortFunc(mine, func(a, b string) int { return o.m[a].expires.Compare(o.m[b].expires) })
-		for _, k := range mine[:len(mine)-maxOAuthStatesPerUser+1] {
-			delete(o.m, k)
-		}
-	}
-	if len(o.m) >= maxOAuthStates {
-		return "", errTooManyOAuthLinks
-	}
-	o.m[s] = oauthState{userID: userID, env: env, expires: now.Add(oauthStateTTL)}
-	return s, nil
+	state = hex.EncodeToString(b[:])
+	return state, oauthStateHash(state)
 }
 
-// take returns and forgets a state that has not expired.
-func (o *oauthStates) take(s string, now time.Time) (oauthState, bool) {
-	o.mu.Lock()
-	defer o.mu.Unlock()
-	v, ok := o.m[s]
-	delete(o.m, s)
-	if !ok || now.After(v.expires) {
-		return oauthState{}, false
-	}
-	return v, true
+// oauthStateHash is the hex SHA-256 of a state's text.
+func oauthStateHash(state string) string {
+	h := sha256.Sum256([]byte(state))
+	return hex.EncodeToString(h[:])
 }
 
 // serveOAuthStart starts an OAuth link: it answers the broker's
@@ -442,11 +425,13 @@ func (m *Manager) serveOAuthStart(w http.ResponseWriter, r *http.Request, p auth
 		return
 	}
 	now := time.Now()
-	state, err := m.oauth.add(p.UserID, b.Env, now)
+	state, hash := newOAuthState()
+	err := m.opts.Store.PutOAuthState(r.Context(), store.OAuthState{Hash: hash, UserID: p.UserID, Env: b.Env, Expires: now.Add(oauthStateTTL)},
+		maxOAuthStatesPerUser)
 	if err != nil {
-		m.log.Warn("an OAuth link refused: too many under way", zap.String("user", p.UserID))
-		httpapi.WriteError(w, http.StatusServiceUnavailable, httpapi.Error{Code: errcode.BrokerUnavailable,
-			Detail: "too many broker links are under way on this relay; try again in a few minutes", RetryAfter: 60})
+		m.log.Warn("storing an OAuth link under way", zap.String("user", p.UserID), zap.Error(err))
+		httpapi.WriteError(w, http.StatusServiceUnavailable, httpapi.Error{Code: errcode.StorageUnavailable,
+			Detail: "the link could not be started; retry shortly"})
 		return
 	}
 	u, err := url.Parse(m.opts.Endpoints.OAuthAuthorize)
@@ -467,9 +452,23 @@ func (m *Manager) serveOAuthStart(w http.ResponseWriter, r *http.Request, p auth
 // with a code, exchanged here for a token that is sealed and stored.
 func (m *Manager) serveOAuthCallback(w http.ResponseWriter, r *http.Request) {
 	q := r.URL.Query()
-	st, ok := m.oauth.take(q.Get("state"), time.Now())
-	if !ok || m.opts.OAuth.ID == "" {
+	unknown := func() {
 		httpapi.WriteError(w, http.StatusBadRequest, httpapi.Error{Code: errcode.InvalidArgument, Detail: "the link request is unknown or expired; start the link again"})
+	}
+	state := q.Get("state")
+	if m.opts.OAuth.ID == "" || state == "" || len(state) > maxOAuthStateLen {
+		unknown()
+		return
+	}
+	st, err := m.opts.Store.TakeOAuthState(r.Context(), oauthStateHash(state), time.Now())
+	switch {
+	case errors.Is(err, store.ErrNotFound):
+		unknown()
+		return
+	case err != nil:
+		m.log.Warn("reading an OAuth link under way", zap.Error(err))
+		httpapi.WriteError(w, http.StatusServiceUnavailable, httpapi.Error{Code: errcode.StorageUnavailable,
+			Detail: "the link request could not be read; retry shortly"})
 		return
 	}
 	code := q.Get("code")
@@ -479,18 +478,18 @@ func (m *Manager) serveOAuthCallback(w http.ResponseWriter, r *http.Request) {
 	}
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(r.Context()), 30*time.Second)
 	defer cancel()
-	sess, err := m.exchangeCode(ctx, st.env, code)
+	sess, err := m.exchangeCode(ctx, st.Env, code)
 	if err != nil {
-		m.log.Info("an OAuth link was refused", zap.String("user", st.userID), zap.Error(err))
+		m.log.Info("an OAuth link was refused", zap.String("user", st.UserID), zap.Error(err))
 		writeLinkError(w, err)
 		return
 	}
 	s := Secrets{AccessToken: sess.AccessToken, MDAccessToken: sess.MDAccessToken, Expires: sess.Expires, BrokerUserID: sess.BrokerUserID, DeviceID: newDeviceID()}
-	if _, err := m.Link(ctx, st.userID, st.env, MethodOAuth, s); err != nil {
-		m.log.Warn("storing an OAuth link", zap.String("user", st.userID), zap.Error(err))
+	if _, err := m.Link(ctx, st.UserID, st.Env, MethodOAuth, s); err != nil {
+		m.log.Warn("storing an OAuth link", zap.String("user", st.UserID), zap.Error(err))
 		writeStoreError(w, err)
 		return
 	}
-	m.log.Info("broker login linked", zap.String("user", st.userID), zap.String("env", st.env), zap.String("method", MethodOAuth))
-	httpapi.Write(w, http.StatusOK, map[string]any{"linked": true, "env": st.env, "method": MethodOAuth})
+	m.log.Info("broker login linked", zap.String("user", st.UserID), zap.String("env", st.Env), zap.String("method", MethodOAuth))
+	httpapi.Write(w, http.StatusOK, map[string]any{"linked": true, "env": st.Env, "method": MethodOAuth})
 }

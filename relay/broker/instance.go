@@ -4,7 +4,9 @@ import (
 	"context"
 	"encoding/json"
 	"slices"
+	"strings"
 	"sync"
+	"time"
 
 	"go.uber.org/zap"
 
@@ -38,6 +40,13 @@ type instance struct {
 	cancel context.CancelFunc
 	wg     sync.WaitGroup
 	once   sync.Once
+
+	// With a Router: the end of the serving of the user's calls on it,
+	// nil while they are not served; unserved is true once stopServing
+	// was called.
+	serveMu   sync.Mutex
+	serveStop func()
+	unserved  bool
 }
 
 // newInstance builds the instance of a link; start runs it.
@@ -84,18 +93,151 @@ func (in *instance) start(parent context.Context) {
 	run("platform", in.platform.Run)
 	run("configuration", in.followConfig)
 	run("engines", in.stack.Run)
+	if in.m.opts.Router != nil {
+		in.serve()
+		run("lease", in.keepLease)
+	}
 }
 
-// stop ends the instance and waits for its goroutines, then closes the
-// platform. It is idempotent.
+// stop ends the instance (its calls from other nodes first) and waits
+// for its goroutines, then closes the platform. It is idempotent.
 func (in *instance) stop() {
 	in.once.Do(func() {
+		in.stopServing()
 		if in.cancel != nil {
 			in.cancel()
 		}
 		in.wg.Wait()
 		in.platform.Close()
 	})
+}
+
+// serve makes this node answer the user's calls forwarded by the other
+// nodes, unless it does already or the instance stops. A Router that
+// refuses is asked again at the next renewal of the lease.
+func (in *instance) serve() {
+	in.serveMu.Lock()
+	defer in.serveMu.Unlock()
+	if in.serveStop != nil || in.unserved {
+		return
+	}
+	stop, err := in.m.opts.Router.Serve(in.userID, in.m.handler(in.userID))
+	if err != nil {
+		in.log.Warn("serving the user's calls to the other relay nodes; tried again shortly", zap.Error(err))
+		return
+	}
+	in.serveStop = stop
+}
+
+// stopServing ends serve for good.
+func (in *instance) stopServing() {
+	in.serveMu.Lock()
+	stop := in.serveStop
+	in.serveStop, in.unserved = nil, true
+	in.serveMu.Unlock()
+	if stop != nil {
+		stop()
+	}
+}
+
+// keepLease renews the node's lease on the user's instance every
+// LeaseTTL/3, each renewal given LeaseTTL/3 to answer. When one fails or
+// is refused the instance stops at once, before the lease can expire
+// and another node start the user's instance.
+func (in *instance) keepLease(ctx context.Context) error {
+	ttl := in.m.opts.LeaseTTL
+	t := time.NewTicker(ttl / 3)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-t.C:
+		}
+		in.serve() // if the Router refused before
+		rctx, cancel := context.WithTimeout(ctx, ttl/3)
+		ok, err := in.m.acquireLease(rctx, in.userID)
+		cancel()
+		if ctx.Err() != nil {
+			return nil // stopping anyway
+		}
+		if err == nil && ok {
+			continue
+		}
+		in.lose(err)
+		return nil
+	}
+}
+
+// lose stops the instance whose lease could not be renewed (err nil: the
+// store refused it): at once it serves no more calls, its engines and
+// platform stop, and the node forgets it; the rest of the stop goes on in
+// the background.
+func (in *instance) lose(err error) {
+	m := in.m
+	if err != nil {
+		in.log.Error("the lease of the broker link could not be renewed: the link stops on this relay node", zap.Error(err))
+	} else {
+		in.log.Warn("the lease of the broker link went to another relay node: the link stops on this one")
+	}
+	in.stopServing()
+	in.cancel()
+	m.mu.Lock()
+	if m.insts[in.userID] == in {
+		delete(m.insts, in.userID)
+	}
+	// Close waits for bg after stopAll, which either finds the instance
+	// (and waits for this goroutine) or runs after this Add.
+	m.bg.Add(1)
+	m.mu.Unlock()
+	go func() {
+		defer m.bg.Done()
+		in.stop()
+	}()
+}
+
+// run runs fn in the instance: a protocol function in its dispatcher, or
+// one of the Manager's pseudo-functions (fnPrefix).
+func (in *instance) run(ctx context.Context, fn, requestID string, args json.RawMessage) (json.RawMessage, error) {
+	switch fn {
+	case fnConfigChanged:
+		in.configChanged()
+		return json.RawMessage(`{}`), nil
+	case fnCheckMonitorRestart:
+		var rc protocol.RestartCheck
+		if err := json.Unmarshal(args, &rc); err != nil {
+			return nil, protocol.NewError(protocol.CodeInvalidArgument, "the restart check is not a monitor")
+		}
+		v, err := in.stack.Monitors.CheckRestart(ctx, rc)
+		if err != nil {
+			return nil, err
+		}
+		return json.Marshal(v)
+	case fnLinkState:
+		return json.Marshal(in.liveState(ctx))
+	}
+	if strings.HasPrefix(fn, fnPrefix) {
+		return nil, protocol.NewError(protocol.CodeUnknownFunction, "the relay's broker link does not implement this function")
+	}
+	if err := in.ready(ctx); err != nil {
+		return nil, err
+	}
+	raw, perr := in.stack.Dispatcher.Handle(ctx, &protocol.Request{Fn: fn, RequestID: requestID, Args: args})
+	if perr != nil {
+		return nil, callError(perr)
+	}
+	return raw, nil
+}
+
+// liveState tells the login's state as the platform reports it now.
+func (in *instance) liveState(ctx context.Context) liveState {
+	var st liveState
+	if s, ok := in.platform.(stater); ok {
+		ls := s.LinkState()
+		st = liveState{Known: true, Session: ls.Session, TokenExpires: ls.TokenExpires, RetryAt: ls.RetryAt, Connected: ls.Connected}
+	}
+	st.Accounts, _ = in.liveAccounts(ctx)
+	return st
 }
 
 // sameLink reports whether the stored link l is the one the instance

@@ -16,6 +16,7 @@ import (
 	"tradebridge/agent/ops"
 	"tradebridge/protocol"
 	"tradebridge/relay/broker/tradovate"
+	"tradebridge/relay/hub"
 	"tradebridge/relay/keylock"
 	"tradebridge/relay/sealed"
 	"tradebridge/relay/store"
@@ -106,7 +107,26 @@ type Options struct {
 	// store's, to follow links made or deleted by the relay broker
 	// command or another relay node. Default 30 s.
 	SyncInterval time.Duration
+	// Node names this relay node among the nodes sharing the store: the
+	// holder of the leases it takes. Required with a Router.
+	Node string
+	// Router reaches the node that runs a user's instance when the relay
+	// runs as several nodes over one store. With a Router, a user's
+	// instance runs only on the node holding the user's lease in the
+	// store (Store.AcquireBrokerLease), which serves the user's calls on
+	// the Router; the other nodes forward them there. Nil means one
+	// node: every instance runs here and no lease is taken.
+	Router Router
+	// LeaseTTL is how long a user's lease lasts without a renewal, with
+	// a Router: the node running the instance renews it every LeaseTTL/3
+	// and stops the instance at once when a renewal fails, and a node
+	// that died holding leases leaves its users to the others within
+	// about LeaseTTL. Default DefaultLeaseTTL.
+	LeaseTTL time.Duration
 }
+
+// DefaultLeaseTTL is Options.LeaseTTL's default.
+const DefaultLeaseTTL = 15 * time.Second
 
 // DefaultReadyTimeout is Options.ReadyTimeout's default.
 const DefaultReadyTimeout = 10 * time.Second
@@ -128,8 +148,12 @@ type Manager struct {
 	// starting serializes the starts and stops of one user's instance.
 	starting keylock.Locks
 	wg       sync.WaitGroup // Run
-
-	oauth oauthStates
+	// bg are the goroutines a call leaves behind: the stop of an
+	// instance whose lease was lost, a ConfigChanged forwarded.
+	bg sync.WaitGroup
+	// configPending are the users whose ConfigChanged waits to be
+	// forwarded to the node running their instance.
+	configPending map[string]bool
 }
 
 // New validates opts and returns a Manager.
@@ -161,11 +185,18 @@ func New(opts Options) (*Manager, error) {
 	if opts.SyncInterval <= 0 {
 		opts.SyncInterval = 30 * time.Second
 	}
+	if opts.LeaseTTL <= 0 {
+		opts.LeaseTTL = DefaultLeaseTTL
+	}
+	if opts.Router != nil && opts.Node == "" {
+		return nil, errors.New("broker: Options.Node is required with a Router")
+	}
 	links, err := NewLinks(LinkOptions{Store: opts.Store, Keys: opts.Keys})
 	if err != nil {
 		return nil, err
 	}
-	m := &Manager{opts: opts, log: opts.Logger.Named("broker"), links: links, insts: make(map[string]*instance)}
+	m := &Manager{opts: opts, log: opts.Logger.Named("broker"), links: links, insts: make(map[string]*instance),
+		configPending: make(map[string]bool)}
 	if m.opts.NewPlatform == nil {
 		m.opts.NewPlatform = m.tradovatePlatform
 	}
@@ -182,6 +213,11 @@ func (m *Manager) Links() *Links { return m.links }
 // Run starts an instance for every link stored, so that their engines
 // enforce the users' monitors and controls whether or not anyone calls,
 // then waits until ctx ends or Close is called, and stops them all.
+//
+// With a Router, Run starts only the links that run on no node (whose
+// lease this node takes), and looks for them every LeaseTTL/2 (or
+// SyncInterval, when shorter), so that the users of a node that went
+// away move to the nodes left.
 func (m *Manager) Run(ctx context.Context) error {
 	m.mu.Lock()
 	if m.closed {
@@ -195,7 +231,11 @@ func (m *Manager) Run(ctx context.Context) error {
 	defer cancel()
 	stop := context.AfterFunc(m.ctx, cancel)
 	defer stop()
-	t := time.NewTicker(m.opts.SyncInterval)
+	every := m.opts.SyncInterval
+	if m.opts.Router != nil {
+		every = min(every, m.opts.LeaseTTL/2)
+	}
+	t := time.NewTicker(every)
 	defer t.Stop()
 	for {
 		m.syncLinks(ctx)
@@ -235,10 +275,29 @@ func (m *Manager) syncLinks(ctx context.Context) {
 	for _, id := range stale {
 		m.restartIfStale(ctx, id)
 	}
+	var leaseErr error
 	for _, l := range links {
-		if _, err := m.instance(ctx, l.UserID); err != nil && ctx.Err() == nil && !errors.Is(err, ErrNotLinked) {
+		if m.opts.Router != nil && m.running(l.UserID) == nil {
+			// Most links run on other nodes: one refused lease is all
+			// they cost.
+			ok, err := m.acquireLease(ctx, l.UserID)
+			if err != nil {
+				leaseErr = err
+			}
+			if !ok {
+				continue
+			}
+		}
+		_, err := m.instance(ctx, l.UserID)
+		if err != nil && m.opts.Router != nil {
+			m.releaseIdle(ctx, l.UserID) // the lease taken above: unlinked meanwhile, or failing
+		}
+		if err != nil && ctx.Err() == nil && !errors.Is(err, ErrNotLinked) && !errors.Is(err, errLeased) {
 			m.log.Warn("starting a broker link", zap.String("user", l.UserID), zap.Error(err))
 		}
+	}
+	if leaseErr != nil && ctx.Err() == nil {
+		m.log.Warn("taking the leases of the broker links that run nowhere", zap.Error(leaseErr))
 	}
 }
 
@@ -280,19 +339,27 @@ func (m *Manager) stale(ctx context.Context, userID string) bool {
 	return !in.sameLink(l)
 }
 
-// Close stops every instance and waits for them and for Run. It is
-// idempotent.
+// Close stops every instance, gives up their leases, and waits for them
+// and for Run. It is idempotent.
 func (m *Manager) Close() error {
 	m.mu.Lock()
 	m.closed = true
+	insts := make([]*instance, 0, len(m.insts))
+	for _, in := range m.insts {
+		insts = append(insts, in)
+	}
 	m.mu.Unlock()
+	for _, in := range insts {
+		in.stopServing() // first: no forwarded call starts on an instance stopping
+	}
 	m.cancel()
 	m.wg.Wait()
 	m.stopAll()
+	m.bg.Wait()
 	return nil
 }
 
-// stopAll stops every running instance.
+// stopAll stops every running instance and gives up their leases.
 func (m *Manager) stopAll() {
 	m.mu.Lock()
 	insts := make([]*instance, 0, len(m.insts))
@@ -303,14 +370,24 @@ func (m *Manager) stopAll() {
 	m.mu.Unlock()
 	for _, in := range insts {
 		in.stop()
+		m.releaseLease(in.userID)
 	}
 }
 
 // errClosed reports a call after Close.
 var errClosed = errors.New("broker: the manager is closed")
 
+// running returns the user's instance running on this node, or nil.
+func (m *Manager) running(userID string) *instance {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.insts[userID]
+}
+
 // instance returns the user's running instance, starting it when the user
-// has a link: ErrNotLinked when the user has none.
+// has a link: ErrNotLinked when the user has none. With a Router it
+// starts the instance only when this node takes the user's lease:
+// errLeased when another node holds it.
 func (m *Manager) instance(ctx context.Context, userID string) (*instance, error) {
 	m.mu.Lock()
 	in := m.insts[userID]
@@ -337,14 +414,25 @@ func (m *Manager) instance(ctx context.Context, userID string) (*instance, error
 	if err != nil {
 		return nil, err
 	}
+	if m.opts.Router != nil {
+		ok, err := m.acquireLease(ctx, userID)
+		if err != nil {
+			return nil, err
+		}
+		if !ok {
+			return nil, errLeased
+		}
+	}
 	in, err = m.newInstance(link)
 	if err != nil {
+		m.releaseLease(userID)
 		return nil, err
 	}
 	m.mu.Lock()
 	if m.closed {
 		m.mu.Unlock()
 		in.platform.Close()
+		m.releaseLease(userID)
 		return nil, errClosed
 	}
 	m.insts[userID] = in
@@ -354,8 +442,8 @@ func (m *Manager) instance(ctx context.Context, userID string) (*instance, error
 	return in, nil
 }
 
-// stopInstance stops the user's instance, if one runs. The caller holds
-// the user's starting lock.
+// stopInstance stops the user's instance, if one runs, and gives up its
+// lease. The caller holds the user's starting lock.
 func (m *Manager) stopInstance(userID string) {
 	m.mu.Lock()
 	in := m.insts[userID]
@@ -363,40 +451,61 @@ func (m *Manager) stopInstance(userID string) {
 	m.mu.Unlock()
 	if in != nil {
 		in.stop()
+		m.releaseLease(userID)
 		m.log.Info("broker link stopped", zap.String("user", userID))
 	}
 }
 
 // Link stores a link for the user (replacing any other) and starts its
 // instance. The session, when set, is the one the credentials were
-// checked with.
+// checked with. With a Router the instance starts on this node, unless
+// another node runs the link replaced: that one restarts with the new
+// link.
 func (m *Manager) Link(ctx context.Context, userID, env, method string, s Secrets) (Link, error) {
 	unlock, err := m.starting.Lock(ctx, userID)
 	if err != nil {
 		return Link{}, err
 	}
 	m.stopInstance(userID)
+	leased := false
+	if m.opts.Router != nil {
+		// The lease first, so that no other node's sweep starts the new
+		// link before this node does. A store that fails here fails Put.
+		leased, _ = m.acquireLease(ctx, userID)
+	}
 	link, err := m.links.Put(ctx, userID, env, method, s)
 	unlock()
 	if err != nil {
+		if leased {
+			m.releaseLease(userID)
+		}
 		return Link{}, err
 	}
-	if _, err := m.instance(ctx, userID); err != nil {
+	switch _, err := m.instance(ctx, userID); {
+	case errors.Is(err, errLeased):
+		// Another node runs the link replaced: it restarts with this one.
+		m.refreshElsewhere(ctx, userID)
+	case err != nil:
 		m.log.Warn("starting a new broker link", zap.String("user", userID), zap.Error(err))
 	}
 	return link, nil
 }
 
-// Unlink stops the user's instance and deletes the link with everything
-// its operations remembered. It reports whether there was a link.
+// Unlink stops the user's instance (on whichever node runs it) and
+// deletes the link with everything its operations remembered. It reports
+// whether there was a link.
 func (m *Manager) Unlink(ctx context.Context, userID string) (bool, error) {
 	unlock, err := m.starting.Lock(ctx, userID)
 	if err != nil {
 		return false, err
 	}
-	defer unlock()
 	m.stopInstance(userID)
-	return m.links.Delete(ctx, userID)
+	had, err := m.links.Delete(ctx, userID)
+	unlock()
+	if err == nil && had {
+		m.refreshElsewhere(ctx, userID)
+	}
+	return had, err
 }
 
 // Linked implements manage.BrokerLinks: whether the user linked a login,
@@ -425,22 +534,36 @@ func (m *Manager) Linked(ctx context.Context, userID string) (bool, []string, er
 }
 
 // ConfigChanged implements manage.BrokerEngines: the user's engines read
-// their configuration again. It does not block.
+// their configuration again, on whichever node runs them. It does not
+// block: with a Router, the news travels to the node running the user's
+// instance in the background.
 func (m *Manager) ConfigChanged(userID string) {
-	m.mu.Lock()
-	in := m.insts[userID]
-	m.mu.Unlock()
-	if in != nil {
+	if in := m.running(userID); in != nil {
 		in.configChanged()
+		return
+	}
+	if m.opts.Router != nil {
+		m.forwardConfigChanged(userID)
 	}
 }
 
 // CheckMonitorRestart implements manage.BrokerMonitors: the user's
 // monitor engine judges whether mon, restarted, would stop again at once.
 func (m *Manager) CheckMonitorRestart(ctx context.Context, userID string, mon protocol.Monitor) (protocol.RestartVerdict, error) {
-	in, err := m.instance(ctx, userID)
+	args, err := json.Marshal(protocol.RestartCheck{Monitor: mon})
 	if err != nil {
 		return protocol.RestartVerdict{}, fmt.Errorf("broker: %w", err)
 	}
-	return in.stack.Monitors.CheckRestart(ctx, protocol.RestartCheck{Monitor: mon})
+	raw, err := m.routed(ctx, userID, fnCheckMonitorRestart, "", args)
+	if errors.Is(err, hub.ErrTimeout) {
+		err = fmt.Errorf("%w: %w", err, context.DeadlineExceeded)
+	}
+	if err != nil {
+		return protocol.RestartVerdict{}, fmt.Errorf("broker: %w", err)
+	}
+	var v protocol.RestartVerdict
+	if err := json.Unmarshal(raw, &v); err != nil {
+		return protocol.RestartVerdict{}, fmt.Errorf("broker: reading a monitor's restart verdict: %w", err)
+	}
+	return v, nil
 }

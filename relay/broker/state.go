@@ -26,10 +26,21 @@ type StateDB interface {
 	PruneBrokerWrites(ctx context.Context, userID string, before time.Time) error
 }
 
+// LeaseDB is the part of the relay's store that tells which relay node
+// runs a user's instance, and keeps the OAuth links under way, so that
+// several relay nodes share one store. *store.SQLite implements it.
+type LeaseDB interface {
+	AcquireBrokerLease(ctx context.Context, userID, node string, ttl time.Duration) (bool, error)
+	ReleaseBrokerLease(ctx context.Context, userID, node string) error
+	PutOAuthState(ctx context.Context, s store.OAuthState, keepPerUser int) error
+	TakeOAuthState(ctx context.Context, hash string, now time.Time) (store.OAuthState, error)
+}
+
 // Store is everything the broker family keeps in the relay's store.
 type Store interface {
 	LinkDB
 	StateDB
+	LeaseDB
 }
 
 // stateTimeout bounds one store call made for the operations, whose

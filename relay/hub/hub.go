@@ -348,6 +348,25 @@ func (h *Hub) Call(ctx context.Context, userID, fn, requestID string, args json.
 	return c.rpc.call(ctx, req)
 }
 
+// Evict ends userID's tunnel of session sessionID with
+// protocol.CloseReplaced, if it is still the user's live tunnel, and
+// reports whether it was. A relay node calls it when a newer tunnel of the
+// same user registered on another node (package relay/cluster): the
+// history records the session's end as ReasonReplaced, and OnStatus
+// reports false once the tunnel is gone, unless a newer one registered
+// here in the meantime.
+func (h *Hub) Evict(userID, sessionID string) bool {
+	h.mu.Lock()
+	c := h.conns[userID]
+	h.mu.Unlock()
+	if c == nil || c.sessionID != sessionID {
+		return false
+	}
+	c.log.Info("tunnel replaced by a newer connection on another relay node")
+	c.closeAs(ReasonReplaced, protocol.CloseReplaced, "replaced by a newer connection on another relay node")
+	return true
+}
+
 type traceKey struct{}
 
 // WithTrace returns ctx carrying id, the request id of the HTTP (or stream)

@@ -1,0 +1,130 @@
+package broker_test
+
+import (
+	"context"
+	"encoding/json"
+	"net/http"
+	"net/http/httptest"
+	"net/url"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"tradebridge/agent/bridge/sim"
+	"tradebridge/relay/broker"
+	"tradebridge/relay/broker/tradovate"
+	"tradebridge/relay/broker/tradovate/tvfake"
+	"tradebridge/relay/store"
+)
+
+// oauthFake is the broker's OAuth service for a test: tvfake over a
+// market of its own.
+func oauthFake(t *testing.T, f *fixture) *tvfake.Server {
+	t.Helper()
+	market, err := sim.New(sim.Options{Clock: f.markets.clock})
+	require.NoError(t, err)
+	t.Cleanup(func() { market.Close() })
+	fake, err := tvfake.Start(tvfake.Options{Market: market})
+	require.NoError(t, err)
+	t.Cleanup(func() { fake.Close() })
+	return fake
+}
+
+// oauthNode is a relay node that offers the OAuth link against fake.
+func (f *fixture) oauthNode(t *testing.T, fake *tvfake.Server, net *fakeNet, name string) *broker.Manager {
+	t.Helper()
+	opts := broker.Options{Store: f.store, Keys: f.keys, NewPlatform: f.markets.newPlatform, Now: f.markets.clock.Now,
+		Endpoints: fake.Endpoints(),
+		OAuth: tradovate.OAuthClient{ID: tvfake.DefaultOAuthClientID, Secret: tvfake.DefaultOAuthClientSecret,
+			RedirectURL: "https://relay.example/v1/tv/oauth/callback"}}
+	if net != nil {
+		opts.Node, opts.Router, opts.LeaseTTL = name, &fakeRouter{net: net, node: name}, testTTL
+	}
+	m, err := broker.New(opts)
+	require.NoError(t, err)
+	t.Cleanup(func() { m.Close() })
+	return m
+}
+
+// startOAuth starts an OAuth link for the user on m and returns its state.
+func startOAuth(t *testing.T, m *broker.Manager, userID string) string {
+	t.Helper()
+	r := httptest.NewRequest(http.MethodPost, broker.LinkOAuthPath, strings.NewReader(`{"env":"demo"}`))
+	r.Header.Set("Content-Type", "application/json")
+	w := httptest.NewRecorder()
+	m.ServeOAuthStart(w, r, userID)
+	require.Equal(t, http.StatusOK, w.Code, w.Body.String())
+	var body struct {
+		Data struct {
+			AuthorizeURL string `json:"authorizeUrl"`
+		} `json:"data"`
+	}
+	require.NoError(t, json.Unmarshal(w.Body.Bytes(), &body), w.Body.String())
+	u, err := url.Parse(body.Data.AuthorizeURL)
+	require.NoError(t, err)
+	state := u.Query().Get("state")
+	require.NotEmpty(t, state, body.Data.AuthorizeURL)
+	return state
+}
+
+// callback brings the browser back to m with the state and a code.
+func callback(t *testing.T, m *broker.Manager, state, code string) *httptest.ResponseRecorder {
+	t.Helper()
+	q := url.Values{"state": {state}, "code": {code}}
+	w := httptest.NewRecorder()
+	m.ServeOAuthCallback(w, httptest.NewRequest(http.MethodGet, broker.OAuthCallbackPath+"?"+q.Encode(), nil))
+	return w
+}
+
+// An OAuth link started on one node ends on another: the state lives in
+// the store (by its hash, never its text), good once.
+func TestOAuthLinkAcrossNodes(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t)
+	fake := oauthFake(t, f)
+	net := newFakeNet()
+	a := f.oauthNode(t, fake, net, "a")
+	b := f.oauthNode(t, fake, net, "b")
+
+	state := startOAuth(t, a, "alice")
+	_, err := f.store.TakeOAuthState(context.Background(), state, time.Now())
+	require.ErrorIs(t, err, store.ErrNotFound, "the store does not know the state by its text")
+
+	w := callback(t, b, state, fake.IssueCode())
+	require.Equal(t, http.StatusOK, w.Code, w.Body.String())
+	require.Contains(t, w.Body.String(), `"linked":true`)
+	link, err := b.Links().Get(context.Background(), "alice")
+	require.NoError(t, err)
+	require.Equal(t, broker.MethodOAuth, link.Method)
+	require.Equal(t, "b", net.server("alice"), "the node that linked runs the link")
+
+	w = callback(t, a, state, fake.IssueCode())
+	require.Equal(t, http.StatusBadRequest, w.Code, "a state is good once, on any node")
+}
+
+// The OAuth links under way: a user's newest few are kept; a state that
+// expired, is unknown or is not one the relay could have made is refused.
+func TestOAuthStates(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t)
+	fake := oauthFake(t, f)
+	m := f.oauthNode(t, fake, nil, "")
+
+	var states []string
+	for range 5 {
+		states = append(states, startOAuth(t, m, "alice"))
+	}
+	other := startOAuth(t, m, "bob")
+	require.Equal(t, http.StatusBadRequest, callback(t, m, states[0], fake.IssueCode()).Code, "the oldest beyond 4 is forgotten")
+	require.Equal(t, http.StatusOK, callback(t, m, states[4], fake.IssueCode()).Code)
+	require.Equal(t, http.StatusOK, callback(t, m, other, fake.IssueCode()).Code, "another user's are their own")
+
+	expired := "0123456789abcdef0123456789abcdef"
+	require.NoError(t, f.store.PutOAuthState(context.Background(), store.OAuthState{Hash: broker.OAuthStateHash(expired),
+		UserID: "alice", Env: broker.EnvDemo, Expires: time.Now().Add(-time.Second)}, 4))
+	for name, s := range map[string]string{"expired": expired, "unknown": "feedface", "too long": strings.Repeat("a", 300), "empty": ""} {
+		require.Equal(t, http.StatusBadRequest, callback(t, m, s, fake.IssueCode()).Code, name)
+	}
+}

@@ -1,0 +1,332 @@
+package relay_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"net"
+	"net/http"
+	"os"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+	"go.uber.org/zap"
+
+	"tradebridge/agent"
+	"tradebridge/relay"
+	"tradebridge/relay/auth"
+	"tradebridge/relay/budget"
+	"tradebridge/relay/store"
+	"tradebridge/relay/store/storetest"
+)
+
+// Environment variables naming the services the multi-node tests use;
+// unset, the tests skip.
+const (
+	envPostgres = "TB_TEST_POSTGRES"
+	envRedis    = "TB_TEST_REDIS"
+	envNATS     = "TB_TEST_NATS"
+)
+
+// requireServices skips t unless every named service is configured.
+func requireServices(t testing.TB, names ...string) {
+	t.Helper()
+	var missing []string
+	for _, n := range names {
+		if os.Getenv(n) == "" {
+			missing = append(missing, n)
+		}
+	}
+	if len(missing) > 0 {
+		t.Skipf("multi-node test: set %s (see README, \"Many relay nodes\") to run it", strings.Join(missing, ", "))
+	}
+}
+
+// nodes is a cluster of relay nodes sharing one PostgreSQL store, one
+// Redis for budgets and one NATS bus, as relay serve --store, --budgets
+// and --bus run them. Agents reach the nodes through a balancer
+// (failover) that sends each new connection to the first live node.
+type nodes struct {
+	t       *testing.T
+	pgURL   string
+	prefix  string // the test's own Redis keys and NATS subjects
+	trading budget.Policy
+	setup   store.Store
+	users   map[string]auth.Credentials
+	log     *zap.Logger
+	byName  map[string]*system
+	lb      *failover
+}
+
+// newNodes starts the named nodes, whose trading budget is trading.
+func newNodes(t *testing.T, trading budget.Policy, names ...string) *nodes {
+	t.Helper()
+	requireServices(t, envPostgres, envRedis, envNATS)
+	pgURL := storetest.PostgresURL(t)
+	setup, err := store.Dial(context.Background(), store.DialOptions{URL: pgURL})
+	require.NoError(t, err)
+	t.Cleanup(func() { setup.Close() })
+	c := &nodes{t: t, pgURL: pgURL, prefix: fmt.Sprintf("t%d", rand.Uint64()), setup: setup, trading: trading,
+		users: map[string]auth.Credentials{}, log: zap.NewNop(), byName: map[string]*system{}}
+	for name, plan := range map[string]auth.Plan{"alice": auth.PlanPro, "bob": auth.PlanElite, "dave": auth.PlanPro} {
+		creds, err := auth.CreateUser(context.Background(), setup, name, plan, time.Now())
+		require.NoError(t, err)
+		c.users[name] = creds
+	}
+	for _, n := range names {
+		c.start(n)
+	}
+	c.lb = &failover{}
+	for _, n := range names {
+		c.lb.targets = append(c.lb.targets, c.byName[n].addr)
+	}
+	c.lb.dead = make([]bool, len(names))
+	return c
+}
+
+// start runs node name on a port of its own, with its own connections to
+// the shared services.
+func (c *nodes) start(name string) *system {
+	t := c.t
+	st, err := store.Dial(context.Background(), store.DialOptions{URL: c.pgURL})
+	require.NoError(t, err)
+	redis, err := budget.NewRedis(budget.RedisOptions{URL: os.Getenv(envRedis), Prefix: c.prefix + ":"})
+	require.NoError(t, err)
+	s := &system{t: t, st: st, log: c.log, users: c.users, budget: c.trading,
+		client: &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 128}},
+		tweak: func(o *relay.Options) {
+			o.Node = name
+			o.Bus = os.Getenv(envNATS)
+			o.BusPrefix = c.prefix
+			o.Budgets = redis
+		}}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	s.addr = ln.Addr().String()
+	s.base = "http://" + s.addr
+	s.serve(ln)
+	t.Cleanup(func() {
+		s.stop()
+		s.client.CloseIdleConnections()
+		redis.Close()
+		st.Close()
+	})
+	c.byName[name] = s
+	return s
+}
+
+// agentFor starts an agent of user that reaches the nodes through the
+// balancer, reconnecting fast.
+func (c *nodes) agentFor(user string) *runningAgent {
+	c.t.Helper()
+	var first *system
+	for _, s := range c.byName {
+		if s.addr == c.lb.live() {
+			first = s
+		}
+	}
+	return first.startAgentWith(user, func(o *agent.Options) {
+		o.RelayURL = "http://relay.invalid"
+		o.Tunnel.HTTPClient = &http.Client{Transport: &http.Transport{DialContext: c.lb.DialContext}}
+		o.Tunnel.BackoffBase = 2 * time.Millisecond
+		o.Tunnel.BackoffCap = 50 * time.Millisecond
+	})
+}
+
+// failover is the balancer in front of the nodes: each new connection
+// goes to the first node not marked dead. It keeps the connections so a
+// test can cut them.
+type failover struct {
+	mu      sync.Mutex
+	targets []string
+	dead    []bool
+	conns   []net.Conn
+}
+
+func (f *failover) live() string {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	for i, a := range f.targets {
+		if !f.dead[i] {
+			return a
+		}
+	}
+	return ""
+}
+
+func (f *failover) DialContext(ctx context.Context, network, _ string) (net.Conn, error) {
+	addr := f.live()
+	if addr == "" {
+		return nil, errors.New("no live node")
+	}
+	c, err := (&net.Dialer{}).DialContext(ctx, network, addr)
+	if err == nil {
+		f.mu.Lock()
+		f.conns = append(f.conns, c)
+		f.mu.Unlock()
+	}
+	return c, err
+}
+
+// markDead sends no new connection to the node at addr.
+func (f *failover) markDead(addr string) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	for i, a := range f.targets {
+		if a == addr {
+			f.dead[i] = true
+		}
+	}
+}
+
+// cut drops every connection made so far, as a dead network would.
+func (f *failover) cut() {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	for _, c := range f.conns {
+		_ = c.(*net.TCPConn).SetLinger(0)
+		_ = c.Close()
+	}
+	f.conns = nil
+}
+
+// Three relay nodes share one store, one budget and one bus; one agent is
+// connected to node A. Calls through B and C reach it; a management write on C is read on A and
+// reaches the agent; keyed orders sent through B while the tunnel is cut
+// are placed exactly once; and when node A dies the agent reconnects to B
+// and calls resume.
+func TestThreeNodes(t *testing.T) {
+	c := newNodes(t, roomy, "a", "b", "c")
+	a, b, cn := c.byName["a"], c.byName["b"], c.byName["c"]
+	ra := c.agentFor("bob")
+	tok := c.users["bob"].APIToken
+
+	t.Run("calls through every node", func(t *testing.T) {
+		for _, s := range []*system{a, b, cn} {
+			r := s.do("GET", "/v1/api/accounts", tok, "")
+			require.Equal(t, http.StatusOK, r.Status, "%s: %s", s.addr, r.raw)
+			require.Contains(t, string(r.Data), "Sim101")
+		}
+		r := b.do("POST", "/v1/api/accounts/Sim101/orders/place", tok, marketBuy)
+		require.Equal(t, http.StatusOK, r.Status, string(r.raw))
+		require.True(t, c.byName["c"].holdsEventually(tok, "Sim101", 2))
+	})
+
+	t.Run("no agent is 408 at once on every node", func(t *testing.T) {
+		dave := c.users["dave"].APIToken
+		for _, s := range []*system{a, b, cn} {
+			start := time.Now()
+			r := s.do("GET", "/v1/api/accounts", dave, "")
+			require.Equal(t, http.StatusRequestTimeout, r.Status, string(r.raw))
+			require.Equal(t, "addon_disconnected", r.Error)
+			require.Less(t, time.Since(start), 2*time.Second, "no responders is an answer, not a timeout")
+		}
+	})
+
+	t.Run("a management write on C is read on A and reaches the agent", func(t *testing.T) {
+		r := cn.manage(http.MethodPut, "controls/kill-switch", tok, `{"enabled":true}`)
+		require.Equal(t, http.StatusOK, r.Status, string(r.raw))
+		r = a.manage(http.MethodGet, "controls", tok, "")
+		require.Equal(t, http.StatusOK, r.Status, string(r.raw))
+		require.Contains(t, string(r.Data), `"killSwitch":true`)
+		r = b.placeMarket(tok, "Sim102", "Buy", 1)
+		require.Equal(t, http.StatusBadRequest, r.Status, string(r.raw))
+		require.Equal(t, "trading_blocked", r.Error)
+		r = b.manage(http.MethodPut, "controls/kill-switch", tok, `{"enabled":false}`)
+		require.Equal(t, http.StatusOK, r.Status, string(r.raw))
+	})
+
+	t.Run("tunnel cuts during keyed writes through B", func(t *testing.T) {
+		ctx := context.Background()
+		before, err := ra.sim.Orders(ctx, "Sim102")
+		require.NoError(t, err)
+		const body = `{"action":"Buy","instrument":"ES","orderType":"Market","quantity":1,"timeInForce":"Day"}`
+		rng := rand.New(rand.NewPCG(17, 17))
+		const writes = 60
+		uncertain := 0
+		for i := range writes {
+			key := fmt.Sprintf("cut-%d", i)
+			require.Eventually(t, func() bool { return ra.a.Connected() && b.reaches(tok) }, 10*time.Second, time.Millisecond)
+			done := make(chan response, 1)
+			go func() {
+				done <- b.doAsync("POST", "/v1/api/accounts/Sim102/orders/place", tok, body, "Idempotency-Key", key)
+			}()
+			time.Sleep(time.Duration(rng.IntN(3000)) * time.Microsecond)
+			c.lb.cut()
+			r := <-done
+			for r.Status == http.StatusServiceUnavailable || r.Status == http.StatusRequestTimeout {
+				uncertain++
+				require.Contains(t, []string{"outcome_unknown", "addon_disconnected"}, r.Error)
+				require.Eventually(t, ra.a.Connected, 10*time.Second, time.Millisecond)
+				r = b.do("POST", "/v1/api/accounts/Sim102/orders/place", tok, body, "Idempotency-Key", key)
+			}
+			require.Equal(t, http.StatusOK, r.Status, "%s: %s", key, r.raw)
+		}
+		after, err := ra.sim.Orders(ctx, "Sim102")
+		require.NoError(t, err)
+		require.Len(t, after, len(before)+writes, "one order per key: never a duplicate, never a lost one")
+		t.Logf("%d writes through B, %d answered outcome_unknown or addon_disconnected and were retried", writes, uncertain)
+	})
+
+	t.Run("node A dies: the agent moves to B and calls resume", func(t *testing.T) {
+		c.lb.markDead(a.addr)
+		a.stop()
+		c.lb.cut()
+		require.Eventually(t, func() bool {
+			r, err := cn.request("GET", "/v1/api/accounts", tok, "")
+			return err == nil && r.Status == http.StatusOK
+		}, 15*time.Second, 20*time.Millisecond)
+		r := cn.do("GET", "/v1/api/accounts/Sim101/positions", tok, "")
+		require.Equal(t, http.StatusOK, r.Status, string(r.raw))
+	})
+}
+
+// The trading budget is one across the nodes: a burst of 20 in all, not
+// 20 per node.
+func TestThreeNodesShareOneBudget(t *testing.T) {
+	c := newNodes(t, budget.Trading, "a", "b", "c")
+	a, b, cn := c.byName["a"], c.byName["b"], c.byName["c"]
+	// alice has no agent: every admitted call answers 408, every
+	// refused one 429. Burst 20 in all, not 20 per node.
+	alice := c.users["alice"].APIToken
+	admitted, refused := 0, 0
+	for i := range 45 {
+		s := []*system{a, b, cn}[i%3]
+		r := s.do("GET", "/v1/api/accounts", alice, "")
+		switch r.Status {
+		case http.StatusRequestTimeout:
+			admitted++
+		case http.StatusTooManyRequests:
+			refused++
+			require.Equal(t, "rate_limited", r.Error)
+		default:
+			t.Fatalf("status %d: %s", r.Status, r.raw)
+		}
+	}
+	// The budget refills 3 a second while the loop runs.
+	require.GreaterOrEqual(t, admitted, budget.Trading.Burst)
+	require.LessOrEqual(t, admitted, budget.Trading.Burst+3, "the burst is shared, not one per node")
+	require.Equal(t, 45, admitted+refused)
+}
+
+// reaches reports whether a read through s reaches user's agent.
+func (s *system) reaches(tok string) bool {
+	r, err := s.request("GET", "/v1/api/accounts", tok, "")
+	return err == nil && r.Status == http.StatusOK
+}
+
+// holdsEventually waits until account holds qty.
+func (s *system) holdsEventually(tok, account string, qty int) bool {
+	deadline := time.Now().Add(5 * time.Second)
+	for time.Now().Before(deadline) {
+		if s.holds(tok, account, qty) {
+			return true
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	return false
+}
