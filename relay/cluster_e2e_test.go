@@ -51,7 +51,7 @@ func requireServices(t testing.TB, names ...string) {
 // and --bus run them. Agents reach the nodes through a balancer
 // (failover) that sends each new connection to the first live node.
 type nodes struct {
-	t       *testing.T
+	t       testing.TB
 	pgURL   string
 	prefix  string // the test's own Redis keys and NATS subjects
 	trading budget.Policy
@@ -63,7 +63,7 @@ type nodes struct {
 }
 
 // newNodes starts the named nodes, whose trading budget is trading.
-func newNodes(t *testing.T, trading budget.Policy, names ...string) *nodes {
+func newNodes(t testing.TB, trading budget.Policy, names ...string) *nodes {
 	t.Helper()
 	requireServices(t, envPostgres, envRedis, envNATS)
 	pgURL := storetest.PostgresURL(t)
@@ -329,4 +329,38 @@ func (s *system) holdsEventually(tok, account string, qty int) bool {
 		time.Sleep(10 * time.Millisecond)
 	}
 	return false
+}
+
+// BenchmarkCallThroughNodes is a read (GET positions) through the node
+// holding the agent and through another node, which forwards it over the
+// bus, one after the other, and reports each median and p99 and the ratio
+// of the medians, measured in one run.
+func BenchmarkCallThroughNodes(b *testing.B) {
+	c := newNodes(b, roomy, "a", "b")
+	c.agentFor("alice")
+	tok := c.users["alice"].APIToken
+	const path = "/v1/api/accounts/Sim101/positions"
+	holding, forwarding := c.byName["a"], c.byName["b"]
+	for _, s := range []*system{holding, forwarding} {
+		require.Equal(b, http.StatusOK, s.do("GET", path, tok, "").Status)
+	}
+	timed := func(s *system) time.Duration {
+		start := time.Now()
+		r, err := s.request("GET", path, tok, "")
+		if err != nil || r.Status != http.StatusOK {
+			b.Fatalf("GET through %s: %v %d", s.addr, err, r.Status)
+		}
+		return time.Since(start)
+	}
+	held := make([]time.Duration, 0, b.N)
+	forwarded := make([]time.Duration, 0, b.N)
+	b.ResetTimer()
+	for range b.N {
+		held = append(held, timed(holding))
+		forwarded = append(forwarded, timed(forwarding))
+	}
+	b.StopTimer()
+	reportLatency(b, "holding", held)
+	reportLatency(b, "forwarded", forwarded)
+	b.ReportMetric(float64(pct(forwarded, 50))/float64(pct(held, 50)), "p50-ratio")
 }
