@@ -80,11 +80,11 @@ func newNodes(t testing.TB, trading budget.Policy, names ...string) *nodes {
 	for _, n := range names {
 		c.start(n)
 	}
-	c.lb = &failover{}
+	var addrs []string
 	for _, n := range names {
-		c.lb.targets = append(c.lb.targets, c.byName[n].addr)
+		addrs = append(addrs, c.byName[n].addr)
 	}
-	c.lb.dead = make([]bool, len(names))
+	c.lb = newFailover(addrs)
 	return c
 }
 
@@ -138,13 +138,24 @@ func (c *nodes) agentFor(user string) *runningAgent {
 }
 
 // failover is the balancer in front of the nodes: each new connection
-// goes to the first node not marked dead. It keeps the connections so a
-// test can cut them.
+// goes to the first node not marked dead. Its killableDialer keeps the
+// connections so a test can cut them.
 type failover struct {
+	killableDialer
 	mu      sync.Mutex
 	targets []string
 	dead    []bool
-	conns   []net.Conn
+}
+
+func newFailover(targets []string) *failover {
+	f := &failover{targets: targets, dead: make([]bool, len(targets))}
+	f.target = func() (string, error) {
+		if a := f.live(); a != "" {
+			return a, nil
+		}
+		return "", errors.New("no live node")
+	}
+	return f
 }
 
 func (f *failover) live() string {
@@ -158,20 +169,6 @@ func (f *failover) live() string {
 	return ""
 }
 
-func (f *failover) DialContext(ctx context.Context, network, _ string) (net.Conn, error) {
-	addr := f.live()
-	if addr == "" {
-		return nil, errors.New("no live node")
-	}
-	c, err := (&net.Dialer{}).DialContext(ctx, network, addr)
-	if err == nil {
-		f.mu.Lock()
-		f.conns = append(f.conns, c)
-		f.mu.Unlock()
-	}
-	return c, err
-}
-
 // markDead sends no new connection to the node at addr.
 func (f *failover) markDead(addr string) {
 	f.mu.Lock()
@@ -181,17 +178,6 @@ func (f *failover) markDead(addr string) {
 			f.dead[i] = true
 		}
 	}
-}
-
-// cut drops every connection made so far, as a dead network would.
-func (f *failover) cut() {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	for _, c := range f.conns {
-		_ = c.(*net.TCPConn).SetLinger(0)
-		_ = c.Close()
-	}
-	f.conns = nil
 }
 
 // Three relay nodes share one store, one budget and one bus; one agent is
@@ -256,7 +242,7 @@ func TestThreeNodes(t *testing.T) {
 				done <- b.doAsync("POST", "/v1/api/accounts/Sim102/orders/place", tok, body, "Idempotency-Key", key)
 			}()
 			time.Sleep(time.Duration(rng.IntN(3000)) * time.Microsecond)
-			c.lb.cut()
+			c.lb.kill()
 			r := <-done
 			for r.Status == http.StatusServiceUnavailable || r.Status == http.StatusRequestTimeout {
 				uncertain++
@@ -275,7 +261,7 @@ func TestThreeNodes(t *testing.T) {
 	t.Run("node A dies: the agent moves to B and calls resume", func(t *testing.T) {
 		c.lb.markDead(a.addr)
 		a.stop()
-		c.lb.cut()
+		c.lb.kill()
 		require.Eventually(t, func() bool {
 			r, err := cn.request("GET", "/v1/api/accounts", tok, "")
 			return err == nil && r.Status == http.StatusOK

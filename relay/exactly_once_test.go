@@ -18,11 +18,21 @@ import (
 // killableDialer records the agent's TCP connections so a test can cut them
 // the way a dead network or a killed relay would.
 type killableDialer struct {
+	// target, when set, chooses the address each connection goes to, in
+	// place of the one dialed (a load balancer in front of relay nodes).
+	target func() (string, error)
+
 	mu    sync.Mutex
 	conns []net.Conn
 }
 
 func (k *killableDialer) DialContext(ctx context.Context, network, addr string) (net.Conn, error) {
+	if k.target != nil {
+		var err error
+		if addr, err = k.target(); err != nil {
+			return nil, err
+		}
+	}
 	c, err := (&net.Dialer{}).DialContext(ctx, network, addr)
 	if err == nil {
 		k.mu.Lock()
