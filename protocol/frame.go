@@ -149,10 +149,20 @@ type deadliner interface {
 // NewReader returns a Reader of frames from r that refuses payloads larger
 // than max bytes (MaxFrameSize when max is 0 or larger than MaxFrameSize).
 func NewReader(r io.Reader, max int) *Reader {
+	return NewReaderSize(r, max, ReaderBufferSize)
+}
+
+// NewReaderSize is NewReader with a read buffer of size bytes instead of
+// ReaderBufferSize (16 at least). A small buffer suits a stream that
+// buffers what it receives already (a yamux stream) and waits most of its
+// life: the relay holds one such Reader per stream of every tunnel.
+// Frames larger than the buffer are read past it, straight into the
+// payload.
+func NewReaderSize(r io.Reader, max, size int) *Reader {
 	if max <= 0 || max > MaxFrameSize {
 		max = MaxFrameSize
 	}
-	return &Reader{src: r, r: bufio.NewReaderSize(r, ReaderBufferSize), max: max}
+	return &Reader{src: r, r: bufio.NewReaderSize(r, size), max: max}
 }
 
 // SetFrameTimeout bounds the time a frame takes to arrive: once its first

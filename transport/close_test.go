@@ -121,6 +121,7 @@ func TestYamuxLogLevels(t *testing.T) {
 		{"context canceled", "[ERR] yamux: Failed to read header: %v", fmt.Errorf("failed to read: %w", context.Canceled), zapcore.DebugLevel, ""},
 		{"websocket 1000", "[ERR] yamux: Failed to read header: %v", websocket.CloseError{Code: websocket.StatusNormalClosure}, zapcore.DebugLevel, ""},
 		{"websocket 1001", "[ERR] yamux: Failed to read header: %v", fmt.Errorf("x: %w", websocket.CloseError{Code: websocket.StatusGoingAway}), zapcore.DebugLevel, ""},
+		{"the tunnel's own close code", "[ERR] yamux: Failed to read header: %v", fmt.Errorf("x: %w", websocket.CloseError{Code: 4006, Reason: "relay shutting down"}), zapcore.DebugLevel, ""},
 		{"websocket 1011 is a failure", "[ERR] yamux: Failed to read header: %v", websocket.CloseError{Code: websocket.StatusInternalError}, zapcore.ErrorLevel, ""},
 		{"a real failure", "[ERR] yamux: Failed to read header: %v", errors.New("connection reset"), zapcore.ErrorLevel, "Failed to read header: connection reset"},
 		{"unexpected EOF is a failure", "[ERR] yamux: Failed to read header: %v", io.ErrUnexpectedEOF, zapcore.ErrorLevel, ""},
@@ -140,4 +141,38 @@ func TestYamuxLogLevels(t *testing.T) {
 			}
 		})
 	}
+}
+
+// Close calls the function SetOnClose set before it waits for the peer's
+// answer to the WebSocket close, which a peer that does not read never
+// sends.
+func TestOnCloseRunsBeforeTheCloseHandshake(t *testing.T) {
+	t.Parallel()
+	accepted := make(chan *websocket.Conn, 1)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if ws, err := websocket.Accept(w, r, nil); err == nil {
+			accepted <- ws
+		}
+	}))
+	defer srv.Close()
+	peer, _, err := websocket.Dial(context.Background(), "ws"+strings.TrimPrefix(srv.URL, "http"), nil)
+	require.NoError(t, err)
+	defer peer.CloseNow() // it never reads: no answer to the close
+	conn := transport.NewConn(context.Background(), <-accepted)
+	called := make(chan struct{})
+	conn.SetOnClose(func() { close(called) })
+	closed := make(chan struct{})
+	go func() { defer close(closed); _ = conn.Close() }()
+	select {
+	case <-called:
+	case <-time.After(10 * time.Second):
+		t.Fatal("Close did not call the function")
+	}
+	select {
+	case <-closed:
+		t.Fatal("Close returned before the close handshake ended; the test proves nothing")
+	default:
+	}
+	peer.CloseNow() // ends the handshake
+	<-closed
 }

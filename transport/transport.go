@@ -55,7 +55,10 @@ const (
 // logger.
 func YamuxConfig(logger *zap.Logger) *yamux.Config {
 	cfg := yamux.DefaultConfig()
-	cfg.AcceptBacklog = 256
+	// The relay opens at most 1+hub.Options.MaxStreamCalls streams and
+	// accepts one; each slot of the backlog costs both ends 8 bytes per
+	// tunnel, idle or not.
+	cfg.AcceptBacklog = 64
 	cfg.EnableKeepAlive = true
 	cfg.KeepAliveInterval = KeepAliveInterval
 	cfg.ConnectionWriteTimeout = WriteTimeout
@@ -69,9 +72,11 @@ func YamuxConfig(logger *zap.Logger) *yamux.Config {
 
 // yamuxLogger turns yamux's "[ERR] yamux: …" lines into leveled zap
 // entries. A line whose error is a normal end of the connection
-// (NormalClose: the peer or the owner closed it) or a Guard violation
-// (the owner logs it) is debug level, so a clean shutdown logs nothing
-// that reads like an error; real failures keep yamux's level ([ERR]
+// (NormalClose: the peer or the owner closed it), a WebSocket close with
+// an application's code (4000–4999: the tunnel's own close codes, which
+// the end that closes logs with its reason) or a Guard violation (the
+// owner logs it) is debug level, so a clean shutdown logs nothing that
+// reads like an error; real failures keep yamux's level ([ERR]
 // error, [WARN] warn). yamux logs some lines once per frame ("frame for
 // missing stream", "discarding data"), which a peer can send by the
 // million: at most logBurst lines at info level or above are written per
@@ -112,7 +117,7 @@ func (l *yamuxLogger) emit(msg string, args []any) {
 	msg = strings.TrimPrefix(msg, "yamux: ")
 	for _, a := range args {
 		var ge *GuardError
-		if err, ok := a.(error); ok && (NormalClose(err) || errors.As(err, &ge)) {
+		if err, ok := a.(error); ok && (NormalClose(err) || applicationClose(err) || errors.As(err, &ge)) {
 			level = zap.DebugLevel
 		}
 	}
@@ -150,6 +155,13 @@ func (l *yamuxLogger) admit() bool {
 	return ok
 }
 
+// applicationClose reports whether err is a WebSocket close with an
+// application's code (RFC 6455 §7.4.2: 4000–4999).
+func applicationClose(err error) bool {
+	code := websocket.CloseStatus(err)
+	return code >= 4000 && code <= 4999
+}
+
 // NormalClose reports whether err is how a connection ends when one side
 // closes it on purpose: end of input, a connection already closed, the
 // owner's context ended, yamux's session shut down, or a WebSocket close
@@ -169,16 +181,26 @@ func NormalClose(err error) bool {
 	return false
 }
 
-// Conn is a WebSocket seen as a net.Conn for yamux. It records why the
-// WebSocket closed, so the owner can tell a replaced connection from a
-// network failure.
+// Conn is a WebSocket seen as a byte stream for yamux: the binary
+// messages read one after another, each write a message. It records why
+// the WebSocket closed, so the owner can tell a replaced connection from
+// a network failure.
+//
+// It reads and writes as websocket.NetConn does (a close with 1000 or
+// 1001 reads as io.EOF; a message that is not binary ends reading, with
+// 1003), without NetConn's deadlines: each of NetConn's reads and writes
+// registers a context.AfterFunc, which would cost every message of every
+// tunnel an allocation and a lock. The context of NewConn ends the
+// connection instead, once.
 type Conn struct {
-	net.Conn
 	ws *websocket.Conn
+	in messages // owned by the reading goroutine (yamux's receive loop)
+	// stopCtx stops watching NewConn's context.
+	stopCtx func() bool
 
-	wmu     sync.Mutex
-	pending []byte // a yamux data header waiting for its body
-	hasHdr  bool
+	wmu    sync.Mutex
+	hdr    [yamuxHeaderSize]byte // a yamux data header waiting for its body
+	hasHdr bool
 
 	emu     sync.Mutex
 	readErr error
@@ -190,16 +212,96 @@ type Conn struct {
 	closeOnce sync.Once
 
 	guard *guard // set by SetGuard, else nil
+
+	onClose func() // set by SetOnClose, else nil
 }
 
 // NewConn wraps ws. The read limit is set to MaxMessage; ctx bounds the
-// connection's life.
+// connection's life: when it ends, the WebSocket is closed at once,
+// without a close handshake.
 func NewConn(ctx context.Context, ws *websocket.Conn) *Conn {
-	nc := websocket.NetConn(ctx, ws, websocket.MessageBinary)
-	ws.SetReadLimit(MaxMessage) // NetConn lifts the limit; put ours back
-	return &Conn{Conn: nc, ws: ws, pending: make([]byte, 0, 64<<10), closeCode: websocket.StatusNormalClosure,
-		closed: make(chan struct{})}
+	ws.SetReadLimit(MaxMessage)
+	c := &Conn{ws: ws, in: messages{ws: ws}, closeCode: websocket.StatusNormalClosure, closed: make(chan struct{})}
+	c.stopCtx = context.AfterFunc(ctx, func() { _ = ws.CloseNow() })
+	return c
 }
+
+// ErrNoDeadline is what Conn's deadline methods return: yamux bounds its
+// writes and keepalives itself, and NewConn's context ends the connection.
+var ErrNoDeadline = errors.New("transport: a Conn has no deadlines")
+
+// Conn is a net.Conn, so that it can stand where one is expected; its
+// addresses are placeholders and it has no deadlines.
+var _ net.Conn = (*Conn)(nil)
+
+// LocalAddr implements net.Conn with a placeholder address.
+func (c *Conn) LocalAddr() net.Addr { return wsAddr{} }
+
+// RemoteAddr implements net.Conn with a placeholder address.
+func (c *Conn) RemoteAddr() net.Addr { return wsAddr{} }
+
+// SetDeadline implements net.Conn: it returns ErrNoDeadline.
+func (c *Conn) SetDeadline(time.Time) error { return ErrNoDeadline }
+
+// SetReadDeadline implements net.Conn: it returns ErrNoDeadline.
+func (c *Conn) SetReadDeadline(time.Time) error { return ErrNoDeadline }
+
+// SetWriteDeadline implements net.Conn: it returns ErrNoDeadline.
+func (c *Conn) SetWriteDeadline(time.Time) error { return ErrNoDeadline }
+
+type wsAddr struct{}
+
+func (wsAddr) Network() string { return "websocket" }
+func (wsAddr) String() string  { return "websocket/unknown-addr" }
+
+// messages reads a WebSocket's binary messages as one byte stream.
+type messages struct {
+	ws  *websocket.Conn
+	r   io.Reader // the message being read, or nil
+	eof bool      // the peer closed with 1000 or 1001
+}
+
+func (m *messages) Read(p []byte) (int, error) {
+	for {
+		if m.eof {
+			return 0, io.EOF
+		}
+		if m.r == nil {
+			typ, r, err := m.ws.Reader(context.Background())
+			if err != nil {
+				switch websocket.CloseStatus(err) {
+				case websocket.StatusNormalClosure, websocket.StatusGoingAway:
+					m.eof = true
+					return 0, io.EOF
+				}
+				return 0, err
+			}
+			if typ != websocket.MessageBinary {
+				err := fmt.Errorf("transport: unexpected %v message", typ)
+				_ = m.ws.Close(websocket.StatusUnsupportedData, err.Error())
+				return 0, err
+			}
+			m.r = r
+		}
+		n, err := m.r.Read(p)
+		if err == io.EOF {
+			m.r = nil
+			if n == 0 {
+				continue
+			}
+			err = nil
+		}
+		return n, err
+	}
+}
+
+// maxPooledMessage is the largest message buffer kept in messagePool.
+const maxPooledMessage = 64 << 10
+
+// messagePool holds the buffers in which Write joins a data frame's
+// header and body. A Conn holds none between writes, so that an idle
+// tunnel costs the relay no write buffer.
+var messagePool = sync.Pool{New: func() any { return new([]byte) }}
 
 // SetDefaultClose sets the close code and reason that Close sends. yamux
 // calls Close when it ends the session by itself (bytes that are not yamux,
@@ -210,10 +312,22 @@ func (c *Conn) SetDefaultClose(code int, reason string) {
 	c.closeReason = reason
 }
 
-// Close implements net.Conn, sending the code set by SetDefaultClose
+// SetOnClose sets a function that Close calls first, before the
+// WebSocket's close handshake (which may wait seconds for an unresponsive
+// peer). yamux calls Close when its session ends, after it told the
+// session's streams and before it ends them: a read waiting on a stream
+// meanwhile spins (hashicorp/yamux v0.1.2), so the owner ends its streams'
+// reads in f (a read deadline in the past). Call it before the session
+// starts.
+func (c *Conn) SetOnClose(f func()) { c.onClose = f }
+
+// Close implements io.Closer, sending the code set by SetDefaultClose
 // (normal closure unless set). When the peer broke the Guard, the reason
 // says how.
 func (c *Conn) Close() error {
+	if c.onClose != nil {
+		c.onClose()
+	}
 	reason := c.closeReason
 	var ge *GuardError
 	if errors.As(c.GuardErr(), &ge) {
@@ -222,46 +336,61 @@ func (c *Conn) Close() error {
 	return c.CloseWith(int(c.closeCode), reason)
 }
 
-// Write implements net.Conn. A yamux data-frame header is held back and sent
-// with the body that follows it as one WebSocket message.
+// Write implements io.Writer: each write is a WebSocket message, but a
+// yamux data-frame header is held back and sent with the body that
+// follows it as one message.
 func (c *Conn) Write(p []byte) (int, error) {
 	c.wmu.Lock()
 	defer c.wmu.Unlock()
 	if c.hasHdr {
 		c.hasHdr = false
-		msg := append(c.pending[:yamuxHeaderSize], p...)
-		if _, err := c.Conn.Write(msg); err != nil {
-			return 0, err
+		buf := messagePool.Get().(*[]byte)
+		msg := append(append((*buf)[:0], c.hdr[:]...), p...)
+		err := c.write(msg)
+		if cap(msg) <= maxPooledMessage {
+			*buf = msg[:0]
+			messagePool.Put(buf)
 		}
-		if cap(msg) <= 64<<10 {
-			c.pending = msg[:0]
+		if err != nil {
+			return 0, err
 		}
 		return len(p), nil
 	}
 	if len(p) != yamuxHeaderSize {
-		return c.Conn.Write(p)
+		return c.writeAll(p)
 	}
 	// yamux writes every header in a Write of its own.
 	if c.guard != nil {
 		c.guard.wrote(p)
 	}
 	if p[1] == yamuxTypeData && binary.BigEndian.Uint32(p[8:12]) > 0 {
-		c.pending = append(c.pending[:0], p...)
+		copy(c.hdr[:], p)
 		c.hasHdr = true
 		return len(p), nil
 	}
-	return c.Conn.Write(p)
+	return c.writeAll(p)
 }
 
-// Read implements net.Conn and remembers the error that ended reading.
+func (c *Conn) write(msg []byte) error {
+	return c.ws.Write(context.Background(), websocket.MessageBinary, msg)
+}
+
+func (c *Conn) writeAll(p []byte) (int, error) {
+	if err := c.write(p); err != nil {
+		return 0, err
+	}
+	return len(p), nil
+}
+
+// Read implements io.Reader and remembers the error that ended reading.
 // With a Guard, a frame that breaks it ends reading with a *GuardError.
 func (c *Conn) Read(p []byte) (int, error) {
 	var n int
 	var err error
 	if c.guard != nil {
-		n, err = c.guard.read(c.Conn, p)
+		n, err = c.guard.read(&c.in, p)
 	} else {
-		n, err = c.Conn.Read(p)
+		n, err = c.in.Read(p)
 	}
 	if err != nil {
 		c.emu.Lock()
@@ -282,7 +411,7 @@ func (c *Conn) markClosed() { c.closeOnce.Do(func() { close(c.closed) }) }
 func (c *Conn) CloseWith(code int, reason string) error {
 	c.markClosed()
 	err := c.ws.Close(websocket.StatusCode(code), reason)
-	c.Conn.Close()
+	c.stopCtx()
 	return err
 }
 

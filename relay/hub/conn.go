@@ -24,6 +24,10 @@ const (
 	// controlMaxFrame is the largest frame the control stream takes
 	// (Hello and events).
 	controlMaxFrame = 64 << 10
+	// readerBuffer is the read buffer of the relay's frame readers: small,
+	// because yamux buffers what arrives already, and every idle tunnel
+	// holds two (its control and rpc streams').
+	readerBuffer = 1 << 10
 	// cancelTimeout bounds the write of a Cancel frame: one that cannot
 	// be sent in time is dropped (the agent's own deadline ends the call).
 	cancelTimeout = time.Second
@@ -32,6 +36,10 @@ const (
 	// an honest agent sends.
 	agentPingBurst    = 10
 	agentPingInterval = time.Second
+	// cancelQueue is how many Cancel frames may wait to be sent per
+	// stream; more are dropped (the agent's own deadline ends those
+	// calls).
+	cancelQueue = 32
 )
 
 // agentConn is one live tunnel.
@@ -71,18 +79,78 @@ type agentConn struct {
 	// streamCalls holds a token per stream of its own (GetBars) open,
 	// until the agent has closed its end too.
 	streamCalls chan struct{}
-	// mu guards ending; wg counts the goroutines that finish streams of
-	// their own, which serveTunnel waits for once ending is set.
-	mu     sync.Mutex
-	ending bool
-	wg     sync.WaitGroup
+	// mu guards ending, readers and stopped; wg counts the goroutines
+	// that finish streams of their own, which serveTunnel waits for once
+	// ending is set.
+	mu      sync.Mutex
+	ending  bool
+	wg      sync.WaitGroup
+	readers map[*readStream]struct{} // the streams the relay reads
+	stopped bool                     // stopReads ran: reads end at once
 }
 
 // serveTunnel runs an upgraded tunnel until it ends. It owns every goroutine
-// of the tunnel and returns only after they exit.
+// of the tunnel and returns only after they exit. Its goroutine reads the
+// agent's events while the tunnel lives: what it does besides is in
+// methods of their own, so that the stack an idle tunnel holds stays small.
 func (h *Hub) serveTunnel(ws *websocket.Conn, p auth.Principal, token string, version int, remoteAddr string) {
 	ctx, cancel := context.WithCancel(h.ctx)
 	defer cancel()
+	c := h.newAgentConn(ctx, ws, p, token, remoteAddr)
+	defer c.close(int(websocket.StatusNormalClosure), "")
+
+	sess, err := yamux.Server(c.conn, transport.YamuxConfig(c.log))
+	if err != nil {
+		c.log.Error("starting yamux", zap.Error(err))
+		return
+	}
+	c.sess = sess
+
+	control, err := c.handshake(version)
+	if err != nil {
+		c.handshakeFailed(err, version)
+		return
+	}
+	defer control.Close()
+
+	rpcStream, err := sess.OpenStream()
+	if err != nil {
+		c.log.Info("opening rpc stream", zap.Error(err))
+		c.closeAs(ReasonConnectionLost, int(websocket.StatusNormalClosure), "")
+		c.reportRefused(version)
+		return
+	}
+	c.rpc = newRPCStream(c, rpcStream, true)
+	c.connectedAt = time.Now()
+
+	c.rpc.start()
+	defer c.rpc.wait()
+
+	started := c.begin(control, version)
+	if started {
+		// This goroutine reads the agent's events until the control
+		// stream ends: an idle tunnel holds as few goroutines (and
+		// stacks) as it can.
+		c.readEvents(control)
+		select {
+		case <-sess.CloseChan():
+		case <-c.done:
+		default:
+			// The agent closed its control stream alone.
+			c.close(int(websocket.StatusNormalClosure), "")
+		}
+	}
+	select {
+	case <-sess.CloseChan():
+		c.sessionClosed()
+	case <-c.done:
+	}
+	c.end(started, version)
+}
+
+// newAgentConn returns the tunnel of an upgraded WebSocket, its
+// transport's close and Guard set.
+func (h *Hub) newAgentConn(ctx context.Context, ws *websocket.Conn, p auth.Principal, token, remoteAddr string) *agentConn {
 	c := &agentConn{
 		hub:        h,
 		userID:     p.UserID,
@@ -103,91 +171,156 @@ func (h *Hub) serveTunnel(ws *websocket.Conn, p auth.Principal, token string, ve
 	// The agent opens one stream, the control stream; yamux never sees
 	// the SYN of another, so it buffers nothing for it.
 	c.conn.SetGuard(transport.Guard{MaxPeerStreams: 1, PingBurst: agentPingBurst, PingInterval: agentPingInterval})
-	defer c.close(int(websocket.StatusNormalClosure), "")
+	c.conn.SetOnClose(c.stopReads)
+	return c
+}
 
-	sess, err := yamux.Server(c.conn, transport.YamuxConfig(c.log))
-	if err != nil {
-		c.log.Error("starting yamux", zap.Error(err))
-		return
+// pastDeadline is the read deadline of a stream whose reads must end.
+var pastDeadline = time.Unix(1, 0)
+
+// readStream is a yamux stream the relay reads. Once stopped, its reads
+// end at once (yamux.ErrTimeout), whatever deadline its reader sets.
+//
+// When a yamux session ends, a read that waits on one of its streams
+// spins on the CPU until the session has closed its connection
+// (hashicorp/yamux v0.1.2, Stream.Read), which the WebSocket's close
+// handshake may make last seconds; thousands of tunnels ending at once
+// (a relay's shutdown, or an overloaded machine's missed keepalives) would
+// spin as many goroutines. The transport's Close, which yamux calls
+// first, stops the tunnel's reads (stopReads).
+type readStream struct {
+	*yamux.Stream
+	mu      sync.Mutex
+	stopped bool
+}
+
+// SetReadDeadline sets the stream's read deadline, in the past once the
+// stream is stopped.
+func (s *readStream) SetReadDeadline(t time.Time) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.stopped {
+		t = pastDeadline
 	}
-	c.sess = sess
+	return s.Stream.SetReadDeadline(t)
+}
 
-	control, err := c.handshake(version)
-	if err != nil {
-		var ce *closeError
-		if gerr := c.conn.GuardErr(); gerr != nil {
-			c.log.Warn("agent broke the tunnel's rules; closing tunnel", zap.Error(gerr))
-			c.close(protocol.CloseProtocolError, guardReason(gerr))
-		} else if errors.As(err, &ce) {
-			c.log.Info("handshake refused", zap.String("reason", protocol.CloseReason(ce.code)), zap.Error(ce.err))
-			c.close(ce.code, ce.reason)
-		} else {
-			// yamux gave up on the connection (bytes that are not yamux,
-			// or the agent went away); it may not have closed it yet.
-			c.log.Info("handshake failed", zap.Error(err))
-			why := ""
-			if c.conn.CloseStatus() >= 0 {
-				why = ReasonAgentClosed
-			}
-			c.closeAs(why, protocol.CloseProtocolError, "tunnel protocol error")
+func (s *readStream) stop() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.stopped = true
+	_ = s.Stream.SetReadDeadline(pastDeadline)
+}
+
+// track returns s as a stream the relay reads, stopped already when the
+// tunnel's reads are.
+func (c *agentConn) track(s *yamux.Stream) *readStream {
+	rs := &readStream{Stream: s}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.stopped {
+		rs.stop()
+		return rs
+	}
+	if c.readers == nil {
+		c.readers = make(map[*readStream]struct{})
+	}
+	c.readers[rs] = struct{}{}
+	return rs
+}
+
+// untrack forgets a stream the relay no longer reads.
+func (c *agentConn) untrack(rs *readStream) {
+	c.mu.Lock()
+	delete(c.readers, rs)
+	c.mu.Unlock()
+}
+
+// stopReads ends every read of the tunnel's streams, now and later: the
+// session is ending.
+func (c *agentConn) stopReads() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.stopped = true
+	for rs := range c.readers {
+		rs.stop()
+	}
+}
+
+// readsStopped reports whether stopReads ran: a read that fails then
+// fails because the session ended.
+func (c *agentConn) readsStopped() bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.stopped
+}
+
+// handshakeFailed closes a tunnel whose handshake failed with err, with
+// the code that says why, and reports the refusal.
+func (c *agentConn) handshakeFailed(err error, version int) {
+	var ce *closeError
+	if gerr := c.conn.GuardErr(); gerr != nil {
+		c.log.Warn("agent broke the tunnel's rules; closing tunnel", zap.Error(gerr))
+		c.close(protocol.CloseProtocolError, guardReason(gerr))
+	} else if errors.As(err, &ce) {
+		c.log.Info("handshake refused", zap.String("reason", protocol.CloseReason(ce.code)), zap.Error(ce.err))
+		c.close(ce.code, ce.reason)
+	} else {
+		// yamux gave up on the connection (bytes that are not yamux,
+		// or the agent went away); it may not have closed it yet.
+		c.log.Info("handshake failed", zap.Error(err))
+		why := ""
+		if c.conn.CloseStatus() >= 0 {
+			why = ReasonAgentClosed
 		}
-		c.reportRefused(version)
-		return
+		c.closeAs(why, protocol.CloseProtocolError, "tunnel protocol error")
 	}
-	defer control.Close()
+	c.reportRefused(version)
+}
 
-	rpcStream, err := sess.OpenStream()
-	if err != nil {
-		c.log.Info("opening rpc stream", zap.Error(err))
-		c.closeAs(ReasonConnectionLost, int(websocket.StatusNormalClosure), "")
-		c.reportRefused(version)
-		return
-	}
-	c.rpc = newRPCStream(c, rpcStream, true)
-	c.connectedAt = time.Now()
-
-	c.rpc.start()
-	defer c.rpc.wait()
-	var wg sync.WaitGroup
-	wg.Add(1)
-	go func() { defer wg.Done(); c.readEvents(control) }()
-
-	started := false
-	if err := h.register(c); err != nil {
+// begin registers the tunnel, writes the Welcome and reports the
+// session's start. It reports whether the session started; if not, the
+// tunnel is closed.
+func (c *agentConn) begin(control net.Conn, version int) bool {
+	if err := c.hub.register(c); err != nil {
 		c.close(protocol.CloseShuttingDown, "relay shutting down")
-	} else if err := c.welcome(control, version); err != nil {
+		return false
+	}
+	if err := c.welcome(control, version); err != nil {
 		c.log.Info("handshake failed", zap.Error(err))
 		c.close(protocol.CloseProtocolError, "tunnel protocol error")
-	} else {
-		started = true
-		hello := c.helloNow()
-		c.log.Info("agent connected",
-			zap.String("agentVersion", hello.AgentVersion),
-			zap.String("platform", hello.Platform),
-			zap.Int("connections", len(hello.Connections)))
-		h.report(SessionEvent{Kind: SessionStarted, UserID: c.userID, SessionID: c.sessionID, At: c.connectedAt,
-			AgentVersion: hello.AgentVersion, ProtocolVersion: version, Platform: hello.Platform, RemoteAddr: c.remoteAddr})
-		close(c.started)
+		return false
 	}
+	hello := c.helloNow()
+	c.log.Info("agent connected",
+		zap.String("agentVersion", hello.AgentVersion),
+		zap.String("platform", hello.Platform),
+		zap.Int("connections", len(hello.Connections)))
+	c.hub.report(SessionEvent{Kind: SessionStarted, UserID: c.userID, SessionID: c.sessionID, At: c.connectedAt,
+		AgentVersion: hello.AgentVersion, ProtocolVersion: version, Platform: hello.Platform, RemoteAddr: c.remoteAddr})
+	close(c.started)
+	return true
+}
 
-	select {
-	case <-sess.CloseChan():
-		// yamux ended the session on its own (the agent went away, sent
-		// bytes that are not yamux, broke the transport's Guard, or
-		// stopped answering pings). The transport sends the same code
-		// and reason when yamux gets there first.
-		if gerr := c.conn.GuardErr(); gerr != nil {
-			c.log.Warn("agent broke the tunnel's rules; closing tunnel", zap.Error(gerr))
-			c.close(protocol.CloseProtocolError, guardReason(gerr))
-		} else if c.conn.CloseStatus() == -1 {
-			c.closeAs(ReasonConnectionLost, protocol.CloseProtocolError, "tunnel protocol error or keepalive timeout")
-		}
-	case <-c.done:
+// sessionClosed closes the tunnel after yamux ended the session on its
+// own (the agent went away, sent bytes that are not yamux, broke the
+// transport's Guard, or stopped answering pings). The transport sends the
+// same code and reason when yamux gets there first.
+func (c *agentConn) sessionClosed() {
+	if gerr := c.conn.GuardErr(); gerr != nil {
+		c.log.Warn("agent broke the tunnel's rules; closing tunnel", zap.Error(gerr))
+		c.close(protocol.CloseProtocolError, guardReason(gerr))
+	} else if c.conn.CloseStatus() == -1 {
+		c.closeAs(ReasonConnectionLost, protocol.CloseProtocolError, "tunnel protocol error or keepalive timeout")
 	}
-	h.unregister(c)
+}
+
+// end unregisters the closed tunnel, waits for its streams of their own,
+// and reports the session's end (or, when it never started, the refusal).
+func (c *agentConn) end(started bool, version int) {
+	c.hub.unregister(c)
 	c.close(int(websocket.StatusNormalClosure), "")
-	sess.Close()
-	wg.Wait()
+	c.sess.Close()
 	c.mu.Lock()
 	c.ending = true
 	c.mu.Unlock()
@@ -195,7 +328,7 @@ func (h *Hub) serveTunnel(ws *websocket.Conn, p auth.Principal, token string, ve
 	reason := c.endReason()
 	c.log.Info("agent disconnected", zap.Int("closeStatus", c.conn.CloseStatus()), zap.String("reason", reason))
 	if started {
-		h.report(SessionEvent{Kind: SessionEnded, UserID: c.userID, SessionID: c.sessionID, At: time.Now(), Reason: reason})
+		c.hub.report(SessionEvent{Kind: SessionEnded, UserID: c.userID, SessionID: c.sessionID, At: time.Now(), Reason: reason})
 	} else {
 		c.reportRefused(version)
 	}
@@ -240,7 +373,7 @@ func (c *agentConn) handshake(version int) (net.Conn, error) {
 		if a.err != nil {
 			return nil, fmt.Errorf("accepting control stream: %w", a.err)
 		}
-		control = a.s
+		control = c.track(a.s.(*yamux.Stream))
 	case <-time.After(timeout):
 		// close sends the code before it ends the session, which ends
 		// AcceptStream.
@@ -251,7 +384,7 @@ func (c *agentConn) handshake(version int) (net.Conn, error) {
 		return nil, &closeError{protocol.CloseBadHandshake, "no hello in time", errors.New("timeout")}
 	}
 	_ = control.SetReadDeadline(time.Now().Add(timeout))
-	fr := protocol.NewReader(control, controlMaxFrame)
+	fr := protocol.NewReaderSize(control, controlMaxFrame, readerBuffer)
 	t, payload, err := fr.ReadFrame()
 	if err != nil {
 		control.Close()
@@ -275,7 +408,9 @@ func (c *agentConn) handshake(version int) (net.Conn, error) {
 	_ = control.SetReadDeadline(time.Time{})
 	fr.SetFrameTimeout(c.hub.opts.FrameTimeout)
 	c.hello = hello
-	return &framedConn{Conn: control, r: fr}, nil
+	fc := &framedConn{Conn: control, r: fr, s: control.(*readStream).Stream}
+	fc.s.Shrink() // the Hello's buffer
+	return fc, nil
 }
 
 // guardReason is the close reason of a Guard violation: the one the
@@ -305,50 +440,70 @@ func (c *agentConn) welcome(control net.Conn, version int) error {
 type framedConn struct {
 	net.Conn
 	r *protocol.Reader
+	s *yamux.Stream
 }
 
+// The goroutines that read the tunnel's streams wait in ReadFrame most of
+// their lives, and the runtime keeps a waiting goroutine's stack at four
+// times what it uses at least: their loops call ReadFrame from a frame as
+// small as they can and handle what it returns in a method of its own
+// (event, response). Each handled frame lets the stream's yamux receive
+// buffer go (yamux.Stream.Shrink) once it is empty: yamux would keep it,
+// as large as the most the agent ever sent unread, for the stream's life.
+
 // readEvents reads the agent's events from the control stream until it
-// closes. A malformed frame ends the tunnel; an agent that sends faster
-// than Options.EventBytesPerSecond is read more slowly.
+// ends or the tunnel closes. A malformed frame ends the tunnel; an agent
+// that sends faster than Options.EventBytesPerSecond is read more slowly.
+// The end of the stream or of the session is left to the caller, which
+// tells them apart.
 func (c *agentConn) readEvents(control net.Conn) {
-	fr := control.(*framedConn).r
+	fc := control.(*framedConn)
 	pace := newPacer(c.hub.opts.EventBytesPerSecond)
 	for {
-		t, payload, err := fr.ReadFrame()
-		if err != nil {
-			c.failProtocol(err)
+		t, payload, err := fc.r.ReadFrame()
+		if !c.event(fc, pace, t, payload, err) {
 			return
-		}
-		if !pace.take(len(payload)+EventOverhead, c.done) {
-			return
-		}
-		if t != protocol.TypeEvent {
-			c.close(protocol.CloseProtocolError, "unexpected frame on control stream")
-			return
-		}
-		var ev protocol.Event
-		if err := protocol.Decode(payload, &ev); err != nil {
-			c.close(protocol.CloseProtocolError, "malformed event")
-			return
-		}
-		if ev.Kind == protocol.EventDiagnostics {
-			if !c.diagnostics(ev.Data) {
-				return
-			}
-			continue
-		}
-		if ev.Kind == protocol.EventConnections {
-			var conns []protocol.Connection
-			if err := json.Unmarshal(ev.Data, &conns); err != nil {
-				c.close(protocol.CloseProtocolError, "malformed event")
-				return
-			}
-			c.setConnections(conns)
-		}
-		if fn := c.hub.opts.OnEvent; fn != nil {
-			fn(Event{UserID: c.userID, Event: ev})
 		}
 	}
+}
+
+// event handles what one ReadFrame of the control stream returned, and
+// reports whether to read on.
+func (c *agentConn) event(fc *framedConn, pace *pacer, t protocol.Type, payload []byte, err error) bool {
+	if err != nil {
+		if protocolFault(err) {
+			c.failProtocol(err)
+		}
+		return false
+	}
+	defer fc.s.Shrink()
+	if !pace.take(len(payload)+EventOverhead, c.done) {
+		return false
+	}
+	if t != protocol.TypeEvent {
+		c.close(protocol.CloseProtocolError, "unexpected frame on control stream")
+		return false
+	}
+	var ev protocol.Event
+	if err := protocol.Decode(payload, &ev); err != nil {
+		c.close(protocol.CloseProtocolError, "malformed event")
+		return false
+	}
+	if ev.Kind == protocol.EventDiagnostics {
+		return c.diagnostics(ev.Data)
+	}
+	if ev.Kind == protocol.EventConnections {
+		var conns []protocol.Connection
+		if err := json.Unmarshal(ev.Data, &conns); err != nil {
+			c.close(protocol.CloseProtocolError, "malformed event")
+			return false
+		}
+		c.setConnections(conns)
+	}
+	if fn := c.hub.opts.OnEvent; fn != nil {
+		fn(Event{UserID: c.userID, Event: ev})
+	}
+	return true
 }
 
 // diagnostics takes an EventDiagnostics: the tunnel keeps the latest, and
@@ -430,9 +585,21 @@ func (p *pacer) take(n int, done <-chan struct{}) bool {
 	}
 }
 
+// protocolFault reports whether a read error is the agent's fault: a
+// frame too large, malformed or not finished in time.
+func protocolFault(err error) bool {
+	return errors.Is(err, protocol.ErrFrameTooLarge) || errors.Is(err, protocol.ErrMalformedFrame) ||
+		errors.Is(err, protocol.ErrFrameTimeout)
+}
+
 // failProtocol ends the tunnel after a read error, with a close code that
 // says what went wrong when it was the agent's fault.
 func (c *agentConn) failProtocol(err error) {
+	if c.readsStopped() {
+		// The session ended under the read (stopReads).
+		c.close(int(websocket.StatusNormalClosure), "")
+		return
+	}
 	switch {
 	case errors.Is(err, protocol.ErrFrameTooLarge):
 		c.log.Warn("agent sent an oversized frame; closing tunnel")
@@ -514,6 +681,7 @@ func (c *agentConn) callOnOwnStream(ctx context.Context, req protocol.Request) (
 		defer c.wg.Done()
 		s.Close()
 		rs.wait()
+		c.untrack(rs.in)
 		c.conn.ForgetStream(s.StreamID())
 		<-c.streamCalls
 	}()
@@ -609,6 +777,7 @@ func (w *frameWriter) frame(t protocol.Type, encode func() ([]byte, error)) ([]b
 type rpcStream struct {
 	c      *agentConn
 	s      *yamux.Stream
+	in     *readStream // s, as readLoop reads it
 	w      *frameWriter
 	shared bool // the tunnel's long-lived stream: its end ends the tunnel
 	nextID atomic.Uint64
@@ -616,6 +785,12 @@ type rpcStream struct {
 	cancels chan uint64 // ids of abandoned calls, written by cancelLoop
 	stop    chan struct{}
 	wg      sync.WaitGroup
+
+	// cmu guards cancelling (a cancelLoop runs) and stopped (the stream
+	// ended: no cancelLoop starts any more).
+	cmu        sync.Mutex
+	cancelling bool
+	stopped    bool
 
 	mu      sync.Mutex
 	pending map[uint64]chan *protocol.Response
@@ -625,29 +800,51 @@ type rpcStream struct {
 func newRPCStream(c *agentConn, s *yamux.Stream, shared bool) *rpcStream {
 	id := s.StreamID()
 	return &rpcStream{
-		c: c, s: s, shared: shared,
+		c: c, s: s, in: c.track(s), shared: shared,
 		w: newFrameWriter(s, func(ctx context.Context, n int) error {
 			return c.conn.WaitSendWindow(ctx, id, n)
 		}),
-		cancels: make(chan uint64, 256),
+		cancels: make(chan uint64, cancelQueue),
 		stop:    make(chan struct{}),
 		pending: make(map[uint64]chan *protocol.Response),
 	}
 }
 
-// start runs the stream's reader and canceller; wait waits for both.
+// start runs the stream's reader; wait waits for it and for the Cancel
+// frames being sent.
 func (r *rpcStream) start() {
-	r.wg.Add(2)
+	r.wg.Add(1)
 	go func() { defer r.wg.Done(); r.readLoop() }()
-	go func() { defer r.wg.Done(); r.cancelLoop() }()
 }
 
 func (r *rpcStream) wait() { r.wg.Wait() }
 
-// cancelLoop sends Cancel frames for abandoned calls, so a caller never
-// waits on a slow write to give up. A Cancel that cannot be sent within
-// cancelTimeout is dropped: the agent's own deadline (Request.TimeoutMs)
-// ends the call anyway.
+// cancel queues a Cancel frame for the abandoned call id, and starts a
+// cancelLoop to send it unless one runs. A Cancel that finds the queue
+// full is dropped.
+func (r *rpcStream) cancel(id uint64) {
+	select {
+	case r.cancels <- id:
+	default:
+		return
+	}
+	r.cmu.Lock()
+	defer r.cmu.Unlock()
+	if r.cancelling || r.stopped {
+		return
+	}
+	r.cancelling = true
+	r.wg.Add(1)
+	go func() { defer r.wg.Done(); r.cancelLoop() }()
+}
+
+// cancelLoop sends the queued Cancel frames of abandoned calls, so a
+// caller never waits on a slow write to give up, and returns once the
+// queue is empty (an idle tunnel runs none). A Cancel that cannot be sent
+// within cancelTimeout is dropped: the agent's own deadline
+// (Request.TimeoutMs) ends the call anyway. When the stream ends or
+// falls out of sync, it returns with cancelling still set: no loop starts
+// again.
 func (r *rpcStream) cancelLoop() {
 	for {
 		select {
@@ -667,6 +864,17 @@ func (r *rpcStream) cancelLoop() {
 			}
 		case <-r.stop:
 			return
+		default:
+			// cancel queues before it looks at cancelling: a Cancel
+			// queued after this look finds cancelling false and starts
+			// the next loop.
+			r.cmu.Lock()
+			if len(r.cancels) == 0 {
+				r.cancelling = false
+				r.cmu.Unlock()
+				return
+			}
+			r.cmu.Unlock()
 		}
 	}
 }
@@ -741,10 +949,7 @@ func (r *rpcStream) call(ctx context.Context, req protocol.Request) ([]byte, err
 		if r.forget(req.ID) {
 			// Best effort: the agent stops work nobody waits for, and
 			// its own deadline covers a Cancel that is dropped.
-			select {
-			case r.cancels <- req.ID:
-			default:
-			}
+			r.cancel(req.ID)
 			return nil, ctxError(ctx)
 		}
 		// The reply raced the deadline and won; use it.
@@ -786,38 +991,59 @@ func (r *rpcStream) forget(id uint64) bool {
 // readLoop delivers responses until the stream ends, then fails every call
 // still waiting.
 func (r *rpcStream) readLoop() {
-	fr := protocol.NewReader(r.s, 0)
-	fr.SetFrameTimeout(r.c.hub.opts.FrameTimeout)
 	defer r.failAll()
+	fr := r.reader()
 	for {
 		t, payload, err := fr.ReadFrame()
-		if err != nil {
-			if r.shared || errors.Is(err, protocol.ErrFrameTooLarge) || errors.Is(err, protocol.ErrMalformedFrame) ||
-				errors.Is(err, protocol.ErrFrameTimeout) {
-				r.c.failProtocol(err)
-			}
+		if !r.response(t, payload, err) {
 			return
-		}
-		if t != protocol.TypeResponse {
-			r.c.close(protocol.CloseProtocolError, "unexpected frame on rpc stream")
-			return
-		}
-		resp := new(protocol.Response)
-		if err := protocol.Decode(payload, resp); err != nil {
-			r.c.close(protocol.CloseProtocolError, "malformed response")
-			return
-		}
-		r.mu.Lock()
-		ch, ok := r.pending[resp.ID]
-		delete(r.pending, resp.ID)
-		r.mu.Unlock()
-		if ok {
-			ch <- resp
 		}
 	}
 }
 
+// reader returns the stream's frame reader. It is not inlined, so that
+// readLoop's frame stays small.
+//
+//go:noinline
+func (r *rpcStream) reader() *protocol.Reader {
+	fr := protocol.NewReaderSize(r.in, 0, readerBuffer)
+	fr.SetFrameTimeout(r.c.hub.opts.FrameTimeout)
+	return fr
+}
+
+// response delivers what one ReadFrame returned to the call waiting for
+// it, and reports whether to read on.
+func (r *rpcStream) response(t protocol.Type, payload []byte, err error) bool {
+	if err != nil {
+		if r.shared || protocolFault(err) {
+			r.c.failProtocol(err)
+		}
+		return false
+	}
+	if t != protocol.TypeResponse {
+		r.c.close(protocol.CloseProtocolError, "unexpected frame on rpc stream")
+		return false
+	}
+	resp := new(protocol.Response)
+	if err := protocol.Decode(payload, resp); err != nil {
+		r.c.close(protocol.CloseProtocolError, "malformed response")
+		return false
+	}
+	r.mu.Lock()
+	ch, ok := r.pending[resp.ID]
+	delete(r.pending, resp.ID)
+	r.mu.Unlock()
+	if ok {
+		ch <- resp
+	}
+	r.s.Shrink()
+	return true
+}
+
 func (r *rpcStream) failAll() {
+	r.cmu.Lock()
+	r.stopped = true
+	r.cmu.Unlock()
 	close(r.stop)
 	r.mu.Lock()
 	r.dead = true

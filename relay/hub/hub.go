@@ -183,8 +183,8 @@ func (o Options) TunnelMemoryBound() int64 {
 	}
 	const (
 		yamuxBuffer = 2 * transport.StreamWindow
-		rpcReader   = protocol.ReaderBufferSize + 2*protocol.MaxFrameSize
-		ctlReader   = protocol.ReaderBufferSize + 3*controlMaxFrame
+		rpcReader   = readerBuffer + 2*protocol.MaxFrameSize
+		ctlReader   = readerBuffer + 3*controlMaxFrame
 		wire        = transport.MaxMessage + 64<<10 + 3*4<<10 // a message being written, the header buffer, bufio
 	)
 	return (2+k)*yamuxBuffer + (1+k)*rpcReader + ctlReader + wire
@@ -277,13 +277,32 @@ func (h *Hub) Close() error {
 		conns = append(conns, c)
 	}
 	h.mu.Unlock()
-	for _, c := range conns {
-		c.close(protocol.CloseShuttingDown, "relay shutting down")
+	// closeParallel tunnels at a time: each close waits for its agent to
+	// answer the WebSocket close, and thousands one after another would
+	// hold the relay's restart, and the agents closed last, for seconds.
+	next := make(chan *agentConn)
+	var closing sync.WaitGroup
+	for range min(closeParallel, len(conns)) {
+		closing.Add(1)
+		go func() {
+			defer closing.Done()
+			for c := range next {
+				c.close(protocol.CloseShuttingDown, "relay shutting down")
+			}
+		}()
 	}
+	for _, c := range conns {
+		next <- c
+	}
+	close(next)
+	closing.Wait()
 	h.cancel()
 	h.wg.Wait()
 	return nil
 }
+
+// closeParallel is how many tunnels Close closes at a time.
+const closeParallel = 64
 
 // Connected reports whether userID has a live tunnel.
 func (h *Hub) Connected(userID string) bool {
@@ -498,17 +517,24 @@ func (h *Hub) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		httpapi.WriteError(w, http.StatusServiceUnavailable, httpapi.Error{Code: errcode.ShuttingDown, Detail: "the relay is shutting down", RetryAfter: 1})
 		return
 	}
-	defer h.wg.Done()
-	ws, err := websocket.Accept(w, r, &websocket.AcceptOptions{
+	ws, err := transport.Accept(w, r, &websocket.AcceptOptions{
 		Subprotocols:       []string{protocol.Subprotocol(version)},
 		CompressionMode:    websocket.CompressionDisabled,
 		InsecureSkipVerify: true, // agents are not browsers; the token is the credential
 	})
 	if err != nil {
+		h.wg.Done()
 		h.log.Debug("websocket upgrade failed", zap.Error(err))
 		return
 	}
-	h.serveTunnel(ws, p, token, version, httpapi.ClientAddr(r))
+	// The tunnel runs on a goroutine of its own and the handler returns:
+	// the handler's stack grew through the request, the token check and
+	// the upgrade, and an idle tunnel would hold it for its life.
+	remote := httpapi.ClientAddr(r)
+	go func() {
+		defer h.wg.Done()
+		h.serveTunnel(ws, p, token, version, remote)
+	}()
 }
 
 // highestOffered returns the highest protocol version a connect offered,

@@ -225,7 +225,7 @@ func TestTunnelMemoryBound(t *testing.T) {
 	t.Parallel()
 	const mib = 1 << 20
 	got := Options{}.TunnelMemoryBound()
-	require.Equal(t, int64(6*2*mib+5*(16<<10+8*mib)+(16<<10+3*(64<<10))+(mib+64<<10)+64<<10+12<<10), got)
+	require.Equal(t, int64(6*2*mib+5*(1<<10+8*mib)+(1<<10+3*(64<<10))+(mib+64<<10)+64<<10+12<<10), got)
 	require.InDelta(t, 53.4, float64(got)/mib, 0.1)
 	require.Less(t, Options{MaxStreamCalls: 1}.TunnelMemoryBound(), got)
 }

@@ -62,6 +62,11 @@ func Open(ctx context.Context, opts Options) (*SQLite, error) {
 	if err != nil {
 		return nil, fmt.Errorf("store: open %s: %w", path, err)
 	}
+	// SQLite writes one transaction at a time whatever the pool holds; a
+	// bounded pool keeps a storm of connecting agents (each a token check
+	// and a write) from opening a file descriptor set per request.
+	db.SetMaxOpenConns(maxOpenConns)
+	db.SetMaxIdleConns(maxOpenConns)
 	s := &SQLite{db: db, log: opts.Logger.Named("store")}
 	if err := s.migrate(ctx); err != nil {
 		db.Close()
@@ -69,6 +74,10 @@ func Open(ctx context.Context, opts Options) (*SQLite, error) {
 	}
 	return s, nil
 }
+
+// maxOpenConns bounds the SQLite store's connections (each holds the
+// database, its -wal and -shm files open).
+const maxOpenConns = 32
 
 // FileMode is the mode of the database file: it holds every user's token
 // hashes and the records of their orders, for the relay's user alone.
