@@ -21,8 +21,10 @@ import (
 
 	"tradebridge/relay"
 	"tradebridge/relay/auth"
+	"tradebridge/relay/budget"
 	"tradebridge/relay/hub"
 	"tradebridge/relay/store"
+	"tradebridge/relay/store/storetest"
 )
 
 func TestMain(m *testing.M) {
@@ -74,6 +76,12 @@ type node struct {
 // startNode serves a relay on st at addr ("127.0.0.1:0" for any port).
 func startNode(tb testing.TB, st store.Store, addr string, onStart func(time.Time)) *node {
 	tb.Helper()
+	return startNodeWith(tb, st, addr, onStart, nil)
+}
+
+// startNodeWith is startNode with a relay whose options tweak may change.
+func startNodeWith(tb testing.TB, st store.Store, addr string, onStart func(time.Time), tweak func(*relay.Options)) *node {
+	tb.Helper()
 	var ln net.Listener
 	require.Eventually(tb, func() bool {
 		var err error
@@ -81,7 +89,11 @@ func startNode(tb testing.TB, st store.Store, addr string, onStart func(time.Tim
 		return err == nil
 	}, 10*time.Second, 10*time.Millisecond, "listening on %s", addr)
 	n := &node{tb: tb, addr: ln.Addr().String(), done: make(chan error, 1), onStart: onStart}
-	r, err := relay.New(relay.Options{Store: st, Logger: relayLogger(), Hub: hub.Options{OnSession: n.session}})
+	opts := relay.Options{Store: st, Logger: relayLogger(), Hub: hub.Options{OnSession: n.session}}
+	if tweak != nil {
+		tweak(&opts)
+	}
+	r, err := relay.New(opts)
 	require.NoError(tb, err)
 	n.relay = r
 	ctx, cancel := context.WithCancel(context.Background())
@@ -156,6 +168,14 @@ func openStore(tb testing.TB, n int) (store.Store, []string, time.Duration) {
 	st, err := store.Open(context.Background(), store.Options{Dir: tb.TempDir()})
 	require.NoError(tb, err)
 	tb.Cleanup(func() { st.Close() })
+	tokens, took := createUsers(tb, st, n)
+	return st, tokens, took
+}
+
+// createUsers creates n users in st and returns their agent tokens and
+// how long creating them took.
+func createUsers(tb testing.TB, st store.Store, n int) ([]string, time.Duration) {
+	tb.Helper()
 	tokens := make([]string, n)
 	start := time.Now()
 	for i := range tokens {
@@ -163,7 +183,7 @@ func openStore(tb testing.TB, n int) (store.Store, []string, time.Duration) {
 		require.NoError(tb, err)
 		tokens[i] = creds.AgentToken
 	}
-	return st, tokens, time.Since(start)
+	return tokens, time.Since(start)
 }
 
 // relayMemory is the relay process's heap in use and goroutine stacks,
@@ -223,7 +243,7 @@ func (o *once) run(b *testing.B, measure func(report func(value float64, unit st
 	b.ReportMetric(0, "ns/op")
 }
 
-var idleOnce, restartOnce once
+var idleOnce, restartOnce, clusteredOnce once
 
 // connectFleet starts a relay with n users and a fleet of their agents,
 // and waits until every agent is welcomed. It reports the time creating
@@ -270,6 +290,49 @@ func BenchmarkIdleAgents(b *testing.B) {
 		report(perAgent(stack0, stack1), "stack-KiB/agent")
 		report(float64(go1-go0)/float64(n), "goroutines/agent")
 		reportRefused(report, st, fleetStats{})
+	})
+}
+
+// BenchmarkIdleAgentsClustered is BenchmarkIdleAgents on one node of many
+// relay nodes: its store in PostgreSQL, its budgets in Redis, its agents
+// reached over NATS (each held user's subject subscribed). The memory per
+// agent should be BenchmarkIdleAgents' plus the bus's small share. It
+// needs TB_TEST_POSTGRES, TB_TEST_REDIS and TB_TEST_NATS, and skips
+// without them.
+func BenchmarkIdleAgentsClustered(b *testing.B) {
+	for _, v := range []string{"TB_TEST_POSTGRES", "TB_TEST_REDIS", "TB_TEST_NATS"} {
+		if os.Getenv(v) == "" {
+			b.Skipf("a clustered node needs %s set", v)
+		}
+	}
+	clusteredOnce.run(b, func(report func(float64, string)) {
+		n := fleetSize(b)
+		st, err := store.Dial(context.Background(), store.DialOptions{URL: storetest.PostgresURL(b)})
+		require.NoError(b, err)
+		b.Cleanup(func() { st.Close() })
+		tokens, took := createUsers(b, st, n)
+		report(took.Seconds(), "s-create-users")
+		prefix := fmt.Sprintf("scale%d", time.Now().UnixNano())
+		redis, err := budget.NewRedis(budget.RedisOptions{URL: os.Getenv("TB_TEST_REDIS"), Prefix: prefix + ":"})
+		require.NoError(b, err)
+		b.Cleanup(func() { redis.Close() })
+		nd := startNodeWith(b, st, "127.0.0.1:0", nil, func(o *relay.Options) {
+			o.Node, o.Bus, o.BusPrefix, o.Budgets = "a", os.Getenv("TB_TEST_NATS"), prefix, redis
+		})
+		heap0, stack0, go0 := relayMemory()
+		start := time.Now()
+		fl := startFleet(b, "http://"+nd.addr, tokens, (n+agentsPerAddr-1)/agentsPerAddr, 2*time.Millisecond)
+		require.True(b, nd.waitLive(n, 3*time.Minute), "%d of %d agents connected", nd.live(), n)
+		report(time.Since(start).Seconds(), "s-connect")
+		settle(time.Minute)
+		heap1, stack1, go1 := relayMemory()
+		require.EqualValues(b, n, nd.live(), "an agent dropped while idle")
+		perAgent := func(before, after uint64) float64 { return (float64(after) - float64(before)) / float64(n) / 1024 }
+		report(perAgent(heap0+stack0, heap1+stack1), "KiB/agent")
+		report(perAgent(heap0, heap1), "heap-KiB/agent")
+		report(perAgent(stack0, stack1), "stack-KiB/agent")
+		report(float64(go1-go0)/float64(n), "goroutines/agent")
+		reportRefused(report, fl.stats(), fleetStats{})
 	})
 }
 
