@@ -11,6 +11,8 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
+
+	"tradebridge/relay/store/storetest"
 )
 
 // The README's three-node setup is scripts/three-nodes.sh: it runs here
@@ -25,6 +27,8 @@ func TestThreeNodesScript(t *testing.T) {
 				"STORE": "TB_TEST_POSTGRES", "BUDGETS": "TB_TEST_REDIS", "BUS": "TB_TEST_NATS"}[k])
 		}
 	}
+	// A schema of the test's own, dropped at its end.
+	env["STORE"] = storetest.PostgresURL(t)
 	bin := t.TempDir()
 	for _, c := range []string{"relay", "agent"} {
 		out, err := exec.Command("go", "build", "-o", filepath.Join(bin, c), "tradebridge/cmd/"+c).CombinedOutput()
