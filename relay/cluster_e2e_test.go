@@ -20,6 +20,7 @@ import (
 	"tradebridge/relay"
 	"tradebridge/relay/auth"
 	"tradebridge/relay/budget"
+	"tradebridge/relay/budget/budgettest"
 	"tradebridge/relay/store"
 	"tradebridge/relay/store/storetest"
 )
@@ -27,8 +28,8 @@ import (
 // Environment variables naming the services the multi-node tests use;
 // unset, the tests skip.
 const (
-	envPostgres = "TB_TEST_POSTGRES"
-	envRedis    = "TB_TEST_REDIS"
+	envPostgres = storetest.EnvPostgres
+	envRedis    = budgettest.EnvRedis
 	envNATS     = "TB_TEST_NATS"
 )
 

@@ -13,6 +13,7 @@ import (
 	"tradebridge/relay/admit"
 	"tradebridge/relay/auth"
 	"tradebridge/relay/budget"
+	"tradebridge/relay/budget/budgettest"
 	"tradebridge/relay/errcode"
 	"tradebridge/relay/httpapi"
 	"tradebridge/relay/store"
@@ -100,7 +101,7 @@ func BenchmarkAdmit(b *testing.B) {
 // more call, is timed apart). It reports the median and the 99th
 // percentile in µs; it needs TB_TEST_REDIS.
 func BenchmarkRedisAdmission(b *testing.B) {
-	url := redisURL(b)
+	url := budgettest.RedisURL(b)
 	r, err := budget.NewRedis(budget.RedisOptions{URL: url, Prefix: keyPrefix(b, url)})
 	require.NoError(b, err)
 	defer r.Close()

@@ -2,56 +2,26 @@ package admit_test
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"net"
 	"net/http"
 	"net/http/httptest"
-	"os"
 	"sync/atomic"
 	"testing"
 	"time"
 
-	"github.com/redis/go-redis/v9"
 	"github.com/stretchr/testify/require"
 
 	"tradebridge/relay/admit"
 	"tradebridge/relay/auth"
 	"tradebridge/relay/budget"
+	"tradebridge/relay/budget/budgettest"
 	"tradebridge/relay/errcode"
 )
 
-// envRedis names the Redis the shared tests run against
-// (redis://127.0.0.1:6379/0); they skip when it is unset.
-const envRedis = "TB_TEST_REDIS"
-
-func redisURL(t testing.TB) string {
-	t.Helper()
-	u := os.Getenv(envRedis)
-	if u == "" {
-		t.Skip(envRedis + " is unset (e.g. redis://127.0.0.1:6379/0): the Redis leases are not tested")
-	}
-	return u
-}
-
-// keyPrefix returns a key prefix of one test's own, and deletes its keys
-// when the test is over.
+// keyPrefix is budgettest.Prefix without its client.
 func keyPrefix(t testing.TB, url string) string {
 	t.Helper()
-	var b [6]byte
-	_, _ = rand.Read(b[:])
-	pfx := "tbtest:" + hex.EncodeToString(b[:]) + ":"
-	o, err := redis.ParseURL(url)
-	require.NoError(t, err)
-	c := redis.NewClient(o)
-	t.Cleanup(func() {
-		ctx := context.Background()
-		keys, _ := c.Keys(ctx, pfx+"*").Result()
-		if len(keys) > 0 {
-			c.Del(ctx, keys...)
-		}
-		c.Close()
-	})
+	pfx, _ := budgettest.Prefix(t, url)
 	return pfx
 }
 
@@ -114,7 +84,7 @@ func (n *node) manageDoor(t *testing.T) *admit.Door {
 // stopped lapses after the TTL.
 func TestLeasesAcrossNodes(t *testing.T) {
 	t.Parallel()
-	url := redisURL(t)
+	url := budgettest.RedisURL(t)
 	pfx := keyPrefix(t, url)
 	c := newTestClock()
 	n1, n2 := newNode(t, url, pfx, c), newNode(t, url, pfx, c)
@@ -175,7 +145,7 @@ func TestLeasesAcrossNodes(t *testing.T) {
 // budget after it; every budget before it stays charged.
 func TestSharedBudgetRefusalReleases(t *testing.T) {
 	t.Parallel()
-	url := redisURL(t)
+	url := budgettest.RedisURL(t)
 	n := newNode(t, url, keyPrefix(t, url), newTestClock())
 	d := n.manageDoor(t)
 	for range 4 {
@@ -197,7 +167,7 @@ func TestSharedBudgetRefusalReleases(t *testing.T) {
 // same clock, gets the same answers: statuses, bodies and headers.
 func TestSharedAnswersLikeMemory(t *testing.T) {
 	t.Parallel()
-	url := redisURL(t)
+	url := budgettest.RedisURL(t)
 	run := func(n *node) []string {
 		d := n.manageDoor(t)
 		write := n.limiter(t, budget.Policy{Name: "write", Rate: 5, Period: time.Minute, Burst: 5})
@@ -299,7 +269,7 @@ func (c *counting) Release(ctx context.Context, l *budget.Lease) error {
 // Charge's several budgets one call.
 func TestOneCallPerAdmission(t *testing.T) {
 	t.Parallel()
-	url := redisURL(t)
+	url := budgettest.RedisURL(t)
 	c := newTestClock()
 	r, err := budget.NewRedis(budget.RedisOptions{URL: url, Prefix: keyPrefix(t, url), Now: c.now})
 	require.NoError(t, err)

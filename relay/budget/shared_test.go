@@ -2,11 +2,8 @@ package budget_test
 
 import (
 	"context"
-	crand "crypto/rand"
-	"encoding/hex"
 	"math/rand/v2"
 	"net"
-	"os"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -19,58 +16,15 @@ import (
 	"go.uber.org/zap/zaptest/observer"
 
 	"tradebridge/relay/budget"
+	"tradebridge/relay/budget/budgettest"
 )
-
-// envRedis names the Redis the shared tests run against
-// (redis://127.0.0.1:6379/0); they skip when it is unset.
-const envRedis = "TB_TEST_REDIS"
-
-// redisURL returns $TB_TEST_REDIS or skips t.
-func redisURL(t testing.TB) string {
-	t.Helper()
-	u := os.Getenv(envRedis)
-	if u == "" {
-		t.Skip(envRedis + " is unset (e.g. redis://127.0.0.1:6379/0): the Redis backend is not tested")
-	}
-	return u
-}
-
-// prefix is a key prefix of t's own, so that tests running at once on one
-// Redis never meet.
-func prefix() string {
-	var b [6]byte
-	_, _ = crand.Read(b[:])
-	return "tbtest:" + hex.EncodeToString(b[:]) + ":"
-}
-
-// rawClient is a plain client for inspecting and cleaning t's keys.
-func rawClient(t testing.TB, url, pfx string) *redis.Client {
-	t.Helper()
-	o, err := redis.ParseURL(url)
-	require.NoError(t, err)
-	c := redis.NewClient(o)
-	t.Cleanup(func() {
-		ctx := context.Background()
-		var keys []string
-		iter := c.Scan(ctx, 0, pfx+"*", 100).Iterator()
-		for iter.Next(ctx) {
-			keys = append(keys, iter.Val())
-		}
-		if len(keys) > 0 {
-			c.Del(ctx, keys...)
-		}
-		c.Close()
-	})
-	return c
-}
 
 // newRedis returns a Redis backend under a prefix of t's own, on clock
 // now (nil: Redis TIME), and a plain client on the same keys.
 func newRedis(t testing.TB, now func() int64) (*budget.Redis, *redis.Client, string) {
 	t.Helper()
-	url := redisURL(t)
-	pfx := prefix()
-	raw := rawClient(t, url, pfx)
+	url := budgettest.RedisURL(t)
+	pfx, raw := budgettest.Prefix(t, url)
 	r, err := budget.NewRedis(budget.RedisOptions{URL: url, Prefix: pfx, Now: now, Timeout: 2 * time.Second})
 	require.NoError(t, err)
 	t.Cleanup(func() { require.NoError(t, r.Close()) })
@@ -228,7 +182,7 @@ func TestBackendsAllowAll(t *testing.T) {
 // same decisions.
 func TestRedisAgreesWithMemory(t *testing.T) {
 	t.Parallel()
-	redisURL(t)
+	budgettest.RedisURL(t)
 	policies := []budget.Policy{
 		budget.Trading,
 		{Name: "write", Rate: 20, Period: time.Minute, Burst: 10},
@@ -526,12 +480,11 @@ func (p *proxy) cut() {
 // again, the node shares the budget again.
 func TestRedisComesBack(t *testing.T) {
 	t.Parallel()
-	url := redisURL(t)
+	url := budgettest.RedisURL(t)
 	o, err := redis.ParseURL(url)
 	require.NoError(t, err)
 	px := newProxy(t, o.Addr)
-	pfx := prefix()
-	rawClient(t, url, pfx)
+	pfx, _ := budgettest.Prefix(t, url)
 	core, logs := observer.New(zap.InfoLevel)
 	r, err := budget.NewRedis(budget.RedisOptions{URL: "redis://" + px.ln.Addr().String() + "/" + strconv.Itoa(o.DB), Prefix: pfx,
 		Timeout: time.Second, RetryInterval: 20 * time.Millisecond, Logger: zap.New(core)})
