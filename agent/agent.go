@@ -21,12 +21,12 @@ import (
 
 	"go.uber.org/zap"
 
-	"tradebridge/agent/bridge"
-	"tradebridge/agent/dispatch"
-	"tradebridge/agent/engine"
-	"tradebridge/agent/mgmtconfig"
-	"tradebridge/agent/ops"
-	"tradebridge/agent/stack"
+	"tradebridge/trading/bridge"
+	"tradebridge/trading/dispatch"
+	"tradebridge/trading/engine"
+	"tradebridge/trading/mgmtconfig"
+	"tradebridge/trading/ops"
+	"tradebridge/trading/stack"
 	"tradebridge/agent/tunnel"
 	"tradebridge/protocol"
 )

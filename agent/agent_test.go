@@ -18,10 +18,10 @@ import (
 	"go.uber.org/zap"
 
 	"tradebridge/agent"
-	"tradebridge/agent/bridge"
-	"tradebridge/agent/bridge/sim"
+	"tradebridge/trading/bridge"
+	"tradebridge/trading/bridge/sim"
 	"tradebridge/agent/diag"
-	"tradebridge/agent/ops"
+	"tradebridge/trading/ops"
 	"tradebridge/agent/tunnel"
 	"tradebridge/protocol"
 	"tradebridge/transport"

@@ -9,8 +9,8 @@ import (
 	"github.com/stretchr/testify/require"
 	"go.uber.org/goleak"
 
-	"tradebridge/agent/bridge/sim"
-	"tradebridge/agent/ops"
+	"tradebridge/trading/bridge/sim"
+	"tradebridge/trading/ops"
 	"tradebridge/protocol"
 )
 

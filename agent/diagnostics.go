@@ -8,7 +8,7 @@ import (
 
 	"go.uber.org/zap"
 
-	"tradebridge/agent/bridge"
+	"tradebridge/trading/bridge"
 	"tradebridge/agent/diag"
 	"tradebridge/protocol"
 )

@@ -10,10 +10,10 @@ import (
 	"go.uber.org/zap"
 
 	"tradebridge/agent"
-	"tradebridge/agent/bridge"
-	"tradebridge/agent/bridge/ninjatrader"
-	"tradebridge/agent/bridge/ninjatrader/ntfake"
-	"tradebridge/agent/bridge/sim"
+	"tradebridge/trading/bridge"
+	"tradebridge/trading/bridge/ninjatrader"
+	"tradebridge/trading/bridge/ninjatrader/ntfake"
+	"tradebridge/trading/bridge/sim"
 	"tradebridge/protocol"
 )
 

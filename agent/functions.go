@@ -5,7 +5,7 @@ import (
 
 	"go.uber.org/zap"
 
-	"tradebridge/agent/dispatch"
+	"tradebridge/trading/dispatch"
 	"tradebridge/protocol"
 )
 

@@ -5,8 +5,8 @@ import (
 	"sync"
 	"time"
 
-	"tradebridge/agent/dispatch"
-	"tradebridge/agent/engine"
+	"tradebridge/trading/dispatch"
+	"tradebridge/trading/engine"
 	"tradebridge/protocol"
 )
 

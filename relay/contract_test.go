@@ -20,7 +20,7 @@ import (
 	"github.com/getkin/kin-openapi/routers/legacy"
 	"github.com/stretchr/testify/require"
 
-	"tradebridge/relay/api"
+	"tradebridge/relay/tradeapi"
 	"tradebridge/relay/auth"
 	"tradebridge/relay/profile"
 )
@@ -113,14 +113,14 @@ func TestContractEndToEnd(t *testing.T) {
 	s.useProfile("bob", profile.Compatible)
 	s.startAgent("alice")
 	s.startAgent("bob")
-	ops := api.OperationIDs()
+	ops := tradeapi.OperationIDs()
 	for _, tc := range []struct {
 		p    profile.Profile
 		user string
 		path string
 	}{
-		{profile.Standard, "alice", api.OpenAPIPath},
-		{profile.Compatible, "bob", api.OpenAPICompatiblePath},
+		{profile.Standard, "alice", tradeapi.OpenAPIPath},
+		{profile.Compatible, "bob", tradeapi.OpenAPICompatiblePath},
 	} {
 		t.Run(string(tc.p), func(t *testing.T) {
 			t.Parallel()
@@ -184,7 +184,7 @@ func TestContractEndToEnd(t *testing.T) {
 				require.Contains(t, examples, route, "%s was called", route)
 			}
 			for route, raw := range examples {
-				file := filepath.Join("api", filepath.FromSlash(api.ExampleFile(tc.p, ops[route])))
+				file := filepath.Join("api", filepath.FromSlash(tradeapi.ExampleFile(tc.p, ops[route])))
 				var pretty bytes.Buffer
 				require.NoError(t, json.Indent(&pretty, raw, "", "  "))
 				if *updateExamples {

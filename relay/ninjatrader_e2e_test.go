@@ -8,7 +8,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"tradebridge/agent/bridge/ninjatrader"
+	"tradebridge/trading/bridge/ninjatrader"
 	"tradebridge/protocol"
 )
 

@@ -64,13 +64,13 @@ import (
 
 	"tradebridge/protocol"
 	"tradebridge/relay/admit"
-	"tradebridge/relay/api"
+	"tradebridge/relay/tradeapi"
 	"tradebridge/relay/auth"
 	"tradebridge/relay/broker"
 	"tradebridge/relay/budget"
 	"tradebridge/relay/cluster"
 	"tradebridge/relay/errcode"
-	"tradebridge/relay/history"
+	"tradebridge/relay/connhistory"
 	"tradebridge/relay/httpapi"
 	"tradebridge/relay/hub"
 	"tradebridge/relay/manage"
@@ -99,7 +99,7 @@ type Options struct {
 	Hub hub.Options
 	// History tunes the agents' connection history; Store and Logger in
 	// it are filled by the Relay. Serve runs it.
-	History history.Options
+	History connhistory.Options
 	// Support tunes the support staff's route; Hub, Store, Admit,
 	// IPBudget and Logger in it are filled by the Relay.
 	Support support.Options
@@ -195,7 +195,7 @@ type Relay struct {
 	stream   *stream.Server
 	manage   *manage.Server
 	broker   *broker.Manager
-	history  *history.Writer
+	history  *connhistory.Writer
 	metrics  *metrics.Metrics
 	guard    *httpapi.Guard
 	patterns []string
@@ -254,7 +254,7 @@ func New(opts Options) (*Relay, error) {
 		return nil, fmt.Errorf("relay: ip budget: %w", err)
 	}
 	// One admission for every door: each admits its requests through it
-	// with its own policy (hub.Door, api.Door, stream.Door).
+	// with its own policy (hub.Door, tradeapi.Door, stream.Door).
 	adm, err := admit.New(admit.Options{Auth: authn, Logger: opts.Logger, Leases: opts.Budgets})
 	if err != nil {
 		return nil, err
@@ -264,7 +264,7 @@ func New(opts Options) (*Relay, error) {
 	hist.Store = opts.Store
 	hist.Logger = opts.Logger
 	hist.Node = opts.Node
-	writer, err := history.New(hist)
+	writer, err := connhistory.New(hist)
 	if err != nil {
 		return nil, err
 	}
@@ -350,7 +350,7 @@ func New(opts Options) (*Relay, error) {
 			cl.Close()
 		}
 	}
-	a, err := api.New(api.Options{Caller: up, Auth: authn, Admit: adm, Idempotency: opts.Store, Budget: trading, IPBudget: perIP, Logger: opts.Logger})
+	a, err := tradeapi.New(tradeapi.Options{Caller: up, Auth: authn, Admit: adm, Idempotency: opts.Store, Budget: trading, IPBudget: perIP, Logger: opts.Logger})
 	if err != nil {
 		closeHub()
 		return nil, err
@@ -411,7 +411,7 @@ func New(opts Options) (*Relay, error) {
 		closeHub()
 		return nil, err
 	}
-	tv, err := api.New(api.Options{Family: api.FamilyTV, Caller: bm, Auth: authn, Admit: adm, Idempotency: opts.Store, Budget: trading, IPBudget: perIP, Logger: opts.Logger})
+	tv, err := tradeapi.New(tradeapi.Options{Family: tradeapi.FamilyTV, Caller: bm, Auth: authn, Admit: adm, Idempotency: opts.Store, Budget: trading, IPBudget: perIP, Logger: opts.Logger})
 	if err != nil {
 		bm.Close()
 		st.Close()

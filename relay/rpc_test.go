@@ -14,9 +14,9 @@ import (
 	"go.uber.org/zap"
 
 	"tradebridge/agent"
-	"tradebridge/agent/bridge"
-	"tradebridge/agent/bridge/sim"
-	"tradebridge/agent/ops"
+	"tradebridge/trading/bridge"
+	"tradebridge/trading/bridge/sim"
+	"tradebridge/trading/ops"
 	"tradebridge/agent/tunnel"
 	"tradebridge/protocol"
 	"tradebridge/relay"

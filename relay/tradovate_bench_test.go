@@ -7,12 +7,12 @@ import (
 	"time"
 
 	"tradebridge/relay"
-	"tradebridge/relay/broker/tradovate/tvfake"
+	"tradebridge/trading/bridge/tradovate/tradovatefake"
 )
 
 // BenchmarkBrokerCall measures the relay's own time on a call of the
 // broker family against the fake Tradovate server: the whole HTTP call
-// minus the time the fake spent answering it (tvfake.Server.Busy). It
+// minus the time the fake spent answering it (tradovatefake.Server.Busy). It
 // reports the median and the 99th percentile of that overhead per call:
 //
 //   - PlaceOrder: a market order (the admission, the dispatcher's journal
@@ -62,4 +62,4 @@ func BenchmarkBrokerCall(b *testing.B) {
 	})
 }
 
-var _ = tvfake.Start
+var _ = tradovatefake.Start

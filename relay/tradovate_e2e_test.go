@@ -9,12 +9,12 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"tradebridge/agent/bridge/sim"
+	"tradebridge/trading/bridge/sim"
 	"tradebridge/protocol"
 	"tradebridge/relay"
-	"tradebridge/relay/api"
+	"tradebridge/relay/tradeapi"
 	"tradebridge/relay/broker"
-	"tradebridge/relay/broker/tradovate/tvfake"
+	"tradebridge/trading/bridge/tradovate/tradovatefake"
 	"tradebridge/relay/errcode"
 )
 
@@ -23,7 +23,7 @@ import (
 // morning clock.
 type brokerSystem struct {
 	*system
-	fake   *tvfake.Server
+	fake   *tradovatefake.Server
 	market *sim.Platform
 	clock  *sim.ManualClock
 	// contract, in tests (not benchmarks), is the broker family's OpenAPI
@@ -38,7 +38,7 @@ func newBrokerSystem(t testing.TB, tweaks ...func(*relay.Options)) *brokerSystem
 	market, err := sim.New(sim.Options{Seed: 1, Clock: clock})
 	require.NoError(t, err)
 	t.Cleanup(func() { market.Close() })
-	fake, err := tvfake.Start(tvfake.Options{Market: market})
+	fake, err := tradovatefake.Start(tradovatefake.Options{Market: market})
 	require.NoError(t, err)
 	t.Cleanup(func() { fake.Close() })
 	s := newSystemWith(t, func(o *relay.Options) {
@@ -52,7 +52,7 @@ func newBrokerSystem(t testing.TB, tweaks ...func(*relay.Options)) *brokerSystem
 	})
 	bs := &brokerSystem{system: s, fake: fake, market: market, clock: clock}
 	if tt, ok := t.(*testing.T); ok {
-		c := loadContract(tt, s, api.TVOpenAPIPath)
+		c := loadContract(tt, s, tradeapi.TVOpenAPIPath)
 		bs.contract, bs.tt = &c, tt
 	}
 	return bs
@@ -79,8 +79,8 @@ func (s *brokerSystem) tv(method, path, token, body string, header ...string) re
 // link links the fake's login for user's token.
 func (s *brokerSystem) link(token string) response {
 	s.t.Helper()
-	b, err := json.Marshal(map[string]any{"env": "demo", "username": tvfake.DefaultName, "password": tvfake.DefaultPassword,
-		"appId": tvfake.DefaultAppID, "appVersion": "1.0", "cid": tvfake.DefaultCID, "sec": tvfake.DefaultSec})
+	b, err := json.Marshal(map[string]any{"env": "demo", "username": tradovatefake.DefaultName, "password": tradovatefake.DefaultPassword,
+		"appId": tradovatefake.DefaultAppID, "appVersion": "1.0", "cid": tradovatefake.DefaultCID, "sec": tradovatefake.DefaultSec})
 	require.NoError(s.t, err)
 	return s.tv(http.MethodPost, "link", token, string(b))
 }
@@ -116,7 +116,7 @@ func TestBrokerFamilyEndToEnd(t *testing.T) {
 	require.Equal(t, http.StatusBadRequest, r.Status, string(r.raw))
 	require.Equal(t, errcode.BrokerLoginFailed, r.Error)
 	require.Contains(t, r.Detail, "Tradovate refused", "the detail says what the broker refused, in a fixed sentence")
-	require.NotContains(t, string(r.raw), tvfake.DefaultPassword)
+	require.NotContains(t, string(r.raw), tradovatefake.DefaultPassword)
 	r = s.tv(http.MethodGet, "status", tok, "")
 	require.Equal(t, http.StatusOK, r.Status, string(r.raw))
 	require.JSONEq(t, `{"linked":false,"connected":false,"accounts":[]}`, string(r.Data))
@@ -127,8 +127,8 @@ func TestBrokerFamilyEndToEnd(t *testing.T) {
 	require.NoError(t, json.Unmarshal(r.Data, &st))
 	require.True(t, st.Linked)
 	require.Equal(t, "demo", st.Env)
-	require.NotContains(t, string(r.raw), tvfake.DefaultPassword)
-	require.NotContains(t, string(r.raw), tvfake.DefaultSec)
+	require.NotContains(t, string(r.raw), tradovatefake.DefaultPassword)
+	require.NotContains(t, string(r.raw), tradovatefake.DefaultSec)
 
 	r = s.tv(http.MethodGet, "accounts", tok, "")
 	require.Equal(t, http.StatusOK, r.Status, string(r.raw))
@@ -261,7 +261,7 @@ func TestBrokerLinkRefusals(t *testing.T) {
 func TestBrokerOAuthLink(t *testing.T) {
 	var callback string
 	s := newBrokerSystem(t, func(o *relay.Options) {
-		o.Broker.OAuth.ID, o.Broker.OAuth.Secret = tvfake.DefaultOAuthClientID, tvfake.DefaultOAuthClientSecret
+		o.Broker.OAuth.ID, o.Broker.OAuth.Secret = tradovatefake.DefaultOAuthClientID, tradovatefake.DefaultOAuthClientSecret
 		o.Broker.OAuth.RedirectURL = callback
 	})
 	// The callback is the relay's own address, known once it listens.

@@ -8,7 +8,7 @@ import (
 	"math"
 	"time"
 
-	"tradebridge/agent/dispatch"
+	"tradebridge/trading/dispatch"
 	"tradebridge/protocol"
 )
 

@@ -3,7 +3,7 @@ package agentstore
 import (
 	"fmt"
 
-	"tradebridge/agent/engine"
+	"tradebridge/trading/engine"
 )
 
 var _ engine.Store = (*Store)(nil)

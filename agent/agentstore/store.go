@@ -36,7 +36,7 @@ import (
 	"go.uber.org/zap"
 	_ "modernc.org/sqlite" // the "sqlite" database/sql driver
 
-	"tradebridge/dbfile"
+	"tradebridge/internal/dbfile"
 )
 
 //go:embed migrations/*.sql

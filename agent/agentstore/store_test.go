@@ -23,8 +23,8 @@ import (
 	"go.uber.org/zap/zaptest/observer"
 
 	"tradebridge/agent/agentstore"
-	"tradebridge/agent/dispatch"
-	"tradebridge/agent/ops"
+	"tradebridge/trading/dispatch"
+	"tradebridge/trading/ops"
 	"tradebridge/protocol"
 )
 

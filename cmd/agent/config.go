@@ -15,10 +15,10 @@ import (
 	"go.uber.org/zap"
 
 	"tradebridge/agent"
-	"tradebridge/agent/bridge"
-	"tradebridge/agent/bridge/ninjatrader"
-	"tradebridge/agent/bridge/ninjatrader/ati"
-	"tradebridge/agent/bridge/sim"
+	"tradebridge/trading/bridge"
+	"tradebridge/trading/bridge/ninjatrader"
+	"tradebridge/trading/bridge/ninjatrader/ati"
+	"tradebridge/trading/bridge/sim"
 )
 
 // Config is the agent's configuration, as the JSON config file holds it:

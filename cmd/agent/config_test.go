@@ -10,8 +10,8 @@ import (
 	"github.com/stretchr/testify/require"
 	"go.uber.org/zap"
 
-	"tradebridge/agent/bridge"
-	"tradebridge/agent/bridge/ninjatrader"
+	"tradebridge/trading/bridge"
+	"tradebridge/trading/bridge/ninjatrader"
 	"tradebridge/protocol"
 )
 

@@ -13,7 +13,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"tradebridge/agent/bridge/ninjatrader"
+	"tradebridge/trading/bridge/ninjatrader"
 	"tradebridge/agent/winsvc"
 )
 

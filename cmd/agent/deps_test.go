@@ -41,15 +41,15 @@ func TestImportGraph(t *testing.T) {
 		}
 		require.Equal(t, "true", std, "protocol must import only the standard library, but links %s", path)
 	}
-	for _, line := range deps(t, "", "tradebridge/agent/bridge/ninjatrader/ntwire") {
+	for _, line := range deps(t, "", "tradebridge/trading/bridge/ninjatrader/ntwire") {
 		path, std, _ := strings.Cut(line, " ")
-		if path == "tradebridge/agent/bridge/ninjatrader/ntwire" || path == "tradebridge/protocol" {
+		if path == "tradebridge/trading/bridge/ninjatrader/ntwire" || path == "tradebridge/protocol" {
 			continue
 		}
 		require.Equal(t, "true", std, "ntwire must import only the standard library and protocol, but links %s", path)
 	}
-	testOnly := []string{"tradebridge/agent/bridge/ninjatrader/ntfake", "tradebridge/agent/bridge/bridgetest",
-		"tradebridge/agent/engine/enginetest"}
+	testOnly := []string{"tradebridge/trading/bridge/ninjatrader/ntfake", "tradebridge/trading/bridge/bridgetest",
+		"tradebridge/trading/engine/enginetest"}
 	for _, goos := range []string{"linux", "windows"} {
 		for _, line := range deps(t, goos, "tradebridge/cmd/agent") {
 			path, _, _ := strings.Cut(line, " ")
@@ -93,7 +93,7 @@ func TestRelayDoors(t *testing.T) {
 		t.Skip("runs go list")
 	}
 	const (
-		api       = "tradebridge/relay/api"
+		api       = "tradebridge/relay/tradeapi"
 		stream    = "tradebridge/relay/stream"
 		hub       = "tradebridge/relay/hub"
 		admit     = "tradebridge/relay/admit"
@@ -131,17 +131,17 @@ func TestRelayImportsOfTheAgent(t *testing.T) {
 		t.Skip("runs go list")
 	}
 	testOnly := []string{
-		"tradebridge/agent/bridge/bridgetest", "tradebridge/agent/engine/enginetest",
-		"tradebridge/agent/bridge/ninjatrader/ntfake",
-		"tradebridge/relay/broker/tradovate/tvfake", "tradebridge/relay/broker/tradovate/tvtest",
+		"tradebridge/trading/bridge/bridgetest", "tradebridge/trading/engine/enginetest",
+		"tradebridge/trading/bridge/ninjatrader/ntfake",
+		"tradebridge/trading/bridge/tradovate/tradovatefake", "tradebridge/trading/bridge/tradovate/tradovatetest",
 	}
 	allowed := func(path string) bool {
 		switch path {
-		case "tradebridge/agent/bridge", "tradebridge/agent/dispatch", "tradebridge/agent/ops",
-			"tradebridge/agent/mgmtconfig", "tradebridge/agent/engine", "tradebridge/agent/stack":
+		case "tradebridge/trading/bridge", "tradebridge/trading/dispatch", "tradebridge/trading/ops",
+			"tradebridge/trading/mgmtconfig", "tradebridge/trading/engine", "tradebridge/trading/stack":
 			return true
 		}
-		return strings.HasPrefix(path, "tradebridge/agent/engine/") && !slices.Contains(testOnly, path)
+		return strings.HasPrefix(path, "tradebridge/trading/engine/") && !slices.Contains(testOnly, path)
 	}
 	under := func(path, root string) bool { return path == root || strings.HasPrefix(path, root+"/") }
 	forbidden := func(path string) bool {

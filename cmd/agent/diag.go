@@ -26,8 +26,8 @@ import (
 
 	"tradebridge/agent"
 	"tradebridge/agent/agentlog"
-	"tradebridge/agent/bridge/ninjatrader"
-	"tradebridge/agent/bridge/ninjatrader/ntwire"
+	"tradebridge/trading/bridge/ninjatrader"
+	"tradebridge/trading/bridge/ninjatrader/ntwire"
 	"tradebridge/agent/diag"
 	"tradebridge/agent/winsvc"
 	"tradebridge/protocol"

@@ -25,7 +25,7 @@ import (
 	"tradebridge/agent/agentlog"
 	"tradebridge/agent/agentstore"
 	"tradebridge/agent/diag"
-	"tradebridge/agent/ops"
+	"tradebridge/trading/ops"
 	"tradebridge/agent/winsvc"
 	"tradebridge/cmd/internal/logflags"
 )

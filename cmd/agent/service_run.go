@@ -15,7 +15,7 @@ import (
 
 	"tradebridge/agent"
 	"tradebridge/agent/agentlog"
-	"tradebridge/agent/bridge/ninjatrader"
+	"tradebridge/trading/bridge/ninjatrader"
 	"tradebridge/agent/diag"
 	"tradebridge/agent/winsvc"
 	"tradebridge/cmd/internal/logflags"

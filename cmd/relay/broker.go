@@ -17,7 +17,7 @@ import (
 
 	"tradebridge/protocol"
 	"tradebridge/relay/broker"
-	"tradebridge/relay/broker/tradovate"
+	"tradebridge/trading/bridge/tradovate"
 	"tradebridge/relay/sealed"
 	"tradebridge/relay/store"
 )

@@ -14,7 +14,7 @@ import (
 
 	"tradebridge/relay/auth"
 	"tradebridge/relay/broker"
-	"tradebridge/relay/broker/tradovate"
+	"tradebridge/trading/bridge/tradovate"
 	"tradebridge/relay/sealed"
 	"tradebridge/relay/store"
 )

@@ -7,7 +7,7 @@ import (
 	"net/http"
 	"strings"
 
-	"tradebridge/agent/ops"
+	"tradebridge/trading/ops"
 	"tradebridge/protocol"
 	"tradebridge/relay/errcode"
 	"tradebridge/relay/httpapi"

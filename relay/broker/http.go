@@ -17,7 +17,7 @@ import (
 
 	"tradebridge/relay/admit"
 	"tradebridge/relay/auth"
-	"tradebridge/relay/broker/tradovate"
+	"tradebridge/trading/bridge/tradovate"
 	"tradebridge/relay/errcode"
 	"tradebridge/relay/httpapi"
 	"tradebridge/relay/store"

@@ -10,8 +10,8 @@ import (
 
 	"go.uber.org/zap"
 
-	"tradebridge/agent/bridge"
-	"tradebridge/agent/stack"
+	"tradebridge/trading/bridge"
+	"tradebridge/trading/stack"
 	"tradebridge/protocol"
 	"tradebridge/relay/store"
 )

@@ -11,11 +11,11 @@ import (
 
 	"go.uber.org/zap"
 
-	"tradebridge/agent/bridge"
-	"tradebridge/agent/dispatch"
-	"tradebridge/agent/ops"
+	"tradebridge/trading/bridge"
+	"tradebridge/trading/dispatch"
+	"tradebridge/trading/ops"
 	"tradebridge/protocol"
-	"tradebridge/relay/broker/tradovate"
+	"tradebridge/trading/bridge/tradovate"
 	"tradebridge/relay/hub"
 	"tradebridge/relay/keylock"
 	"tradebridge/relay/sealed"

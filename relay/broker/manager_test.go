@@ -12,9 +12,9 @@ import (
 	"github.com/stretchr/testify/require"
 	"go.uber.org/goleak"
 
-	"tradebridge/agent/bridge"
-	"tradebridge/agent/bridge/bridgetest"
-	"tradebridge/agent/bridge/sim"
+	"tradebridge/trading/bridge"
+	"tradebridge/trading/bridge/bridgetest"
+	"tradebridge/trading/bridge/sim"
 	"tradebridge/protocol"
 	"tradebridge/relay/broker"
 	"tradebridge/relay/errcode"

@@ -12,32 +12,32 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"tradebridge/agent/bridge/sim"
+	"tradebridge/trading/bridge/sim"
 	"tradebridge/relay/broker"
-	"tradebridge/relay/broker/tradovate"
-	"tradebridge/relay/broker/tradovate/tvfake"
+	"tradebridge/trading/bridge/tradovate"
+	"tradebridge/trading/bridge/tradovate/tradovatefake"
 	"tradebridge/relay/store"
 )
 
 // oauthFake is the broker's OAuth service for a test: tvfake over a
 // market of its own.
-func oauthFake(t *testing.T, f *fixture) *tvfake.Server {
+func oauthFake(t *testing.T, f *fixture) *tradovatefake.Server {
 	t.Helper()
 	market, err := sim.New(sim.Options{Clock: f.markets.clock})
 	require.NoError(t, err)
 	t.Cleanup(func() { market.Close() })
-	fake, err := tvfake.Start(tvfake.Options{Market: market})
+	fake, err := tradovatefake.Start(tradovatefake.Options{Market: market})
 	require.NoError(t, err)
 	t.Cleanup(func() { fake.Close() })
 	return fake
 }
 
 // oauthNode is a relay node that offers the OAuth link against fake.
-func (f *fixture) oauthNode(t *testing.T, fake *tvfake.Server, net *fakeNet, name string) *broker.Manager {
+func (f *fixture) oauthNode(t *testing.T, fake *tradovatefake.Server, net *fakeNet, name string) *broker.Manager {
 	t.Helper()
 	opts := broker.Options{Store: f.store, Keys: f.keys, NewPlatform: f.markets.newPlatform, Now: f.markets.clock.Now,
 		Endpoints: fake.Endpoints(),
-		OAuth: tradovate.OAuthClient{ID: tvfake.DefaultOAuthClientID, Secret: tvfake.DefaultOAuthClientSecret,
+		OAuth: tradovate.OAuthClient{ID: tradovatefake.DefaultOAuthClientID, Secret: tradovatefake.DefaultOAuthClientSecret,
 			RedirectURL: "https://relay.example/v1/tv/oauth/callback"}}
 	if net != nil {
 		opts.Node, opts.Router, opts.LeaseTTL = name, &fakeRouter{net: net, node: name}, testTTL

@@ -7,7 +7,7 @@ import (
 	"fmt"
 	"time"
 
-	"tradebridge/agent/dispatch"
+	"tradebridge/trading/dispatch"
 	"tradebridge/protocol"
 	"tradebridge/relay/store"
 )

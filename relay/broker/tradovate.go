@@ -10,8 +10,8 @@ import (
 
 	"go.uber.org/zap"
 
-	"tradebridge/agent/bridge"
-	"tradebridge/relay/broker/tradovate"
+	"tradebridge/trading/bridge"
+	"tradebridge/trading/bridge/tradovate"
 	"tradebridge/relay/errcode"
 	"tradebridge/relay/httpapi"
 )

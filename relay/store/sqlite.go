@@ -15,7 +15,7 @@ import (
 	"modernc.org/sqlite"
 	sqlite3 "modernc.org/sqlite/lib"
 
-	"tradebridge/dbfile"
+	"tradebridge/internal/dbfile"
 )
 
 // FileName is the database file inside Options.Dir.

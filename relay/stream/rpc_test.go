@@ -16,7 +16,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"tradebridge/protocol"
-	"tradebridge/relay/api"
+	"tradebridge/relay/tradeapi"
 	"tradebridge/relay/errcode"
 	"tradebridge/relay/hub"
 )
@@ -351,7 +351,7 @@ func TestKeyedWriteRepeatWhileRunningIsInProgress(t *testing.T) {
 func TestKeyedWriteIsOneRuleOnBothDoors(t *testing.T) {
 	t.Parallel()
 	e, _ := newTradingEnv(t)
-	a, err := api.New(api.Options{Caller: e.up, Auth: e.auth, Idempotency: e.store})
+	a, err := tradeapi.New(tradeapi.Options{Caller: e.up, Auth: e.auth, Idempotency: e.store})
 	require.NoError(t, err)
 	mux := http.NewServeMux()
 	a.Register(mux)
@@ -384,11 +384,11 @@ func TestKeyedWriteIsOneRuleOnBothDoors(t *testing.T) {
 	c.send(rpcFrame(1, "PlaceOrder", placeArgs("idempotencyKey", "k-x")))
 	f := c.readReply()
 	require.Equal(t, "o-1", f["orderId"])
-	status, h, m := post(place, body, api.IdempotencyKeyHeader, "k-x")
+	status, h, m := post(place, body, tradeapi.IdempotencyKeyHeader, "k-x")
 	require.Equal(t, 200, status, m)
-	require.Equal(t, "true", h.Get(api.ReplayedHeader))
+	require.Equal(t, "true", h.Get(tradeapi.ReplayedHeader))
 	require.Equal(t, "o-1", m["orderId"])
-	status, _, m = post(place, strings.Replace(body, `"quantity":1`, `"quantity":5`, 1), api.IdempotencyKeyHeader, "k-x")
+	status, _, m = post(place, strings.Replace(body, `"quantity":1`, `"quantity":5`, 1), tradeapi.IdempotencyKeyHeader, "k-x")
 	require.Equal(t, 422, status)
 	require.Equal(t, errcode.IdempotencyKeyReused, m["error"])
 
@@ -396,7 +396,7 @@ func TestKeyedWriteIsOneRuleOnBothDoors(t *testing.T) {
 	withID := strings.Replace(body, `{`, `{"orderId":"mine-7",`, 1)
 	status, h, m = post(place, withID)
 	require.Equal(t, 200, status, m)
-	require.Empty(t, h.Get(api.ReplayedHeader))
+	require.Empty(t, h.Get(tradeapi.ReplayedHeader))
 	require.Equal(t, "o-2", m["orderId"])
 	c.send(rpcFrame(2, "PlaceOrder", placeArgs("orderId", "mine-7")))
 	f = c.readReply()
@@ -404,7 +404,7 @@ func TestKeyedWriteIsOneRuleOnBothDoors(t *testing.T) {
 	require.Equal(t, "o-2", f["orderId"])
 
 	// A write with no body (FlattenEverything) too.
-	status, _, _ = post("/v1/api/positions/flatten", "", api.IdempotencyKeyHeader, "k-flat")
+	status, _, _ = post("/v1/api/positions/flatten", "", tradeapi.IdempotencyKeyHeader, "k-flat")
 	require.Equal(t, 200, status)
 	c.send(rpcFrame(3, "FlattenEverything", map[string]any{"idempotencyKey": "k-flat"}))
 	require.Equal(t, true, c.readReply()["replayed"])

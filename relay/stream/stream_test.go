@@ -22,7 +22,7 @@ import (
 	"go.uber.org/zap/zaptest/observer"
 
 	"tradebridge/protocol"
-	"tradebridge/relay/api"
+	"tradebridge/relay/tradeapi"
 	"tradebridge/relay/budget"
 	"tradebridge/relay/metrics"
 	"tradebridge/relay/store"
@@ -365,7 +365,7 @@ func TestBudgetIsSharedWithHTTP(t *testing.T) {
 	shared, err := budget.New(budget.Options{Policy: budget.Policy{Name: "trading", Rate: 60, Period: time.Minute, Burst: 4}, Now: now.Load})
 	require.NoError(t, err)
 	e := newEnv(t, func(o *Options) { o.Budget = shared })
-	a, err := api.New(api.Options{Caller: fakeCaller{}, Auth: e.auth, Idempotency: noIdempotency{}, Budget: shared})
+	a, err := tradeapi.New(tradeapi.Options{Caller: fakeCaller{}, Auth: e.auth, Idempotency: noIdempotency{}, Budget: shared})
 	require.NoError(t, err)
 	mux := http.NewServeMux()
 	a.Register(mux)

@@ -1,5 +1,5 @@
 // Command openapidump writes the trading API's OpenAPI document, the one
-// the relay serves at /v1/api/openapi.json (api.OpenAPI), to standard
+// the relay serves at /v1/api/openapi.json (tradeapi.OpenAPI), to standard
 // output, for the client generators of make clients.
 //
 // With -openapi 3.0 it writes the same document in OpenAPI 3.0 terms, for
@@ -21,13 +21,13 @@ import (
 	"strings"
 	"unicode"
 
-	"tradebridge/relay/api"
+	"tradebridge/relay/tradeapi"
 )
 
 func main() {
 	version := flag.String("openapi", "3.1", "OpenAPI version to write: 3.1 (as served) or 3.0")
 	flag.Parse()
-	doc := any(api.OpenAPI())
+	doc := any(tradeapi.OpenAPI())
 	switch *version {
 	case "3.1":
 	case "3.0":

@@ -1,0 +1,185 @@
+package tradeapi
+
+import (
+	"encoding/json"
+	"fmt"
+	"reflect"
+	"sort"
+	"strings"
+
+	"github.com/getkin/kin-openapi/openapi3"
+	"github.com/getkin/kin-openapi/openapi3gen"
+)
+
+// schemaSet turns Go types into JSON Schemas (draft 2020-12, as OpenAPI
+// 3.1 and AsyncAPI 3.0 read them) with kin-openapi's openapi3gen: every
+// struct becomes a named component (#/components/schemas/Position), shared
+// by the OpenAPI documents and the AsyncAPI document.
+//
+// The rules the generator follows, on top of openapi3gen's:
+//   - a struct field is required unless its JSON tag says omitempty;
+//   - slices are arrays, never null: the agent and package profile write
+//     empty lists as [] (the end-to-end test holds them to it);
+//   - a map without omitempty may be null (an absent map encodes so);
+//   - no OpenAPI 3.0 "nullable": the documents are 3.1;
+//   - a field tagged family:"tv" is the broker family's only: it is kept
+//     in the broker family's documents (family FamilyTV) and left out of
+//     the desktop family's.
+type schemaSet struct {
+	// family is the family whose documents the schemas are for
+	// (FamilyDesktop or FamilyTV): a field tagged with another family is
+	// left out.
+	family  string
+	schemas openapi3.Schemas
+	// names maps each component name to the Go type it was made from, so
+	// that two types of one name fail loudly instead of sharing a schema.
+	names map[string]reflect.Type
+}
+
+// newSchemaSet returns an empty set for the desktop family's documents.
+func newSchemaSet() *schemaSet { return newFamilySchemaSet(FamilyDesktop) }
+
+// newFamilySchemaSet returns an empty set for the documents of family.
+func newFamilySchemaSet(family string) *schemaSet {
+	return &schemaSet{family: family, schemas: openapi3.Schemas{}, names: map[string]reflect.Type{}}
+}
+
+const componentPrefix = "#/components/schemas/"
+
+// ref generates the schema of t, a struct type, and the schemas of the
+// structs it holds, and returns t's component name.
+func (s *schemaSet) ref(t reflect.Type) (string, error) {
+	if t.Kind() != reflect.Struct || t.Name() == "" {
+		return "", fmt.Errorf("api: %v is not a named struct type", t)
+	}
+	name := t.Name()
+	if err := s.claim(name, t); err != nil {
+		return "", err
+	}
+	if _, done := s.schemas[name]; done {
+		return name, nil
+	}
+	var nameErr error
+	gen := openapi3gen.NewGenerator(
+		openapi3gen.CreateComponentSchemas(openapi3gen.ExportComponentSchemasOptions{ExportComponentSchemas: true, ExportTopLevelSchema: true}),
+		openapi3gen.CreateTypeNameGenerator(func(t reflect.Type) string {
+			if err := s.claim(t.Name(), t); err != nil && nameErr == nil {
+				nameErr = err
+			}
+			return t.Name()
+		}),
+		openapi3gen.SchemaCustomizer(s.customize),
+	)
+	generated := openapi3.Schemas{}
+	if _, err := gen.NewSchemaRefForValue(reflect.New(t).Elem().Interface(), generated); err != nil {
+		return "", fmt.Errorf("api: generating the schema of %v: %w", t, err)
+	}
+	if nameErr != nil {
+		return "", nameErr
+	}
+	for n, sr := range generated {
+		if _, ok := s.schemas[n]; !ok {
+			s.schemas[n] = sr
+		}
+	}
+	if _, ok := s.schemas[name]; !ok {
+		return "", fmt.Errorf("api: the schema of %v was not generated", t)
+	}
+	return name, nil
+}
+
+func (s *schemaSet) claim(name string, t reflect.Type) error {
+	if prev, ok := s.names[name]; ok && prev != t {
+		return fmt.Errorf("api: two types are named %s in the API documents: %v and %v", name, prev, t)
+	}
+	s.names[name] = t
+	return nil
+}
+
+// customize applies the rules of schemaSet to each generated schema. A
+// field tagged with a family other than the set's (protocol.Order's
+// trailDistance, tagged family:"tv") is left out: only that family's
+// platforms fill it.
+func (s *schemaSet) customize(_ string, t reflect.Type, tag reflect.StructTag, schema *openapi3.Schema) error {
+	if !inFamily(tag, s.family) {
+		return &openapi3gen.ExcludeSchemaSentinel{}
+	}
+	schema.Nullable = false
+	for t.Kind() == reflect.Pointer {
+		t = t.Elem()
+	}
+	switch t.Kind() {
+	case reflect.Struct:
+		schema.Required = requiredFields(t, s.family)
+	case reflect.Map:
+		if !omitEmpty(tag) {
+			schema.Type = &openapi3.Types{openapi3.TypeObject, openapi3.TypeNull}
+		}
+	}
+	return nil
+}
+
+// requiredFields lists the JSON names of t's fields, in the documents of
+// family, that are always written: those without omitempty.
+func requiredFields(t reflect.Type, family string) []string {
+	var req []string
+	for name, required := range jsonFields(t, family) {
+		if required {
+			req = append(req, name)
+		}
+	}
+	sort.Strings(req)
+	return req
+}
+
+func omitEmpty(tag reflect.StructTag) bool {
+	_, opts, _ := strings.Cut(tag.Get("json"), ",")
+	for _, o := range strings.Split(opts, ",") {
+		if o == "omitempty" || o == "omitzero" {
+			return true
+		}
+	}
+	return false
+}
+
+// inFamily reports whether a field with tag belongs in the documents of
+// family: a field without a family tag belongs in every family's.
+func inFamily(tag reflect.StructTag, family string) bool {
+	f, tagged := tag.Lookup("family")
+	return !tagged || f == family
+}
+
+// jsonFields lists the JSON names of t's fields in the documents of family
+// and whether each is required.
+func jsonFields(t reflect.Type, family string) map[string]bool {
+	out := map[string]bool{}
+	for i := range t.NumField() {
+		f := t.Field(i)
+		tag, ok := f.Tag.Lookup("json")
+		if !ok || !f.IsExported() {
+			continue
+		}
+		name, _, _ := strings.Cut(tag, ",")
+		if name == "-" || !inFamily(f.Tag, family) {
+			continue
+		}
+		out[name] = !omitEmpty(f.Tag)
+	}
+	return out
+}
+
+// objects returns the component schemas as plain JSON values, for the
+// documents, which are built as maps.
+func (s *schemaSet) objects() (map[string]any, error) {
+	raw, err := json.Marshal(s.schemas)
+	if err != nil {
+		return nil, err
+	}
+	var out map[string]any
+	if err := json.Unmarshal(raw, &out); err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func ref(name string) object { return object{"$ref": componentPrefix + name} }

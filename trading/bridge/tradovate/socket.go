@@ -1,0 +1,324 @@
+package tradovate
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/coder/websocket"
+	"go.uber.org/zap"
+
+	"tradebridge/trading/bridge"
+	"tradebridge/trading/bridge/tradovate/tradovatewire"
+)
+
+// The socket protocol's timing.
+const (
+	// HeartbeatEvery is how often the client sends its "[]" heartbeat.
+	HeartbeatEvery = 2500 * time.Millisecond
+	// DefaultSocketDeadAfter is how long a socket may stay silent (the
+	// server sends "h" every 2.5 s) before it is taken for dead.
+	DefaultSocketDeadAfter = 10 * time.Second
+	// socketReadLimit bounds one frame (a syncrequest answer is large).
+	socketReadLimit = 64 << 20
+)
+
+// errSocketClosed reports a request on a socket that ended.
+var errSocketClosed = errors.New("tradovate: the socket closed")
+
+// errTokenRefused reports a socket whose authorize the broker refused.
+var errTokenRefused = errors.New("tradovate: the broker refused the socket's token")
+
+// socketOptions configures a socket.
+type socketOptions struct {
+	URL        string
+	Token      string
+	HTTPClient *http.Client
+	// OnEvent receives the socket's events in order, on the socket's read
+	// goroutine; it must not make requests on the same socket.
+	OnEvent   func(tradovatewire.Message)
+	DeadAfter time.Duration
+	Logger    *zap.Logger
+}
+
+// socket is one authorized websocket to the broker: requests by id with
+// their replies, events to OnEvent, heartbeats both ways. It ends when
+// the connection breaks or Close is called; it never reconnects (its
+// owner does).
+type socket struct {
+	conn *websocket.Conn
+	opts socketOptions
+	log  *zap.Logger
+
+	nextID   atomic.Int64
+	lastRecv atomic.Int64 // unix nanos
+
+	mu      sync.Mutex
+	pending map[int64]waiter
+	err     error
+	done    chan struct{}
+	wg      sync.WaitGroup
+	once    sync.Once
+}
+
+// dialSocket dials, waits for the open frame and authorizes.
+func dialSocket(ctx context.Context, opts socketOptions) (*socket, error) {
+	if opts.DeadAfter <= 0 {
+		opts.DeadAfter = DefaultSocketDeadAfter
+	}
+	if opts.Logger == nil {
+		opts.Logger = zap.NewNop()
+	}
+	conn, _, err := websocket.Dial(ctx, opts.URL, &websocket.DialOptions{HTTPClient: opts.HTTPClient})
+	if err != nil {
+		if ctx.Err() != nil {
+			return nil, ctx.Err()
+		}
+		return nil, fmt.Errorf("tradovate: dial the broker's socket: %w", unavailable(CodeBrokerUnreachable))
+	}
+	conn.SetReadLimit(socketReadLimit)
+	s := &socket{conn: conn, opts: opts, log: opts.Logger, pending: make(map[int64]waiter),
+		done: make(chan struct{})}
+	s.lastRecv.Store(time.Now().UnixNano())
+	if err := s.handshake(ctx); err != nil {
+		conn.CloseNow()
+		return nil, err
+	}
+	s.wg.Add(2)
+	go s.readLoop()
+	go s.heartbeat()
+	return s, nil
+}
+
+// handshake reads the open frame, sends authorize and reads its answer.
+func (s *socket) handshake(ctx context.Context) error {
+	ctx, cancel := context.WithTimeout(ctx, s.opts.DeadAfter)
+	defer cancel()
+	fail := func() error {
+		if ctx.Err() != nil && !errors.Is(ctx.Err(), context.DeadlineExceeded) {
+			return ctx.Err()
+		}
+		return fmt.Errorf("tradovate: the broker's socket did not open: %w", unavailable(CodeBrokerUnreachable))
+	}
+	authorized := false
+	sentAuth := false
+	for !authorized {
+		_, data, err := s.conn.Read(ctx)
+		if err != nil {
+			return fail()
+		}
+		f, err := tradovatewire.ParseFrame(data)
+		if err != nil {
+			return fail()
+		}
+		switch f.Kind {
+		case tradovatewire.FrameOpen:
+			if !sentAuth {
+				if err := s.conn.Write(ctx, websocket.MessageText, tradovatewire.FormatRequest(tradovatewire.Authorize(s.opts.Token))); err != nil {
+					return fail()
+				}
+				sentAuth = true
+			}
+		case tradovatewire.FrameClose:
+			return fail()
+		case tradovatewire.FrameArray:
+			for _, m := range f.Messages {
+				if m.IsEvent() || m.I != 0 || !sentAuth {
+					continue
+				}
+				if m.S != http.StatusOK {
+					return errTokenRefused
+				}
+				authorized = true
+			}
+		}
+	}
+	s.nextID.Store(0)
+	return nil
+}
+
+// readLoop reads frames until the connection ends.
+func (s *socket) readLoop() {
+	defer s.wg.Done()
+	for {
+		_, data, err := s.conn.Read(context.Background())
+		if err != nil {
+			s.end(errSocketClosed)
+			return
+		}
+		s.lastRecv.Store(time.Now().UnixNano())
+		f, err := tradovatewire.ParseFrame(data)
+		if err != nil {
+			s.log.Warn("tradovate: a socket frame does not parse; the socket is closed")
+			s.end(errSocketClosed)
+			return
+		}
+		switch f.Kind {
+		case tradovatewire.FrameClose:
+			s.end(errSocketClosed)
+			return
+		case tradovatewire.FrameArray:
+			for _, m := range f.Messages {
+				if m.IsEvent() {
+					if s.opts.OnEvent != nil {
+						s.opts.OnEvent(m)
+					}
+					continue
+				}
+				s.mu.Lock()
+				w, ok := s.pending[m.I]
+				delete(s.pending, m.I)
+				s.mu.Unlock()
+				if !ok {
+					continue
+				}
+				w.ch <- m
+				if w.ack != nil {
+					// Nothing after this reply is read until its
+					// requester has handled it.
+					select {
+					case <-w.ack:
+					case <-s.done:
+						return
+					}
+				}
+			}
+		}
+	}
+}
+
+// heartbeat sends "[]" every HeartbeatEvery and ends a silent socket.
+func (s *socket) heartbeat() {
+	defer s.wg.Done()
+	t := time.NewTicker(HeartbeatEvery)
+	defer t.Stop()
+	for {
+		select {
+		case <-s.done:
+			return
+		case <-t.C:
+		}
+		if time.Since(time.Unix(0, s.lastRecv.Load())) > s.opts.DeadAfter {
+			s.log.Warn("tradovate: the broker's socket went silent; it is closed")
+			s.end(errSocketClosed)
+			return
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), s.opts.DeadAfter)
+		err := s.conn.Write(ctx, websocket.MessageText, tradovatewire.ClientHeartbeat)
+		cancel()
+		if err != nil {
+			s.end(errSocketClosed)
+			return
+		}
+	}
+}
+
+// waiter is a request waiting for its reply; ack, when set, holds the
+// read loop after the reply until it is closed.
+type waiter struct {
+	ch  chan tradovatewire.Message
+	ack chan struct{}
+}
+
+// request sends a request and waits for its reply. body is encoded as
+// JSON unless it is nil.
+func (s *socket) request(ctx context.Context, endpoint, query string, body any) (tradovatewire.Message, error) {
+	return s.send(ctx, endpoint, query, body, nil)
+}
+
+// requestHeld is request, except that the socket reads nothing after the
+// reply until release is called (always call it): what the reply says is
+// applied before any event that follows it.
+func (s *socket) requestHeld(ctx context.Context, endpoint, query string, body any) (tradovatewire.Message, func(), error) {
+	ack := make(chan struct{})
+	var once sync.Once
+	release := func() { once.Do(func() { close(ack) }) }
+	m, err := s.send(ctx, endpoint, query, body, ack)
+	if err != nil {
+		release()
+		return tradovatewire.Message{}, func() {}, err
+	}
+	return m, release, nil
+}
+
+func (s *socket) send(ctx context.Context, endpoint, query string, body any, ack chan struct{}) (tradovatewire.Message, error) {
+	var b []byte
+	if body != nil {
+		var err error
+		if b, err = json.Marshal(body); err != nil {
+			return tradovatewire.Message{}, fmt.Errorf("tradovate: encode socket request: %w", err)
+		}
+	}
+	id := s.nextID.Add(1)
+	ch := make(chan tradovatewire.Message, 1)
+	s.mu.Lock()
+	if s.err != nil {
+		s.mu.Unlock()
+		return tradovatewire.Message{}, s.err
+	}
+	s.pending[id] = waiter{ch: ch, ack: ack}
+	s.mu.Unlock()
+	defer func() {
+		s.mu.Lock()
+		delete(s.pending, id)
+		s.mu.Unlock()
+	}()
+	if err := s.conn.Write(ctx, websocket.MessageText,
+		tradovatewire.FormatRequest(tradovatewire.Request{Endpoint: endpoint, ID: id, Query: query, Body: b})); err != nil {
+		if ctx.Err() != nil {
+			return tradovatewire.Message{}, ctx.Err()
+		}
+		s.end(errSocketClosed)
+		return tradovatewire.Message{}, errSocketClosed
+	}
+	select {
+	case m := <-ch:
+		return m, nil
+	case <-s.done:
+		return tradovatewire.Message{}, errSocketClosed
+	case <-ctx.Done():
+		return tradovatewire.Message{}, ctx.Err()
+	}
+}
+
+// end records why the socket ended and closes it, once.
+func (s *socket) end(err error) {
+	s.once.Do(func() {
+		s.mu.Lock()
+		s.err = err
+		s.mu.Unlock()
+		close(s.done)
+		s.conn.CloseNow()
+	})
+}
+
+// Done is closed when the socket has ended.
+func (s *socket) Done() <-chan struct{} { return s.done }
+
+// Close ends the socket and waits for its goroutines.
+func (s *socket) Close() {
+	s.end(errSocketClosed)
+	s.wg.Wait()
+}
+
+// socketUnavailable is the error of a call that needed a socket.
+func socketUnavailable(err error) error {
+	var ue *bridge.UnavailableError
+	if errors.As(err, &ue) {
+		return err
+	}
+	return fmt.Errorf("tradovate: %w", unavailable(CodeBrokerUnreachable))
+}
+
+// decodeData decodes a reply's data.
+func decodeData(d json.RawMessage, out any) error {
+	if len(d) == 0 {
+		return errors.New("tradovate: the reply has no data")
+	}
+	return json.Unmarshal(d, out)
+}
