@@ -21,14 +21,14 @@ import (
 
 	"go.uber.org/zap"
 
+	"tradebridge/agent/tunnel"
+	"tradebridge/protocol"
 	"tradebridge/trading/bridge"
 	"tradebridge/trading/dispatch"
 	"tradebridge/trading/engine"
 	"tradebridge/trading/mgmtconfig"
 	"tradebridge/trading/ops"
 	"tradebridge/trading/stack"
-	"tradebridge/agent/tunnel"
-	"tradebridge/protocol"
 )
 
 // Version is the agent's version, reported in the tunnel handshake. Release

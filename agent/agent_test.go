@@ -18,12 +18,12 @@ import (
 	"go.uber.org/zap"
 
 	"tradebridge/agent"
-	"tradebridge/trading/bridge"
-	"tradebridge/trading/bridge/sim"
 	"tradebridge/agent/diag"
-	"tradebridge/trading/ops"
 	"tradebridge/agent/tunnel"
 	"tradebridge/protocol"
+	"tradebridge/trading/bridge"
+	"tradebridge/trading/bridge/sim"
+	"tradebridge/trading/ops"
 	"tradebridge/transport"
 )
 

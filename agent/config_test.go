@@ -9,9 +9,9 @@ import (
 	"github.com/stretchr/testify/require"
 	"go.uber.org/goleak"
 
+	"tradebridge/protocol"
 	"tradebridge/trading/bridge/sim"
 	"tradebridge/trading/ops"
-	"tradebridge/protocol"
 )
 
 // testStart is a Wednesday at 10:00 New York time: the market is open.

@@ -8,9 +8,9 @@ import (
 
 	"go.uber.org/zap"
 
-	"tradebridge/trading/bridge"
 	"tradebridge/agent/diag"
 	"tradebridge/protocol"
+	"tradebridge/trading/bridge"
 )
 
 // processStart is when the agent's process started, near enough: when

@@ -10,11 +10,11 @@ import (
 	"go.uber.org/zap"
 
 	"tradebridge/agent"
+	"tradebridge/protocol"
 	"tradebridge/trading/bridge"
 	"tradebridge/trading/bridge/ninjatrader"
 	"tradebridge/trading/bridge/ninjatrader/ntfake"
 	"tradebridge/trading/bridge/sim"
-	"tradebridge/protocol"
 )
 
 // hungPlatform never answers Connections before its caller gives up, and

@@ -5,8 +5,8 @@ import (
 
 	"go.uber.org/zap"
 
-	"tradebridge/trading/dispatch"
 	"tradebridge/protocol"
+	"tradebridge/trading/dispatch"
 )
 
 // register gives the stack's dispatcher, which serves the operations

@@ -5,9 +5,9 @@ import (
 	"sync"
 	"time"
 
+	"tradebridge/protocol"
 	"tradebridge/trading/dispatch"
 	"tradebridge/trading/engine"
-	"tradebridge/protocol"
 )
 
 // memState is the State of an agent run without a state file: everything

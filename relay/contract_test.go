@@ -20,9 +20,9 @@ import (
 	"github.com/getkin/kin-openapi/routers/legacy"
 	"github.com/stretchr/testify/require"
 
-	"tradebridge/relay/tradeapi"
 	"tradebridge/relay/auth"
 	"tradebridge/relay/profile"
+	"tradebridge/relay/tradeapi"
 )
 
 var updateExamples = flag.Bool("update", false, "record the OpenAPI documents' success examples (relay/api/testdata/examples)")

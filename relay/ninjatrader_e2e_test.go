@@ -8,8 +8,8 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"tradebridge/trading/bridge/ninjatrader"
 	"tradebridge/protocol"
+	"tradebridge/trading/bridge/ninjatrader"
 )
 
 // connectionNames reads the connections the relay shows for the user.

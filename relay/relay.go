@@ -64,13 +64,12 @@ import (
 
 	"tradebridge/protocol"
 	"tradebridge/relay/admit"
-	"tradebridge/relay/tradeapi"
 	"tradebridge/relay/auth"
 	"tradebridge/relay/broker"
 	"tradebridge/relay/budget"
 	"tradebridge/relay/cluster"
-	"tradebridge/relay/errcode"
 	"tradebridge/relay/connhistory"
+	"tradebridge/relay/errcode"
 	"tradebridge/relay/httpapi"
 	"tradebridge/relay/hub"
 	"tradebridge/relay/manage"
@@ -79,6 +78,7 @@ import (
 	"tradebridge/relay/store"
 	"tradebridge/relay/stream"
 	"tradebridge/relay/support"
+	"tradebridge/relay/tradeapi"
 	"tradebridge/relay/tradecall"
 )
 

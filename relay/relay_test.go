@@ -24,16 +24,16 @@ import (
 	"go.uber.org/zap/zaptest/observer"
 
 	"tradebridge/agent"
-	"tradebridge/trading/bridge"
-	"tradebridge/trading/bridge/ninjatrader"
-	"tradebridge/trading/bridge/ninjatrader/ntfake"
-	"tradebridge/trading/bridge/sim"
-	"tradebridge/trading/ops"
 	"tradebridge/relay"
 	"tradebridge/relay/auth"
 	"tradebridge/relay/budget"
 	"tradebridge/relay/profile"
 	"tradebridge/relay/store"
+	"tradebridge/trading/bridge"
+	"tradebridge/trading/bridge/ninjatrader"
+	"tradebridge/trading/bridge/ninjatrader/ntfake"
+	"tradebridge/trading/bridge/sim"
+	"tradebridge/trading/ops"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }

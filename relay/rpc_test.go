@@ -14,15 +14,15 @@ import (
 	"go.uber.org/zap"
 
 	"tradebridge/agent"
-	"tradebridge/trading/bridge"
-	"tradebridge/trading/bridge/sim"
-	"tradebridge/trading/ops"
 	"tradebridge/agent/tunnel"
 	"tradebridge/protocol"
 	"tradebridge/relay"
 	"tradebridge/relay/auth"
 	"tradebridge/relay/hub"
 	"tradebridge/relay/store"
+	"tradebridge/trading/bridge"
+	"tradebridge/trading/bridge/sim"
+	"tradebridge/trading/ops"
 )
 
 // rpcStart is a Monday in October 2026, 10:30 in New York: the market is

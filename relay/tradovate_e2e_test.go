@@ -9,13 +9,13 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"tradebridge/trading/bridge/sim"
 	"tradebridge/protocol"
 	"tradebridge/relay"
-	"tradebridge/relay/tradeapi"
 	"tradebridge/relay/broker"
-	"tradebridge/trading/bridge/tradovate/tradovatefake"
 	"tradebridge/relay/errcode"
+	"tradebridge/relay/tradeapi"
+	"tradebridge/trading/bridge/sim"
+	"tradebridge/trading/bridge/tradovate/tradovatefake"
 )
 
 // brokerSystem is a relay whose broker family calls a fake Tradovate

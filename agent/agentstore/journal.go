@@ -8,8 +8,8 @@ import (
 	"math"
 	"time"
 
-	"tradebridge/trading/dispatch"
 	"tradebridge/protocol"
+	"tradebridge/trading/dispatch"
 )
 
 // Errors of the journal of write outcomes.

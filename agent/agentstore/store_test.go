@@ -23,9 +23,9 @@ import (
 	"go.uber.org/zap/zaptest/observer"
 
 	"tradebridge/agent/agentstore"
+	"tradebridge/protocol"
 	"tradebridge/trading/dispatch"
 	"tradebridge/trading/ops"
-	"tradebridge/protocol"
 )
 
 // The state file keeps the operations' strategy-tag ownership.

@@ -10,9 +10,9 @@ import (
 	"github.com/stretchr/testify/require"
 	"go.uber.org/zap"
 
+	"tradebridge/protocol"
 	"tradebridge/trading/bridge"
 	"tradebridge/trading/bridge/ninjatrader"
-	"tradebridge/protocol"
 )
 
 func env(m map[string]string) func(string) string { return func(k string) string { return m[k] } }

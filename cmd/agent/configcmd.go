@@ -13,8 +13,8 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"tradebridge/trading/bridge/ninjatrader"
 	"tradebridge/agent/winsvc"
+	"tradebridge/trading/bridge/ninjatrader"
 )
 
 // configKeys are the keys of `agent config set`, in the order help lists

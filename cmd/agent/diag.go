@@ -26,11 +26,11 @@ import (
 
 	"tradebridge/agent"
 	"tradebridge/agent/agentlog"
-	"tradebridge/trading/bridge/ninjatrader"
-	"tradebridge/trading/bridge/ninjatrader/ntwire"
 	"tradebridge/agent/diag"
 	"tradebridge/agent/winsvc"
 	"tradebridge/protocol"
+	"tradebridge/trading/bridge/ninjatrader"
+	"tradebridge/trading/bridge/ninjatrader/ntwire"
 )
 
 // Defaults of `agent diag`.

@@ -25,9 +25,9 @@ import (
 	"tradebridge/agent/agentlog"
 	"tradebridge/agent/agentstore"
 	"tradebridge/agent/diag"
-	"tradebridge/trading/ops"
 	"tradebridge/agent/winsvc"
 	"tradebridge/cmd/internal/logflags"
+	"tradebridge/trading/ops"
 )
 
 func main() {

@@ -15,10 +15,10 @@ import (
 
 	"tradebridge/agent"
 	"tradebridge/agent/agentlog"
-	"tradebridge/trading/bridge/ninjatrader"
 	"tradebridge/agent/diag"
 	"tradebridge/agent/winsvc"
 	"tradebridge/cmd/internal/logflags"
+	"tradebridge/trading/bridge/ninjatrader"
 )
 
 // eventMessages are the Info lines of other packages that also go to the

@@ -17,9 +17,9 @@ import (
 
 	"tradebridge/protocol"
 	"tradebridge/relay/broker"
-	"tradebridge/trading/bridge/tradovate"
 	"tradebridge/relay/sealed"
 	"tradebridge/relay/store"
+	"tradebridge/trading/bridge/tradovate"
 )
 
 // secretKeysFile is the key file inside the data directory unless

@@ -14,9 +14,9 @@ import (
 
 	"tradebridge/relay/auth"
 	"tradebridge/relay/broker"
-	"tradebridge/trading/bridge/tradovate"
 	"tradebridge/relay/sealed"
 	"tradebridge/relay/store"
+	"tradebridge/trading/bridge/tradovate"
 )
 
 // linkArgs are the arguments of relay broker link for user in dir.

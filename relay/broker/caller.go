@@ -7,11 +7,11 @@ import (
 	"net/http"
 	"strings"
 
-	"tradebridge/trading/ops"
 	"tradebridge/protocol"
 	"tradebridge/relay/errcode"
 	"tradebridge/relay/httpapi"
 	"tradebridge/relay/hub"
+	"tradebridge/trading/ops"
 )
 
 // Call implements the trading API's Caller (tradecall.Caller) for the tv

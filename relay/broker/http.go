@@ -17,10 +17,10 @@ import (
 
 	"tradebridge/relay/admit"
 	"tradebridge/relay/auth"
-	"tradebridge/trading/bridge/tradovate"
 	"tradebridge/relay/errcode"
 	"tradebridge/relay/httpapi"
 	"tradebridge/relay/store"
+	"tradebridge/trading/bridge/tradovate"
 )
 
 // Paths of the link routes.

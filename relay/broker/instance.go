@@ -10,10 +10,10 @@ import (
 
 	"go.uber.org/zap"
 
-	"tradebridge/trading/bridge"
-	"tradebridge/trading/stack"
 	"tradebridge/protocol"
 	"tradebridge/relay/store"
+	"tradebridge/trading/bridge"
+	"tradebridge/trading/stack"
 )
 
 // instance is one linked login at work: its platform, and the stack over

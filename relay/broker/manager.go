@@ -11,15 +11,15 @@ import (
 
 	"go.uber.org/zap"
 
-	"tradebridge/trading/bridge"
-	"tradebridge/trading/dispatch"
-	"tradebridge/trading/ops"
 	"tradebridge/protocol"
-	"tradebridge/trading/bridge/tradovate"
 	"tradebridge/relay/hub"
 	"tradebridge/relay/keylock"
 	"tradebridge/relay/sealed"
 	"tradebridge/relay/store"
+	"tradebridge/trading/bridge"
+	"tradebridge/trading/bridge/tradovate"
+	"tradebridge/trading/dispatch"
+	"tradebridge/trading/ops"
 )
 
 // Platform is the platform of one linked login: a bridge.Platform with a

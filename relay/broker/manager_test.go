@@ -12,15 +12,15 @@ import (
 	"github.com/stretchr/testify/require"
 	"go.uber.org/goleak"
 
-	"tradebridge/trading/bridge"
-	"tradebridge/trading/bridge/bridgetest"
-	"tradebridge/trading/bridge/sim"
 	"tradebridge/protocol"
 	"tradebridge/relay/broker"
 	"tradebridge/relay/errcode"
 	"tradebridge/relay/httpapi"
 	"tradebridge/relay/sealed"
 	"tradebridge/relay/store"
+	"tradebridge/trading/bridge"
+	"tradebridge/trading/bridge/bridgetest"
+	"tradebridge/trading/bridge/sim"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }

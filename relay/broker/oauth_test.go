@@ -12,11 +12,11 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"tradebridge/trading/bridge/sim"
 	"tradebridge/relay/broker"
+	"tradebridge/relay/store"
+	"tradebridge/trading/bridge/sim"
 	"tradebridge/trading/bridge/tradovate"
 	"tradebridge/trading/bridge/tradovate/tradovatefake"
-	"tradebridge/relay/store"
 )
 
 // oauthFake is the broker's OAuth service for a test: tvfake over a

@@ -7,9 +7,9 @@ import (
 	"fmt"
 	"time"
 
-	"tradebridge/trading/dispatch"
 	"tradebridge/protocol"
 	"tradebridge/relay/store"
+	"tradebridge/trading/dispatch"
 )
 
 // StateDB is the part of the relay's store that keeps what the

@@ -10,10 +10,10 @@ import (
 
 	"go.uber.org/zap"
 
-	"tradebridge/trading/bridge"
-	"tradebridge/trading/bridge/tradovate"
 	"tradebridge/relay/errcode"
 	"tradebridge/relay/httpapi"
+	"tradebridge/trading/bridge"
+	"tradebridge/trading/bridge/tradovate"
 )
 
 // tvPlatform is a link's Tradovate platform with its session: Run keeps

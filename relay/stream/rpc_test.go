@@ -16,9 +16,9 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"tradebridge/protocol"
-	"tradebridge/relay/tradeapi"
 	"tradebridge/relay/errcode"
 	"tradebridge/relay/hub"
+	"tradebridge/relay/tradeapi"
 )
 
 // tradingAgent answers like the agent: ListPositions with an array of

@@ -22,10 +22,10 @@ import (
 	"go.uber.org/zap/zaptest/observer"
 
 	"tradebridge/protocol"
-	"tradebridge/relay/tradeapi"
 	"tradebridge/relay/budget"
 	"tradebridge/relay/metrics"
 	"tradebridge/relay/store"
+	"tradebridge/relay/tradeapi"
 )
 
 func httpGet(t *testing.T, rawURL string, header http.Header) (int, map[string]any) {

@@ -19,12 +19,12 @@ import (
 	"go.uber.org/goleak"
 
 	"tradebridge/protocol"
-	"tradebridge/relay/tradeapi"
 	"tradebridge/relay/auth"
 	"tradebridge/relay/budget"
 	"tradebridge/relay/errcode"
 	"tradebridge/relay/hub"
 	"tradebridge/relay/store"
+	"tradebridge/relay/tradeapi"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }

@@ -15,10 +15,10 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"tradebridge/protocol"
-	"tradebridge/relay/tradeapi"
 	"tradebridge/relay/errcode"
 	"tradebridge/relay/hub"
 	"tradebridge/relay/store"
+	"tradebridge/relay/tradeapi"
 	"tradebridge/relay/tradecall"
 )
 

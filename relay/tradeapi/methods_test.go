@@ -12,8 +12,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"tradebridge/relay"
-	"tradebridge/relay/tradeapi"
 	"tradebridge/relay/store"
+	"tradebridge/relay/tradeapi"
 )
 
 // Every route of the table answers every other method on its concrete path

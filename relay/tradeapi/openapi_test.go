@@ -12,10 +12,10 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"tradebridge/protocol"
-	"tradebridge/relay/tradeapi"
 	"tradebridge/relay/errcode"
 	"tradebridge/relay/profile"
 	"tradebridge/relay/stream"
+	"tradebridge/relay/tradeapi"
 )
 
 // loadOpenAPI loads and validates the OpenAPI document of profile p with

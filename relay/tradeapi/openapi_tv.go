@@ -10,9 +10,9 @@ import (
 	"strings"
 
 	"tradebridge/protocol"
-	"tradebridge/trading/bridge/tradovate/tradovatewire"
 	"tradebridge/relay/errcode"
 	"tradebridge/relay/profile"
+	"tradebridge/trading/bridge/tradovate/tradovatewire"
 )
 
 // The broker family's machine-readable contract, served without a token

@@ -26,14 +26,14 @@ import (
 
 	"tradebridge/protocol"
 	"tradebridge/relay/admit"
-	"tradebridge/relay/tradeapi"
 	"tradebridge/relay/broker"
-	"tradebridge/trading/bridge/tradovate"
-	"tradebridge/trading/bridge/tradovate/tradovatewire"
 	"tradebridge/relay/errcode"
 	"tradebridge/relay/profile"
 	"tradebridge/relay/sealed"
 	"tradebridge/relay/store"
+	"tradebridge/relay/tradeapi"
+	"tradebridge/trading/bridge/tradovate"
+	"tradebridge/trading/bridge/tradovate/tradovatewire"
 )
 
 var update = flag.Bool("update", false, "rewrite the golden files of the broker family's OpenAPI documents (testdata/openapi.tv.json)")

@@ -8,8 +8,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"tradebridge/protocol"
-	"tradebridge/relay/tradeapi"
 	"tradebridge/relay/errcode"
+	"tradebridge/relay/tradeapi"
 	"tradebridge/relay/tradecall"
 )
 

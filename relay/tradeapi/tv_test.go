@@ -14,11 +14,11 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"tradebridge/protocol"
-	"tradebridge/relay/tradeapi"
 	"tradebridge/relay/budget"
 	"tradebridge/relay/errcode"
 	"tradebridge/relay/httpapi"
 	"tradebridge/relay/store"
+	"tradebridge/relay/tradeapi"
 )
 
 // families is the desktop API and the broker family's API on one mux,

@@ -8,8 +8,8 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"tradebridge/trading/bridge"
 	"tradebridge/futures"
+	"tradebridge/trading/bridge"
 )
 
 func TestInstrumentErrorFrom(t *testing.T) {

@@ -9,10 +9,10 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"tradebridge/protocol"
 	"tradebridge/trading/bridge/sim"
 	"tradebridge/trading/dispatch"
 	"tradebridge/trading/ops"
-	"tradebridge/protocol"
 )
 
 // BenchmarkPlaceOrder is one full PlaceOrder RPC inside the agent: the

@@ -12,8 +12,8 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"tradebridge/trading/dispatch"
 	"tradebridge/protocol"
+	"tradebridge/trading/dispatch"
 )
 
 // memJournal is a dispatch.Journal in memory; failBegin makes Begin fail.

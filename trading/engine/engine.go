@@ -19,8 +19,8 @@ import (
 	"context"
 	"time"
 
-	"tradebridge/trading/bridge"
 	"tradebridge/protocol"
+	"tradebridge/trading/bridge"
 )
 
 // Store is the engines' durable state: buckets of keyed values, each

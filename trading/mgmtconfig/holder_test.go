@@ -7,8 +7,8 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"tradebridge/trading/mgmtconfig"
 	"tradebridge/protocol"
+	"tradebridge/trading/mgmtconfig"
 )
 
 func cfg(version int64, copiers ...string) *protocol.Config {

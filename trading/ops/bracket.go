@@ -5,8 +5,8 @@ import (
 	"errors"
 	"strings"
 
-	"tradebridge/trading/bridge"
 	"tradebridge/protocol"
+	"tradebridge/trading/bridge"
 )
 
 // CancelAndBracket cancels every non-terminal order of the instrument on

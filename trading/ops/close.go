@@ -5,8 +5,8 @@ import (
 	"errors"
 	"time"
 
-	"tradebridge/trading/bridge"
 	"tradebridge/protocol"
+	"tradebridge/trading/bridge"
 )
 
 // state is one account's holding of one contract as read at one moment.

@@ -1,8 +1,8 @@
 package ops
 
 import (
-	"tradebridge/trading/dispatch"
 	"tradebridge/protocol"
+	"tradebridge/trading/dispatch"
 )
 
 // Functions returns the operations by protocol function name, for the

@@ -4,8 +4,8 @@ import (
 	"context"
 	"sync/atomic"
 
-	"tradebridge/trading/bridge"
 	"tradebridge/protocol"
+	"tradebridge/trading/bridge"
 )
 
 // The trading gate. Every order the operations place passes through one

@@ -6,8 +6,8 @@ import (
 	"strings"
 	"time"
 
-	"tradebridge/trading/bridge"
 	"tradebridge/protocol"
+	"tradebridge/trading/bridge"
 )
 
 // instrumentOrRoot picks the instrument of a market call: instrument when

@@ -12,11 +12,11 @@ import (
 	"github.com/stretchr/testify/require"
 	"go.uber.org/goleak"
 
+	"tradebridge/protocol"
 	"tradebridge/trading/bridge"
 	"tradebridge/trading/bridge/bridgetest"
 	"tradebridge/trading/bridge/ninjatrader/ntfake"
 	"tradebridge/trading/bridge/sim"
-	"tradebridge/protocol"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }

@@ -4,8 +4,8 @@ import (
 	"context"
 	"strings"
 
-	"tradebridge/trading/bridge"
 	"tradebridge/protocol"
+	"tradebridge/trading/bridge"
 )
 
 // CancelOrders cancels the account's working orders, in one instrument

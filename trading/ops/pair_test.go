@@ -7,9 +7,9 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"tradebridge/protocol"
 	"tradebridge/trading/bridge"
 	"tradebridge/trading/bridge/bridgetest"
-	"tradebridge/protocol"
 )
 
 // pairer is a platform that joins orders to an OCO group only in pairs

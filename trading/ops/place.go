@@ -5,8 +5,8 @@ import (
 	"errors"
 	"strings"
 
-	"tradebridge/trading/bridge"
 	"tradebridge/protocol"
+	"tradebridge/trading/bridge"
 )
 
 // orderFields are the fields every order-placing function shares.

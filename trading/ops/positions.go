@@ -7,8 +7,8 @@ import (
 	"sort"
 	"strings"
 
-	"tradebridge/trading/bridge"
 	"tradebridge/protocol"
+	"tradebridge/trading/bridge"
 )
 
 // checkMode validates a strategyTagMode.

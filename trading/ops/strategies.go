@@ -4,8 +4,8 @@ import (
 	"context"
 	"strings"
 
-	"tradebridge/trading/bridge"
 	"tradebridge/protocol"
+	"tradebridge/trading/bridge"
 )
 
 // ListStrategies returns the account's strategies, without the ended ones

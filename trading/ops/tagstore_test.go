@@ -10,8 +10,8 @@ import (
 	"go.uber.org/zap/zapcore"
 	"go.uber.org/zap/zaptest/observer"
 
-	"tradebridge/trading/engine"
 	"tradebridge/protocol"
+	"tradebridge/trading/engine"
 )
 
 // restart returns a new Ops over f's platform and store p, as the agent

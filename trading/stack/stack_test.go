@@ -11,6 +11,7 @@ import (
 	"go.uber.org/zap"
 	"go.uber.org/zap/zaptest/observer"
 
+	"tradebridge/protocol"
 	"tradebridge/trading/bridge"
 	"tradebridge/trading/bridge/sim"
 	"tradebridge/trading/dispatch"
@@ -18,7 +19,6 @@ import (
 	"tradebridge/trading/engine/enginetest"
 	"tradebridge/trading/mgmtconfig"
 	"tradebridge/trading/stack"
-	"tradebridge/protocol"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }

@@ -6,10 +6,10 @@ import (
 
 	"go.uber.org/goleak"
 
+	"tradebridge/protocol"
 	"tradebridge/trading/bridge"
 	"tradebridge/trading/bridge/bridgetest"
 	"tradebridge/trading/bridge/sim"
-	"tradebridge/protocol"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }

@@ -5,8 +5,8 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"tradebridge/trading/bridge"
 	"tradebridge/protocol"
+	"tradebridge/trading/bridge"
 )
 
 // trailingChecks cover the trailing order types (CapTrailingStops): the

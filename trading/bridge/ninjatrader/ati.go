@@ -3,8 +3,8 @@ package ninjatrader
 import (
 	"context"
 
-	"tradebridge/trading/bridge"
 	"tradebridge/protocol"
+	"tradebridge/trading/bridge"
 )
 
 // ATI is the fallback for when the add-on cannot be reached but

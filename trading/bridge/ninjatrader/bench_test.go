@@ -4,11 +4,11 @@ import (
 	"context"
 	"testing"
 
+	"tradebridge/protocol"
 	"tradebridge/trading/bridge"
 	"tradebridge/trading/bridge/bridgetest"
 	"tradebridge/trading/bridge/ninjatrader/ntfake"
 	"tradebridge/trading/bridge/sim"
-	"tradebridge/protocol"
 )
 
 // BenchmarkSubmitOrder places a market order and reads the positions back,

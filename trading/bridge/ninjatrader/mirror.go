@@ -7,9 +7,9 @@ import (
 
 	"go.uber.org/zap"
 
+	"tradebridge/protocol"
 	"tradebridge/trading/bridge"
 	"tradebridge/trading/bridge/ninjatrader/ntwire"
-	"tradebridge/protocol"
 )
 
 // mirror is what the bridge knows of NinjaTrader: the snapshot it took and

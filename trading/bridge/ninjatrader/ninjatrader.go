@@ -30,8 +30,8 @@ import (
 
 	"go.uber.org/zap"
 
-	"tradebridge/trading/bridge"
 	"tradebridge/protocol"
+	"tradebridge/trading/bridge"
 )
 
 // Kind is the platform kind the bridge reports.

@@ -11,10 +11,10 @@ import (
 	"strings"
 	"time"
 
-	"tradebridge/trading/bridge"
-	"tradebridge/trading/bridge/ninjatrader/ntwire"
 	"tradebridge/futures"
 	"tradebridge/protocol"
+	"tradebridge/trading/bridge"
+	"tradebridge/trading/bridge/ninjatrader/ntwire"
 )
 
 // Connections implements bridge.Platform. While the add-on cannot be

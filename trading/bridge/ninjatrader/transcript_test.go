@@ -8,10 +8,10 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"tradebridge/protocol"
 	"tradebridge/trading/bridge"
 	"tradebridge/trading/bridge/ninjatrader"
 	"tradebridge/trading/bridge/ninjatrader/ntfake"
-	"tradebridge/protocol"
 )
 
 // transcriptNow is the bridge's clock in the transcripts' tests: inside

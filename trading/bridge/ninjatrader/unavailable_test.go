@@ -11,10 +11,10 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"tradebridge/protocol"
 	"tradebridge/trading/bridge"
 	"tradebridge/trading/bridge/ninjatrader"
 	"tradebridge/trading/bridge/ninjatrader/ntwire"
-	"tradebridge/protocol"
 )
 
 // waitFor is how long a test waits for the bridge to notice a change.

@@ -10,8 +10,8 @@ import (
 
 	"go.uber.org/zap"
 
-	"tradebridge/trading/bridge"
 	"tradebridge/protocol"
+	"tradebridge/trading/bridge"
 )
 
 // Names NinjaTrader gives the orders of an ATM strategy: the entry, and the

@@ -5,9 +5,9 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"tradebridge/protocol"
 	"tradebridge/trading/bridge"
 	"tradebridge/trading/bridge/sim"
-	"tradebridge/protocol"
 )
 
 // atmOrders returns the account's orders by name (the last one of each

@@ -7,9 +7,9 @@ import (
 	"sort"
 	"time"
 
-	"tradebridge/trading/bridge"
 	"tradebridge/futures"
 	"tradebridge/protocol"
+	"tradebridge/trading/bridge"
 )
 
 // ErrBadBarsRequest is wrapped by the error of a Bars request the simulator

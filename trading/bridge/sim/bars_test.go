@@ -7,9 +7,9 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"tradebridge/protocol"
 	"tradebridge/trading/bridge"
 	"tradebridge/trading/bridge/sim"
-	"tradebridge/protocol"
 )
 
 func bars(t *testing.T, p *sim.Platform, req bridge.BarsRequest) []protocol.Bar {

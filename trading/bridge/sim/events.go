@@ -3,8 +3,8 @@ package sim
 import (
 	"context"
 
-	"tradebridge/trading/bridge"
 	"tradebridge/protocol"
+	"tradebridge/trading/bridge"
 )
 
 // eventBuffer is how many events a reader of Events may fall behind before

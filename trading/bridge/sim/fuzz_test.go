@@ -5,9 +5,9 @@ import (
 	"testing"
 	"time"
 
-	"tradebridge/trading/bridge"
 	"tradebridge/futures"
 	"tradebridge/protocol"
+	"tradebridge/trading/bridge"
 )
 
 // FuzzResolve feeds resolve instrument names as callers write them, at a

@@ -5,8 +5,8 @@ import (
 	"math"
 	"time"
 
-	"tradebridge/trading/bridge"
 	"tradebridge/futures"
+	"tradebridge/trading/bridge"
 )
 
 // contract is a futures contract the simulator trades. What contracts exist,

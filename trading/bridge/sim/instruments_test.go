@@ -8,9 +8,9 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"tradebridge/futures"
 	"tradebridge/trading/bridge"
 	"tradebridge/trading/bridge/sim"
-	"tradebridge/futures"
 )
 
 func newYorkTime(t *testing.T) *time.Location {

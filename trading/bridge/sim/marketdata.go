@@ -6,8 +6,8 @@ import (
 	"strings"
 	"time"
 
-	"tradebridge/trading/bridge"
 	"tradebridge/protocol"
+	"tradebridge/trading/bridge"
 )
 
 // DefaultTickInterval is how often Run steps the simulator when

@@ -9,9 +9,9 @@ import (
 
 	"go.uber.org/zap"
 
-	"tradebridge/trading/bridge"
 	"tradebridge/futures"
 	"tradebridge/protocol"
+	"tradebridge/trading/bridge"
 )
 
 // maxBookLevels bounds the price levels one match may take, so that a huge

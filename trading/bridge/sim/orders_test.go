@@ -10,9 +10,9 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"tradebridge/protocol"
 	"tradebridge/trading/bridge"
 	"tradebridge/trading/bridge/sim"
-	"tradebridge/protocol"
 )
 
 // esOrder is a Gtc order of Sim101 in the ES front month.

@@ -6,9 +6,9 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"tradebridge/protocol"
 	"tradebridge/trading/bridge"
 	"tradebridge/trading/bridge/sim"
-	"tradebridge/protocol"
 )
 
 func utc(y int, m time.Month, d, h, min int) time.Time {

@@ -3,8 +3,8 @@ package tradovate_test
 import (
 	"testing"
 
-	"tradebridge/trading/bridge"
 	"tradebridge/protocol"
+	"tradebridge/trading/bridge"
 	"tradebridge/trading/bridge/tradovate"
 	"tradebridge/trading/bridge/tradovate/tradovatetest"
 )

@@ -10,9 +10,9 @@ import (
 	"sync"
 	"time"
 
-	"tradebridge/trading/bridge"
 	"tradebridge/futures"
 	"tradebridge/protocol"
+	"tradebridge/trading/bridge"
 	"tradebridge/trading/bridge/tradovate/tradovatewire"
 )
 

@@ -10,10 +10,10 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"tradebridge/protocol"
 	"tradebridge/trading/bridge"
 	"tradebridge/trading/bridge/bridgetest"
 	"tradebridge/trading/bridge/sim"
-	"tradebridge/protocol"
 	"tradebridge/trading/bridge/tradovate"
 	"tradebridge/trading/bridge/tradovate/tradovatetest"
 	"tradebridge/trading/bridge/tradovate/tradovatewire"

@@ -36,11 +36,11 @@ import (
 
 	"go.uber.org/zap"
 
+	"tradebridge/protocol"
 	"tradebridge/trading/bridge"
 	"tradebridge/trading/engine"
 	"tradebridge/trading/mgmtconfig"
 	"tradebridge/trading/ops"
-	"tradebridge/protocol"
 )
 
 // DefaultTickInterval is how often Run looks at the news windows when

@@ -9,12 +9,12 @@ import (
 
 	"go.uber.org/zap"
 
+	"tradebridge/protocol"
 	"tradebridge/trading/bridge"
 	"tradebridge/trading/bridge/sim"
 	"tradebridge/trading/engine"
 	"tradebridge/trading/mgmtconfig"
 	"tradebridge/trading/ops"
-	"tradebridge/protocol"
 )
 
 // passGate passes every order, so the operations read the position of

@@ -40,10 +40,10 @@ import (
 
 	"go.uber.org/zap"
 
+	"tradebridge/protocol"
 	"tradebridge/trading/bridge"
 	"tradebridge/trading/engine"
 	"tradebridge/trading/mgmtconfig"
-	"tradebridge/protocol"
 )
 
 // Defaults of Options.

@@ -10,12 +10,12 @@ import (
 	"go.uber.org/goleak"
 	"go.uber.org/zap/zaptest"
 
+	"tradebridge/protocol"
 	"tradebridge/trading/bridge"
 	"tradebridge/trading/bridge/sim"
 	"tradebridge/trading/engine"
 	"tradebridge/trading/engine/enginetest"
 	"tradebridge/trading/ops"
-	"tradebridge/protocol"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }

@@ -10,9 +10,9 @@ import (
 
 	"go.uber.org/zap"
 
+	"tradebridge/protocol"
 	"tradebridge/trading/bridge"
 	"tradebridge/trading/ops"
-	"tradebridge/protocol"
 )
 
 // handle acts on one event of the platform.

@@ -14,11 +14,11 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"tradebridge/protocol"
 	"tradebridge/trading/bridge"
 	"tradebridge/trading/bridge/sim"
 	"tradebridge/trading/mgmtconfig"
 	"tradebridge/trading/ops"
-	"tradebridge/protocol"
 )
 
 // Wait bounds every wait for an engine to act.

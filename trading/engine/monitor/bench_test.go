@@ -10,12 +10,12 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"tradebridge/protocol"
 	"tradebridge/trading/bridge"
 	"tradebridge/trading/bridge/sim"
 	"tradebridge/trading/engine"
 	"tradebridge/trading/mgmtconfig"
 	"tradebridge/trading/ops"
-	"tradebridge/protocol"
 )
 
 // flattenClock is a platform that notes when the first Flatten reached

@@ -9,13 +9,13 @@ import (
 	"github.com/stretchr/testify/require"
 	"go.uber.org/goleak"
 
+	"tradebridge/protocol"
 	"tradebridge/trading/bridge"
 	"tradebridge/trading/bridge/sim"
 	"tradebridge/trading/engine"
 	"tradebridge/trading/engine/enginetest"
 	"tradebridge/trading/mgmtconfig"
 	"tradebridge/trading/ops"
-	"tradebridge/protocol"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }

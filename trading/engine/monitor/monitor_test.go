@@ -7,8 +7,8 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"tradebridge/trading/ops"
 	"tradebridge/protocol"
+	"tradebridge/trading/ops"
 )
 
 func TestNewValidates(t *testing.T) {

@@ -10,8 +10,8 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"tradebridge/trading/ops"
 	"tradebridge/protocol"
+	"tradebridge/trading/ops"
 )
 
 // relayTime is t as the relay stores and sends it back (JSON).

@@ -17,8 +17,8 @@ import (
 
 	"go.uber.org/zap"
 
-	"tradebridge/trading/bridge"
 	"tradebridge/protocol"
+	"tradebridge/trading/bridge"
 )
 
 // Defaults of Options.

@@ -9,8 +9,8 @@ import (
 
 	"go.uber.org/zap"
 
-	"tradebridge/trading/bridge"
 	"tradebridge/protocol"
+	"tradebridge/trading/bridge"
 )
 
 // atmStrategySuffix makes the STRATEGY ID of an ATM entry from its order

@@ -8,9 +8,9 @@ import (
 
 	"go.uber.org/zap"
 
+	"tradebridge/protocol"
 	"tradebridge/trading/bridge"
 	"tradebridge/trading/bridge/ninjatrader/ntwire"
-	"tradebridge/protocol"
 )
 
 // connectedStatus is NinjaTrader's ConnectionStatus of a working

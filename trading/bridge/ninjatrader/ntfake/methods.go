@@ -8,9 +8,9 @@ import (
 	"strings"
 	"time"
 
+	"tradebridge/protocol"
 	"tradebridge/trading/bridge"
 	"tradebridge/trading/bridge/ninjatrader/ntwire"
-	"tradebridge/protocol"
 )
 
 // requestError is a request the fake refuses before calling the

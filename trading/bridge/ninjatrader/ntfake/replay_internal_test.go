@@ -15,8 +15,8 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"tradebridge/trading/bridge/ninjatrader/ntwire"
 	"tradebridge/protocol"
+	"tradebridge/trading/bridge/ninjatrader/ntwire"
 )
 
 // Timeouts of the replayer's tests.

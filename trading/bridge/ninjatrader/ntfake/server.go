@@ -18,10 +18,10 @@ import (
 
 	"go.uber.org/zap"
 
+	"tradebridge/protocol"
 	"tradebridge/trading/bridge"
 	"tradebridge/trading/bridge/ninjatrader/ntwire"
 	"tradebridge/trading/bridge/sim"
-	"tradebridge/protocol"
 )
 
 // Defaults of Options.

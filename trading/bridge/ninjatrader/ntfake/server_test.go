@@ -14,11 +14,11 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"tradebridge/protocol"
 	"tradebridge/trading/bridge"
 	"tradebridge/trading/bridge/ninjatrader/ntfake"
 	"tradebridge/trading/bridge/ninjatrader/ntwire"
 	"tradebridge/trading/bridge/sim"
-	"tradebridge/protocol"
 )
 
 const (

@@ -78,14 +78,14 @@ type snapshotEntity struct {
 
 // syncEntity is the answer of user/syncrequest.
 type syncEntity struct {
-	Users         []userEntity          `json:"users"`
-	Accounts      []accountEntity       `json:"accounts"`
-	CashBalances  []cashBalanceEntity   `json:"cashBalances"`
-	Contracts     []contractEntity      `json:"contracts"`
-	Positions     []positionEntity      `json:"positions"`
+	Users         []userEntity                 `json:"users"`
+	Accounts      []accountEntity              `json:"accounts"`
+	CashBalances  []cashBalanceEntity          `json:"cashBalances"`
+	Contracts     []contractEntity             `json:"contracts"`
+	Positions     []positionEntity             `json:"positions"`
 	Orders        []tradovatewire.Order        `json:"orders"`
 	OrderVersions []tradovatewire.OrderVersion `json:"orderVersions"`
-	Fills         []fillEntity          `json:"fills"`
+	Fills         []fillEntity                 `json:"fills"`
 	FillFees      []tradovatewire.FillFee      `json:"fillFees"`
 }
 
