@@ -64,6 +64,7 @@ import (
 
 	"tradebridge/protocol"
 	"tradebridge/relay/admit"
+	"tradebridge/relay/agentcall"
 	"tradebridge/relay/auth"
 	"tradebridge/relay/broker"
 	"tradebridge/relay/budget"
@@ -311,7 +312,7 @@ func New(opts Options) (*Relay, error) {
 		}
 	}
 	onSession := hopts.OnSession
-	hopts.OnSession = func(e hub.SessionEvent) {
+	hopts.OnSession = func(e agentcall.SessionEvent) {
 		if onSession != nil {
 			onSession(e)
 		}
@@ -323,7 +324,7 @@ func New(opts Options) (*Relay, error) {
 	}
 	// With a bus, the users' agents are reached through the cluster,
 	// wherever they are connected.
-	var up agents = h
+	var up agentcall.Caller = h
 	var cl *cluster.Cluster
 	if opts.Bus != "" {
 		cl, err = cluster.New(cluster.Options{URL: opts.Bus, Node: opts.Node, Local: h, Prefix: opts.BusPrefix, Logger: opts.Logger,
@@ -508,7 +509,7 @@ func oneAuthorization(next http.Handler) http.Handler {
 // (protocol.ValidTrace), else a new one. The id is set on the response
 // before the handler runs, so every response carries it (and
 // httpapi.WriteError repeats it as meta.requestId); it rides the request's
-// context to the agent (hub.WithTrace) and is in the relay's log line of the
+// context to the agent (agentcall.WithTrace) and is in the relay's log line of the
 // request: debug level for successes, info for refusals and failures.
 func (r *Relay) requestIDs(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
@@ -517,7 +518,7 @@ func (r *Relay) requestIDs(next http.Handler) http.Handler {
 			id = newRequestID()
 		}
 		w.Header().Set(httpapi.RequestIDHeader, id)
-		req = req.WithContext(hub.WithTrace(req.Context(), id))
+		req = req.WithContext(agentcall.WithTrace(req.Context(), id))
 		start := time.Now()
 		sw := &httpapi.StatusRecorder{ResponseWriter: w}
 		next.ServeHTTP(sw, req)
@@ -557,13 +558,6 @@ func (r *Relay) Hub() *hub.Hub { return r.hub }
 // Cluster returns the relay's link to its other nodes; nil without a
 // bus (Options.Bus).
 func (r *Relay) Cluster() *cluster.Cluster { return r.cluster }
-
-// agents reaches the users' agents: the hub, or with a bus the cluster.
-type agents interface {
-	Call(ctx context.Context, userID, fn, requestID string, args json.RawMessage) (json.RawMessage, error)
-	Connected(userID string) bool
-	Info(userID string) (hub.Info, bool)
-}
 
 // Manage returns the relay's Management API server.
 func (r *Relay) Manage() *manage.Server { return r.manage }

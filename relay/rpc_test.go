@@ -17,6 +17,7 @@ import (
 	"tradebridge/agent/tunnel"
 	"tradebridge/protocol"
 	"tradebridge/relay"
+	"tradebridge/relay/agentcall"
 	"tradebridge/relay/auth"
 	"tradebridge/relay/hub"
 	"tradebridge/relay/store"
@@ -374,7 +375,7 @@ func TestWriteExactlyOnceAcrossReconnect(t *testing.T) {
 	// The tunnel drops while the order is being placed: the caller learns
 	// the outcome is unknown.
 	r.restart()
-	require.ErrorIs(t, <-firstErr, hub.ErrConnectionLost)
+	require.ErrorIs(t, <-firstErr, agentcall.ErrConnectionLost)
 	close(gate.release)
 	r.waitConnected()
 

@@ -13,8 +13,8 @@ import (
 	"tradebridge/agent"
 	"tradebridge/protocol"
 	"tradebridge/relay"
+	"tradebridge/relay/agentcall"
 	"tradebridge/relay/auth"
-	"tradebridge/relay/hub"
 	"tradebridge/relay/support"
 )
 
@@ -126,7 +126,7 @@ func TestSupportReadsTheAgent(t *testing.T) {
 	a = s.readAgent(tok, alice.UserID)
 	require.False(t, a.Connected)
 	e, _ = a.entryOf(session)
-	require.Equal(t, hub.ReasonAgentClosed, e.Reason)
+	require.Equal(t, agentcall.ReasonAgentClosed, e.Reason)
 	require.False(t, e.DisconnectedAt.Before(e.ConnectedAt))
 	require.Equal(t, support.SourceStored, a.DiagnosticsSource, "the diagnostics the agent sent after its Welcome were stored")
 	require.NotNil(t, a.Diagnostics)

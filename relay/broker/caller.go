@@ -8,9 +8,9 @@ import (
 	"strings"
 
 	"tradebridge/protocol"
+	"tradebridge/relay/agentcall"
 	"tradebridge/relay/errcode"
 	"tradebridge/relay/httpapi"
-	"tradebridge/relay/hub"
 	"tradebridge/trading/ops"
 )
 
@@ -30,7 +30,7 @@ import (
 //   - an account the login does not carry: 409
 //     account_identity_unresolved;
 //   - a write whose node went away or did not answer in time:
-//     hub.ErrConnectionLost or hub.ErrTimeout, which the trading API
+//     agentcall.ErrConnectionLost or agentcall.ErrTimeout, which the trading API
 //     answers 503 outcome_unknown.
 func (m *Manager) Call(ctx context.Context, userID, fn, requestID string, args json.RawMessage) (json.RawMessage, error) {
 	if strings.HasPrefix(fn, fnPrefix) {
@@ -51,10 +51,10 @@ func (m *Manager) Call(ctx context.Context, userID, fn, requestID string, args j
 	case errors.Is(err, ErrNotLinked):
 		return nil, &httpapi.Error{Status: http.StatusConflict, Code: errcode.TradovateNotLinked,
 			Detail: "no Tradovate login is linked: link one before calling the broker routes"}
-	case !write && errors.Is(err, hub.ErrConnectionLost):
+	case !write && errors.Is(err, agentcall.ErrConnectionLost):
 		return nil, &httpapi.Error{Status: http.StatusServiceUnavailable, Code: errcode.BrokerUnavailable,
 			Detail: "the broker is unavailable: the relay node running the link went away during the call; try again", RetryAfter: 1}
-	case !write && errors.Is(err, hub.ErrTimeout):
+	case !write && errors.Is(err, agentcall.ErrTimeout):
 		return nil, &httpapi.Error{Status: http.StatusGatewayTimeout, Code: errcode.DeadlineExceeded,
 			Detail: "the relay node running the broker link did not answer in time"}
 	}

@@ -13,9 +13,9 @@ import (
 	"go.uber.org/zap"
 
 	"tradebridge/protocol"
+	"tradebridge/relay/agentcall"
 	"tradebridge/relay/errcode"
 	"tradebridge/relay/httpapi"
-	"tradebridge/relay/hub"
 )
 
 // The Manager's entry points other than the trading calls, as they travel
@@ -99,7 +99,7 @@ func (m *Manager) routed(ctx context.Context, userID, fn, requestID string, args
 			return in.run(ctx, fn, requestID, args)
 		}
 		raw, err := m.opts.Router.Forward(ctx, userID, fn, requestID, args)
-		if !errors.Is(err, hub.ErrNotConnected) {
+		if !errors.Is(err, agentcall.ErrNotConnected) {
 			return raw, err
 		}
 		if tookOver {
@@ -128,7 +128,7 @@ func (m *Manager) movingError() error {
 
 // handler answers the calls other nodes forward for the user: they run
 // in the user's instance on this node. A node that does not run it (any
-// more) answers hub.ErrNotConnected, so that the caller's node takes the
+// more) answers agentcall.ErrNotConnected, so that the caller's node takes the
 // lease over.
 func (m *Manager) handler(userID string) func(ctx context.Context, fn, requestID string, args json.RawMessage) (json.RawMessage, error) {
 	return func(ctx context.Context, fn, requestID string, args json.RawMessage) (json.RawMessage, error) {
@@ -140,7 +140,7 @@ func (m *Manager) handler(userID string) func(ctx context.Context, fn, requestID
 		}
 		in := m.running(userID)
 		if in == nil {
-			return nil, hub.ErrNotConnected
+			return nil, agentcall.ErrNotConnected
 		}
 		raw, err := in.run(ctx, fn, requestID, args)
 		return raw, forwardedError(err)
@@ -149,19 +149,19 @@ func (m *Manager) handler(userID string) func(ctx context.Context, fn, requestID
 
 // forwardedError is err as it travels back over the Router: the errors
 // of the instance (a *protocol.Error, an *httpapi.Error) as they are, a
-// context that ended as hub.ErrTimeout, a node closing as
-// hub.ErrNotConnected, anything else as protocol's internal error.
+// context that ended as agentcall.ErrTimeout, a node closing as
+// agentcall.ErrNotConnected, anything else as protocol's internal error.
 func forwardedError(err error) error {
 	var pe *protocol.Error
 	var he *httpapi.Error
 	switch {
 	case err == nil, errors.As(err, &pe), errors.As(err, &he),
-		errors.Is(err, hub.ErrNotConnected), errors.Is(err, hub.ErrTimeout), errors.Is(err, hub.ErrConnectionLost):
+		errors.Is(err, agentcall.ErrNotConnected), errors.Is(err, agentcall.ErrTimeout), errors.Is(err, agentcall.ErrConnectionLost):
 		return err
 	case errors.Is(err, errClosed), errors.Is(err, errLeased):
-		return hub.ErrNotConnected
+		return agentcall.ErrNotConnected
 	case errors.Is(err, context.DeadlineExceeded), errors.Is(err, context.Canceled):
-		return hub.ErrTimeout
+		return agentcall.ErrTimeout
 	}
 	return protocol.NewError(protocol.CodeInternal, "the relay node running the broker link failed to answer")
 }
@@ -185,7 +185,7 @@ func (m *Manager) refreshElsewhere(ctx context.Context, userID string) {
 	if m.opts.Router == nil || m.running(userID) != nil {
 		return
 	}
-	if _, err := m.opts.Router.Forward(ctx, userID, fnRefresh, "", nil); err != nil && !errors.Is(err, hub.ErrNotConnected) {
+	if _, err := m.opts.Router.Forward(ctx, userID, fnRefresh, "", nil); err != nil && !errors.Is(err, agentcall.ErrNotConnected) {
 		m.log.Warn("telling the relay node running a broker link that it changed; it sees the change on its next look",
 			zap.String("user", userID), zap.Error(err))
 	}

@@ -14,10 +14,10 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"tradebridge/protocol"
+	"tradebridge/relay/agentcall"
 	"tradebridge/relay/broker"
 	"tradebridge/relay/errcode"
 	"tradebridge/relay/httpapi"
-	"tradebridge/relay/hub"
 	"tradebridge/relay/store"
 )
 
@@ -107,7 +107,7 @@ func (r *fakeRouter) Forward(ctx context.Context, userID, fn, requestID string, 
 	list := n.serving[userID]
 	if len(list) == 0 {
 		n.mu.Unlock()
-		return nil, hub.ErrNotConnected
+		return nil, agentcall.ErrNotConnected
 	}
 	s := list[len(list)-1]
 	n.answered[s.node]++
@@ -132,7 +132,7 @@ func overTheWire(err error) error {
 		c := *he
 		return &c
 	}
-	for _, s := range []error{hub.ErrNotConnected, hub.ErrConnectionLost, hub.ErrTimeout} {
+	for _, s := range []error{agentcall.ErrNotConnected, agentcall.ErrConnectionLost, agentcall.ErrTimeout} {
 		if errors.Is(err, s) {
 			return s
 		}

@@ -12,7 +12,7 @@ import (
 	"go.uber.org/zap"
 
 	"tradebridge/protocol"
-	"tradebridge/relay/hub"
+	"tradebridge/relay/agentcall"
 	"tradebridge/relay/keylock"
 	"tradebridge/relay/sealed"
 	"tradebridge/relay/store"
@@ -555,7 +555,7 @@ func (m *Manager) CheckMonitorRestart(ctx context.Context, userID string, mon pr
 		return protocol.RestartVerdict{}, fmt.Errorf("broker: %w", err)
 	}
 	raw, err := m.routed(ctx, userID, fnCheckMonitorRestart, "", args)
-	if errors.Is(err, hub.ErrTimeout) {
+	if errors.Is(err, agentcall.ErrTimeout) {
 		err = fmt.Errorf("%w: %w", err, context.DeadlineExceeded)
 	}
 	if err != nil {

@@ -8,10 +8,10 @@
 // holds is served by the local hub with no NATS at all; any other user's
 // call is a NATS request on the user's subject, which the node holding the
 // agent queue-subscribes to while it does. No node subscribed means the
-// agent is connected nowhere: the call fails with hub.ErrNotConnected at
+// agent is connected nowhere: the call fails with agentcall.ErrNotConnected at
 // once. The serving node sends heartbeats while the call runs, so a
 // caller whose serving node died learns it within
-// Options.HeartbeatTimeout (hub.ErrConnectionLost: the outcome is
+// Options.HeartbeatTimeout (agentcall.ErrConnectionLost: the outcome is
 // unknown); results larger than the server's max payload travel in parts;
 // errors travel as codes and come back as the same values (the hub's
 // sentinels, *protocol.Error, *httpapi.Error).
@@ -48,6 +48,7 @@ import (
 	"go.uber.org/zap"
 
 	"tradebridge/protocol"
+	"tradebridge/relay/agentcall"
 	"tradebridge/relay/hub"
 )
 
@@ -55,9 +56,9 @@ import (
 // serving node's (see Cluster.Call).
 var (
 	// ErrBusDown: the node is not connected to NATS, so it reaches no
-	// other node; nothing was sent. It matches hub.ErrNotConnected
+	// other node; nothing was sent. It matches agentcall.ErrNotConnected
 	// (errors.Is), so that the trading API answers 408.
-	ErrBusDown = fmt.Errorf("cluster: the bus is unreachable: %w", hub.ErrNotConnected)
+	ErrBusDown = fmt.Errorf("cluster: the bus is unreachable: %w", agentcall.ErrNotConnected)
 	// ErrProtocol: a node sent a message this node cannot read.
 	ErrProtocol = errors.New("cluster: malformed message from another node")
 	// ErrReplyTooLarge: a result exceeded Options.MaxReply.
@@ -68,7 +69,7 @@ var (
 type Local interface {
 	Call(ctx context.Context, userID, fn, requestID string, args json.RawMessage) (json.RawMessage, error)
 	Connected(userID string) bool
-	Info(userID string) (hub.Info, bool)
+	Info(userID string) (agentcall.Info, bool)
 	// Evict ends the user's tunnel of that session if it is still the
 	// live one, as replaced.
 	Evict(userID, sessionID string) bool
@@ -111,7 +112,7 @@ type Options struct {
 	HeartbeatInterval time.Duration
 	// HeartbeatTimeout is how long a caller waits without hearing from
 	// the serving node before it gives the call up as
-	// hub.ErrConnectionLost. Default 3 × HeartbeatInterval.
+	// agentcall.ErrConnectionLost. Default 3 × HeartbeatInterval.
 	HeartbeatTimeout time.Duration
 	// MaxReply bounds a result the caller accepts. Default 64 MiB.
 	MaxReply int
@@ -327,7 +328,7 @@ func (c *Cluster) abort() {
 }
 
 // Close leaves the cluster: it stops serving other nodes' requests, fails
-// the calls this node is waiting on with hub.ErrConnectionLost, waits for
+// the calls this node is waiting on with agentcall.ErrConnectionLost, waits for
 // its goroutines, and closes its own NATS connection. Close the local hub
 // first, so that its calls end and its statuses reach the other nodes. It
 // is idempotent.
@@ -374,10 +375,10 @@ func (c *Cluster) Close() error {
 
 // Call runs fn on userID's agent wherever it is connected: on the local
 // hub when it holds the user, else on the node that does. Its errors are
-// the hub's, wherever the call ran: hub.ErrNotConnected (connected
+// the hub's, wherever the call ran: agentcall.ErrNotConnected (connected
 // nowhere, or the bus is down: ErrBusDown; nothing was sent),
-// hub.ErrConnectionLost (the tunnel or the serving node went away during
-// the call: the outcome is unknown), hub.ErrTimeout, hub.ErrClosed, and
+// agentcall.ErrConnectionLost (the tunnel or the serving node went away during
+// the call: the outcome is unknown), agentcall.ErrTimeout, agentcall.ErrClosed, and
 // the agent's *protocol.Error; context.Canceled when ctx was.
 //
 // protocol.FnSetSubscriptions is the node's whole set of instruments for
@@ -388,7 +389,7 @@ func (c *Cluster) Call(ctx context.Context, userID, fn, requestID string, args j
 		return c.setSubscriptions(ctx, userID, args)
 	}
 	res, err := c.opts.Local.Call(ctx, userID, fn, requestID, args)
-	if !errors.Is(err, hub.ErrNotConnected) || userID == "" {
+	if !errors.Is(err, agentcall.ErrNotConnected) || userID == "" {
 		return res, err
 	}
 	// Not held here (nothing was sent): ask the node that holds it.
@@ -405,30 +406,30 @@ func (c *Cluster) Connected(userID string) bool {
 }
 
 // Info returns the handshake of userID's live tunnel, wherever it is.
-func (c *Cluster) Info(userID string) (hub.Info, bool) {
+func (c *Cluster) Info(userID string) (agentcall.Info, bool) {
 	if info, ok := c.opts.Local.Info(userID); ok {
 		return info, true
 	}
 	return c.remoteInfo(userID)
 }
 
-func (c *Cluster) remoteInfo(userID string) (hub.Info, bool) {
+func (c *Cluster) remoteInfo(userID string) (agentcall.Info, bool) {
 	if userID == "" {
-		return hub.Info{}, false
+		return agentcall.Info{}, false
 	}
 	ctx, cancel := context.WithTimeout(c.ctx, c.opts.InfoTimeout)
 	defer cancel()
 	res, err := c.request(ctx, c.subj.agent(userID), OpInfo, "", "", nil)
 	if err != nil {
-		if !errors.Is(err, hub.ErrNotConnected) {
+		if !errors.Is(err, agentcall.ErrNotConnected) {
 			c.log.Debug("asking for an agent's tunnel failed", zap.String("user", userID), zap.Error(err))
 		}
-		return hub.Info{}, false
+		return agentcall.Info{}, false
 	}
 	var m infoMsg
 	if err := json.Unmarshal(res, &m); err != nil {
 		c.log.Warn("malformed tunnel info from another node", zap.String("user", userID), zap.Error(err))
-		return hub.Info{}, false
+		return agentcall.Info{}, false
 	}
 	return m.info(), true
 }
@@ -490,7 +491,7 @@ func (c *Cluster) release(userID string) {
 	c.mu.Unlock()
 	if h != nil {
 		// Requests that reach this node until the server knows are
-		// answered hub.ErrNotConnected (dispatch), not dropped.
+		// answered agentcall.ErrNotConnected (dispatch), not dropped.
 		_ = h.sub.Drain()
 	}
 }

@@ -12,6 +12,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"tradebridge/protocol"
+	"tradebridge/relay/agentcall"
 	"tradebridge/relay/broker"
 	"tradebridge/relay/cluster"
 	"tradebridge/relay/httpapi"
@@ -64,7 +65,7 @@ func TestClusterCallThroughNonHoldingNode(t *testing.T) {
 	a.hub.connect("usr 1/ü.*>", time.Now()) // any user id makes a subject
 	b.waitReach(t, "usr 1/ü.*>")
 	for _, n := range []*node{a, b, c} {
-		ctx, cancel := context.WithTimeout(hub.WithTrace(context.Background(), "req-abc"), 2*time.Second)
+		ctx, cancel := context.WithTimeout(agentcall.WithTrace(context.Background(), "req-abc"), 2*time.Second)
 		out, err := n.cl.Call(ctx, "usr 1/ü.*>", "Echo", "rid-1", json.RawMessage(`{"x":1}`))
 		cancel()
 		require.NoError(t, err, n.name)
@@ -93,7 +94,7 @@ func TestClusterLocalCallNeedsNoBus(t *testing.T) {
 	require.Contains(t, string(out), `"fn":"Echo"`)
 	require.True(t, a.cl.Connected("u"))
 	_, err = a.call(t, "nobody", "Echo", 1, time.Second)
-	require.ErrorIs(t, err, hub.ErrNotConnected)
+	require.ErrorIs(t, err, agentcall.ErrNotConnected)
 }
 
 // No node holding the user is an answer at once, not a timeout.
@@ -102,7 +103,7 @@ func TestClusterNoRespondersIsNotConnectedAtOnce(t *testing.T) {
 	_, b, _ := cluster3(t)
 	start := time.Now()
 	_, err := b.call(t, "nobody", "Echo", 1, 10*time.Second)
-	require.ErrorIs(t, err, hub.ErrNotConnected)
+	require.ErrorIs(t, err, agentcall.ErrNotConnected)
 	require.Less(t, time.Since(start), time.Second)
 	require.False(t, b.cl.Connected("nobody"))
 	_, ok := b.cl.Info("nobody")
@@ -143,7 +144,7 @@ func TestClusterErrorsRoundTrip(t *testing.T) {
 }
 
 // The caller's deadline holds on the holder: a call that outlives it is
-// hub.ErrTimeout, at the deadline.
+// agentcall.ErrTimeout, at the deadline.
 func TestClusterDeadlinePropagates(t *testing.T) {
 	t.Parallel()
 	a, b, _ := cluster3(t)
@@ -158,7 +159,7 @@ func TestClusterDeadlinePropagates(t *testing.T) {
 
 	start := time.Now()
 	_, err = b.call(t, "u", "Block", 1, 300*time.Millisecond)
-	require.ErrorIs(t, err, hub.ErrTimeout)
+	require.ErrorIs(t, err, agentcall.ErrTimeout)
 	require.GreaterOrEqual(t, time.Since(start), 300*time.Millisecond)
 	require.Less(t, time.Since(start), 2*time.Second)
 
@@ -173,7 +174,7 @@ func TestClusterDeadlinePropagates(t *testing.T) {
 }
 
 // A holder that dies during a call leaves its caller with
-// hub.ErrConnectionLost after a few heartbeats, not at the deadline.
+// agentcall.ErrConnectionLost after a few heartbeats, not at the deadline.
 func TestClusterHolderKilledMidCall(t *testing.T) {
 	t.Parallel()
 	a, b, _ := cluster3(t)
@@ -191,14 +192,14 @@ func TestClusterHolderKilledMidCall(t *testing.T) {
 	a.nc.Close() // the node dies: no more heartbeats
 	select {
 	case err := <-errc:
-		require.ErrorIs(t, err, hub.ErrConnectionLost)
+		require.ErrorIs(t, err, agentcall.ErrConnectionLost)
 		require.Less(t, time.Since(start), 5*time.Second)
 	case <-time.After(10 * time.Second):
 		t.Fatal("the caller waited for the dead holder")
 	}
 	// Its subject is gone with it: the user is connected nowhere.
 	_, err := b.call(t, "u", "Echo", 1, 5*time.Second)
-	require.ErrorIs(t, err, hub.ErrNotConnected)
+	require.ErrorIs(t, err, agentcall.ErrNotConnected)
 }
 
 // A reply larger than the server's max payload arrives whole.
@@ -395,17 +396,17 @@ func TestClusterRouteServeForward(t *testing.T) {
 			return nil, protocol.NewError(protocol.CodeOrderRejected, "tradovate says no")
 		}
 		dl, _ := ctx.Deadline()
-		return json.Marshal(echo{Fn: fn, RequestID: requestID, Trace: hub.TraceFrom(ctx), Args: args, LeftMs: time.Until(dl).Milliseconds()})
+		return json.Marshal(echo{Fn: fn, RequestID: requestID, Trace: agentcall.TraceFrom(ctx), Args: args, LeftMs: time.Until(dl).Milliseconds()})
 	}
 	start := time.Now()
 	_, err := rb.Forward(context.Background(), "u", "Echo", "", nil)
-	require.ErrorIs(t, err, hub.ErrNotConnected)
+	require.ErrorIs(t, err, agentcall.ErrNotConnected)
 	require.Less(t, time.Since(start), time.Second)
 
 	stop, err := ra.Serve("u", h)
 	require.NoError(t, err)
 	for _, r := range []*cluster.Route{rb, ra} { // forwarded, then local
-		ctx, cancel := context.WithTimeout(hub.WithTrace(context.Background(), "trace-1"), time.Second)
+		ctx, cancel := context.WithTimeout(agentcall.WithTrace(context.Background(), "trace-1"), time.Second)
 		out, err := r.Forward(ctx, "u", "Echo", "rid", json.RawMessage(`{"y":2}`))
 		cancel()
 		require.NoError(t, err)
@@ -418,17 +419,17 @@ func TestClusterRouteServeForward(t *testing.T) {
 	require.ErrorIs(t, err, &protocol.Error{Code: protocol.CodeOrderRejected})
 	// Another service of the same user is not served.
 	_, err = b.cl.Route("other").Forward(context.Background(), "u", "Echo", "", nil)
-	require.ErrorIs(t, err, hub.ErrNotConnected)
+	require.ErrorIs(t, err, agentcall.ErrNotConnected)
 	// The agent subject is not the service's either.
 	_, err = b.call(t, "u", "Echo", 1, time.Second)
-	require.ErrorIs(t, err, hub.ErrNotConnected)
+	require.ErrorIs(t, err, agentcall.ErrNotConnected)
 
 	stop()
 	stop()
 	_, err = rb.Forward(context.Background(), "u", "Echo", "", nil)
-	require.ErrorIs(t, err, hub.ErrNotConnected)
+	require.ErrorIs(t, err, agentcall.ErrNotConnected)
 	_, err = ra.Forward(context.Background(), "u", "Echo", "", nil)
-	require.ErrorIs(t, err, hub.ErrNotConnected)
+	require.ErrorIs(t, err, agentcall.ErrNotConnected)
 	mu.Lock()
 	defer mu.Unlock()
 	require.Equal(t, []string{"Echo", "Echo", "Fail"}, ran)
@@ -453,7 +454,7 @@ func TestClusterBusDown(t *testing.T) {
 	}, 5*time.Second, 5*time.Millisecond)
 	start := time.Now()
 	_, err := b.call(t, "theirs", "Echo", 1, 5*time.Second)
-	require.ErrorIs(t, err, hub.ErrNotConnected, "a 408, nothing sent")
+	require.ErrorIs(t, err, agentcall.ErrNotConnected, "a 408, nothing sent")
 	require.Less(t, time.Since(start), 100*time.Millisecond, "nothing waits for the bus")
 	_, err = b.call(t, "mine", "Echo", 1, time.Second)
 	require.NoError(t, err)

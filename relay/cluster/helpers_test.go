@@ -19,6 +19,7 @@ import (
 	"go.uber.org/zap/zaptest"
 
 	"tradebridge/protocol"
+	"tradebridge/relay/agentcall"
 	"tradebridge/relay/cluster"
 	"tradebridge/relay/httpapi"
 	"tradebridge/relay/hub"
@@ -92,14 +93,14 @@ func (f *fakeHub) Connected(user string) bool {
 	return f.agents[user] != nil
 }
 
-func (f *fakeHub) Info(user string) (hub.Info, bool) {
+func (f *fakeHub) Info(user string) (agentcall.Info, bool) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	a := f.agents[user]
 	if a == nil {
-		return hub.Info{}, false
+		return agentcall.Info{}, false
 	}
-	return hub.Info{SessionID: a.session, ConnectedAt: a.at, RemoteAddr: "192.0.2.7",
+	return agentcall.Info{SessionID: a.session, ConnectedAt: a.at, RemoteAddr: "192.0.2.7",
 		Hello: protocol.Hello{ProtocolVersion: protocol.ProtocolVersion, AgentVersion: "test", Platform: "sim",
 			Connections: []protocol.Connection{{Name: "Sim", Status: "Connected", Accounts: []string{"Sim101"}}}},
 		Diagnostics:   &protocol.Diagnostics{AgentVersion: "test", OS: "linux/amd64"},
@@ -150,7 +151,7 @@ type echo struct {
 }
 
 // Call runs the fake agent's functions: Echo, Block (until released or
-// the deadline: hub.ErrTimeout), Big (args: a byte count), the errors of
+// the deadline: agentcall.ErrTimeout), Big (args: a byte count), the errors of
 // failures (Fail, args naming one), and FnSetSubscriptions (roots
 // resolve to their December contract, names beginning with X are
 // unknown).
@@ -162,19 +163,19 @@ func (f *fakeHub) Call(ctx context.Context, user, fn, requestID string, args jso
 	}
 	f.mu.Unlock()
 	if a == nil {
-		return nil, hub.ErrNotConnected
+		return nil, agentcall.ErrNotConnected
 	}
 	switch fn {
 	case "Echo":
 		dl, _ := ctx.Deadline()
-		return json.Marshal(echo{Fn: fn, RequestID: requestID, Trace: hub.TraceFrom(ctx), Args: args,
+		return json.Marshal(echo{Fn: fn, RequestID: requestID, Trace: agentcall.TraceFrom(ctx), Args: args,
 			LeftMs: time.Until(dl).Milliseconds()})
 	case "Block":
 		select {
 		case <-f.block:
 			return json.RawMessage(`{"released":true}`), nil
 		case <-ctx.Done():
-			return nil, hub.ErrTimeout
+			return nil, agentcall.ErrTimeout
 		}
 	case "Big":
 		var n int
@@ -214,10 +215,10 @@ func (f *fakeHub) Call(ctx context.Context, user, fn, requestID string, args jso
 
 // failures are the errors "Fail" returns, by name.
 var failures = map[string]error{
-	"notConnected":   hub.ErrNotConnected,
-	"connectionLost": hub.ErrConnectionLost,
-	"timeout":        hub.ErrTimeout,
-	"closed":         hub.ErrClosed,
+	"notConnected":   agentcall.ErrNotConnected,
+	"connectionLost": agentcall.ErrConnectionLost,
+	"timeout":        agentcall.ErrTimeout,
+	"closed":         agentcall.ErrClosed,
 	"canceled":       context.Canceled,
 	"agent":          protocol.NewError(protocol.CodeNoPosition, "no position on Sim101"),
 	"http": &httpapi.Error{Status: 429, Code: "rate_limited", Detail: "slow down", RetryAfter: 3, Policy: "broker",

@@ -5,8 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-
-	"tradebridge/relay/hub"
+	"tradebridge/relay/agentcall"
 )
 
 // Handler serves the calls of a routed service for one user.
@@ -29,7 +28,7 @@ func (c *Cluster) Route(service string) *Route { return &Route{c: c, service: se
 // own, with the caller's deadline and trace id in its context; h's errors
 // travel to Forward's caller as Cluster.Call's do. Two nodes serving the
 // same user share its calls (one node each call); the broker's lease keeps
-// it to one. It fails with hub.ErrClosed once the Cluster is closed.
+// it to one. It fails with agentcall.ErrClosed once the Cluster is closed.
 func (r *Route) Serve(userID string, h func(ctx context.Context, fn, requestID string, args json.RawMessage) (json.RawMessage, error)) (stop func(), err error) {
 	if userID == "" || h == nil {
 		return nil, errors.New("cluster: Route.Serve needs a user and a handler")
@@ -39,7 +38,7 @@ func (r *Route) Serve(userID string, h func(ctx context.Context, fn, requestID s
 	c.mu.Lock()
 	if c.closed {
 		c.mu.Unlock()
-		return nil, hub.ErrClosed
+		return nil, agentcall.ErrClosed
 	}
 	sub, err := c.nc.ChanQueueSubscribe(subject, QueueGroup, c.reqCh)
 	if err != nil {
@@ -64,15 +63,15 @@ func (r *Route) Serve(userID string, h func(ctx context.Context, fn, requestID s
 		}
 		c.mu.Unlock()
 		// Calls that reach this node until the server knows are answered
-		// hub.ErrNotConnected, not dropped.
+		// agentcall.ErrNotConnected, not dropped.
 		_ = sub.Drain()
 	}, nil
 }
 
 // Forward runs fn on the node serving userID (this one, with no NATS, when
 // it does) and returns what its handler returned. When no node serves
-// userID it returns hub.ErrNotConnected at once; when the serving node
-// goes away during the call, hub.ErrConnectionLost.
+// userID it returns agentcall.ErrNotConnected at once; when the serving node
+// goes away during the call, agentcall.ErrConnectionLost.
 func (r *Route) Forward(ctx context.Context, userID, fn, requestID string, args json.RawMessage) (json.RawMessage, error) {
 	c := r.c
 	subject := c.subj.service(r.service, userID)
@@ -88,7 +87,7 @@ func (r *Route) Forward(ctx context.Context, userID, fn, requestID string, args 
 		return t.h(ctx, fn, requestID, args)
 	}
 	if userID == "" {
-		return nil, hub.ErrNotConnected
+		return nil, agentcall.ErrNotConnected
 	}
 	return c.request(ctx, subject, OpCall, fn, requestID, args)
 }

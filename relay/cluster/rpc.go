@@ -14,7 +14,7 @@ import (
 	"go.uber.org/zap"
 
 	"tradebridge/protocol"
-	"tradebridge/relay/hub"
+	"tradebridge/relay/agentcall"
 )
 
 // callMux receives the replies of this node's requests: one subscription
@@ -95,7 +95,7 @@ func (m *callMux) close(reply string, p *pendingCall) {
 // side of every node-to-node call.
 func (c *Cluster) request(ctx context.Context, subject, op, fn, requestID string, args json.RawMessage) (json.RawMessage, error) {
 	if c.isClosed() {
-		return nil, hub.ErrClosed
+		return nil, agentcall.ErrClosed
 	}
 	if c.nc.Status() != nats.CONNECTED {
 		c.busDown("a call", nil)
@@ -109,7 +109,7 @@ func (c *Cluster) request(ctx context.Context, subject, op, fn, requestID string
 	deadline, _ := ctx.Deadline()
 	left := time.Until(deadline)
 	if left <= 0 {
-		return nil, hub.ErrTimeout
+		return nil, agentcall.ErrTimeout
 	}
 	reply, p := c.calls.open()
 	defer c.calls.close(reply, p)
@@ -124,7 +124,7 @@ func (c *Cluster) request(ctx context.Context, subject, op, fn, requestID string
 	if requestID != "" {
 		msg.Header.Set(HeaderRequestID, requestID)
 	}
-	if tr := hub.TraceFrom(ctx); tr != "" {
+	if tr := agentcall.TraceFrom(ctx); tr != "" {
 		msg.Header.Set(HeaderTrace, tr)
 	}
 	if err := c.nc.PublishMsg(msg); err != nil {
@@ -142,7 +142,7 @@ func (c *Cluster) request(ctx context.Context, subject, op, fn, requestID string
 		select {
 		case m := <-p.ch:
 			if noResponders(m) {
-				return nil, hub.ErrNotConnected
+				return nil, agentcall.ErrNotConnected
 			}
 			silence.Reset(c.opts.HeartbeatTimeout)
 			switch replyKind(m) {
@@ -180,14 +180,14 @@ func (c *Cluster) request(ctx context.Context, subject, op, fn, requestID string
 			// The serving node stopped answering: it may have run the
 			// call.
 			c.log.Info("the serving node went silent during a call", zap.String("fn", fn))
-			return nil, hub.ErrConnectionLost
+			return nil, agentcall.ErrConnectionLost
 		case <-ctx.Done():
 			if errors.Is(ctx.Err(), context.DeadlineExceeded) {
-				return nil, hub.ErrTimeout
+				return nil, agentcall.ErrTimeout
 			}
 			return nil, ctx.Err()
 		case <-c.ctx.Done():
-			return nil, hub.ErrConnectionLost
+			return nil, agentcall.ErrConnectionLost
 		}
 	}
 }
@@ -208,20 +208,20 @@ func (c *Cluster) dispatch(m *nats.Msg) {
 	}
 	if t == nil || (t.kind != targetAgent && t.kind != targetService) {
 		// Left meanwhile: nothing ran.
-		c.replyError(m.Reply, hub.ErrNotConnected)
+		c.replyError(m.Reply, agentcall.ErrNotConnected)
 		return
 	}
 	switch op := m.Header.Get(HeaderOp); {
 	case op == OpInfo && t.kind == targetAgent:
 		info, ok := c.opts.Local.Info(t.user)
 		if !ok {
-			c.replyError(m.Reply, hub.ErrNotConnected)
+			c.replyError(m.Reply, agentcall.ErrNotConnected)
 			return
 		}
 		c.replyResult(m.Reply, mustJSON(infoToWire(info)))
 	case op == OpCall:
 		if !c.goTracked(func() { c.serve(m, t) }) {
-			c.replyError(m.Reply, hub.ErrNotConnected)
+			c.replyError(m.Reply, agentcall.ErrNotConnected)
 		}
 	default:
 		c.replyError(m.Reply, &RemoteError{Detail: fmt.Sprintf("unknown operation %q", op)})
@@ -237,7 +237,7 @@ func (c *Cluster) serve(m *nats.Msg, t *target) {
 	ctx, cancel := context.WithTimeout(c.ctx, timeout)
 	defer cancel()
 	if tr := m.Header.Get(HeaderTrace); tr != "" {
-		ctx = hub.WithTrace(ctx, tr)
+		ctx = agentcall.WithTrace(ctx, tr)
 	}
 	hb := c.heartbeat(m.Reply)
 	fn, rid := m.Header.Get(HeaderFn), m.Header.Get(HeaderRequestID)
@@ -259,7 +259,7 @@ func (c *Cluster) serve(m *nats.Msg, t *target) {
 	hb.stop()
 	if err != nil && c.ctx.Err() != nil {
 		// This node is leaving: the call was cut short, whatever it did.
-		err = hub.ErrConnectionLost
+		err = agentcall.ErrConnectionLost
 	}
 	if err != nil {
 		c.replyError(m.Reply, err)

@@ -7,7 +7,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"tradebridge/protocol"
-	"tradebridge/relay/hub"
+	"tradebridge/relay/agentcall"
 )
 
 // An origin's share of the agent's answer holds its own names only.
@@ -62,8 +62,8 @@ func TestSubjectTokens(t *testing.T) {
 // as one.
 func TestBusDownIsNotConnected(t *testing.T) {
 	t.Parallel()
-	require.ErrorIs(t, ErrBusDown, hub.ErrNotConnected)
+	require.ErrorIs(t, ErrBusDown, agentcall.ErrNotConnected)
 	w := encodeError(fmt.Errorf("forwarding: %w", ErrBusDown))
 	require.Equal(t, errNotConnected, w.Kind)
-	require.Equal(t, hub.ErrNotConnected, w.decode())
+	require.Equal(t, agentcall.ErrNotConnected, w.decode())
 }

@@ -12,6 +12,7 @@ import (
 	"go.uber.org/zap"
 
 	"tradebridge/protocol"
+	"tradebridge/relay/agentcall"
 	"tradebridge/relay/hub"
 )
 
@@ -25,7 +26,7 @@ func (c *Cluster) setSubscriptions(ctx context.Context, userID string, args json
 		return c.holderSetSubscriptions(ctx, userID, c.opts.Node, args)
 	}
 	if userID == "" {
-		return nil, hub.ErrNotConnected
+		return nil, agentcall.ErrNotConnected
 	}
 	res, err := c.request(ctx, c.subj.agent(userID), OpCall, protocol.FnSetSubscriptions, "", args)
 	switch {
@@ -35,7 +36,7 @@ func (c *Cluster) setSubscriptions(ctx context.Context, userID string, args json
 			return nil, fmt.Errorf("%w: subscriptions result: %v", ErrProtocol, err)
 		}
 		c.receiveQuotes(userID, contractsOf(r))
-	case errors.Is(err, hub.ErrNotConnected):
+	case errors.Is(err, agentcall.ErrNotConnected):
 		// Connected nowhere: no quotes will come; the stream sends its set
 		// again when the agent connects.
 		c.receiveQuotes(userID, nil)
@@ -56,13 +57,13 @@ func (c *Cluster) holderSetSubscriptions(ctx context.Context, userID, origin str
 	h := c.held[userID]
 	c.mu.Unlock()
 	if h == nil {
-		return nil, hub.ErrNotConnected
+		return nil, agentcall.ErrNotConnected
 	}
 	select {
 	case h.subLock <- struct{}{}:
 	case <-ctx.Done():
 		if errors.Is(ctx.Err(), context.DeadlineExceeded) {
-			return nil, hub.ErrTimeout
+			return nil, agentcall.ErrTimeout
 		}
 		return nil, ctx.Err()
 	}

@@ -13,8 +13,8 @@ import (
 	"github.com/nats-io/nats.go"
 
 	"tradebridge/protocol"
+	"tradebridge/relay/agentcall"
 	"tradebridge/relay/httpapi"
-	"tradebridge/relay/hub"
 )
 
 // ProtocolVersion is the version of the node-to-node messages below, sent
@@ -65,7 +65,7 @@ const (
 	// HeaderRequestID is the call's request id (hub.Hub.Call's
 	// requestID), absent when empty.
 	HeaderRequestID = "Tb-Request-Id"
-	// HeaderTrace is the call's trace id (hub.WithTrace), absent when
+	// HeaderTrace is the call's trace id (agentcall.WithTrace), absent when
 	// none.
 	HeaderTrace = "Tb-Trace"
 	// HeaderTimeout is the time the caller still waits, in decimal
@@ -90,7 +90,7 @@ const (
 const (
 	// OpCall runs HeaderFn with the body as its arguments (JSON).
 	OpCall = "call"
-	// OpInfo asks the holder for the user's hub.Info (infoMsg, JSON).
+	// OpInfo asks the holder for the user's agentcall.Info (infoMsg, JSON).
 	OpInfo = "info"
 )
 
@@ -107,10 +107,10 @@ const (
 
 // Kinds of wireError: which error the caller's node rebuilds.
 const (
-	errNotConnected   = "not_connected"   // hub.ErrNotConnected
-	errConnectionLost = "connection_lost" // hub.ErrConnectionLost
-	errTimeout        = "timeout"         // hub.ErrTimeout
-	errClosed         = "closed"          // hub.ErrClosed
+	errNotConnected   = "not_connected"   // agentcall.ErrNotConnected
+	errConnectionLost = "connection_lost" // agentcall.ErrConnectionLost
+	errTimeout        = "timeout"         // agentcall.ErrTimeout
+	errClosed         = "closed"          // agentcall.ErrClosed
 	errCanceled       = "canceled"        // context.Canceled
 	errDeadline       = "deadline"        // context.DeadlineExceeded
 	errAgent          = "agent"           // *protocol.Error: code, detail
@@ -142,13 +142,13 @@ func encodeError(err error) wireError {
 			Policy: he.Policy, ETag: he.ETag, Fields: he.Fields}
 	case errors.As(err, &pe):
 		return wireError{Kind: errAgent, Code: pe.Code, Detail: pe.Detail}
-	case errors.Is(err, hub.ErrNotConnected):
+	case errors.Is(err, agentcall.ErrNotConnected):
 		return wireError{Kind: errNotConnected}
-	case errors.Is(err, hub.ErrConnectionLost):
+	case errors.Is(err, agentcall.ErrConnectionLost):
 		return wireError{Kind: errConnectionLost}
-	case errors.Is(err, hub.ErrTimeout):
+	case errors.Is(err, agentcall.ErrTimeout):
 		return wireError{Kind: errTimeout}
-	case errors.Is(err, hub.ErrClosed):
+	case errors.Is(err, agentcall.ErrClosed):
 		return wireError{Kind: errClosed}
 	case errors.Is(err, context.Canceled):
 		return wireError{Kind: errCanceled}
@@ -167,13 +167,13 @@ func (w wireError) decode() error {
 	case errAgent:
 		return &protocol.Error{Code: w.Code, Detail: w.Detail}
 	case errNotConnected:
-		return hub.ErrNotConnected
+		return agentcall.ErrNotConnected
 	case errConnectionLost:
-		return hub.ErrConnectionLost
+		return agentcall.ErrConnectionLost
 	case errTimeout:
-		return hub.ErrTimeout
+		return agentcall.ErrTimeout
 	case errClosed:
-		return hub.ErrClosed
+		return agentcall.ErrClosed
 	case errCanceled:
 		return context.Canceled
 	case errDeadline:
@@ -222,7 +222,7 @@ func newer(at int64, node, session string, oAt int64, oNode, oSession string) bo
 	return session > oSession
 }
 
-// infoMsg is hub.Info on the wire (OpInfo's result).
+// infoMsg is agentcall.Info on the wire (OpInfo's result).
 type infoMsg struct {
 	SessionID     string                `json:"sessionId"`
 	Hello         protocol.Hello        `json:"hello"`
@@ -232,13 +232,13 @@ type infoMsg struct {
 	DiagnosticsAt time.Time             `json:"diagnosticsAt,omitzero"`
 }
 
-func infoToWire(i hub.Info) infoMsg {
+func infoToWire(i agentcall.Info) infoMsg {
 	return infoMsg{SessionID: i.SessionID, Hello: i.Hello, ConnectedAt: i.ConnectedAt, RemoteAddr: i.RemoteAddr,
 		Diagnostics: i.Diagnostics, DiagnosticsAt: i.DiagnosticsAt}
 }
 
-func (m infoMsg) info() hub.Info {
-	return hub.Info{SessionID: m.SessionID, Hello: m.Hello, ConnectedAt: m.ConnectedAt, RemoteAddr: m.RemoteAddr,
+func (m infoMsg) info() agentcall.Info {
+	return agentcall.Info{SessionID: m.SessionID, Hello: m.Hello, ConnectedAt: m.ConnectedAt, RemoteAddr: m.RemoteAddr,
 		Diagnostics: m.Diagnostics, DiagnosticsAt: m.DiagnosticsAt}
 }
 

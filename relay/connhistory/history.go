@@ -25,7 +25,7 @@ import (
 
 	"go.uber.org/zap"
 
-	"tradebridge/relay/hub"
+	"tradebridge/relay/agentcall"
 	"tradebridge/relay/store"
 )
 
@@ -80,7 +80,7 @@ const writeTimeout = 10 * time.Second
 type Writer struct {
 	opts  Options
 	log   *zap.Logger
-	queue chan hub.SessionEvent
+	queue chan agentcall.SessionEvent
 
 	dropped  atomic.Int64 // entries dropped since the start
 	reported int64        // dropped already warned about; Run's alone
@@ -115,14 +115,14 @@ func New(opts Options) (*Writer, error) {
 	if opts.Now == nil {
 		opts.Now = time.Now
 	}
-	return &Writer{opts: opts, log: opts.Logger.Named("history"), queue: make(chan hub.SessionEvent, opts.QueueSize),
+	return &Writer{opts: opts, log: opts.Logger.Named("history"), queue: make(chan agentcall.SessionEvent, opts.QueueSize),
 		stop: make(chan struct{}), done: make(chan struct{})}, nil
 }
 
 // Record queues ev to be written (hub.Options.OnSession). It never
 // blocks: when the queue is full the entry is dropped and counted (Run
 // warns with the count).
-func (w *Writer) Record(ev hub.SessionEvent) {
+func (w *Writer) Record(ev agentcall.SessionEvent) {
 	select {
 	case w.queue <- ev:
 	default:
@@ -191,7 +191,7 @@ func (w *Writer) Close() error {
 func (w *Writer) start(ctx context.Context, at time.Time) {
 	wctx, cancel := context.WithTimeout(ctx, writeTimeout)
 	defer cancel()
-	n, err := w.opts.Store.CloseOpenAgentSessions(wctx, w.opts.Node, at, hub.ReasonRelayStopped)
+	n, err := w.opts.Store.CloseOpenAgentSessions(wctx, w.opts.Node, at, agentcall.ReasonRelayStopped)
 	switch {
 	case err != nil:
 		w.log.Warn("closing the sessions a previous run left open", zap.Error(err))
@@ -246,22 +246,22 @@ func (w *Writer) warnDropped() {
 }
 
 // write writes one entry.
-func (w *Writer) write(ctx context.Context, ev hub.SessionEvent) {
+func (w *Writer) write(ctx context.Context, ev agentcall.SessionEvent) {
 	w.warnDropped()
 	wctx, cancel := context.WithTimeout(ctx, writeTimeout)
 	defer cancel()
 	var err error
 	switch ev.Kind {
-	case hub.SessionStarted, hub.SessionRefused:
+	case agentcall.SessionStarted, agentcall.SessionRefused:
 		s := store.AgentSession{SessionID: ev.SessionID, UserID: ev.UserID, ConnectedAt: ev.At,
 			AgentVersion: ev.AgentVersion, ProtocolVersion: ev.ProtocolVersion, Platform: ev.Platform, RemoteAddr: ev.RemoteAddr, Node: w.opts.Node}
-		if ev.Kind == hub.SessionRefused {
+		if ev.Kind == agentcall.SessionRefused {
 			s.SessionID, s.DisconnectedAt, s.Reason = "", ev.At, ev.Reason
 		}
 		err = w.opts.Store.AddAgentSession(wctx, s)
-	case hub.SessionDiagnostics:
+	case agentcall.SessionDiagnostics:
 		err = w.opts.Store.SetAgentSessionDiagnostics(wctx, ev.SessionID, ev.Diagnostics, ev.At)
-	case hub.SessionEnded:
+	case agentcall.SessionEnded:
 		err = w.opts.Store.EndAgentSession(wctx, ev.SessionID, ev.At, ev.Reason)
 	default:
 		return

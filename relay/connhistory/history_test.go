@@ -14,8 +14,8 @@ import (
 	"go.uber.org/zap/zapcore"
 	"go.uber.org/zap/zaptest/observer"
 
+	"tradebridge/relay/agentcall"
 	"tradebridge/relay/connhistory"
-	"tradebridge/relay/hub"
 	"tradebridge/relay/store"
 	"tradebridge/relay/store/storetest"
 )
@@ -69,19 +69,19 @@ func TestWriterWritesTheHistory(t *testing.T) {
 	stop := run(t, w)
 
 	diag := json.RawMessage(`{"agentVersion":"1.2.3"}`)
-	w.Record(hub.SessionEvent{Kind: hub.SessionStarted, UserID: "u1", SessionID: "tun_1", At: t0, AgentVersion: "1.2.3",
+	w.Record(agentcall.SessionEvent{Kind: agentcall.SessionStarted, UserID: "u1", SessionID: "tun_1", At: t0, AgentVersion: "1.2.3",
 		ProtocolVersion: 5, Platform: "sim", RemoteAddr: "192.0.2.7"})
-	w.Record(hub.SessionEvent{Kind: hub.SessionDiagnostics, UserID: "u1", SessionID: "tun_1", At: t0.Add(time.Second), Diagnostics: diag})
-	w.Record(hub.SessionEvent{Kind: hub.SessionRefused, UserID: "u1", At: t0.Add(time.Minute), Reason: hub.ReasonVersionUnsupported,
+	w.Record(agentcall.SessionEvent{Kind: agentcall.SessionDiagnostics, UserID: "u1", SessionID: "tun_1", At: t0.Add(time.Second), Diagnostics: diag})
+	w.Record(agentcall.SessionEvent{Kind: agentcall.SessionRefused, UserID: "u1", At: t0.Add(time.Minute), Reason: agentcall.ReasonVersionUnsupported,
 		ProtocolVersion: 9, RemoteAddr: "192.0.2.8"})
-	w.Record(hub.SessionEvent{Kind: hub.SessionEnded, UserID: "u1", SessionID: "tun_1", At: t0.Add(time.Hour), Reason: hub.ReasonReplaced})
-	w.Record(hub.SessionEvent{Kind: hub.SessionEnded, UserID: "u1", SessionID: "tun_never_started", At: t0, Reason: hub.ReasonReplaced})
+	w.Record(agentcall.SessionEvent{Kind: agentcall.SessionEnded, UserID: "u1", SessionID: "tun_1", At: t0.Add(time.Hour), Reason: agentcall.ReasonReplaced})
+	w.Record(agentcall.SessionEvent{Kind: agentcall.SessionEnded, UserID: "u1", SessionID: "tun_never_started", At: t0, Reason: agentcall.ReasonReplaced})
 	require.NoError(t, stop())
 
 	require.Equal(t, []store.AgentSession{
-		{UserID: "u1", ConnectedAt: t0.Add(time.Minute), DisconnectedAt: t0.Add(time.Minute), Reason: hub.ReasonVersionUnsupported,
+		{UserID: "u1", ConnectedAt: t0.Add(time.Minute), DisconnectedAt: t0.Add(time.Minute), Reason: agentcall.ReasonVersionUnsupported,
 			ProtocolVersion: 9, RemoteAddr: "192.0.2.8", Node: "node-a"},
-		{SessionID: "tun_1", UserID: "u1", ConnectedAt: t0, DisconnectedAt: t0.Add(time.Hour), Reason: hub.ReasonReplaced,
+		{SessionID: "tun_1", UserID: "u1", ConnectedAt: t0, DisconnectedAt: t0.Add(time.Hour), Reason: agentcall.ReasonReplaced,
 			AgentVersion: "1.2.3", ProtocolVersion: 5, Platform: "sim", RemoteAddr: "192.0.2.7", Node: "node-a"},
 	}, sessions(t, st))
 	d, err := st.LatestAgentDiagnostics(context.Background(), "u1")
@@ -108,11 +108,11 @@ func writerStartClosesLeftOpenAndPrunes(t *testing.T, st store.Store) {
 	ctx := context.Background()
 	old := t0.Add(-31 * 24 * time.Hour)
 	require.NoError(t, st.AddAgentSession(ctx, store.AgentSession{SessionID: "tun_old", UserID: "u1", ConnectedAt: old}))
-	require.NoError(t, st.EndAgentSession(ctx, "tun_old", old.Add(time.Hour), hub.ReasonAgentClosed))
+	require.NoError(t, st.EndAgentSession(ctx, "tun_old", old.Add(time.Hour), agentcall.ReasonAgentClosed))
 	require.NoError(t, st.AddAgentSession(ctx, store.AgentSession{SessionID: "tun_open", UserID: "u1", ConnectedAt: t0.Add(-time.Hour), Node: "node-a"}))
 	require.NoError(t, st.AddAgentSession(ctx, store.AgentSession{SessionID: "tun_other", UserID: "u1", ConnectedAt: t0.Add(-2 * time.Hour), Node: "node-b"}))
 	require.NoError(t, st.AddAgentSession(ctx, store.AgentSession{SessionID: "tun_ok", UserID: "u1", ConnectedAt: t0.Add(-29 * 24 * time.Hour)}))
-	require.NoError(t, st.EndAgentSession(ctx, "tun_ok", t0.Add(-29*24*time.Hour), hub.ReasonAgentClosed))
+	require.NoError(t, st.EndAgentSession(ctx, "tun_ok", t0.Add(-29*24*time.Hour), agentcall.ReasonAgentClosed))
 
 	var now atomic.Int64
 	now.Store(t0.UnixMilli())
@@ -123,7 +123,7 @@ func writerStartClosesLeftOpenAndPrunes(t *testing.T, st store.Store) {
 	require.Eventually(t, func() bool { return len(sessions(t, st)) == 3 }, 5*time.Second, 5*time.Millisecond)
 	got := sessions(t, st)
 	require.Equal(t, "tun_open", got[0].SessionID)
-	require.Equal(t, hub.ReasonRelayStopped, got[0].Reason)
+	require.Equal(t, agentcall.ReasonRelayStopped, got[0].Reason)
 	require.Equal(t, t0, got[0].DisconnectedAt, "closed at the start's time")
 	require.Equal(t, "tun_other", got[1].SessionID)
 	require.True(t, got[1].DisconnectedAt.IsZero(), "another node's live session stays open")
@@ -162,7 +162,7 @@ func TestRecordNeverBlocks(t *testing.T) {
 
 	start := time.Now()
 	for range 20 {
-		w.Record(hub.SessionEvent{Kind: hub.SessionRefused, UserID: "u1", At: t0, Reason: hub.ReasonBadHandshake})
+		w.Record(agentcall.SessionEvent{Kind: agentcall.SessionRefused, UserID: "u1", At: t0, Reason: agentcall.ReasonBadHandshake})
 	}
 	require.Less(t, time.Since(start), time.Second, "Record did not wait")
 	// One entry is being written, 4 are queued: 15 were dropped.
@@ -189,7 +189,7 @@ func TestWriterCloseAndRunOnce(t *testing.T) {
 	require.NoError(t, err)
 	done := make(chan error, 1)
 	go func() { done <- w.Run(context.Background()) }()
-	w.Record(hub.SessionEvent{Kind: hub.SessionStarted, UserID: "u1", SessionID: "tun_1", At: t0})
+	w.Record(agentcall.SessionEvent{Kind: agentcall.SessionStarted, UserID: "u1", SessionID: "tun_1", At: t0})
 	require.Eventually(t, func() bool { return len(sessions(t, st)) == 1 }, 5*time.Second, 5*time.Millisecond)
 	require.NoError(t, w.Close())
 	require.NoError(t, <-done)

@@ -15,6 +15,7 @@ import (
 	"go.uber.org/zap"
 
 	"tradebridge/protocol"
+	"tradebridge/relay/agentcall"
 	"tradebridge/relay/auth"
 	"tradebridge/transport"
 )
@@ -116,7 +117,7 @@ func (h *Hub) serveTunnel(ws *websocket.Conn, p auth.Principal, token string, ve
 	rpcStream, err := sess.OpenStream()
 	if err != nil {
 		c.log.Info("opening rpc stream", zap.Error(err))
-		c.closeAs(ReasonConnectionLost, int(websocket.StatusNormalClosure), "")
+		c.closeAs(agentcall.ReasonConnectionLost, int(websocket.StatusNormalClosure), "")
 		c.reportRefused(version)
 		return
 	}
@@ -271,7 +272,7 @@ func (c *agentConn) handshakeFailed(err error, version int) {
 		c.log.Info("handshake failed", zap.Error(err))
 		why := ""
 		if c.conn.CloseStatus() >= 0 {
-			why = ReasonAgentClosed
+			why = agentcall.ReasonAgentClosed
 		}
 		c.closeAs(why, protocol.CloseProtocolError, "tunnel protocol error")
 	}
@@ -296,7 +297,7 @@ func (c *agentConn) begin(control net.Conn, version int) bool {
 		zap.String("agentVersion", hello.AgentVersion),
 		zap.String("platform", hello.Platform),
 		zap.Int("connections", len(hello.Connections)))
-	c.hub.report(SessionEvent{Kind: SessionStarted, UserID: c.userID, SessionID: c.sessionID, At: c.connectedAt,
+	c.hub.report(agentcall.SessionEvent{Kind: agentcall.SessionStarted, UserID: c.userID, SessionID: c.sessionID, At: c.connectedAt,
 		AgentVersion: hello.AgentVersion, ProtocolVersion: version, Platform: hello.Platform, RemoteAddr: c.remoteAddr})
 	close(c.started)
 	return true
@@ -311,7 +312,7 @@ func (c *agentConn) sessionClosed() {
 		c.log.Warn("agent broke the tunnel's rules; closing tunnel", zap.Error(gerr))
 		c.close(protocol.CloseProtocolError, guardReason(gerr))
 	} else if c.conn.CloseStatus() == -1 {
-		c.closeAs(ReasonConnectionLost, protocol.CloseProtocolError, "tunnel protocol error or keepalive timeout")
+		c.closeAs(agentcall.ReasonConnectionLost, protocol.CloseProtocolError, "tunnel protocol error or keepalive timeout")
 	}
 }
 
@@ -328,7 +329,7 @@ func (c *agentConn) end(started bool, version int) {
 	reason := c.endReason()
 	c.log.Info("agent disconnected", zap.Int("closeStatus", c.conn.CloseStatus()), zap.String("reason", reason))
 	if started {
-		c.hub.report(SessionEvent{Kind: SessionEnded, UserID: c.userID, SessionID: c.sessionID, At: time.Now(), Reason: reason})
+		c.hub.report(agentcall.SessionEvent{Kind: agentcall.SessionEnded, UserID: c.userID, SessionID: c.sessionID, At: time.Now(), Reason: reason})
 	} else {
 		c.reportRefused(version)
 	}
@@ -341,7 +342,7 @@ func (c *agentConn) reportRefused(version int) {
 	if hello.ProtocolVersion != 0 {
 		version = hello.ProtocolVersion
 	}
-	c.hub.report(SessionEvent{Kind: SessionRefused, UserID: c.userID, At: time.Now(), Reason: c.endReason(),
+	c.hub.report(agentcall.SessionEvent{Kind: agentcall.SessionRefused, UserID: c.userID, At: time.Now(), Reason: c.endReason(),
 		AgentVersion: hello.AgentVersion, ProtocolVersion: version, Platform: hello.Platform, RemoteAddr: c.remoteAddr})
 }
 
@@ -530,7 +531,7 @@ func (c *agentConn) diagnostics(data json.RawMessage) bool {
 	case <-c.done:
 		return false
 	}
-	c.hub.report(SessionEvent{Kind: SessionDiagnostics, UserID: c.userID, SessionID: c.sessionID, At: at, Diagnostics: enc})
+	c.hub.report(agentcall.SessionEvent{Kind: agentcall.SessionDiagnostics, UserID: c.userID, SessionID: c.sessionID, At: at, Diagnostics: enc})
 	return true
 }
 
@@ -657,7 +658,7 @@ func (c *agentConn) hold() bool {
 // bounded.
 func (c *agentConn) callOnOwnStream(ctx context.Context, req protocol.Request) ([]byte, error) {
 	if !c.hold() {
-		return nil, ErrConnectionLost
+		return nil, agentcall.ErrConnectionLost
 	}
 	select {
 	case c.streamCalls <- struct{}{}:
@@ -666,13 +667,13 @@ func (c *agentConn) callOnOwnStream(ctx context.Context, req protocol.Request) (
 		return nil, ctxError(ctx)
 	case <-c.done:
 		c.wg.Done()
-		return nil, ErrConnectionLost
+		return nil, agentcall.ErrConnectionLost
 	}
 	s, err := c.sess.OpenStream()
 	if err != nil {
 		<-c.streamCalls
 		c.wg.Done()
-		return nil, ErrConnectionLost
+		return nil, agentcall.ErrConnectionLost
 	}
 	rs := newRPCStream(c, s, false)
 	rs.start()
@@ -691,7 +692,7 @@ func (c *agentConn) callOnOwnStream(ctx context.Context, req protocol.Request) (
 // ctxError is the error of a call whose context ended before it was sent.
 func ctxError(ctx context.Context) error {
 	if errors.Is(ctx.Err(), context.DeadlineExceeded) {
-		return ErrTimeout
+		return agentcall.ErrTimeout
 	}
 	return ctx.Err()
 }
@@ -894,7 +895,7 @@ var respChanPool = sync.Pool{New: func() any { return make(chan *protocol.Respon
 func (r *rpcStream) call(ctx context.Context, req protocol.Request) ([]byte, error) {
 	deadline, _ := ctx.Deadline()
 	if time.Until(deadline) <= 0 {
-		return nil, ErrTimeout
+		return nil, agentcall.ErrTimeout
 	}
 	req.ID = r.nextID.Add(1)
 
@@ -903,7 +904,7 @@ func (r *rpcStream) call(ctx context.Context, req protocol.Request) ([]byte, err
 	if r.dead {
 		r.mu.Unlock()
 		respChanPool.Put(ch)
-		return nil, ErrConnectionLost
+		return nil, agentcall.ErrConnectionLost
 	}
 	r.pending[req.ID] = ch
 	r.mu.Unlock()
@@ -930,16 +931,16 @@ func (r *rpcStream) call(ctx context.Context, req protocol.Request) ([]byte, err
 			// request whole, and no other frame can follow it.
 			r.c.log.Info("agent did not take a request in time; closing tunnel", zap.String("fn", req.Fn))
 			r.c.close(int(websocket.StatusNormalClosure), errOutOfSync)
-			return nil, ErrTimeout
+			return nil, agentcall.ErrTimeout
 		case errors.Is(err, context.Canceled):
 			return nil, err
 		case timedOut(err):
 			// Nothing was sent: only this call fails.
-			return nil, ErrTimeout
+			return nil, agentcall.ErrTimeout
 		case errors.Is(err, protocol.ErrFrameTooLarge) || errors.Is(err, errEncode):
 			return nil, err
 		}
-		return nil, ErrConnectionLost
+		return nil, agentcall.ErrConnectionLost
 	}
 	select {
 	case resp := <-ch:
@@ -960,18 +961,18 @@ func (r *rpcStream) call(ctx context.Context, req protocol.Request) ([]byte, err
 }
 
 // result turns a response into the call's outcome. An agent that gave up
-// because the deadline passed reports ErrTimeout, as the relay would have.
+// because the deadline passed reports agentcall.ErrTimeout, as the relay would have.
 func result(ctx context.Context, resp *protocol.Response) ([]byte, error) {
 	switch {
 	case resp == nil:
-		return nil, ErrConnectionLost
+		return nil, agentcall.ErrConnectionLost
 	case resp.Error == nil:
 		return resp.Result, nil
 	case resp.Error.Code == protocol.CodeCancelled || resp.Error.Code == protocol.CodeDeadlineExceeded:
 		// The clock, not ctx.Err: the agent's timer may fire and its reply
 		// arrive before our own timer has run.
 		if dl, ok := ctx.Deadline(); ok && !time.Now().Before(dl) {
-			return nil, ErrTimeout
+			return nil, agentcall.ErrTimeout
 		}
 	}
 	return nil, resp.Error

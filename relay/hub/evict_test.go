@@ -6,6 +6,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"tradebridge/relay/agentcall"
 	"tradebridge/relay/hub"
 )
 
@@ -40,8 +41,8 @@ func TestEvict(t *testing.T) {
 	require.True(t, e.hub.Connected("usr_a"))
 
 	require.True(t, e.hub.Evict("usr_a", info.SessionID))
-	end := log.wait(t, hub.SessionEnded, info.SessionID)
-	require.Equal(t, hub.ReasonReplaced, end.Reason)
+	end := log.wait(t, agentcall.SessionEnded, info.SessionID)
+	require.Equal(t, agentcall.ReasonReplaced, end.Reason)
 	require.Eventually(t, func() bool {
 		for _, ev := range status.all() {
 			if ev == "usr_a:false:true" {

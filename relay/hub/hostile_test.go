@@ -19,6 +19,7 @@ import (
 
 	"tradebridge/agent/tunnel"
 	"tradebridge/protocol"
+	"tradebridge/relay/agentcall"
 	"tradebridge/relay/budget"
 	"tradebridge/relay/errcode"
 	"tradebridge/relay/hub"
@@ -101,7 +102,7 @@ func TestSaturatedAgentKeepsItsTunnel(t *testing.T) {
 	wg.Wait()
 	close(outcomes)
 	for o := range outcomes {
-		require.ErrorIs(t, o.err, hub.ErrTimeout)
+		require.ErrorIs(t, o.err, agentcall.ErrTimeout)
 		require.Less(t, o.took, timeout+deadlineSlack, "a call waited past its deadline")
 	}
 
@@ -165,7 +166,7 @@ func TestStreamCallsAreCapped(t *testing.T) {
 	require.Eventually(t, func() bool { return bh.running.Load() == 2 }, 5*time.Second, time.Millisecond)
 	start := time.Now()
 	_, err := call(t, e.hub, "usr_a", protocol.FnGetBars, 300*time.Millisecond)
-	require.ErrorIs(t, err, hub.ErrTimeout)
+	require.ErrorIs(t, err, agentcall.ErrTimeout)
 	require.Less(t, time.Since(start), 300*time.Millisecond+deadlineSlack)
 	_, err = call(t, e.hub, "usr_a", "Echo", time.Second)
 	require.NoError(t, err, "the shared stream is not held up")
@@ -274,7 +275,7 @@ func TestOwnStreamCallDoesNotWaitForTheAgentsClose(t *testing.T) {
 	// The open stream holds the only turn: another call waits and fails
 	// by its deadline, and opens no stream.
 	_, err := call(t, e.hub, "usr_a", protocol.FnGetBars, 200*time.Millisecond)
-	require.ErrorIs(t, err, hub.ErrTimeout)
+	require.ErrorIs(t, err, agentcall.ErrTimeout)
 	select {
 	case <-a.opened:
 		t.Fatal("a stream beyond MaxStreamCalls was opened")

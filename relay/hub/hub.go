@@ -39,25 +39,12 @@ import (
 
 	"tradebridge/protocol"
 	"tradebridge/relay/admit"
+	"tradebridge/relay/agentcall"
 	"tradebridge/relay/auth"
 	"tradebridge/relay/budget"
 	"tradebridge/relay/errcode"
 	"tradebridge/relay/httpapi"
 	"tradebridge/transport"
-)
-
-// Errors returned by Call. A *protocol.Error is the agent's own answer.
-var (
-	// ErrNotConnected: the user has no agent connected. Nothing was sent.
-	ErrNotConnected = errors.New("hub: agent not connected")
-	// ErrConnectionLost: the tunnel dropped while the call was in flight.
-	// The agent may or may not have run it.
-	ErrConnectionLost = errors.New("hub: tunnel lost during the call")
-	// ErrTimeout: the caller's deadline passed before the agent answered.
-	// The agent may or may not have run the call.
-	ErrTimeout = errors.New("hub: call timed out")
-	// ErrClosed: the hub is shut down.
-	ErrClosed = errors.New("hub: closed")
 )
 
 // Authenticator checks an agent token.
@@ -109,11 +96,11 @@ type Options struct {
 	// user, but EventDiagnostics, which goes to OnSession only. It must
 	// not block.
 	OnEvent func(Event)
-	// OnSession, when set, learns the tunnels' history (SessionEvent):
+	// OnSession, when set, learns the tunnels' history (agentcall.SessionEvent):
 	// for each session its start, then its diagnostics, then its end, in
 	// that order; and every refused handshake. It is called from the
 	// tunnels' goroutines and must not block.
-	OnSession func(SessionEvent)
+	OnSession func(agentcall.SessionEvent)
 	// OnStatus, when set, learns when a user's agent comes and goes:
 	// connected is true each time a tunnel of the user registers (before
 	// its Welcome is sent, so Call reaches it from then on), and false when
@@ -143,7 +130,7 @@ type Options struct {
 	FrameTimeout time.Duration
 	// MaxStreamCalls bounds the calls that run on a stream of their own
 	// (GetBars) at once per tunnel; more wait their turn, and fail with
-	// ErrTimeout when their deadline passes first. A stream counts until
+	// agentcall.ErrTimeout when their deadline passes first. A stream counts until
 	// the agent has closed its end too. Default DefaultMaxStreamCalls.
 	MaxStreamCalls int
 	// EventBytesPerSecond bounds how fast the relay reads an agent's
@@ -312,31 +299,15 @@ func (h *Hub) Connected(userID string) bool {
 	return ok
 }
 
-// Info describes a live tunnel.
-type Info struct {
-	SessionID string
-	// Hello is the agent's, with the connections it reported last; its
-	// ProtocolVersion is the tunnel's.
-	Hello       protocol.Hello
-	ConnectedAt time.Time
-	// RemoteAddr is the agent's address (httpapi.ClientAddr).
-	RemoteAddr string
-	// Diagnostics is the latest the agent sent (EventDiagnostics) on this
-	// tunnel, received at DiagnosticsAt; nil when none. Callers must not
-	// change it.
-	Diagnostics   *protocol.Diagnostics
-	DiagnosticsAt time.Time
-}
-
 // Info returns the handshake of userID's live tunnel.
-func (h *Hub) Info(userID string) (Info, bool) {
+func (h *Hub) Info(userID string) (agentcall.Info, bool) {
 	h.mu.Lock()
 	c, ok := h.conns[userID]
 	h.mu.Unlock()
 	if !ok {
-		return Info{}, false
+		return agentcall.Info{}, false
 	}
-	info := Info{SessionID: c.sessionID, ConnectedAt: c.connectedAt, RemoteAddr: c.remoteAddr}
+	info := agentcall.Info{SessionID: c.sessionID, ConnectedAt: c.connectedAt, RemoteAddr: c.remoteAddr}
 	c.helloMu.Lock()
 	info.Hello, info.Diagnostics, info.DiagnosticsAt = c.hello, c.diag, c.diagAt
 	c.helloMu.Unlock()
@@ -345,22 +316,22 @@ func (h *Hub) Info(userID string) (Info, bool) {
 
 // Call runs the RPC function fn with args on userID's agent and returns its
 // result. requestID, when set, makes a write run at most once on the agent.
-// The request id WithTrace put in ctx travels along as Request.Trace.
-// Errors: ErrNotConnected, ErrConnectionLost, ErrTimeout, ErrClosed, or the
+// The request id agentcall.WithTrace put in ctx travels along as Request.Trace.
+// Errors: agentcall.ErrNotConnected, agentcall.ErrConnectionLost, agentcall.ErrTimeout, agentcall.ErrClosed, or the
 // agent's *protocol.Error.
 func (h *Hub) Call(ctx context.Context, userID, fn, requestID string, args json.RawMessage) (json.RawMessage, error) {
 	h.mu.Lock()
 	c := h.conns[userID]
 	h.mu.Unlock()
 	if c == nil {
-		return nil, ErrNotConnected
+		return nil, agentcall.ErrNotConnected
 	}
 	if _, ok := ctx.Deadline(); !ok {
 		var cancel context.CancelFunc
 		ctx, cancel = context.WithTimeout(ctx, h.opts.DefaultTimeout)
 		defer cancel()
 	}
-	req := protocol.Request{Fn: fn, RequestID: requestID, Args: args, Trace: TraceFrom(ctx)}
+	req := protocol.Request{Fn: fn, RequestID: requestID, Args: args, Trace: agentcall.TraceFrom(ctx)}
 	if dedicatedStream(fn) {
 		return c.callOnOwnStream(ctx, req)
 	}
@@ -371,7 +342,7 @@ func (h *Hub) Call(ctx context.Context, userID, fn, requestID string, args json.
 // protocol.CloseReplaced, if it is still the user's live tunnel, and
 // reports whether it was. A relay node calls it when a newer tunnel of the
 // same user registered on another node (package relay/cluster): the
-// history records the session's end as ReasonReplaced, and OnStatus
+// history records the session's end as agentcall.ReasonReplaced, and OnStatus
 // reports false once the tunnel is gone, unless a newer one registered
 // here in the meantime.
 func (h *Hub) Evict(userID, sessionID string) bool {
@@ -382,26 +353,8 @@ func (h *Hub) Evict(userID, sessionID string) bool {
 		return false
 	}
 	c.log.Info("tunnel replaced by a newer connection on another relay node")
-	c.closeAs(ReasonReplaced, protocol.CloseReplaced, "replaced by a newer connection on another relay node")
+	c.closeAs(agentcall.ReasonReplaced, protocol.CloseReplaced, "replaced by a newer connection on another relay node")
 	return true
-}
-
-type traceKey struct{}
-
-// WithTrace returns ctx carrying id, the request id of the HTTP (or stream)
-// request a call serves. Call sends it to the agent as Request.Trace, for
-// its logs. An id that breaks protocol.ValidTrace is not carried.
-func WithTrace(ctx context.Context, id string) context.Context {
-	if !protocol.ValidTrace(id) {
-		return ctx
-	}
-	return context.WithValue(ctx, traceKey{}, id)
-}
-
-// TraceFrom returns the request id WithTrace put in ctx, or "".
-func TraceFrom(ctx context.Context) string {
-	id, _ := ctx.Value(traceKey{}).(string)
-	return id
 }
 
 // dedicatedStream reports whether fn's replies may be large enough to hold
@@ -415,7 +368,7 @@ func (h *Hub) register(c *agentConn) error {
 	if h.closed {
 		h.mu.Unlock()
 		h.statusMu.Unlock()
-		return ErrClosed
+		return agentcall.ErrClosed
 	}
 	old := h.conns[c.userID]
 	h.conns[c.userID] = c
@@ -503,7 +456,7 @@ func (h *Hub) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			detail = fmt.Sprintf("this relay speaks tunnel protocol versions %d to %d; upgrade the agent", protocol.MinProtocolVersion, protocol.ProtocolVersion)
 		}
 		httpapi.WriteError(w, http.StatusBadRequest, httpapi.Error{Code: errcode.ProtocolVersionUnsupported, Detail: detail})
-		h.report(SessionEvent{Kind: SessionRefused, UserID: p.UserID, At: time.Now(), Reason: ReasonVersionUnsupported,
+		h.report(agentcall.SessionEvent{Kind: agentcall.SessionRefused, UserID: p.UserID, At: time.Now(), Reason: agentcall.ReasonVersionUnsupported,
 			ProtocolVersion: highestOffered(r), RemoteAddr: httpapi.ClientAddr(r)})
 		return
 	}

@@ -22,6 +22,7 @@ import (
 
 	"tradebridge/agent/tunnel"
 	"tradebridge/protocol"
+	"tradebridge/relay/agentcall"
 	"tradebridge/relay/auth"
 	"tradebridge/relay/errcode"
 	"tradebridge/relay/hub"
@@ -214,7 +215,7 @@ func (a *agentUnderTest) stop() {
 	<-a.done
 }
 
-func (e *env) waitConnected(userID string) hub.Info {
+func (e *env) waitConnected(userID string) agentcall.Info {
 	e.t.Helper()
 	require.Eventually(e.t, func() bool { return e.hub.Connected(userID) }, 5*time.Second, 5*time.Millisecond)
 	info, _ := e.hub.Info(userID)
@@ -286,7 +287,7 @@ func TestNoAgentFailsAtOnce(t *testing.T) {
 	e := newEnv(t)
 	start := time.Now()
 	_, err := call(t, e.hub, "usr_a", "Echo", 5*time.Second)
-	require.ErrorIs(t, err, hub.ErrNotConnected)
+	require.ErrorIs(t, err, agentcall.ErrNotConnected)
 	require.Less(t, time.Since(start), 100*time.Millisecond)
 }
 
@@ -304,7 +305,7 @@ func TestAgentKilledMidCall(t *testing.T) {
 	a.dialer.kill()
 	select {
 	case err := <-errc:
-		require.ErrorIs(t, err, hub.ErrConnectionLost)
+		require.ErrorIs(t, err, agentcall.ErrConnectionLost)
 		// Well before the call's own 10 s deadline.
 		require.Less(t, time.Since(start), 5*time.Second)
 	case <-time.After(8 * time.Second):
@@ -326,7 +327,7 @@ func TestDeadlineAndCancel(t *testing.T) {
 	e.waitConnected("usr_a")
 	start := time.Now()
 	_, err := call(t, e.hub, "usr_a", "Block", 100*time.Millisecond)
-	require.ErrorIs(t, err, hub.ErrTimeout)
+	require.ErrorIs(t, err, agentcall.ErrTimeout)
 	require.Less(t, time.Since(start), time.Second)
 	// The relay's Cancel (or the request's own deadline) ends the agent's work.
 	require.Eventually(t, func() bool { return a.handler.calls.Load() == 1 }, time.Second, time.Millisecond)
@@ -511,7 +512,7 @@ func TestCloseEndsTunnels(t *testing.T) {
 	require.NoError(t, e.hub.Close()) // idempotent
 	require.Eventually(t, func() bool { return !a.client.Connected() }, 5*time.Second, 5*time.Millisecond)
 	_, err := call(t, e.hub, "usr_a", "Echo", time.Second)
-	require.True(t, errors.Is(err, hub.ErrNotConnected) || errors.Is(err, hub.ErrClosed), "%v", err)
+	require.True(t, errors.Is(err, agentcall.ErrNotConnected) || errors.Is(err, agentcall.ErrClosed), "%v", err)
 }
 
 func TestOversizedFrameAfterHandshake(t *testing.T) {

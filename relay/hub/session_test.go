@@ -15,6 +15,7 @@ import (
 	"go.uber.org/zap/zaptest"
 
 	"tradebridge/protocol"
+	"tradebridge/relay/agentcall"
 	"tradebridge/relay/hub"
 	"tradebridge/transport"
 )
@@ -22,11 +23,11 @@ import (
 // sessionLog records what OnSession and OnEvent learn.
 type sessionLog struct {
 	mu     sync.Mutex
-	events []hub.SessionEvent
+	events []agentcall.SessionEvent
 	kinds  []string // OnEvent's event kinds
 }
 
-func (l *sessionLog) record(e hub.SessionEvent) {
+func (l *sessionLog) record(e agentcall.SessionEvent) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	l.events = append(l.events, e)
@@ -38,17 +39,17 @@ func (l *sessionLog) onEvent(e hub.Event) {
 	l.kinds = append(l.kinds, e.Kind)
 }
 
-func (l *sessionLog) all() []hub.SessionEvent {
+func (l *sessionLog) all() []agentcall.SessionEvent {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	return append([]hub.SessionEvent(nil), l.events...)
+	return append([]agentcall.SessionEvent(nil), l.events...)
 }
 
 // wait returns the first entry of the kind for the session (any session
 // when sessionID is ""), waiting for it.
-func (l *sessionLog) wait(t *testing.T, kind hub.SessionKind, sessionID string) hub.SessionEvent {
+func (l *sessionLog) wait(t *testing.T, kind agentcall.SessionKind, sessionID string) agentcall.SessionEvent {
 	t.Helper()
-	var found hub.SessionEvent
+	var found agentcall.SessionEvent
 	require.Eventually(t, func() bool {
 		for _, e := range l.all() {
 			if e.Kind == kind && (sessionID == "" || e.SessionID == sessionID) {
@@ -79,11 +80,11 @@ func TestSessionHistoryReasons(t *testing.T) {
 		reason string
 		end    func(e *env, a *agentUnderTest)
 	}{
-		{hub.ReasonAgentClosed, func(_ *env, a *agentUnderTest) { a.stop() }},
-		{hub.ReasonConnectionLost, func(_ *env, a *agentUnderTest) { a.dialer.kill() }},
-		{hub.ReasonRevoked, func(e *env, _ *agentUnderTest) { e.auth.revoke("agent-a") }},
-		{hub.ReasonShuttingDown, func(e *env, _ *agentUnderTest) { e.hub.Close() }},
-		{hub.ReasonReplaced, func(e *env, _ *agentUnderTest) { e.startAgent("agent-a", "second") }},
+		{agentcall.ReasonAgentClosed, func(_ *env, a *agentUnderTest) { a.stop() }},
+		{agentcall.ReasonConnectionLost, func(_ *env, a *agentUnderTest) { a.dialer.kill() }},
+		{agentcall.ReasonRevoked, func(e *env, _ *agentUnderTest) { e.auth.revoke("agent-a") }},
+		{agentcall.ReasonShuttingDown, func(e *env, _ *agentUnderTest) { e.hub.Close() }},
+		{agentcall.ReasonReplaced, func(e *env, _ *agentUnderTest) { e.startAgent("agent-a", "second") }},
 	} {
 		t.Run(tc.reason, func(t *testing.T) {
 			t.Parallel()
@@ -91,15 +92,15 @@ func TestSessionHistoryReasons(t *testing.T) {
 			before := time.Now()
 			a := e.startAgent("agent-a", "A")
 			info := e.waitConnected("usr_a")
-			start := log.wait(t, hub.SessionStarted, info.SessionID)
-			require.Equal(t, hub.SessionEvent{Kind: hub.SessionStarted, UserID: "usr_a", SessionID: info.SessionID,
+			start := log.wait(t, agentcall.SessionStarted, info.SessionID)
+			require.Equal(t, agentcall.SessionEvent{Kind: agentcall.SessionStarted, UserID: "usr_a", SessionID: info.SessionID,
 				At: info.ConnectedAt, AgentVersion: "test", ProtocolVersion: protocol.ProtocolVersion, Platform: "fake",
 				RemoteAddr: "127.0.0.1"}, start)
 			require.False(t, start.At.Before(before))
 			require.Equal(t, "127.0.0.1", info.RemoteAddr)
 
 			tc.end(e, a)
-			end := log.wait(t, hub.SessionEnded, info.SessionID)
+			end := log.wait(t, agentcall.SessionEnded, info.SessionID)
 			require.Equal(t, tc.reason, end.Reason)
 			require.Equal(t, "usr_a", end.UserID)
 			require.False(t, end.At.Before(start.At))
@@ -110,10 +111,10 @@ func TestSessionHistoryReasons(t *testing.T) {
 				}
 			}
 			require.Equal(t, []string{"started", "ended"}, order, "one start, one end, in order")
-			if tc.reason == hub.ReasonReplaced {
+			if tc.reason == agentcall.ReasonReplaced {
 				newer := e.waitConnected("usr_a")
 				require.NotEqual(t, info.SessionID, newer.SessionID)
-				log.wait(t, hub.SessionStarted, newer.SessionID)
+				log.wait(t, agentcall.SessionStarted, newer.SessionID)
 			}
 		})
 	}
@@ -130,8 +131,8 @@ func TestRefusedHandshakesAreRecorded(t *testing.T) {
 	_, resp, err := dialRaw(t, e, "agent-a", protocol.Subprotocol(99))
 	require.Error(t, err)
 	resp.Body.Close()
-	got := log.wait(t, hub.SessionRefused, "")
-	require.Equal(t, hub.ReasonVersionUnsupported, got.Reason)
+	got := log.wait(t, agentcall.SessionRefused, "")
+	require.Equal(t, agentcall.ReasonVersionUnsupported, got.Reason)
 	require.Equal(t, 99, got.ProtocolVersion, "the version the agent offered")
 	require.Equal(t, "usr_a", got.UserID)
 	require.Empty(t, got.SessionID)
@@ -165,11 +166,11 @@ func TestRefusedHandshakesAreRecorded(t *testing.T) {
 	require.Eventually(t, func() bool { return len(log.all()) == 3 }, 5*time.Second, 5*time.Millisecond, "%v", log.all())
 	var reasons []string
 	for _, ev := range log.all() {
-		require.Equal(t, hub.SessionRefused, ev.Kind)
+		require.Equal(t, agentcall.SessionRefused, ev.Kind)
 		require.Empty(t, ev.SessionID)
 		reasons = append(reasons, ev.Reason)
 	}
-	require.Equal(t, []string{hub.ReasonVersionUnsupported, hub.ReasonBadHandshake, hub.ReasonVersionUnsupported}, reasons)
+	require.Equal(t, []string{agentcall.ReasonVersionUnsupported, agentcall.ReasonBadHandshake, agentcall.ReasonVersionUnsupported}, reasons)
 	last := log.all()[2]
 	require.Equal(t, "0.9.0", last.AgentVersion, "what the Hello said is kept")
 	require.Equal(t, 1, last.ProtocolVersion)
@@ -230,7 +231,7 @@ func TestDiagnosticsEventIsKept(t *testing.T) {
 	require.NoError(t, w.WriteFrame(protocol.TypeEvent, diagnosticsEvent(t, 1, raw)))
 	require.NoError(t, w.WriteFrame(protocol.TypeEvent, protocol.Event{Seq: 2, Kind: protocol.EventOrder, Data: json.RawMessage(`{}`)}))
 
-	got := log.wait(t, hub.SessionDiagnostics, info.SessionID)
+	got := log.wait(t, agentcall.SessionDiagnostics, info.SessionID)
 	require.NotContains(t, string(got.Diagnostics), "secret", "only the contract's fields are kept")
 	var back protocol.Diagnostics
 	require.NoError(t, json.Unmarshal(got.Diagnostics, &back))
@@ -252,11 +253,11 @@ func TestDiagnosticsEventIsKept(t *testing.T) {
 	log.mu.Lock()
 	require.Equal(t, []string{protocol.EventOrder}, log.kinds, "diagnostics reach OnSession only")
 	log.mu.Unlock()
-	var order []hub.SessionKind
+	var order []agentcall.SessionKind
 	for _, ev := range log.all() {
 		order = append(order, ev.Kind)
 	}
-	require.Equal(t, []hub.SessionKind{hub.SessionStarted, hub.SessionDiagnostics}, order)
+	require.Equal(t, []agentcall.SessionKind{agentcall.SessionStarted, agentcall.SessionDiagnostics}, order)
 }
 
 // Diagnostics that are not a protocol.Diagnostics end the tunnel as any
@@ -270,10 +271,10 @@ func TestMalformedDiagnosticsEndTheTunnel(t *testing.T) {
 		protocol.Event{Seq: 1, Kind: protocol.EventDiagnostics, Data: json.RawMessage(`{"errors":"` + strings.Repeat("x", 10) + `"}`)}))
 	<-a.sess.CloseChan()
 	require.Equal(t, protocol.CloseProtocolError, a.conn.CloseStatus())
-	end := log.wait(t, hub.SessionEnded, info.SessionID)
-	require.Equal(t, hub.ReasonProtocolError, end.Reason)
+	end := log.wait(t, agentcall.SessionEnded, info.SessionID)
+	require.Equal(t, agentcall.ReasonProtocolError, end.Reason)
 	for _, ev := range log.all() {
-		require.NotEqual(t, hub.SessionDiagnostics, ev.Kind)
+		require.NotEqual(t, agentcall.SessionDiagnostics, ev.Kind)
 	}
 }
 
@@ -284,6 +285,6 @@ func TestOversizedFrameIsTheReason(t *testing.T) {
 	a := dialAgent(t, e, "agent-a")
 	info := e.waitConnected("usr_a")
 	_, _ = a.control.Write([]byte{0x01, 0x00, 0x00, 0x00, byte(protocol.TypeEvent)}) // 16 MiB announced
-	end := log.wait(t, hub.SessionEnded, info.SessionID)
-	require.Equal(t, hub.ReasonFrameTooLarge, end.Reason)
+	end := log.wait(t, agentcall.SessionEnded, info.SessionID)
+	require.Equal(t, agentcall.ReasonFrameTooLarge, end.Reason)
 }

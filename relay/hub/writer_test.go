@@ -17,6 +17,7 @@ import (
 	"go.uber.org/zap/zaptest"
 
 	"tradebridge/protocol"
+	"tradebridge/relay/agentcall"
 	"tradebridge/transport"
 )
 
@@ -170,9 +171,9 @@ func TestCallWriteTimeouts(t *testing.T) {
 		want    error
 		endsTun bool
 	}{
-		{"nothing sent", 0, yamux.ErrTimeout, ErrTimeout, false},
-		{"part sent", 10, yamux.ErrTimeout, ErrTimeout, true},
-		{"stream gone", 0, yamux.ErrStreamClosed, ErrConnectionLost, false},
+		{"nothing sent", 0, yamux.ErrTimeout, agentcall.ErrTimeout, false},
+		{"part sent", 10, yamux.ErrTimeout, agentcall.ErrTimeout, true},
+		{"stream gone", 0, yamux.ErrStreamClosed, agentcall.ErrConnectionLost, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()

@@ -19,9 +19,9 @@ import (
 
 	"tradebridge/protocol"
 	"tradebridge/relay/admit"
+	"tradebridge/relay/agentcall"
 	"tradebridge/relay/auth"
 	"tradebridge/relay/budget"
-	"tradebridge/relay/hub"
 	"tradebridge/relay/store"
 )
 
@@ -197,7 +197,7 @@ type fakeCall struct {
 // would not retrip).
 type fakeHub struct {
 	mu    sync.Mutex
-	infos map[string]hub.Info
+	infos map[string]agentcall.Info
 	call  func(ctx context.Context, user, fn string, args json.RawMessage) (json.RawMessage, error)
 	calls []fakeCall
 }
@@ -206,7 +206,7 @@ type fakeHub struct {
 var simConnections = []protocol.Connection{{Name: "Sim", Status: "connected", Accounts: []string{"Sim101", "Sim102", "Sim103"}}}
 
 func newFakeHub(users ...string) *fakeHub {
-	h := &fakeHub{infos: map[string]hub.Info{}}
+	h := &fakeHub{infos: map[string]agentcall.Info{}}
 	for _, u := range users {
 		h.connect(u, protocol.ProtocolVersion)
 	}
@@ -216,7 +216,7 @@ func newFakeHub(users ...string) *fakeHub {
 func (h *fakeHub) connect(user string, version int) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	h.infos[user] = hub.Info{SessionID: "s-" + user, Hello: protocol.Hello{ProtocolVersion: version, Connections: simConnections}}
+	h.infos[user] = agentcall.Info{SessionID: "s-" + user, Hello: protocol.Hello{ProtocolVersion: version, Connections: simConnections}}
 }
 
 func (h *fakeHub) disconnect(user string) {
@@ -225,7 +225,7 @@ func (h *fakeHub) disconnect(user string) {
 	delete(h.infos, user)
 }
 
-func (h *fakeHub) Info(user string) (hub.Info, bool) {
+func (h *fakeHub) Info(user string) (agentcall.Info, bool) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	i, ok := h.infos[user]
@@ -239,7 +239,7 @@ func (h *fakeHub) Call(ctx context.Context, user, fn, _ string, args json.RawMes
 	_, ok := h.infos[user]
 	h.mu.Unlock()
 	if !ok {
-		return nil, hub.ErrNotConnected
+		return nil, agentcall.ErrNotConnected
 	}
 	if call != nil {
 		return call(ctx, user, fn, args)

@@ -10,6 +10,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"tradebridge/protocol"
+	"tradebridge/relay/agentcall"
 	"tradebridge/relay/errcode"
 	"tradebridge/relay/hub"
 )
@@ -64,10 +65,10 @@ func TestOutcomeUnknown(t *testing.T) {
 	}{
 		{"no ack", func(ctx context.Context, _, _ string, _ json.RawMessage) (json.RawMessage, error) {
 			<-ctx.Done()
-			return nil, hub.ErrTimeout
+			return nil, agentcall.ErrTimeout
 		}},
 		{"tunnel lost", func(context.Context, string, string, json.RawMessage) (json.RawMessage, error) {
-			return nil, hub.ErrConnectionLost
+			return nil, agentcall.ErrConnectionLost
 		}},
 		{"agent error", func(context.Context, string, string, json.RawMessage) (json.RawMessage, error) {
 			return nil, &protocol.Error{Code: protocol.CodeInternal, Detail: "boom"}
@@ -128,7 +129,7 @@ func TestMonitorRestartOverHTTP(t *testing.T) {
 
 	e.hub.call = func(ctx context.Context, _, _ string, _ json.RawMessage) (json.RawMessage, error) {
 		<-ctx.Done()
-		return nil, hub.ErrTimeout
+		return nil, agentcall.ErrTimeout
 	}
 	r = e.do(http.MethodPost, path, tokElite, "")
 	require.Equal(t, http.StatusGatewayTimeout, r.Code)

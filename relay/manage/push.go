@@ -10,6 +10,7 @@ import (
 	"go.uber.org/zap"
 
 	"tradebridge/protocol"
+	"tradebridge/relay/agentcall"
 	"tradebridge/relay/errcode"
 	"tradebridge/relay/httpapi"
 	"tradebridge/relay/hub"
@@ -126,9 +127,9 @@ func agentError(err error) *httpapi.Error {
 			status = http.StatusInternalServerError
 		}
 		return &httpapi.Error{Status: status, Code: pe.Code, Detail: pe.Detail}
-	case errors.Is(err, hub.ErrNotConnected), errors.Is(err, hub.ErrConnectionLost):
+	case errors.Is(err, agentcall.ErrNotConnected), errors.Is(err, agentcall.ErrConnectionLost):
 		return refuse(errcode.AddonDisconnected, "the trading add-on is not connected: start the agent next to the platform")
-	case errors.Is(err, hub.ErrTimeout), errors.Is(err, context.DeadlineExceeded):
+	case errors.Is(err, agentcall.ErrTimeout), errors.Is(err, context.DeadlineExceeded):
 		return &httpapi.Error{Status: http.StatusGatewayTimeout, Code: errcode.DeadlineExceeded, Detail: "the add-on did not answer in time"}
 	}
 	return &httpapi.Error{Status: http.StatusInternalServerError, Code: errcode.InternalError, Detail: "the relay failed to reach the add-on"}

@@ -14,11 +14,11 @@ import (
 	"go.uber.org/zap"
 
 	"tradebridge/relay/admit"
+	"tradebridge/relay/agentcall"
 	"tradebridge/relay/auth"
 	"tradebridge/relay/budget"
 	"tradebridge/relay/errcode"
 	"tradebridge/relay/httpapi"
-	"tradebridge/relay/hub"
 	"tradebridge/relay/keylock"
 	"tradebridge/relay/store"
 )
@@ -39,7 +39,7 @@ type Store interface {
 // implements it.
 type Hub interface {
 	// Info returns the handshake of the user's live tunnel.
-	Info(userID string) (hub.Info, bool)
+	Info(userID string) (agentcall.Info, bool)
 	// Call runs an RPC function on the user's agent.
 	Call(ctx context.Context, userID, fn, requestID string, args json.RawMessage) (json.RawMessage, error)
 }

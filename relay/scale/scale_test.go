@@ -20,6 +20,7 @@ import (
 	"go.uber.org/zap"
 
 	"tradebridge/relay"
+	"tradebridge/relay/agentcall"
 	"tradebridge/relay/auth"
 	"tradebridge/relay/budget"
 	"tradebridge/relay/hub"
@@ -119,16 +120,16 @@ func relayLogger() *zap.Logger {
 	return log
 }
 
-func (n *node) session(ev hub.SessionEvent) {
+func (n *node) session(ev agentcall.SessionEvent) {
 	switch ev.Kind {
-	case hub.SessionStarted:
+	case agentcall.SessionStarted:
 		n.started.Add(1)
 		if n.onStart != nil {
 			n.onStart(ev.At)
 		}
-	case hub.SessionEnded:
+	case agentcall.SessionEnded:
 		n.ended.Add(1)
-	case hub.SessionRefused:
+	case agentcall.SessionRefused:
 		n.refused.Add(1)
 	}
 }

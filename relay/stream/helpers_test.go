@@ -21,9 +21,9 @@ import (
 	"go.uber.org/zap/zaptest/observer"
 
 	"tradebridge/protocol"
+	"tradebridge/relay/agentcall"
 	"tradebridge/relay/auth"
 	"tradebridge/relay/budget"
-	"tradebridge/relay/hub"
 	"tradebridge/relay/profile"
 	"tradebridge/relay/store"
 )
@@ -118,7 +118,7 @@ func (f *fakeUpstream) Call(ctx context.Context, userID, fn, requestID string, a
 	f.mu.Lock()
 	if f.disconnected[userID] {
 		f.mu.Unlock()
-		return nil, hub.ErrNotConnected
+		return nil, agentcall.ErrNotConnected
 	}
 	f.calls = append(f.calls, c)
 	onCall := f.onCall

@@ -16,8 +16,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"tradebridge/protocol"
+	"tradebridge/relay/agentcall"
 	"tradebridge/relay/errcode"
-	"tradebridge/relay/hub"
 	"tradebridge/relay/tradeapi"
 )
 
@@ -278,8 +278,8 @@ func TestKeyedWriteWithUnknownOutcomeRunsAgain(t *testing.T) {
 		err  error
 		code string
 	}{
-		{"tunnel dropped", hub.ErrConnectionLost, errcode.OutcomeUnknown},
-		{"agent away", hub.ErrNotConnected, errcode.AddonDisconnected},
+		{"tunnel dropped", agentcall.ErrConnectionLost, errcode.OutcomeUnknown},
+		{"agent away", agentcall.ErrNotConnected, errcode.AddonDisconnected},
 		{"agent still runs it", protocol.NewError(protocol.CodeRequestInProgress, "a write with this request id is still running"), errcode.RequestInProgress},
 	}
 	for _, tc := range cases {

@@ -33,11 +33,11 @@ import (
 
 	"tradebridge/protocol"
 	"tradebridge/relay/admit"
+	"tradebridge/relay/agentcall"
 	"tradebridge/relay/auth"
 	"tradebridge/relay/budget"
 	"tradebridge/relay/errcode"
 	"tradebridge/relay/httpapi"
-	"tradebridge/relay/hub"
 	"tradebridge/relay/store"
 )
 
@@ -81,7 +81,7 @@ const DoorInFlight = 2
 // Hub is what the route reads of the live tunnels; *hub.Hub implements
 // it.
 type Hub interface {
-	Info(userID string) (hub.Info, bool)
+	Info(userID string) (agentcall.Info, bool)
 	Call(ctx context.Context, userID, fn, requestID string, args json.RawMessage) (json.RawMessage, error)
 }
 

@@ -20,9 +20,9 @@ import (
 
 	"tradebridge/protocol"
 	"tradebridge/relay/admit"
+	"tradebridge/relay/agentcall"
 	"tradebridge/relay/auth"
 	"tradebridge/relay/budget"
-	"tradebridge/relay/hub"
 	"tradebridge/relay/store"
 	"tradebridge/relay/support"
 )
@@ -47,18 +47,18 @@ func (f fakeAuth) Authenticate(_ context.Context, token string, want auth.Kind) 
 // fakeHub is one user's live tunnel, or none.
 type fakeHub struct {
 	mu    sync.Mutex
-	info  map[string]hub.Info
+	info  map[string]agentcall.Info
 	reply func() (json.RawMessage, error)
 	calls atomic.Int32
 }
 
-func (h *fakeHub) set(userID string, info hub.Info, reply func() (json.RawMessage, error)) {
+func (h *fakeHub) set(userID string, info agentcall.Info, reply func() (json.RawMessage, error)) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	h.info[userID], h.reply = info, reply
 }
 
-func (h *fakeHub) Info(userID string) (hub.Info, bool) {
+func (h *fakeHub) Info(userID string) (agentcall.Info, bool) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	i, ok := h.info[userID]
@@ -148,7 +148,7 @@ func newEnv(t *testing.T, tweak func(*support.Options)) *env {
 	require.NoError(t, err)
 	core, logs := observer.New(zapcore.DebugLevel)
 	e := &env{
-		hub:   &fakeHub{info: map[string]hub.Info{}},
+		hub:   &fakeHub{info: map[string]agentcall.Info{}},
 		store: &fakeStore{users: map[string]bool{"usr_alice": true, "usr_bob": true}},
 		logs:  logs,
 	}
@@ -208,8 +208,8 @@ func diag(version string) protocol.Diagnostics {
 	return protocol.Diagnostics{AgentVersion: version, Bridge: protocol.BridgeDiagnostic{Kind: "sim"}, Errors: []protocol.ErrorCount{}}
 }
 
-func liveInfo(version int, fromEvent *protocol.Diagnostics) hub.Info {
-	return hub.Info{SessionID: "tun_1", ConnectedAt: t0.Add(-time.Hour), RemoteAddr: "192.0.2.7",
+func liveInfo(version int, fromEvent *protocol.Diagnostics) agentcall.Info {
+	return agentcall.Info{SessionID: "tun_1", ConnectedAt: t0.Add(-time.Hour), RemoteAddr: "192.0.2.7",
 		Hello: protocol.Hello{ProtocolVersion: version, AgentVersion: "1.2.3", Platform: "sim",
 			Connections: []protocol.Connection{{Name: "Sim", Status: "Connected", Accounts: []string{"Sim101"}}}},
 		Diagnostics: fromEvent, DiagnosticsAt: t0.Add(-59 * time.Minute)}
@@ -223,10 +223,10 @@ func TestDiagnosticsSources(t *testing.T) {
 	fromEvent := diag("event")
 	stored := store.StoredDiagnostics{SessionID: "tun_0", JSON: []byte(`{"agentVersion":"stored"}`), At: t0.Add(-48 * time.Hour)}
 	live := func() (json.RawMessage, error) { return json.Marshal(diag("live")) }
-	failing := func() (json.RawMessage, error) { return nil, hub.ErrTimeout }
+	failing := func() (json.RawMessage, error) { return nil, agentcall.ErrTimeout }
 	for _, tc := range []struct {
 		name      string
-		info      *hub.Info
+		info      *agentcall.Info
 		reply     func() (json.RawMessage, error)
 		stored    *store.StoredDiagnostics
 		source    string
@@ -288,15 +288,15 @@ func TestAnswerShape(t *testing.T) {
 	require.Equal(t, "tun_1", a.History[0].SessionID)
 	require.Nil(t, a.History[0].DisconnectedAt, "live")
 	require.Empty(t, a.History[1].SessionID, "a refused handshake")
-	require.Equal(t, hub.ReasonVersionUnsupported, a.History[1].Reason)
+	require.Equal(t, agentcall.ReasonVersionUnsupported, a.History[1].Reason)
 	e.store.update(func(s *fakeStore) { require.Equal(t, t0.Add(-support.DefaultRetention), s.since, "30 days") })
 	require.Equal(t, "192.0.2.7", a.History[0].RemoteAddr)
 }
 
 var sessions = []store.AgentSession{
 	{SessionID: "tun_1", UserID: "usr_alice", ConnectedAt: t0.Add(-time.Hour), AgentVersion: "1.2.3", ProtocolVersion: 5, Platform: "sim", RemoteAddr: "192.0.2.7"},
-	{UserID: "usr_alice", ConnectedAt: t0.Add(-2 * time.Hour), DisconnectedAt: t0.Add(-2 * time.Hour), Reason: hub.ReasonVersionUnsupported, ProtocolVersion: 9},
-	{SessionID: "tun_0", UserID: "usr_alice", ConnectedAt: t0.Add(-3 * time.Hour), DisconnectedAt: t0.Add(-2 * time.Hour), Reason: hub.ReasonReplaced},
+	{UserID: "usr_alice", ConnectedAt: t0.Add(-2 * time.Hour), DisconnectedAt: t0.Add(-2 * time.Hour), Reason: agentcall.ReasonVersionUnsupported, ProtocolVersion: 9},
+	{SessionID: "tun_0", UserID: "usr_alice", ConnectedAt: t0.Add(-3 * time.Hour), DisconnectedAt: t0.Add(-2 * time.Hour), Reason: agentcall.ReasonReplaced},
 }
 
 // Refusals: other kinds of token, a user not granted or missing (the same

@@ -19,10 +19,10 @@ import (
 	"go.uber.org/goleak"
 
 	"tradebridge/protocol"
+	"tradebridge/relay/agentcall"
 	"tradebridge/relay/auth"
 	"tradebridge/relay/budget"
 	"tradebridge/relay/errcode"
-	"tradebridge/relay/hub"
 	"tradebridge/relay/store"
 	"tradebridge/relay/tradeapi"
 )
@@ -421,12 +421,12 @@ func TestOutcomeUnknownThenRetry(t *testing.T) {
 	e := newEnv(t)
 	const place = "/v1/api/accounts/Sim101/orders/place"
 	body := `{"action":"Buy","instrument":"ES","orderType":"Market","quantity":1,"timeInForce":"Day"}`
-	e.agent.reply = func(call) (json.RawMessage, error) { return nil, hub.ErrConnectionLost }
+	e.agent.reply = func(call) (json.RawMessage, error) { return nil, agentcall.ErrConnectionLost }
 	r := e.do("POST", place, "tb_api_pro", body, "Idempotency-Key", "k-9")
 	require.Equal(t, 503, r.Status)
 	require.Equal(t, errcode.OutcomeUnknown, r.Body["error"])
 
-	e.agent.reply = func(call) (json.RawMessage, error) { return nil, hub.ErrNotConnected }
+	e.agent.reply = func(call) (json.RawMessage, error) { return nil, agentcall.ErrNotConnected }
 	r = e.do("POST", place, "tb_api_pro", body, "Idempotency-Key", "k-9")
 	require.Equal(t, 408, r.Status)
 

@@ -15,8 +15,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"tradebridge/protocol"
+	"tradebridge/relay/agentcall"
 	"tradebridge/relay/errcode"
-	"tradebridge/relay/hub"
 	"tradebridge/relay/store"
 	"tradebridge/relay/tradeapi"
 	"tradebridge/relay/tradecall"
@@ -161,9 +161,9 @@ func TestOutcomeRecord(t *testing.T) {
 			return nil, protocol.NewError(protocol.CodeOrderRejected, "market is closed")
 		},
 			false, store.IdemDone, 400, `{"v":2,"error":{"status":400,"code":"order_rejected","detail":"market is closed"}}`, "order_rejected"},
-		{"outcome unknown", func() (json.RawMessage, error) { return nil, hub.ErrConnectionLost },
+		{"outcome unknown", func() (json.RawMessage, error) { return nil, agentcall.ErrConnectionLost },
 			false, store.IdemUnknown, 0, "", errcode.OutcomeUnknown},
-		{"agent away", func() (json.RawMessage, error) { return nil, hub.ErrNotConnected },
+		{"agent away", func() (json.RawMessage, error) { return nil, agentcall.ErrNotConnected },
 			false, store.IdemUnknown, 0, "", errcode.AddonDisconnected},
 		{"agent still runs the first try", func() (json.RawMessage, error) {
 			return nil, protocol.NewError(protocol.CodeRequestInProgress, "a write with this request id is still running")

@@ -13,9 +13,9 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"tradebridge/protocol"
+	"tradebridge/relay/agentcall"
 	"tradebridge/relay/errcode"
 	"tradebridge/relay/httpapi"
-	"tradebridge/relay/hub"
 	"tradebridge/relay/store"
 	"tradebridge/relay/tradecall"
 )
@@ -151,10 +151,10 @@ func TestCallErrorPassesHTTPErrors(t *testing.T) {
 	}{
 		{"bare", he, true, *he, true},
 		{"wrapped", fmt.Errorf("a: %w", fmt.Errorf("b: %w", he)), false, *he, true},
-		{"beside a hub error", errors.Join(hub.ErrTimeout, he), true, *he, true},
+		{"beside a hub error", errors.Join(agentcall.ErrTimeout, he), true, *he, true},
 		{"a protocol error still maps", protocol.NewError(protocol.CodeNotSupported, "no bars"), false,
 			httpapi.Error{Status: http.StatusBadRequest, Code: protocol.CodeNotSupported, Detail: "no bars"}, true},
-		{"a hub error still maps", hub.ErrNotConnected, false,
+		{"a hub error still maps", agentcall.ErrNotConnected, false,
 			httpapi.Error{Status: http.StatusRequestTimeout, Code: errcode.AddonDisconnected, Detail: "the trading add-on is not connected: start the agent next to the platform"}, true},
 		{"anything else is not ours", errors.New("bug"), true, httpapi.Error{}, false},
 	} {

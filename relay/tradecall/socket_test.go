@@ -10,8 +10,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"tradebridge/protocol"
+	"tradebridge/relay/agentcall"
 	"tradebridge/relay/errcode"
-	"tradebridge/relay/hub"
 	"tradebridge/relay/tradecall"
 )
 
@@ -105,11 +105,11 @@ func TestCallError(t *testing.T) {
 	}{
 		{protocol.NewError(protocol.CodeNoPosition, "none"), false, http.StatusBadRequest, protocol.CodeNoPosition},
 		{fmt.Errorf("wrapped: %w", protocol.NewError(protocol.CodeInternal, "x")), true, http.StatusInternalServerError, protocol.CodeInternal},
-		{hub.ErrNotConnected, true, http.StatusRequestTimeout, errcode.AddonDisconnected},
-		{hub.ErrConnectionLost, false, http.StatusRequestTimeout, errcode.AddonDisconnected},
-		{hub.ErrConnectionLost, true, http.StatusServiceUnavailable, errcode.OutcomeUnknown},
-		{hub.ErrTimeout, true, http.StatusServiceUnavailable, errcode.OutcomeUnknown},
-		{hub.ErrTimeout, false, http.StatusGatewayTimeout, errcode.DeadlineExceeded},
+		{agentcall.ErrNotConnected, true, http.StatusRequestTimeout, errcode.AddonDisconnected},
+		{agentcall.ErrConnectionLost, false, http.StatusRequestTimeout, errcode.AddonDisconnected},
+		{agentcall.ErrConnectionLost, true, http.StatusServiceUnavailable, errcode.OutcomeUnknown},
+		{agentcall.ErrTimeout, true, http.StatusServiceUnavailable, errcode.OutcomeUnknown},
+		{agentcall.ErrTimeout, false, http.StatusGatewayTimeout, errcode.DeadlineExceeded},
 	} {
 		e, ok := tradecall.CallError(tc.err, tc.write)
 		require.True(t, ok, tc.err)
@@ -119,6 +119,6 @@ func TestCallError(t *testing.T) {
 	}
 	_, ok := tradecall.CallError(errors.New("something else"), false)
 	require.False(t, ok)
-	_, ok = tradecall.CallError(hub.ErrClosed, false)
+	_, ok = tradecall.CallError(agentcall.ErrClosed, false)
 	require.False(t, ok)
 }

@@ -18,10 +18,10 @@ import (
 
 	"tradebridge/protocol"
 	"tradebridge/relay/admit"
+	"tradebridge/relay/agentcall"
 	"tradebridge/relay/auth"
 	"tradebridge/relay/errcode"
 	"tradebridge/relay/httpapi"
-	"tradebridge/relay/hub"
 	"tradebridge/relay/profile"
 )
 
@@ -79,13 +79,13 @@ func CallError(err error, write bool) (e httpapi.Error, ok bool) {
 		return *he, true
 	case errors.As(err, &pe):
 		return httpapi.Error{Status: statusOf(pe.Code), Code: pe.Code, Detail: pe.Detail}, true
-	case errors.Is(err, hub.ErrNotConnected):
+	case errors.Is(err, agentcall.ErrNotConnected):
 		return httpapi.Error{Status: http.StatusRequestTimeout, Code: errcode.AddonDisconnected, Detail: "the trading add-on is not connected: start the agent next to the platform"}, true
-	case (errors.Is(err, hub.ErrConnectionLost) || errors.Is(err, hub.ErrTimeout)) && write:
+	case (errors.Is(err, agentcall.ErrConnectionLost) || errors.Is(err, agentcall.ErrTimeout)) && write:
 		return httpapi.Error{Status: http.StatusServiceUnavailable, Code: errcode.OutcomeUnknown, Detail: "the add-on did not confirm the outcome; retry with the same Idempotency-Key or orderId to learn it"}, true
-	case errors.Is(err, hub.ErrConnectionLost):
+	case errors.Is(err, agentcall.ErrConnectionLost):
 		return httpapi.Error{Status: http.StatusRequestTimeout, Code: errcode.AddonDisconnected, Detail: "the trading add-on disconnected during the call"}, true
-	case errors.Is(err, hub.ErrTimeout):
+	case errors.Is(err, agentcall.ErrTimeout):
 		return httpapi.Error{Status: http.StatusGatewayTimeout, Code: errcode.DeadlineExceeded, Detail: "the add-on did not answer in time"}, true
 	}
 	return httpapi.Error{}, false
