@@ -1,9 +1,9 @@
 // Package agent is the program that runs on the trader's PC next to the
 // trading platform. It dials out to the relay (package agent/tunnel), serves
-// the relay's RPCs through the dispatcher (agent/dispatch) and operations
-// (agent/ops) against a platform (agent/bridge), runs the engines (copiers,
-// monitors, kill switch, news lockout: agent/engine) next to the platform —
-// all of them assembled by agent/stack, as the relay's broker family
+// the relay's RPCs through the dispatcher (trading/dispatch) and operations
+// (trading/ops) against a platform (trading/bridge), runs the engines (copiers,
+// monitors, kill switch, news lockout: trading/engine) next to the platform —
+// all of them assembled by trading/stack, as the relay's broker family
 // assembles them per linked login — and never listens on a port reachable
 // from outside.
 //

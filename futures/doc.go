@@ -5,7 +5,7 @@
 // contract at an instant.
 //
 // It is shared by every platform bridge of the agent (the simulator in
-// agent/bridge/sim, NinjaTrader) and by the relay, so that the contract
+// trading/bridge/sim, NinjaTrader) and by the relay, so that the contract
 // rules are written once. The grammar of instrument names is
 // protocol.ParseInstrument's (syntax only); what a root or a one-digit
 // year resolves to, which contracts exist and when they trade is decided

@@ -70,5 +70,5 @@
 // quick retry cannot fix.
 //
 // Golden frames of every type, as hex dumps, are in the repository's
-// testdata/frames; "go test ./protocol -update" rewrites them.
+// protocol/testdata/frames; "go test ./protocol -update" rewrites them.
 package protocol

@@ -92,7 +92,7 @@ const (
 )
 
 // BrokerRejectPrefix begins the codes of an order a linked broker refused
-// (the broker family, relay/broker/tradovate): "tradovate_" and the
+// (the broker family, trading/bridge/tradovate): "tradovate_" and the
 // broker's reason in snake case, as tradovate_max_pos_limit_reached.
 // Such a code means what CodeOrderRejected means, with the broker's
 // reason named.

@@ -18,7 +18,7 @@ var instrumentRE = regexp.MustCompile(InstrumentPattern)
 // The parsers that read instrument names before the shared grammar, kept
 // as oracles: the relay stream's contract and month-code expressions
 // (relay/stream/resolve.go) and the form check of the relay's front doors
-// (relay/api/params.go and relay/stream/frames.go, still in use).
+// (relay/tradeapi/params.go and relay/stream/frames.go, still in use).
 var (
 	oldContractRE  = regexp.MustCompile(`^([A-Za-z0-9]{1,6}) (0[1-9]|1[0-2])-([0-9]{2})$`)
 	oldMonthCodeRE = regexp.MustCompile(`^([A-Z0-9]{1,6}?)([FGHJKMNQUVXZ])([0-9]{1,2})$`)

@@ -1,10 +1,10 @@
 // Package relay is the cloud service bot authors call. It wires the store
 // (relay/store), token checks (relay/auth), one admission for every door
 // (relay/admit), the agent tunnels (relay/hub), the trading API
-// (relay/api), the WebSocket stream API (relay/stream), the Management API
+// (relay/tradeapi), the WebSocket stream API (relay/stream), the Management API
 // (relay/manage), the broker family (relay/broker), the support staff's
 // route (relay/support) with the agents' connection history
-// (relay/history) and metrics (relay/metrics) into one HTTP server with
+// (relay/connhistory) and metrics (relay/metrics) into one HTTP server with
 // timeouts and a graceful shutdown that also closes the stream sockets and
 // ends the tunnels.
 //

@@ -86,7 +86,7 @@ func list(t *testing.T, pkgs ...string) map[string]listed {
 }
 
 // The relay's doors: the stream socket shares the trading call with the
-// HTTP routes through relay/tradecall, never by linking relay/api, and
+// HTTP routes through relay/tradecall, never by linking relay/tradeapi, and
 // every door admits its requests through relay/admit.
 func TestRelayDoors(t *testing.T) {
 	if testing.Short() {
@@ -101,7 +101,7 @@ func TestRelayDoors(t *testing.T) {
 		errcode   = "tradebridge/relay/errcode"
 	)
 	pkgs := list(t, api, stream, hub)
-	require.NotContains(t, pkgs[stream].Deps, api, "relay/stream must not link relay/api")
+	require.NotContains(t, pkgs[stream].Deps, api, "relay/stream must not link relay/tradeapi")
 	for _, door := range []string{api, stream, hub} {
 		require.Contains(t, pkgs[door].Imports, admit, "%s must admit through relay/admit", door)
 	}

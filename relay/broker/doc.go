@@ -4,9 +4,9 @@
 //
 // For each linked login a Manager runs one instance: a tradovate.Platform
 // (the login's one token and one request pacer, its user-data and
-// market-data sockets), and over it the very dispatcher (agent/dispatch)
-// and operations (agent/ops) the agent runs next to NinjaTrader, and the
-// agent's engines (agent/engine: monitors, kill switch and news lockout,
+// market-data sockets), and over it the very dispatcher (trading/dispatch)
+// and operations (trading/ops) the agent runs next to NinjaTrader, and the
+// agent's engines (trading/engine: monitors, kill switch and news lockout,
 // copiers) configured by the user's tv resources of the Management API.
 // So reverse, close by percent, cancel and bracket, strategy tags and
 // exactly-once writes behave the same on both families, and a tv monitor

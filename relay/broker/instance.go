@@ -18,7 +18,7 @@ import (
 
 // instance is one linked login at work: its platform, and the stack over
 // it (the operations, the trading gate, the engines and the dispatcher,
-// agent/stack, as the agent runs next to NinjaTrader).
+// trading/stack, as the agent runs next to NinjaTrader).
 type instance struct {
 	m        *Manager
 	userID   string

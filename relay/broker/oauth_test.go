@@ -19,7 +19,7 @@ import (
 	"tradebridge/trading/bridge/tradovate/tradovatefake"
 )
 
-// oauthFake is the broker's OAuth service for a test: tvfake over a
+// oauthFake is the broker's OAuth service for a test: tradovatefake over a
 // market of its own.
 func oauthFake(t *testing.T, f *fixture) *tradovatefake.Server {
 	t.Helper()

@@ -17,6 +17,7 @@ import (
 	"tradebridge/protocol"
 	"tradebridge/relay/agentcall"
 	"tradebridge/relay/auth"
+	"tradebridge/relay/events"
 	"tradebridge/transport"
 )
 
@@ -459,7 +460,7 @@ type framedConn struct {
 // tells them apart.
 func (c *agentConn) readEvents(control net.Conn) {
 	fc := control.(*framedConn)
-	pace := newPacer(c.hub.opts.EventBytesPerSecond)
+	pace := &eventPacer{bytes: newPacer(c.hub.opts.EventBytesPerSecond), count: newPacer(c.hub.opts.EventsPerSecond)}
 	for {
 		t, payload, err := fc.r.ReadFrame()
 		if !c.event(fc, pace, t, payload, err) {
@@ -470,7 +471,7 @@ func (c *agentConn) readEvents(control net.Conn) {
 
 // event handles what one ReadFrame of the control stream returned, and
 // reports whether to read on.
-func (c *agentConn) event(fc *framedConn, pace *pacer, t protocol.Type, payload []byte, err error) bool {
+func (c *agentConn) event(fc *framedConn, pace *eventPacer, t protocol.Type, payload []byte, err error) bool {
 	if err != nil {
 		if protocolFault(err) {
 			c.failProtocol(err)
@@ -501,14 +502,12 @@ func (c *agentConn) event(fc *framedConn, pace *pacer, t protocol.Type, payload 
 		}
 		c.setConnections(conns)
 	}
-	if fn := c.hub.opts.OnEvent; fn != nil {
-		fn(Event{UserID: c.userID, Event: ev})
-	}
+	c.hub.publish(events.Agent(c.userID, ev))
 	return true
 }
 
 // diagnostics takes an EventDiagnostics: the tunnel keeps the latest, and
-// OnSession learns it once the session's start is reported. Its size is
+// the spine learns it once the session's start is reported. Its size is
 // the control stream's frame bound (64 KiB); data that is not a
 // protocol.Diagnostics ends the tunnel as any malformed event does. It
 // reports false when the tunnel is ending.
@@ -554,7 +553,16 @@ func (c *agentConn) helloNow() protocol.Hello {
 	return c.hello
 }
 
-// pacer is a byte budget that makes its reader wait: take returns once
+// eventPacer paces a tunnel's events by bytes and by count.
+type eventPacer struct{ bytes, count *pacer }
+
+// take charges one event of n bytes and waits while either budget is
+// overdrawn. It returns false if done closed meanwhile.
+func (p *eventPacer) take(n int, done <-chan struct{}) bool {
+	return p.count.take(1, done) && p.bytes.take(n, done)
+}
+
+// pacer is a budget (of bytes, or of events) that makes its reader wait: take returns once
 // the budget has room again.
 type pacer struct {
 	rate  float64 // bytes per second, and the burst

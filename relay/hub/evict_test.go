@@ -12,14 +12,13 @@ import (
 
 // Evict ends only the named session while it is the user's live tunnel:
 // its end is recorded as replaced, the agent is told so (and comes back
-// on a session of its own), and OnStatus reports the user gone.
+// on a session of its own), and the spine hears the user gone.
 func TestEvict(t *testing.T) {
 	t.Parallel()
 	log := &sessionLog{}
 	status := &statusLog{}
 	e := newEnvWith(t, func(o *hub.Options) {
-		o.OnSession = log.record
-		o.OnStatus = status.record
+		o.Events = spine{session: log.record, status: status.record}
 	})
 	status.h = e.hub
 	e.startAgent("agent-a", "A")
@@ -50,7 +49,7 @@ func TestEvict(t *testing.T) {
 			}
 		}
 		return false
-	}, 5*time.Second, time.Millisecond, "OnStatus reports the evicted user gone: %v", status.all())
+	}, 5*time.Second, time.Millisecond, "the spine hears the evicted user gone: %v", status.all())
 	require.False(t, e.hub.Evict("usr_a", info.SessionID), "the session is over")
 
 	// The agent was told it was replaced; it retries later, on a new

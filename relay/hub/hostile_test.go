@@ -355,12 +355,12 @@ func TestEventFloodIsPacedNotClosed(t *testing.T) {
 	var last atomic.Int64 // unix nanos of the last event
 	e := newEnvWith(t, func(o *hub.Options) {
 		o.EventBytesPerSecond = rate
-		o.OnEvent = func(ev hub.Event) {
+		o.Events = spine{event: func(ev protocol.Event) {
 			if ev.Seq == uint64(got.Load()+1) {
 				got.Add(1)
 			}
 			last.Store(time.Now().UnixNano())
-		}
+		}}
 	})
 	a := dialAgent(t, e, "agent-a")
 	e.waitConnected("usr_a")

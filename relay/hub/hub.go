@@ -17,7 +17,7 @@
 //
 // # History and diagnostics
 //
-// Options.OnSession learns the tunnels' history: a session's start (once
+// Options.Events learns the tunnels' history: a session's start (once
 // its Welcome is written), its diagnostics (each EventDiagnostics, which
 // Info also keeps for the live tunnel), its end with the reason (the
 // Reason constants), and the handshakes refused before a session began.
@@ -43,6 +43,7 @@ import (
 	"tradebridge/relay/auth"
 	"tradebridge/relay/budget"
 	"tradebridge/relay/errcode"
+	"tradebridge/relay/events"
 	"tradebridge/relay/httpapi"
 	"tradebridge/transport"
 )
@@ -69,12 +70,6 @@ type Metrics interface {
 	TunnelConnect(reconnect bool)
 }
 
-// Event is an update an agent sent, with the user it belongs to.
-type Event struct {
-	UserID string
-	protocol.Event
-}
-
 // Options configure a Hub.
 type Options struct {
 	// Auth checks agent tokens. Required unless Admit is set.
@@ -92,27 +87,26 @@ type Options struct {
 	// DefaultTimeout is the deadline of a call whose context has none.
 	// Default 30 s.
 	DefaultTimeout time.Duration
-	// OnEvent, when set, receives every event agents send, in order per
-	// user, but EventDiagnostics, which goes to OnSession only. It must
-	// not block.
-	OnEvent func(Event)
-	// OnSession, when set, learns the tunnels' history (agentcall.SessionEvent):
-	// for each session its start, then its diagnostics, then its end, in
-	// that order; and every refused handshake. It is called from the
-	// tunnels' goroutines and must not block.
-	OnSession func(agentcall.SessionEvent)
-	// OnStatus, when set, learns when a user's agent comes and goes:
-	// connected is true each time a tunnel of the user registers (before
-	// its Welcome is sent, so Call reaches it from then on), and false when
-	// the user's live tunnel ends and none took its place. A tunnel
-	// replaced by a newer one of the same user reports no false: the user
-	// never stopped being connected. The newer tunnel reports true again,
-	// because the agent behind it may be a new process that holds none of
-	// the state sent to the old one (market-data subscriptions): a listener
-	// re-sends such state on every true. Calls are made one at a time (for
-	// all users), in the order of the changes, with Connected already
-	// agreeing; OnStatus must not block and may call the Hub's methods.
-	OnStatus func(userID string, connected bool)
+	// Events, when set, is where the hub publishes (see package
+	// relay/events), in the tunnels' goroutines:
+	//   - every event agents send (events.TypeAgent), in order per user,
+	//     but EventDiagnostics, which is a history entry;
+	//   - the tunnels' history (events.TypeSession): for each session
+	//     its start, then its diagnostics, then its end, in that order;
+	//     and every refused handshake;
+	//   - when a user's agent comes and goes (events.TypeStatus):
+	//     connected is true each time a tunnel of the user registers
+	//     (before its Welcome is sent, so Call reaches it from then on),
+	//     and false when the user's live tunnel ends and none took its
+	//     place. A tunnel replaced by a newer one of the same user reports
+	//     no false: the user never stopped being connected. The newer
+	//     tunnel reports true again, because the agent behind it may be a
+	//     new process that holds none of the state sent to the old one
+	//     (market-data subscriptions): a subscriber re-sends such state on
+	//     every true. Statuses are published one at a time (for all
+	//     users), in the order of the changes, with Connected already
+	//     agreeing; their direct subscribers may call the Hub's methods.
+	Events events.Publisher
 	// ReverifyInterval is how often live tunnels' tokens are checked again,
 	// so that a revoked agent token ends its tunnel. Default 30 s.
 	ReverifyInterval time.Duration
@@ -133,6 +127,12 @@ type Options struct {
 	// agentcall.ErrTimeout when their deadline passes first. A stream counts until
 	// the agent has closed its end too. Default DefaultMaxStreamCalls.
 	MaxStreamCalls int
+	// EventsPerSecond bounds how many events a second the relay reads of
+	// an agent, whatever their size; beyond it the relay reads more
+	// slowly, as for EventBytesPerSecond. The burst is one second's
+	// worth. Default DefaultEventsPerSecond, some four times an agent
+	// that streams quotes of 250 instruments at 20 a second each.
+	EventsPerSecond int
 	// EventBytesPerSecond bounds how fast the relay reads an agent's
 	// events: the payload bytes plus EventOverhead per event. Beyond it
 	// the relay reads more slowly and the agent's writes wait (yamux flow
@@ -143,8 +143,11 @@ type Options struct {
 	EventBytesPerSecond int
 }
 
-// DefaultMaxStreamCalls is the default of Options.MaxStreamCalls.
-const DefaultMaxStreamCalls = 4
+// Defaults of Options.
+const (
+	DefaultMaxStreamCalls  = 4
+	DefaultEventsPerSecond = 20_000
+)
 
 // EventOverhead is what each event costs against
 // Options.EventBytesPerSecond besides its payload, so that a flood of tiny
@@ -185,7 +188,7 @@ type Hub struct {
 	ctx    context.Context
 	cancel context.CancelFunc
 
-	// statusMu orders OnStatus calls with the changes of conns they
+	// statusMu orders the statuses published with the changes of conns they
 	// report; it is taken before mu.
 	statusMu sync.Mutex
 
@@ -225,6 +228,9 @@ func New(opts Options) (*Hub, error) {
 	}
 	if opts.MaxStreamCalls <= 0 {
 		opts.MaxStreamCalls = DefaultMaxStreamCalls
+	}
+	if opts.EventsPerSecond <= 0 {
+		opts.EventsPerSecond = DefaultEventsPerSecond
 	}
 	if opts.EventBytesPerSecond <= 0 {
 		opts.EventBytesPerSecond = 8 << 20
@@ -342,8 +348,8 @@ func (h *Hub) Call(ctx context.Context, userID, fn, requestID string, args json.
 // protocol.CloseReplaced, if it is still the user's live tunnel, and
 // reports whether it was. A relay node calls it when a newer tunnel of the
 // same user registered on another node (package relay/cluster): the
-// history records the session's end as agentcall.ReasonReplaced, and OnStatus
-// reports false once the tunnel is gone, unless a newer one registered
+// history records the session's end as agentcall.ReasonReplaced, and a status
+// false is published once the tunnel is gone, unless a newer one registered
 // here in the meantime.
 func (h *Hub) Evict(userID, sessionID string) bool {
 	h.mu.Lock()
@@ -375,9 +381,7 @@ func (h *Hub) register(c *agentConn) error {
 	reconnect := h.seen[c.userID]
 	h.seen[c.userID] = true
 	h.mu.Unlock()
-	if fn := h.opts.OnStatus; fn != nil {
-		fn(c.userID, true)
-	}
+	h.publish(events.Status(c.userID, true))
 	h.statusMu.Unlock()
 	if old != nil {
 		old.log.Info("tunnel replaced by a newer connection", zap.String("newSession", c.sessionID))
@@ -399,8 +403,8 @@ func (h *Hub) unregister(c *agentConn) {
 		delete(h.conns, c.userID)
 	}
 	h.mu.Unlock()
-	if fn := h.opts.OnStatus; removed && fn != nil {
-		fn(c.userID, false)
+	if removed {
+		h.publish(events.Status(c.userID, false))
 	}
 	h.statusMu.Unlock()
 	if removed && h.opts.Metrics != nil {

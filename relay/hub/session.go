@@ -6,12 +6,16 @@ import (
 
 	"tradebridge/protocol"
 	"tradebridge/relay/agentcall"
+	"tradebridge/relay/events"
 )
 
-// report hands ev to Options.OnSession, if set.
-func (h *Hub) report(ev agentcall.SessionEvent) {
-	if fn := h.opts.OnSession; fn != nil {
-		fn(ev)
+// report publishes a history entry.
+func (h *Hub) report(ev agentcall.SessionEvent) { h.publish(events.Session(ev)) }
+
+// publish hands e to Options.Events, if set.
+func (h *Hub) publish(e events.Event) {
+	if p := h.opts.Events; p != nil {
+		p.Publish(e)
 	}
 }
 

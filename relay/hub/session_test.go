@@ -20,11 +20,12 @@ import (
 	"tradebridge/transport"
 )
 
-// sessionLog records what OnSession and OnEvent learn.
+// sessionLog records the history entries and the agents' events the hub
+// publishes.
 type sessionLog struct {
 	mu     sync.Mutex
 	events []agentcall.SessionEvent
-	kinds  []string // OnEvent's event kinds
+	kinds  []string // the agents' events' kinds
 }
 
 func (l *sessionLog) record(e agentcall.SessionEvent) {
@@ -33,7 +34,7 @@ func (l *sessionLog) record(e agentcall.SessionEvent) {
 	l.events = append(l.events, e)
 }
 
-func (l *sessionLog) onEvent(e hub.Event) {
+func (l *sessionLog) onEvent(e protocol.Event) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	l.kinds = append(l.kinds, e.Kind)
@@ -65,8 +66,7 @@ func (l *sessionLog) wait(t *testing.T, kind agentcall.SessionKind, sessionID st
 func newSessionEnv(t *testing.T) (*env, *sessionLog) {
 	log := &sessionLog{}
 	e := newEnvWith(t, func(o *hub.Options) {
-		o.OnSession = log.record
-		o.OnEvent = log.onEvent
+		o.Events = spine{session: log.record, event: log.onEvent}
 		o.HandshakeTimeout = 300 * time.Millisecond
 	})
 	return e, log
@@ -210,9 +210,9 @@ func diagnosticsEvent(t *testing.T, seq uint64, d any) protocol.Event {
 	return protocol.Event{Seq: seq, Kind: protocol.EventDiagnostics, Data: data}
 }
 
-// EventDiagnostics is kept for the live tunnel and reported to OnSession
-// after the session's start, re-encoded and bounded; it does not go to
-// OnEvent.
+// EventDiagnostics is kept for the live tunnel and published as a history
+// entry after the session's start, re-encoded and bounded; it is not
+// published as an agent's event.
 func TestDiagnosticsEventIsKept(t *testing.T) {
 	t.Parallel()
 	e, log := newSessionEnv(t)
@@ -251,7 +251,7 @@ func TestDiagnosticsEventIsKept(t *testing.T) {
 		return len(log.kinds) == 1
 	}, 5*time.Second, 5*time.Millisecond)
 	log.mu.Lock()
-	require.Equal(t, []string{protocol.EventOrder}, log.kinds, "diagnostics reach OnSession only")
+	require.Equal(t, []string{protocol.EventOrder}, log.kinds, "diagnostics are history entries only")
 	log.mu.Unlock()
 	var order []agentcall.SessionKind
 	for _, ev := range log.all() {

@@ -12,11 +12,14 @@ import (
 	"go.uber.org/zap/zaptest"
 
 	"tradebridge/protocol"
+	"tradebridge/relay/agentcall"
 	"tradebridge/relay/auth"
+	"tradebridge/relay/events"
 	"tradebridge/relay/hub"
 )
 
-// statusLog records OnStatus calls, with what Connected said during each.
+// statusLog records the statuses the hub publishes, with what Connected
+// said during each.
 type statusLog struct {
 	mu     sync.Mutex
 	h      *hub.Hub
@@ -24,7 +27,7 @@ type statusLog struct {
 }
 
 func (l *statusLog) record(user string, up bool) {
-	agrees := l.h.Connected(user) == up // OnStatus may call the Hub
+	agrees := l.h.Connected(user) == up // a direct subscriber may call the Hub
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	l.events = append(l.events, fmt.Sprintf("%s:%v:%v", user, up, agrees))
@@ -36,6 +39,25 @@ func (l *statusLog) all() []string {
 	return append([]string(nil), l.events...)
 }
 
+// spine hands each type of event the hub publishes to its function; nil
+// ones are ignored.
+type spine struct {
+	session func(agentcall.SessionEvent)
+	status  func(userID string, connected bool)
+	event   func(protocol.Event)
+}
+
+func (s spine) Publish(e events.Event) {
+	switch {
+	case e.Type == events.TypeSession && s.session != nil:
+		s.session(e.Session)
+	case e.Type == events.TypeStatus && s.status != nil:
+		s.status(e.UserID, e.Connected)
+	case e.Type == events.TypeAgent && s.event != nil:
+		s.event(e.Agent)
+	}
+}
+
 func newStatusEnv(t *testing.T) (*env, *statusLog) {
 	fa := &fakeAuth{tokens: map[string]auth.Principal{
 		"agent-a": {UserID: "usr_a", Plan: auth.PlanPro, Kind: auth.KindAgent},
@@ -43,7 +65,7 @@ func newStatusEnv(t *testing.T) (*env, *statusLog) {
 	}}
 	log := &statusLog{}
 	h, err := hub.New(hub.Options{Auth: fa, Logger: zaptest.NewLogger(t), HandshakeTimeout: 500 * time.Millisecond,
-		OnStatus: log.record})
+		Events: spine{status: log.record}})
 	require.NoError(t, err)
 	log.h = h
 	mux := http.NewServeMux()

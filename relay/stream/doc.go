@@ -91,7 +91,7 @@
 // unknown_function); args holds the path parameters and body fields of the
 // function's HTTP route together, plus the query parameters (typed, or as
 // the text HTTP carries: "true", "320"), and is checked against the same
-// table as the HTTP routes (relay/api), with the same codes and field
+// table as the HTTP routes (relay/tradeapi), with the same codes and field
 // errors, defaults filled in.
 //
 // The reply has no type. A success is {id,success:true,…} with the
@@ -118,7 +118,7 @@
 // A write may carry idempotencyKey in args, the Idempotency-Key header's
 // counterpart, removed before the call; PlaceOrder, FlatPlace and
 // ReversePosition also use orderId. A keyed write runs under the HTTP
-// API's rule, on the same durable store (relay/api KeyedWrites): the key
+// API's rule, on the same durable store (relay/tradeapi KeyedWrites): the key
 // ("key:<idempotencyKey>" or "order:<orderId>", per user) is one key space
 // for both doors; the request is fingerprinted by function and canonical
 // typed args, not by transport; the agent is called with request id

@@ -281,7 +281,7 @@ func TestTVOpenAPITrailingStops(t *testing.T) {
 	}
 }
 
-// The documents are the golden files (go test ./relay/api -run
+// The documents are the golden files (go test ./relay/tradeapi -run
 // TestTVOpenAPIGolden -update rewrites them after a deliberate change).
 func TestTVOpenAPIGolden(t *testing.T) {
 	t.Parallel()
@@ -292,8 +292,8 @@ func TestTVOpenAPIGolden(t *testing.T) {
 		return
 	}
 	want, err := os.ReadFile(tvGolden)
-	require.NoError(t, err, "write the golden file with go test ./relay/api -run TestTVOpenAPIGolden -update")
-	require.True(t, bytes.Equal(want, got), "%s changed: check the change, then go test ./relay/api -run TestTVOpenAPIGolden -update", tvGolden)
+	require.NoError(t, err, "write the golden file with go test ./relay/tradeapi -run TestTVOpenAPIGolden -update")
+	require.True(t, bytes.Equal(want, got), "%s changed: check the change, then go test ./relay/tradeapi -run TestTVOpenAPIGolden -update", tvGolden)
 }
 
 // The broker family serves its documents without a token, at both paths,

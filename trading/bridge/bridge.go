@@ -2,7 +2,7 @@
 // platform. Each platform (the simulator in bridge/sim, NinjaTrader later)
 // implements only these primitives; every operation a caller can ask for
 // (reverse, cancel-and-bracket, close by percent, …) is written once in
-// agent/ops on top of them, so it behaves the same on every platform.
+// trading/ops on top of them, so it behaves the same on every platform.
 //
 // The primitives mirror what NinjaTrader's AddOn API offers (Account,
 // Order, Execution, MarketData, BarsRequest, AtmStrategy, Strategy), so a

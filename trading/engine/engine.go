@@ -1,10 +1,10 @@
 // Package engine holds what the agent's engines share: the copier
-// (agent/engine/copier), the monitor (agent/engine/monitor) and the
+// (trading/engine/copier), the monitor (trading/engine/monitor) and the
 // account-wide controls, kill switch and news lockout
-// (agent/engine/controls). The engines run next to the platform, driven by
+// (trading/engine/controls). The engines run next to the platform, driven by
 // its event stream (fills, order updates, positions, account values),
 // never by polling it; they act on the management configuration the relay
-// pushed (agent/mgmtconfig) and keep working with the last one they had
+// pushed (trading/mgmtconfig) and keep working with the last one they had
 // while the relay link is down. What they must not forget across an agent
 // restart they keep in the agent's state file (Store, implemented by
 // agent/agentstore), and the state changes the relay must record they
@@ -46,7 +46,7 @@ type Reporter interface {
 	ReportCopier(protocol.CopierState)
 }
 
-// Trader is what the engines need from the operations (agent/ops.Ops
+// Trader is what the engines need from the operations (trading/ops.Ops
 // implements it). Every order goes through the trading gate: the context
 // says who places it (ops.WithSource).
 type Trader interface {

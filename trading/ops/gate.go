@@ -10,7 +10,7 @@ import (
 
 // The trading gate. Every order the operations place passes through one
 // Gate: orders from the relay (HTTP and socket calls), the copier's copies
-// and the auto-sync's corrections alike. The engines (agent/engine) answer
+// and the auto-sync's corrections alike. The engines (trading/engine) answer
 // for it: the kill switch, the account's monitor (stopped, closing-only,
 // block signals), the news lockout and the controls' blockAllSignals. A
 // refusal is the stable code trading_blocked, whose detail says why and

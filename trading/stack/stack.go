@@ -3,12 +3,12 @@
 // next to NinjaTrader and the relay's broker family per linked login both
 // run one.
 //
-// New builds the operations (agent/ops) over the platform, the three
-// engines over the operations (agent/engine/controls, monitor, copier; a
+// New builds the operations (trading/ops) over the platform, the three
+// engines over the operations (trading/engine/controls, monitor, copier; a
 // monitor's change of state reaches the copiers, which halt a tandem
 // copier whose follower's monitor stopped), makes the controls and the
 // monitors the operations' trading gate, and builds a dispatcher
-// (agent/dispatch) with the operations' functions registered. The caller
+// (trading/dispatch) with the operations' functions registered. The caller
 // registers its own functions on the dispatcher, applies the management
 // configuration to the Holder it passed, and runs the engines with Run
 // beside whatever else it runs (the agent's tunnel, a relay instance's

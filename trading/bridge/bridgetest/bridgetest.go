@@ -6,7 +6,7 @@
 // only, and moves the market through the simulator and its clock, so one
 // suite asserts the documented behaviour of bridge.Platform, and of the
 // market the simulator models, on every bridge. The operations' tests
-// (agent/ops) build their fixtures from the same factories.
+// (trading/ops) build their fixtures from the same factories.
 //
 // It is for tests only.
 package bridgetest

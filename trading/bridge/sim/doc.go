@@ -1,7 +1,7 @@
 // Package sim is the agent's built-in trading platform: an in-process,
 // deterministic paper-trading simulator that implements bridge.Platform. It
 // is the default platform for demos (agent run --platform sim) and the test
-// double on which every operation of agent/ops is tested, so it behaves like
+// double on which every operation of trading/ops is tested, so it behaves like
 // NinjaTrader where the two can be compared: the same record shapes (package
 // protocol), the same enumerated spellings, the same instrument names.
 //

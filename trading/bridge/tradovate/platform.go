@@ -1,7 +1,7 @@
 // Package tradovate is the relay's bridge to the Tradovate futures broker:
 // a bridge.Platform over Tradovate's REST and WebSocket API, one per
 // linked login, so that the relay runs the agent's dispatcher and
-// operations (agent/dispatch, agent/ops) server-side for the /v1/api/tv/
+// operations (trading/dispatch, trading/ops) server-side for the /v1/api/tv/
 // routes.
 //
 // A Session holds the login: it logs in (API key) or lives on an OAuth

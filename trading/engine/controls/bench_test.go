@@ -30,7 +30,7 @@ func (s *signalTrader) Flatten(ctx context.Context, a protocol.FlattenArgs) (pro
 // flatten submitted (the closing orders placed on the simulator), with Run
 // watching the configuration. It reports the 50th and 99th percentiles.
 //
-//	go test -run '^$' -bench BenchmarkKillSwitch -benchtime 2000x ./agent/engine/controls/
+//	go test -run '^$' -bench BenchmarkKillSwitch -benchtime 2000x ./trading/engine/controls/
 func BenchmarkKillSwitch(b *testing.B) {
 	// The simulator lists every order of the session, so each flatten
 	// would read a longer history: a fresh simulator every 100 rounds
@@ -94,7 +94,7 @@ func killSwitchRounds(b *testing.B, n int, lat []time.Duration) []time.Duration 
 // BenchmarkCheck measures the gate's judgement of one order while the
 // kill switch, blockAllSignals and a news window with roots are all on.
 //
-//	go test -run '^$' -bench BenchmarkCheck ./agent/engine/controls/
+//	go test -run '^$' -bench BenchmarkCheck ./trading/engine/controls/
 func BenchmarkCheck(b *testing.B) {
 	h := &mgmtconfig.Holder{}
 	n := news(protocol.NewsFlatten, "NQ", "ES")

@@ -70,7 +70,7 @@ type Options struct {
 	// Platform lists the accounts, positions and orders to flatten;
 	// required.
 	Platform bridge.Platform
-	// Trader flattens (agent/ops.Ops); required.
+	// Trader flattens (trading/ops.Ops); required.
 	Trader engine.Trader
 	// Config is the management configuration the agent runs; required.
 	Config *mgmtconfig.Holder

@@ -59,7 +59,7 @@ func (nopReporter) ReportCopier(protocol.CopierState)   {}
 // simulator's list of the session's orders (which the flatten reads)
 // would otherwise grow without end.
 //
-//	go test -run '^$' -bench BreachToFlatten -benchtime 2000x ./agent/engine/monitor/
+//	go test -run '^$' -bench BreachToFlatten -benchtime 2000x ./trading/engine/monitor/
 func BenchmarkBreachToFlatten(b *testing.B) {
 	clock := sim.NewManualClock(wednesday10)
 	p, err := sim.New(sim.Options{Clock: clock})

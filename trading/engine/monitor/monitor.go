@@ -66,7 +66,7 @@ type Options struct {
 	// Platform is the trading platform whose events the engine follows;
 	// required.
 	Platform bridge.Platform
-	// Trader cancels and flattens on a trip (agent/ops.Ops); required.
+	// Trader cancels and flattens on a trip (trading/ops.Ops); required.
 	Trader engine.Trader
 	// Config holds the management configuration; required.
 	Config *mgmtconfig.Holder

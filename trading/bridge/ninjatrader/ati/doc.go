@@ -2,7 +2,7 @@
 // (ATI) file interface, for agents whose NinjaTrader runs without the
 // tradebridge NinjaScript add-on but with the ATI enabled (Tools > Options >
 // Automated Trading Interface). The NinjaTrader bridge
-// (agent/bridge/ninjatrader) uses it as a fallback for the order commands
+// (trading/bridge/ninjatrader) uses it as a fallback for the order commands
 // the file interface supports; everything else needs the add-on and is
 // answered with ErrNeedsAddon by the bridge, not by this package.
 //

@@ -1,7 +1,7 @@
 // Package ntfake fakes the NinjaTrader add-on for tests: it speaks the
 // add-on side of the protocol of docs/ninjatrader-protocol.md (types in
 // package ntwire) on 127.0.0.1, so the agent's NinjaTrader bridge
-// (agent/bridge/ninjatrader) can be tested on any system, alone or under
+// (trading/bridge/ninjatrader) can be tested on any system, alone or under
 // the whole trading API (relay, tunnel, agent, bridge, fake add-on). It is
 // imported by tests only.
 //

@@ -2,7 +2,7 @@
 // messages the agent and the NinjaScript add-on exchange as JSON lines over
 // localhost TCP, their constants, and a line reader and writer. The
 // protocol's document is docs/ninjatrader-protocol.md; the bridge
-// (agent/bridge/ninjatrader) speaks it as the client, the add-on
+// (trading/bridge/ninjatrader) speaks it as the client, the add-on
 // (installer/ninjatrader) as the server, and tests fake the server with it.
 //
 // The package imports only the standard library and package protocol,

@@ -1,8 +1,8 @@
-// Package tvfake fakes Tradovate's API for tests: an HTTP server on
+// Package tradovatefake fakes Tradovate's API for tests: an HTTP server on
 // 127.0.0.1 that answers the REST calls, the user-data socket and the
-// market-data socket the relay's Tradovate client (relay/broker/tradovate)
-// uses, as the broker documents them (shapes in package tvwire), over a
-// simulated market (agent/bridge/sim). It is imported by tests only; the
+// market-data socket the relay's Tradovate client (trading/bridge/tradovate)
+// uses, as the broker documents them (shapes in package tradovatewire), over a
+// simulated market (trading/bridge/sim). It is imported by tests only; the
 // relay's binary never links it (cmd/agent's dependency test checks).
 //
 // # Market
@@ -105,7 +105,7 @@
 //
 // /v1/websocket is the user-data socket (UserSocketURL), /md/v1/websocket
 // the market-data socket (MDURL). Both speak the broker's framing
-// (tvwire): "o" on open, "h" every Options.Heartbeat, "a[...]" messages;
+// (tradovatewire): "o" on open, "h" every Options.Heartbeat, "a[...]" messages;
 // the client's "[]" heartbeats are read and ignored (a silent client is
 // not dropped). The first request must be "authorize" with an access
 // token (user data) or the mdAccessToken (market data; an OAuth token opens

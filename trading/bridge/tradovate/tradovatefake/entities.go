@@ -10,7 +10,7 @@ import (
 	"tradebridge/trading/bridge/tradovate/tradovatewire"
 )
 
-// The entities the fake answers with: package tvwire's types, which hold
+// The entities the fake answers with: package tradovatewire's types, which hold
 // what a client reads, plus the fields the documentation marks required
 // that a client ignores, so that the answers carry the documented keys
 // (the shape test in shape_test.go holds them to testdata/).

@@ -75,11 +75,11 @@ type Options struct {
 func (o Options) withDefaults() (Options, error) {
 	switch {
 	case o.Market == nil:
-		return o, errors.New("tvfake: Options.Market is required")
+		return o, errors.New("tradovatefake: Options.Market is required")
 	case o.TokenLifetime < 0 || o.Heartbeat < 0:
-		return o, errors.New("tvfake: timings must not be negative")
+		return o, errors.New("tradovatefake: timings must not be negative")
 	case o.CID < 0:
-		return o, errors.New("tvfake: Options.CID must not be negative")
+		return o, errors.New("tradovatefake: Options.CID must not be negative")
 	}
 	def := func(s *string, d string) {
 		if *s == "" {
@@ -167,7 +167,7 @@ func Start(opts Options) (*Server, error) {
 	ctx, cancel := context.WithCancel(context.Background())
 	s := &Server{
 		opts:     opts,
-		log:      opts.Logger.Named("tvfake"),
+		log:      opts.Logger.Named("tradovatefake"),
 		market:   opts.Market,
 		ctx:      ctx,
 		cancel:   cancel,

@@ -384,4 +384,4 @@ func (s *Server) symbolContract(raw json.RawMessage) *contractState {
 }
 
 // errSocketGone reports a subscription of a socket that already closed.
-var errSocketGone = errors.New("tvfake: socket closed")
+var errSocketGone = errors.New("tradovatefake: socket closed")

@@ -30,7 +30,7 @@ type trailState struct {
 
 // errNoQuote refuses a TrailingStop without a stopPrice when the contract
 // has no price to start the trail from.
-var errNoQuote = errors.New("tvfake: no quote to start the trail from")
+var errNoQuote = errors.New("tradovatefake: no quote to start the trail from")
 
 // startTerms sets where a trailing order's stop starts: the stop sent,
 // unless it is farther from the market than the trail (or absent), when

@@ -17,7 +17,7 @@ import (
 // heartbeat.
 
 // ErrMalformedFrame reports a frame that is not in the protocol's format.
-var ErrMalformedFrame = errors.New("tvwire: malformed frame")
+var ErrMalformedFrame = errors.New("tradovatewire: malformed frame")
 
 // FrameKind is the first letter of a server frame.
 type FrameKind byte
@@ -64,7 +64,7 @@ func (m Message) MarshalJSON() ([]byte, error) {
 	}
 	if len(m.D) > 0 {
 		if !json.Valid(m.D) {
-			return nil, fmt.Errorf("tvwire: message data: %w", ErrMalformedFrame)
+			return nil, fmt.Errorf("tradovatewire: message data: %w", ErrMalformedFrame)
 		}
 		b.WriteString(`,"d":`)
 		b.Write(m.D)

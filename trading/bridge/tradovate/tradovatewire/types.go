@@ -1,10 +1,10 @@
-// Package tvwire holds Tradovate's documented JSON shapes as Go types, the
+// Package tradovatewire holds Tradovate's documented JSON shapes as Go types, the
 // codec of its websocket text frames, and the table of order failure
 // reasons with our stable codes for them.
 //
-// It sits under relay/broker/tradovate: the session, REST calls and
+// It sits under trading/bridge/tradovate: the session, REST calls and
 // websocket client there speak these shapes to the broker, and the fake
-// server of relay/broker/tradovate/tvfake speaks them to the client in
+// server of trading/bridge/tradovate/tradovatefake speaks them to the client in
 // tests. It uses the standard library only. Decoding ignores fields it does
 // not know (the broker adds fields over time); optional request fields are
 // left out when empty.

@@ -1,6 +1,6 @@
-// Package tvtest pairs the relay's Tradovate platform
-// (relay/broker/tradovate) with a fake Tradovate server
-// (relay/broker/tradovate/tvfake) over a simulated market, for tests: the
+// Package tradovatetest pairs the relay's Tradovate platform
+// (trading/bridge/tradovate) with a fake Tradovate server
+// (trading/bridge/tradovate/tradovatefake) over a simulated market, for tests: the
 // bridgetest Factory of the Tradovate bridge, and a Pair for tests that
 // drive the fake's knobs. It is for tests only; the relay's binary never
 // links it.

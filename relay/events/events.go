@@ -1,0 +1,393 @@
+// Package events is the relay's event spine: the one fan-out between what
+// happens for a user and everything in the relay that reacts to it.
+//
+// Producers publish typed Events: the tunnels (relay/hub) the events and
+// statuses of the users' agents and the entries of the tunnels' history;
+// the link to the other relay nodes (relay/cluster) what their agents
+// send that this node asked for; the broker family (relay/broker) the
+// states its engines report. Consumers subscribe: the stream sockets
+// (relay/stream), the Management API's configuration push and state store
+// (relay/manage), the forwarding to other nodes (relay/cluster) and the
+// connection history (relay/connhistory). relay.New builds one Bus first
+// and wires every producer and consumer to it.
+//
+// A consumer subscribes in one of two ways:
+//
+//   - Subscribe: its Handle runs in the publisher's goroutine, in the
+//     order the events are published, before later subscribers' — for
+//     consumers that only route in memory and never block (a stream
+//     socket's quote slot, the cluster's subjects). Statuses reach them
+//     in the order of the changes, for all users.
+//   - SubscribeQueued: its Handle runs on goroutines of the Bus, fed by a
+//     bounded queue per user, taken round-robin across users — for
+//     consumers that write to the store or to the network. One user's
+//     events are handled in the order they were published.
+//
+// # Fairness
+//
+// One user's flood never delays or drops another user's events: each
+// user's events wait in their own queue (QueuedSubscription.QueueSize),
+// and the workers take one event of each waiting user in turn, so a
+// user's event waits behind at most one event of each other user. A full
+// queue drops the event it cannot take (the newest), for that user only;
+// drops are counted per subscriber (Metrics.EventsDropped, and Stats),
+// and logged at most once per Options.WarnInterval per subscriber with
+// the count since the last warning. The queues of one subscriber hold at
+// most QueuedSubscription.MaxBytes of event data in all. Producers bound
+// what one source may publish (relay/hub paces each tunnel's events by
+// count and by bytes).
+package events
+
+import (
+	"context"
+	"errors"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"go.uber.org/zap"
+
+	"tradebridge/protocol"
+	"tradebridge/relay/agentcall"
+)
+
+// Type is what an Event reports.
+type Type uint8
+
+// Types of Event.
+const (
+	// TypeAgent: an event a user's agent sent (Event.Agent): orders,
+	// executions, positions, accounts, quotes, strategies, monitor and
+	// copier states, the platform's connections. The agent's diagnostics
+	// are a TypeSession of kind agentcall.SessionDiagnostics instead.
+	TypeAgent Type = iota + 1
+	// TypeStatus: the user's agent connected or left (Event.Connected).
+	TypeStatus
+	// TypeSession: an entry of the tunnels' history (Event.Session).
+	TypeSession
+	// TypeBroker: a state the broker family's engines report about a
+	// broker-family resource (Event.Agent, of kind
+	// protocol.EventMonitorState or protocol.EventCopierState).
+	TypeBroker
+
+	numTypes = iota + 1
+)
+
+var typeNames = [numTypes]string{"", "agent", "status", "session", "broker"}
+
+// String returns the type's name, as metrics label it.
+func (t Type) String() string {
+	if int(t) < len(typeNames) && t != 0 {
+		return typeNames[t]
+	}
+	return "unknown"
+}
+
+// Event is one thing that happened for a user.
+type Event struct {
+	Type   Type
+	UserID string
+	// Remote marks an event of another relay node's agent, forwarded by
+	// relay/cluster: it was already handled on its node, and only the
+	// subscribers that ask for remote events (Subscription.Remote) see
+	// it.
+	Remote bool
+	// Agent is the agent's event (TypeAgent) or the broker engines'
+	// report (TypeBroker).
+	Agent protocol.Event
+	// Connected is the agent's new status (TypeStatus).
+	Connected bool
+	// Session is the history entry (TypeSession).
+	Session agentcall.SessionEvent
+}
+
+// Agent returns a TypeAgent event of userID.
+func Agent(userID string, ev protocol.Event) Event {
+	return Event{Type: TypeAgent, UserID: userID, Agent: ev}
+}
+
+// Status returns a TypeStatus event of userID.
+func Status(userID string, connected bool) Event {
+	return Event{Type: TypeStatus, UserID: userID, Connected: connected}
+}
+
+// Session returns the TypeSession event of a history entry.
+func Session(s agentcall.SessionEvent) Event {
+	return Event{Type: TypeSession, UserID: s.UserID, Session: s}
+}
+
+// size is what an event counts against QueuedSubscription.MaxBytes.
+func (e *Event) size() int {
+	return eventOverhead + len(e.UserID) + len(e.Agent.Data) + len(e.Session.Diagnostics)
+}
+
+// eventOverhead is what an event costs in a queue besides its data.
+const eventOverhead = 256
+
+// Publisher takes events; *Bus implements it, and PublishFunc adapts a
+// function (tests).
+type Publisher interface {
+	// Publish hands e to the subscribers. It never blocks on a
+	// consumer.
+	Publish(e Event)
+}
+
+// PublishFunc adapts a function to a Publisher.
+type PublishFunc func(Event)
+
+// Publish calls f(e).
+func (f PublishFunc) Publish(e Event) { f(e) }
+
+// Metrics counts what the Bus drops; *metrics.Metrics implements it. All
+// methods must be safe for concurrent use.
+type Metrics interface {
+	// EventsDropped counts n events a subscriber's queue could not take.
+	EventsDropped(subscriber string, n int)
+}
+
+// Options configure a Bus.
+type Options struct {
+	Logger *zap.Logger
+	// Metrics may be nil.
+	Metrics Metrics
+	// WarnInterval is the least time between two warnings of one
+	// subscriber's drops. Default 1 minute.
+	WarnInterval time.Duration
+}
+
+// DefaultWarnInterval is the default of Options.WarnInterval.
+const DefaultWarnInterval = time.Minute
+
+// Subscription is a consumer that handles events in the publisher's
+// goroutine.
+type Subscription struct {
+	// Name names the consumer in logs and metrics. Required, unique.
+	Name string
+	// Types are the types it takes. Required.
+	Types []Type
+	// Remote: it also takes the events other relay nodes forwarded.
+	Remote bool
+	// Handle takes an event. It must not block, and may publish.
+	Handle func(Event)
+}
+
+// QueuedSubscription is a consumer whose events wait in a bounded queue
+// per user for the Bus's goroutines.
+type QueuedSubscription struct {
+	// Name names the consumer in logs and metrics. Required, unique.
+	Name string
+	// Types are the types it takes. Required.
+	Types []Type
+	// Kinds, when set, keeps only the TypeAgent and TypeBroker events of
+	// these kinds (protocol.EventX) out of the queue's way.
+	Kinds []string
+	// Remote: it also takes the events other relay nodes forwarded.
+	Remote bool
+	// Handle takes an event; ctx ends when the Bus closes. One user's
+	// events are handled one at a time, in order.
+	Handle func(ctx context.Context, e Event)
+	// QueueSize bounds each user's waiting events. Default
+	// DefaultQueueSize.
+	QueueSize int
+	// MaxBytes bounds the event data waiting in all the users' queues
+	// (each event counts its data and 256 bytes). Default
+	// DefaultMaxBytes.
+	MaxBytes int
+	// Workers is how many goroutines handle events (each of a different
+	// user at a time). Default 1.
+	Workers int
+}
+
+// Defaults of QueuedSubscription.
+const (
+	DefaultQueueSize = 256
+	DefaultMaxBytes  = 64 << 20
+)
+
+// Errors of Subscribe and SubscribeQueued.
+var (
+	// ErrClosed: the Bus is closed.
+	ErrClosed = errors.New("events: bus closed")
+	// ErrInvalidSubscription: a subscription without a name, a type or
+	// a handler, or with a name already taken.
+	ErrInvalidSubscription = errors.New("events: invalid subscription")
+)
+
+// Stats are a subscriber's running totals.
+type Stats struct {
+	// Handled counts the events handed to the subscriber's Handle.
+	Handled int64
+	// Dropped counts the events its queues could not take.
+	Dropped int64
+}
+
+// Bus is the spine. Create it with New; it is safe for concurrent use.
+type Bus struct {
+	opts   Options
+	log    *zap.Logger
+	ctx    context.Context
+	cancel context.CancelFunc
+
+	// routes holds, per type, who takes its events; replaced whole on
+	// every subscription, so that Publish reads it without a lock.
+	routes atomic.Pointer[routeTable]
+
+	mu     sync.Mutex // subscriptions, closed
+	names  map[string]bool
+	queues []*queue
+	closed bool
+	wg     sync.WaitGroup
+}
+
+// route is one subscriber of a type.
+type route struct {
+	remote bool
+	handle func(Event) // a Subscription's
+	queue  *queue      // a QueuedSubscription's
+}
+
+type routeTable [numTypes][]route
+
+// New returns a Bus.
+func New(opts Options) (*Bus, error) {
+	if opts.Logger == nil {
+		opts.Logger = zap.NewNop()
+	}
+	if opts.WarnInterval < 0 {
+		return nil, errors.New("events: Options.WarnInterval must not be negative")
+	}
+	if opts.WarnInterval == 0 {
+		opts.WarnInterval = DefaultWarnInterval
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	b := &Bus{opts: opts, log: opts.Logger.Named("events"), ctx: ctx, cancel: cancel, names: map[string]bool{}}
+	b.routes.Store(&routeTable{})
+	return b, nil
+}
+
+// Subscribe adds a consumer that handles events in the publisher's
+// goroutine, after the consumers subscribed before it.
+func (b *Bus) Subscribe(s Subscription) error {
+	if s.Handle == nil {
+		return ErrInvalidSubscription
+	}
+	return b.add(s.Name, s.Types, route{remote: s.Remote, handle: s.Handle})
+}
+
+// SubscribeQueued adds a consumer whose events wait in per-user queues
+// for the Bus's goroutines, which start now and end at Close.
+func (b *Bus) SubscribeQueued(s QueuedSubscription) error {
+	if s.Handle == nil || s.QueueSize < 0 || s.MaxBytes < 0 || s.Workers < 0 {
+		return ErrInvalidSubscription
+	}
+	if s.QueueSize == 0 {
+		s.QueueSize = DefaultQueueSize
+	}
+	if s.MaxBytes == 0 {
+		s.MaxBytes = DefaultMaxBytes
+	}
+	if s.Workers == 0 {
+		s.Workers = 1
+	}
+	q := &queue{bus: b, sub: s, users: map[string]*userQueue{}}
+	q.ready.init()
+	q.cond = sync.NewCond(&q.mu)
+	if len(s.Kinds) > 0 {
+		q.kinds = make(map[string]bool, len(s.Kinds))
+		for _, k := range s.Kinds {
+			q.kinds[k] = true
+		}
+	}
+	if err := b.add(s.Name, s.Types, route{remote: s.Remote, queue: q}); err != nil {
+		return err
+	}
+	return nil
+}
+
+// add registers a subscriber of types under name, and starts a queued
+// one's workers.
+func (b *Bus) add(name string, types []Type, r route) error {
+	if name == "" || len(types) == 0 {
+		return ErrInvalidSubscription
+	}
+	for _, t := range types {
+		if t == 0 || int(t) >= numTypes {
+			return ErrInvalidSubscription
+		}
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.closed {
+		return ErrClosed
+	}
+	if b.names[name] {
+		return ErrInvalidSubscription
+	}
+	b.names[name] = true
+	next := *b.routes.Load()
+	for _, t := range types {
+		next[t] = append(slices.Clip(next[t]), r)
+	}
+	b.routes.Store(&next)
+	if q := r.queue; q != nil {
+		b.queues = append(b.queues, q)
+		for range q.sub.Workers {
+			b.wg.Add(1)
+			go func() {
+				defer b.wg.Done()
+				q.work(b.ctx)
+			}()
+		}
+	}
+	return nil
+}
+
+// Publish hands e to its type's subscribers: the direct ones in the order
+// they subscribed, and a queue to each queued one. It never blocks on a
+// consumer; after Close it drops e.
+func (b *Bus) Publish(e Event) {
+	if int(e.Type) >= numTypes {
+		return
+	}
+	for _, r := range b.routes.Load()[e.Type] {
+		if e.Remote && !r.remote {
+			continue
+		}
+		if r.handle != nil {
+			r.handle(e)
+		} else {
+			r.queue.offer(e)
+		}
+	}
+}
+
+// Stats returns the running totals of the subscriber named name (zero for
+// a direct subscriber, which the Bus does not count).
+func (b *Bus) Stats(name string) Stats {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	for _, q := range b.queues {
+		if q.sub.Name == name {
+			return Stats{Handled: q.handled.Load(), Dropped: q.dropped.Load()}
+		}
+	}
+	return Stats{}
+}
+
+// Close stops the queued subscribers' goroutines, dropping what still
+// waits, and waits for them to return (a Handle under way ends first: its
+// ctx is done). Later events are dropped. It is idempotent.
+func (b *Bus) Close() {
+	b.mu.Lock()
+	if !b.closed {
+		b.closed = true
+		b.cancel()
+		for _, q := range b.queues {
+			q.close()
+		}
+		b.routes.Store(&routeTable{})
+	}
+	b.mu.Unlock()
+	b.wg.Wait()
+}
