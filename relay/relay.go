@@ -51,7 +51,6 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"net"
@@ -71,6 +70,7 @@ import (
 	"tradebridge/relay/cluster"
 	"tradebridge/relay/connhistory"
 	"tradebridge/relay/errcode"
+	"tradebridge/relay/events"
 	"tradebridge/relay/httpapi"
 	"tradebridge/relay/hub"
 	"tradebridge/relay/manage"
@@ -94,9 +94,8 @@ type Options struct {
 	// looked up again, and so how long a revocation may take to apply.
 	// Default 2 s.
 	AuthCacheTTL time.Duration
-	// Hub tunes the tunnels; Auth, Admit, IPBudget, Logger and Metrics in
-	// it are filled by the Relay, and its OnSession is called before the
-	// Relay's connection history records the entry.
+	// Hub tunes the tunnels; Auth, Admit, IPBudget, Logger, Metrics and
+	// Events in it are filled by the Relay.
 	Hub hub.Options
 	// History tunes the agents' connection history; Store and Logger in
 	// it are filled by the Relay. Serve runs it.
@@ -127,7 +126,7 @@ type Options struct {
 	// at GET and PUT manage.OperatorModesPath.
 	Manage manage.Options
 	// Broker configures the broker family (/v1/api/tv: linked Tradovate
-	// logins run in the relay); Store, Logger, Config and Report in it
+	// logins run in the relay); Store, Logger, Config and Events in it
 	// are filled by the Relay. Its Keys seal the links' secrets; nil
 	// means a key made for this Relay alone, so links stored by an
 	// earlier one cannot be opened (tests only: relay serve always passes
@@ -197,6 +196,7 @@ type Relay struct {
 	manage   *manage.Server
 	broker   *broker.Manager
 	history  *connhistory.Writer
+	events   *events.Bus
 	metrics  *metrics.Metrics
 	guard    *httpapi.Guard
 	patterns []string
@@ -207,281 +207,352 @@ type Relay struct {
 	stopping atomic.Bool
 }
 
-// New builds a Relay.
+// New builds a Relay, in steps (see build): the admission of every door,
+// the event spine, then each part over what the earlier steps built, and
+// last the spine's subscriptions and the routes. A step that fails undoes
+// the ones before it.
 func New(opts Options) (*Relay, error) {
-	if opts.Store == nil {
-		return nil, errors.New("relay: Options.Store is required")
-	}
-	if opts.Logger == nil {
-		opts.Logger = zap.NewNop()
-	}
-	if opts.ShutdownTimeout <= 0 {
-		opts.ShutdownTimeout = DefaultShutdownTimeout
-	}
-	if opts.Bus != "" && opts.Node == "" {
-		return nil, errors.New("relay: Options.Node is required with Options.Bus")
-	}
-	if opts.ReadHeaderTimeout < 0 || opts.BodyTimeout < 0 || opts.UnreadBodyGrace < 0 || opts.WriteTimeout < 0 || opts.IdleTimeout < 0 {
-		return nil, errors.New("relay: Options timeouts must not be negative")
-	}
-	if opts.ReadHeaderTimeout == 0 {
-		opts.ReadHeaderTimeout = DefaultReadHeaderTimeout
-	}
-	if opts.IdleTimeout == 0 {
-		opts.IdleTimeout = DefaultIdleTimeout
-	}
-	guard, err := httpapi.NewGuard(httpapi.GuardOptions{BodyTimeout: opts.BodyTimeout, UnreadBodyGrace: opts.UnreadBodyGrace, WriteTimeout: opts.WriteTimeout})
-	if err != nil {
+	if err := opts.fill(); err != nil {
 		return nil, err
 	}
-	authn, err := auth.New(auth.Options{Store: opts.Store, CacheTTL: opts.AuthCacheTTL, Logger: opts.Logger.Named("auth")})
+	b := &build{opts: opts, log: opts.Logger}
+	r, err := b.run()
 	if err != nil {
+		b.undo.run()
 		return nil, err
 	}
-	if opts.TradingBudget == (budget.Policy{}) {
-		opts.TradingBudget = budget.Trading
+	return r, nil
+}
+
+// fill checks the options and fills their defaults.
+func (o *Options) fill() error {
+	if o.Store == nil {
+		return errors.New("relay: Options.Store is required")
 	}
-	if opts.IPBudget == (budget.Policy{}) {
-		opts.IPBudget = admit.DefaultIPPolicy
+	if o.Logger == nil {
+		o.Logger = zap.NewNop()
 	}
-	trading, err := budget.New(budget.Options{Policy: opts.TradingBudget, Backend: opts.Budgets})
-	if err != nil {
-		return nil, fmt.Errorf("relay: trading budget: %w", err)
+	if o.ShutdownTimeout <= 0 {
+		o.ShutdownTimeout = DefaultShutdownTimeout
 	}
-	// One per-address budget for every door (trading routes, stream,
-	// tunnel), checked before any token.
-	perIP, err := budget.New(budget.Options{Policy: opts.IPBudget, Backend: opts.Budgets})
-	if err != nil {
-		return nil, fmt.Errorf("relay: ip budget: %w", err)
+	if o.Bus != "" && o.Node == "" {
+		return errors.New("relay: Options.Node is required with Options.Bus")
 	}
-	// One admission for every door: each admits its requests through it
-	// with its own policy (hub.Door, tradeapi.Door, stream.Door).
-	adm, err := admit.New(admit.Options{Auth: authn, Logger: opts.Logger, Leases: opts.Budgets})
-	if err != nil {
-		return nil, err
+	if o.ReadHeaderTimeout < 0 || o.BodyTimeout < 0 || o.UnreadBodyGrace < 0 || o.WriteTimeout < 0 || o.IdleTimeout < 0 {
+		return errors.New("relay: Options timeouts must not be negative")
 	}
-	m := metrics.New()
-	hist := opts.History
-	hist.Store = opts.Store
-	hist.Logger = opts.Logger
-	hist.Node = opts.Node
-	writer, err := connhistory.New(hist)
-	if err != nil {
-		return nil, err
+	if o.ReadHeaderTimeout == 0 {
+		o.ReadHeaderTimeout = DefaultReadHeaderTimeout
 	}
-	hopts := opts.Hub
-	hopts.Auth = authn
-	hopts.Admit = adm
-	hopts.IPBudget = perIP
-	hopts.Logger = opts.Logger
-	hopts.Metrics = m
-	// The stream server needs the hub, and the hub its callbacks: they
-	// reach it through streams once it exists (before anything is served).
-	var streams atomic.Pointer[stream.Server]
-	var managers atomic.Pointer[manage.Server]
-	var clusters atomic.Pointer[cluster.Cluster]
-	onEvent, onStatus := hopts.OnEvent, hopts.OnStatus
-	hopts.OnEvent = func(e hub.Event) {
-		if onEvent != nil {
-			onEvent(e)
-		}
-		if cl := clusters.Load(); cl != nil {
-			cl.HandleEvent(e)
-		}
-		if st := streams.Load(); st != nil {
-			st.HandleEvent(e.UserID, e.Event)
-		}
-		if mg := managers.Load(); mg != nil {
-			mg.HandleEvent(e)
-		}
+	if o.IdleTimeout == 0 {
+		o.IdleTimeout = DefaultIdleTimeout
 	}
-	hopts.OnStatus = func(userID string, connected bool) {
-		// The cluster first: the node serves the user's subject before
-		// the stream re-sends the user's subscriptions through it.
-		if cl := clusters.Load(); cl != nil {
-			cl.HandleStatus(userID, connected)
-		}
-		if onStatus != nil {
-			onStatus(userID, connected)
-		}
-		if st := streams.Load(); st != nil {
-			st.HandleStatus(userID, connected)
-		}
-		if mg := managers.Load(); mg != nil {
-			mg.HandleStatus(userID, connected)
-		}
+	if o.TradingBudget == (budget.Policy{}) {
+		o.TradingBudget = budget.Trading
 	}
-	onSession := hopts.OnSession
-	hopts.OnSession = func(e agentcall.SessionEvent) {
-		if onSession != nil {
-			onSession(e)
-		}
-		writer.Record(e)
+	if o.IPBudget == (budget.Policy{}) {
+		o.IPBudget = admit.DefaultIPPolicy
 	}
-	h, err := hub.New(hopts)
-	if err != nil {
-		return nil, err
+	return nil
+}
+
+// undoStack holds what to close if a later step of New fails, run last
+// first.
+type undoStack []func()
+
+func (u *undoStack) push(f func()) { *u = append(*u, f) }
+
+func (u undoStack) run() {
+	for i := len(u) - 1; i >= 0; i-- {
+		u[i]()
 	}
-	// With a bus, the users' agents are reached through the cluster,
-	// wherever they are connected.
-	var up agentcall.Caller = h
-	var cl *cluster.Cluster
-	if opts.Bus != "" {
-		cl, err = cluster.New(cluster.Options{URL: opts.Bus, Node: opts.Node, Local: h, Prefix: opts.BusPrefix, Logger: opts.Logger,
-			OnRemoteEvent: func(e hub.Event) {
-				if st := streams.Load(); st != nil {
-					st.HandleEvent(e.UserID, e.Event)
-				}
-			},
-			OnRemoteStatus: func(userID string, connected bool) {
-				if st := streams.Load(); st != nil {
-					st.HandleStatus(userID, connected)
-				}
-			}})
-		if err != nil {
-			h.Close()
+}
+
+// build is New under way: each step fills its part of the Relay.
+type build struct {
+	opts Options
+	log  *zap.Logger
+	undo undoStack
+	r    *Relay
+
+	authn   *auth.Authenticator
+	adm     *admit.Admitter
+	trading *budget.Limiter // the trading budget of HTTP and the socket
+	perIP   *budget.Limiter // one per-address budget for every door
+	up      agentcall.Caller
+	trade   *tradeapi.API // the desktop family's trading routes
+	tv      *tradeapi.API // the broker family's trading routes
+	support *support.Server
+}
+
+// run runs the steps in order.
+func (b *build) run() (*Relay, error) {
+	b.r = &Relay{opts: b.opts, log: b.log.Named("relay"), metrics: metrics.New()}
+	for _, step := range []func() error{
+		b.admission,
+		b.spine,
+		b.tunnels,
+		b.nodes,
+		b.doors,
+		b.brokerFamily,
+		b.management,
+		b.supportRoute,
+		b.subscribe,
+		b.routes,
+	} {
+		if err := step(); err != nil {
 			return nil, err
 		}
-		clusters.Store(cl)
-		up = cl
 	}
-	closeHub := func() {
-		h.Close()
-		if cl != nil {
-			cl.Close()
-		}
+	return b.r, nil
+}
+
+// admission builds the request guard, the token checks, the budgets that
+// several doors share and the one Admitter of every door.
+func (b *build) admission() error {
+	var err error
+	o := &b.opts
+	if b.r.guard, err = httpapi.NewGuard(httpapi.GuardOptions{BodyTimeout: o.BodyTimeout, UnreadBodyGrace: o.UnreadBodyGrace, WriteTimeout: o.WriteTimeout}); err != nil {
+		return err
 	}
-	a, err := tradeapi.New(tradeapi.Options{Caller: up, Auth: authn, Admit: adm, Idempotency: opts.Store, Budget: trading, IPBudget: perIP, Logger: opts.Logger})
+	if b.authn, err = auth.New(auth.Options{Store: o.Store, CacheTTL: o.AuthCacheTTL, Logger: b.log.Named("auth")}); err != nil {
+		return err
+	}
+	if b.trading, err = budget.New(budget.Options{Policy: o.TradingBudget, Backend: o.Budgets}); err != nil {
+		return fmt.Errorf("relay: trading budget: %w", err)
+	}
+	// Checked before any token, on every door (trading routes, stream,
+	// tunnel).
+	if b.perIP, err = budget.New(budget.Options{Policy: o.IPBudget, Backend: o.Budgets}); err != nil {
+		return fmt.Errorf("relay: ip budget: %w", err)
+	}
+	// Each door admits its requests through it with its own policy
+	// (hub.Door, tradeapi's Door, stream.Door, …).
+	b.adm, err = admit.New(admit.Options{Auth: b.authn, Logger: b.log, Leases: o.Budgets})
+	return err
+}
+
+// spine builds the event spine every producer publishes to, and the
+// connection history, which records the tunnels' entries from it.
+func (b *build) spine() error {
+	bus, err := events.New(events.Options{Logger: b.log, Metrics: b.r.metrics})
 	if err != nil {
-		closeHub()
-		return nil, err
+		return err
 	}
-	sopts := opts.Stream
-	sopts.Auth = authn
-	sopts.Admit = adm
-	sopts.Upstream = up
-	sopts.Budget = a.Budget()      // one trading budget for HTTP and WebSocket
-	sopts.Idempotency = opts.Store // one store of keyed writes for both doors
-	sopts.IPBudget = perIP
-	if sopts.SubscriptionBudget == nil && opts.Budgets != nil {
-		if sopts.SubscriptionBudget, err = budget.New(budget.Options{Policy: stream.SubscriptionPolicy, Backend: opts.Budgets}); err != nil {
-			closeHub()
-			return nil, fmt.Errorf("relay: subscription budget: %w", err)
+	b.undo.push(bus.Close)
+	b.r.events = bus
+	hist := b.opts.History
+	hist.Store = b.opts.Store
+	hist.Logger = b.log
+	hist.Node = b.opts.Node
+	if b.r.history, err = connhistory.New(hist); err != nil {
+		return err
+	}
+	b.undo.push(func() { _ = b.r.history.Close() })
+	return nil
+}
+
+// tunnels builds the hub of the agents' tunnels, publishing to the spine.
+func (b *build) tunnels() error {
+	hopts := b.opts.Hub
+	hopts.Auth = b.authn
+	hopts.Admit = b.adm
+	hopts.IPBudget = b.perIP
+	hopts.Logger = b.log
+	hopts.Metrics = b.r.metrics
+	hopts.Events = b.r.events
+	h, err := hub.New(hopts)
+	if err != nil {
+		return err
+	}
+	b.undo.push(func() { _ = h.Close() })
+	b.r.hub, b.up = h, h
+	return nil
+}
+
+// nodes joins the other relay nodes when there is a bus: the users'
+// agents are then reached through the cluster, wherever they are
+// connected.
+func (b *build) nodes() error {
+	if b.opts.Bus == "" {
+		return nil
+	}
+	cl, err := cluster.New(cluster.Options{URL: b.opts.Bus, Node: b.opts.Node, Local: b.r.hub, Prefix: b.opts.BusPrefix,
+		Logger: b.log, Events: b.r.events})
+	if err != nil {
+		return err
+	}
+	b.undo.push(func() { _ = cl.Close() })
+	b.r.cluster, b.up = cl, cl
+	return nil
+}
+
+// doors builds the desktop family's trading routes and the stream socket,
+// over one trading budget and one store of keyed writes.
+func (b *build) doors() error {
+	var err error
+	o := &b.opts
+	if b.trade, err = tradeapi.New(tradeapi.Options{Caller: b.up, Auth: b.authn, Admit: b.adm, Idempotency: o.Store, Budget: b.trading, IPBudget: b.perIP, Logger: b.log}); err != nil {
+		return err
+	}
+	sopts := o.Stream
+	sopts.Auth = b.authn
+	sopts.Admit = b.adm
+	sopts.Upstream = b.up
+	sopts.Budget = b.trading
+	sopts.Idempotency = o.Store
+	sopts.IPBudget = b.perIP
+	if sopts.SubscriptionBudget == nil && o.Budgets != nil {
+		if sopts.SubscriptionBudget, err = budget.New(budget.Options{Policy: stream.SubscriptionPolicy, Backend: o.Budgets}); err != nil {
+			return fmt.Errorf("relay: subscription budget: %w", err)
 		}
 	}
-	sopts.Logger = opts.Logger
-	sopts.Metrics = m
+	sopts.Logger = b.log
+	sopts.Metrics = b.r.metrics
 	st, err := stream.New(sopts)
 	if err != nil {
-		closeHub()
-		return nil, err
+		return err
 	}
-	streams.Store(st)
-	// The broker family: the links' instances run the agent's operations
-	// and engines in the relay; the Management API configures their
-	// engines and stores what they report.
-	bopts := opts.Broker
-	bopts.Store = opts.Store
-	bopts.Logger = opts.Logger
-	if cl != nil {
-		bopts.Router = cl.Route("broker")
-		bopts.Node = opts.Node
+	b.undo.push(func() { st.Close() })
+	b.r.stream = st
+	return nil
+}
+
+// brokerFamily builds the broker family: the links' instances run the
+// trading core's operations and engines in the relay, over the
+// configuration stored by the Management API, and publish what the
+// engines report to the spine.
+func (b *build) brokerFamily() error {
+	var err error
+	o := &b.opts
+	bopts := o.Broker
+	bopts.Store = o.Store
+	bopts.Logger = b.log
+	if b.r.cluster != nil {
+		bopts.Router = b.r.cluster.Route("broker")
+		bopts.Node = o.Node
 	}
 	if bopts.Keys == nil {
 		if bopts.Keys, err = sealed.Generate("relay"); err != nil {
-			st.Close()
-			closeHub()
-			return nil, err
+			return err
 		}
 	}
-	bopts.Config = func(ctx context.Context, userID string) (protocol.Config, error) {
-		mg := managers.Load()
-		if mg == nil {
-			return protocol.Config{}, errors.New("relay: the Management API is not ready")
-		}
-		return mg.BrokerConfig(ctx, userID)
-	}
-	bopts.Report = func(userID, kind string, data json.RawMessage) {
-		if mg := managers.Load(); mg != nil {
-			mg.ReportBroker(userID, kind, data)
-		}
-	}
+	bopts.Config = manage.BrokerConfigs(o.Store, b.log)
+	bopts.Events = b.r.events
 	bm, err := broker.New(bopts)
 	if err != nil {
-		st.Close()
-		closeHub()
-		return nil, err
+		return err
 	}
-	tv, err := tradeapi.New(tradeapi.Options{Family: tradeapi.FamilyTV, Caller: bm, Auth: authn, Admit: adm, Idempotency: opts.Store, Budget: trading, IPBudget: perIP, Logger: opts.Logger})
-	if err != nil {
-		bm.Close()
-		st.Close()
-		closeHub()
-		return nil, err
-	}
-	mopts := opts.Manage
-	mopts.BrokerLinks = bm
-	mopts.Store = opts.Store
-	mopts.Hub = up
-	mopts.Admitter = adm
-	mopts.IPBudget = perIP
-	mopts.Budgets = opts.Budgets
-	mopts.Logger = opts.Logger
+	b.undo.push(func() { bm.Close() })
+	b.r.broker = bm
+	b.tv, err = tradeapi.New(tradeapi.Options{Family: tradeapi.FamilyTV, Caller: bm, Auth: b.authn, Admit: b.adm, Idempotency: o.Store, Budget: b.trading, IPBudget: b.perIP, Logger: b.log})
+	return err
+}
+
+// management builds the Management API.
+func (b *build) management() error {
+	o := &b.opts
+	mopts := o.Manage
+	mopts.BrokerLinks = b.r.broker
+	mopts.Store = o.Store
+	mopts.Hub = b.up
+	mopts.Admitter = b.adm
+	mopts.IPBudget = b.perIP
+	mopts.Budgets = o.Budgets
+	mopts.Logger = b.log
 	if mopts.BodyTimeout == 0 {
-		mopts.BodyTimeout = opts.BodyTimeout
+		mopts.BodyTimeout = o.BodyTimeout
 	}
 	mg, err := manage.New(mopts)
 	if err != nil {
-		bm.Close()
-		st.Close()
-		closeHub()
-		return nil, err
+		return err
 	}
-	managers.Store(mg)
-	sup := opts.Support
-	sup.Hub = up
-	sup.Store = opts.Store
-	sup.Admit = adm
-	sup.IPBudget = perIP
-	sup.Budgets = opts.Budgets
-	sup.Logger = opts.Logger
-	sp, err := support.New(sup)
-	if err != nil {
-		mg.Close()
-		bm.Close()
-		st.Close()
-		closeHub()
-		return nil, err
-	}
-	r := &Relay{opts: opts, log: opts.Logger.Named("relay"), hub: h, cluster: cl, stream: st, manage: mg, broker: bm, history: writer,
-		metrics: m, guard: guard}
+	b.undo.push(func() { _ = mg.Close() })
+	b.r.manage = mg
+	return nil
+}
 
+// supportRoute builds the support staff's route.
+func (b *build) supportRoute() error {
+	sup := b.opts.Support
+	sup.Hub = b.up
+	sup.Store = b.opts.Store
+	sup.Admit = b.adm
+	sup.IPBudget = b.perIP
+	sup.Budgets = b.opts.Budgets
+	sup.Logger = b.log
+	var err error
+	b.support, err = support.New(sup)
+	return err
+}
+
+// reportQueue bounds each user's reported states waiting to be stored by
+// the Management API.
+const reportQueue = 256
+
+// subscribe subscribes the spine's consumers. The direct ones see each
+// event in this order: the cluster first, so that the node serves a
+// user's subject before the stream re-sends the user's subscriptions
+// through it; then the stream sockets (other nodes' quotes and statuses
+// too); then the Management API's push on connect, and the connection
+// history. The Management API stores reported states from a queue per
+// user.
+func (b *build) subscribe() error {
+	bus, r := b.r.events, b.r
+	var subs []events.Subscription
+	if r.cluster != nil {
+		subs = append(subs, events.Subscription{Name: "cluster", Types: []events.Type{events.TypeAgent, events.TypeStatus}, Handle: r.cluster.Handle})
+	}
+	subs = append(subs,
+		events.Subscription{Name: "stream", Types: []events.Type{events.TypeAgent, events.TypeStatus}, Remote: true, Handle: r.stream.Handle},
+		events.Subscription{Name: "manage-push", Types: []events.Type{events.TypeStatus}, Handle: func(e events.Event) {
+			r.manage.HandleStatus(e.UserID, e.Connected)
+		}},
+		events.Subscription{Name: "connhistory", Types: []events.Type{events.TypeSession}, Handle: func(e events.Event) {
+			r.history.Record(e.Session)
+		}},
+	)
+	for _, s := range subs {
+		if err := bus.Subscribe(s); err != nil {
+			return err
+		}
+	}
+	return bus.SubscribeQueued(events.QueuedSubscription{
+		Name: "manage-reports", Types: []events.Type{events.TypeAgent, events.TypeBroker}, Kinds: manage.ReportedKinds,
+		QueueSize: reportQueue, Workers: 2,
+		Handle: func(_ context.Context, e events.Event) { r.manage.HandleEvent(e) },
+	})
+}
+
+// routes builds the public and the operator's handlers.
+func (b *build) routes() error {
+	r := b.r
 	mux := &routes{ServeMux: http.NewServeMux()}
-	mux.Handle("GET "+protocol.ConnectPath, h)
+	mux.Handle("GET "+protocol.ConnectPath, r.hub)
 	mux.HandleFunc("GET /healthz", healthy)
 	mux.HandleFunc("GET /readyz", r.ready)
-	a.Register(mux)
-	tv.Register(mux)
-	bm.Register(mux, adm, tv.Door())
-	mux.Handle("GET "+stream.Path, st)
-	mg.Register(mux)
-	sp.Register(mux)
+	b.trade.Register(mux)
+	b.tv.Register(mux)
+	r.broker.Register(mux, b.adm, b.tv.Door())
+	mux.Handle("GET "+stream.Path, r.stream)
+	r.manage.Register(mux)
+	b.support.Register(mux)
 	mux.addNotAllowed()
 	mux.ServeMux.HandleFunc("/", fallback(mux.ServeMux))
 	r.patterns = mux.patterns
-	r.handler = guard.Wrap(r.requestIDs(m.Middleware(oneAuthorization(mux.ServeMux))))
+	r.handler = r.guard.Wrap(r.requestIDs(r.metrics.Middleware(oneAuthorization(mux.ServeMux))))
 
 	op := &routes{ServeMux: http.NewServeMux()}
-	op.Handle("GET /metrics", m.Handler())
+	op.Handle("GET /metrics", r.metrics.Handler())
 	op.HandleFunc("GET /healthz", healthy)
 	op.HandleFunc("GET /readyz", r.ready)
-	modes := manage.ModesHandler(mg.Modes())
+	modes := manage.ModesHandler(r.manage.Modes())
 	op.Handle("GET "+manage.OperatorModesPath, modes)
 	op.Handle("PUT "+manage.OperatorModesPath, modes)
 	op.addNotAllowed()
 	op.ServeMux.HandleFunc("/", fallback(op.ServeMux))
-	r.operator = guard.Wrap(op.ServeMux)
-	return r, nil
+	r.operator = r.guard.Wrap(op.ServeMux)
+	return nil
 }
 
 // healthy answers the liveness probe.
@@ -564,6 +635,10 @@ func (r *Relay) Manage() *manage.Server { return r.manage }
 
 // Broker returns the relay's broker family (the linked logins).
 func (r *Relay) Broker() *broker.Manager { return r.broker }
+
+// Events returns the relay's event spine: a test or an operator's
+// extension may subscribe to it.
+func (r *Relay) Events() *events.Bus { return r.events }
 
 // Stream returns the relay's WebSocket stream server.
 func (r *Relay) Stream() *stream.Server { return r.stream }
@@ -687,6 +762,8 @@ func (r *Relay) shutdown(servers []*http.Server, hardStop context.CancelCauseFun
 	r.broker.Close()
 	r.manage.Close()
 	r.closeCluster()
+	// The tunnels' ends are in the history's queue by now.
+	r.events.Close()
 	hardStop(httpapi.ErrShuttingDown)
 	// Wait for the handlers to answer; those that have not within grace
 	// (a body still trickling in, a client that does not read) lose their
@@ -762,6 +839,7 @@ func (r *Relay) Close() error {
 	r.broker.Close()
 	r.manage.Close()
 	r.closeCluster()
+	r.events.Close()
 	r.history.Close()
 	return err
 }

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"io"
-	"maps"
 	"os/exec"
 	"slices"
 	"strings"
@@ -117,16 +116,14 @@ func TestRelayDoors(t *testing.T) {
 	require.False(t, slices.Contains(pkgs[hub].Deps, api) || slices.Contains(pkgs[hub].Deps, stream), "relay/hub must link no other door")
 }
 
-// The relay runs the agent's operations server-side (the broker family):
-// its packages may import from agent/ only the platform primitives, the
-// dispatcher, the operations, the engines, the management configuration
-// and the stack that assembles them, never the agent itself, its tunnel or its store, nor a
-// platform of the desktop (the simulator, NinjaTrader); the packages it
-// may import link no agent, tunnel or store either; and cmd/relay links
-// nothing made for tests. Test-only packages of the relay (the fake
-// Tradovate server) are exempt from the first rule, and checked by the
-// last. The rules hold over whatever packages exist.
-func TestRelayImportsOfTheAgent(t *testing.T) {
+// The two programs share the trading core (trading/) and never each
+// other: nothing under relay/ or cmd/relay links a package of agent/,
+// nothing under agent/ or cmd/agent links one of relay/, and trading/
+// links neither. The relay runs the trading core's operations for the
+// broker family over Tradovate, never a platform of the desktop (the
+// simulator, NinjaTrader), and cmd/relay links nothing made for tests.
+// The rules hold over whatever packages exist.
+func TestProgramsShareOnlyTheTradingCore(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs go list")
 	}
@@ -135,43 +132,35 @@ func TestRelayImportsOfTheAgent(t *testing.T) {
 		"tradebridge/trading/bridge/ninjatrader/ntfake",
 		"tradebridge/trading/bridge/tradovate/tradovatefake", "tradebridge/trading/bridge/tradovate/tradovatetest",
 	}
-	allowed := func(path string) bool {
-		switch path {
-		case "tradebridge/trading/bridge", "tradebridge/trading/dispatch", "tradebridge/trading/ops",
-			"tradebridge/trading/mgmtconfig", "tradebridge/trading/engine", "tradebridge/trading/stack":
-			return true
-		}
-		return strings.HasPrefix(path, "tradebridge/trading/engine/") && !slices.Contains(testOnly, path)
-	}
 	under := func(path, root string) bool { return path == root || strings.HasPrefix(path, root+"/") }
-	forbidden := func(path string) bool {
-		return path == "tradebridge/agent" || under(path, "tradebridge/agent/tunnel") || under(path, "tradebridge/agent/agentstore")
+	desktop := func(path string) bool {
+		return under(path, "tradebridge/trading/bridge/sim") || under(path, "tradebridge/trading/bridge/ninjatrader")
 	}
-
-	pkgs := list(t, "tradebridge/relay/...", "tradebridge/cmd/relay/...")
+	pkgs := list(t, "tradebridge/relay/...", "tradebridge/cmd/relay/...", "tradebridge/agent/...", "tradebridge/cmd/agent/...", "tradebridge/trading/...")
 	require.Contains(t, pkgs, "tradebridge/cmd/relay")
-	used := map[string]bool{}
+	require.Contains(t, pkgs, "tradebridge/cmd/agent")
 	for path, p := range pkgs {
-		if slices.Contains(testOnly, path) {
-			continue
-		}
-		for _, imp := range p.Imports {
-			if !under(imp, "tradebridge/agent") {
-				continue
+		relaySide := under(path, "tradebridge/relay") || under(path, "tradebridge/cmd/relay")
+		agentSide := under(path, "tradebridge/agent") || under(path, "tradebridge/cmd/agent")
+		core := under(path, "tradebridge/trading")
+		for _, dep := range p.Deps {
+			if relaySide || core {
+				require.False(t, under(dep, "tradebridge/agent"), "%s links %s", path, dep)
 			}
-			require.True(t, allowed(imp), "%s imports %s: the relay may import from agent/ only bridge, dispatch, ops, engine and its engines, mgmtconfig, stack", path, imp)
-			used[imp] = true
+			if agentSide || core {
+				require.False(t, under(dep, "tradebridge/relay"), "%s links %s", path, dep)
+			}
 		}
-	}
-	for _, path := range slices.Sorted(maps.Keys(used)) {
-		for _, line := range deps(t, "", path) {
-			dep, _, _ := strings.Cut(line, " ")
-			require.False(t, forbidden(dep), "%s, which the relay imports, links %s", path, dep)
+		if relaySide && !slices.Contains(testOnly, path) {
+			for _, imp := range p.Imports {
+				require.False(t, desktop(imp), "%s imports %s: the relay runs no desktop platform", path, imp)
+			}
 		}
 	}
 	for _, line := range deps(t, "", "tradebridge/cmd/relay") {
 		dep, _, _ := strings.Cut(line, " ")
 		require.NotContains(t, testOnly, dep, "cmd/relay links a package made for tests")
-		require.False(t, forbidden(dep), "cmd/relay links %s", dep)
+		require.False(t, under(dep, "tradebridge/agent"), "cmd/relay links %s", dep)
+		require.False(t, desktop(dep), "cmd/relay links %s", dep)
 	}
 }

@@ -227,7 +227,7 @@ func (f *fixture) newNode(t *testing.T, net *fakeNet, db broker.Store, name stri
 			n.builds.Add(1)
 			return countedPlatform{Platform: p, n: n}, nil
 		},
-		Config: f.configs.get, Report: f.configs.report, Now: f.markets.clock.Now, EngineTick: 10 * time.Millisecond,
+		Config: f.configs.get, Events: f.configs, Now: f.markets.clock.Now, EngineTick: 10 * time.Millisecond,
 		Login: func(context.Context, string, broker.Secrets) (broker.Session, error) {
 			return broker.Session{AccessToken: "tok", Expires: time.Now().Add(time.Hour)}, nil
 		}})

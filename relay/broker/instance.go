@@ -11,6 +11,7 @@ import (
 	"go.uber.org/zap"
 
 	"tradebridge/protocol"
+	"tradebridge/relay/events"
 	"tradebridge/relay/store"
 	"tradebridge/trading/bridge"
 	"tradebridge/trading/stack"
@@ -342,7 +343,7 @@ func (in *instance) ReportMonitor(s protocol.MonitorState) { in.report(protocol.
 func (in *instance) ReportCopier(s protocol.CopierState) { in.report(protocol.EventCopierState, s) }
 
 func (in *instance) report(kind string, v any) {
-	if in.m.opts.Report == nil {
+	if in.m.opts.Events == nil {
 		return
 	}
 	b, err := json.Marshal(v)
@@ -350,5 +351,5 @@ func (in *instance) report(kind string, v any) {
 		in.log.Error("encoding an engine's report", zap.Error(err))
 		return
 	}
-	in.m.opts.Report(in.userID, kind, b)
+	in.m.opts.Events.Publish(events.Event{Type: events.TypeBroker, UserID: in.userID, Agent: protocol.Event{Kind: kind, Data: b}})
 }

@@ -13,6 +13,7 @@ import (
 
 	"tradebridge/protocol"
 	"tradebridge/relay/agentcall"
+	"tradebridge/relay/events"
 	"tradebridge/relay/keylock"
 	"tradebridge/relay/sealed"
 	"tradebridge/relay/store"
@@ -75,12 +76,13 @@ type Options struct {
 	Login func(ctx context.Context, env string, s Secrets) (Session, error)
 	// Config returns the configuration the user's engines run (the tv
 	// copiers and monitors, the controls and the news lockout:
-	// manage.Server.BrokerConfig). Nil runs the engines with nothing
+	// manage.BrokerConfigs). Nil runs the engines with nothing
 	// configured.
 	Config func(ctx context.Context, userID string) (protocol.Config, error)
-	// Report stores a state the engines report about a tv resource
-	// (manage.Server.ReportBroker). Nil drops them.
-	Report func(userID, kind string, data json.RawMessage)
+	// Events is where the engines' reports about tv resources are
+	// published (events.TypeBroker, the Management API stores them). Nil
+	// drops them.
+	Events events.Publisher
 	Logger *zap.Logger
 	// Now is the market's clock: the engines', the operations' and the
 	// platform's trading sessions; nil means time.Now. Links, sessions and

@@ -15,6 +15,7 @@ import (
 	"tradebridge/protocol"
 	"tradebridge/relay/broker"
 	"tradebridge/relay/errcode"
+	"tradebridge/relay/events"
 	"tradebridge/relay/httpapi"
 	"tradebridge/relay/sealed"
 	"tradebridge/relay/store"
@@ -86,9 +87,10 @@ func (c *configs) set(userID string, cfg protocol.Config) {
 	c.cfg[userID] = cfg
 }
 
-func (c *configs) report(userID, kind string, data json.RawMessage) {
+// Publish takes the engines' reports.
+func (c *configs) Publish(e events.Event) {
 	select {
-	case c.reports <- kind + " " + string(data):
+	case c.reports <- e.Agent.Kind + " " + string(e.Agent.Data):
 	default:
 	}
 }
@@ -117,7 +119,7 @@ func newFixture(t *testing.T) *fixture {
 func (f *fixture) manager(t *testing.T) *broker.Manager {
 	t.Helper()
 	m, err := broker.New(broker.Options{Store: f.store, Keys: f.keys, NewPlatform: f.markets.newPlatform,
-		Config: f.configs.get, Report: f.configs.report, Now: f.markets.clock.Now, EngineTick: 10 * time.Millisecond,
+		Config: f.configs.get, Events: f.configs, Now: f.markets.clock.Now, EngineTick: 10 * time.Millisecond,
 		Login: func(context.Context, string, broker.Secrets) (broker.Session, error) {
 			return broker.Session{AccessToken: "tok", Expires: time.Now().Add(time.Hour)}, nil
 		}})

@@ -19,14 +19,15 @@
 // When a node's hub registers a user's agent (HandleStatus), the node
 // tells every other one. A node holding an older tunnel of that user ends
 // it (hub.Hub.Evict): a newer agent connection anywhere replaces the older
-// one. Every node hands the statuses it hears to Options.OnRemoteStatus
-// (the stream server's HandleStatus).
+// one. Every node publishes the statuses it hears on its event spine
+// (Options.Events), as remote events, for its stream server.
 //
 // Market data crosses nodes only for the contracts some client asked for:
 // every node's stream server sends protocol.FnSetSubscriptions with its
 // own set, the holding node sends the agent the union and answers each
 // node with its share, publishes the quotes of the contracts other nodes
-// asked for, and those nodes subscribe to them (Options.OnRemoteEvent).
+// asked for, and those nodes subscribe to them and publish them on their
+// spines (Options.Events).
 //
 // Route gives the broker family the same request machinery for its own
 // services (broker.Router).
@@ -49,7 +50,7 @@ import (
 
 	"tradebridge/protocol"
 	"tradebridge/relay/agentcall"
-	"tradebridge/relay/hub"
+	"tradebridge/relay/events"
 )
 
 // Errors of the package. Calls also return the hub's errors and the
@@ -87,20 +88,20 @@ type Options struct {
 	Conn *nats.Conn
 	// Node names this node among the relay's nodes. Required.
 	Node string
-	// Local is the node's hub. Required. The relay calls HandleStatus and
-	// HandleEvent from its OnStatus and OnEvent.
+	// Local is the node's hub. Required. The relay subscribes Handle to
+	// the local hub's events and statuses on the event spine.
 	Local Local
 	// Prefix begins every subject. Default "tb".
 	Prefix string
 	// Logger receives the cluster's log lines, as "cluster".
 	Logger *zap.Logger
-	// OnRemoteEvent, when set, receives the quotes other nodes' agents
-	// sent for the contracts this node subscribed to. It must not block.
-	OnRemoteEvent func(hub.Event)
-	// OnRemoteStatus, when set, learns every status another node
-	// publishes: a user's agent connected there (true) or left it
-	// (false). Connected reflects the news. It must not block.
-	OnRemoteStatus func(userID string, connected bool)
+	// Events, when set, is where the Cluster publishes, as remote
+	// events (events.Event.Remote), what other nodes send this one: the
+	// quotes their agents sent for the contracts this node subscribed to
+	// (events.TypeAgent), and every status another node publishes
+	// (events.TypeStatus: a user's agent connected there, or left it;
+	// Connected reflects the news).
+	Events events.Publisher
 	// DefaultTimeout is the deadline of a call whose context has none.
 	// Default 30 s, the hub's.
 	DefaultTimeout time.Duration
@@ -435,7 +436,7 @@ func (c *Cluster) remoteInfo(userID string) (agentcall.Info, bool) {
 }
 
 // HandleStatus takes a change of the local hub's tunnels
-// (hub.Options.OnStatus): while the hub holds userID the node serves the
+// (a status the hub published): while the hub holds userID the node serves the
 // user's subject, and every change is published to the other nodes. It
 // never waits for the network.
 func (c *Cluster) HandleStatus(userID string, connected bool) {
@@ -530,7 +531,7 @@ func (c *Cluster) isClosed() bool {
 }
 
 // onStatus takes another node's status: an older tunnel of the user here
-// is replaced, and OnRemoteStatus learns it.
+// is replaced, and the status is published on Options.Events.
 func (c *Cluster) onStatus(msg *nats.Msg) {
 	var m statusMsg
 	if err := json.Unmarshal(msg.Data, &m); err != nil || m.User == "" {
@@ -553,8 +554,8 @@ func (c *Cluster) onStatus(msg *nats.Msg) {
 			c.publishStatus(m.User, true)
 		}
 	}
-	if fn := c.opts.OnRemoteStatus; fn != nil {
-		fn(m.User, m.Connected)
+	if p := c.opts.Events; p != nil {
+		p.Publish(events.Event{Type: events.TypeStatus, UserID: m.User, Connected: m.Connected, Remote: true})
 	}
 }
 
@@ -641,8 +642,8 @@ func (c *Cluster) dispatchRequests() {
 	}
 }
 
-// dispatchQuotes hands the quotes other nodes publish for this node to
-// OnRemoteEvent, unless the local hub now holds the user (it delivers
+// dispatchQuotes publishes the quotes other nodes publish for this node
+// on Options.Events, unless the local hub now holds the user (it delivers
 // them itself).
 func (c *Cluster) dispatchQuotes() {
 	defer c.wg.Done()
@@ -655,11 +656,13 @@ func (c *Cluster) dispatchQuotes() {
 			t := c.targets[m.Subject]
 			local := t != nil && c.held[t.user] != nil
 			c.mu.Unlock()
-			if t == nil || t.kind != targetQuote || local || c.opts.OnRemoteEvent == nil {
+			if t == nil || t.kind != targetQuote || local || c.opts.Events == nil {
 				continue
 			}
 			seq, _ := parseUint(m.Header.Get(HeaderSeq))
-			c.opts.OnRemoteEvent(hub.Event{UserID: t.user, Event: protocol.Event{Seq: seq, Kind: protocol.EventQuote, Data: m.Data}})
+			e := events.Agent(t.user, protocol.Event{Seq: seq, Kind: protocol.EventQuote, Data: m.Data})
+			e.Remote = true
+			c.opts.Events.Publish(e)
 		}
 	}
 }

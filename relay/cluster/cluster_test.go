@@ -15,8 +15,8 @@ import (
 	"tradebridge/relay/agentcall"
 	"tradebridge/relay/broker"
 	"tradebridge/relay/cluster"
+	"tradebridge/relay/events"
 	"tradebridge/relay/httpapi"
-	"tradebridge/relay/hub"
 )
 
 var _ broker.Router = (*cluster.Route)(nil)
@@ -251,7 +251,7 @@ func TestClusterInfo(t *testing.T) {
 }
 
 // A newer tunnel on another node replaces the older one; statuses reach
-// every other node's OnRemoteStatus.
+// every other node's spine.
 func TestClusterReplacement(t *testing.T) {
 	t.Parallel()
 	a, b, c := cluster3(t)
@@ -329,8 +329,8 @@ func TestClusterSubscriptionUnionAndQuotes(t *testing.T) {
 	var seq uint64
 	quote := func(instrument string) {
 		seq++
-		a.cl.HandleEvent(hub.Event{UserID: "u", Event: protocol.Event{Seq: seq, Kind: protocol.EventQuote,
-			Data: json.RawMessage(fmt.Sprintf(`{"instrument":%q,"last":1}`, instrument))}})
+		a.cl.HandleEvent(events.Agent("u", protocol.Event{Seq: seq, Kind: protocol.EventQuote,
+			Data: json.RawMessage(fmt.Sprintf(`{"instrument":%q,"last":1}`, instrument))}))
 	}
 	// Quotes of one publisher arrive in order: once the marker is in,
 	// everything before it that was sent to a node is too.
@@ -375,7 +375,7 @@ func TestClusterSubscriptionUnionAndQuotes(t *testing.T) {
 	// b holds the user now: its stream's quotes come from its hub, not
 	// the bus, even for contracts c asked for.
 	before := len(b.rec.gotQuotes())
-	b.cl.HandleEvent(hub.Event{UserID: "u", Event: protocol.Event{Seq: 1, Kind: protocol.EventQuote, Data: json.RawMessage(`{"instrument":"ES 12-26"}`)}})
+	b.cl.HandleEvent(events.Agent("u", protocol.Event{Seq: 1, Kind: protocol.EventQuote, Data: json.RawMessage(`{"instrument":"ES 12-26"}`)}))
 	require.Eventually(t, func() bool { return len(c.rec.gotQuotes()) == 5 }, 5*time.Second, time.Millisecond)
 	require.Len(t, b.rec.gotQuotes(), before)
 }

@@ -21,8 +21,8 @@ import (
 	"tradebridge/protocol"
 	"tradebridge/relay/agentcall"
 	"tradebridge/relay/cluster"
+	"tradebridge/relay/events"
 	"tradebridge/relay/httpapi"
-	"tradebridge/relay/hub"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
@@ -235,16 +235,29 @@ func bigReply(n int) json.RawMessage {
 	return b
 }
 
-// recorder keeps what a node's OnRemoteEvent and OnRemoteStatus learn.
+// recorder keeps the remote events and statuses a node publishes.
 type recorder struct {
 	mu       sync.Mutex
 	quotes   []string // "user:instrument"
 	statuses []string // "user:true"
 }
 
-func (r *recorder) event(e hub.Event) {
+// Publish takes what the node publishes on its spine.
+func (r *recorder) Publish(e events.Event) {
+	if !e.Remote {
+		return
+	}
+	switch e.Type {
+	case events.TypeAgent:
+		r.event(e)
+	case events.TypeStatus:
+		r.status(e.UserID, e.Connected)
+	}
+}
+
+func (r *recorder) event(e events.Event) {
 	var q protocol.Quote
-	_ = json.Unmarshal(e.Data, &q)
+	_ = json.Unmarshal(e.Agent.Data, &q)
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.quotes = append(r.quotes, e.UserID+":"+q.Instrument)
@@ -285,7 +298,7 @@ func newNode(t testing.TB, url, pfx, name string, tweak func(*cluster.Options)) 
 	require.NoError(t, err)
 	n := &node{name: name, hub: newFakeHub(), rec: &recorder{}, nc: nc}
 	opts := cluster.Options{Conn: nc, Node: name, Local: n.hub, Prefix: pfx, Logger: zaptest.NewLogger(t),
-		OnRemoteEvent: n.rec.event, OnRemoteStatus: n.rec.status,
+		Events:            n.rec,
 		HeartbeatInterval: 50 * time.Millisecond, HeartbeatTimeout: 250 * time.Millisecond}
 	if tweak != nil {
 		tweak(&opts)

@@ -13,7 +13,7 @@ import (
 
 	"tradebridge/protocol"
 	"tradebridge/relay/agentcall"
-	"tradebridge/relay/hub"
+	"tradebridge/relay/events"
 )
 
 // setSubscriptions is Call of protocol.FnSetSubscriptions: args is this
@@ -258,11 +258,23 @@ func (c *Cluster) receiveQuotes(userID string, contracts []string) {
 	}
 }
 
-// HandleEvent takes an event of the local hub's agents
-// (hub.Options.OnEvent): a quote of a contract another node asked for is
-// published for it. Other events stay on this node.
-func (c *Cluster) HandleEvent(e hub.Event) {
-	if e.Kind != protocol.EventQuote {
+// Handle takes the event spine's events of the local hub (the relay
+// subscribes it directly, before the stream sockets): statuses go to
+// HandleStatus, the agents' events to HandleEvent.
+func (c *Cluster) Handle(e events.Event) {
+	switch e.Type {
+	case events.TypeStatus:
+		c.HandleStatus(e.UserID, e.Connected)
+	case events.TypeAgent:
+		c.HandleEvent(e)
+	}
+}
+
+// HandleEvent takes an event of the local hub's agents: a quote of a
+// contract another node asked for is published for it. Other events stay
+// on this node.
+func (c *Cluster) HandleEvent(e events.Event) {
+	if e.Agent.Kind != protocol.EventQuote {
 		return
 	}
 	c.outMu.RLock()
@@ -274,15 +286,15 @@ func (c *Cluster) HandleEvent(e hub.Event) {
 	var q struct {
 		Instrument string `json:"instrument"`
 	}
-	if err := json.Unmarshal(e.Data, &q); err != nil {
+	if err := json.Unmarshal(e.Agent.Data, &q); err != nil {
 		return
 	}
 	ct := protocol.NormalizeInstrument(q.Instrument)
 	if !out[ct] {
 		return
 	}
-	msg := &nats.Msg{Subject: c.subj.quote(e.UserID, ct), Data: e.Data,
-		Header: nats.Header{HeaderSeq: []string{strconv.FormatUint(e.Seq, 10)}}}
+	msg := &nats.Msg{Subject: c.subj.quote(e.UserID, ct), Data: e.Agent.Data,
+		Header: nats.Header{HeaderSeq: []string{strconv.FormatUint(e.Agent.Seq, 10)}}}
 	if err := c.nc.PublishMsg(msg); err != nil {
 		c.busDown("publishing a quote", err)
 	}

@@ -64,6 +64,9 @@ type agentConn struct {
 	// started is closed once the session's start is reported (after its
 	// Welcome): its diagnostics are reported only after it.
 	started chan struct{}
+	// diagReported is when diagnostics were last published as a history
+	// entry (only the events goroutine touches it).
+	diagReported time.Time
 
 	conn *transport.Conn
 	sess *yamux.Session
@@ -530,6 +533,13 @@ func (c *agentConn) diagnostics(data json.RawMessage) bool {
 	case <-c.done:
 		return false
 	}
+	// The tunnel keeps every one (Info); the history takes at most one
+	// per DiagnosticsHistoryEvery, so that an agent's flood of them
+	// costs the store and the other users' history entries nothing.
+	if !c.diagReported.IsZero() && at.Sub(c.diagReported) < c.hub.opts.DiagnosticsHistoryEvery {
+		return true
+	}
+	c.diagReported = at
 	c.hub.report(agentcall.SessionEvent{Kind: agentcall.SessionDiagnostics, UserID: c.userID, SessionID: c.sessionID, At: at, Diagnostics: enc})
 	return true
 }

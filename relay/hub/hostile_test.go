@@ -383,6 +383,37 @@ func TestEventFloodIsPacedNotClosed(t *testing.T) {
 	}
 }
 
+// A flood of tiny events is paced by count, whatever their bytes: past the
+// first second's worth, the rest arrive at EventsPerSecond, and the tunnel
+// stays.
+func TestTinyEventFloodIsPacedByCount(t *testing.T) {
+	t.Parallel()
+	const rate, events = 200, 500
+	var got atomic.Int64
+	var last atomic.Int64
+	e := newEnvWith(t, func(o *hub.Options) {
+		o.EventsPerSecond = rate
+		o.Events = spine{event: func(ev protocol.Event) {
+			if ev.Seq == uint64(got.Load()+1) {
+				got.Add(1)
+			}
+			last.Store(time.Now().UnixNano())
+		}}
+	})
+	a := dialAgent(t, e, "agent-a")
+	e.waitConnected("usr_a")
+	w := protocol.NewWriter(a.control)
+	start := time.Now()
+	for i := range events {
+		require.NoError(t, w.WriteFrame(protocol.TypeEvent, protocol.Event{Seq: uint64(i + 1), Kind: protocol.EventConnections, Data: json.RawMessage(`[]`)}))
+	}
+	require.Eventually(t, func() bool { return got.Load() == events }, 10*time.Second, 10*time.Millisecond)
+	took := time.Unix(0, last.Load()).Sub(start)
+	want := time.Duration(float64(events-rate) / rate * float64(time.Second))
+	require.GreaterOrEqual(t, took, want*9/10)
+	require.True(t, e.hub.Connected("usr_a"))
+}
+
 // Options that would let an agent's largest event wait more than a second
 // are refused.
 func TestEventBudgetBelowOneEventIsRefused(t *testing.T) {

@@ -127,6 +127,11 @@ type Options struct {
 	// agentcall.ErrTimeout when their deadline passes first. A stream counts until
 	// the agent has closed its end too. Default DefaultMaxStreamCalls.
 	MaxStreamCalls int
+	// DiagnosticsHistoryEvery is the least time between two of a
+	// tunnel's diagnostics published as history entries: Info keeps the
+	// latest, and the history the first of each such interval. Default
+	// 10 s.
+	DiagnosticsHistoryEvery time.Duration
 	// EventsPerSecond bounds how many events a second the relay reads of
 	// an agent, whatever their size; beyond it the relay reads more
 	// slowly, as for EventBytesPerSecond. The burst is one second's
@@ -228,6 +233,9 @@ func New(opts Options) (*Hub, error) {
 	}
 	if opts.MaxStreamCalls <= 0 {
 		opts.MaxStreamCalls = DefaultMaxStreamCalls
+	}
+	if opts.DiagnosticsHistoryEvery <= 0 {
+		opts.DiagnosticsHistoryEvery = 10 * time.Second
 	}
 	if opts.EventsPerSecond <= 0 {
 		opts.EventsPerSecond = DefaultEventsPerSecond

@@ -288,3 +288,30 @@ func TestOversizedFrameIsTheReason(t *testing.T) {
 	end := log.wait(t, agentcall.SessionEnded, info.SessionID)
 	require.Equal(t, agentcall.ReasonFrameTooLarge, end.Reason)
 }
+
+// A flood of diagnostics costs the history one entry per
+// DiagnosticsHistoryEvery: the live tunnel keeps the latest.
+func TestDiagnosticsFloodReachesTheHistoryOnce(t *testing.T) {
+	t.Parallel()
+	e, log := newSessionEnv(t)
+	a := dialAgent(t, e, "agent-a")
+	info := e.waitConnected("usr_a")
+	w := protocol.NewWriter(a.control)
+	const n = 200
+	for i := range n {
+		require.NoError(t, w.WriteFrame(protocol.TypeEvent, diagnosticsEvent(t, uint64(i+1), protocol.Diagnostics{AgentVersion: fmt.Sprint("v", i)})))
+	}
+	require.Eventually(t, func() bool {
+		info, _ := e.hub.Info("usr_a")
+		return info.Diagnostics != nil && info.Diagnostics.AgentVersion == fmt.Sprint("v", n-1)
+	}, 5*time.Second, 5*time.Millisecond, "the tunnel keeps the latest")
+	first := log.wait(t, agentcall.SessionDiagnostics, info.SessionID)
+	require.Contains(t, string(first.Diagnostics), `"v0"`)
+	var entries int
+	for _, ev := range log.all() {
+		if ev.Kind == agentcall.SessionDiagnostics {
+			entries++
+		}
+	}
+	require.Equal(t, 1, entries)
+}

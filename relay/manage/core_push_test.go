@@ -12,7 +12,7 @@ import (
 	"tradebridge/protocol"
 	"tradebridge/relay/agentcall"
 	"tradebridge/relay/errcode"
-	"tradebridge/relay/hub"
+	"tradebridge/relay/events"
 )
 
 // A change of a kind the agent acts on needs the agent connected (409
@@ -215,10 +215,10 @@ func TestReportedStates(t *testing.T) {
 	require.NoError(t, err)
 	cid := e.stoppableCopier(t)
 	at := time.Date(2026, 11, 2, 14, 30, 0, 0, time.UTC)
-	event := func(kind string, data any) hub.Event {
+	event := func(kind string, data any) events.Event {
 		b, err := json.Marshal(data)
 		require.NoError(t, err)
-		return hub.Event{UserID: "u1", Event: protocol.Event{Kind: kind, Data: b}}
+		return events.Agent("u1", protocol.Event{Kind: kind, Data: b})
 	}
 	monitorAt := func(version int64) protocol.Monitor {
 		var m protocol.Monitor
@@ -263,28 +263,6 @@ func TestReportedStates(t *testing.T) {
 	e.store.mu.Unlock()
 	require.Equal(t, int64(2), cfg, "reports bump no configuration version")
 	require.Empty(t, e.hub.pushes("u1"), "reports are not pushed back")
-}
-
-// A full queue drops reports rather than blocking the hub.
-func TestReportQueueFull(t *testing.T) {
-	t.Parallel()
-	e := newEnv(t, func(o *Options) { o.EventQueue = 1 })
-	unlock, err := e.s.locks.Lock(t.Context(), "u1")
-	require.NoError(t, err)
-	ev := hub.Event{UserID: "u1", Event: protocol.Event{Kind: protocol.EventMonitorState, Data: json.RawMessage(`{}`)}}
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		for range 10 {
-			e.s.HandleEvent(ev)
-		}
-	}()
-	select {
-	case <-done:
-	case <-time.After(5 * time.Second):
-		t.Fatal("HandleEvent blocked")
-	}
-	unlock()
 }
 
 // The tv family answers 409 tradovate_not_linked once admitted, until a

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"net/http"
+	"slices"
 	"time"
 
 	"go.uber.org/zap"
@@ -12,8 +13,8 @@ import (
 	"tradebridge/protocol"
 	"tradebridge/relay/agentcall"
 	"tradebridge/relay/errcode"
+	"tradebridge/relay/events"
 	"tradebridge/relay/httpapi"
-	"tradebridge/relay/hub"
 	"tradebridge/relay/store"
 )
 
@@ -135,8 +136,9 @@ func agentError(err error) *httpapi.Error {
 	return &httpapi.Error{Status: http.StatusInternalServerError, Code: errcode.InternalError, Detail: "the relay failed to reach the add-on"}
 }
 
-// HandleStatus learns that a user's agent connected or left (the hub's
-// OnStatus). On every connect it records the agent's platform
+// HandleStatus learns that a user's agent connected or left (a status on
+// the event spine, to which the relay subscribes it directly). On every
+// connect it records the agent's platform
 // connections and pushes the user's current configuration, on a
 // goroutine of the Server (Close waits for it); a connect during a push
 // makes it run once more. It never blocks.
@@ -208,50 +210,34 @@ func (s *Server) reconnectPush(userID string) {
 	_ = s.push(ctx, userID, configOf(st))
 }
 
-// HandleEvent takes an agent's event (the hub's OnEvent): the reported
-// states of monitors and copiers, and the platform's connections, are
-// queued for the Server's worker, which stores them; it never blocks (a full queue drops the event, with
-// a warning).
-func (s *Server) HandleEvent(e hub.Event) {
-	switch e.Kind {
-	case protocol.EventMonitorState, protocol.EventCopierState, protocol.EventConnections:
-	default:
+// HandleEvent stores a state reported on the event spine (the relay
+// subscribes it with a queue per user, so one user's reports never hold up
+// another's): the states of the agent's monitors and copiers and its
+// platform's connections (events.TypeAgent), and the broker engines'
+// states of tv monitors and copiers (events.TypeBroker). Other events are
+// ignored. It returns once the state is stored, or storing it failed
+// (logged).
+func (s *Server) HandleEvent(e events.Event) {
+	if !Reported(e) {
 		return
 	}
-	s.enqueue(report{Event: e})
-}
-
-// report is a reported state waiting to be stored: an agent's (hub.Event),
-// or, with tv set, one of the broker engines' about a tv resource
-// (ReportBroker).
-type report struct {
-	hub.Event
-	tv bool
-}
-
-// enqueue hands a report to the worker, or drops it with a warning when
-// the queue is full.
-func (s *Server) enqueue(r report) {
-	select {
-	case s.events <- r:
-	default:
-		s.log.Warn("reported state dropped: queue full", zap.String("kind", r.Kind), zap.Bool("tv", r.tv))
+	if err := s.storeReport(e); err != nil && s.ctx.Err() == nil {
+		s.log.Warn("storing a reported state", zap.String("user", e.UserID), zap.String("kind", e.Agent.Kind), zap.Error(err))
 	}
 }
 
-// eventWorker stores reported states until Close.
-func (s *Server) eventWorker() {
-	defer s.wg.Done()
-	for {
-		select {
-		case <-s.ctx.Done():
-			return
-		case e := <-s.events:
-			if err := s.storeReport(e); err != nil && s.ctx.Err() == nil {
-				s.log.Warn("storing a reported state", zap.String("kind", e.Kind), zap.Error(err))
-			}
-		}
+// ReportedKinds are the kinds of the agents' events HandleEvent stores.
+var ReportedKinds = []string{protocol.EventMonitorState, protocol.EventCopierState, protocol.EventConnections}
+
+// Reported reports whether HandleEvent stores e.
+func Reported(e events.Event) bool {
+	switch e.Type {
+	case events.TypeAgent:
+		return slices.Contains(ReportedKinds, e.Agent.Kind)
+	case events.TypeBroker:
+		return e.Agent.Kind == protocol.EventMonitorState || e.Agent.Kind == protocol.EventCopierState
 	}
+	return false
 }
 
 // reportRetries bounds the attempts to store a report that meets
@@ -260,12 +246,12 @@ const reportRetries = 3
 
 // storeReport stores one reported state on its resource: a new version,
 // no new configuration version and no push (the agent reported it).
-func (s *Server) storeReport(e report) error {
-	if e.Kind == protocol.EventConnections && !e.tv {
+func (s *Server) storeReport(e events.Event) error {
+	if e.Type == events.TypeAgent && e.Agent.Kind == protocol.EventConnections {
 		// The hub already holds them for the live tunnel; the store keeps
 		// them for when the agent is offline.
 		conns := []protocol.Connection{}
-		if err := json.Unmarshal(e.Data, &conns); err != nil {
+		if err := json.Unmarshal(e.Agent.Data, &conns); err != nil {
 			return err
 		}
 		b, err := json.Marshal(orEmpty(conns))
@@ -289,7 +275,7 @@ func (s *Server) storeReport(e report) error {
 // write keeps the two apart instead: whichever writes second meets a
 // version conflict (the change answers 409 concurrent_modification; the
 // report is loaded and stored again).
-func (s *Server) storeReportOnce(e report) error {
+func (s *Server) storeReportOnce(e events.Event) error {
 	ctx := s.ctx
 	st, err := s.load(ctx, e.UserID)
 	if err != nil {
@@ -298,13 +284,13 @@ func (s *Server) storeReportOnce(e report) error {
 	now := s.now()
 	var kind, id string
 	var before, after any
-	switch e.Kind {
+	switch e.Agent.Kind {
 	case protocol.EventMonitorState:
 		var rep protocol.MonitorState
-		if err := json.Unmarshal(e.Data, &rep); err != nil {
+		if err := json.Unmarshal(e.Agent.Data, &rep); err != nil {
 			return err
 		}
-		if e.tv {
+		if e.Type == events.TypeBroker {
 			m := st.snap.tvMonitorOf(rep.Account)
 			if m == nil {
 				return nil // deleted since
@@ -329,10 +315,10 @@ func (s *Server) storeReportOnce(e report) error {
 		kind, id, before, after = monitorKind.Name, n.ID, *m, &n
 	case protocol.EventCopierState:
 		var rep protocol.CopierState
-		if err := json.Unmarshal(e.Data, &rep); err != nil {
+		if err := json.Unmarshal(e.Agent.Data, &rep); err != nil {
 			return err
 		}
-		if e.tv {
+		if e.Type == events.TypeBroker {
 			c, ok := tvCopierKind.find(&st.snap, rep.ID)
 			if !ok {
 				return nil

@@ -90,28 +90,25 @@ type Options struct {
 	BusyThreshold int
 	// BodyTimeout bounds the time to receive a body. Default 10 s.
 	BodyTimeout time.Duration
-	// EventQueue bounds the agents' reported states waiting to be stored;
-	// beyond it they are logged and dropped. Default 1024.
-	EventQueue int
 }
 
 // Defaults of Options.
 const (
 	DefaultAckTimeout    = 10 * time.Second
 	DefaultBusyThreshold = 64
-	DefaultEventQueue    = 1024
 )
 
 // Server serves the Management API: its routes (Register), the push of
 // users' configurations to their agents when they connect
-// (HandleStatus), and the states agents report (HandleEvent). Create it
-// with New and Close it after the hub stops calling it.
+// (HandleStatus), and the states agents and the broker engines report
+// (HandleEvent); the relay subscribes the last two to its event spine.
+// Create it with New and Close it after the spine stops calling it.
 type Server struct {
 	opts    Options
 	log     *zap.Logger
 	modes   *Modes
 	budgets *budgets
-	kinds   map[string]kindOps
+	stored  *storedState
 	routes  []*route
 	// locks are the users' write locks: one change of a user at a time,
 	// from loading the state to the end of the push.
@@ -123,14 +120,13 @@ type Server struct {
 	ctx    context.Context
 	cancel context.CancelFunc
 	wg     sync.WaitGroup
-	events chan report
 
 	pmu     sync.Mutex
 	closed  bool
 	pushing map[string]bool // users whose reconnect push runs; true: run it again
 }
 
-// New returns a Server; it starts the worker that stores reported states.
+// New returns a Server.
 func New(opts Options) (*Server, error) {
 	if opts.Store == nil || opts.Hub == nil || opts.Admitter == nil {
 		return nil, errors.New("manage: Options.Store, Hub and Admitter are required")
@@ -150,9 +146,6 @@ func New(opts Options) (*Server, error) {
 	if opts.BodyTimeout <= 0 {
 		opts.BodyTimeout = httpapi.DefaultTimeout
 	}
-	if opts.EventQueue <= 0 {
-		opts.EventQueue = DefaultEventQueue
-	}
 	if opts.Modes == nil {
 		opts.Modes = &Modes{}
 	}
@@ -160,33 +153,28 @@ func New(opts Options) (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
+	log := opts.Logger.Named("manage")
 	s := &Server{
 		opts:    opts,
-		log:     opts.Logger.Named("manage"),
+		log:     log,
 		modes:   opts.Modes,
 		budgets: b,
-		kinds:   map[string]kindOps{},
-		events:  make(chan report, opts.EventQueue),
+		stored:  newStoredState(opts.Store, log),
 		pushing: map[string]bool{},
-	}
-	for _, k := range kinds() {
-		s.kinds[k.name()] = k
 	}
 	for _, rt := range routes() {
 		rt.door = s.door(rt)
 		s.routes = append(s.routes, rt)
 	}
 	s.ctx, s.cancel = context.WithCancel(context.Background())
-	s.wg.Add(1)
-	go s.eventWorker()
 	return s, nil
 }
 
 // Modes returns the server's live service modes.
 func (s *Server) Modes() *Modes { return s.modes }
 
-// Close stops the server's goroutines (the reported-state worker and the
-// reconnect pushes) and waits for them. It is idempotent.
+// Close stops the server's goroutines (the reconnect pushes) and waits for
+// them; a reported state being stored is cut short. It is idempotent.
 func (s *Server) Close() error {
 	s.pmu.Lock()
 	s.closed = true

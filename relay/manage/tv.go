@@ -11,7 +11,6 @@ import (
 	"tradebridge/protocol"
 	"tradebridge/relay/errcode"
 	"tradebridge/relay/httpapi"
-	"tradebridge/relay/hub"
 )
 
 // The tv family: copiers and monitors of the accounts of the user's linked
@@ -395,16 +394,26 @@ func (s *Server) brokerConfigChanged(userID string) {
 	}
 }
 
-// BrokerConfig returns the configuration the broker engines run for the
-// user: the tv copiers (copying executions) and tv monitors, with the
-// user's controls and news lockout, which apply to every account of both
+// BrokerConfigs returns the reader of the configuration the broker
+// engines run for a user, over the store alone (the broker family is
+// built before the Management API, which reads the broker's links): the
+// tv copiers (copying executions) and tv monitors, with the user's
+// controls and news lockout, which apply to every account of both
 // families. Its Version is the store's version of the user's management
 // state; the engines number what they apply themselves.
-func (s *Server) BrokerConfig(ctx context.Context, userID string) (protocol.Config, error) {
-	st, err := s.load(ctx, userID)
+func BrokerConfigs(st Store, log *zap.Logger) func(ctx context.Context, userID string) (protocol.Config, error) {
+	if log == nil {
+		log = zap.NewNop()
+	}
+	return newStoredState(st, log.Named("manage")).brokerConfig
+}
+
+func (s *storedState) brokerConfig(ctx context.Context, userID string) (protocol.Config, error) {
+	st, _, err := s.read(ctx, userID)
 	if err != nil {
 		return protocol.Config{}, err
 	}
+	complete(st)
 	snap := &st.snap
 	cfg := protocol.Config{
 		Version:     snap.ConfigVersion,
@@ -421,17 +430,4 @@ func (s *Server) BrokerConfig(ctx context.Context, userID string) (protocol.Conf
 	}
 	cfg.AtmTemplates = []protocol.ManagedAtmTemplate{}
 	return cfg, nil
-}
-
-// ReportBroker stores a state the broker engines report about a tv
-// resource (kind protocol.EventMonitorState or EventCopierState, data
-// the state's JSON), as HandleEvent does for an agent's reports: queued,
-// stored with a version bump and no push.
-func (s *Server) ReportBroker(userID, kind string, data json.RawMessage) {
-	switch kind {
-	case protocol.EventMonitorState, protocol.EventCopierState:
-	default:
-		return
-	}
-	s.enqueue(report{Event: hub.Event{UserID: userID, Event: protocol.Event{Kind: kind, Data: data}}, tv: true})
 }

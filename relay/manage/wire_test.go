@@ -13,7 +13,7 @@ import (
 
 	"tradebridge/protocol"
 	"tradebridge/relay/errcode"
-	"tradebridge/relay/hub"
+	"tradebridge/relay/events"
 )
 
 // An answer of the agent the relay cannot read is the relay's 500
@@ -100,8 +100,8 @@ func TestReportNotDelayedByAnotherUsersPush(t *testing.T) {
 	data, err := json.Marshal(protocol.MonitorState{Account: "Sim101", State: protocol.MonitorStopped, Reason: "lossLimit", At: time.Now()})
 	require.NoError(t, err)
 	// The worker meets u2's report first, then u1's.
-	e.s.HandleEvent(hub.Event{UserID: "u2", Event: protocol.Event{Kind: protocol.EventMonitorState, Data: data}})
-	e.s.HandleEvent(hub.Event{UserID: "u1", Event: protocol.Event{Kind: protocol.EventMonitorState, Data: data}})
+	e.s.HandleEvent(events.Agent("u2", protocol.Event{Kind: protocol.EventMonitorState, Data: data}))
+	e.s.HandleEvent(events.Agent("u1", protocol.Event{Kind: protocol.EventMonitorState, Data: data}))
 	require.Eventually(t, func() bool {
 		r, _ := e.store.stored("u1", monitorKind.Name, mid)
 		return r.Version == 2

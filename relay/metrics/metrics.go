@@ -3,7 +3,8 @@
 // (re)connections, and the WebSocket stream API's sockets, quotes delivered
 // and conflated, closes by code, and connections refused for their
 // address's cap. The relay serves them at GET /metrics on its operator
-// listener only.
+// listener only. It also counts the events of the event spine its
+// subscribers dropped.
 package metrics
 
 import (
@@ -34,6 +35,8 @@ type Metrics struct {
 	streamCloses    *prometheus.CounterVec
 
 	connsRefused prometheus.Counter
+
+	eventsDropped *prometheus.CounterVec
 }
 
 // New returns a Metrics with the Go runtime and process collectors.
@@ -81,8 +84,12 @@ func New() *Metrics {
 			Name: "relay_connections_refused_total",
 			Help: "Connections refused because their client address held too many open ones.",
 		}),
+		eventsDropped: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "relay_events_dropped_total",
+			Help: "Events of the event spine a subscriber's per-user queue could not take (that user's queue was full), by subscriber.",
+		}, []string{"subscriber"}),
 	}
-	m.reg.MustRegister(m.requests, m.latency, m.agents, m.connects, m.reconnects,
+	m.reg.MustRegister(m.eventsDropped, m.requests, m.latency, m.agents, m.connects, m.reconnects,
 		m.streamSockets, m.streamQuotes, m.streamConflated, m.streamCloses, m.connsRefused,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return m
@@ -123,6 +130,12 @@ func (m *Metrics) StreamQuotes(delivered, conflated int) {
 
 // ConnectionRefused counts a connection refused for its address's cap.
 func (m *Metrics) ConnectionRefused() { m.connsRefused.Inc() }
+
+// EventsDropped counts events a subscriber of the event spine could not
+// queue.
+func (m *Metrics) EventsDropped(subscriber string, n int) {
+	m.eventsDropped.WithLabelValues(subscriber).Add(float64(n))
+}
 
 // StreamClosed counts a closed stream socket by the close code sent.
 func (m *Metrics) StreamClosed(code int) { m.streamCloses.WithLabelValues(strconv.Itoa(code)).Inc() }

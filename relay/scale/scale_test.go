@@ -23,7 +23,7 @@ import (
 	"tradebridge/relay/agentcall"
 	"tradebridge/relay/auth"
 	"tradebridge/relay/budget"
-	"tradebridge/relay/hub"
+	"tradebridge/relay/events"
 	"tradebridge/relay/store"
 	"tradebridge/relay/store/storetest"
 )
@@ -90,12 +90,14 @@ func startNodeWith(tb testing.TB, st store.Store, addr string, onStart func(time
 		return err == nil
 	}, 10*time.Second, 10*time.Millisecond, "listening on %s", addr)
 	n := &node{tb: tb, addr: ln.Addr().String(), done: make(chan error, 1), onStart: onStart}
-	opts := relay.Options{Store: st, Logger: relayLogger(), Hub: hub.Options{OnSession: n.session}}
+	opts := relay.Options{Store: st, Logger: relayLogger()}
 	if tweak != nil {
 		tweak(&opts)
 	}
 	r, err := relay.New(opts)
 	require.NoError(tb, err)
+	require.NoError(tb, r.Events().Subscribe(events.Subscription{Name: "scale", Types: []events.Type{events.TypeSession},
+		Handle: func(e events.Event) { n.session(e.Session) }}))
 	n.relay = r
 	ctx, cancel := context.WithCancel(context.Background())
 	n.cancel = cancel

@@ -20,6 +20,7 @@ import (
 	"tradebridge/relay/auth"
 	"tradebridge/relay/budget"
 	"tradebridge/relay/errcode"
+	"tradebridge/relay/events"
 	"tradebridge/relay/httpapi"
 	"tradebridge/relay/tradecall"
 )
@@ -129,7 +130,19 @@ func (s *Server) Stats() Stats {
 	}
 }
 
-// HandleEvent takes an event a user's agent sent (hub.Options.OnEvent).
+// Handle takes the event spine's events (the relay subscribes it
+// directly, with other nodes' events too): statuses go to HandleStatus,
+// the agents' events to HandleEvent.
+func (s *Server) Handle(e events.Event) {
+	switch e.Type {
+	case events.TypeAgent:
+		s.HandleEvent(e.UserID, e.Agent)
+	case events.TypeStatus:
+		s.HandleStatus(e.UserID, e.Connected)
+	}
+}
+
+// HandleEvent takes an event a user's agent sent.
 // Quotes go to that user's sockets subscribed to the quote's instrument,
 // and to nobody else. It never blocks: each socket keeps only the latest
 // quote of each instrument until its writer takes it. A quote the relay
@@ -175,7 +188,7 @@ func (s *Server) HandleEvent(userID string, ev protocol.Event) {
 }
 
 // HandleStatus takes a change of a user's agent connection
-// (hub.Options.OnStatus). It never blocks: the user's sockets get a status
+// (a status on the event spine). It never blocks: the user's sockets get a status
 // frame, and on connect the user's subscriptions are sent to the agent.
 func (s *Server) HandleStatus(userID string, connected bool) {
 	s.mu.RLock()
