@@ -20,6 +20,7 @@ import (
 
 	"tradebridge/protocol"
 	"tradebridge/relay/agentcall"
+	"tradebridge/relay/agentcall/agentcalltest"
 	"tradebridge/relay/cluster"
 	"tradebridge/relay/events"
 	"tradebridge/relay/httpapi"
@@ -42,98 +43,43 @@ func natsURL(t testing.TB) string {
 // prefix is a subject prefix of the test's own.
 func prefix() string { return fmt.Sprintf("t%x", rand.Uint64()) }
 
-// fakeHub is an in-memory Local: a set of connected agents whose
-// functions are the test's.
+// fakeHub is an in-memory Local (the relay's one fake of the agents):
+// connected agents whose functions are answer's, reporting their
+// connects and disconnects to the node's cluster as its hub would.
 type fakeHub struct {
-	mu      sync.Mutex
-	cl      *cluster.Cluster
-	agents  map[string]*fakeAgent
-	evicted []string // sessions
-	calls   int
+	*agentcalltest.Agents
 	// block is closed to release the "Block" calls.
 	block chan struct{}
+
+	mu sync.Mutex
 	// subs is every set the agent was sent (FnSetSubscriptions).
 	subs [][]string
 }
 
-type fakeAgent struct {
-	session string
-	at      time.Time
-}
-
 func newFakeHub() *fakeHub {
-	return &fakeHub{agents: map[string]*fakeAgent{}, block: make(chan struct{})}
+	f := &fakeHub{Agents: agentcalltest.New(nil), block: make(chan struct{})}
+	f.SetAnswer(f.answer)
+	return f
 }
 
-// connect makes user's agent connect here at at, as the hub reports it.
+// connect makes user's agent connect here at at, as the hub reports it,
+// and returns its session.
 func (f *fakeHub) connect(user string, at time.Time) string {
-	f.mu.Lock()
 	s := fmt.Sprintf("tun_%x", rand.Uint64())
-	f.agents[user] = &fakeAgent{session: s, at: at}
-	cl := f.cl
-	f.mu.Unlock()
-	cl.HandleStatus(user, true)
-	return s
-}
-
-func (f *fakeHub) disconnect(user string) {
-	f.mu.Lock()
-	_, ok := f.agents[user]
-	delete(f.agents, user)
-	cl := f.cl
-	f.mu.Unlock()
-	if ok {
-		cl.HandleStatus(user, false)
-	}
-}
-
-func (f *fakeHub) Connected(user string) bool {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	return f.agents[user] != nil
-}
-
-func (f *fakeHub) Info(user string) (agentcall.Info, bool) {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	a := f.agents[user]
-	if a == nil {
-		return agentcall.Info{}, false
-	}
-	return agentcall.Info{SessionID: a.session, ConnectedAt: a.at, RemoteAddr: "192.0.2.7",
+	f.Connect(user, agentcall.Info{SessionID: s, ConnectedAt: at, RemoteAddr: "192.0.2.7",
 		Hello: protocol.Hello{ProtocolVersion: protocol.ProtocolVersion, AgentVersion: "test", Platform: "sim",
 			Connections: []protocol.Connection{{Name: "Sim", Status: "Connected", Accounts: []string{"Sim101"}}}},
 		Diagnostics:   &protocol.Diagnostics{AgentVersion: "test", OS: "linux/amd64"},
-		DiagnosticsAt: a.at.Add(time.Second)}, true
+		DiagnosticsAt: at.Add(time.Second)})
+	return s
 }
 
-func (f *fakeHub) Evict(user, session string) bool {
-	f.mu.Lock()
-	a := f.agents[user]
-	if a == nil || a.session != session {
-		f.mu.Unlock()
-		return false
-	}
-	delete(f.agents, user)
-	f.evicted = append(f.evicted, session)
-	cl := f.cl
-	f.mu.Unlock()
-	cl.HandleStatus(user, false)
-	return true
-}
+func (f *fakeHub) disconnect(user string) { f.Disconnect(user) }
 
-func (f *fakeHub) evictions() []string {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	return append([]string(nil), f.evicted...)
-}
+func (f *fakeHub) evictions() []string { return f.Evicted() }
 
 // served counts the calls that reached an agent here.
-func (f *fakeHub) served() int {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	return f.calls
-}
+func (f *fakeHub) served() int { return len(f.Calls("")) }
 
 func (f *fakeHub) sentSets() [][]string {
 	f.mu.Lock()
@@ -150,21 +96,12 @@ type echo struct {
 	LeftMs    int64           `json:"leftMs"`
 }
 
-// Call runs the fake agent's functions: Echo, Block (until released or
+// answer runs the fake agent's functions: Echo, Block (until released or
 // the deadline: agentcall.ErrTimeout), Big (args: a byte count), the errors of
 // failures (Fail, args naming one), and FnSetSubscriptions (roots
 // resolve to their December contract, names beginning with X are
 // unknown).
-func (f *fakeHub) Call(ctx context.Context, user, fn, requestID string, args json.RawMessage) (json.RawMessage, error) {
-	f.mu.Lock()
-	a := f.agents[user]
-	if a != nil {
-		f.calls++
-	}
-	f.mu.Unlock()
-	if a == nil {
-		return nil, agentcall.ErrNotConnected
-	}
+func (f *fakeHub) answer(ctx context.Context, user, fn, requestID string, args json.RawMessage) (json.RawMessage, error) {
 	switch fn {
 	case "Echo":
 		dl, _ := ctx.Deadline()
@@ -306,7 +243,7 @@ func newNode(t testing.TB, url, pfx, name string, tweak func(*cluster.Options)) 
 	cl, err := cluster.New(opts)
 	require.NoError(t, err)
 	n.cl = cl
-	n.hub.cl = cl
+	n.hub.OnStatus(cl.HandleStatus)
 	t.Cleanup(func() {
 		n.hub.mu.Lock()
 		select {

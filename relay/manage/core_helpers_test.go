@@ -20,6 +20,7 @@ import (
 	"tradebridge/protocol"
 	"tradebridge/relay/admit"
 	"tradebridge/relay/agentcall"
+	"tradebridge/relay/agentcall/agentcalltest"
 	"tradebridge/relay/auth"
 	"tradebridge/relay/budget"
 	"tradebridge/relay/store"
@@ -187,65 +188,45 @@ func (f *fakeStore) writeCount() int {
 }
 
 // fakeCall is one call the fake hub received.
-type fakeCall struct {
-	user, fn string
-	args     json.RawMessage
-}
-
-// fakeHub is the agents' hub: infos are the connected agents; call, when
-// set, answers calls (default: ApplyConfig is acknowledged, restarts
-// would not retrip).
-type fakeHub struct {
-	mu    sync.Mutex
-	infos map[string]agentcall.Info
-	call  func(ctx context.Context, user, fn string, args json.RawMessage) (json.RawMessage, error)
-	calls []fakeCall
-}
+// fakeHub is the agents' hub (the relay's one fake of the agents):
+// connected agents report simConnections; setCall, when set, answers
+// calls (default: ApplyConfig is acknowledged, restarts would not
+// retrip).
+type fakeHub struct{ *agentcalltest.Agents }
 
 // simConnections are the platform connections of the test agents.
 var simConnections = []protocol.Connection{{Name: "Sim", Status: "connected", Accounts: []string{"Sim101", "Sim102", "Sim103"}}}
 
 func newFakeHub(users ...string) *fakeHub {
-	h := &fakeHub{infos: map[string]agentcall.Info{}}
+	h := &fakeHub{agentcalltest.New(nil)}
+	h.setCall(nil)
 	for _, u := range users {
 		h.connect(u, protocol.ProtocolVersion)
 	}
 	return h
 }
 
+// setCall makes call answer the agents' calls; nil restores ack.
+func (h *fakeHub) setCall(call func(ctx context.Context, user, fn string, args json.RawMessage) (json.RawMessage, error)) {
+	h.SetAnswer(func(ctx context.Context, user, fn, _ string, args json.RawMessage) (json.RawMessage, error) {
+		if call != nil {
+			return call(ctx, user, fn, args)
+		}
+		return ack(fn, args)
+	})
+}
+
 func (h *fakeHub) connect(user string, version int) {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	h.infos[user] = agentcall.Info{SessionID: "s-" + user, Hello: protocol.Hello{ProtocolVersion: version, Connections: simConnections}}
+	h.Connect(user, agentcall.Info{SessionID: "s-" + user, Hello: protocol.Hello{ProtocolVersion: version, Connections: simConnections}})
 }
 
-func (h *fakeHub) disconnect(user string) {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	delete(h.infos, user)
-}
+func (h *fakeHub) disconnect(user string) { h.Disconnect(user) }
 
-func (h *fakeHub) Info(user string) (agentcall.Info, bool) {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	i, ok := h.infos[user]
-	return i, ok
-}
+// pushes returns the configurations pushed to user.
+func (h *fakeHub) pushes(user string) []protocol.Config { return h.Pushes(user) }
 
-func (h *fakeHub) Call(ctx context.Context, user, fn, _ string, args json.RawMessage) (json.RawMessage, error) {
-	h.mu.Lock()
-	h.calls = append(h.calls, fakeCall{user: user, fn: fn, args: slices.Clone(args)})
-	call := h.call
-	_, ok := h.infos[user]
-	h.mu.Unlock()
-	if !ok {
-		return nil, agentcall.ErrNotConnected
-	}
-	if call != nil {
-		return call(ctx, user, fn, args)
-	}
-	return ack(fn, args)
-}
+// callsOf counts the calls that reached user's agent.
+func (h *fakeHub) callsOf(user string) int { return len(h.Calls(user)) }
 
 // ack is the default agent: it applies every configuration.
 func ack(fn string, args json.RawMessage) (json.RawMessage, error) {
@@ -260,21 +241,6 @@ func ack(fn string, args json.RawMessage) (json.RawMessage, error) {
 		return json.Marshal(protocol.RestartVerdict{})
 	}
 	return nil, errors.New("unknown function")
-}
-
-// pushes returns the configurations pushed to user.
-func (h *fakeHub) pushes(user string) []protocol.Config {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	var out []protocol.Config
-	for _, c := range h.calls {
-		if c.user == user && c.fn == protocol.FnApplyConfig {
-			var cfg protocol.Config
-			_ = json.Unmarshal(c.args, &cfg)
-			out = append(out, cfg)
-		}
-	}
-	return out
 }
 
 // fakeClock drives the budgets (nanoseconds).

@@ -80,7 +80,7 @@ func TestOutcomeUnknown(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
 			e := newEnv(t, func(o *Options) { o.AckTimeout = 20 * time.Millisecond })
-			e.hub.call = tc.call
+			e.hub.setCall(tc.call)
 			r := e.do(http.MethodPatch, "/controls", tokElite, `{"blockAllSignals":true}`)
 			require.Equal(t, http.StatusServiceUnavailable, r.Code, string(r.Body))
 			require.Equal(t, errcode.OutcomeUnknown, r.code(t))
@@ -117,20 +117,20 @@ func TestMonitorRestartOverHTTP(t *testing.T) {
 	require.NoError(t, err)
 	path := "/desktop/monitors/" + id + "/restart"
 
-	e.hub.call = func(_ context.Context, _, fn string, args json.RawMessage) (json.RawMessage, error) {
+	e.hub.setCall(func(_ context.Context, _, fn string, args json.RawMessage) (json.RawMessage, error) {
 		if fn == protocol.FnCheckMonitorRestart {
 			return json.Marshal(protocol.RestartVerdict{WouldRetrip: true, Reason: "lossLimit"})
 		}
 		return ack(fn, args)
-	}
+	})
 	r := e.do(http.MethodPost, path, tokElite, "")
 	require.Equal(t, http.StatusConflict, r.Code, string(r.Body))
 	require.Equal(t, errcode.WouldRetrip, r.code(t))
 
-	e.hub.call = func(ctx context.Context, _, _ string, _ json.RawMessage) (json.RawMessage, error) {
+	e.hub.setCall(func(ctx context.Context, _, _ string, _ json.RawMessage) (json.RawMessage, error) {
 		<-ctx.Done()
 		return nil, agentcall.ErrTimeout
-	}
+	})
 	r = e.do(http.MethodPost, path, tokElite, "")
 	require.Equal(t, http.StatusGatewayTimeout, r.Code)
 	require.Equal(t, errcode.DeadlineExceeded, r.code(t))
@@ -140,7 +140,7 @@ func TestMonitorRestartOverHTTP(t *testing.T) {
 	require.Equal(t, errcode.AddonDisconnected, r.code(t))
 
 	e.hub.connect("u1", protocol.ProtocolVersion)
-	e.hub.call = nil
+	e.hub.setCall(nil)
 	r = e.do(http.MethodPost, path, tokElite, `{"x":1}`)
 	require.Equal(t, http.StatusUnprocessableEntity, r.Code, "a restart takes no fields")
 	r = e.do(http.MethodPost, path, tokElite, `{}`)

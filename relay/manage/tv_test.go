@@ -154,17 +154,6 @@ func dataKeys(t *testing.T, r resp) map[string]json.RawMessage {
 }
 
 // callsOf counts the calls the fake hub received for the user.
-func (h *fakeHub) callsOf(user string) int {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	n := 0
-	for _, c := range h.calls {
-		if c.user == user {
-			n++
-		}
-	}
-	return n
-}
 
 // configVersion returns the user's stored configuration version.
 func (f *fakeStore) configVersion(user string) int64 {

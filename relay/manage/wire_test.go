@@ -24,12 +24,12 @@ func TestInternalErrorOnUnreadableAgentAnswer(t *testing.T) {
 	id := newID(monitorKind.Name)
 	_, err := e.store.WriteResources(t.Context(), "u1", true, storeWrite(monitorKind.Name, id, monitorJSON(id, "Sim101", protocol.MonitorStopped), 0))
 	require.NoError(t, err)
-	e.hub.call = func(_ context.Context, _, fn string, args json.RawMessage) (json.RawMessage, error) {
+	e.hub.setCall(func(_ context.Context, _, fn string, args json.RawMessage) (json.RawMessage, error) {
 		if fn == protocol.FnCheckMonitorRestart {
 			return json.RawMessage(`[1,2]`), nil
 		}
 		return ack(fn, args)
-	}
+	})
 	r := e.do(http.MethodPost, "/desktop/monitors/"+id+"/restart", tokElite, "")
 	require.Equal(t, http.StatusInternalServerError, r.Code, string(r.Body))
 	require.Equal(t, errcode.InternalError, r.code(t))
@@ -75,7 +75,7 @@ func TestReportNotDelayedByAnotherUsersPush(t *testing.T) {
 	_, err := e.store.WriteResources(t.Context(), "u1", true, storeWrite(monitorKind.Name, mid, monitorJSON(mid, "Sim101", protocol.MonitorActive), 0))
 	require.NoError(t, err)
 	release := make(chan struct{})
-	e.hub.call = func(ctx context.Context, user, fn string, args json.RawMessage) (json.RawMessage, error) {
+	e.hub.setCall(func(ctx context.Context, user, fn string, args json.RawMessage) (json.RawMessage, error) {
 		if user == "u2" {
 			select {
 			case <-release:
@@ -84,7 +84,7 @@ func TestReportNotDelayedByAnotherUsersPush(t *testing.T) {
 			}
 		}
 		return ack(fn, args)
-	}
+	})
 	done := make(chan int, 1)
 	go func() {
 		r := httptest.NewRequest(http.MethodPatch, "http://relay"+Prefix+"/controls", strings.NewReader(`{"flattenOnKill":true}`))

@@ -8,7 +8,6 @@ import (
 	"net/http/httptest"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -21,6 +20,7 @@ import (
 	"tradebridge/protocol"
 	"tradebridge/relay/admit"
 	"tradebridge/relay/agentcall"
+	"tradebridge/relay/agentcall/agentcalltest"
 	"tradebridge/relay/auth"
 	"tradebridge/relay/budget"
 	"tradebridge/relay/store"
@@ -44,40 +44,26 @@ func (f fakeAuth) Authenticate(_ context.Context, token string, want auth.Kind) 
 	return p, nil
 }
 
-// fakeHub is one user's live tunnel, or none.
-type fakeHub struct {
-	mu    sync.Mutex
-	info  map[string]agentcall.Info
-	reply func() (json.RawMessage, error)
-	calls atomic.Int32
-}
+// fakeHub is the users' live tunnels (the relay's one fake of the
+// agents), whose agents answer the diagnostics call only.
+type fakeHub struct{ *agentcalltest.Agents }
 
+// set connects userID's agent with info, answering with reply.
 func (h *fakeHub) set(userID string, info agentcall.Info, reply func() (json.RawMessage, error)) {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	h.info[userID], h.reply = info, reply
+	h.SetAnswer(func(ctx context.Context, _, fn, requestID string, args json.RawMessage) (json.RawMessage, error) {
+		if fn != protocol.FnDiagnostics || requestID != "" || args != nil {
+			return nil, errors.New("unexpected call")
+		}
+		if _, ok := ctx.Deadline(); !ok {
+			return nil, errors.New("no deadline")
+		}
+		return reply()
+	})
+	h.Connect(userID, info)
 }
 
-func (h *fakeHub) Info(userID string) (agentcall.Info, bool) {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	i, ok := h.info[userID]
-	return i, ok
-}
-
-func (h *fakeHub) Call(ctx context.Context, userID, fn, requestID string, args json.RawMessage) (json.RawMessage, error) {
-	h.calls.Add(1)
-	if fn != protocol.FnDiagnostics || requestID != "" || args != nil {
-		return nil, errors.New("unexpected call")
-	}
-	if _, ok := ctx.Deadline(); !ok {
-		return nil, errors.New("no deadline")
-	}
-	h.mu.Lock()
-	reply := h.reply
-	h.mu.Unlock()
-	return reply()
-}
+// calls counts the calls that reached an agent.
+func (h *fakeHub) calls() int32 { return int32(len(h.Calls(""))) }
 
 // fakeStore holds users, sessions and stored diagnostics.
 type fakeStore struct {
@@ -148,7 +134,7 @@ func newEnv(t *testing.T, tweak func(*support.Options)) *env {
 	require.NoError(t, err)
 	core, logs := observer.New(zapcore.DebugLevel)
 	e := &env{
-		hub:   &fakeHub{info: map[string]agentcall.Info{}},
+		hub:   &fakeHub{agentcalltest.New(nil)},
 		store: &fakeStore{users: map[string]bool{"usr_alice": true, "usr_bob": true}},
 		logs:  logs,
 	}
@@ -252,7 +238,7 @@ func TestDiagnosticsSources(t *testing.T) {
 			e.store.update(func(s *fakeStore) { s.stored = tc.stored })
 			a := e.answer(t, "usr_alice")
 			require.Equal(t, tc.source, a.DiagnosticsSource)
-			require.Equal(t, tc.wantCalls, e.hub.calls.Load())
+			require.Equal(t, tc.wantCalls, e.hub.calls())
 			if tc.version == "" {
 				require.Nil(t, a.Diagnostics)
 				require.Nil(t, a.DiagnosticsAt)
