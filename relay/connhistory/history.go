@@ -1,7 +1,8 @@
-// Package history writes the agents' connection history to the store:
-// the tunnels' starts, diagnostics and ends, and the refused handshakes,
-// as package hub reports them (hub.Options.OnSession), so that support
-// staff can read them (package relay/support).
+// Package connhistory writes the agents' connection history to the
+// store: the tunnels' starts, diagnostics and ends, and the refused
+// handshakes, as package hub publishes them on the event spine
+// (relay/events, TypeSession), so that support staff can read them
+// (package relay/support).
 //
 // The hub must never wait for the store: Record queues an entry and
 // returns at once; a full queue drops the entry, counts it and warns.
@@ -119,7 +120,8 @@ func New(opts Options) (*Writer, error) {
 		stop: make(chan struct{}), done: make(chan struct{})}, nil
 }
 
-// Record queues ev to be written (hub.Options.OnSession). It never
+// Record queues ev to be written (the relay subscribes it to the spine's
+// history entries). It never
 // blocks: when the queue is full the entry is dropped and counted (Run
 // warns with the count).
 func (w *Writer) Record(ev agentcall.SessionEvent) {
