@@ -345,22 +345,32 @@ func TestAgentOpenedStreamEndsTunnel(t *testing.T) {
 	require.True(t, b.client.Connected())
 }
 
+// inOrder counts the agent's events the hub publishes in order (Seq 1,
+// 2, …), and when the last one arrived.
+type inOrder struct {
+	got  atomic.Int64
+	last atomic.Int64 // unix nanos
+}
+
+func (o *inOrder) spine() spine {
+	return spine{event: func(ev protocol.Event) {
+		if ev.Seq == uint64(o.got.Load()+1) {
+			o.got.Add(1)
+		}
+		o.last.Store(time.Now().UnixNano())
+	}}
+}
+
 // An agent that sends events faster than EventBytesPerSecond is read more
 // slowly, never closed: every event arrives, in order, and the tunnel
 // stays.
 func TestEventFloodIsPacedNotClosed(t *testing.T) {
 	t.Parallel()
 	const rate, events, size = 256 << 10, 24, 32 << 10
-	var got atomic.Int64
-	var last atomic.Int64 // unix nanos of the last event
+	var seen inOrder
 	e := newEnvWith(t, func(o *hub.Options) {
 		o.EventBytesPerSecond = rate
-		o.Events = spine{event: func(ev protocol.Event) {
-			if ev.Seq == uint64(got.Load()+1) {
-				got.Add(1)
-			}
-			last.Store(time.Now().UnixNano())
-		}}
+		o.Events = seen.spine()
 	})
 	a := dialAgent(t, e, "agent-a")
 	e.waitConnected("usr_a")
@@ -370,8 +380,8 @@ func TestEventFloodIsPacedNotClosed(t *testing.T) {
 	for i := range events {
 		require.NoError(t, w.WriteFrame(protocol.TypeEvent, protocol.Event{Seq: uint64(i + 1), Kind: "test", Data: data}))
 	}
-	require.Eventually(t, func() bool { return got.Load() == events }, 10*time.Second, 10*time.Millisecond)
-	took := time.Unix(0, last.Load()).Sub(start)
+	require.Eventually(t, func() bool { return seen.got.Load() == events }, 10*time.Second, 10*time.Millisecond)
+	took := time.Unix(0, seen.last.Load()).Sub(start)
 	// Past the first second's worth, the rest at the rate.
 	want := time.Duration(float64(events*(size+hub.EventOverhead)-rate) / rate * float64(time.Second))
 	require.GreaterOrEqual(t, took, want*9/10)
@@ -389,16 +399,10 @@ func TestEventFloodIsPacedNotClosed(t *testing.T) {
 func TestTinyEventFloodIsPacedByCount(t *testing.T) {
 	t.Parallel()
 	const rate, events = 200, 500
-	var got atomic.Int64
-	var last atomic.Int64
+	var seen inOrder
 	e := newEnvWith(t, func(o *hub.Options) {
 		o.EventsPerSecond = rate
-		o.Events = spine{event: func(ev protocol.Event) {
-			if ev.Seq == uint64(got.Load()+1) {
-				got.Add(1)
-			}
-			last.Store(time.Now().UnixNano())
-		}}
+		o.Events = seen.spine()
 	})
 	a := dialAgent(t, e, "agent-a")
 	e.waitConnected("usr_a")
@@ -407,8 +411,8 @@ func TestTinyEventFloodIsPacedByCount(t *testing.T) {
 	for i := range events {
 		require.NoError(t, w.WriteFrame(protocol.TypeEvent, protocol.Event{Seq: uint64(i + 1), Kind: protocol.EventConnections, Data: json.RawMessage(`[]`)}))
 	}
-	require.Eventually(t, func() bool { return got.Load() == events }, 10*time.Second, 10*time.Millisecond)
-	took := time.Unix(0, last.Load()).Sub(start)
+	require.Eventually(t, func() bool { return seen.got.Load() == events }, 10*time.Second, 10*time.Millisecond)
+	took := time.Unix(0, seen.last.Load()).Sub(start)
 	want := time.Duration(float64(events-rate) / rate * float64(time.Second))
 	require.GreaterOrEqual(t, took, want*9/10)
 	require.True(t, e.hub.Connected("usr_a"))
