@@ -134,7 +134,7 @@ func TestGoldenFrames(t *testing.T) {
 		t.Run(g.name, func(t *testing.T) {
 			var buf bytes.Buffer
 			require.NoError(t, NewWriter(&buf).WriteFrame(g.typ, g.v))
-			path := filepath.Join("..", "testdata", "frames", g.name+".hex")
+			path := filepath.Join("testdata", "frames", g.name+".hex")
 			got := hex.Dump(buf.Bytes())
 			if *update {
 				require.NoError(t, os.MkdirAll(filepath.Dir(path), 0o755))
@@ -222,6 +222,18 @@ func TestOrderTypesPinned(t *testing.T) {
 		{OrderTypeTrailingStop, true}, {OrderTypeTrailingStopLimit, true}, {"trailingstop", false}, {"", false},
 	} {
 		require.Equal(t, tc.trailing, TrailingOrderType(tc.typ), tc.typ)
+	}
+	for typ, want := range map[string]OrderPrices{
+		OrderTypeMarket:            {},
+		OrderTypeLimit:             {Limit: true},
+		OrderTypeStopMarket:        {Stop: true},
+		OrderTypeStopLimit:         {Limit: true, Stop: true},
+		OrderTypeTrailingStop:      {TrailDistance: true},
+		OrderTypeTrailingStopLimit: {Limit: true, Stop: true, TrailDistance: true},
+		"limit":                    {},
+		"":                         {},
+	} {
+		require.Equal(t, want, OrderPricesOf(typ), typ)
 	}
 	// trailDistance is written only when set: the records of platforms
 	// without trailing orders read as before.
