@@ -3,7 +3,7 @@
 // WebSocket, authenticates with the agent token, runs a yamux session over
 // it, says Hello, and then serves the RPCs the relay sends on the streams it
 // opens. When the tunnel drops, Client reconnects by itself with exponential
-// backoff and full jitter.
+// backoff and full jitter (internal/backoff).
 package tunnel
 
 import (
@@ -24,6 +24,7 @@ import (
 	"github.com/hashicorp/yamux"
 	"go.uber.org/zap"
 
+	"tradebridge/internal/backoff"
 	"tradebridge/protocol"
 	"tradebridge/transport"
 )
@@ -219,7 +220,7 @@ func (c *Client) Run(ctx context.Context) error {
 	stop := context.AfterFunc(c.ctx, cancel)
 	defer stop()
 
-	b := newBackoff(c.opts.BackoffBase, c.opts.BackoffCap)
+	b := backoff.Backoff{Min: c.opts.BackoffBase, Max: c.opts.BackoffCap}
 	timer := time.NewTimer(0)
 	defer timer.Stop()
 	<-timer.C
@@ -230,22 +231,22 @@ func (c *Client) Run(ctx context.Context) error {
 			return nil
 		}
 		if up && time.Since(start) >= c.opts.StableAfter {
-			b.reset()
+			b.Reset()
 		}
-		delay := b.next()
+		delay := b.Next()
 		c.setLastError(endSentence(err, code))
 		switch {
 		case errors.Is(err, ErrUnauthorized):
-			delay = b.patient()
+			delay = b.Patient()
 			c.log.Error("the relay refused the agent token; check the token in the agent's configuration", zap.Duration("retryIn", delay))
 		case errors.Is(err, ErrVersionUnsupported) || code == protocol.CloseVersionUnsupported:
-			delay = b.patient()
+			delay = b.Patient()
 			c.log.Error("the relay does not support this agent's protocol version; upgrade the agent", zap.Duration("retryIn", delay))
 		case code == protocol.CloseReplaced:
-			delay = b.patient()
+			delay = b.Patient()
 			c.log.Warn("another agent connected with the same account and replaced this one; is the agent running twice?", zap.Duration("retryIn", delay))
 		case code == protocol.CloseRevoked:
-			delay = b.patient()
+			delay = b.Patient()
 			c.log.Error("the agent token was revoked", zap.Duration("retryIn", delay))
 		case err != nil:
 			c.log.Warn("tunnel connection failed", zap.Error(err), zap.Duration("retryIn", delay))
