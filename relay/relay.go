@@ -412,7 +412,7 @@ func New(opts Options) (*Relay, error) {
 		closeHub()
 		return nil, err
 	}
-	tv, err := tradeapi.New(tradeapi.Options{Family: tradeapi.FamilyTV, Caller: bm, Auth: authn, Admit: adm, Idempotency: opts.Store, Budget: trading, IPBudget: perIP, Logger: opts.Logger})
+	tv, err := tradeapi.New(tradeapi.Options{Family: tradeapi.FamilyBroker, Caller: bm, Auth: authn, Admit: adm, Idempotency: opts.Store, Budget: trading, IPBudget: perIP, Logger: opts.Logger})
 	if err != nil {
 		bm.Close()
 		st.Close()
