@@ -218,8 +218,8 @@ func (a *Agent) Run(ctx context.Context) error {
 // is up, for the stream API's market data, and hands changes of the
 // platform's connections to the reporter (which sends the latest list
 // again after each reconnect). Order, execution, position and
-// account events are not forwarded: nothing in the relay consumes them
-// yet, and every frame on the tunnel delays the replies behind it (a
+// account events are not forwarded: nothing in the relay consumes them,
+// and every frame on the tunnel delays the replies behind it (a
 // market order makes six). Quotes that come while the tunnel is down are
 // not queued: the relay subscribes again when the agent reconnects. The
 // connections a platform reports while the agent stops are not sent.

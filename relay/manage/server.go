@@ -44,10 +44,10 @@ type Hub interface {
 	Call(ctx context.Context, userID, fn, requestID string, args json.RawMessage) (json.RawMessage, error)
 }
 
-// BrokerLinks tells whether users linked a broker login (the broker family).
-// The broker issue implements it; until then Options.BrokerLinks is nil
-// and no user is linked. Its engines, which run the broker family's monitors,
-// also implement BrokerMonitors (a broker monitor's restart).
+// BrokerLinks tells whether users linked a broker login (the broker
+// family); relay/broker's Manager implements it, and, as the engines that
+// run the broker family's monitors, BrokerMonitors (a broker monitor's
+// restart) too.
 type BrokerLinks interface {
 	// Linked reports whether the user linked a broker login, and the
 	// accounts of that login.

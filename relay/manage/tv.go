@@ -291,12 +291,11 @@ func brokerActions[T, D any](actions map[string]func(*Change[D], Agent) *httpapi
 	return out
 }
 
-// BrokerMonitors is what the broker family's engines add to BrokerLinks
-// once they run the broker monitors in the relay (the broker issue): the
-// judgement of a restart, as the agent's protocol.FnCheckMonitorRestart
-// for a desktop monitor. A BrokerLinks without it cannot restart a broker
-// monitor (500 internal_error; until its engines exist no broker monitor
-// stops, so a restart is 409 monitor_not_stopped first).
+// BrokerMonitors is what the broker family's engines, which run the
+// broker monitors in the relay (relay/broker's Manager), add to
+// BrokerLinks: the judgement of a restart, as the agent's
+// protocol.FnCheckMonitorRestart for a desktop monitor. A BrokerLinks
+// without it cannot restart a broker monitor (500 internal_error).
 type BrokerMonitors interface {
 	// CheckMonitorRestart reports whether the user's broker monitor m,
 	// restarted, would stop again at once.
