@@ -22,6 +22,7 @@ import (
 	"go.uber.org/zap"
 
 	"tradebridge/agent/tunnel"
+	"tradebridge/internal/lifecycle"
 	"tradebridge/protocol"
 	"tradebridge/trading/bridge"
 	"tradebridge/trading/dispatch"
@@ -97,12 +98,7 @@ type Agent struct {
 	diagMu          sync.Mutex
 	snapshotFailing bool // the last snapshot write failed
 
-	ctx       context.Context // ends on Close
-	cancel    context.CancelFunc
-	mu        sync.Mutex     // orders Run's start with Close
-	closed    bool           // Close was called
-	running   sync.WaitGroup // Run
-	closeOnce sync.Once
+	life lifecycle.Group // Run; stopped by Close
 }
 
 // New validates opts and builds the agent: it loads the configuration the
@@ -158,7 +154,6 @@ func New(opts Options) (*Agent, error) {
 		return nil, err
 	}
 	a.reports.tunnel = a.tunnel
-	a.ctx, a.cancel = context.WithCancel(context.Background())
 	return a, nil
 }
 
@@ -189,18 +184,13 @@ type Runner interface {
 // Runner, runs its loop; it returns when all of them have stopped. An
 // Agent runs once; after Close, Run returns at once.
 func (a *Agent) Run(ctx context.Context) error {
-	a.mu.Lock()
-	if a.closed {
-		a.mu.Unlock()
+	ctx, leave, ok := a.life.Enter(ctx)
+	if !ok {
 		return nil
 	}
-	a.running.Add(1)
-	a.mu.Unlock()
-	defer a.running.Done()
+	defer leave()
 	a.log.Info("agent starting", zap.String("version", Version), zap.String("platform", a.opts.Platform.Kind()))
 	ctx, cancel := context.WithCancel(ctx)
-	stop := context.AfterFunc(a.ctx, cancel)
-	defer stop()
 	defer a.finalSnapshot() // runs last: everything it describes has stopped
 	var wg sync.WaitGroup
 	defer wg.Wait()
@@ -228,8 +218,8 @@ func (a *Agent) Run(ctx context.Context) error {
 // is up, for the stream API's market data, and hands changes of the
 // platform's connections to the reporter (which sends the latest list
 // again after each reconnect). Order, execution, position and
-// account events are not forwarded: nothing in the relay consumes them
-// yet, and every frame on the tunnel delays the replies behind it (a
+// account events are not forwarded: nothing in the relay consumes them,
+// and every frame on the tunnel delays the replies behind it (a
 // market order makes six). Quotes that come while the tunnel is down are
 // not queued: the relay subscribes again when the agent reconnects. The
 // connections a platform reports while the agent stops are not sent.
@@ -263,13 +253,8 @@ func (a *Agent) Connected() bool { return a.tunnel.Connected() }
 // It does not close the platform or the state, which the caller owns. It
 // is idempotent.
 func (a *Agent) Close() error {
-	a.closeOnce.Do(func() {
-		a.mu.Lock()
-		a.closed = true
-		a.mu.Unlock()
-		a.cancel()
-		a.tunnel.Close()
-	})
-	a.running.Wait()
+	a.life.Stop()
+	a.tunnel.Close()
+	a.life.Wait()
 	return nil
 }

@@ -80,12 +80,11 @@ func TestResolve(t *testing.T) {
 		{in: "XXZ6", cause: futures.CauseUnknownRoot},
 		{in: "QQQ 12-26", cause: futures.CauseUnknownRoot},
 		// Settled: one space between root and month, as the stream reads
-		// contract names (the simulator used to trim any white space
-		// there).
+		// contract names.
 		{in: "ES  12-26", cause: futures.CauseMalformed, root: "ES"},
 		{in: "ES \t12-26", cause: futures.CauseMalformed, root: "ES"},
 		// Settled: a month code's root may have six characters, as the
-		// stream reads them (the simulator used to say malformed).
+		// stream reads them.
 		{in: "ABCDEFZ6", cause: futures.CauseUnknownRoot},
 	} {
 		t.Run(tc.in, func(t *testing.T) {

@@ -223,6 +223,18 @@ func TestOrderTypesPinned(t *testing.T) {
 	} {
 		require.Equal(t, tc.trailing, TrailingOrderType(tc.typ), tc.typ)
 	}
+	for typ, want := range map[string]OrderPrices{
+		OrderTypeMarket:            {},
+		OrderTypeLimit:             {Limit: true},
+		OrderTypeStopMarket:        {Stop: true},
+		OrderTypeStopLimit:         {Limit: true, Stop: true},
+		OrderTypeTrailingStop:      {TrailDistance: true},
+		OrderTypeTrailingStopLimit: {Limit: true, Stop: true, TrailDistance: true},
+		"limit":                    {},
+		"":                         {},
+	} {
+		require.Equal(t, want, OrderPricesOf(typ), typ)
+	}
 	// trailDistance is written only when set: the records of platforms
 	// without trailing orders read as before.
 	raw, err := json.Marshal(Order{OrderID: "o1"})

@@ -190,6 +190,28 @@ func TrailingOrderType(t string) bool {
 	return t == OrderTypeTrailingStop || t == OrderTypeTrailingStopLimit
 }
 
+// OrderPrices are the price fields an order type needs.
+type OrderPrices struct {
+	// Limit: limitPrice, for Limit, StopLimit and TrailingStopLimit.
+	Limit bool
+	// Stop: stopPrice, for StopMarket, StopLimit and TrailingStopLimit.
+	// A TrailingStop takes one (its starting stop) but does not need it.
+	Stop bool
+	// TrailDistance: trailDistance, for the trailing types.
+	TrailDistance bool
+}
+
+// OrderPricesOf returns the prices an order of type t, in the platform
+// spelling, needs: none for Market or a type it does not know. The
+// relay's argument checks and the agent's operations both ask it.
+func OrderPricesOf(t string) OrderPrices {
+	return OrderPrices{
+		Limit:         t == OrderTypeLimit || t == OrderTypeStopLimit || t == OrderTypeTrailingStopLimit,
+		Stop:          t == OrderTypeStopMarket || t == OrderTypeStopLimit || t == OrderTypeTrailingStopLimit,
+		TrailDistance: TrailingOrderType(t),
+	}
+}
+
 // NormalizeTimeInForce returns Day or Gtc for any casing of them.
 func NormalizeTimeInForce(s string) (string, bool) {
 	return normalize(s, TimeInForceDay, TimeInForceGtc)

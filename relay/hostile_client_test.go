@@ -197,10 +197,10 @@ const placePath = "/v1/api/accounts/Sim101/orders/place"
 
 // A request that announces a body and never sends it, to a route that
 // refuses it before reading it, is answered at once with Connection:
-// close, and its connection is closed within UnreadBodyGrace. (net/http
-// used to read the rest of the body, with no deadline, before it sent the
-// answer: the connection was held for free, for as long as the client
-// liked.)
+// close, and its connection is closed within UnreadBodyGrace: net/http
+// on its own reads the rest of the body, with no deadline, before it
+// sends the answer, which would hold the connection for free for as long
+// as the client liked.
 func TestHostileBodyNeverSent(t *testing.T) {
 	t.Parallel()
 	s := hostileSystem(t)
@@ -318,7 +318,7 @@ func TestHostileSlowBody(t *testing.T) {
 
 // A chunked body that never ends: refused at once without a token, cut at
 // BodyTimeout with one (also on a route that takes no body and only looks
-// for its first byte; it used to wait for it for ever).
+// for its first byte: that byte is not awaited for ever).
 func TestHostileChunkedBodyNeverEnds(t *testing.T) {
 	t.Parallel()
 	s := hostileSystem(t)
@@ -400,8 +400,8 @@ func TestHostileHeaders(t *testing.T) {
 
 // Two Authorization headers are refused on every door, whichever of them
 // is valid, with 401 unauthorized and a detail that says what to do
-// without repeating either value. (The first used to win; a proxy that
-// reads the last would have disagreed.)
+// without repeating either value: letting the first win would disagree
+// with a proxy that reads the last.
 func TestHostileTwoAuthorizationHeaders(t *testing.T) {
 	t.Parallel()
 	s := hostileSystem(t)

@@ -18,7 +18,7 @@ import (
 type profileStep struct {
 	method, path, route, body string
 	// exact, when set, are the compatible profile's top-level keys, as the
-	// issue's table promises them to ported bots.
+	// API specification's table promises them to ported bots.
 	exact []string
 }
 
@@ -69,8 +69,8 @@ var profileSession = []profileStep{
 const acct = "/v1/api/accounts/Sim101"
 
 // Every route in both response profiles, against the simulator: the
-// compatible profile's top-level keys are the ones the table
-// promises, or else exactly the fields of the function's data type; the
+// compatible profile's top-level keys are the ones the API
+// specification's table promises, or else exactly the fields of the function's data type; the
 // standard profile's data holds the same members, and writes carry their
 // ids at the top level too.
 func TestEveryRouteInBothProfiles(t *testing.T) {

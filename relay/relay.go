@@ -281,7 +281,7 @@ type build struct {
 	perIP   *budget.Limiter // one per-address budget for every door
 	up      agentcall.Caller
 	trade   *tradeapi.API // the desktop family's trading routes
-	tv      *tradeapi.API // the broker family's trading routes
+	broker  *tradeapi.API // the broker family's trading routes
 	support *support.Server
 }
 
@@ -445,7 +445,7 @@ func (b *build) brokerFamily() error {
 	}
 	b.undo.push(func() { bm.Close() })
 	b.r.broker = bm
-	b.tv, err = tradeapi.New(tradeapi.Options{Family: tradeapi.FamilyTV, Caller: bm, Auth: b.authn, Admit: b.adm, Idempotency: o.Store, Budget: b.trading, IPBudget: b.perIP, Logger: b.log})
+	b.broker, err = tradeapi.New(tradeapi.Options{Family: tradeapi.FamilyBroker, Caller: bm, Auth: b.authn, Admit: b.adm, Idempotency: o.Store, Budget: b.trading, IPBudget: b.perIP, Logger: b.log})
 	return err
 }
 
@@ -532,8 +532,8 @@ func (b *build) routes() error {
 	mux.HandleFunc("GET /healthz", healthy)
 	mux.HandleFunc("GET /readyz", r.ready)
 	b.trade.Register(mux)
-	b.tv.Register(mux)
-	r.broker.Register(mux, b.adm, b.tv.Door())
+	b.broker.Register(mux)
+	r.broker.Register(mux, b.adm, b.broker.Door())
 	mux.Handle("GET "+stream.Path, r.stream)
 	r.manage.Register(mux)
 	b.support.Register(mux)

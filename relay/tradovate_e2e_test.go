@@ -27,7 +27,7 @@ type brokerSystem struct {
 	market *sim.Platform
 	clock  *sim.ManualClock
 	// contract, in tests (not benchmarks), is the broker family's OpenAPI
-	// document: every call of tv is validated against it.
+	// document: every call of broker is validated against it.
 	contract *contract
 	tt       *testing.T
 }
@@ -52,14 +52,14 @@ func newBrokerSystem(t testing.TB, tweaks ...func(*relay.Options)) *brokerSystem
 	})
 	bs := &brokerSystem{system: s, fake: fake, market: market, clock: clock}
 	if tt, ok := t.(*testing.T); ok {
-		c := loadContract(tt, s, tradeapi.TVOpenAPIPath)
+		c := loadContract(tt, s, tradeapi.BrokerOpenAPIPath)
 		bs.contract, bs.tt = &c, tt
 	}
 	return bs
 }
 
-// tv calls a route of the broker family.
-func (s *brokerSystem) tv(method, path, token, body string, header ...string) response {
+// broker calls a route of the broker family.
+func (s *brokerSystem) broker(method, path, token, body string, header ...string) response {
 	s.t.Helper()
 	if body != "" {
 		header = append(header, "Content-Type", jsonBody)
@@ -82,12 +82,12 @@ func (s *brokerSystem) link(token string) response {
 	b, err := json.Marshal(map[string]any{"env": "demo", "username": tradovatefake.DefaultName, "password": tradovatefake.DefaultPassword,
 		"appId": tradovatefake.DefaultAppID, "appVersion": "1.0", "cid": tradovatefake.DefaultCID, "sec": tradovatefake.DefaultSec})
 	require.NoError(s.t, err)
-	return s.tv(http.MethodPost, "link", token, string(b))
+	return s.broker(http.MethodPost, "link", token, string(b))
 }
 
-// tvPosition returns the account's signed ES position through the broker
+// brokerPosition returns the account's signed ES position through the broker
 // family; false when it could not be read.
-func (s *brokerSystem) tvPosition(token, account string) (int, bool) {
+func (s *brokerSystem) brokerPosition(token, account string) (int, bool) {
 	return s.positionAt("/v1/api/tv/accounts/"+account+"/positions", token)
 }
 
@@ -106,7 +106,7 @@ func TestBrokerFamilyEndToEnd(t *testing.T) {
 	s := newBrokerSystem(t)
 	tok := s.users["alice"].APIToken
 
-	r := s.tv(http.MethodGet, "accounts", tok, "")
+	r := s.broker(http.MethodGet, "accounts", tok, "")
 	require.Equal(t, http.StatusConflict, r.Status, string(r.raw))
 	require.Equal(t, errcode.TradovateNotLinked, r.Error)
 
@@ -117,7 +117,7 @@ func TestBrokerFamilyEndToEnd(t *testing.T) {
 	require.Equal(t, errcode.BrokerLoginFailed, r.Error)
 	require.Contains(t, r.Detail, "Tradovate refused", "the detail says what the broker refused, in a fixed sentence")
 	require.NotContains(t, string(r.raw), tradovatefake.DefaultPassword)
-	r = s.tv(http.MethodGet, "status", tok, "")
+	r = s.broker(http.MethodGet, "status", tok, "")
 	require.Equal(t, http.StatusOK, r.Status, string(r.raw))
 	require.JSONEq(t, `{"linked":false,"connected":false,"accounts":[]}`, string(r.Data))
 
@@ -130,20 +130,20 @@ func TestBrokerFamilyEndToEnd(t *testing.T) {
 	require.NotContains(t, string(r.raw), tradovatefake.DefaultPassword)
 	require.NotContains(t, string(r.raw), tradovatefake.DefaultSec)
 
-	r = s.tv(http.MethodGet, "accounts", tok, "")
+	r = s.broker(http.MethodGet, "accounts", tok, "")
 	require.Equal(t, http.StatusOK, r.Status, string(r.raw))
 	require.Contains(t, string(r.Data), `"Sim101"`)
 
 	// One keyed order, sent three times, is one broker order.
 	before := s.fake.OrdersPlaced()
 	for range 3 {
-		r = s.tv(http.MethodPost, "accounts/Sim101/orders/place", tok, placeBody("Buy", 2), "Idempotency-Key", "tv-key-1")
+		r = s.broker(http.MethodPost, "accounts/Sim101/orders/place", tok, placeBody("Buy", 2), "Idempotency-Key", "tv-key-1")
 		require.Equal(t, http.StatusOK, r.Status, string(r.raw))
 	}
 	require.Equal(t, before+1, s.fake.OrdersPlaced())
-	require.Eventually(t, func() bool { n, ok := s.tvPosition(tok, "Sim101"); return ok && n == 2 }, engineWait, 10*time.Millisecond)
+	require.Eventually(t, func() bool { n, ok := s.brokerPosition(tok, "Sim101"); return ok && n == 2 }, engineWait, 10*time.Millisecond)
 
-	r = s.tv(http.MethodGet, "accounts/Nope/positions", tok, "")
+	r = s.broker(http.MethodGet, "accounts/Nope/positions", tok, "")
 	require.Equal(t, http.StatusConflict, r.Status, string(r.raw))
 	require.Equal(t, errcode.AccountIdentityUnresolved, r.Error)
 
@@ -152,40 +152,40 @@ func TestBrokerFamilyEndToEnd(t *testing.T) {
 	require.Equal(t, http.StatusNotFound, r.Status, string(r.raw))
 
 	// Cancel and bracket is one OCO pair at the broker.
-	r = s.tv(http.MethodPost, "accounts/Sim101/orders/cancel_and_bracket", tok,
+	r = s.broker(http.MethodPost, "accounts/Sim101/orders/cancel_and_bracket", tok,
 		`{"instrument":"ES 12-26","action":"Buy","quantity":2,"takeProfit":6100,"stopLoss":5900}`)
 	require.Equal(t, http.StatusOK, r.Status, string(r.raw))
 	require.Equal(t, 1, s.fake.Requests("/order/placeoco"))
 
 	// Flatten is the broker's liquidation: the bracket goes with it.
-	r = s.tv(http.MethodPost, "accounts/Sim101/positions/flatten", tok, `{"instrument":"ES 12-26"}`)
+	r = s.broker(http.MethodPost, "accounts/Sim101/positions/flatten", tok, `{"instrument":"ES 12-26"}`)
 	require.Equal(t, http.StatusOK, r.Status, string(r.raw))
-	require.Eventually(t, func() bool { n, ok := s.tvPosition(tok, "Sim101"); return ok && n == 0 }, engineWait, 10*time.Millisecond)
+	require.Eventually(t, func() bool { n, ok := s.brokerPosition(tok, "Sim101"); return ok && n == 0 }, engineWait, 10*time.Millisecond)
 	require.Positive(t, s.fake.Requests("/order/liquidateposition"))
 
 	// A broker rejection is a 400 with the broker's reason as the code.
 	s.fake.RejectNext("MaxPosLimitReached")
-	r = s.tv(http.MethodPost, "accounts/Sim101/orders/place", tok, placeBody("Buy", 1))
+	r = s.broker(http.MethodPost, "accounts/Sim101/orders/place", tok, placeBody("Buy", 1))
 	require.Equal(t, http.StatusBadRequest, r.Status, string(r.raw))
 	require.Equal(t, "tradovate_max_pos_limit_reached", r.Error)
 
 	// An unreachable broker is 503 broker_unavailable.
 	s.fake.Unreachable(true)
 	require.Eventually(t, func() bool {
-		r = s.tv(http.MethodPost, "accounts/Sim101/orders/place", tok, placeBody("Buy", 1))
+		r = s.broker(http.MethodPost, "accounts/Sim101/orders/place", tok, placeBody("Buy", 1))
 		return r.Status == http.StatusServiceUnavailable
 	}, engineWait, 20*time.Millisecond, "last answer: %s", r.raw)
 	require.Equal(t, errcode.BrokerUnavailable, r.Error)
 	s.fake.Unreachable(false)
 
-	r = s.tv(http.MethodDelete, "link", tok, "")
+	r = s.broker(http.MethodDelete, "link", tok, "")
 	require.Equal(t, http.StatusOK, r.Status, string(r.raw))
-	r = s.tv(http.MethodGet, "accounts", tok, "")
+	r = s.broker(http.MethodGet, "accounts", tok, "")
 	require.Equal(t, errcode.TradovateNotLinked, r.Error, string(r.raw))
 }
 
-// The Management API's tv family runs in the relay on the broker's
-// events: a tv monitor that trips is stopped in the store and blocks
+// The Management API's broker family runs in the relay on the broker's
+// events: a broker monitor that trips is stopped in the store and blocks
 // entries on its broker account, and the kill switch flattens the broker
 // accounts too.
 func TestBrokerEnginesThroughTheRelay(t *testing.T) {
@@ -194,9 +194,9 @@ func TestBrokerEnginesThroughTheRelay(t *testing.T) {
 	r := s.link(tok)
 	require.Equal(t, http.StatusOK, r.Status, string(r.raw))
 
-	r = s.tv(http.MethodPost, "accounts/Sim102/orders/place", tok, placeBody("Buy", 2))
+	r = s.broker(http.MethodPost, "accounts/Sim102/orders/place", tok, placeBody("Buy", 2))
 	require.Equal(t, http.StatusOK, r.Status, string(r.raw))
-	require.Eventually(t, func() bool { n, ok := s.tvPosition(tok, "Sim102"); return ok && n == 2 }, engineWait, 10*time.Millisecond)
+	require.Eventually(t, func() bool { n, ok := s.brokerPosition(tok, "Sim102"); return ok && n == 2 }, engineWait, 10*time.Millisecond)
 
 	// The master window starts at 11:00; the clock stands at 10:00.
 	r = s.manage(http.MethodPost, "tv/monitors", tok,
@@ -210,7 +210,7 @@ func TestBrokerEnginesThroughTheRelay(t *testing.T) {
 	}, engineWait, 10*time.Millisecond, "the relay's engine tripped the tv monitor and stored it")
 	require.Equal(t, "masterWindow", m.StoppedReason)
 
-	r = s.tv(http.MethodPost, "accounts/Sim101/orders/place", tok, placeBody("Buy", 1))
+	r = s.broker(http.MethodPost, "accounts/Sim101/orders/place", tok, placeBody("Buy", 1))
 	require.Equal(t, protocol.CodeTradingBlocked, r.Error, string(r.raw))
 	r = s.manage(http.MethodPost, "tv/monitors/"+m.ID+"/restart", tok, "")
 	require.Equal(t, http.StatusConflict, r.Status, string(r.raw))
@@ -221,9 +221,9 @@ func TestBrokerEnginesThroughTheRelay(t *testing.T) {
 	require.Equal(t, http.StatusOK, r.Status, string(r.raw))
 	r = s.manage(http.MethodPut, "controls/kill-switch", tok, `{"enabled":true}`)
 	require.Equal(t, http.StatusOK, r.Status, string(r.raw))
-	require.Eventually(t, func() bool { n, ok := s.tvPosition(tok, "Sim102"); return ok && n == 0 }, engineWait, 10*time.Millisecond,
+	require.Eventually(t, func() bool { n, ok := s.brokerPosition(tok, "Sim102"); return ok && n == 0 }, engineWait, 10*time.Millisecond,
 		"flattenOnKill flattens the broker accounts")
-	r = s.tv(http.MethodPost, "accounts/Sim102/orders/place", tok, placeBody("Buy", 1))
+	r = s.broker(http.MethodPost, "accounts/Sim102/orders/place", tok, placeBody("Buy", 1))
 	require.Equal(t, protocol.CodeTradingBlocked, r.Error, string(r.raw))
 }
 
@@ -242,14 +242,14 @@ func TestBrokerLinkRefusals(t *testing.T) {
 		{"cid not a number", `{"env":"demo","username":"u","password":"hunter2-secret","appId":"a","appVersion":"1","cid":"x","sec":"s3cr3t-sec"}`, errcode.InvalidField},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			r := s.tv(http.MethodPost, "link", tok, tc.body)
+			r := s.broker(http.MethodPost, "link", tok, tc.body)
 			require.Equal(t, http.StatusBadRequest, r.Status, string(r.raw))
 			require.Equal(t, tc.code, r.Error, string(r.raw))
 			require.NotContains(t, string(r.raw), "hunter2-secret")
 			require.NotContains(t, string(r.raw), "s3cr3t-sec")
 		})
 	}
-	r := s.tv(http.MethodGet, "status", tok, "")
+	r := s.broker(http.MethodGet, "status", tok, "")
 	require.Contains(t, string(r.Data), `"linked":false`)
 	require.Zero(t, s.fake.Logins(), "nothing reached the broker")
 }
@@ -269,7 +269,7 @@ func TestBrokerOAuthLink(t *testing.T) {
 	s.restart()
 	tok := s.users["alice"].APIToken
 
-	r := s.tv(http.MethodPost, "link/oauth", tok, `{"env":"demo"}`)
+	r := s.broker(http.MethodPost, "link/oauth", tok, `{"env":"demo"}`)
 	require.Equal(t, http.StatusOK, r.Status, string(r.raw))
 	var start struct {
 		AuthorizeURL string `json:"authorizeUrl"`
@@ -285,9 +285,9 @@ func TestBrokerOAuthLink(t *testing.T) {
 	require.Contains(t, body, `"linked":true`)
 	require.Equal(t, 0, s.fake.Logins(), "an OAuth link needs no password login")
 
-	r = s.tv(http.MethodGet, "status", tok, "")
+	r = s.broker(http.MethodGet, "status", tok, "")
 	require.Contains(t, string(r.Data), `"method":"oauth"`)
-	r = s.tv(http.MethodGet, "accounts", tok, "")
+	r = s.broker(http.MethodGet, "accounts", tok, "")
 	require.Equal(t, http.StatusOK, r.Status, string(r.raw))
 
 	// The same callback again: the state was used.

@@ -3,7 +3,8 @@
 // Recorder that counts the warnings and errors the agent logs, the
 // snapshot file in which the running agent keeps its latest diagnostics,
 // the description of the operating system, and the Redactor that keeps
-// tokens and secrets out of the zip `agent diag` hands to support.
+// tokens and secrets out of the zip `agent diag` hands to support
+// (agent/supportzip).
 package diag
 
 import (

@@ -3,7 +3,7 @@
 // WebSocket, authenticates with the agent token, runs a yamux session over
 // it, says Hello, and then serves the RPCs the relay sends on the streams it
 // opens. When the tunnel drops, Client reconnects by itself with exponential
-// backoff and full jitter.
+// backoff and full jitter (internal/backoff).
 package tunnel
 
 import (
@@ -24,6 +24,8 @@ import (
 	"github.com/hashicorp/yamux"
 	"go.uber.org/zap"
 
+	"tradebridge/internal/backoff"
+	"tradebridge/internal/lifecycle"
 	"tradebridge/protocol"
 	"tradebridge/transport"
 )
@@ -77,17 +79,15 @@ type Client struct {
 	log   *zap.Logger
 	wsURL string
 
-	ctx    context.Context // ends on Close; parent of every call
-	cancel context.CancelFunc
-	calls  sync.WaitGroup // running RPCs
-	runWG  sync.WaitGroup
-	sem    chan struct{}
+	// life holds Run and the running RPCs; its context, which Close
+	// ends, is the parent of every call.
+	life lifecycle.Group
+	sem  chan struct{}
 
 	connected atomic.Bool
 	ctlMu     sync.Mutex
 	control   *protocol.Writer // the live session's control stream, or nil
 	eventSeq  atomic.Uint64
-	closeOnce sync.Once
 
 	statusMu sync.Mutex
 	status   protocol.TunnelDiagnostic // Connected is c.connected's
@@ -143,14 +143,11 @@ func New(opts Options) (*Client, error) {
 			ForceAttemptHTTP2:     false, // WebSocket needs HTTP/1.1
 		}}
 	}
-	ctx, cancel := context.WithCancel(context.Background())
 	return &Client{
-		opts:   opts,
-		log:    opts.Logger.Named("tunnel"),
-		wsURL:  wsURL,
-		ctx:    ctx,
-		cancel: cancel,
-		sem:    make(chan struct{}, opts.MaxConcurrent),
+		opts:  opts,
+		log:   opts.Logger.Named("tunnel"),
+		wsURL: wsURL,
+		sem:   make(chan struct{}, opts.MaxConcurrent),
 	}, nil
 }
 
@@ -212,14 +209,13 @@ func (c *Client) setLastError(why string) {
 // Run connects and serves until ctx ends or Close is called. It reconnects
 // after every failure and returns nil when stopped.
 func (c *Client) Run(ctx context.Context) error {
-	c.runWG.Add(1)
-	defer c.runWG.Done()
-	ctx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	stop := context.AfterFunc(c.ctx, cancel)
-	defer stop()
+	ctx, leave, ok := c.life.Enter(ctx)
+	if !ok {
+		return nil
+	}
+	defer leave()
 
-	b := newBackoff(c.opts.BackoffBase, c.opts.BackoffCap)
+	b := backoff.Backoff{Min: c.opts.BackoffBase, Max: c.opts.BackoffCap}
 	timer := time.NewTimer(0)
 	defer timer.Stop()
 	<-timer.C
@@ -230,22 +226,22 @@ func (c *Client) Run(ctx context.Context) error {
 			return nil
 		}
 		if up && time.Since(start) >= c.opts.StableAfter {
-			b.reset()
+			b.Reset()
 		}
-		delay := b.next()
+		delay := b.Next()
 		c.setLastError(endSentence(err, code))
 		switch {
 		case errors.Is(err, ErrUnauthorized):
-			delay = b.patient()
+			delay = b.Patient()
 			c.log.Error("the relay refused the agent token; check the token in the agent's configuration", zap.Duration("retryIn", delay))
 		case errors.Is(err, ErrVersionUnsupported) || code == protocol.CloseVersionUnsupported:
-			delay = b.patient()
+			delay = b.Patient()
 			c.log.Error("the relay does not support this agent's protocol version; upgrade the agent", zap.Duration("retryIn", delay))
 		case code == protocol.CloseReplaced:
-			delay = b.patient()
+			delay = b.Patient()
 			c.log.Warn("another agent connected with the same account and replaced this one; is the agent running twice?", zap.Duration("retryIn", delay))
 		case code == protocol.CloseRevoked:
-			delay = b.patient()
+			delay = b.Patient()
 			c.log.Error("the agent token was revoked", zap.Duration("retryIn", delay))
 		case err != nil:
 			c.log.Warn("tunnel connection failed", zap.Error(err), zap.Duration("retryIn", delay))
@@ -289,9 +285,7 @@ func endSentence(err error, code int) string {
 // Close stops Run, cancels running RPCs and waits for every goroutine of the
 // Client. It is idempotent.
 func (c *Client) Close() error {
-	c.closeOnce.Do(c.cancel)
-	c.runWG.Wait()
-	c.calls.Wait()
+	c.life.Close()
 	return nil
 }
 
@@ -532,22 +526,19 @@ func (c *Client) serveStream(log *zap.Logger, s net.Conn) {
 			}
 			select {
 			case c.sem <- struct{}{}:
-			case <-c.ctx.Done():
+			case <-c.life.Done():
 				return
 			}
 			timeout := time.Duration(req.TimeoutMs) * time.Millisecond
 			if timeout <= 0 {
 				timeout = protocol.DefaultTimeoutMs * time.Millisecond
 			}
-			ctx, cancel := context.WithTimeout(c.ctx, timeout)
+			ctx, cancel := context.WithTimeout(c.life.Context(), timeout)
 			mu.Lock()
 			running[req.ID] = cancel
 			mu.Unlock()
-			c.calls.Add(1)
-			go func() {
-				defer c.calls.Done()
+			answer := func(resp *protocol.Response) {
 				defer func() { <-c.sem }()
-				resp := c.run(ctx, req)
 				mu.Lock()
 				delete(running, req.ID)
 				mu.Unlock()
@@ -555,7 +546,11 @@ func (c *Client) serveStream(log *zap.Logger, s net.Conn) {
 				if err := w.WriteFrame(protocol.TypeResponse, resp); err != nil {
 					log.Debug("reply not delivered; the tunnel is gone", zap.String("fn", req.Fn), zap.Uint64("id", req.ID))
 				}
-			}()
+			}
+			if !c.life.Go(func(context.Context) { answer(c.run(ctx, req)) }) {
+				// Close has begun: the call is answered cancelled.
+				answer(&protocol.Response{ID: req.ID, Error: ctxError(ctx)})
+			}
 		case protocol.TypeCancel:
 			var cn protocol.Cancel
 			if err := protocol.Decode(payload, &cn); err != nil {

@@ -2,7 +2,6 @@ package tunnel
 
 import (
 	"testing"
-	"time"
 
 	"github.com/stretchr/testify/require"
 	"go.uber.org/goleak"
@@ -32,31 +31,5 @@ func TestConnectURL(t *testing.T) {
 		}
 		require.NoError(t, err, tc.in)
 		require.Equal(t, tc.want, got)
-	}
-}
-
-func TestBackoffFullJitter(t *testing.T) {
-	b := newBackoff(500*time.Millisecond, 30*time.Second)
-	b.rand = func() float64 { return 0.999999 } // the ceiling, nearly
-	var got []time.Duration
-	for range 9 {
-		got = append(got, b.next().Round(time.Millisecond))
-	}
-	require.Equal(t, []time.Duration{
-		500 * time.Millisecond, time.Second, 2 * time.Second, 4 * time.Second,
-		8 * time.Second, 16 * time.Second, 30 * time.Second, 30 * time.Second, 30 * time.Second,
-	}, got)
-	b.reset()
-	require.Equal(t, 500*time.Millisecond, b.next().Round(time.Millisecond))
-
-	b.rand = func() float64 { return 0 }
-	require.Equal(t, time.Duration(0), b.next(), "full jitter reaches zero")
-	require.Equal(t, 15*time.Second, b.patient(), "patient waits at least half the cap")
-
-	for range 100 { // far past any shift overflow
-		b.rand = func() float64 { return 0.5 }
-		d := b.next()
-		require.GreaterOrEqual(t, d, time.Duration(0))
-		require.LessOrEqual(t, d, 30*time.Second)
 	}
 }

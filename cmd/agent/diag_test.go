@@ -1,291 +1,35 @@
 package main
 
 import (
-	"archive/zip"
-	"context"
-	"crypto/rand"
-	"encoding/base64"
-	"encoding/hex"
-	"encoding/json"
-	"fmt"
 	"io"
-	"maps"
-	"net"
-	"net/http"
-	"net/http/httptest"
 	"os"
 	"path/filepath"
-	"slices"
-	"strings"
 	"testing"
-	"time"
 
 	"github.com/stretchr/testify/require"
 
-	"tradebridge/agent/diag"
+	"tradebridge/agent/supportzip"
 	"tradebridge/agent/winsvc"
-	"tradebridge/protocol"
 )
-
-// readZip returns the files of the zip at path by name.
-func diagReadZip(t *testing.T, path string) map[string]string {
-	t.Helper()
-	zr, err := zip.OpenReader(path)
-	require.NoError(t, err)
-	defer zr.Close()
-	files := make(map[string]string)
-	for _, f := range zr.File {
-		rc, err := f.Open()
-		require.NoError(t, err)
-		b, err := io.ReadAll(rc)
-		rc.Close()
-		require.NoError(t, err)
-		files[f.Name] = string(b)
-	}
-	return files
-}
-
-func diagWriteFile(t *testing.T, path, content string) {
-	t.Helper()
-	require.NoError(t, os.MkdirAll(filepath.Dir(path), 0o700))
-	require.NoError(t, os.WriteFile(path, []byte(content), 0o600))
-}
-
-func diagWriteJSON(t *testing.T, path string, v any) {
-	t.Helper()
-	b, err := json.Marshal(v)
-	require.NoError(t, err)
-	diagWriteFile(t, path, string(b))
-}
-
-func diagRandom(t *testing.T, n int) []byte {
-	t.Helper()
-	b := make([]byte, n)
-	_, err := rand.Read(b)
-	require.NoError(t, err)
-	return b
-}
-
-// The zip holds the agent's snapshot, the checks made now, the
-// configuration and the log's tail, and never the token or the
-// NinjaTrader secret, in any of the forms they could take.
-func TestDiagZip(t *testing.T) {
-	t.Parallel()
-	dir := t.TempDir()
-	token := "tb_agent_" + base64.RawURLEncoding.EncodeToString(diagRandom(t, 32))
-	secret := hex.EncodeToString(diagRandom(t, 16))
-
-	relay := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.URL.Path != "/healthz" || r.Header.Get("Authorization") != "" {
-			http.NotFound(w, r)
-			return
-		}
-		_, _ = io.WriteString(w, `{"status":"ok"}`)
-	}))
-	defer relay.Close()
-	addon, err := net.Listen("tcp", "127.0.0.1:0") // the add-on's port: dialled, never spoken to
-	require.NoError(t, err)
-	defer addon.Close()
-
-	discovery := filepath.Join(dir, "programdata", "ninjatrader-addon.json")
-	diagWriteJSON(t, discovery, map[string]any{"version": 1, "port": addon.Addr().(*net.TCPAddr).Port,
-		"secret": secret, "addonVersion": "1.2.3"})
-	ntDir := filepath.Join(dir, "NinjaTrader 8")
-	diagWriteFile(t, filepath.Join(ntDir, addonSource), "// add-on")
-	dataDir := filepath.Join(dir, "data")
-	logDir := filepath.Join(dir, "logs")
-	cfgFile := filepath.Join(dir, "agent.json")
-	diagWriteJSON(t, cfgFile, map[string]any{"relayUrl": relay.URL, "token": token, "platform": "ninjatrader",
-		"dataDir": dataDir, "ninjatrader": map[string]any{"discoveryFile": discovery, "secret": secret, "dir": ntDir}})
-
-	snap := protocol.Diagnostics{At: time.Now().UTC(), AgentVersion: "0.16.1",
-		Config: protocol.DiagnosticConfig{RelayURL: relay.URL, Platform: "ninjatrader", TokenID: tokenID(token),
-			LogFile: filepath.Join(logDir, "agent.log")},
-		Bridge: protocol.BridgeDiagnostic{Kind: "ninjatrader", Connections: []protocol.Connection{}},
-		Errors: []protocol.ErrorCount{{Level: "warn", Message: "tunnel connection failed", Count: 3}}}
-	require.NoError(t, os.MkdirAll(dataDir, 0o700))
-	require.NoError(t, diag.WriteSnapshot(filepath.Join(dataDir, diag.SnapshotName), snap))
-
-	var log strings.Builder
-	for i := range 3000 {
-		switch i % 500 {
-		case 7:
-			fmt.Fprintf(&log, `{"level":"info","msg":"dialing","header":"Bearer %s"}`+"\n", token)
-		case 8:
-			fmt.Fprintf(&log, `{"level":"info","msg":"secret %s"}`+"\n", secret)
-		case 9:
-			fmt.Fprintf(&log, `{"level":"debug","raw":"%s"}`+"\n", base64.StdEncoding.EncodeToString([]byte(token)))
-		default:
-			fmt.Fprintf(&log, `{"level":"info","msg":"line %d"}`+"\n", i)
-		}
-	}
-	diagWriteFile(t, filepath.Join(logDir, "agent.log"), log.String())
-
-	d := diagRun{configPath: cfgFile, out: filepath.Join(dir, "out.zip"), lines: 2000, hostname: "trader-pc",
-		getenv: env(nil),
-		machine: winsvc.Paths{ConfigFile: filepath.Join(dir, "machine.json"), LogDir: filepath.Join(dir, "nologs"),
-			DataDir: filepath.Join(dir, "nodata")},
-		userDataDir: func() (string, error) { return filepath.Join(dir, "user"), nil },
-		service:     func() any { return winsvc.Report{Service: winsvc.Name, Status: winsvc.StatusRunning} },
-		now:         time.Now}
-	path, err := d.build(context.Background())
-	require.NoError(t, err)
-	require.Equal(t, filepath.Join(dir, "out.zip"), path)
-	files := diagReadZip(t, path)
-	require.ElementsMatch(t, []string{"summary.json", "live.json", "config.json", "logs/agent.log", "service.json"},
-		slices.Collect(maps.Keys(files)))
-
-	forbidden := []string{token, secret, token[len("tb_agent_"):]}
-	for _, s := range []string{token, secret} {
-		for _, enc := range []*base64.Encoding{base64.StdEncoding, base64.URLEncoding, base64.RawStdEncoding, base64.RawURLEncoding} {
-			forbidden = append(forbidden, enc.EncodeToString([]byte(s)))
-		}
-	}
-	for name, content := range files {
-		for _, f := range forbidden {
-			require.NotContains(t, content, f, "%s holds a secret", name)
-		}
-		if strings.HasSuffix(name, ".json") {
-			require.True(t, json.Valid([]byte(content)), "%s is JSON", name)
-		}
-	}
-
-	var summary summaryReport
-	require.NoError(t, json.Unmarshal([]byte(files["summary.json"]), &summary))
-	require.Equal(t, filepath.Join(dataDir, diag.SnapshotName), summary.File)
-	require.NotNil(t, summary.Diagnostics)
-	require.Equal(t, "ninjatrader", summary.Diagnostics.Bridge.Kind)
-	require.Equal(t, "tunnel connection failed", summary.Diagnostics.Errors[0].Message)
-	require.NotNil(t, summary.AgeSeconds)
-	require.GreaterOrEqual(t, *summary.AgeSeconds, int64(0))
-	require.Less(t, *summary.AgeSeconds, int64(60))
-
-	var live liveReport
-	require.NoError(t, json.Unmarshal([]byte(files["live.json"]), &live))
-	require.Equal(t, "trader-pc", live.Host)
-	require.NotEmpty(t, live.OS)
-	require.NotNil(t, live.Relay)
-	require.True(t, live.Relay.Reachable, "%+v", live.Relay)
-	require.Equal(t, http.StatusOK, live.Relay.Status)
-	require.Positive(t, live.Relay.RTTMillis)
-	require.NotNil(t, live.Relay.ClockSkewMillis)
-	require.InDelta(t, 0, *live.Relay.ClockSkewMillis, 1500, "the test relay shares this clock")
-	require.NotNil(t, live.NinjaTrader)
-	require.True(t, live.NinjaTrader.DiscoveryPresent)
-	require.True(t, live.NinjaTrader.PortReachable, "%+v", live.NinjaTrader)
-	require.True(t, live.NinjaTrader.AddonInstalled)
-	require.Equal(t, "1.2.3", live.NinjaTrader.AddonVersion)
-
-	var cfg configFileReport
-	require.NoError(t, json.Unmarshal([]byte(files["config.json"]), &cfg))
-	require.Empty(t, cfg.Error)
-	require.Equal(t, tokenID(token), cfg.TokenID)
-	require.Len(t, cfg.TokenID, 12)
-	require.Equal(t, "ninjatrader", cfg.Platform)
-	require.Equal(t, cfgFile, cfg.ConfigFile)
-	require.NotNil(t, cfg.NinjaTrader)
-	require.True(t, cfg.NinjaTrader.SecretSet)
-
-	lines := strings.Split(strings.TrimRight(files["logs/agent.log"], "\n"), "\n")
-	require.Len(t, lines, 2001, "a header and the last 2000 lines")
-	require.Contains(t, lines[0], filepath.Join(logDir, "agent.log"))
-	require.Equal(t, `{"level":"info","msg":"line 2999"}`, lines[len(lines)-1])
-	require.Equal(t, `{"level":"info","msg":"line 1000"}`, lines[1])
-	require.Contains(t, files["logs/agent.log"], `"header":"Bearer `+diag.Redacted+`"`)
-
-	var svc winsvc.Report
-	require.NoError(t, json.Unmarshal([]byte(files["service.json"]), &svc))
-	require.Equal(t, winsvc.StatusRunning, svc.Status)
-}
-
-// Without a configuration, a snapshot or a log the zip is still written,
-// and says what is missing.
-func TestDiagZipWithNothing(t *testing.T) {
-	t.Parallel()
-	dir := t.TempDir()
-	d := diagRun{configPath: filepath.Join(dir, "missing.json"), lines: 10,
-		out:    filepath.Join(dir, "out.zip"),
-		getenv: env(map[string]string{"AGENT_TOKEN": "tb_agent_fromtheenvironment_0123456789"}),
-		machine: winsvc.Paths{ConfigFile: filepath.Join(dir, "machine.json"), LogDir: filepath.Join(dir, "nologs"),
-			DataDir: filepath.Join(dir, "nodata")},
-		userDataDir: func() (string, error) { return "", fmt.Errorf("no home") },
-		now:         time.Now}
-	path, err := d.build(context.Background())
-	require.NoError(t, err)
-	files := diagReadZip(t, path)
-	require.ElementsMatch(t, []string{"summary.json", "live.json", "config.json", "logs/agent.log"}, slices.Collect(maps.Keys(files)))
-	require.NotContains(t, strings.Join(slices.Collect(maps.Values(files)), ""), "fromtheenvironment")
-
-	var cfg configFileReport
-	require.NoError(t, json.Unmarshal([]byte(files["config.json"]), &cfg))
-	require.Contains(t, cfg.Error, "reading the config file")
-	require.Equal(t, []string{"AGENT_TOKEN"}, cfg.Environment)
-	var summary summaryReport
-	require.NoError(t, json.Unmarshal([]byte(files["summary.json"]), &summary))
-	require.Nil(t, summary.Diagnostics)
-	require.NotEmpty(t, summary.Error)
-	require.Contains(t, files["logs/agent.log"], "no log file found")
-}
 
 // Without --config and AGENT_CONFIG, the machine configuration file is
 // read when there is one.
 func TestDiagFindsTheMachineConfig(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
-	machine := winsvc.Paths{ConfigFile: filepath.Join(dir, "agent.json"), DataDir: filepath.Join(dir, "data")}
-	diagWriteJSON(t, machine.ConfigFile, map[string]any{"relayUrl": "https://relay.example", "token": "tb_agent_x"})
-	d := diagRun{getenv: env(nil), machine: machine}
-	cfg, path, err := d.loadConfig()
+	machine := winsvc.Paths{ConfigFile: writeConfig(t, `{"relayUrl":"https://relay.example","token":"tb_agent_x"}`),
+		DataDir: filepath.Join(dir, "data")}
+	d := diagConfig{getenv: env(nil), machine: machine}
+	cfg, path, err := d.load()
 	require.NoError(t, err)
 	require.Equal(t, machine.ConfigFile, path)
 	require.Equal(t, "https://relay.example", cfg.RelayURL)
 
 	d.getenv = env(map[string]string{"AGENT_RELAY_URL": "https://other.example", "AGENT_TOKEN": "tb_agent_y",
 		"AGENT_CONFIG": filepath.Join(dir, "none.json")})
-	_, path, err = d.loadConfig()
+	_, path, err = d.load()
 	require.Error(t, err, "AGENT_CONFIG wins over the machine file")
 	require.Equal(t, filepath.Join(dir, "none.json"), path)
-}
-
-func TestReportedConfig(t *testing.T) {
-	t.Parallel()
-	for _, tc := range []struct {
-		cfg  Config
-		want protocol.DiagnosticConfig
-	}{
-		{Config{RelayURL: "https://relay.example", Token: "tb_agent_x", Platform: "sim"},
-			protocol.DiagnosticConfig{RelayURL: "https://relay.example", Platform: "sim", TokenID: "52dca309f4c3", ConfigFile: "c.json"}},
-		{Config{RelayURL: "https://user:pw@relay.example/base?token=x#f", Platform: "ninjatrader", DataDir: "/d", LogDir: "/l",
-			NinjaTrader: NinjaTraderConfig{Secret: "s3cr3t"}},
-			protocol.DiagnosticConfig{RelayURL: "https://relay.example/base", Platform: "ninjatrader", DataDir: "/d",
-				LogFile: filepath.Join("/l", "agent.log"), ConfigFile: "c.json"}},
-		{Config{RelayURL: "relay.example"}, protocol.DiagnosticConfig{RelayURL: "(not a URL like https://relay.example)", ConfigFile: "c.json"}},
-	} {
-		require.Equal(t, tc.want, reportedConfig(tc.cfg, "c.json"))
-	}
-}
-
-func TestTailLines(t *testing.T) {
-	t.Parallel()
-	dir := t.TempDir()
-	var all []string
-	var b strings.Builder
-	for i := range 5000 {
-		l := fmt.Sprintf("%04d %s", i, strings.Repeat("x", i%150))
-		all = append(all, l)
-		b.WriteString(l + "\r\n")
-	}
-	path := filepath.Join(dir, "a.log")
-	diagWriteFile(t, path, strings.TrimSuffix(b.String(), "\r\n")) // no final newline
-	for _, n := range []int{1, 10, 2000, 4999, 5000, 9000} {
-		got, err := tailLines(path, n)
-		require.NoError(t, err)
-		require.Equal(t, all[max(0, len(all)-n):], got, "n=%d", n)
-	}
-	diagWriteFile(t, filepath.Join(dir, "empty.log"), "")
-	got, err := tailLines(filepath.Join(dir, "empty.log"), 5)
-	require.NoError(t, err)
-	require.Empty(t, got)
 }
 
 // The command's flags and their defaults.
@@ -301,4 +45,25 @@ func TestDiagCommand(t *testing.T) {
 	cmd.SetOut(io.Discard)
 	cmd.SetErr(io.Discard)
 	require.EqualError(t, cmd.Execute(), "--lines must be 0 or more")
+}
+
+// zipConfig carries every setting the zip and the diagnostics report.
+func TestZipConfig(t *testing.T) {
+	t.Parallel()
+	cfg := Config{RelayURL: "https://relay.example", Token: "tb_agent_x", Platform: "ninjatrader", SimStart: "s",
+		DataDir: "/d", LogDir: "/l", NinjaTrader: NinjaTraderConfig{DiscoveryFile: "f", Port: 1, Secret: "s3", Dir: "nt", ATI: true}}
+	require.Equal(t, supportzip.Config{RelayURL: "https://relay.example", Token: "tb_agent_x", Platform: "ninjatrader",
+		SimStart: "s", DataDir: "/d", LogDir: "/l",
+		NinjaTrader: supportzip.NinjaTrader{DiscoveryFile: "f", Port: 1, Secret: "s3", Dir: "nt", ATI: true}}, zipConfig(cfg))
+	require.Equal(t, []string{"tb_agent_x", "s3"}, secretsOf(writeConfig(t, `{"token":"tb_agent_x","misspelt":1,"ninjatrader":{"secret":"s3"}}`)),
+		"a file the agent refuses still names its secrets")
+	require.Nil(t, secretsOf(""))
+}
+
+// writeConfig writes a config file with content and returns its path.
+func writeConfig(t *testing.T, content string) string {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "agent.json")
+	require.NoError(t, os.WriteFile(path, []byte(content), 0o600))
+	return path
 }

@@ -25,6 +25,7 @@ import (
 	"tradebridge/agent/agentlog"
 	"tradebridge/agent/agentstore"
 	"tradebridge/agent/diag"
+	"tradebridge/agent/supportzip"
 	"tradebridge/agent/winsvc"
 	"tradebridge/cmd/internal/logflags"
 	"tradebridge/trading/ops"
@@ -111,7 +112,7 @@ func runAgent(ctx context.Context, cfg Config, log *zap.Logger, d agent.Diagnost
 // diagnosticsOf is what an agent on cfg, read from configFile and logging
 // to logFile, reports about itself to support staff.
 func diagnosticsOf(cfg Config, configFile, logFile string, rec *diag.Recorder, asService bool) agent.DiagnosticsOptions {
-	rc := reportedConfig(cfg, configFile)
+	rc := supportzip.ReportedConfig(zipConfig(cfg), configFile)
 	rc.LogFile = logFile
 	return agent.DiagnosticsOptions{Recorder: rec, Config: rc, Service: asService}
 }

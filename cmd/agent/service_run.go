@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"sync"
 	"time"
 
 	"github.com/kardianos/service"
@@ -18,6 +17,7 @@ import (
 	"tradebridge/agent/diag"
 	"tradebridge/agent/winsvc"
 	"tradebridge/cmd/internal/logflags"
+	"tradebridge/internal/lifecycle"
 	"tradebridge/trading/bridge/ninjatrader"
 )
 
@@ -188,14 +188,9 @@ type supervisorOptions struct {
 // file's content changes, and starts it again a while after it stopped by
 // itself. It never gives up: the service stays up until it is stopped.
 type supervisor struct {
-	opts   supervisorOptions
-	log    *zap.Logger
-	ctx    context.Context // ends on Close
-	cancel context.CancelFunc
-
-	mu      sync.Mutex
-	closed  bool
-	running sync.WaitGroup // Run
+	opts supervisorOptions
+	log  *zap.Logger
+	life lifecycle.Group // Run; stopped by Close
 }
 
 func newSupervisor(opts supervisorOptions) (*supervisor, error) {
@@ -211,9 +206,7 @@ func newSupervisor(opts supervisorOptions) (*supervisor, error) {
 	if opts.Logger == nil {
 		opts.Logger = zap.NewNop()
 	}
-	s := &supervisor{opts: opts, log: opts.Logger.Named("service")}
-	s.ctx, s.cancel = context.WithCancel(context.Background())
-	return s, nil
+	return &supervisor{opts: opts, log: opts.Logger.Named("service")}, nil
 }
 
 // child is one running agent.
@@ -231,17 +224,11 @@ func (c *child) stop() {
 // Run supervises until ctx ends or Close is called; it returns nil once
 // the agent it ran has stopped.
 func (s *supervisor) Run(ctx context.Context) error {
-	s.mu.Lock()
-	if s.closed {
-		s.mu.Unlock()
+	ctx, leave, ok := s.life.Enter(ctx)
+	if !ok {
 		return nil
 	}
-	s.running.Add(1)
-	s.mu.Unlock()
-	defer s.running.Done()
-	ctx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	defer context.AfterFunc(s.ctx, cancel)()
+	defer leave()
 
 	var (
 		seen    []byte // the file's content (or why it could not be read) last acted on
@@ -323,10 +310,6 @@ func (s *supervisor) read() []byte {
 // Close stops the supervisor and its agent and waits for Run to return.
 // It is idempotent.
 func (s *supervisor) Close() error {
-	s.mu.Lock()
-	s.closed = true
-	s.mu.Unlock()
-	s.cancel()
-	s.running.Wait()
+	s.life.Close()
 	return nil
 }

@@ -14,7 +14,7 @@ import (
 	"tradebridge/trading/ops"
 )
 
-// Call implements the trading API's Caller (tradecall.Caller) for the tv
+// Call implements the trading API's Caller (tradecall.Caller) for the broker
 // family: the function runs in the dispatcher of the user's linked
 // login, as the agent's dispatcher runs it for the desktop family, with
 // the same request id rules (a write's id runs once, also across relay

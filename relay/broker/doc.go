@@ -7,14 +7,14 @@
 // market-data sockets), and over it the very dispatcher (trading/dispatch)
 // and operations (trading/ops) the agent runs next to NinjaTrader, and the
 // agent's engines (trading/engine: monitors, kill switch and news lockout,
-// copiers) configured by the user's tv resources of the Management API.
+// copiers) configured by the user's broker resources of the Management API.
 // So reverse, close by percent, cancel and bracket, strategy tags and
-// exactly-once writes behave the same on both families, and a tv monitor
+// exactly-once writes behave the same on both families, and a broker monitor
 // trips on the broker's own fills. What the operations remember
 // (strategy-tag ownership, write outcomes, the broker's order ids) lives
 // in the relay's store, so it survives a relay restart.
 //
-// The Manager is the trading API's Caller for the tv family
+// The Manager is the trading API's Caller for the broker family
 // (package api with Family "tv"), the Management API's BrokerLinks,
 // BrokerMonitors and BrokerEngines (package manage), and serves the link
 // routes: POST and DELETE /v1/api/tv/link, GET /v1/api/tv/status, the

@@ -37,7 +37,7 @@ type Mux interface {
 }
 
 // Register adds the link routes to mux, admitted through adm with door d
-// (the tv family's trading door: an API token, the pro plan, the tv
+// (the broker family's trading door: an API token, the pro plan, the broker
 // feature, the trading budget): POST and DELETE LinkPath, GET StatusPath,
 // POST LinkOAuthPath, and the OAuth callback, which a browser reaches
 // without a token and which the one-time state of LinkOAuthPath admits.
@@ -225,7 +225,7 @@ func writeStoreError(w http.ResponseWriter, err error) {
 }
 
 // serveUnlink deletes the user's link and everything its operations
-// remembered; the tv resources of the Management API are kept.
+// remembered; the broker resources of the Management API are kept.
 func (m *Manager) serveUnlink(w http.ResponseWriter, r *http.Request, p auth.Principal) {
 	if e := httpapi.RejectBody(r); e != nil {
 		httpapi.WriteError(w, e.Status, *e)

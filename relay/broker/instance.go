@@ -290,7 +290,7 @@ func (in *instance) applyConfig(ctx context.Context) {
 }
 
 // followAccounts keeps the login's accounts in the store whenever the
-// platform reports its connections, for the Management API's tv family.
+// platform reports its connections, for the Management API's broker family.
 func (in *instance) followAccounts(ctx context.Context, events <-chan bridge.Event) error {
 	var last []string
 	keep := func() {
@@ -334,11 +334,11 @@ func accountsOf(conns []protocol.Connection) []string {
 	return slices.Compact(accounts)
 }
 
-// ReportMonitor implements engine.Reporter: the state is stored on the tv
+// ReportMonitor implements engine.Reporter: the state is stored on the broker
 // monitor.
 func (in *instance) ReportMonitor(s protocol.MonitorState) { in.report(protocol.EventMonitorState, s) }
 
-// ReportCopier implements engine.Reporter: the state is stored on the tv
+// ReportCopier implements engine.Reporter: the state is stored on the broker
 // copier.
 func (in *instance) ReportCopier(s protocol.CopierState) { in.report(protocol.EventCopierState, s) }
 

@@ -16,9 +16,9 @@ import (
 	"tradebridge/trading/bridge/tradovate"
 )
 
-// tvPlatform is a link's Tradovate platform with its session: Run keeps
+// tradovateSessionPlatform is a link's Tradovate platform with its session: Run keeps
 // both going, Close stops both.
-type tvPlatform struct {
+type tradovateSessionPlatform struct {
 	*tradovate.Platform
 	sess *tradovate.Session
 	once sync.Once
@@ -26,7 +26,7 @@ type tvPlatform struct {
 
 // Run keeps the session's token renewed and the platform's sockets up
 // until ctx ends.
-func (p *tvPlatform) Run(ctx context.Context) error {
+func (p *tradovateSessionPlatform) Run(ctx context.Context) error {
 	var wg sync.WaitGroup
 	wg.Add(1)
 	go func() {
@@ -39,7 +39,7 @@ func (p *tvPlatform) Run(ctx context.Context) error {
 }
 
 // Close closes the platform, then the session.
-func (p *tvPlatform) Close() error {
+func (p *tradovateSessionPlatform) Close() error {
 	var err error
 	p.once.Do(func() {
 		err = p.Platform.Close()
@@ -55,7 +55,7 @@ const readyPoll = 10 * time.Millisecond
 // be (the broker unreachable, the login refused, …), or ctx ends: a call
 // made while the first connection is under way waits for it rather than
 // being refused for being early.
-func (p *tvPlatform) Ready(ctx context.Context) error {
+func (p *tradovateSessionPlatform) Ready(ctx context.Context) error {
 	for {
 		st := p.Platform.Status()
 		if st.Connected || (st.Code != tradovate.CodeNotStarted && st.Code != tradovate.CodeConnecting) {
@@ -70,7 +70,7 @@ func (p *tvPlatform) Ready(ctx context.Context) error {
 }
 
 // LinkState tells the login's state for Status.
-func (p *tvPlatform) LinkState() LinkState {
+func (p *tradovateSessionPlatform) LinkState() LinkState {
 	st := p.Platform.Status()
 	return LinkState{Session: st.Session.State, TokenExpires: st.Session.Expires, RetryAt: st.Session.Until, Connected: st.Connected}
 }
@@ -109,7 +109,7 @@ func (m *Manager) tradovatePlatform(_ context.Context, c PlatformConfig) (Platfo
 		_ = sess.Close()
 		return nil, err
 	}
-	return &tvPlatform{Platform: p, sess: sess}, nil
+	return &tradovateSessionPlatform{Platform: p, sess: sess}, nil
 }
 
 // tradovateLogin is Options.Login's default: one login with the

@@ -252,7 +252,7 @@ type copierCheck func(c *Change[protocol.Copier], others []*protocol.Copier) *ht
 // copierChecks are the rules of checkCopier in the order they run; the
 // first that refuses answers:
 //  1. 404 account_not_found: the leader or a follower is not on the user's
-//     connections (tv: 409 account_identity_unresolved, not the linked
+//     connections (broker family: 409 account_identity_unresolved, not the linked
 //     login's);
 //  2. 409 duplicate_follower: a follower repeats another or is the leader;
 //  3. 409 copier_cycle: the user's copiers would copy in a loop;
@@ -338,13 +338,13 @@ func otherCopiers(c *Change[protocol.Copier]) []*protocol.Copier {
 
 // checkCopierAccounts refuses (404 account_not_found) a leader or follower
 // that none of the user's platform connections carries, listing each; in
-// the tv family (409 account_identity_unresolved) one that the linked
+// the broker family (409 account_identity_unresolved) one that the linked
 // broker login does not carry.
 func checkCopierAccounts(c *Change[protocol.Copier], _ []*protocol.Copier) *httpapi.Error {
 	v := c.New
 	has, code, detail := c.Snap.HasAccount, errcode.AccountNotFound, "an account is not on any of your platform connections"
-	if c.Family == FamilyTV {
-		has, code, detail = c.Snap.HasBrokerAccount, errcode.AccountIdentityUnresolved, tvAccountDetail
+	if c.Family == FamilyBroker {
+		has, code, detail = c.Snap.HasBrokerAccount, errcode.AccountIdentityUnresolved, brokerAccountDetail
 	}
 	var f []httpapi.FieldError
 	if !has(v.Leader) {

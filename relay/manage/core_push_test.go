@@ -265,9 +265,9 @@ func TestReportedStates(t *testing.T) {
 	require.Empty(t, e.hub.pushes("u1"), "reports are not pushed back")
 }
 
-// The tv family answers 409 tradovate_not_linked once admitted, until a
+// The broker family answers 409 tradovate_not_linked once admitted, until a
 // broker login is linked; then its routes work (tv_test.go).
-func TestTVFamily(t *testing.T) {
+func TestBrokerFamily(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t, nil)
 	for _, tc := range []struct{ method, path, body string }{

@@ -16,7 +16,7 @@
 // lock: the user's whole state is loaded from the store (snapshot.go),
 // the kind's rules judge the change (handlers.go, over the Kind values of
 // copiers.go, monitors.go, groups.go, templates.go, controls.go, news.go,
-// connections.go, and tv.go for the tv family's copiers and monitors of a
+// connections.go, and tv.go for the broker family's copiers and monitors of a
 // linked broker login's accounts, which the relay's own engines run), the
 // store writes it conditionally on the version
 // read (the ETag, etag.go), and, for a kind the agent acts on, the user's

@@ -106,7 +106,7 @@ func TestGroupKindDeclaration(t *testing.T) {
 func TestGroupHooks(t *testing.T) {
 	t.Parallel()
 	desk := protocol.DestinationDesktop
-	tv := protocol.DestinationBroker
+	broker := protocol.DestinationBroker
 	many := make([]string, MaxGroupAccounts+1)
 	for i := range many {
 		many[i] = "Sim101"
@@ -138,7 +138,7 @@ func TestGroupHooks(t *testing.T) {
 		{name: "control character", group: protocol.AccountGroup{Name: "Be\tta", Destination: desk}, want: badName},
 		{name: "unknown destination", group: protocol.AccountGroup{Name: "Beta", Destination: "mobile"},
 			want: miscWant{http.StatusUnprocessableEntity, errcode.ValidationFailed, miscFields(
-				httpapi.FieldError{Path: "destination", Code: errcode.FieldCodeNotAllowed, Allowed: []string{desk, tv}})}},
+				httpapi.FieldError{Path: "destination", Code: errcode.FieldCodeNotAllowed, Allowed: []string{desk, broker}})}},
 		{name: "200 accounts", group: protocol.AccountGroup{Name: "Beta", Destination: desk, Accounts: full}, snap: addFull},
 		{name: "too many accounts", group: protocol.AccountGroup{Name: "Beta", Destination: desk, Accounts: many},
 			want: miscWant{http.StatusUnprocessableEntity, errcode.ValidationFailed, miscFields(
@@ -149,7 +149,7 @@ func TestGroupHooks(t *testing.T) {
 		{name: "every field at fault at once", group: protocol.AccountGroup{Name: " x", Destination: "", Accounts: []string{"a", "a"}},
 			want: miscWant{http.StatusUnprocessableEntity, errcode.ValidationFailed, miscFields(
 				httpapi.FieldError{Path: "name", Code: errcode.FieldCodeStringPatternMismatch, Pattern: NamePattern},
-				httpapi.FieldError{Path: "destination", Code: errcode.FieldCodeNotAllowed, Allowed: []string{desk, tv}},
+				httpapi.FieldError{Path: "destination", Code: errcode.FieldCodeNotAllowed, Allowed: []string{desk, broker}},
 				httpapi.FieldError{Path: "accounts.1", Code: errcode.FieldCodeDuplicateItem})}},
 		{name: "name of another group in another case", group: protocol.AccountGroup{Name: "ALPHA", Destination: desk},
 			want: miscWant{http.StatusConflict, errcode.GroupNameConflict, nil}},
@@ -170,11 +170,11 @@ func TestGroupHooks(t *testing.T) {
 			want: miscWant{http.StatusNotFound, errcode.AccountNotFound, miscFields(
 				httpapi.FieldError{Path: "accounts.1", Code: errcode.AccountNotFound},
 				httpapi.FieldError{Path: "accounts.2", Code: errcode.AccountNotFound})}},
-		{name: "valid tv group", group: protocol.AccountGroup{Name: "Beta", Destination: tv, Accounts: []string{"TV2", "TV1"}}},
-		{name: "tv group without a linked login", group: protocol.AccountGroup{Name: "Beta", Destination: tv},
+		{name: "valid tv group", group: protocol.AccountGroup{Name: "Beta", Destination: broker, Accounts: []string{"TV2", "TV1"}}},
+		{name: "tv group without a linked login", group: protocol.AccountGroup{Name: "Beta", Destination: broker},
 			snap: func(s *Snapshot) { s.BrokerLinked = false; s.BrokerAccounts = nil },
 			want: miscWant{http.StatusConflict, errcode.TradovateNotLinked, nil}},
-		{name: "tv account not of the login", group: protocol.AccountGroup{Name: "Beta", Destination: tv, Accounts: []string{"Sim101", "TV1"}},
+		{name: "tv account not of the login", group: protocol.AccountGroup{Name: "Beta", Destination: broker, Accounts: []string{"Sim101", "TV1"}},
 			want: miscWant{http.StatusConflict, errcode.AccountIdentityUnresolved, miscFields(
 				httpapi.FieldError{Path: "accounts.0", Code: errcode.AccountIdentityUnresolved})}},
 	}

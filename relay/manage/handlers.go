@@ -119,7 +119,7 @@ func (k *Kind[T]) actionNames() []string {
 
 // slice returns the Snapshot's list of T, or nil for a singleton kind.
 func (k *Kind[T]) slice(s *Snapshot) *[]T {
-	for _, p := range []any{&s.Copiers, &s.Monitors, &s.Groups, &s.Templates, &s.TVCopiers, &s.TVMonitors} {
+	for _, p := range []any{&s.Copiers, &s.Monitors, &s.Groups, &s.Templates, &s.BrokerCopiers, &s.BrokerMonitors} {
 		if q, ok := p.(*[]T); ok {
 			return q
 		}

@@ -57,13 +57,13 @@ type Snapshot struct {
 	// AgentConnected reports whether the user's agent is connected now.
 	AgentConnected bool
 	// BrokerLinked reports whether the user has linked a broker login
-	// (the tv family); BrokerAccounts are the accounts of that login.
+	// (the broker family); BrokerAccounts are the accounts of that login.
 	BrokerLinked   bool
 	BrokerAccounts []string
-	// TVCopiers and TVMonitors are the copiers and monitors of the tv
+	// BrokerCopiers and BrokerMonitors are the copiers and monitors of the broker
 	// family (the broker login's accounts), apart from the desktop ones.
-	TVCopiers  []TVCopier
-	TVMonitors []TVMonitor
+	BrokerCopiers  []BrokerCopier
+	BrokerMonitors []BrokerMonitor
 }
 
 // HasAccount reports whether one of the user's platform connections

@@ -28,14 +28,14 @@ const (
 )
 
 // Families of management routes: FamilyDesktop is the routes under
-// desktop/ (the agent's platform), FamilyTV the broker's routes under tv/.
+// desktop/ (the agent's platform), FamilyBroker the broker's routes under tv/.
 const (
 	FamilyDesktop = "desktop"
-	FamilyTV      = "tv"
+	FamilyBroker  = "tv"
 )
 
 // Families lists the families of management routes.
-var Families = []string{FamilyDesktop, FamilyTV}
+var Families = []string{FamilyDesktop, FamilyBroker}
 
 // ModeState is a snapshot of the service modes, and their JSON form on the
 // operator's routes: {"management":"read_only","families":{"tv":"unavailable"}}.

@@ -350,7 +350,7 @@ func monitorTandemFollower(s *Snapshot, account string) bool {
 
 // monitorCheck judges a monitor against the user's other resources: a
 // create needs a known account without a monitor (404 account_not_found,
-// in the tv family 409 account_identity_unresolved; 409 already_exists); a Tandem copier's follower keeps its monitor and
+// in the broker family 409 account_identity_unresolved; 409 already_exists); a Tandem copier's follower keeps its monitor and
 // keeps it active (409 tandem_dependency); blockSignals cannot be turned
 // off while the controls block all signals (409 field_locked).
 func monitorCheck(c *Change[protocol.Monitor]) *httpapi.Error {
@@ -359,9 +359,9 @@ func monitorCheck(c *Change[protocol.Monitor]) *httpapi.Error {
 		if c.New == nil {
 			return nil
 		}
-		if c.Family == FamilyTV {
+		if c.Family == FamilyBroker {
 			if !c.Snap.HasBrokerAccount(c.New.Account) {
-				return refuse(errcode.AccountIdentityUnresolved, tvAccountDetail,
+				return refuse(errcode.AccountIdentityUnresolved, brokerAccountDetail,
 					httpapi.FieldError{Path: "account", Code: errcode.AccountIdentityUnresolved})
 			}
 		} else if !c.Snap.HasAccount(c.New.Account) {

@@ -291,16 +291,16 @@ func (s *Server) storeReportOnce(e events.Event) error {
 			return err
 		}
 		if e.Type == events.TypeBroker {
-			m := st.snap.tvMonitorOf(rep.Account)
+			m := st.snap.brokerMonitorOf(rep.Account)
 			if m == nil {
 				return nil // deleted since
 			}
 			n := *m
 			reportMonitor(&n.Monitor, rep, now)
-			if tvMonitorKind.Derive != nil {
-				tvMonitorKind.Derive(&n, &st.snap)
+			if brokerMonitorKind.Derive != nil {
+				brokerMonitorKind.Derive(&n, &st.snap)
 			}
-			kind, id, before, after = tvMonitorKind.Name, n.ID, *m, &n
+			kind, id, before, after = brokerMonitorKind.Name, n.ID, *m, &n
 			break
 		}
 		m := st.snap.MonitorOf(rep.Account)
@@ -319,16 +319,16 @@ func (s *Server) storeReportOnce(e events.Event) error {
 			return err
 		}
 		if e.Type == events.TypeBroker {
-			c, ok := tvCopierKind.find(&st.snap, rep.ID)
+			c, ok := brokerCopierKind.find(&st.snap, rep.ID)
 			if !ok {
 				return nil
 			}
 			n := *c
 			reportCopier(&n.Copier, rep, now)
-			if tvCopierKind.Derive != nil {
-				tvCopierKind.Derive(&n, &st.snap)
+			if brokerCopierKind.Derive != nil {
+				brokerCopierKind.Derive(&n, &st.snap)
 			}
-			kind, id, before, after = tvCopierKind.Name, n.ID, *c, &n
+			kind, id, before, after = brokerCopierKind.Name, n.ID, *c, &n
 			break
 		}
 		c, ok := copierKind.find(&st.snap, rep.ID)

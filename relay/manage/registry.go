@@ -12,10 +12,10 @@ const Prefix = "/v1/api/manage"
 
 // kinds lists the kinds of management resource, in the order their
 // routes are registered: the desktop family and the family-less kinds,
-// then the tv family's copiers and monitors (tv.go).
+// then the broker family's copiers and monitors (tv.go).
 func kinds() []kindOps {
 	return []kindOps{copierKind, monitorKind, groupKind, templateKind, controlsKind, newsKind, connectionsKind,
-		tvCopierKind, tvMonitorKind}
+		brokerCopierKind, brokerMonitorKind}
 }
 
 // routeOp is what a route does.
@@ -43,7 +43,7 @@ type route struct {
 	op     routeOp
 	kind   kindOps // nil for the budgets
 	action string
-	// family is FamilyDesktop, FamilyTV or "" (controls, news lockout,
+	// family is FamilyDesktop, FamilyBroker or "" (controls, news lockout,
 	// the budgets).
 	family string
 	door   *admit.Door
@@ -72,8 +72,8 @@ func familyOf(path string) string {
 	switch {
 	case strings.HasPrefix(path, FamilyDesktop+"/"):
 		return FamilyDesktop
-	case strings.HasPrefix(path, FamilyTV+"/"):
-		return FamilyTV
+	case strings.HasPrefix(path, FamilyBroker+"/"):
+		return FamilyBroker
 	}
 	return ""
 }
@@ -81,7 +81,7 @@ func familyOf(path string) string {
 // routes returns every route of the Management API (DESIGN.md,
 // "Management API"): the budgets; per collection GET and POST, and GET,
 // PATCH, DELETE and the kind's actions per resource; per singleton GET,
-// PATCH (and PUT for the news lockout); PUT controls/kill-switch. The tv
+// PATCH (and PUT for the news lockout); PUT controls/kill-switch. The broker
 // family's copier and monitor routes are those of its own kinds.
 func routes() []*route {
 	out := []*route{{method: http.MethodGet, op: routeLimits}}

@@ -44,10 +44,10 @@ type Hub interface {
 	Call(ctx context.Context, userID, fn, requestID string, args json.RawMessage) (json.RawMessage, error)
 }
 
-// BrokerLinks tells whether users linked a broker login (the tv family).
-// The broker issue implements it; until then Options.BrokerLinks is nil
-// and no user is linked. Its engines, which run the tv family's monitors,
-// also implement BrokerMonitors (a tv monitor's restart).
+// BrokerLinks tells whether users linked a broker login (the broker
+// family); relay/broker's Manager implements it, and, as the engines that
+// run the broker family's monitors, BrokerMonitors (a broker monitor's
+// restart) too.
 type BrokerLinks interface {
 	// Linked reports whether the user linked a broker login, and the
 	// accounts of that login.
@@ -239,8 +239,8 @@ func (s *Server) handler(rt *route) http.Handler {
 			return
 		}
 		defer a.done()
-		if rt.family == FamilyTV {
-			if e := s.tvLinked(r.Context(), a.p.UserID); e != nil {
+		if rt.family == FamilyBroker {
+			if e := s.brokerLinked(r.Context(), a.p.UserID); e != nil {
 				writeErr(w, e)
 				return
 			}
@@ -410,7 +410,7 @@ func (s *Server) change(w http.ResponseWriter, r *http.Request, rt *route, userI
 	// stays: it is stored and pushed, or neither.
 	ctx = context.WithoutCancel(ctx)
 	ci.st, ci.now = st, s.now()
-	if rt.family == FamilyTV {
+	if rt.family == FamilyBroker {
 		// The link may have gone since the request was admitted.
 		if !st.snap.BrokerLinked {
 			writeErr(w, tradovateNotLinked())

@@ -10,8 +10,8 @@ import (
 )
 
 // load reads a user's state: every stored resource from the store (one
-// transaction), each into its kind's list (the tv family's copiers and
-// monitors into Snapshot.TVCopiers and TVMonitors), the platform
+// transaction), each into its kind's list (the broker family's copiers and
+// monitors into Snapshot.BrokerCopiers and BrokerMonitors), the platform
 // connections (the live agent's, else those it last reported), whether
 // the agent is connected and the broker link with its accounts (none
 // while unlinked); then the singletons never stored get their defaults

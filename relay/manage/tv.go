@@ -13,20 +13,20 @@ import (
 	"tradebridge/relay/httpapi"
 )
 
-// The tv family: copiers and monitors of the accounts of the user's linked
+// The broker family: copiers and monitors of the accounts of the user's linked
 // broker login (DESIGN.md, "Management API": the family tv mirrors desktop
 // for broker-linked accounts where a resource applies to them).
 //
-// The tv kinds are the desktop kinds' hooks, wrapped (tvHook): a change of
-// a tv resource is handed to the desktop hook as a change of the desktop
-// type, sharing its memory (a hook's normalization lands on the tv
-// resource), with Family "tv" and a view of the snapshot (tvView) in which
-// the user's tv copiers and tv monitors stand in the place of the desktop
+// The broker kinds are the desktop kinds' hooks, wrapped (brokerHook): a change of
+// a broker resource is handed to the desktop hook as a change of the desktop
+// type, sharing its memory (a hook's normalization lands on the broker
+// resource), with Family "tv" and a view of the snapshot (brokerView) in which
+// the user's broker copiers and broker monitors stand in the place of the desktop
 // ones. So cycles, duplicates, Auto-Sync and follower conflicts are judged
-// among the tv copiers only, a tv copier's Tandem needs a tv monitor on
-// every follower, and a tv monitor's tandem_dependency comes from the tv
-// copiers only; desktop and tv resources never meet. The hooks that look
-// accounts up ask the family (Change.Family): on tv the accounts are the
+// among the broker copiers only, a broker copier's Tandem needs a broker monitor on
+// every follower, and a broker monitor's tandem_dependency comes from the broker
+// copiers only; desktop and broker resources never meet. The hooks that look
+// accounts up ask the family (Change.Family): in the broker family the accounts are the
 // linked login's (Snapshot.BrokerAccounts) and an unknown one is 409
 // account_identity_unresolved rather than 404 account_not_found.
 //
@@ -39,17 +39,17 @@ import (
 //     pushed to the agent, and a change needs no agent connected;
 //   - fields that do not exist for the broker are refused whatever their
 //     value, on create and on PATCH (422 field_not_applicable, one field
-//     error per field): a tv copier copies executions only, so it has no
-//     copyMode (tvCopierNotApplicable); every monitor field applies to a
-//     broker account (tvMonitorNotApplicable is empty);
-//   - a tv monitor's restart is judged by the broker engines
+//     error per field): a broker copier copies executions only, so it has no
+//     copyMode (brokerCopierNotApplicable); every monitor field applies to a
+//     broker account (brokerMonitorNotApplicable is empty);
+//   - a broker monitor's restart is judged by the broker engines
 //     (BrokerMonitors), never by the user's agent.
 //
-// Every tv route answers 409 tradovate_not_linked, after admission and
+// Every broker route answers 409 tradovate_not_linked, after admission and
 // before the body's rules, while the user has no broker login linked
-// (Server.tvLinked).
+// (Server.brokerLinked).
 
-// TVCopier is a copier of the tv family: a leader account of the linked
+// BrokerCopier is a copier of the broker family: a leader account of the linked
 // broker login whose executions are copied to follower accounts of the
 // same login. It has every field of protocol.Copier but copyMode: the
 // relay sees the broker's fills on the login's user-data socket and
@@ -58,7 +58,7 @@ import (
 // with every order change). Its JSON, stored and shown, has no copyMode;
 // the embedded Copier.CopyMode is not part of it and means nothing (the
 // rules see "execution").
-type TVCopier struct {
+type BrokerCopier struct {
 	protocol.Copier
 	// CopyMode hides protocol.Copier's copyMode from the JSON: it is
 	// always nil, so it is never written, and a body that sends
@@ -66,36 +66,36 @@ type TVCopier struct {
 	CopyMode *struct{} `json:"copyMode,omitempty"`
 }
 
-// TVMonitor is a monitor of the tv family: one per account of the linked
+// BrokerMonitor is a monitor of the broker family: one per account of the linked
 // broker login, with every field of protocol.Monitor (each applies to a
 // broker account: the relay runs the agent's monitor engine on the
 // login's user-data socket).
-type TVMonitor struct {
+type BrokerMonitor struct {
 	protocol.Monitor
 }
 
-// Names of the tv kinds.
+// Names of the broker kinds.
 const (
-	tvCopierName  = "tv-copier"
-	tvMonitorName = "tv-monitor"
+	brokerCopierName  = "tv-copier"
+	brokerMonitorName = "tv-monitor"
 )
 
-// tvCopierNotApplicable are the tv copier's fields that do not exist for
+// brokerCopierNotApplicable are the broker copier's fields that do not exist for
 // the broker: copyMode (executions only).
-var tvCopierNotApplicable = []string{"copyMode"}
+var brokerCopierNotApplicable = []string{"copyMode"}
 
-// tvMonitorNotApplicable are the tv monitor's fields that do not exist for
+// brokerMonitorNotApplicable are the broker monitor's fields that do not exist for
 // the broker: none. P&L limits, trailing drawdown, the windows, closing
-// only, blocked signals (orders of the tv trading API), the locks,
+// only, blocked signals (orders of the broker trading API), the locks,
 // auto-flatten and the action on a trip are all carried out by the
 // relay's engine on the broker account.
-var tvMonitorNotApplicable = []string{}
+var brokerMonitorNotApplicable = []string{}
 
-// tvCopierKind is the copier kind of the tv family (tv/copiers): the
-// copier kind's rules over TVCopier.
-var tvCopierKind = &Kind[TVCopier]{
-	Name:       tvCopierName,
-	Path:       FamilyTV + "/copiers",
+// brokerCopierKind is the copier kind of the broker family (tv/copiers): the
+// copier kind's rules over BrokerCopier.
+var brokerCopierKind = &Kind[BrokerCopier]{
+	Name:       brokerCopierName,
+	Path:       FamilyBroker + "/copiers",
 	Singleton:  false,
 	ReadOnly:   copierKind.ReadOnly,
 	Immutable:  copierKind.Immutable,
@@ -103,21 +103,21 @@ var tvCopierKind = &Kind[TVCopier]{
 	NeedsAgent: false,
 	MaxCount:   copierKind.MaxCount,
 	LimitCode:  copierKind.LimitCode,
-	Default:    func() TVCopier { return TVCopier{Copier: tvCopierOf(copierKind.Default())} },
-	Meta:       func(v *TVCopier) *protocol.Meta { return &v.Meta },
-	Derive:     tvDerive(copierKind.Derive, tvCopierDesktop),
-	Guard:      tvGuard(tvCopierNotApplicable, copierKind.Guard, tvCopierDesktop),
-	Validate:   tvHook(copierKind.Validate, tvCopierDesktop),
-	Check:      tvHook(copierKind.Check, tvCopierDesktop),
-	Actions:    tvActions(copierKind.Actions, tvCopierDesktop),
+	Default:    func() BrokerCopier { return BrokerCopier{Copier: brokerCopierOf(copierKind.Default())} },
+	Meta:       func(v *BrokerCopier) *protocol.Meta { return &v.Meta },
+	Derive:     brokerDerive(copierKind.Derive, brokerCopierDesktop),
+	Guard:      brokerGuard(brokerCopierNotApplicable, copierKind.Guard, brokerCopierDesktop),
+	Validate:   brokerHook(copierKind.Validate, brokerCopierDesktop),
+	Check:      brokerHook(copierKind.Check, brokerCopierDesktop),
+	Actions:    brokerActions(copierKind.Actions, brokerCopierDesktop),
 }
 
-// tvMonitorKind is the monitor kind of the tv family (tv/monitors): the
-// monitor kind's rules over TVMonitor, its restart judged by the broker
+// brokerMonitorKind is the monitor kind of the broker family (tv/monitors): the
+// monitor kind's rules over BrokerMonitor, its restart judged by the broker
 // engines.
-var tvMonitorKind = &Kind[TVMonitor]{
-	Name:       tvMonitorName,
-	Path:       FamilyTV + "/monitors",
+var brokerMonitorKind = &Kind[BrokerMonitor]{
+	Name:       brokerMonitorName,
+	Path:       FamilyBroker + "/monitors",
 	Singleton:  false,
 	ReadOnly:   monitorKind.ReadOnly,
 	Immutable:  monitorKind.Immutable,
@@ -125,54 +125,54 @@ var tvMonitorKind = &Kind[TVMonitor]{
 	NeedsAgent: false,
 	MaxCount:   monitorKind.MaxCount,
 	LimitCode:  monitorKind.LimitCode,
-	Default:    func() TVMonitor { return TVMonitor{Monitor: monitorKind.Default()} },
-	Meta:       func(v *TVMonitor) *protocol.Meta { return &v.Meta },
-	Derive:     tvDerive(monitorKind.Derive, tvMonitorDesktop),
-	Guard:      tvGuard(tvMonitorNotApplicable, monitorKind.Guard, tvMonitorDesktop),
-	Validate:   tvHook(monitorKind.Validate, tvMonitorDesktop),
-	Check:      tvHook(monitorKind.Check, tvMonitorDesktop),
-	Actions:    tvActions(monitorKind.Actions, tvMonitorDesktop),
+	Default:    func() BrokerMonitor { return BrokerMonitor{Monitor: monitorKind.Default()} },
+	Meta:       func(v *BrokerMonitor) *protocol.Meta { return &v.Meta },
+	Derive:     brokerDerive(monitorKind.Derive, brokerMonitorDesktop),
+	Guard:      brokerGuard(brokerMonitorNotApplicable, monitorKind.Guard, brokerMonitorDesktop),
+	Validate:   brokerHook(monitorKind.Validate, brokerMonitorDesktop),
+	Check:      brokerHook(monitorKind.Check, brokerMonitorDesktop),
+	Actions:    brokerActions(monitorKind.Actions, brokerMonitorDesktop),
 }
 
-// The tv kinds are kindOps.
+// The broker kinds are kindOps.
 var (
-	_ kindOps = tvCopierKind
-	_ kindOps = tvMonitorKind
+	_ kindOps = brokerCopierKind
+	_ kindOps = brokerMonitorKind
 )
 
 // isCopierKind reports whether the kind is a copier kind of either family
 // (the stop fast path).
-func isCopierKind(name string) bool { return name == copierKind.Name || name == tvCopierKind.Name }
+func isCopierKind(name string) bool { return name == copierKind.Name || name == brokerCopierKind.Name }
 
 // kindFeature returns the plan feature (auth.Features) of a kind: the
-// kind's name, the desktop kind's for a tv kind (withholding "copier"
+// kind's name, the desktop kind's for a broker kind (withholding "copier"
 // withholds the copiers of both families).
 func kindFeature(name string) string {
 	switch name {
-	case tvCopierKind.Name:
+	case brokerCopierKind.Name:
 		return copierKind.Name
-	case tvMonitorKind.Name:
+	case brokerMonitorKind.Name:
 		return monitorKind.Name
 	}
 	return name
 }
 
-// tvCopierOf returns a copier as a tv copier's rules see it: copying
+// brokerCopierOf returns a copier as a broker copier's rules see it: copying
 // executions.
-func tvCopierOf(c protocol.Copier) protocol.Copier {
+func brokerCopierOf(c protocol.Copier) protocol.Copier {
 	c.CopyMode = protocol.CopyModeExecution
 	return c
 }
 
-// tvCopierDesktop returns the desktop copier inside v, copying executions,
+// brokerCopierDesktop returns the desktop copier inside v, copying executions,
 // for the desktop hooks to judge and change in place.
-func tvCopierDesktop(v *TVCopier) *protocol.Copier {
+func brokerCopierDesktop(v *BrokerCopier) *protocol.Copier {
 	v.Copier.CopyMode = protocol.CopyModeExecution
 	return &v.Copier
 }
 
-// tvMonitorDesktop returns the desktop monitor inside v.
-func tvMonitorDesktop(v *TVMonitor) *protocol.Monitor { return &v.Monitor }
+// brokerMonitorDesktop returns the desktop monitor inside v.
+func brokerMonitorDesktop(v *BrokerMonitor) *protocol.Monitor { return &v.Monitor }
 
 // HasBrokerAccount reports whether the user's linked broker login carries
 // the account.
@@ -188,36 +188,36 @@ func (s *Snapshot) HasBrokerAccount(account string) bool {
 	return false
 }
 
-// tvAccountDetail is the detail of 409 account_identity_unresolved: a tv
+// brokerAccountDetail is the detail of 409 account_identity_unresolved: a broker
 // change names an account the linked broker login does not carry.
-const tvAccountDetail = "an account is not one of the linked broker login's accounts"
+const brokerAccountDetail = "an account is not one of the linked broker login's accounts"
 
-// tvView returns the snapshot as the desktop hooks judge a change of the
-// tv family in it: the user's tv copiers and tv monitors in the place of
+// brokerView returns the snapshot as the desktop hooks judge a change of the
+// broker family in it: the user's broker copiers and broker monitors in the place of
 // the desktop ones, the rest (accounts, controls, broker link) as is. The
 // snapshot itself is not changed.
-func tvView(s *Snapshot) *Snapshot {
+func brokerView(s *Snapshot) *Snapshot {
 	if s == nil {
 		return nil
 	}
 	v := *s
-	v.Copiers = make([]protocol.Copier, len(s.TVCopiers))
-	for i := range s.TVCopiers {
-		v.Copiers[i] = tvCopierOf(s.TVCopiers[i].Copier)
+	v.Copiers = make([]protocol.Copier, len(s.BrokerCopiers))
+	for i := range s.BrokerCopiers {
+		v.Copiers[i] = brokerCopierOf(s.BrokerCopiers[i].Copier)
 	}
-	v.Monitors = make([]protocol.Monitor, len(s.TVMonitors))
-	for i := range s.TVMonitors {
-		v.Monitors[i] = s.TVMonitors[i].Monitor
+	v.Monitors = make([]protocol.Monitor, len(s.BrokerMonitors))
+	for i := range s.BrokerMonitors {
+		v.Monitors[i] = s.BrokerMonitors[i].Monitor
 	}
 	return &v
 }
 
-// desktopChange returns the change c of a tv resource as the desktop
+// desktopChange returns the change c of a broker resource as the desktop
 // hooks take it: the same operation, body and time, Old and New turned
 // into the desktop resources they hold by conv (sharing their memory),
 // Family "tv", and the snapshot's tv view.
 func desktopChange[T, D any](c *Change[T], conv func(*T) *D) *Change[D] {
-	d := &Change[D]{Op: c.Op, Action: c.Action, Sent: c.Sent, Snap: tvView(c.Snap), Now: c.Now, Family: FamilyTV}
+	d := &Change[D]{Op: c.Op, Action: c.Action, Sent: c.Sent, Snap: brokerView(c.Snap), Now: c.Now, Family: FamilyBroker}
 	if c.Old != nil {
 		d.Old = conv(c.Old)
 	}
@@ -227,20 +227,20 @@ func desktopChange[T, D any](c *Change[T], conv func(*T) *D) *Change[D] {
 	return d
 }
 
-// tvHook wraps a desktop Guard, Validate or Check for the tv kind whose
+// brokerHook wraps a desktop Guard, Validate or Check for the broker kind whose
 // resources conv turns into desktop ones; nil stays nil.
-func tvHook[T, D any](hook func(*Change[D]) *httpapi.Error, conv func(*T) *D) func(*Change[T]) *httpapi.Error {
+func brokerHook[T, D any](hook func(*Change[D]) *httpapi.Error, conv func(*T) *D) func(*Change[T]) *httpapi.Error {
 	if hook == nil {
 		return nil
 	}
 	return func(c *Change[T]) *httpapi.Error { return hook(desktopChange(c, conv)) }
 }
 
-// tvGuard is a tv kind's Guard: 422 field_not_applicable for each of the
+// brokerGuard is a broker kind's Guard: 422 field_not_applicable for each of the
 // fields notApplicable the body sends, whatever their value, then the
 // desktop kind's Guard (wrapped).
-func tvGuard[T, D any](notApplicable []string, hook func(*Change[D]) *httpapi.Error, conv func(*T) *D) func(*Change[T]) *httpapi.Error {
-	inner := tvHook(hook, conv)
+func brokerGuard[T, D any](notApplicable []string, hook func(*Change[D]) *httpapi.Error, conv func(*T) *D) func(*Change[T]) *httpapi.Error {
+	inner := brokerHook(hook, conv)
 	return func(c *Change[T]) *httpapi.Error {
 		if e := refuseNotApplicable(c.Sent, notApplicable); e != nil {
 			return e
@@ -268,18 +268,18 @@ func refuseNotApplicable(sent map[string]json.RawMessage, fields []string) *http
 		"the body sets fields that do not exist for the broker's accounts; fields lists them", f...)
 }
 
-// tvDerive wraps a desktop Derive. The snapshot is passed as is: the
+// brokerDerive wraps a desktop Derive. The snapshot is passed as is: the
 // desktop kinds derive a resource's fields from the resource alone.
-func tvDerive[T, D any](hook func(*D, *Snapshot), conv func(*T) *D) func(*T, *Snapshot) {
+func brokerDerive[T, D any](hook func(*D, *Snapshot), conv func(*T) *D) func(*T, *Snapshot) {
 	if hook == nil {
 		return nil
 	}
 	return func(v *T, s *Snapshot) { hook(conv(v), s) }
 }
 
-// tvActions wraps a desktop kind's actions; the server gives a tv
+// brokerActions wraps a desktop kind's actions; the server gives a broker
 // action the broker engines as its Agent (brokerAgent).
-func tvActions[T, D any](actions map[string]func(*Change[D], Agent) *httpapi.Error, conv func(*T) *D) map[string]func(*Change[T], Agent) *httpapi.Error {
+func brokerActions[T, D any](actions map[string]func(*Change[D], Agent) *httpapi.Error, conv func(*T) *D) map[string]func(*Change[T], Agent) *httpapi.Error {
 	if actions == nil {
 		return nil
 	}
@@ -290,19 +290,18 @@ func tvActions[T, D any](actions map[string]func(*Change[D], Agent) *httpapi.Err
 	return out
 }
 
-// BrokerMonitors is what the broker family's engines add to BrokerLinks
-// once they run the tv monitors in the relay (the broker issue): the
-// judgement of a restart, as the agent's protocol.FnCheckMonitorRestart
-// for a desktop monitor. A BrokerLinks without it cannot restart a tv
-// monitor (500 internal_error; until its engines exist no tv monitor
-// stops, so a restart is 409 monitor_not_stopped first).
+// BrokerMonitors is what the broker family's engines, which run the
+// broker monitors in the relay (relay/broker's Manager), add to
+// BrokerLinks: the judgement of a restart, as the agent's
+// protocol.FnCheckMonitorRestart for a desktop monitor. A BrokerLinks
+// without it cannot restart a broker monitor (500 internal_error).
 type BrokerMonitors interface {
-	// CheckMonitorRestart reports whether the user's tv monitor m,
+	// CheckMonitorRestart reports whether the user's broker monitor m,
 	// restarted, would stop again at once.
 	CheckMonitorRestart(ctx context.Context, userID string, m protocol.Monitor) (protocol.RestartVerdict, error)
 }
 
-// brokerAgent is the Agent of the tv family's actions: the relay's broker
+// brokerAgent is the Agent of the broker family's actions: the relay's broker
 // engines (Options.BrokerLinks as BrokerMonitors), never the user's
 // agent.
 type brokerAgent struct {
@@ -334,17 +333,17 @@ func (b *brokerAgent) CheckMonitorRestart(m protocol.Monitor) (protocol.RestartV
 		Detail: "the relay failed to judge the restart"}
 }
 
-// tradovateNotLinked is the 409 of a tv route while the user has no broker
+// tradovateNotLinked is the 409 of a broker route while the user has no broker
 // login linked.
 func tradovateNotLinked() *httpapi.Error {
 	return refuse(errcode.TradovateNotLinked, "link a broker login before managing its accounts")
 }
 
-// tvLinked admits a request of the tv family once admission passed: 409
+// brokerLinked admits a request of the broker family once admission passed: 409
 // tradovate_not_linked until the user links a broker login, 503
 // storage_unavailable when the link cannot be read. The change re-reads
 // the link with the user's state, under the user's write lock.
-func (s *Server) tvLinked(ctx context.Context, userID string) *httpapi.Error {
+func (s *Server) brokerLinked(ctx context.Context, userID string) *httpapi.Error {
 	if s.opts.BrokerLinks == nil {
 		return tradovateNotLinked()
 	}
@@ -359,11 +358,11 @@ func (s *Server) tvLinked(ctx context.Context, userID string) *httpapi.Error {
 	return nil
 }
 
-// tvMonitorOf returns the user's tv monitor of the account, or nil.
-func (s *Snapshot) tvMonitorOf(account string) *TVMonitor {
-	for i := range s.TVMonitors {
-		if s.TVMonitors[i].Account == account {
-			return &s.TVMonitors[i]
+// brokerMonitorOf returns the user's broker monitor of the account, or nil.
+func (s *Snapshot) brokerMonitorOf(account string) *BrokerMonitor {
+	for i := range s.BrokerMonitors {
+		if s.BrokerMonitors[i].Account == account {
+			return &s.BrokerMonitors[i]
 		}
 	}
 	return nil
@@ -371,7 +370,7 @@ func (s *Snapshot) tvMonitorOf(account string) *TVMonitor {
 
 // BrokerEngines is what the broker family's engines add to BrokerLinks to
 // follow the configuration they run: the Server calls ConfigChanged after
-// every stored change of a resource they read (tv copiers, tv monitors,
+// every stored change of a resource they read (broker copiers, broker monitors,
 // the controls, the news lockout), and the engines read it again with
 // BrokerConfig. ConfigChanged must not block.
 type BrokerEngines interface {
@@ -380,8 +379,8 @@ type BrokerEngines interface {
 
 // brokerKinds are the kinds whose changes the broker engines follow.
 var brokerKinds = map[string]bool{
-	tvCopierName:      true,
-	tvMonitorName:     true,
+	brokerCopierName:  true,
+	brokerMonitorName: true,
 	controlsKind.Name: true,
 	newsKind.Name:     true,
 }
@@ -417,15 +416,15 @@ func (s *storedState) brokerConfig(ctx context.Context, userID string) (protocol
 	snap := &st.snap
 	cfg := protocol.Config{
 		Version:     snap.ConfigVersion,
-		Copiers:     make([]protocol.Copier, 0, len(snap.TVCopiers)),
-		Monitors:    make([]protocol.Monitor, 0, len(snap.TVMonitors)),
+		Copiers:     make([]protocol.Copier, 0, len(snap.BrokerCopiers)),
+		Monitors:    make([]protocol.Monitor, 0, len(snap.BrokerMonitors)),
 		Controls:    snap.Controls,
 		NewsLockout: snap.NewsLockout,
 	}
-	for _, c := range snap.TVCopiers {
-		cfg.Copiers = append(cfg.Copiers, tvCopierOf(c.Copier))
+	for _, c := range snap.BrokerCopiers {
+		cfg.Copiers = append(cfg.Copiers, brokerCopierOf(c.Copier))
 	}
-	for _, m := range snap.TVMonitors {
+	for _, m := range snap.BrokerMonitors {
 		cfg.Monitors = append(cfg.Monitors, m.Monitor)
 	}
 	cfg.AtmTemplates = []protocol.ManagedAtmTemplate{}

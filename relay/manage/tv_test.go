@@ -17,16 +17,16 @@ import (
 	"tradebridge/relay/errcode"
 )
 
-// tvAccounts are the accounts of u1's linked broker login in the tv tests:
+// brokerAccounts are the accounts of u1's linked broker login in the broker tests:
 // TV1…TV3 are the broker's only, Sim101 and Sim102 are also on u1's
 // platform connection (the same accounts reached by both families), Sim103
 // is on the platform only.
-var tvAccounts = []string{"TV1", "TV2", "TV3", "Sim101", "Sim102"}
+var brokerAccounts = []string{"TV1", "TV2", "TV3", "Sim101", "Sim102"}
 
-// tvLinks is a BrokerLinks: linked users and their accounts, an error to
+// brokerLinks is a BrokerLinks: linked users and their accounts, an error to
 // fail with, and a script of answers (one per call, linked or not) that
 // overrides users while it lasts.
-type tvLinks struct {
+type brokerLinks struct {
 	mu     sync.Mutex
 	users  map[string][]string
 	err    error
@@ -37,7 +37,7 @@ type tvLinks struct {
 }
 
 // ConfigChanged implements BrokerEngines.
-func (l *tvLinks) ConfigChanged(userID string) {
+func (l *brokerLinks) ConfigChanged(userID string) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if l.changed == nil {
@@ -48,18 +48,18 @@ func (l *tvLinks) ConfigChanged(userID string) {
 
 // changes returns how often the user's broker engines were told of a
 // change.
-func (l *tvLinks) changes(userID string) int {
+func (l *brokerLinks) changes(userID string) int {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	return l.changed[userID]
 }
 
-// newTVLinks returns links with u1 linked to tvAccounts.
-func newTVLinks() *tvLinks {
-	return &tvLinks{users: map[string][]string{"u1": tvAccounts}}
+// newBrokerLinks returns links with u1 linked to brokerAccounts.
+func newBrokerLinks() *brokerLinks {
+	return &brokerLinks{users: map[string][]string{"u1": brokerAccounts}}
 }
 
-func (l *tvLinks) Linked(_ context.Context, userID string) (bool, []string, error) {
+func (l *brokerLinks) Linked(_ context.Context, userID string) (bool, []string, error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	l.calls++
@@ -78,7 +78,7 @@ func (l *tvLinks) Linked(_ context.Context, userID string) (bool, []string, erro
 }
 
 // set links the user to accounts, or unlinks the user (nil).
-func (l *tvLinks) set(userID string, accounts []string) {
+func (l *brokerLinks) set(userID string, accounts []string) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if accounts == nil {
@@ -89,24 +89,24 @@ func (l *tvLinks) set(userID string, accounts []string) {
 }
 
 // fail makes Linked fail with err (nil: answer again).
-func (l *tvLinks) fail(err error) {
+func (l *brokerLinks) fail(err error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	l.err = err
 }
 
-// tvEngine is a BrokerLinks whose engines judge tv monitors' restarts
+// brokerEngine is a BrokerLinks whose engines judge broker monitors' restarts
 // (BrokerMonitors): verdict, or err; seen records the monitors asked
 // about.
-type tvEngine struct {
-	*tvLinks
+type brokerEngine struct {
+	*brokerLinks
 	mu      sync.Mutex
 	verdict protocol.RestartVerdict
 	err     error
 	seen    []protocol.Monitor
 }
 
-func (g *tvEngine) CheckMonitorRestart(ctx context.Context, _ string, m protocol.Monitor) (protocol.RestartVerdict, error) {
+func (g *brokerEngine) CheckMonitorRestart(ctx context.Context, _ string, m protocol.Monitor) (protocol.RestartVerdict, error) {
 	g.mu.Lock()
 	g.seen = append(g.seen, m)
 	v, err := g.verdict, g.err
@@ -118,15 +118,15 @@ func (g *tvEngine) CheckMonitorRestart(ctx context.Context, _ string, m protocol
 	return v, err
 }
 
-// newTVEnv returns an env whose u1 is linked to tvAccounts.
-func newTVEnv(t *testing.T) (*env, *tvLinks) {
+// newBrokerEnv returns an env whose u1 is linked to brokerAccounts.
+func newBrokerEnv(t *testing.T) (*env, *brokerLinks) {
 	t.Helper()
-	links := newTVLinks()
+	links := newBrokerLinks()
 	return newEnv(t, func(o *Options) { o.BrokerLinks = links }), links
 }
 
-// tvCopierBody is a tv copier's create body.
-func tvCopierBody(leader string, followers ...string) string {
+// brokerCopierBody is a broker copier's create body.
+func brokerCopierBody(leader string, followers ...string) string {
 	fs := make([]string, len(followers))
 	for i, f := range followers {
 		fs[i] = `{"account":"` + f + `"}`
@@ -176,27 +176,27 @@ func requireFields(t *testing.T, r resp, status int, code string, fields ...stri
 	require.Equal(t, fields, got, string(r.Body))
 }
 
-// A tv copier's life: create (201, a tvc_ id, stored under its own kind,
+// A broker copier's life: create (201, a tvc_ id, stored under its own kind,
 // no copyMode anywhere), read, list, patch with ETags, a GET body sent
 // back (changed:false), a stale If-Match (412), delete.
-func TestTVCopierLifecycle(t *testing.T) {
+func TestBrokerCopierLifecycle(t *testing.T) {
 	t.Parallel()
-	e, _ := newTVEnv(t)
-	r := e.do(http.MethodPost, "/tv/copiers", tokElite, tvCopierBody("TV1", "TV2", "Sim101"))
+	e, _ := newBrokerEnv(t)
+	r := e.do(http.MethodPost, "/tv/copiers", tokElite, brokerCopierBody("TV1", "TV2", "Sim101"))
 	require.Equal(t, http.StatusCreated, r.Code, string(r.Body))
 	require.Equal(t, `"1"`, r.Header.Get("ETag"))
 	require.True(t, *r.body(t).Changed)
 	keys := dataKeys(t, r)
 	require.NotContains(t, keys, "copyMode")
 	require.Contains(t, keys, "autoSync")
-	var c TVCopier
+	var c BrokerCopier
 	r.data(t, &c)
 	require.Regexp(t, `^tvc_[0-9a-f]{20}$`, c.ID)
 	require.Equal(t, protocol.CopierOff, c.State)
 	require.Equal(t, e.now, c.CreatedAt)
 	id := c.ID
 
-	st, ok := e.store.stored("u1", tvCopierKind.Name, id)
+	st, ok := e.store.stored("u1", brokerCopierKind.Name, id)
 	require.True(t, ok)
 	require.NotContains(t, string(st.Body), "copyMode")
 	_, ok = e.store.stored("u1", copierKind.Name, id)
@@ -244,24 +244,24 @@ func TestTVCopierLifecycle(t *testing.T) {
 	require.Equal(t, http.StatusOK, r.Code, string(r.Body))
 	require.JSONEq(t, `{"success":true,"data":{"id":"`+id+`","deleted":true},"changed":true}`, string(r.Body))
 	require.Equal(t, http.StatusNotFound, e.do(http.MethodGet, "/tv/copiers/"+id, tokElite, "").Code)
-	_, ok = e.store.stored("u1", tvCopierKind.Name, id)
+	_, ok = e.store.stored("u1", brokerCopierKind.Name, id)
 	require.False(t, ok)
 }
 
-// A tv monitor's life: one per broker account, the desktop monitor's
+// A broker monitor's life: one per broker account, the desktop monitor's
 // rules (immutable account, state table), read back unchanged, deleted.
-func TestTVMonitorLifecycle(t *testing.T) {
+func TestBrokerMonitorLifecycle(t *testing.T) {
 	t.Parallel()
-	e, _ := newTVEnv(t)
+	e, _ := newBrokerEnv(t)
 	r := e.do(http.MethodPost, "/tv/monitors", tokElite, `{"account":"TV1","lossLimit":{"enabled":true,"amount":500}}`)
 	require.Equal(t, http.StatusCreated, r.Code, string(r.Body))
-	var m TVMonitor
+	var m BrokerMonitor
 	r.data(t, &m)
 	require.Regexp(t, `^tvm_[0-9a-f]{20}$`, m.ID)
 	require.Equal(t, protocol.MonitorActive, m.State)
 	require.Equal(t, 500.0, m.LossLimit.Amount)
 	id := m.ID
-	_, ok := e.store.stored("u1", tvMonitorKind.Name, id)
+	_, ok := e.store.stored("u1", brokerMonitorKind.Name, id)
 	require.True(t, ok)
 
 	r = e.do(http.MethodPost, "/tv/monitors", tokElite, `{"account":"TV1"}`)
@@ -291,7 +291,7 @@ func TestTVMonitorLifecycle(t *testing.T) {
 	require.Equal(t, errcode.MonitorNotStopped, r.code(t))
 
 	r = e.do(http.MethodGet, "/tv/monitors", tokElite, "")
-	var list []TVMonitor
+	var list []BrokerMonitor
 	r.data(t, &list)
 	require.Len(t, list, 1)
 
@@ -304,17 +304,17 @@ func TestTVMonitorLifecycle(t *testing.T) {
 // account_identity_unresolved with a field per account (not 404
 // account_not_found); the desktop family keeps 404 for the broker's
 // accounts. Nothing is stored and no account is echoed.
-func TestTVAccountIdentityUnresolved(t *testing.T) {
+func TestBrokerAccountIdentityUnresolved(t *testing.T) {
 	t.Parallel()
-	e, links := newTVEnv(t)
-	cp := e.create("/tv/copiers", tvCopierBody("TV1", "TV2"))
+	e, links := newBrokerEnv(t)
+	cp := e.create("/tv/copiers", brokerCopierBody("TV1", "TV2"))
 	for _, tc := range []struct {
 		name, method, path, body string
 		status                   int
 		code                     string
 		fields                   []string
 	}{
-		{"copier leader and follower", http.MethodPost, "/tv/copiers", tvCopierBody("Sim103", "TV2", "Nowhere9"),
+		{"copier leader and follower", http.MethodPost, "/tv/copiers", brokerCopierBody("Sim103", "TV2", "Nowhere9"),
 			http.StatusConflict, errcode.AccountIdentityUnresolved,
 			[]string{"leader", errcode.AccountIdentityUnresolved, "followers.1.account", errcode.AccountIdentityUnresolved}},
 		{"copier patch", http.MethodPatch, "/tv/copiers/" + cp, `{"followers":[{"account":"TV3"},{"account":"Nowhere9"}]}`,
@@ -338,7 +338,7 @@ func TestTVAccountIdentityUnresolved(t *testing.T) {
 			require.Equal(t, writes, e.store.writeCount(), "nothing stored")
 		})
 	}
-	// Stopping a tv copier whose accounts left the login still works;
+	// Stopping a broker copier whose accounts left the login still works;
 	// turning it on again is judged in full.
 	require.Equal(t, http.StatusOK, e.do(http.MethodPatch, "/tv/copiers/"+cp, tokElite, `{"active":true}`).Code)
 	links.set("u1", []string{"TV3"})
@@ -349,14 +349,14 @@ func TestTVAccountIdentityUnresolved(t *testing.T) {
 		"leader", errcode.AccountIdentityUnresolved, "followers.0.account", errcode.AccountIdentityUnresolved)
 }
 
-// copyMode does not exist for a tv copier: sent on create or PATCH,
+// copyMode does not exist for a broker copier: sent on create or PATCH,
 // whatever its value, it is 422 field_not_applicable with the one field;
 // nothing is stored. Desktop copiers keep it. Every monitor field applies
 // to a broker account.
-func TestTVFieldNotApplicable(t *testing.T) {
+func TestBrokerFieldNotApplicable(t *testing.T) {
 	t.Parallel()
-	e, _ := newTVEnv(t)
-	id := e.create("/tv/copiers", tvCopierBody("TV1", "TV2"))
+	e, _ := newBrokerEnv(t)
+	id := e.create("/tv/copiers", brokerCopierBody("TV1", "TV2"))
 	for _, v := range []string{`"execution"`, `"order"`, `null`, `""`, `7`, `{}`} {
 		t.Run(v, func(t *testing.T) {
 			writes := e.store.writeCount()
@@ -369,10 +369,10 @@ func TestTVFieldNotApplicable(t *testing.T) {
 			require.Equal(t, writes, e.store.writeCount(), "nothing stored")
 		})
 	}
-	st, _ := e.store.stored("u1", tvCopierKind.Name, id)
+	st, _ := e.store.stored("u1", brokerCopierKind.Name, id)
 	require.Equal(t, int64(1), st.Version)
 	r := e.do(http.MethodGet, "/tv/copiers", tokElite, "")
-	var list []TVCopier
+	var list []BrokerCopier
 	r.data(t, &list)
 	require.Len(t, list, 1)
 
@@ -390,24 +390,24 @@ func TestTVFieldNotApplicable(t *testing.T) {
 	require.Equal(t, http.StatusCreated, r.Code, "every monitor field applies to a broker account: %s", r.Body)
 }
 
-// Until a broker login is linked every tv route answers 409
+// Until a broker login is linked every broker route answers 409
 // tradovate_not_linked: after admission and the budgets, before the query
 // and body rules. Linked, the routes work; unlinked again, they refuse
 // while the resources stay. A link that cannot be read is 503
 // storage_unavailable; a link gone between admission and the change is
 // refused under the user's lock.
-func TestTVNotLinked(t *testing.T) {
+func TestBrokerNotLinked(t *testing.T) {
 	t.Parallel()
-	e, links := newTVEnv(t)
+	e, links := newBrokerEnv(t)
 	links.set("u1", nil)
-	tvID := "tvc_00000000000000000000"
+	brokerID := "tvc_00000000000000000000"
 	for _, tc := range []struct{ method, path, body string }{
 		{http.MethodGet, "/tv/copiers", ""},
-		{http.MethodPost, "/tv/copiers", tvCopierBody("TV1", "TV2")},
+		{http.MethodPost, "/tv/copiers", brokerCopierBody("TV1", "TV2")},
 		{http.MethodPost, "/tv/copiers", `{"copyMode":"order"}`},
-		{http.MethodGet, "/tv/copiers/" + tvID, ""},
-		{http.MethodPatch, "/tv/copiers/" + tvID, `{"active":false}`},
-		{http.MethodDelete, "/tv/copiers/" + tvID, ""},
+		{http.MethodGet, "/tv/copiers/" + brokerID, ""},
+		{http.MethodPatch, "/tv/copiers/" + brokerID, `{"active":false}`},
+		{http.MethodDelete, "/tv/copiers/" + brokerID, ""},
 		{http.MethodGet, "/tv/monitors", ""},
 		{http.MethodPost, "/tv/monitors", `{"account":"TV1"}`},
 		{http.MethodPatch, "/tv/monitors/tvm_00000000000000000000", `{"active":true}`},
@@ -425,12 +425,12 @@ func TestTVNotLinked(t *testing.T) {
 	require.Equal(t, errcode.InvalidPath, e.do(http.MethodGet, "/tv/copiers/cop_x", tokElite, "").code(t))
 	require.Equal(t, http.StatusOK, e.do(http.MethodGet, "/desktop/copiers", tokElite, "").Code, "desktop needs no link")
 
-	links.set("u1", tvAccounts)
-	id := e.create("/tv/copiers", tvCopierBody("TV1", "TV2"))
+	links.set("u1", brokerAccounts)
+	id := e.create("/tv/copiers", brokerCopierBody("TV1", "TV2"))
 	links.set("u1", nil)
 	require.Equal(t, errcode.TradovateNotLinked, e.do(http.MethodGet, "/tv/copiers/"+id, tokElite, "").code(t))
 	require.Equal(t, errcode.TradovateNotLinked, e.do(http.MethodPatch, "/tv/copiers/"+id, tokElite, `{"active":true}`).code(t))
-	links.set("u1", tvAccounts)
+	links.set("u1", brokerAccounts)
 	require.Equal(t, http.StatusOK, e.do(http.MethodGet, "/tv/copiers/"+id, tokElite, "").Code, "kept while unlinked")
 
 	links.fail(errFake)
@@ -462,24 +462,24 @@ func TestTVNotLinked(t *testing.T) {
 	require.Equal(t, "read", r.body(t).Policy)
 }
 
-// Desktop and tv resources are apart: own lists and ids (an id of one
+// Desktop and broker resources are apart: own lists and ids (an id of one
 // family is 404 on the other's routes), conflicts judged within the
-// family (a tv copier meets no desktop copier in cycles or duplicates, a
-// tv Tandem needs tv monitors and makes tv monitors its dependency), and
+// family (a broker copier meets no desktop copier in cycles or duplicates, a
+// broker Tandem needs broker monitors and makes broker monitors its dependency), and
 // the configuration pushed to the agent holds only the desktop ones.
-func TestTVAndDesktopApart(t *testing.T) {
+func TestBrokerAndDesktopApart(t *testing.T) {
 	t.Parallel()
-	e, _ := newTVEnv(t)
+	e, _ := newBrokerEnv(t)
 	d1 := e.create("/desktop/copiers", `{"leader":"Sim101","followers":[{"account":"Sim102"}]}`)
-	t1 := e.create("/tv/copiers", tvCopierBody("Sim101", "Sim102"))
+	t1 := e.create("/tv/copiers", brokerCopierBody("Sim101", "Sim102"))
 
-	r := e.do(http.MethodPost, "/tv/copiers", tokElite, tvCopierBody("Sim102", "Sim101"))
+	r := e.do(http.MethodPost, "/tv/copiers", tokElite, brokerCopierBody("Sim102", "Sim101"))
 	requireFields(t, r, http.StatusConflict, errcode.CopierCycle, "followers.0.account", errcode.CopierCycle)
-	r = e.do(http.MethodPost, "/tv/copiers", tokElite, tvCopierBody("Sim101", "Sim102"))
+	r = e.do(http.MethodPost, "/tv/copiers", tokElite, brokerCopierBody("Sim101", "Sim102"))
 	requireFields(t, r, http.StatusConflict, errcode.DuplicateCopier, "followers.0.account", errcode.DuplicateCopier)
 	r = e.do(http.MethodPost, "/tv/copiers", tokElite, `{"leader":"TV3","followers":[{"account":"Sim102"}],"autoSync":true,"autoSyncSeconds":5}`)
 	requireFields(t, r, http.StatusConflict, errcode.FollowerConflict, "followers.0.account", errcode.FollowerConflict)
-	t3 := e.create("/tv/copiers", tvCopierBody("TV3", "Sim102"))
+	t3 := e.create("/tv/copiers", brokerCopierBody("TV3", "Sim102"))
 	r = e.do(http.MethodPost, "/desktop/copiers", tokElite, `{"leader":"Sim102","followers":[{"account":"Sim101"}]}`)
 	require.Equal(t, errcode.CopierCycle, r.code(t), "the desktop cycle is the desktop copiers'")
 
@@ -532,16 +532,16 @@ func TestTVAndDesktopApart(t *testing.T) {
 	require.Empty(t, last.Monitors)
 }
 
-// A tv change needs no agent and pushes nothing: with the agent gone,
-// tv resources are created, changed and deleted; the hub is never called
+// A broker change needs no agent and pushes nothing: with the agent gone,
+// broker resources are created, changed and deleted; the hub is never called
 // and the configuration version does not move. A desktop change still
 // needs the agent.
-func TestTVNeedsNoAgent(t *testing.T) {
+func TestBrokerNeedsNoAgent(t *testing.T) {
 	t.Parallel()
-	e, links := newTVEnv(t)
+	e, links := newBrokerEnv(t)
 	e.hub.disconnect("u1")
 	mon := e.create("/tv/monitors", `{"account":"TV2"}`)
-	cp := e.create("/tv/copiers", tvCopierBody("TV1", "TV2"))
+	cp := e.create("/tv/copiers", brokerCopierBody("TV1", "TV2"))
 	for _, tc := range []struct{ method, path, body string }{
 		{http.MethodPatch, "/tv/copiers/" + cp, `{"active":true,"tandem":true}`},
 		{http.MethodPatch, "/tv/copiers/" + cp, `{"active":false}`},
@@ -569,31 +569,31 @@ func TestTVNeedsNoAgent(t *testing.T) {
 	links.set("u1", nil)
 	r = e.do(http.MethodPatch, "/controls", tokElite, `{"flattenOnKill":false}`)
 	require.Equal(t, errcode.AddonDisconnected, r.code(t))
-	links.set("u1", tvAccounts)
+	links.set("u1", brokerAccounts)
 
-	// Connected, a tv change still pushes nothing.
+	// Connected, a broker change still pushes nothing.
 	e.hub.connect("u1", protocol.ProtocolVersion)
 	e.create("/tv/monitors", `{"account":"TV3"}`)
 	require.Empty(t, e.hub.pushes("u1"))
 }
 
-// Service modes and budgets on the tv family: family tv unavailable turns
-// off only tv routes (before the link); read_only keeps tv reads; busy
-// sheds tv requests but a tv copier's stop; a tv resource has its own
+// Service modes and budgets on the broker family: family tv unavailable turns
+// off only broker routes (before the link); read_only keeps broker reads; busy
+// sheds broker requests but a broker copier's stop; a broker resource has its own
 // resource budget.
-func TestTVModesAndBudgets(t *testing.T) {
+func TestBrokerModesAndBudgets(t *testing.T) {
 	t.Parallel()
-	e, links := newTVEnv(t)
-	id := e.create("/tv/copiers", tvCopierBody("TV1", "TV2"))
+	e, links := newBrokerEnv(t)
+	id := e.create("/tv/copiers", brokerCopierBody("TV1", "TV2"))
 
-	require.NoError(t, e.s.Modes().Set(ModeState{Families: map[string]string{FamilyTV: ModeUnavailable}}))
+	require.NoError(t, e.s.Modes().Set(ModeState{Families: map[string]string{FamilyBroker: ModeUnavailable}}))
 	r := e.do(http.MethodGet, "/tv/copiers", tokElite, "")
 	require.Equal(t, http.StatusServiceUnavailable, r.Code)
 	require.Equal(t, errcode.FamilyUnavailable, r.code(t))
 	require.Equal(t, http.StatusOK, e.do(http.MethodGet, "/desktop/copiers", tokElite, "").Code)
 	links.set("u1", nil)
 	require.Equal(t, errcode.FamilyUnavailable, e.do(http.MethodGet, "/tv/monitors", tokElite, "").code(t))
-	links.set("u1", tvAccounts)
+	links.set("u1", brokerAccounts)
 
 	require.NoError(t, e.s.Modes().Set(ModeState{Management: ModeReadOnly}))
 	require.Equal(t, http.StatusOK, e.do(http.MethodGet, "/tv/copiers/"+id, tokElite, "").Code)
@@ -605,7 +605,7 @@ func TestTVModesAndBudgets(t *testing.T) {
 	require.Equal(t, http.StatusOK, r.Code, "a tv copier's stop passes under load: %s", r.Body)
 
 	require.NoError(t, e.s.Modes().Set(ModeState{}))
-	other := e.create("/tv/copiers", tvCopierBody("TV2", "TV3"))
+	other := e.create("/tv/copiers", brokerCopierBody("TV2", "TV3"))
 	e.tick = 0
 	e.clock.advance(time.Hour)
 	for range 3 {
@@ -620,17 +620,17 @@ func TestTVModesAndBudgets(t *testing.T) {
 		"a stop costs the stop budget, not the resource's")
 }
 
-// A tv monitor's restart is judged by the broker engines, never by the
+// A broker monitor's restart is judged by the broker engines, never by the
 // agent: would_retrip, a late engine (504), no engine (500), a restart
 // that resumes the monitor; the state table holds as on desktop.
-func TestTVMonitorRestart(t *testing.T) {
+func TestBrokerMonitorRestart(t *testing.T) {
 	t.Parallel()
-	engine := &tvEngine{tvLinks: newTVLinks()}
+	engine := &brokerEngine{brokerLinks: newBrokerLinks()}
 	e := newEnv(t, func(o *Options) { o.BrokerLinks = engine; o.AckTimeout = 20 * time.Millisecond })
 	e.hub.disconnect("u1")
-	id := newID(tvMonitorKind.Name)
+	id := newID(brokerMonitorKind.Name)
 	_, err := e.store.WriteResources(t.Context(), "u1", false,
-		storeWrite(tvMonitorKind.Name, id, monitorJSON(id, "TV1", protocol.MonitorStopped), 0))
+		storeWrite(brokerMonitorKind.Name, id, monitorJSON(id, "TV1", protocol.MonitorStopped), 0))
 	require.NoError(t, err)
 	path := "/tv/monitors/" + id + "/restart"
 
@@ -656,7 +656,7 @@ func TestTVMonitorRestart(t *testing.T) {
 	engine.mu.Unlock()
 	r = e.do(http.MethodPost, path, tokElite, "")
 	require.Equal(t, http.StatusOK, r.Code, string(r.Body))
-	var m TVMonitor
+	var m BrokerMonitor
 	r.data(t, &m)
 	require.Equal(t, protocol.MonitorActive, m.State)
 	require.Nil(t, m.StoppedAt)
@@ -669,9 +669,9 @@ func TestTVMonitorRestart(t *testing.T) {
 	require.Zero(t, e.hub.callsOf("u1"))
 
 	// BrokerLinks without engines cannot judge a restart.
-	plain, _ := newTVEnv(t)
+	plain, _ := newBrokerEnv(t)
 	_, err = plain.store.WriteResources(t.Context(), "u1", false,
-		storeWrite(tvMonitorKind.Name, id, monitorJSON(id, "TV1", protocol.MonitorStopped), 0))
+		storeWrite(brokerMonitorKind.Name, id, monitorJSON(id, "TV1", protocol.MonitorStopped), 0))
 	require.NoError(t, err)
 	r = plain.do(http.MethodPost, path, tokElite, "")
 	require.Equal(t, http.StatusInternalServerError, r.Code, string(r.Body))

@@ -59,7 +59,7 @@ var (
 	order = protocol.Order{OrderID: "sim-1", Account: "Sim101", Instrument: "ES 12-26", OrderState: "Filled"}
 )
 
-// The shapes of the table: in the compatible profile the members
+// The shapes of the API specification's table: in the compatible profile the members
 // of data stand at the top level; in the standard profile data holds the
 // same members, and writes lift their ids.
 func TestShapes(t *testing.T) {

@@ -8,7 +8,7 @@
 // (package errcode) and never repeat what the caller sent.
 //
 // The same package serves the broker family under /v1/api/tv (Options.Family
-// FamilyTV): a subset of the same routes, whose Caller runs the operations
+// FamilyBroker): a subset of the same routes, whose Caller runs the operations
 // in the relay against the user's linked broker login rather than in an
 // agent (package relay/broker), and the family's own OpenAPI documents.
 package tradeapi
@@ -63,8 +63,8 @@ type Options struct {
 	// Now is the clock of idempotency records; nil means time.Now.
 	Now func() time.Time
 	// Family is the family of routes served: FamilyDesktop ("", the
-	// routes under /v1/api, answered by the user's agent) or FamilyTV
-	// ("tv", the broker family under /v1/api/tv; see TVRoutes). Each
+	// routes under /v1/api, answered by the user's agent) or FamilyBroker
+	// ("tv", the broker family under /v1/api/tv; see BrokerRoutes). Each
 	// family is its own API with its own Caller; both share Budget, the
 	// Admitter and the idempotency store, whose keys they keep apart.
 	Family string
@@ -75,19 +75,19 @@ const (
 	// FamilyDesktop is the trading API answered by the user's agent next
 	// to the desktop platform, under /v1/api.
 	FamilyDesktop = ""
-	// FamilyTV is the broker family, answered in the relay against the
+	// FamilyBroker is the broker family, answered in the relay against the
 	// user's linked Tradovate login, under /v1/api/tv.
-	FamilyTV = "tv"
+	FamilyBroker = "tv"
 )
 
-// TVPrefix is the path prefix of the broker family's routes.
-const TVPrefix = "/v1/api/tv/"
+// BrokerPrefix is the path prefix of the broker family's routes.
+const BrokerPrefix = "/v1/api/tv/"
 
-// tvRoutes are the desktop routes the broker family serves, by method and
+// brokerRoutes are the desktop routes the broker family serves, by method and
 // desktop path; each is served at its path with /v1/api/ replaced by
-// TVPrefix. Strategies, bars, ATM templates, watermarks, quotes and
+// BrokerPrefix. Strategies, bars, ATM templates, watermarks, quotes and
 // market info are the desktop family's only.
-var tvRoutes = map[[2]string]bool{
+var brokerRoutes = map[[2]string]bool{
 	{"GET", "/v1/api/accounts"}:                                      true,
 	{"GET", "/v1/api/accounts/{account}"}:                            true,
 	{"GET", "/v1/api/accounts/{account}/positions"}:                  true,
@@ -111,28 +111,28 @@ var tvRoutes = map[[2]string]bool{
 	{"POST", "/v1/api/orders/cancelall"}:                             true,
 }
 
-// tvEndpoints is the broker family's route table: the desktop table's
-// routes of tvRoutes, in its order, under TVPrefix; the routes that place
+// brokerEndpoints is the broker family's route table: the desktop table's
+// routes of brokerRoutes, in its order, under BrokerPrefix; the routes that place
 // an order of a type the caller names (place, flatplace,
 // reverseposition) also take the broker's trailing types and
 // trailDistance (tradecall.WithTrailingStops).
-var tvEndpoints = func() []endpoint {
+var brokerEndpoints = func() []endpoint {
 	var out []endpoint
 	for _, ep := range tradecall.Endpoints() {
-		if tvRoutes[[2]string{ep.Method, ep.Path}] {
+		if brokerRoutes[[2]string{ep.Method, ep.Path}] {
 			ep = tradecall.WithTrailingStops(ep)
-			ep.Path = TVPrefix + strings.TrimPrefix(ep.Path, "/v1/api/")
+			ep.Path = BrokerPrefix + strings.TrimPrefix(ep.Path, "/v1/api/")
 			out = append(out, ep)
 		}
 	}
 	return out
 }()
 
-// TVRoutes lists the broker family's routes as method and path pattern
+// BrokerRoutes lists the broker family's routes as method and path pattern
 // pairs ("GET", "/v1/api/tv/accounts").
-func TVRoutes() [][2]string {
-	out := make([][2]string, len(tvEndpoints))
-	for i, ep := range tvEndpoints {
+func BrokerRoutes() [][2]string {
+	out := make([][2]string, len(brokerEndpoints))
+	for i, ep := range brokerEndpoints {
 		out[i] = [2]string{ep.Method, ep.Path}
 	}
 	return out
@@ -149,14 +149,14 @@ var Door = func() admit.Door {
 	return d
 }()
 
-// TVDoor is the broker family's admission policy: Door's, named "tv",
+// BrokerDoor is the broker family's admission policy: Door's, named "tv",
 // refusing a user whose plan withholds the feature "tv" with 403
 // plan_required. New fills in the budgets.
-var TVDoor = func() admit.Door {
+var BrokerDoor = func() admit.Door {
 	d := Door
 	d.Name = "tv"
 	d.Gate = func(_ *http.Request, p auth.Principal) *httpapi.Error {
-		if p.Withholds(FamilyTV) {
+		if p.Withholds(FamilyBroker) {
 			return &httpapi.Error{Status: http.StatusForbidden, Code: errcode.PlanRequired, Detail: "the broker family is not in the plan"}
 		}
 		return nil
@@ -178,7 +178,7 @@ func New(opts Options) (*API, error) {
 	if opts.Caller == nil || (opts.Auth == nil && opts.Admit == nil) || opts.Idempotency == nil {
 		return nil, errors.New("api: Options.Caller, Options.Auth (or Options.Admit) and Options.Idempotency are required")
 	}
-	if opts.Family != FamilyDesktop && opts.Family != FamilyTV {
+	if opts.Family != FamilyDesktop && opts.Family != FamilyBroker {
 		return nil, errors.New(`api: Options.Family must be "" (desktop) or "tv"`)
 	}
 	if opts.Logger == nil {
@@ -212,8 +212,8 @@ func New(opts Options) (*API, error) {
 		return nil, err
 	}
 	a := &API{opts: opts, log: opts.Logger.Named("api"), door: Door, keyed: keyed, endpoints: endpoints}
-	if opts.Family == FamilyTV {
-		a.log, a.door, a.endpoints = opts.Logger.Named("api").Named("tv"), TVDoor, tvEndpoints
+	if opts.Family == FamilyBroker {
+		a.log, a.door, a.endpoints = opts.Logger.Named("api").Named("tv"), BrokerDoor, brokerEndpoints
 	}
 	a.door.IP = opts.IPBudget
 	a.door.Budgets = []*budget.Limiter{opts.Budget}
@@ -224,7 +224,7 @@ func New(opts Options) (*API, error) {
 func (a *API) Budget() *budget.Limiter { return a.opts.Budget }
 
 // Door returns a copy of the API's admission policy, its budgets filled
-// in (Door, or TVDoor for the broker family), so that other routes of the
+// in (Door, or BrokerDoor for the broker family), so that other routes of the
 // family (the broker links' routes) admit their requests as its trading
 // routes do and draw on the same budgets.
 func (a *API) Door() *admit.Door {
@@ -243,7 +243,7 @@ type Mux interface {
 // /v1/api/openapi.compatible.json, and the stream API's AsyncAPI
 // document at GET /v1/api/asyncapi.json (DocumentPaths); the broker
 // family's, its OpenAPI documents at GET /v1/api/tv/openapi.json and
-// /v1/api/tv/openapi.compatible.json (TVDocumentPaths), which also
+// /v1/api/tv/openapi.compatible.json (BrokerDocumentPaths), which also
 // describe the link routes package relay/broker registers.
 func (a *API) Register(mux Mux) {
 	for i := range a.endpoints {
@@ -255,7 +255,7 @@ func (a *API) Register(mux Mux) {
 	if a.opts.Family == FamilyDesktop {
 		registerDocuments(mux)
 	} else {
-		registerTVDocuments(mux)
+		registerBrokerDocuments(mux)
 	}
 }
 

@@ -29,7 +29,7 @@ const (
 )
 
 // DocumentPaths lists the paths of the documents the desktop family's
-// Register serves (the broker family's: TVDocumentPaths).
+// Register serves (the broker family's: BrokerDocumentPaths).
 var DocumentPaths = []string{OpenAPIPath, OpenAPICompatiblePath, AsyncAPIPath}
 
 // registerDocuments adds the documents to mux.
@@ -82,7 +82,7 @@ func OpenAPIFor(p profile.Profile) map[string]any {
 // docFamily is what one family's OpenAPI documents hold: its routes, the
 // error codes each answers, and the documents' texts.
 type docFamily struct {
-	// family is FamilyDesktop or FamilyTV: the schemas keep the fields
+	// family is FamilyDesktop or FamilyBroker: the schemas keep the fields
 	// tagged with it (see schemaSet).
 	family    string
 	endpoints []endpoint

@@ -23,11 +23,11 @@ import (
 //   - a map without omitempty may be null (an absent map encodes so);
 //   - no OpenAPI 3.0 "nullable": the documents are 3.1;
 //   - a field tagged family:"tv" is the broker family's only: it is kept
-//     in the broker family's documents (family FamilyTV) and left out of
+//     in the broker family's documents (family FamilyBroker) and left out of
 //     the desktop family's.
 type schemaSet struct {
 	// family is the family whose documents the schemas are for
-	// (FamilyDesktop or FamilyTV): a field tagged with another family is
+	// (FamilyDesktop or FamilyBroker): a field tagged with another family is
 	// left out.
 	family  string
 	schemas openapi3.Schemas

@@ -31,7 +31,7 @@ func loadOpenAPI(t *testing.T, p profile.Profile) *openapi3.T {
 }
 
 // typedObject reports whether s is an object schema with properties: not
-// the untyped {} of the envelope the document used to stop at.
+// an untyped {}.
 func typedObject(s *openapi3.Schema) bool {
 	return s != nil && s.Type != nil && s.Type.Includes(openapi3.TypeObject) && len(s.Properties) > 0
 }

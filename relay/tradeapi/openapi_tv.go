@@ -16,56 +16,56 @@ import (
 )
 
 // The broker family's machine-readable contract, served without a token
-// by the tv family's Register. Both documents hold the family's trading
-// routes, generated from its route table (tvEndpoints: the desktop
+// by the broker family's Register. Both documents hold the family's trading
+// routes, generated from its route table (brokerEndpoints: the desktop
 // routes it serves, under /v1/api/tv, with the broker's trailing order
 // types), the link routes of package relay/broker, described by hand
-// here, and the error codes the family answers (tvErrorCodes). The
+// here, and the error codes the family answers (brokerErrorCodes). The
 // schemas keep the fields tagged family:"tv" (Order's trailDistance).
 const (
-	// TVOpenAPIPath serves the broker family's OpenAPI 3.1 document in
+	// BrokerOpenAPIPath serves the broker family's OpenAPI 3.1 document in
 	// the standard profile.
-	TVOpenAPIPath = TVPrefix + "openapi.json"
-	// TVOpenAPICompatiblePath serves it in the compatible profile.
-	TVOpenAPICompatiblePath = TVPrefix + "openapi.compatible.json"
+	BrokerOpenAPIPath = BrokerPrefix + "openapi.json"
+	// BrokerOpenAPICompatiblePath serves it in the compatible profile.
+	BrokerOpenAPICompatiblePath = BrokerPrefix + "openapi.compatible.json"
 )
 
-// TVDocumentPaths lists the paths of the documents the broker family's
+// BrokerDocumentPaths lists the paths of the documents the broker family's
 // Register serves.
-var TVDocumentPaths = []string{TVOpenAPIPath, TVOpenAPICompatiblePath}
+var BrokerDocumentPaths = []string{BrokerOpenAPIPath, BrokerOpenAPICompatiblePath}
 
-// registerTVDocuments adds the broker family's documents to mux.
-func registerTVDocuments(mux Mux) {
-	mux.Handle("GET "+TVOpenAPIPath, serveDocument(func() any { return TVOpenAPIFor(profile.Standard) }))
-	mux.Handle("GET "+TVOpenAPICompatiblePath, serveDocument(func() any { return TVOpenAPIFor(profile.Compatible) }))
+// registerBrokerDocuments adds the broker family's documents to mux.
+func registerBrokerDocuments(mux Mux) {
+	mux.Handle("GET "+BrokerOpenAPIPath, serveDocument(func() any { return BrokerOpenAPIFor(profile.Standard) }))
+	mux.Handle("GET "+BrokerOpenAPICompatiblePath, serveDocument(func() any { return BrokerOpenAPIFor(profile.Compatible) }))
 }
 
-// TVOpenAPIFor returns the OpenAPI 3.1 document of the broker family
+// BrokerOpenAPIFor returns the OpenAPI 3.1 document of the broker family
 // (/v1/api/tv) whose success responses are those of profile p. It panics
 // when the route table and the data types disagree, which tests catch.
-func TVOpenAPIFor(p profile.Profile) map[string]any {
-	doc, err := buildOpenAPI(tvFamily, p)
+func BrokerOpenAPIFor(p profile.Profile) map[string]any {
+	doc, err := buildOpenAPI(brokerFamily, p)
 	if err != nil {
 		panic(err)
 	}
 	return doc
 }
 
-// tvFamily is the broker family's documents.
-var tvFamily = &docFamily{
-	family:          FamilyTV,
-	endpoints:       tvEndpoints,
-	codes:           tvErrorCodes,
-	statuses:        tvStatusDescriptions,
+// brokerFamily is the broker family's documents.
+var brokerFamily = &docFamily{
+	family:          FamilyBroker,
+	endpoints:       brokerEndpoints,
+	codes:           brokerErrorCodes,
+	statuses:        brokerStatusDescriptions,
 	title:           "Trading API, broker family (/v1/api/tv)",
 	compatibleTitle: "Trading API, broker family (/v1/api/tv; compatible profile)",
-	info:            tvInfoDescription,
-	standard:        tvStandardDescription,
-	compatible:      tvCompatibleDescription,
+	info:            brokerInfoDescription,
+	standard:        brokerStandardDescription,
+	compatible:      brokerCompatibleDescription,
 	extra:           addLinkRoutes,
 }
 
-const tvInfoDescription = "Trading calls run in the relay against the user's linked Tradovate login: the desktop need not be running. " +
+const brokerInfoDescription = "Trading calls run in the relay against the user's linked Tradovate login: the desktop need not be running. " +
 	"The routes are those of the desktop family (/v1/api/openapi.json) that the broker serves, at the same paths with /v1/api/ replaced by /v1/api/tv/, " +
 	"with the same parameters and response shapes; place, flatplace and reverseposition also take the broker's trailing order types " +
 	"(TrailingStop, TrailingStopLimit) and trailDistance (in price units), and order records carry trailDistance. " +
@@ -78,18 +78,18 @@ const tvInfoDescription = "Trading calls run in the relay against the user's lin
 	"Every admitted request is charged to the user's budget (180 per minute, burst 20), shared with the desktop family " +
 	"and the WebSocket API at /ws/stream."
 
-const tvStandardDescription = "Responses are shown in the standard profile, the default: {success:true, data:{…}}, " +
+const brokerStandardDescription = "Responses are shown in the standard profile, the default: {success:true, data:{…}}, " +
 	"where data is always an object (lists are named: {positions:[…], count:n}); writes that place orders also carry " +
 	"orderId or orderIds at the top level. The link routes answer {success:true, data:{…}} in both profiles. " +
 	"Tokens issued with the compatible profile read the document at /v1/api/tv/openapi.compatible.json."
 
-const tvCompatibleDescription = "Responses are shown in the compatible profile: the members of data stand at the top level " +
+const brokerCompatibleDescription = "Responses are shown in the compatible profile: the members of data stand at the top level " +
 	"next to success ({success:true, positions:[…], count:n}); the link routes alone keep {success:true, data:{…}}. " +
 	"The member names are those of the standard profile (/v1/api/tv/openapi.json); errors are the same."
 
-// tvStatusDescriptions say what each error status means on the broker
+// brokerStatusDescriptions say what each error status means on the broker
 // family: the desktop family's, where the broker changes the meaning.
-var tvStatusDescriptions = func() map[int]string {
+var brokerStatusDescriptions = func() map[int]string {
 	m := maps.Clone(statusDescriptions)
 	m[http.StatusForbidden] = "the user's plan lacks the trading API or the broker family"
 	m[http.StatusNotFound] = "this relay does not offer the OAuth link (no OAuth client is configured): link API-key credentials instead"
@@ -120,15 +120,15 @@ var tvStatusDescriptions = func() map[int]string {
 // and every route answers 409 tradovate_not_linked and 503
 // broker_unavailable; every write (each touches orders or positions) 400
 // tradovate_<reason> for each of the broker's failure reasons
-// (tvRejectCodes).
-var tvNotAnswered = []string{
+// (tradovateRejectCodes).
+var brokerNotAnswered = []string{
 	errcode.AddonDisconnected, errcode.PlatformUnavailable, protocol.CodeUnknownFunction,
 	protocol.CodeAccountNotFound, protocol.CodeTemplateNotFound,
 }
 
-// tvRejectCodes are the codes of the orders the broker refuses: one per
+// tradovateRejectCodes are the codes of the orders the broker refuses: one per
 // failure reason of its table, unknown reasons included.
-var tvRejectCodes = func() []string {
+var tradovateRejectCodes = func() []string {
 	out := make([]string, 0, len(tradovatewire.FailureReasons))
 	for _, r := range tradovatewire.FailureReasons {
 		out = append(out, tradovatewire.RejectCode(r))
@@ -137,12 +137,12 @@ var tvRejectCodes = func() []string {
 	return slices.Compact(out)
 }()
 
-// tvErrorCodes returns the codes ep, a route of tvEndpoints, documents
+// brokerErrorCodes returns the codes ep, a route of brokerEndpoints, documents
 // by status, each list sorted.
-func tvErrorCodes(ep *endpoint) map[int][]string {
+func brokerErrorCodes(ep *endpoint) map[int][]string {
 	out := errorCodes(ep)
 	for st, codes := range out {
-		out[st] = slices.DeleteFunc(codes, func(c string) bool { return slices.Contains(tvNotAnswered, c) })
+		out[st] = slices.DeleteFunc(codes, func(c string) bool { return slices.Contains(brokerNotAnswered, c) })
 	}
 	out[http.StatusConflict] = append(out[http.StatusConflict], errcode.TradovateNotLinked)
 	out[http.StatusServiceUnavailable] = append(out[http.StatusServiceUnavailable], errcode.BrokerUnavailable)
@@ -150,7 +150,7 @@ func tvErrorCodes(ep *endpoint) map[int][]string {
 		out[http.StatusConflict] = append(out[http.StatusConflict], errcode.AccountIdentityUnresolved)
 	}
 	if isWrite(ep.Fn) {
-		out[http.StatusBadRequest] = append(out[http.StatusBadRequest], tvRejectCodes...)
+		out[http.StatusBadRequest] = append(out[http.StatusBadRequest], tradovateRejectCodes...)
 	}
 	return sortedCodes(out)
 }
@@ -173,9 +173,9 @@ func sortedCodes(out map[int][]string) map[int][]string {
 // StatusPath; a test holds them equal). The OAuth callback
 // (/v1/tv/oauth/callback) is the browser's, not a bot's, and is left out.
 const (
-	tvLinkPath      = TVPrefix + "link"
-	tvLinkOAuthPath = TVPrefix + "link/oauth"
-	tvStatusPath    = TVPrefix + "status"
+	brokerLinkPath      = BrokerPrefix + "link"
+	brokerLinkOAuthPath = BrokerPrefix + "link/oauth"
+	brokerStatusPath    = BrokerPrefix + "status"
 )
 
 // linkFieldMax bounds every text field of a link (relay/broker's bound).
@@ -194,7 +194,7 @@ type linkRoute struct {
 	codes map[int][]string
 }
 
-// Error codes every link route shares: admission (the tv family's door)
+// Error codes every link route shares: admission (the broker family's door)
 // and the relay's own failures.
 var linkCommonCodes = map[int][]string{
 	http.StatusUnauthorized:        {errcode.Unauthorized},
@@ -229,7 +229,7 @@ func linkCodes(lists ...map[int][]string) map[int][]string {
 // linkRoutes are the link routes, in the order of docs/tradovate.md.
 var linkRoutes = []linkRoute{
 	{
-		method: http.MethodPost, path: tvLinkPath, operationID: "LinkBroker_tv_link",
+		method: http.MethodPost, path: brokerLinkPath, operationID: "LinkBroker_tv_link",
 		summary: "Link a Tradovate login with API-key credentials",
 		description: "The relay logs in once to check the credentials and keeps that session. Nothing is stored when the broker refuses " +
 			"them (400 broker_login_failed) or cannot be reached (503 broker_unavailable). Linking again replaces the link. " +
@@ -255,7 +255,7 @@ var linkRoutes = []linkRoute{
 		}),
 	},
 	{
-		method: http.MethodPost, path: tvLinkOAuthPath, operationID: "LinkBrokerOAuth_tv_link_oauth",
+		method: http.MethodPost, path: brokerLinkOAuthPath, operationID: "LinkBrokerOAuth_tv_link_oauth",
 		summary: "Start linking a Tradovate login through the broker's OAuth page",
 		description: "Answers the broker's authorization page, for the dashboard to send the user's browser to. The broker sends the browser " +
 			"back to the relay (GET /v1/tv/oauth/callback, not for bots), which stores the link; the one-time state lasts 10 minutes and binds " +
@@ -272,7 +272,7 @@ var linkRoutes = []linkRoute{
 		}),
 	},
 	{
-		method: http.MethodDelete, path: tvLinkPath, operationID: "UnlinkBroker_tv_link",
+		method: http.MethodDelete, path: brokerLinkPath, operationID: "UnlinkBroker_tv_link",
 		summary: "Unlink the Tradovate login",
 		description: "Stops the link's instance, then deletes the link, its strategy-tag ownership, write journal and order map. " +
 			"Orders and positions at the broker are untouched. changed is false when nothing was linked.",
@@ -283,7 +283,7 @@ var linkRoutes = []linkRoute{
 		}),
 	},
 	{
-		method: http.MethodGet, path: tvStatusPath, operationID: "GetBrokerStatus_tv_status",
+		method: http.MethodGet, path: brokerStatusPath, operationID: "GetBrokerStatus_tv_status",
 		summary:     "The state of the user's Tradovate link",
 		description: "Never holds a secret. Answers linked:false when no login is linked.",
 		data:        "BrokerStatus",

@@ -38,16 +38,16 @@ import (
 
 var update = flag.Bool("update", false, "rewrite the golden files of the broker family's OpenAPI documents (testdata/openapi.tv.json)")
 
-// tvGolden is the golden file of the broker family's document in the
+// brokerGolden is the golden file of the broker family's document in the
 // standard profile, as it is served. The compatible one differs only in
 // where the members of data stand, which its own tests check.
-var tvGolden = filepath.Join("testdata", "openapi.tv.json")
+var brokerGolden = filepath.Join("testdata", "openapi.tv.json")
 
-// loadTVOpenAPI loads and validates the broker family's document in
+// loadBrokerOpenAPI loads and validates the broker family's document in
 // profile p with kin-openapi, as a client generator would read it.
-func loadTVOpenAPI(t *testing.T, p profile.Profile) *openapi3.T {
+func loadBrokerOpenAPI(t *testing.T, p profile.Profile) *openapi3.T {
 	t.Helper()
-	raw, err := json.Marshal(tradeapi.TVOpenAPIFor(p))
+	raw, err := json.Marshal(tradeapi.BrokerOpenAPIFor(p))
 	require.NoError(t, err)
 	doc, err := openapi3.NewLoader().LoadFromData(raw)
 	require.NoError(t, err)
@@ -55,9 +55,9 @@ func loadTVOpenAPI(t *testing.T, p profile.Profile) *openapi3.T {
 	return doc
 }
 
-// tvLinkRoutes are the link routes of package relay/broker the document
+// brokerLinkRoutes are the link routes of package relay/broker the document
 // describes by hand.
-var tvLinkRoutes = []string{
+var brokerLinkRoutes = []string{
 	"POST " + broker.LinkPath, "DELETE " + broker.LinkPath, "GET " + broker.StatusPath, "POST " + broker.LinkOAuthPath,
 }
 
@@ -76,17 +76,17 @@ func operations(doc *openapi3.T) map[string]*openapi3.Operation {
 // routes and link routes, each once, and nothing of the desktop family's
 // own; every operation has a typed 200 body and, for every other status,
 // the error schema listing its codes.
-func TestTVOpenAPIDocuments(t *testing.T) {
+func TestBrokerOpenAPIDocuments(t *testing.T) {
 	t.Parallel()
 	var want []string
-	for _, r := range tradeapi.TVRoutes() {
+	for _, r := range tradeapi.BrokerRoutes() {
 		want = append(want, r[0]+" "+r[1])
 	}
-	want = append(want, tvLinkRoutes...)
+	want = append(want, brokerLinkRoutes...)
 	for _, p := range profile.All {
 		t.Run(string(p), func(t *testing.T) {
 			t.Parallel()
-			doc := loadTVOpenAPI(t, p)
+			doc := loadBrokerOpenAPI(t, p)
 			require.Equal(t, "3.1.0", doc.OpenAPI)
 			require.Equal(t, "tv", doc.Extensions["x-family"])
 			require.Equal(t, string(p), doc.Extensions["x-profile"])
@@ -102,7 +102,7 @@ func TestTVOpenAPIDocuments(t *testing.T) {
 			require.Len(t, got, len(want))
 			ids := map[string]string{}
 			for where, op := range ops {
-				require.True(t, strings.HasPrefix(where[strings.Index(where, " ")+1:], tradeapi.TVPrefix), where)
+				require.True(t, strings.HasPrefix(where[strings.Index(where, " ")+1:], tradeapi.BrokerPrefix), where)
 				require.NotContains(t, ids, op.OperationID, "%s: operationId %s is unique", where, op.OperationID)
 				ids[op.OperationID] = where
 				ok := op.Responses.Status(http.StatusOK)
@@ -124,7 +124,7 @@ func TestTVOpenAPIDocuments(t *testing.T) {
 				}
 			}
 			// The data of a trading route is its typed component.
-			place := ops["POST "+tradeapi.TVPrefix+"accounts/{account}/orders/place"]
+			place := ops["POST "+tradeapi.BrokerPrefix+"accounts/{account}/orders/place"]
 			body := place.Responses.Status(http.StatusOK).Value.Content.Get("application/json").Schema.Value
 			if p == profile.Standard {
 				require.True(t, strings.HasSuffix(place.Responses.Status(http.StatusOK).Value.Content.Get("application/json").Schema.Ref, "WriteResponse"))
@@ -164,9 +164,9 @@ func errorCodesOf(doc *openapi3.T) map[string]map[string][]string {
 
 // Each route lists the codes the broker family answers, at their
 // statuses, and none it never answers.
-func TestTVOpenAPIErrorCodes(t *testing.T) {
+func TestBrokerOpenAPIErrorCodes(t *testing.T) {
 	t.Parallel()
-	perOp := errorCodesOf(loadTVOpenAPI(t, profile.Standard))
+	perOp := errorCodesOf(loadBrokerOpenAPI(t, profile.Standard))
 	const (
 		place     = "POST /v1/api/tv/accounts/{account}/orders/place"
 		change    = "POST /v1/api/tv/accounts/{account}/orders/{orderId}/change"
@@ -246,11 +246,11 @@ func TestTVOpenAPIErrorCodes(t *testing.T) {
 
 // The broker family's Order carries trailDistance and its order-placing
 // routes take the trailing types; the desktop documents have neither.
-func TestTVOpenAPITrailingStops(t *testing.T) {
+func TestBrokerOpenAPITrailingStops(t *testing.T) {
 	t.Parallel()
-	tv := loadTVOpenAPI(t, profile.Standard)
+	brokerDoc := loadBrokerOpenAPI(t, profile.Standard)
 	desk := loadOpenAPI(t, profile.Standard)
-	order := tv.Components.Schemas["Order"].Value
+	order := brokerDoc.Components.Schemas["Order"].Value
 	require.Contains(t, order.Properties, "trailDistance")
 	require.NotContains(t, order.Required, "trailDistance")
 	require.NotContains(t, desk.Components.Schemas["Order"].Value.Properties, "trailDistance")
@@ -268,7 +268,7 @@ func TestTVOpenAPITrailingStops(t *testing.T) {
 		{"accounts/{account}/orders/{orderId}/change", false},
 		{"accounts/{account}/orders/cancel_and_bracket", false},
 	} {
-		b := bodyOf(tv, tradeapi.TVPrefix+tc.route)
+		b := bodyOf(brokerDoc, tradeapi.BrokerPrefix+tc.route)
 		_, hasTrail := b.Properties["trailDistance"]
 		require.Equal(t, tc.trailing, hasTrail, tc.route)
 		if tc.trailing {
@@ -282,40 +282,40 @@ func TestTVOpenAPITrailingStops(t *testing.T) {
 }
 
 // The documents are the golden files (go test ./relay/tradeapi -run
-// TestTVOpenAPIGolden -update rewrites them after a deliberate change).
-func TestTVOpenAPIGolden(t *testing.T) {
+// TestBrokerOpenAPIGolden -update rewrites them after a deliberate change).
+func TestBrokerOpenAPIGolden(t *testing.T) {
 	t.Parallel()
-	got, err := json.MarshalIndent(tradeapi.TVOpenAPIFor(profile.Standard), "", "  ")
+	got, err := json.MarshalIndent(tradeapi.BrokerOpenAPIFor(profile.Standard), "", "  ")
 	require.NoError(t, err)
 	if *update {
-		require.NoError(t, os.WriteFile(tvGolden, got, 0o644))
+		require.NoError(t, os.WriteFile(brokerGolden, got, 0o644))
 		return
 	}
-	want, err := os.ReadFile(tvGolden)
-	require.NoError(t, err, "write the golden file with go test ./relay/tradeapi -run TestTVOpenAPIGolden -update")
-	require.True(t, bytes.Equal(want, got), "%s changed: check the change, then go test ./relay/tradeapi -run TestTVOpenAPIGolden -update", tvGolden)
+	want, err := os.ReadFile(brokerGolden)
+	require.NoError(t, err, "write the golden file with go test ./relay/tradeapi -run TestBrokerOpenAPIGolden -update")
+	require.True(t, bytes.Equal(want, got), "%s changed: check the change, then go test ./relay/tradeapi -run TestBrokerOpenAPIGolden -update", brokerGolden)
 }
 
 // The broker family serves its documents without a token, at both paths,
 // as they are built; the desktop family's stay where they
 // are, and the AsyncAPI document is not under /v1/api/tv.
-func TestTVDocumentsServed(t *testing.T) {
+func TestBrokerDocumentsServed(t *testing.T) {
 	t.Parallel()
 	f := newFamilies(t, 1000)
 	for _, tc := range []struct {
 		path string
 		p    profile.Profile
 	}{
-		{tradeapi.TVOpenAPIPath, profile.Standard},
-		{tradeapi.TVOpenAPICompatiblePath, profile.Compatible},
+		{tradeapi.BrokerOpenAPIPath, profile.Standard},
+		{tradeapi.BrokerOpenAPICompatiblePath, profile.Compatible},
 	} {
-		require.Contains(t, f.tvRoutes, "GET "+tc.path)
+		require.Contains(t, f.brokerRoutes, "GET "+tc.path)
 		r := f.env.do("GET", tc.path, "", "")
 		require.Equal(t, http.StatusOK, r.Status, tc.path)
 		require.Equal(t, "application/json", r.Header.Get("Content-Type"), tc.path)
 		require.Equal(t, "tv", r.Body["x-family"], tc.path)
 		require.Equal(t, string(tc.p), r.Body["x-profile"], tc.path)
-		want, err := json.MarshalIndent(tradeapi.TVOpenAPIFor(tc.p), "", "  ")
+		want, err := json.MarshalIndent(tradeapi.BrokerOpenAPIFor(tc.p), "", "  ")
 		require.NoError(t, err)
 		require.Equal(t, string(want), r.Raw, tc.path)
 		// A token changes nothing, and nothing is called.
@@ -326,17 +326,17 @@ func TestTVDocumentsServed(t *testing.T) {
 		require.Equal(t, http.StatusOK, r.Status, path)
 		require.Nil(t, r.Body["x-family"], path)
 	}
-	require.Equal(t, http.StatusNotFound, f.env.do("GET", tradeapi.TVPrefix+"asyncapi.json", "", "").Status)
-	require.Empty(t, f.tv.all())
+	require.Equal(t, http.StatusNotFound, f.env.do("GET", tradeapi.BrokerPrefix+"asyncapi.json", "", "").Status)
+	require.Empty(t, f.broker.all())
 	require.Empty(t, f.desktop.all())
 }
 
 // The link routes described by hand are relay/broker's: their paths, and
 // the members of broker.Status with the same required ones and kinds.
-func TestTVLinkSchemasMatchBroker(t *testing.T) {
+func TestBrokerLinkSchemasMatchTheBrokerPackage(t *testing.T) {
 	t.Parallel()
-	doc := loadTVOpenAPI(t, profile.Standard)
-	for _, r := range tvLinkRoutes {
+	doc := loadBrokerOpenAPI(t, profile.Standard)
+	for _, r := range brokerLinkRoutes {
 		method, path, _ := strings.Cut(r, " ")
 		require.NotNil(t, doc.Paths.Value(path), r)
 		require.NotNil(t, doc.Paths.Value(path).GetOperation(method), r)
@@ -378,15 +378,15 @@ func TestTVLinkSchemasMatchBroker(t *testing.T) {
 	}
 }
 
-// tvRelay is the broker family as the relay wires it: its trading routes
+// brokerRelay is the broker family as the relay wires it: its trading routes
 // and documents, and the link routes of a broker.Manager, admitted by the
 // family's door; c routes requests through its document.
-type tvRelay struct {
+type brokerRelay struct {
 	srv    *httptest.Server
 	router routers.Router
 }
 
-func newTVRelay(t *testing.T, login func(context.Context, string, broker.Secrets) (broker.Session, error), oauth bool) *tvRelay {
+func newBrokerRelay(t *testing.T, login func(context.Context, string, broker.Secrets) (broker.Session, error), oauth bool) *brokerRelay {
 	t.Helper()
 	st, err := store.Open(context.Background(), store.Options{Dir: t.TempDir()})
 	require.NoError(t, err)
@@ -406,28 +406,28 @@ func newTVRelay(t *testing.T, login func(context.Context, string, broker.Secrets
 	bm, err := broker.New(opts)
 	require.NoError(t, err)
 	t.Cleanup(func() { bm.Close() })
-	tv, err := tradeapi.New(tradeapi.Options{Family: tradeapi.FamilyTV, Caller: bm, Admit: adm, Idempotency: st})
+	brokerAPI, err := tradeapi.New(tradeapi.Options{Family: tradeapi.FamilyBroker, Caller: bm, Admit: adm, Idempotency: st})
 	require.NoError(t, err)
 	mux := http.NewServeMux()
-	tv.Register(mux)
-	bm.Register(mux, adm, tv.Door())
+	brokerAPI.Register(mux)
+	bm.Register(mux, adm, brokerAPI.Door())
 	srv := httptest.NewServer(mux)
 	t.Cleanup(srv.Close)
 
-	raw, err := json.Marshal(tradeapi.TVOpenAPIFor(profile.Standard))
+	raw, err := json.Marshal(tradeapi.BrokerOpenAPIFor(profile.Standard))
 	require.NoError(t, err)
 	doc, err := openapi3.NewLoader().LoadFromData(raw)
 	require.NoError(t, err)
 	doc.Servers = openapi3.Servers{{URL: srv.URL + "/"}}
 	router, err := legacy.NewRouter(doc)
 	require.NoError(t, err)
-	return &tvRelay{srv: srv, router: router}
+	return &brokerRelay{srv: srv, router: router}
 }
 
 // check sends a request with the user's token and validates it and the
 // answer against the document; it returns the answer's status and error
 // code.
-func (r *tvRelay) check(t *testing.T, method, path, body string) (int, string) {
+func (r *brokerRelay) check(t *testing.T, method, path, body string) (int, string) {
 	t.Helper()
 	var rd io.Reader
 	if body != "" {
@@ -469,7 +469,7 @@ func (r *tvRelay) check(t *testing.T, method, path, body string) (int, string) {
 
 // The link routes and a trading route answer as the document says:
 // request, status, headers and body validated with kin-openapi.
-func TestTVLinkRoutesAnswerAsDocumented(t *testing.T) {
+func TestBrokerLinkRoutesAnswerAsDocumented(t *testing.T) {
 	t.Parallel()
 	const creds = `{"env":"demo","username":"trader","password":"pw","appId":"app","appVersion":"1.0","cid":7,"sec":"s3cret"}`
 	refuse := func(context.Context, string, broker.Secrets) (broker.Session, error) {
@@ -513,7 +513,7 @@ func TestTVLinkRoutesAnswerAsDocumented(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
-			r := newTVRelay(t, tc.login, tc.oauth)
+			r := newBrokerRelay(t, tc.login, tc.oauth)
 			for _, s := range tc.steps {
 				status, code := r.check(t, s.method, s.path, s.body)
 				require.Equal(t, s.status, status, "%s %s", s.method, s.path)

@@ -16,7 +16,7 @@ import (
 // The broker family's order-placing routes take the trailing types and
 // trailDistance (checked as the desktop routes check prices), and forward
 // them to its Caller in the platform's spelling.
-func TestTVPlaceTakesTrailingStops(t *testing.T) {
+func TestBrokerPlaceTakesTrailingStops(t *testing.T) {
 	t.Parallel()
 	f := newFamilies(t, 1000)
 	for _, tc := range []struct {
@@ -44,10 +44,10 @@ func TestTVPlaceTakesTrailingStops(t *testing.T) {
 			protocol.FnPlaceOrder, map[string]any{"orderType": "Limit", "limitPrice": 5990.0}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			before := len(f.tv.all())
+			before := len(f.broker.all())
 			r := f.env.do("POST", "/v1/api/tv"+tc.path, "tb_api_pro", tc.body)
 			require.Equal(t, http.StatusOK, r.Status, r.Raw)
-			calls := f.tv.all()
+			calls := f.broker.all()
 			require.Len(t, calls, before+1)
 			got := calls[before]
 			require.Equal(t, tc.fn, got.Fn)
@@ -61,7 +61,7 @@ func TestTVPlaceTakesTrailingStops(t *testing.T) {
 // The broker family refuses a trailing order without what it needs, and a
 // distance out of range, as the desktop routes refuse prices: 400 with the
 // fields named and nothing called.
-func TestTVTrailingStopsRefused(t *testing.T) {
+func TestBrokerTrailingStopsRefused(t *testing.T) {
 	t.Parallel()
 	f := newFamilies(t, 1000)
 	for _, tc := range []struct {
@@ -84,7 +84,7 @@ func TestTVTrailingStopsRefused(t *testing.T) {
 			errcode.InvalidArgument, map[string]string{"orderType": errcode.FieldCodeNotAllowed}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			before := len(f.tv.all())
+			before := len(f.broker.all())
 			r := f.env.do("POST", "/v1/api/tv/accounts/Demo1/orders/place", "tb_api_pro", tc.body)
 			require.Equal(t, http.StatusBadRequest, r.Status, r.Raw)
 			require.Equal(t, tc.code, r.Body["error"])
@@ -98,7 +98,7 @@ func TestTVTrailingStopsRefused(t *testing.T) {
 				}
 			}
 			require.Equal(t, tc.fields, got)
-			require.Len(t, f.tv.all(), before, "nothing is called")
+			require.Len(t, f.broker.all(), before, "nothing is called")
 		})
 	}
 }
@@ -138,14 +138,14 @@ func TestDesktopRefusesTrailingStops(t *testing.T) {
 		})
 	}
 	require.Empty(t, f.desktop.all())
-	require.Empty(t, f.tv.all())
+	require.Empty(t, f.broker.all())
 }
 
 // One table: the broker family's order-placing routes are the desktop
 // routes' parameters, in order, with the trailing types added to orderType
 // and trailDistance after stopPrice; every other route and parameter is
 // the desktop one. The desktop table itself has no trailing type.
-func TestTVParamsDeriveFromTheDesktopTable(t *testing.T) {
+func TestBrokerParamsDeriveFromTheDesktopTable(t *testing.T) {
 	t.Parallel()
 	derived := 0
 	for _, ep := range tradecall.Endpoints() {
@@ -153,36 +153,36 @@ func TestTVParamsDeriveFromTheDesktopTable(t *testing.T) {
 			require.Equal(t, []string{"Market", "Limit", "StopMarket", "StopLimit"}, p.Enum, ep.Path)
 		}
 		require.Nil(t, ep.Param("trailDistance", tradecall.InBody), ep.Path)
-		tv := tradecall.WithTrailingStops(ep)
+		broker := tradecall.WithTrailingStops(ep)
 		if ep.Param("orderType", tradecall.InBody) == nil {
-			require.Equal(t, ep.Params, tv.Params, "%s is served as it is", ep.Path)
+			require.Equal(t, ep.Params, broker.Params, "%s is served as it is", ep.Path)
 			continue
 		}
 		derived++
-		var names, tvNames []string
+		var names, brokerNames []string
 		for _, p := range ep.Params {
 			names = append(names, p.Name)
 		}
-		for _, p := range tv.Params {
-			tvNames = append(tvNames, p.Name)
+		for _, p := range broker.Params {
+			brokerNames = append(brokerNames, p.Name)
 		}
 		i := slices.Index(names, "stopPrice")
 		require.GreaterOrEqual(t, i, 0, ep.Path)
-		require.Equal(t, slices.Insert(slices.Clone(names), i+1, "trailDistance"), tvNames, ep.Path)
-		d := tv.Param("trailDistance", tradecall.InBody)
+		require.Equal(t, slices.Insert(slices.Clone(names), i+1, "trailDistance"), brokerNames, ep.Path)
+		d := broker.Param("trailDistance", tradecall.InBody)
 		require.Equal(t, tradecall.TNumber, d.Type)
 		require.False(t, d.Required)
-		o := tv.Param("orderType", tradecall.InBody)
+		o := broker.Param("orderType", tradecall.InBody)
 		require.Equal(t, ep.Param("orderType", tradecall.InBody).Required, o.Required)
 		require.Equal(t, []string{"Market", "Limit", "StopMarket", "StopLimit", "TrailingStop", "TrailingStopLimit"}, o.Enum)
 	}
 	require.Equal(t, 3, derived, "place, flatplace and reverseposition")
 	// The broker family serves all three.
 	served := map[string]bool{}
-	for _, r := range tradeapi.TVRoutes() {
+	for _, r := range tradeapi.BrokerRoutes() {
 		served[r[1]] = true
 	}
 	for _, p := range []string{"/orders/place", "/orders/flatplace", "/positions/reverseposition"} {
-		require.True(t, served[tradeapi.TVPrefix+"accounts/{account}"+p], p)
+		require.True(t, served[tradeapi.BrokerPrefix+"accounts/{account}"+p], p)
 	}
 }

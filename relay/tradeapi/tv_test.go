@@ -25,9 +25,9 @@ import (
 // sharing the idempotency store and the trading budget, each with its own
 // Caller, as the relay wires them.
 type families struct {
-	desktop, tv *fakeAgent
-	env         *env // do() reaches both families
-	tvRoutes    []string
+	desktop, broker *fakeAgent
+	env             *env // do() reaches both families
+	brokerRoutes    []string
 }
 
 func newFamilies(t *testing.T, burst int) *families {
@@ -39,16 +39,16 @@ func newFamilies(t *testing.T, burst int) *families {
 	require.NoError(t, err)
 	ip, err := budget.New(budget.Options{Policy: budget.Policy{Name: "ip", Rate: 1 << 20, Period: time.Minute, Burst: 1 << 20}})
 	require.NoError(t, err)
-	f := &families{desktop: &fakeAgent{}, tv: &fakeAgent{}}
+	f := &families{desktop: &fakeAgent{}, broker: &fakeAgent{}}
 	mux := &recordingMux{ServeMux: http.NewServeMux()}
 	desk, err := tradeapi.New(tradeapi.Options{Caller: f.desktop, Auth: fakeAuth{}, Idempotency: st, Budget: trading, IPBudget: ip})
 	require.NoError(t, err)
 	desk.Register(mux)
-	tv, err := tradeapi.New(tradeapi.Options{Caller: f.tv, Auth: fakeAuth{}, Idempotency: st, Budget: trading, IPBudget: ip, Family: tradeapi.FamilyTV})
+	broker, err := tradeapi.New(tradeapi.Options{Caller: f.broker, Auth: fakeAuth{}, Idempotency: st, Budget: trading, IPBudget: ip, Family: tradeapi.FamilyBroker})
 	require.NoError(t, err)
-	tvMux := &recordingMux{ServeMux: mux.ServeMux}
-	tv.Register(tvMux)
-	f.tvRoutes = tvMux.patterns
+	brokerMux := &recordingMux{ServeMux: mux.ServeMux}
+	broker.Register(brokerMux)
+	f.brokerRoutes = brokerMux.patterns
 	srv := httptest.NewServer(mux)
 	t.Cleanup(func() {
 		srv.Close()
@@ -61,7 +61,7 @@ func newFamilies(t *testing.T, burst int) *families {
 // The broker family serves its routes under /v1/api/tv: the desktop
 // routes of its set, at the same paths below the prefix, and its OpenAPI
 // documents.
-func TestTVRoutes(t *testing.T) {
+func TestBrokerRoutes(t *testing.T) {
 	t.Parallel()
 	f := newFamilies(t, 1000)
 	want := []string{
@@ -78,20 +78,20 @@ func TestTVRoutes(t *testing.T) {
 		"POST /v1/api/tv/accounts/{account}/orders/cancel_and_bracket", "POST /v1/api/tv/orders/cancelall",
 		"GET /v1/api/tv/openapi.json", "GET /v1/api/tv/openapi.compatible.json",
 	}
-	require.ElementsMatch(t, want, f.tvRoutes)
+	require.ElementsMatch(t, want, f.brokerRoutes)
 	var listed []string
 	desktop := map[string]bool{}
 	for _, r := range tradeapi.Routes() {
 		desktop[r[0]+" "+r[1]] = true
 	}
-	for _, r := range tradeapi.TVRoutes() {
+	for _, r := range tradeapi.BrokerRoutes() {
 		listed = append(listed, r[0]+" "+r[1])
-		require.True(t, strings.HasPrefix(r[1], tradeapi.TVPrefix), r[1])
-		require.True(t, desktop[r[0]+" /v1/api/"+strings.TrimPrefix(r[1], tradeapi.TVPrefix)], "%s has its desktop route", r[1])
+		require.True(t, strings.HasPrefix(r[1], tradeapi.BrokerPrefix), r[1])
+		require.True(t, desktop[r[0]+" /v1/api/"+strings.TrimPrefix(r[1], tradeapi.BrokerPrefix)], "%s has its desktop route", r[1])
 	}
-	require.Equal(t, listed, f.tvRoutes[:len(listed)], "TVRoutes lists the trading routes Register registers, in order")
-	for i, path := range tradeapi.TVDocumentPaths {
-		require.Equal(t, "GET "+path, f.tvRoutes[len(listed)+i], "then the documents")
+	require.Equal(t, listed, f.brokerRoutes[:len(listed)], "BrokerRoutes lists the trading routes Register registers, in order")
+	for i, path := range tradeapi.BrokerDocumentPaths {
+		require.Equal(t, "GET "+path, f.brokerRoutes[len(listed)+i], "then the documents")
 	}
 
 	// Every route reaches the broker family's Caller, never the agent,
@@ -106,12 +106,12 @@ func TestTVRoutes(t *testing.T) {
 		{"POST", "/positions/flatten", "", protocol.FnFlattenEverything},
 		{"POST", "/accounts/Demo1/orders/cancel_and_bracket", `{"instrument":"ES","action":"Buy","quantity":1,"stopLoss":5990}`, protocol.FnCancelAndBracket},
 	} {
-		tvBefore, deskBefore := len(f.tv.all()), len(f.desktop.all())
+		brokerBefore, deskBefore := len(f.broker.all()), len(f.desktop.all())
 		r := f.env.do(tc.method, "/v1/api/tv"+tc.path, "tb_api_pro", tc.body)
 		require.Equal(t, http.StatusOK, r.Status, r.Raw)
-		require.Len(t, f.tv.all(), tvBefore+1, tc.path)
+		require.Len(t, f.broker.all(), brokerBefore+1, tc.path)
 		require.Len(t, f.desktop.all(), deskBefore, "the agent is not called")
-		got := f.tv.all()[tvBefore]
+		got := f.broker.all()[brokerBefore]
 		require.Equal(t, tc.fn, got.Fn)
 		require.Equal(t, "usr_pro", got.User)
 
@@ -123,7 +123,7 @@ func TestTVRoutes(t *testing.T) {
 
 // The desktop family's own routes and its AsyncAPI document are not
 // served under /v1/api/tv.
-func TestTVDesktopOnlyRoutesNotFound(t *testing.T) {
+func TestBrokerDesktopOnlyRoutesNotFound(t *testing.T) {
 	t.Parallel()
 	f := newFamilies(t, 1000)
 	for _, tc := range []struct{ method, path, body string }{
@@ -140,14 +140,14 @@ func TestTVDesktopOnlyRoutesNotFound(t *testing.T) {
 		r := f.env.do(tc.method, tc.path, "tb_api_pro", tc.body)
 		require.Equal(t, http.StatusNotFound, r.Status, "%s %s", tc.method, tc.path)
 	}
-	require.Empty(t, f.tv.all())
+	require.Empty(t, f.broker.all())
 	require.Empty(t, f.desktop.all())
 }
 
 // A plan that withholds "tv" is refused at the broker family's door with
 // 403 plan_required, and keeps the desktop family; a plan below pro is
 // refused at both.
-func TestTVPlanWithheld(t *testing.T) {
+func TestBrokerPlanWithheld(t *testing.T) {
 	t.Parallel()
 	f := newFamilies(t, 1000)
 	for _, tc := range []struct {
@@ -162,19 +162,19 @@ func TestTVPlanWithheld(t *testing.T) {
 		{"tb_api_free", "/v1/api/tv/accounts", http.StatusForbidden, "the trading API needs the pro plan or higher"},
 		{"", "/v1/api/tv/accounts", http.StatusUnauthorized, ""},
 	} {
-		tvBefore := len(f.tv.all())
+		brokerBefore := len(f.broker.all())
 		r := f.env.do("GET", tc.path, tc.token, "")
 		require.Equal(t, tc.status, r.Status, "%s %s: %s", tc.token, tc.path, r.Raw)
 		if tc.status == http.StatusForbidden {
 			require.Equal(t, errcode.PlanRequired, r.Body["error"])
 			require.Equal(t, tc.detail, r.Body["detail"])
-			require.Len(t, f.tv.all(), tvBefore, "nothing is called")
+			require.Len(t, f.broker.all(), brokerBefore, "nothing is called")
 		}
 	}
 	// A refused write runs nothing either.
 	r := f.env.do("POST", "/v1/api/tv/orders/cancelall", "tb_api_notv", "", tradeapi.IdempotencyKeyHeader, "k")
 	require.Equal(t, http.StatusForbidden, r.Status)
-	for _, c := range f.tv.all() {
+	for _, c := range f.broker.all() {
 		require.NotEqual(t, protocol.FnCancelAllOrders, c.Fn)
 	}
 }
@@ -182,7 +182,7 @@ func TestTVPlanWithheld(t *testing.T) {
 // The same Idempotency-Key (or orderId) on the desktop and the broker
 // family runs two different writes; a repeat within a family is replayed
 // there.
-func TestTVIdempotencyKeysApart(t *testing.T) {
+func TestBrokerIdempotencyKeysApart(t *testing.T) {
 	t.Parallel()
 	f := newFamilies(t, 1000)
 	const place = `{"action":"Buy","instrument":"ES 12-26","orderType":"Market","quantity":1,"timeInForce":"Day"}`
@@ -191,28 +191,28 @@ func TestTVIdempotencyKeysApart(t *testing.T) {
 		body    string
 		headers []string
 		desk    string // the request ids each family's Caller hears
-		tv      string
+		broker  string
 	}{
 		{"header", place, []string{tradeapi.IdempotencyKeyHeader, "same-key"}, "idem:key:same-key", "idem:tv:key:same-key"},
 		{"orderId", strings.TrimSuffix(place, "}") + `,"orderId":"ord-9"}`, nil, "idem:order:ord-9", "idem:tv:order:ord-9"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			deskBefore, tvBefore := len(f.desktop.all()), len(f.tv.all())
+			deskBefore, brokerBefore := len(f.desktop.all()), len(f.broker.all())
 			r := f.env.do("POST", "/v1/api/accounts/Sim101/orders/place", "tb_api_pro", tc.body, tc.headers...)
 			require.Equal(t, http.StatusOK, r.Status, r.Raw)
 			r = f.env.do("POST", "/v1/api/tv/accounts/Sim101/orders/place", "tb_api_pro", tc.body, tc.headers...)
 			require.Equal(t, http.StatusOK, r.Status, r.Raw)
 			require.Empty(t, r.Header.Get(tradeapi.ReplayedHeader), "the tv write is not the desktop one replayed")
 			require.Len(t, f.desktop.all(), deskBefore+1)
-			require.Len(t, f.tv.all(), tvBefore+1)
+			require.Len(t, f.broker.all(), brokerBefore+1)
 			require.Equal(t, tc.desk, f.desktop.all()[deskBefore].RequestID)
-			require.Equal(t, tc.tv, f.tv.all()[tvBefore].RequestID)
+			require.Equal(t, tc.broker, f.broker.all()[brokerBefore].RequestID)
 
-			// A repeat in the tv family is answered from its record.
+			// A repeat in the broker family is answered from its record.
 			r = f.env.do("POST", "/v1/api/tv/accounts/Sim101/orders/place", "tb_api_pro", tc.body, tc.headers...)
 			require.Equal(t, http.StatusOK, r.Status, r.Raw)
 			require.Equal(t, "true", r.Header.Get(tradeapi.ReplayedHeader))
-			require.Len(t, f.tv.all(), tvBefore+1)
+			require.Len(t, f.broker.all(), brokerBefore+1)
 			require.Len(t, f.desktop.all(), deskBefore+1)
 		})
 	}
@@ -220,7 +220,7 @@ func TestTVIdempotencyKeysApart(t *testing.T) {
 
 // An *httpapi.Error from the broker family's Caller is answered as it is:
 // status, code, detail and Retry-After.
-func TestTVCallerHTTPErrorAnsweredAsIs(t *testing.T) {
+func TestBrokerCallerHTTPErrorAnsweredAsIs(t *testing.T) {
 	t.Parallel()
 	f := newFamilies(t, 1000)
 	for _, tc := range []struct {
@@ -240,9 +240,9 @@ func TestTVCallerHTTPErrorAnsweredAsIs(t *testing.T) {
 			[]string{tradeapi.IdempotencyKeyHeader, "k-503"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			f.tv.mu.Lock()
-			f.tv.reply = func(call) (json.RawMessage, error) { return nil, fmt.Errorf("broker: %w", tc.err) }
-			f.tv.mu.Unlock()
+			f.broker.mu.Lock()
+			f.broker.reply = func(call) (json.RawMessage, error) { return nil, fmt.Errorf("broker: %w", tc.err) }
+			f.broker.mu.Unlock()
 			r := f.env.do(tc.method, tc.path, "tb_api_pro", tc.body, tc.headers...)
 			require.Equal(t, tc.err.Status, r.Status, r.Raw)
 			require.Equal(t, tc.err.Code, r.Body["error"])
@@ -255,7 +255,7 @@ func TestTVCallerHTTPErrorAnsweredAsIs(t *testing.T) {
 }
 
 // Both families draw on the one trading budget of the user.
-func TestTVSharesTheTradingBudget(t *testing.T) {
+func TestBrokerSharesTheTradingBudget(t *testing.T) {
 	t.Parallel()
 	f := newFamilies(t, 2)
 	require.Equal(t, http.StatusOK, f.env.do("GET", "/v1/api/accounts", "tb_api_pro", "").Status)
@@ -274,7 +274,7 @@ func TestNewRefusesUnknownFamily(t *testing.T) {
 		require.Error(t, err, fam)
 		require.False(t, slices.Contains(strings.Fields(err.Error()), fam), "the error does not repeat the family")
 	}
-	_, err := tradeapi.New(tradeapi.Options{Caller: &fakeAgent{}, Auth: fakeAuth{}, Idempotency: nopStore{}, Family: tradeapi.FamilyTV})
+	_, err := tradeapi.New(tradeapi.Options{Caller: &fakeAgent{}, Auth: fakeAuth{}, Idempotency: nopStore{}, Family: tradeapi.FamilyBroker})
 	require.NoError(t, err)
 }
 
@@ -299,7 +299,7 @@ func TestDoorOfEachFamily(t *testing.T) {
 		gated        bool
 	}{
 		{tradeapi.FamilyDesktop, "trading", false},
-		{tradeapi.FamilyTV, "tv", true},
+		{tradeapi.FamilyBroker, "tv", true},
 	} {
 		a, err := tradeapi.New(tradeapi.Options{Caller: &fakeAgent{}, Auth: fakeAuth{}, Idempotency: nopStore{}, Budget: trading, Family: tc.family})
 		require.NoError(t, err)

@@ -113,23 +113,21 @@ var missingHints = map[string]string{
 	protocol.FnFlatPlace: "flat place needs them to know what to place",
 }
 
-// missingPrices names the prices args' orderType needs and lacks: a limit
-// price for Limit, StopLimit and TrailingStopLimit, a stop price for
-// StopMarket, StopLimit and TrailingStopLimit, a trail distance for the
-// trailing types (which only the routes of WithTrailingStops accept).
+// missingPrices names the prices args' orderType needs
+// (protocol.OrderPricesOf) and lacks, among those the route takes (a
+// trail distance only the routes of WithTrailingStops take).
 func missingPrices(ep *Endpoint, args map[string]any) []httpapi.FieldError {
 	t, _ := args["orderType"].(string)
+	need := protocol.OrderPricesOf(t)
 	var out []httpapi.FieldError
-	for _, need := range []struct {
-		name  string
-		types []string
+	for _, f := range []struct {
+		name   string
+		needed bool
 	}{
-		{"limitPrice", []string{protocol.OrderTypeLimit, protocol.OrderTypeStopLimit, protocol.OrderTypeTrailingStopLimit}},
-		{"stopPrice", []string{protocol.OrderTypeStopMarket, protocol.OrderTypeStopLimit, protocol.OrderTypeTrailingStopLimit}},
-		{"trailDistance", []string{protocol.OrderTypeTrailingStop, protocol.OrderTypeTrailingStopLimit}},
+		{"limitPrice", need.Limit}, {"stopPrice", need.Stop}, {"trailDistance", need.TrailDistance},
 	} {
-		if _, ok := args[need.name]; !ok && slices.Contains(need.types, t) && ep.Param(need.name, InBody) != nil {
-			out = append(out, httpapi.FieldError{Path: need.name, Code: errcode.FieldCodeRequired})
+		if _, ok := args[f.name]; !ok && f.needed && ep.Param(f.name, InBody) != nil {
+			out = append(out, httpapi.FieldError{Path: f.name, Code: errcode.FieldCodeRequired})
 		}
 	}
 	return out

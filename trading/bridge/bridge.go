@@ -1,5 +1,5 @@
 // Package bridge defines the primitives the agent needs from a trading
-// platform. Each platform (the simulator in bridge/sim, NinjaTrader later)
+// platform. Each platform (the simulator in sim/, ninjatrader/, tradovate/)
 // implements only these primitives; every operation a caller can ask for
 // (reverse, cancel-and-bracket, close by percent, …) is written once in
 // trading/ops on top of them, so it behaves the same on every platform.
@@ -10,7 +10,7 @@
 //
 // The package also holds what the bridges that keep a connection to
 // their platform share (NinjaTrader's add-on, Tradovate's broker): the
-// event Feed, the RunGuard and Backoff of their connection loops, and the
+// event Feed, the RunGuard and Reconnect of their connection loops, and the
 // Marks that follow watermarks for platforms that keep none.
 package bridge
 

@@ -2,8 +2,8 @@
 // arguments, runs the function registered under the request's name, and
 // encodes the result. Functions come from a registry (Register): the
 // operations of package ops, the configuration push and the engines'
-// queries of package agent, and later bridges add theirs without editing
-// the dispatcher. Only functions of the protocol (protocol.LookupFunction)
+// queries of package agent; a bridge may add its own without editing the
+// dispatcher. Only functions of the protocol (protocol.LookupFunction)
 // may be registered, since the protocol says which are writes.
 //
 // Writes run exactly once per request id: a repeated id returns the first

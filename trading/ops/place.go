@@ -30,11 +30,8 @@ func checkOrder(f orderFields) (bridge.OrderRequest, error) {
 	miss.need("quantity", f.quantity != 0 || f.quantityOptional)
 	miss.need("timeInForce", strings.TrimSpace(f.timeInForce) != "")
 	orderType, typeOK := protocol.NormalizeOrderType(f.orderType)
-	needLimit := orderType == protocol.OrderTypeLimit || orderType == protocol.OrderTypeStopLimit ||
-		orderType == protocol.OrderTypeTrailingStopLimit
-	needStop := orderType == protocol.OrderTypeStopMarket || orderType == protocol.OrderTypeStopLimit ||
-		orderType == protocol.OrderTypeTrailingStopLimit
-	trailing := protocol.TrailingOrderType(orderType)
+	need := protocol.OrderPricesOf(orderType)
+	needLimit, needStop, trailing := need.Limit, need.Stop, need.TrailDistance
 	miss.need("limitPrice", !needLimit || f.limitPrice != nil)
 	miss.need("stopPrice", !needStop || f.stopPrice != nil)
 	miss.need("trailDistance", !trailing || f.trailDistance != nil)

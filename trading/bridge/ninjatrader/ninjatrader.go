@@ -30,6 +30,7 @@ import (
 
 	"go.uber.org/zap"
 
+	"tradebridge/internal/backoff"
 	"tradebridge/protocol"
 	"tradebridge/trading/bridge"
 )
@@ -179,7 +180,7 @@ func (p *Platform) Run(ctx context.Context) error {
 		wg.Add(1)
 		go func() { defer wg.Done(); p.forwardATI(ctx) }()
 	}
-	bridge.Reconnect(ctx, bridge.Backoff{Min: p.opts.MinBackoff, Max: p.opts.MaxBackoff}, p.runSession)
+	bridge.Reconnect(ctx, backoff.Backoff{Min: p.opts.MinBackoff, Max: p.opts.MaxBackoff}, p.runSession)
 	p.setUnavailable(unavailable(ReasonStopped))
 	return nil
 }

@@ -12,6 +12,7 @@ import (
 
 	"go.uber.org/zap"
 
+	"tradebridge/internal/lifecycle"
 	"tradebridge/trading/bridge"
 	"tradebridge/trading/bridge/ninjatrader/ntwire"
 )
@@ -129,7 +130,6 @@ type session struct {
 	w    *ntwire.Writer
 	id   string
 	log  *zap.Logger
-	done chan struct{} // closed when the connection ends
 
 	mu         sync.Mutex
 	nextID     uint64
@@ -144,7 +144,8 @@ type session struct {
 	lastSent   time.Time
 	bye        string
 	broken     bool // the add-on broke the protocol
-	endOnce    sync.Once
+
+	life lifecycle.Group // the read loop; stopped when the connection ends
 }
 
 func newSession(p *Platform, conn net.Conn, w *ntwire.Writer, welcome ntwire.Message) *session {
@@ -156,7 +157,7 @@ func newSession(p *Platform, conn net.Conn, w *ntwire.Writer, welcome ntwire.Mes
 	p.sessionID, p.addonVer, p.platformVer = welcome.SessionID, welcome.AddonVersion, welcome.PlatformVersion
 	p.mu.Unlock()
 	return &session{
-		p: p, conn: conn, w: w, id: welcome.SessionID, done: make(chan struct{}),
+		p: p, conn: conn, w: w, id: welcome.SessionID,
 		log:     p.log.With(zap.String("addonSession", welcome.SessionID)),
 		pending: make(map[uint64]chan ntwire.Message), held: make(map[uint64]ntwire.Message),
 		lastRecv: now, lastSent: now,
@@ -167,9 +168,7 @@ func newSession(p *Platform, conn net.Conn, w *ntwire.Writer, welcome ntwire.Mes
 // reports whether it became ready.
 func (s *session) run(ctx context.Context, r *ntwire.Reader) bool {
 	s.p.setUnavailable(unavailable(ReasonConnecting))
-	var wg sync.WaitGroup
-	wg.Add(1)
-	go func() { defer wg.Done(); s.readLoop(r) }()
+	s.life.Go(func(context.Context) { s.readLoop(r) })
 	s.resync()
 
 	t := time.NewTicker(tick)
@@ -177,7 +176,7 @@ func (s *session) run(ctx context.Context, r *ntwire.Reader) bool {
 		select {
 		case <-ctx.Done():
 			running = false
-		case <-s.done:
+		case <-s.life.Done():
 			running = false
 		case now := <-t.C:
 			s.check(now)
@@ -185,7 +184,7 @@ func (s *session) run(ctx context.Context, r *ntwire.Reader) bool {
 	}
 	t.Stop()
 	s.end()
-	wg.Wait()
+	s.life.Wait()
 
 	s.mu.Lock()
 	ready, bye, broken := s.ready, s.bye, s.broken
@@ -206,12 +205,12 @@ func (s *session) run(ctx context.Context, r *ntwire.Reader) bool {
 	return ready
 }
 
-// end closes the connection once; pending calls see done.
+// end closes the connection once; pending calls see the session's
+// life stopped.
 func (s *session) end() {
-	s.endOnce.Do(func() {
-		close(s.done)
+	if s.life.Stop() {
 		s.conn.Close()
-	})
+	}
 }
 
 // fail ends the session because the add-on broke the protocol.
@@ -454,7 +453,7 @@ func (s *session) request(ctx context.Context, method string, params any, write 
 		s.mu.Unlock()
 	}()
 	select {
-	case <-s.done:
+	case <-s.life.Done():
 		return nil, unavailable(ReasonConnectionLost)
 	default:
 	}
@@ -477,7 +476,7 @@ func (s *session) request(ctx context.Context, method string, params any, write 
 			return nil, wrapf(bridge.ErrOutcomeUnknown, "ninjatrader: %s: no answer in time", method)
 		}
 		return nil, wrapf(context.DeadlineExceeded, "ninjatrader: %s: no answer in time", method)
-	case <-s.done:
+	case <-s.life.Done():
 		if write {
 			return nil, wrapf(bridge.ErrOutcomeUnknown, "ninjatrader: %s: the connection broke", method)
 		}

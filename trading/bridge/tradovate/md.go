@@ -8,6 +8,7 @@ import (
 
 	"go.uber.org/zap"
 
+	"tradebridge/internal/backoff"
 	"tradebridge/protocol"
 	"tradebridge/trading/bridge"
 	"tradebridge/trading/bridge/tradovate/tradovatewire"
@@ -87,7 +88,7 @@ const mdJanitor = 30 * time.Second
 func (p *Platform) runMD(ctx context.Context) {
 	tick := time.NewTicker(mdJanitor)
 	defer tick.Stop()
-	backoff := bridge.Backoff{Min: p.opts.MinBackoff, Max: p.opts.MaxBackoff}
+	retry := backoff.Backoff{Min: p.opts.MinBackoff, Max: p.opts.MaxBackoff}
 	wait := func() bool {
 		select {
 		case <-ctx.Done():
@@ -109,12 +110,12 @@ func (p *Platform) runMD(ctx context.Context) {
 		}
 		sock, err := p.dialMD(ctx)
 		if err != nil {
-			if !backoff.Wait(ctx) {
+			if !retry.Wait(ctx) {
 				return
 			}
 			continue
 		}
-		backoff.Reset()
+		retry.Reset()
 		p.mu.Lock()
 		p.md.sock = sock
 		p.md.subscribed = make(map[int64]string)

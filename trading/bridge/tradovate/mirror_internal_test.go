@@ -27,7 +27,7 @@ func synced(t *testing.T, snap tradovatewire.SyncResponse) *Platform {
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = p.Close(); _ = s.Close() })
 	p.contracts.add(tradovatewire.Contract{ID: 3001, Name: "ESZ6"})
-	p.applySnapshot(42, snap, &socket{done: make(chan struct{})})
+	p.applySnapshot(42, snap, &socket{})
 	return p
 }
 

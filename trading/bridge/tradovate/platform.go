@@ -33,6 +33,7 @@ import (
 
 	"go.uber.org/zap"
 
+	"tradebridge/internal/backoff"
 	"tradebridge/protocol"
 	"tradebridge/trading/bridge"
 	"tradebridge/trading/bridge/tradovate/tradovatewire"
@@ -270,7 +271,7 @@ func (p *Platform) Run(ctx context.Context) error {
 	wg.Add(1)
 	go func() { defer wg.Done(); p.runMD(ctx) }()
 
-	bridge.Reconnect(ctx, bridge.Backoff{Min: p.opts.MinBackoff, Max: p.opts.MaxBackoff}, p.runUser)
+	bridge.Reconnect(ctx, backoff.Backoff{Min: p.opts.MinBackoff, Max: p.opts.MaxBackoff}, p.runUser)
 	p.setDown(platformUnavailable(CodeStopped))
 	return nil
 }

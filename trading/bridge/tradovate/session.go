@@ -7,7 +7,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"math/rand/v2"
 	"net/http"
 	"net/http/httptrace"
 	"strings"
@@ -16,6 +15,7 @@ import (
 
 	"go.uber.org/zap"
 
+	"tradebridge/internal/backoff"
 	"tradebridge/trading/bridge"
 	"tradebridge/trading/bridge/tradovate/tradovatewire"
 )
@@ -550,17 +550,18 @@ func (s *Session) Run(ctx context.Context) error {
 		return fmt.Errorf("tradovate: session: %w", err)
 	}
 	defer end()
-	backoff := time.Second
+	// After a failure it waits 1 s plus a random time below a ceiling
+	// that starts at 1 s and doubles up to 1 min.
+	retry := backoff.Backoff{Min: time.Second, Max: time.Minute, Floor: time.Second}
 	for {
 		wait, failed := s.step(ctx)
 		if ctx.Err() != nil {
 			return nil
 		}
 		if failed {
-			wait = rand.N(backoff) + time.Second
-			backoff = min(2*backoff, time.Minute)
+			wait = retry.Next()
 		} else {
-			backoff = time.Second
+			retry.Reset()
 		}
 		select {
 		case <-ctx.Done():

@@ -13,6 +13,7 @@ import (
 	"github.com/coder/websocket"
 	"go.uber.org/zap"
 
+	"tradebridge/internal/lifecycle"
 	"tradebridge/trading/bridge"
 	"tradebridge/trading/bridge/tradovate/tradovatewire"
 )
@@ -60,10 +61,9 @@ type socket struct {
 
 	mu      sync.Mutex
 	pending map[int64]waiter
-	err     error
-	done    chan struct{}
-	wg      sync.WaitGroup
-	once    sync.Once
+	err     error // why the socket ended; nil while it runs
+
+	life lifecycle.Group // the read loop and the heartbeat; stopped when the socket ends
 }
 
 // dialSocket dials, waits for the open frame and authorizes.
@@ -82,16 +82,14 @@ func dialSocket(ctx context.Context, opts socketOptions) (*socket, error) {
 		return nil, fmt.Errorf("tradovate: dial the broker's socket: %w", unavailable(CodeBrokerUnreachable))
 	}
 	conn.SetReadLimit(socketReadLimit)
-	s := &socket{conn: conn, opts: opts, log: opts.Logger, pending: make(map[int64]waiter),
-		done: make(chan struct{})}
+	s := &socket{conn: conn, opts: opts, log: opts.Logger, pending: make(map[int64]waiter)}
 	s.lastRecv.Store(time.Now().UnixNano())
 	if err := s.handshake(ctx); err != nil {
 		conn.CloseNow()
 		return nil, err
 	}
-	s.wg.Add(2)
-	go s.readLoop()
-	go s.heartbeat()
+	s.life.Go(s.readLoop)
+	s.life.Go(s.heartbeat)
 	return s, nil
 }
 
@@ -143,8 +141,7 @@ func (s *socket) handshake(ctx context.Context) error {
 }
 
 // readLoop reads frames until the connection ends.
-func (s *socket) readLoop() {
-	defer s.wg.Done()
+func (s *socket) readLoop(ctx context.Context) {
 	for {
 		_, data, err := s.conn.Read(context.Background())
 		if err != nil {
@@ -183,7 +180,7 @@ func (s *socket) readLoop() {
 					// requester has handled it.
 					select {
 					case <-w.ack:
-					case <-s.done:
+					case <-ctx.Done():
 						return
 					}
 				}
@@ -193,13 +190,12 @@ func (s *socket) readLoop() {
 }
 
 // heartbeat sends "[]" every HeartbeatEvery and ends a silent socket.
-func (s *socket) heartbeat() {
-	defer s.wg.Done()
+func (s *socket) heartbeat(ctx context.Context) {
 	t := time.NewTicker(HeartbeatEvery)
 	defer t.Stop()
 	for {
 		select {
-		case <-s.done:
+		case <-ctx.Done():
 			return
 		case <-t.C:
 		}
@@ -279,31 +275,33 @@ func (s *socket) send(ctx context.Context, endpoint, query string, body any, ack
 	select {
 	case m := <-ch:
 		return m, nil
-	case <-s.done:
+	case <-s.life.Done():
 		return tradovatewire.Message{}, errSocketClosed
 	case <-ctx.Done():
 		return tradovatewire.Message{}, ctx.Err()
 	}
 }
 
-// end records why the socket ended and closes it, once.
+// end records why the socket ended (the first reason given) and closes
+// it, once.
 func (s *socket) end(err error) {
-	s.once.Do(func() {
-		s.mu.Lock()
+	s.mu.Lock()
+	if s.err == nil {
 		s.err = err
-		s.mu.Unlock()
-		close(s.done)
+	}
+	s.mu.Unlock()
+	if s.life.Stop() {
 		s.conn.CloseNow()
-	})
+	}
 }
 
 // Done is closed when the socket has ended.
-func (s *socket) Done() <-chan struct{} { return s.done }
+func (s *socket) Done() <-chan struct{} { return s.life.Done() }
 
 // Close ends the socket and waits for its goroutines.
 func (s *socket) Close() {
 	s.end(errSocketClosed)
-	s.wg.Wait()
+	s.life.Wait()
 }
 
 // socketUnavailable is the error of a call that needed a socket.

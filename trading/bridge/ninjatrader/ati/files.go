@@ -17,6 +17,7 @@ import (
 
 	"go.uber.org/zap"
 
+	"tradebridge/internal/lifecycle"
 	"tradebridge/protocol"
 	"tradebridge/trading/bridge"
 )
@@ -78,11 +79,10 @@ type Files struct {
 	scanMu sync.Mutex
 	files  map[string]cachedFile // the outgoing folder at the last scan, by name
 
+	life lifecycle.Group // the poller; stopped by Close
+
 	mu         sync.Mutex
-	closed     bool
 	started    bool
-	done       chan struct{} // closed by Close
-	wg         sync.WaitGroup
 	orders     map[string]*order   // orders placed by this process, by id
 	used       map[string]struct{} // order ids used, lower case (file names ignore case on Windows)
 	orderSeq   int64
@@ -152,7 +152,6 @@ func New(opts Options) (*Files, error) {
 		outgoing:    filepath.Join(opts.Dir, outgoingDir),
 		writeData:   writeAll,
 		files:       make(map[string]cachedFile),
-		done:        make(chan struct{}),
 		orders:      make(map[string]*order),
 		used:        make(map[string]struct{}),
 		outNames:    make(map[string]struct{}),
@@ -196,13 +195,14 @@ func New(opts Options) (*Files, error) {
 func (f *Files) Start() error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	if f.closed {
+	if f.life.Stopped() {
 		return ErrClosed
 	}
 	if !f.started {
+		if !f.life.Go(f.pollLoop) {
+			return ErrClosed
+		}
 		f.started = true
-		f.wg.Add(1)
-		go f.pollLoop()
 	}
 	return nil
 }
@@ -212,24 +212,21 @@ func (f *Files) Start() error {
 // idempotent.
 func (f *Files) Close() error {
 	f.mu.Lock()
-	if !f.closed {
-		f.closed = true
-		close(f.done)
+	if f.life.Stop() {
 		f.events.Close()
 	}
 	f.mu.Unlock()
-	f.wg.Wait()
+	f.life.Wait()
 	return nil
 }
 
-func (f *Files) pollLoop() {
-	defer f.wg.Done()
+func (f *Files) pollLoop(ctx context.Context) {
 	t := time.NewTicker(f.poll)
 	defer t.Stop()
 	failing := false
 	for {
 		select {
-		case <-f.done:
+		case <-ctx.Done():
 			return
 		case <-t.C:
 		}
@@ -497,7 +494,7 @@ func (f *Files) hand(c command) (string, error) {
 		return "", err
 	}
 	f.mu.Lock()
-	if f.closed {
+	if f.life.Stopped() {
 		f.mu.Unlock()
 		return "", ErrClosed
 	}
@@ -622,7 +619,7 @@ func (f *Files) await(ctx context.Context, oifPath string, w waiter) waitResult 
 		select {
 		case <-ctx.Done():
 		case <-deadline.C:
-		case <-f.done:
+		case <-f.life.Done():
 		case <-changed:
 			continue
 		case <-tick.C:

@@ -48,7 +48,7 @@ func (f *Files) SubmitOrder(ctx context.Context, req bridge.OrderRequest) (proto
 		return protocol.Order{}, err
 	}
 	f.mu.Lock()
-	if f.closed {
+	if f.life.Stopped() {
 		f.mu.Unlock()
 		return protocol.Order{}, ErrClosed
 	}
@@ -170,7 +170,7 @@ func (f *Files) waitFor(ctx context.Context, d time.Duration, cond func() bool) 
 			return false
 		case <-timer.C:
 			return false
-		case <-f.done:
+		case <-f.life.Done():
 			return false
 		case <-changed:
 		case <-tick.C:

@@ -131,7 +131,7 @@ type cashState struct {
 type contractState struct {
 	id, maturityID int64
 	simName        string
-	tvName         string
+	tradovateName  string
 }
 
 // orderState is an order the fake knows: its id on both sides, what the
@@ -182,9 +182,9 @@ type state struct {
 	acctByName map[string]*acctState
 	acctByID   map[int64]*acctState
 
-	contractBySim map[string]*contractState
-	contractByTV  map[string]*contractState
-	contractByID  map[int64]*contractState
+	contractBySim           map[string]*contractState
+	contractByTradovateName map[string]*contractState
+	contractByID            map[int64]*contractState
 
 	orderBySim map[string]*orderState
 	orderByID  map[int64]*orderState
@@ -209,25 +209,25 @@ type state struct {
 
 func newState(started time.Time) *state {
 	return &state{
-		started:       started,
-		acctByName:    make(map[string]*acctState),
-		acctByID:      make(map[int64]*acctState),
-		contractBySim: make(map[string]*contractState),
-		contractByTV:  make(map[string]*contractState),
-		contractByID:  make(map[int64]*contractState),
-		orderBySim:    make(map[string]*orderState),
-		orderByID:     make(map[int64]*orderState),
-		fillBySim:     make(map[string]int64),
-		positions:     make(map[posKey]*posState),
-		quoteRefs:     make(map[int64]int),
-		trailing:      make(map[int64]*orderState),
-		nextContract:  firstContractID,
-		nextOrder:     firstOrderID,
-		nextVersion:   firstVersionID,
-		nextFill:      firstFillID,
-		nextPosition:  firstPositionID,
-		nextCash:      firstCashID,
-		nextCommand:   firstCommandID,
+		started:                 started,
+		acctByName:              make(map[string]*acctState),
+		acctByID:                make(map[int64]*acctState),
+		contractBySim:           make(map[string]*contractState),
+		contractByTradovateName: make(map[string]*contractState),
+		contractByID:            make(map[int64]*contractState),
+		orderBySim:              make(map[string]*orderState),
+		orderByID:               make(map[int64]*orderState),
+		fillBySim:               make(map[string]int64),
+		positions:               make(map[posKey]*posState),
+		quoteRefs:               make(map[int64]int),
+		trailing:                make(map[int64]*orderState),
+		nextContract:            firstContractID,
+		nextOrder:               firstOrderID,
+		nextVersion:             firstVersionID,
+		nextFill:                firstFillID,
+		nextPosition:            firstPositionID,
+		nextCash:                firstCashID,
+		nextCommand:             firstCommandID,
 	}
 }
 
@@ -257,10 +257,10 @@ func (st *state) now() time.Time {
 	return st.last
 }
 
-// tvName is the broker's name of a simulator contract: "ES 12-26" is
+// tradovateName is the broker's name of a simulator contract: "ES 12-26" is
 // "ESZ6" (root, month code, the year's last digit). ok is false for a
 // name that is no contract.
-func tvName(simName string) (string, bool) {
+func tradovateName(simName string) (string, bool) {
 	in, err := protocol.ParseInstrument(simName)
 	if err != nil || in.Form != protocol.InstrumentContract {
 		return "", false
@@ -275,22 +275,22 @@ func (st *state) contract(simName string) (c *contractState, created, ok bool) {
 	if c := st.contractBySim[simName]; c != nil {
 		return c, false, true
 	}
-	tv, ok := tvName(simName)
+	name, ok := tradovateName(simName)
 	if !ok {
 		return nil, false, false
 	}
 	c = &contractState{id: st.nextContract, maturityID: firstMaturityID + (st.nextContract - firstContractID),
-		simName: simName, tvName: tv}
+		simName: simName, tradovateName: name}
 	st.nextContract++
 	st.contractBySim[simName] = c
-	st.contractByTV[tv] = c
+	st.contractByTradovateName[name] = c
 	st.contractByID[c.id] = c
 	return c, true, true
 }
 
 func (c *contractState) entity(ts time.Time) contractEntity {
 	return contractEntity{
-		Contract:  tradovatewire.Contract{ID: c.id, Name: c.tvName, ContractMaturityID: c.maturityID},
+		Contract:  tradovatewire.Contract{ID: c.id, Name: c.tradovateName, ContractMaturityID: c.maturityID},
 		Timestamp: tradovatewire.FormatTime(ts),
 	}
 }
@@ -404,8 +404,8 @@ func ordStatus(s string) string {
 	return tradovatewire.StatusUnknown
 }
 
-// tvOrderType is the broker's order type of a simulator order type.
-func tvOrderType(t string) string {
+// tradovateOrderType is the broker's order type of a simulator order type.
+func tradovateOrderType(t string) string {
 	switch t {
 	case protocol.OrderTypeStopMarket:
 		return tradovatewire.OrderTypeStop
@@ -417,8 +417,8 @@ func tvOrderType(t string) string {
 	return tradovatewire.OrderTypeMarket
 }
 
-// tvTIF is the broker's time in force of a simulator one.
-func tvTIF(t string) string {
+// tradovateTIF is the broker's time in force of a simulator one.
+func tradovateTIF(t string) string {
 	if t == protocol.TimeInForceGtc {
 		return tradovatewire.TIFGTC
 	}
@@ -438,8 +438,8 @@ func (st *state) update(o *orderState, rec protocol.Order) (statusChanged, versi
 	v := tradovatewire.OrderVersion{
 		OrderID:     o.id,
 		OrderQty:    rec.Quantity,
-		OrderType:   tvOrderType(rec.OrderType),
-		TimeInForce: tvTIF(rec.TimeInForce),
+		OrderType:   tradovateOrderType(rec.OrderType),
+		TimeInForce: tradovateTIF(rec.TimeInForce),
 		Text:        rec.Name,
 	}
 	switch rec.OrderType {

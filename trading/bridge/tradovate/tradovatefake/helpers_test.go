@@ -28,8 +28,8 @@ var start = time.Date(2026, time.October, 5, 14, 30, 0, 0, time.UTC)
 
 // es is the front ES contract, by both names.
 const (
-	es   = "ES 12-26"
-	esTV = "ESZ6"
+	es          = "ES 12-26"
+	esTradovate = "ESZ6"
 )
 
 // authClock is a settable clock for Options.Now.
@@ -179,7 +179,7 @@ func (f *fixture) accountID(name string) int64 {
 // order is a placeorder request on Sim101 in ESZ6.
 func (f *fixture) order(action, typ string, qty int, price, stop float64) tradovatewire.PlaceOrderRequest {
 	return tradovatewire.PlaceOrderRequest{AccountSpec: tradovatefake.DefaultName, AccountID: f.accountID("Sim101"),
-		Action: action, Symbol: esTV, OrderQty: qty, OrderType: typ, Price: price, StopPrice: stop,
+		Action: action, Symbol: esTradovate, OrderQty: qty, OrderType: typ, Price: price, StopPrice: stop,
 		IsAutomated: true}
 }
 
@@ -238,7 +238,7 @@ func (f *fixture) fills() []tradovatewire.Fill {
 func (f *fixture) contractID() int64 {
 	f.t.Helper()
 	var c tradovatewire.Contract
-	require.Equal(f.t, http.StatusOK, f.get("/contract/find?name="+esTV, &c))
+	require.Equal(f.t, http.StatusOK, f.get("/contract/find?name="+esTradovate, &c))
 	return c.ID
 }
 

@@ -342,7 +342,7 @@ func TestContracts(t *testing.T) {
 	f.login()
 	var c tradovatewire.Contract
 	require.Equal(t, http.StatusOK, f.get("/contract/find?name=esz6", &c))
-	require.Equal(t, esTV, c.Name)
+	require.Equal(t, esTradovate, c.Name)
 	var byID tradovatewire.Contract
 	require.Equal(t, http.StatusOK, f.get("/contract/item?id="+itoa(c.ID), &byID))
 	require.Equal(t, c, byID)

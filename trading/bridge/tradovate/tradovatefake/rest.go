@@ -339,7 +339,7 @@ func (s *Server) contractAnswer(c *contractState) (contractEntity, bool, error) 
 // as at the broker. It runs in the loop.
 func (s *Server) findContract(symbol string) *contractState {
 	symbol = strings.ToUpper(strings.TrimSpace(symbol))
-	if c := s.st.contractByTV[symbol]; c != nil {
+	if c := s.st.contractByTradovateName[symbol]; c != nil {
 		return c
 	}
 	in, err := protocol.ParseInstrument(symbol)
@@ -351,7 +351,7 @@ func (s *Server) findContract(symbol string) *contractState {
 		return nil
 	}
 	c, created, ok := s.st.contract(info.Instrument)
-	if !ok || c.tvName != symbol {
+	if !ok || c.tradovateName != symbol {
 		return nil
 	}
 	if created {

@@ -258,7 +258,7 @@ func fakeAnswers(t *testing.T) map[string]json.RawMessage {
 	call("order_list", http.MethodGet, "/order/list", f.token, nil)
 	call("orderVersion_list", http.MethodGet, "/orderVersion/list", f.token, nil)
 	call("fill_list", http.MethodGet, "/fill/list", f.token, nil)
-	call("contract_find", http.MethodGet, "/contract/find?name="+esTV, f.token, nil)
+	call("contract_find", http.MethodGet, "/contract/find?name="+esTradovate, f.token, nil)
 	call("contract_item", http.MethodGet, "/contract/item?id="+itoa(nqContract.ID), f.token, nil)
 
 	// The whole state, synced on a new socket, and a quote.
@@ -267,7 +267,7 @@ func fakeAnswers(t *testing.T) map[string]json.RawMessage {
 	out["ws_syncrequest"] = m.D
 	md := f.dial(f.fake.MDURL())
 	md.authorize(f.md, http.StatusOK)
-	require.Equal(t, http.StatusOK, md.request("md/subscribequote", "", symbolBody(esTV)).S)
+	require.Equal(t, http.StatusOK, md.request("md/subscribequote", "", symbolBody(esTradovate)).S)
 	for {
 		m := md.message()
 		if m.E == tradovatewire.EventMD {

@@ -65,7 +65,7 @@ func TestSyncRequestAndProps(t *testing.T) {
 	require.Len(t, snap.Fills, 1)
 	require.Len(t, snap.Positions, 1)
 	require.Len(t, snap.Contracts, 1)
-	require.Equal(t, esTV, snap.Contracts[0].Name)
+	require.Equal(t, esTradovate, snap.Contracts[0].Name)
 	require.Equal(t, 1, snap.Positions[0].NetPos)
 	require.Equal(t, 1, f.fake.Requests("user/syncrequest"))
 	sent := f.fake.EventsSent()
@@ -116,7 +116,7 @@ func TestPropsOfANewContract(t *testing.T) {
 	ps := w.props(4)
 	require.Equal(t, []string{"contract Created", "order Created", "orderVersion Created", "order Updated"}, kinds(ps))
 	c := entity[tradovatewire.Contract](t, ps[0])
-	require.Equal(t, esTV, c.Name)
+	require.Equal(t, esTradovate, c.Name)
 	require.Equal(t, c.ID, entity[tradovatewire.Order](t, ps[1]).ContractID)
 }
 
@@ -144,7 +144,7 @@ func TestRESTOverTheSocket(t *testing.T) {
 	require.NoError(t, json.Unmarshal(m.D, &as))
 	require.Len(t, as, 2)
 
-	m = w.request("contract/find", "name="+esTV, nil)
+	m = w.request("contract/find", "name="+esTradovate, nil)
 	require.Equal(t, http.StatusOK, m.S)
 
 	body, err := json.Marshal(f.order(tradovatewire.ActionBuy, tradovatewire.OrderTypeMarket, 1, 0, 0))
@@ -186,7 +186,7 @@ func TestMarketDataQuotes(t *testing.T) {
 	w := f.dial(f.fake.MDURL())
 	w.authorize(f.md, http.StatusOK)
 
-	m := w.request("md/subscribeQuote", "", symbolBody(esTV))
+	m := w.request("md/subscribeQuote", "", symbolBody(esTradovate))
 	require.Equal(t, http.StatusOK, m.S)
 	q := w.quote()
 	require.Equal(t, contract, q.ContractID)
@@ -207,7 +207,7 @@ func TestMarketDataQuotes(t *testing.T) {
 	require.Equal(t, http.StatusOK, m.S)
 	require.Equal(t, 6004.0, w2.quote().Entries[tradovatewire.EntryBid].Price)
 
-	m = w.request("md/unsubscribequote", "", symbolBody(esTV))
+	m = w.request("md/unsubscribequote", "", symbolBody(esTradovate))
 	require.Equal(t, http.StatusOK, m.S)
 	require.NoError(t, f.market.SetPrice(es, 6006))
 	require.Equal(t, 6006.0, w2.quote().Entries[tradovatewire.EntryBid].Price)
@@ -243,7 +243,7 @@ func TestQuoteSubscriptionsFollowTheSockets(t *testing.T) {
 	f.login()
 	w := f.dial(f.fake.MDURL())
 	w.authorize(f.md, http.StatusOK)
-	require.Equal(t, http.StatusOK, w.request("md/subscribequote", "", symbolBody(esTV)).S)
+	require.Equal(t, http.StatusOK, w.request("md/subscribequote", "", symbolBody(esTradovate)).S)
 	w.quote()
 	events, cancel := context.WithCancel(t.Context())
 	defer cancel()
@@ -408,7 +408,7 @@ func TestCloseIsIdempotentAndEndsSockets(t *testing.T) {
 	w, _ := f.userSocket()
 	md := f.dial(f.fake.MDURL())
 	md.authorize(f.md, http.StatusOK)
-	require.Equal(t, http.StatusOK, md.request("md/subscribequote", "", symbolBody(esTV)).S)
+	require.Equal(t, http.StatusOK, md.request("md/subscribequote", "", symbolBody(esTradovate)).S)
 	require.NoError(t, f.fake.Close())
 	require.NoError(t, f.fake.Close())
 	w.readFails()
