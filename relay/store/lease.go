@@ -16,9 +16,11 @@ import (
 // need not agree.
 
 var (
+	// The clock is read once: a lease has expired when it ends at or
+	// before now, excluded.expires_at less the ttl.
 	qAcquireLease = sqlText(`INSERT INTO broker_leases (user_id, node, expires_at) VALUES (?, ?, {now} + ?)
 		ON CONFLICT (user_id) DO UPDATE SET node = excluded.node, expires_at = excluded.expires_at
-		WHERE broker_leases.node = excluded.node OR broker_leases.expires_at <= {now}`)
+		WHERE broker_leases.node = excluded.node OR broker_leases.expires_at <= excluded.expires_at - ?`)
 	qReleaseLease      = sqlText("DELETE FROM broker_leases WHERE user_id = ? AND node = ?")
 	qLeaseHolder       = sqlText("SELECT node FROM broker_leases WHERE user_id = ? AND expires_at > {now}")
 	qLockUser          = sqlText("SELECT 1 FROM users WHERE id = ?{forNoKeyUpdate}")
@@ -38,7 +40,7 @@ func (s *sqlStore) AcquireBrokerLease(ctx context.Context, userID, node string, 
 	if ttl <= 0 {
 		return false, wrap("acquire broker lease", errLeaseTTL)
 	}
-	n, err := changed(s.exec(ctx, qAcquireLease, userID, node, ttl.Milliseconds()))
+	n, err := changed(s.exec(ctx, qAcquireLease, userID, node, ttl.Milliseconds(), ttl.Milliseconds()))
 	if err != nil {
 		return false, wrap("acquire broker lease", err)
 	}
