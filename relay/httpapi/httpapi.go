@@ -1,10 +1,10 @@
 // Package httpapi is the relay's only way to speak JSON over HTTP. Every
 // relay handler writes its responses through Write, WriteWithTop,
-// WriteMembers (a response profile's rendering), WriteRecorded (a replayed
-// response) and WriteError, and reads request bodies through ReadJSON and RejectBody, so
-// that the envelope, the security headers, the size and time limits and the
-// strictness of the JSON accepted are decided once, here, and are the same
-// on every route (the role coder's coderd/httpapi plays for coderd).
+// WriteMembers (a response profile's rendering) and WriteError, and reads
+// request bodies through ReadJSON and RejectBody, so that the envelope,
+// the security headers, the size and time limits and the strictness of
+// the JSON accepted are decided once, here, and are the same on every
+// route (the role coder's coderd/httpapi plays for coderd).
 //
 // # Responses
 //
@@ -274,11 +274,6 @@ func encodeValue(enc *json.Encoder, buf *bytes.Buffer, v any) error {
 	buf.Truncate(buf.Len() - 1)
 	return nil
 }
-
-// WriteRecorded sends status and body, a response this package wrote
-// earlier and the caller recorded (a replayed idempotent write), with the
-// headers every response carries.
-func WriteRecorded(w http.ResponseWriter, status int, body []byte) { send(w, status, body) }
 
 // send writes the headers every response carries, then status and body.
 func send(w http.ResponseWriter, status int, body []byte) {

@@ -6,48 +6,52 @@ import (
 	"errors"
 	"fmt"
 	"time"
-
-	"modernc.org/sqlite"
-	sqlite3 "modernc.org/sqlite/lib"
 )
 
 // The broker links: one row per linked user in broker_links (its secrets
 // sealed by the caller), the Put/Delete/Load buckets of the operations
 // running over the link in broker_state, and the dispatcher's journal in
-// broker_writes. Every write is one statement or one transaction, durable
-// on return (WAL journal, synchronous FULL).
-
-// isForeignKey reports a FOREIGN KEY violation: here, always a user that
-// does not exist.
-func isForeignKey(err error) bool {
-	var se *sqlite.Error
-	return errors.As(err, &se) && se.Code() == sqlite3.SQLITE_CONSTRAINT_FOREIGNKEY
-}
-
-// noUser maps a foreign-key violation to ErrNotFound.
-func noUser(err error) error {
-	if isForeignKey(err) {
-		return ErrNotFound
-	}
-	return err
-}
-
-// PutBrokerLink implements Store.
-func (s *SQLite) PutBrokerLink(ctx context.Context, l BrokerLink) error {
-	if l.UserID == "" || l.Env == "" || l.Method == "" || l.Sealed == "" {
-		return errors.New("store: put broker link: a link needs a user, an environment, a method and its sealed secrets")
-	}
-	_, err := s.db.ExecContext(ctx,
-		`INSERT INTO broker_links (user_id, env, method, sealed, linked_at, updated_at) VALUES (?, ?, ?, ?, ?, ?)
-		 ON CONFLICT (user_id) DO UPDATE SET env = excluded.env, method = excluded.method, sealed = excluded.sealed,
-		   linked_at = excluded.linked_at, updated_at = excluded.updated_at`,
-		l.UserID, l.Env, l.Method, l.Sealed, millis(l.LinkedAt), millis(l.UpdatedAt))
-	return wrap("put broker link", noUser(err))
-}
+// broker_writes.
 
 const brokerLinkColumns = "user_id, env, method, sealed, linked_at, updated_at"
 
-func scanBrokerLink(row interface{ Scan(...any) error }) (BrokerLink, error) {
+var (
+	qPutBrokerLink = sqlText(`INSERT INTO broker_links (` + brokerLinkColumns + `) VALUES (?, ?, ?, ?, ?, ?)
+		ON CONFLICT (user_id) DO UPDATE SET env = excluded.env, method = excluded.method, sealed = excluded.sealed,
+		  linked_at = excluded.linked_at, updated_at = excluded.updated_at`)
+	qBrokerLink         = sqlText("SELECT " + brokerLinkColumns + " FROM broker_links WHERE user_id = ?")
+	qBrokerLinks        = sqlText("SELECT " + brokerLinkColumns + " FROM broker_links ORDER BY user_id")
+	qBrokerLinkExists   = sqlText("SELECT 1 FROM broker_links WHERE user_id = ?")
+	qUpdateBrokerSealed = sqlText("UPDATE broker_links SET sealed = ?, updated_at = ? WHERE user_id = ?")
+	qSwapBrokerSealed   = sqlText("UPDATE broker_links SET sealed = ?, updated_at = ? WHERE user_id = ? AND sealed = ?")
+	qDeleteBrokerLink   = sqlText("DELETE FROM broker_links WHERE user_id = ?")
+	qDeleteUserState    = sqlText("DELETE FROM broker_state WHERE user_id = ?")
+	qDeleteUserWrites   = sqlText("DELETE FROM broker_writes WHERE user_id = ?")
+	qPutBrokerState     = sqlText(`INSERT INTO broker_state (user_id, bucket, key, value) VALUES (?, ?, ?, ?)
+		ON CONFLICT (user_id, bucket, key) DO UPDATE SET value = excluded.value`)
+	qDeleteBrokerState = sqlText("DELETE FROM broker_state WHERE user_id = ? AND bucket = ? AND key = ?")
+	qLoadBrokerState   = sqlText("SELECT key, value FROM broker_state WHERE user_id = ? AND bucket = ?")
+	qBeginBrokerWrite  = sqlText("INSERT INTO broker_writes (user_id, id, fingerprint, at) VALUES (?, ?, ?, ?)")
+	qFinishBrokerWrite = sqlText(`UPDATE broker_writes SET done = TRUE, result = ?, err_code = ?, err_detail = ?
+		WHERE user_id = ? AND id = ?`)
+	qLoadBrokerWrites = sqlText(`SELECT id, fingerprint, at, done, result, err_code, err_detail FROM broker_writes
+		WHERE user_id = ? AND at >= ? ORDER BY at, {journalOrder}`)
+	qPruneBrokerWrites = sqlText("DELETE FROM broker_writes WHERE user_id = ? AND at < ?")
+)
+
+// errNoSealed refuses a link without its sealed secrets.
+var errNoSealed = errors.New("the sealed secrets are empty")
+
+// PutBrokerLink implements Store.
+func (s *sqlStore) PutBrokerLink(ctx context.Context, l BrokerLink) error {
+	if l.UserID == "" || l.Env == "" || l.Method == "" || l.Sealed == "" {
+		return errors.New("store: put broker link: a link needs a user, an environment, a method and its sealed secrets")
+	}
+	_, err := s.exec(ctx, qPutBrokerLink, l.UserID, l.Env, l.Method, l.Sealed, millis(l.LinkedAt), millis(l.UpdatedAt))
+	return wrap("put broker link", s.d.noUser(err))
+}
+
+func scanBrokerLink(row scanner) (BrokerLink, error) {
 	var l BrokerLink
 	var linked, updated int64
 	if err := row.Scan(&l.UserID, &l.Env, &l.Method, &l.Sealed, &linked, &updated); err != nil {
@@ -56,87 +60,64 @@ func scanBrokerLink(row interface{ Scan(...any) error }) (BrokerLink, error) {
 		}
 		return BrokerLink{}, err
 	}
-	l.LinkedAt = time.UnixMilli(linked).UTC()
-	l.UpdatedAt = time.UnixMilli(updated).UTC()
+	l.LinkedAt, l.UpdatedAt = fromMS(linked), fromMS(updated)
 	return l, nil
 }
 
 // BrokerLink implements Store.
-func (s *SQLite) BrokerLink(ctx context.Context, userID string) (BrokerLink, error) {
-	l, err := scanBrokerLink(s.db.QueryRowContext(ctx,
-		"SELECT "+brokerLinkColumns+" FROM broker_links WHERE user_id = ?", userID))
+func (s *sqlStore) BrokerLink(ctx context.Context, userID string) (BrokerLink, error) {
+	l, err := scanBrokerLink(s.row(ctx, qBrokerLink, userID))
 	return l, wrap("read broker link", err)
 }
 
 // ListBrokerLinks implements Store.
-func (s *SQLite) ListBrokerLinks(ctx context.Context) ([]BrokerLink, error) {
-	rows, err := s.db.QueryContext(ctx, "SELECT "+brokerLinkColumns+" FROM broker_links ORDER BY user_id")
-	if err != nil {
-		return nil, wrap("list broker links", err)
-	}
-	defer rows.Close()
-	var out []BrokerLink
-	for rows.Next() {
-		l, err := scanBrokerLink(rows)
-		if err != nil {
-			return nil, wrap("list broker links", err)
-		}
-		out = append(out, l)
-	}
-	return out, wrap("list broker links", rows.Err())
+func (s *sqlStore) ListBrokerLinks(ctx context.Context) ([]BrokerLink, error) {
+	out, err := all(ctx, s.conn, scanBrokerLink, qBrokerLinks)
+	return out, wrap("list broker links", err)
 }
 
 // UpdateBrokerSealed implements Store.
-func (s *SQLite) UpdateBrokerSealed(ctx context.Context, userID, sealed string, at time.Time) error {
+func (s *sqlStore) UpdateBrokerSealed(ctx context.Context, userID, sealed string, at time.Time) error {
 	if sealed == "" {
-		return errors.New("store: update broker link: the sealed secrets are empty")
+		return wrap("update broker link", errNoSealed)
 	}
-	res, err := s.db.ExecContext(ctx,
-		"UPDATE broker_links SET sealed = ?, updated_at = ? WHERE user_id = ?", sealed, millis(at), userID)
-	return wrap("update broker link", affected(res, err))
+	return wrap("update broker link", affected(s.exec(ctx, qUpdateBrokerSealed, sealed, millis(at), userID)))
 }
 
-// SwapBrokerSealed implements Store.
-func (s *SQLite) SwapBrokerSealed(ctx context.Context, userID, old, sealed string, at time.Time) error {
+// SwapBrokerSealed implements Store. The compare and the swap are one
+// UPDATE.
+func (s *sqlStore) SwapBrokerSealed(ctx context.Context, userID, old, sealed string, at time.Time) error {
 	if sealed == "" {
-		return errors.New("store: update broker link: the sealed secrets are empty")
+		return wrap("update broker link", errNoSealed)
 	}
-	err := s.tx(ctx, func(tx *sql.Tx) error {
-		var cur string
-		err := tx.QueryRowContext(ctx, "SELECT sealed FROM broker_links WHERE user_id = ?", userID).Scan(&cur)
-		if errors.Is(err, sql.ErrNoRows) {
-			return ErrNotFound
+	err := affected(s.exec(ctx, qSwapBrokerSealed, sealed, millis(at), userID, old))
+	if errors.Is(err, ErrNotFound) {
+		// No link, or not with the old secrets.
+		var one int
+		err = s.row(ctx, qBrokerLinkExists, userID).Scan(&one)
+		switch {
+		case errors.Is(err, sql.ErrNoRows):
+			err = ErrNotFound
+		case err == nil:
+			err = ErrVersionConflict
 		}
-		if err != nil {
-			return err
-		}
-		if cur != old {
-			return ErrVersionConflict
-		}
-		_, err = tx.ExecContext(ctx,
-			"UPDATE broker_links SET sealed = ?, updated_at = ? WHERE user_id = ?", sealed, millis(at), userID)
-		return err
-	})
+	}
 	return wrap("update broker link", err)
 }
 
 // DeleteBrokerLink implements Store.
-func (s *SQLite) DeleteBrokerLink(ctx context.Context, userID string) (bool, error) {
+func (s *sqlStore) DeleteBrokerLink(ctx context.Context, userID string) (bool, error) {
 	var had bool
-	err := s.tx(ctx, func(tx *sql.Tx) error {
-		res, err := tx.ExecContext(ctx, "DELETE FROM broker_links WHERE user_id = ?", userID)
-		if err != nil {
-			return err
-		}
-		n, err := res.RowsAffected()
+	err := s.tx(ctx, func(tx conn) error {
+		n, err := changed(tx.exec(ctx, qDeleteBrokerLink, userID))
 		if err != nil {
 			return err
 		}
 		had = n > 0
-		if _, err := tx.ExecContext(ctx, "DELETE FROM broker_state WHERE user_id = ?", userID); err != nil {
+		if _, err := tx.exec(ctx, qDeleteUserState, userID); err != nil {
 			return err
 		}
-		_, err = tx.ExecContext(ctx, "DELETE FROM broker_writes WHERE user_id = ?", userID)
+		_, err = tx.exec(ctx, qDeleteUserWrites, userID)
 		return err
 	})
 	if err != nil {
@@ -146,28 +127,23 @@ func (s *SQLite) DeleteBrokerLink(ctx context.Context, userID string) (bool, err
 }
 
 // PutBrokerState implements Store.
-func (s *SQLite) PutBrokerState(ctx context.Context, userID, bucket, key string, value []byte) error {
+func (s *sqlStore) PutBrokerState(ctx context.Context, userID, bucket, key string, value []byte) error {
 	if value == nil {
 		value = []byte{} // the column is NOT NULL; an empty value is a value
 	}
-	_, err := s.db.ExecContext(ctx,
-		`INSERT INTO broker_state (user_id, bucket, key, value) VALUES (?, ?, ?, ?)
-		 ON CONFLICT (user_id, bucket, key) DO UPDATE SET value = excluded.value`,
-		userID, bucket, key, value)
-	return wrap("put broker state", noUser(err))
+	_, err := s.exec(ctx, qPutBrokerState, userID, bucket, key, value)
+	return wrap("put broker state", s.d.noUser(err))
 }
 
 // DeleteBrokerState implements Store.
-func (s *SQLite) DeleteBrokerState(ctx context.Context, userID, bucket, key string) error {
-	_, err := s.db.ExecContext(ctx,
-		"DELETE FROM broker_state WHERE user_id = ? AND bucket = ? AND key = ?", userID, bucket, key)
+func (s *sqlStore) DeleteBrokerState(ctx context.Context, userID, bucket, key string) error {
+	_, err := s.exec(ctx, qDeleteBrokerState, userID, bucket, key)
 	return wrap("delete broker state", err)
 }
 
 // LoadBrokerState implements Store.
-func (s *SQLite) LoadBrokerState(ctx context.Context, userID, bucket string) (map[string][]byte, error) {
-	rows, err := s.db.QueryContext(ctx,
-		"SELECT key, value FROM broker_state WHERE user_id = ? AND bucket = ?", userID, bucket)
+func (s *sqlStore) LoadBrokerState(ctx context.Context, userID, bucket string) (map[string][]byte, error) {
+	rows, err := s.rows(ctx, qLoadBrokerState, userID, bucket)
 	if err != nil {
 		return nil, wrap("load broker state", err)
 	}
@@ -191,58 +167,40 @@ func (s *SQLite) LoadBrokerState(ctx context.Context, userID, bucket string) (ma
 }
 
 // BeginBrokerWrite implements Store.
-func (s *SQLite) BeginBrokerWrite(ctx context.Context, userID, id string, fp [32]byte, at time.Time) error {
-	_, err := s.db.ExecContext(ctx,
-		"INSERT INTO broker_writes (user_id, id, fingerprint, at) VALUES (?, ?, ?, ?)",
-		userID, id, fp[:], millis(at))
-	if isConstraint(err) {
-		err = ErrConflict
-	}
-	return wrap("begin broker write", noUser(err))
+func (s *sqlStore) BeginBrokerWrite(ctx context.Context, userID, id string, fp [32]byte, at time.Time) error {
+	_, err := s.exec(ctx, qBeginBrokerWrite, userID, id, fp[:], millis(at))
+	return wrap("begin broker write", s.d.noUser(s.d.conflict(err)))
 }
 
 // FinishBrokerWrite implements Store.
-func (s *SQLite) FinishBrokerWrite(ctx context.Context, userID, id string, result []byte, errCode, errDetail string) error {
-	var res any // NULL when nil
-	if result != nil {
-		res = result
-	}
-	r, err := s.db.ExecContext(ctx,
-		"UPDATE broker_writes SET done = 1, result = ?, err_code = ?, err_detail = ? WHERE user_id = ? AND id = ?",
-		res, errCode, errDetail, userID, id)
-	return wrap("finish broker write", affected(r, err))
+func (s *sqlStore) FinishBrokerWrite(ctx context.Context, userID, id string, result []byte, errCode, errDetail string) error {
+	res, err := s.exec(ctx, qFinishBrokerWrite, orNull(result), errCode, errDetail, userID, id)
+	return wrap("finish broker write", affected(res, err))
 }
 
 // LoadBrokerWrites implements Store.
-func (s *SQLite) LoadBrokerWrites(ctx context.Context, userID string, since time.Time) ([]BrokerWrite, error) {
-	rows, err := s.db.QueryContext(ctx,
-		`SELECT id, fingerprint, at, done, result, err_code, err_detail FROM broker_writes
-		 WHERE user_id = ? AND at >= ? ORDER BY at, rowid`, userID, millis(since))
-	if err != nil {
-		return nil, wrap("load broker writes", err)
+func (s *sqlStore) LoadBrokerWrites(ctx context.Context, userID string, since time.Time) ([]BrokerWrite, error) {
+	out, err := all(ctx, s.conn, scanBrokerWrite, qLoadBrokerWrites, userID, millis(since))
+	return out, wrap("load broker writes", err)
+}
+
+func scanBrokerWrite(row scanner) (BrokerWrite, error) {
+	var w BrokerWrite
+	var fp []byte
+	var at int64
+	if err := row.Scan(&w.ID, &fp, &at, &w.Done, &w.Result, &w.ErrCode, &w.ErrDetail); err != nil {
+		return BrokerWrite{}, err
 	}
-	defer rows.Close()
-	var out []BrokerWrite
-	for rows.Next() {
-		var w BrokerWrite
-		var fp []byte
-		var at int64
-		if err := rows.Scan(&w.ID, &fp, &at, &w.Done, &w.Result, &w.ErrCode, &w.ErrDetail); err != nil {
-			return nil, wrap("load broker writes", err)
-		}
-		if len(fp) != len(w.Fingerprint) {
-			return nil, wrap("load broker writes", fmt.Errorf("a write's fingerprint is %d bytes, not %d", len(fp), len(w.Fingerprint)))
-		}
-		copy(w.Fingerprint[:], fp)
-		w.At = time.UnixMilli(at).UTC()
-		out = append(out, w)
+	if len(fp) != len(w.Fingerprint) {
+		return BrokerWrite{}, fmt.Errorf("a write's fingerprint is %d bytes, not %d", len(fp), len(w.Fingerprint))
 	}
-	return out, wrap("load broker writes", rows.Err())
+	copy(w.Fingerprint[:], fp)
+	w.At = fromMS(at)
+	return w, nil
 }
 
 // PruneBrokerWrites implements Store.
-func (s *SQLite) PruneBrokerWrites(ctx context.Context, userID string, before time.Time) error {
-	_, err := s.db.ExecContext(ctx,
-		"DELETE FROM broker_writes WHERE user_id = ? AND at < ?", userID, millis(before))
+func (s *sqlStore) PruneBrokerWrites(ctx context.Context, userID string, before time.Time) error {
+	_, err := s.exec(ctx, qPruneBrokerWrites, userID, millis(before))
 	return wrap("prune broker writes", err)
 }

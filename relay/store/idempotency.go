@@ -7,47 +7,74 @@ import (
 	"time"
 )
 
-// ClaimIdempotent implements Store.
-func (s *SQLite) ClaimIdempotent(ctx context.Context, rec Idempotent, staleBefore, expiredBefore time.Time) (Idempotent, bool, error) {
+// The outcomes of trading writes by idempotency key (idempotency).
+
+var (
+	qClaimNew = sqlText(`INSERT INTO idempotency (user_id, key, fingerprint, state, status, body, created_at, updated_at)
+		VALUES (?, ?, ?, ?, 0, NULL, ?, ?) ON CONFLICT (user_id, key) DO NOTHING`)
+	qClaimRead = sqlText(`SELECT fingerprint, state, status, body, created_at, updated_at
+		FROM idempotency WHERE user_id = ? AND key = ?{forUpdate}`)
+	qClaimExpired = sqlText(`UPDATE idempotency SET fingerprint = ?, state = ?, status = 0, body = NULL, created_at = ?, updated_at = ?
+		WHERE user_id = ? AND key = ?`)
+	qClaimAgain = sqlText("UPDATE idempotency SET state = ?, updated_at = ? WHERE user_id = ? AND key = ?")
+	qFinishIdem = sqlText(`UPDATE idempotency SET state = ?, status = ?, body = ?, updated_at = ?
+		WHERE user_id = ? AND key = ?`)
+	qPurgeIdem = sqlText("DELETE FROM idempotency WHERE created_at < ?")
+)
+
+// errClaimVanished reports a record deleted under ClaimIdempotent again
+// and again.
+var errClaimVanished = errors.New("the record kept vanishing while it was claimed")
+
+// ClaimIdempotent implements Store. A new key is claimed by one INSERT …
+// ON CONFLICT DO NOTHING; a key already there is read under a lock (FOR
+// UPDATE on PostgreSQL; SQLite's transaction holds the write lock from
+// its start), so that the stores that claim it at once decide one after
+// the other, each seeing what the one before wrote.
+func (s *sqlStore) ClaimIdempotent(ctx context.Context, rec Idempotent, staleBefore, expiredBefore time.Time) (Idempotent, bool, error) {
 	var got Idempotent
 	claimed := false
-	err := s.tx(ctx, func(tx *sql.Tx) error {
-		var created, updated int64
-		err := tx.QueryRowContext(ctx,
-			`SELECT fingerprint, state, status, body, created_at, updated_at
-			 FROM idempotency WHERE user_id = ? AND key = ?`, rec.UserID, rec.Key).
-			Scan(&got.Fingerprint, &got.State, &got.Status, &got.Body, &created, &updated)
-		switch {
-		case errors.Is(err, sql.ErrNoRows) || (err == nil && created < millis(expiredBefore)):
-			got = Idempotent{UserID: rec.UserID, Key: rec.Key, Fingerprint: rec.Fingerprint,
-				State: IdemRunning, CreatedAt: rec.CreatedAt, UpdatedAt: rec.CreatedAt}
-			claimed = true
-			_, err = tx.ExecContext(ctx,
-				`INSERT INTO idempotency (user_id, key, fingerprint, state, status, body, created_at, updated_at)
-				 VALUES (?, ?, ?, ?, 0, NULL, ?, ?)
-				 ON CONFLICT (user_id, key) DO UPDATE SET fingerprint = excluded.fingerprint,
-				   state = excluded.state, status = 0, body = NULL,
-				   created_at = excluded.created_at, updated_at = excluded.updated_at`,
-				rec.UserID, rec.Key, rec.Fingerprint, IdemRunning, millis(rec.CreatedAt), millis(rec.CreatedAt))
-			return err
-		case err != nil:
-			return err
+	at := millis(rec.CreatedAt)
+	err := s.tx(ctx, func(tx conn) error {
+		// A row deleted between the insert and the read (purged) is
+		// inserted again: a few rounds at most.
+		for range 3 {
+			n, err := changed(tx.exec(ctx, qClaimNew, rec.UserID, rec.Key, rec.Fingerprint, IdemRunning, at, at))
+			if err != nil {
+				return err
+			}
+			if n == 1 {
+				got, claimed = newClaim(rec), true
+				return nil
+			}
+			var created, updated int64
+			err = tx.row(ctx, qClaimRead, rec.UserID, rec.Key).
+				Scan(&got.Fingerprint, &got.State, &got.Status, &got.Body, &created, &updated)
+			if errors.Is(err, sql.ErrNoRows) {
+				continue
+			}
+			if err != nil {
+				return err
+			}
+			if created < millis(expiredBefore) {
+				got, claimed = newClaim(rec), true
+				_, err = tx.exec(ctx, qClaimExpired, rec.Fingerprint, IdemRunning, at, at, rec.UserID, rec.Key)
+				return err
+			}
+			got.UserID, got.Key = rec.UserID, rec.Key
+			got.CreatedAt, got.UpdatedAt = fromMS(created), fromMS(updated)
+			if got.Fingerprint != rec.Fingerprint {
+				return nil // a different request under the same key: the caller refuses it
+			}
+			if got.State == IdemUnknown || (got.State == IdemRunning && updated < millis(staleBefore)) {
+				claimed = true
+				got.State, got.UpdatedAt = IdemRunning, rec.CreatedAt
+				_, err = tx.exec(ctx, qClaimAgain, IdemRunning, at, rec.UserID, rec.Key)
+				return err
+			}
+			return nil
 		}
-		got.UserID, got.Key = rec.UserID, rec.Key
-		got.CreatedAt = time.UnixMilli(created).UTC()
-		got.UpdatedAt = time.UnixMilli(updated).UTC()
-		if got.Fingerprint != rec.Fingerprint {
-			return nil // a different request under the same key: the caller refuses it
-		}
-		if got.State == IdemUnknown || (got.State == IdemRunning && updated < millis(staleBefore)) {
-			claimed = true
-			got.State, got.UpdatedAt = IdemRunning, rec.CreatedAt
-			_, err = tx.ExecContext(ctx,
-				`UPDATE idempotency SET state = ?, updated_at = ? WHERE user_id = ? AND key = ?`,
-				IdemRunning, millis(rec.CreatedAt), rec.UserID, rec.Key)
-			return err
-		}
-		return nil
+		return errClaimVanished
 	})
 	if err != nil {
 		return Idempotent{}, false, wrap("claim idempotency key", err)
@@ -55,21 +82,21 @@ func (s *SQLite) ClaimIdempotent(ctx context.Context, rec Idempotent, staleBefor
 	return got, claimed, nil
 }
 
+// newClaim is the record of a key claimed afresh.
+func newClaim(rec Idempotent) Idempotent {
+	return Idempotent{UserID: rec.UserID, Key: rec.Key, Fingerprint: rec.Fingerprint,
+		State: IdemRunning, CreatedAt: rec.CreatedAt, UpdatedAt: rec.CreatedAt}
+}
+
 // FinishIdempotent implements Store.
-func (s *SQLite) FinishIdempotent(ctx context.Context, rec Idempotent) error {
-	res, err := s.db.ExecContext(ctx,
-		`UPDATE idempotency SET state = ?, status = ?, body = ?, updated_at = ?
-		 WHERE user_id = ? AND key = ?`,
-		rec.State, rec.Status, rec.Body, millis(rec.UpdatedAt), rec.UserID, rec.Key)
+func (s *sqlStore) FinishIdempotent(ctx context.Context, rec Idempotent) error {
+	res, err := s.exec(ctx, qFinishIdem,
+		rec.State, rec.Status, orNull(rec.Body), millis(rec.UpdatedAt), rec.UserID, rec.Key)
 	return wrap("finish idempotency key", affected(res, err))
 }
 
 // PurgeIdempotent implements Store.
-func (s *SQLite) PurgeIdempotent(ctx context.Context, before time.Time) (int, error) {
-	res, err := s.db.ExecContext(ctx, `DELETE FROM idempotency WHERE created_at < ?`, millis(before))
-	if err != nil {
-		return 0, wrap("purge idempotency keys", err)
-	}
-	n, err := res.RowsAffected()
-	return int(n), wrap("purge idempotency keys", err)
+func (s *sqlStore) PurgeIdempotent(ctx context.Context, before time.Time) (int, error) {
+	n, err := changed(s.exec(ctx, qPurgeIdem, millis(before)))
+	return n, wrap("purge idempotency keys", err)
 }

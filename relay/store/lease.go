@@ -6,35 +6,41 @@ import (
 	"errors"
 	"fmt"
 	"time"
-
-	"github.com/jackc/pgx/v5"
 )
 
 // The state several relay nodes share beyond the users' own: the leases
 // that place each user's broker instance on one node (broker_leases), and
 // the OAuth links under way (oauth_states), so that the broker's callback
-// may reach any node. SQLite serves one machine, where the store's clock
-// is the relay's: time.Now.
+// may reach any node. Their times are by the store's clock (the
+// database's, the {now} of the statements), so that the nodes' clocks
+// need not agree.
+
+var (
+	// The clock is read once: a lease has expired when it ends at or
+	// before now, excluded.expires_at less the ttl.
+	qAcquireLease = sqlText(`INSERT INTO broker_leases (user_id, node, expires_at) VALUES (?, ?, {now} + ?)
+		ON CONFLICT (user_id) DO UPDATE SET node = excluded.node, expires_at = excluded.expires_at
+		WHERE broker_leases.node = excluded.node OR broker_leases.expires_at <= excluded.expires_at - ?`)
+	qReleaseLease      = sqlText("DELETE FROM broker_leases WHERE user_id = ? AND node = ?")
+	qLeaseHolder       = sqlText("SELECT node FROM broker_leases WHERE user_id = ? AND expires_at > {now}")
+	qLockUser          = sqlText("SELECT 1 FROM users WHERE id = ?{forNoKeyUpdate}")
+	qForgetExpiredAuth = sqlText("DELETE FROM oauth_states WHERE expires_at < {now}")
+	qForgetOldestAuth  = sqlText(`DELETE FROM oauth_states WHERE user_id = ? AND hash NOT IN (
+		SELECT hash FROM oauth_states WHERE user_id = ? ORDER BY expires_at DESC, hash DESC LIMIT ?)`)
+	qPutOAuthState  = sqlText("INSERT INTO oauth_states (hash, user_id, env, expires_at) VALUES (?, ?, ?, ?)")
+	qTakeOAuthState = sqlText("DELETE FROM oauth_states WHERE hash = ? RETURNING user_id, env, expires_at")
+)
 
 // errLeaseTTL refuses a lease for no time at all.
 var errLeaseTTL = errors.New("a lease needs a positive ttl")
 
 // AcquireBrokerLease implements Store. The take-or-renew is one statement:
 // an insert, or an update of a row that is node's or has expired.
-func (s *SQLite) AcquireBrokerLease(ctx context.Context, userID, node string, ttl time.Duration) (bool, error) {
+func (s *sqlStore) AcquireBrokerLease(ctx context.Context, userID, node string, ttl time.Duration) (bool, error) {
 	if ttl <= 0 {
 		return false, wrap("acquire broker lease", errLeaseTTL)
 	}
-	now := time.Now()
-	res, err := s.db.ExecContext(ctx,
-		`INSERT INTO broker_leases (user_id, node, expires_at) VALUES (?, ?, ?)
-		 ON CONFLICT (user_id) DO UPDATE SET node = excluded.node, expires_at = excluded.expires_at
-		 WHERE broker_leases.node = excluded.node OR broker_leases.expires_at <= ?`,
-		userID, node, millis(now.Add(ttl)), millis(now))
-	if err != nil {
-		return false, wrap("acquire broker lease", err)
-	}
-	n, err := res.RowsAffected()
+	n, err := changed(s.exec(ctx, qAcquireLease, userID, node, ttl.Milliseconds(), ttl.Milliseconds()))
 	if err != nil {
 		return false, wrap("acquire broker lease", err)
 	}
@@ -42,16 +48,15 @@ func (s *SQLite) AcquireBrokerLease(ctx context.Context, userID, node string, tt
 }
 
 // ReleaseBrokerLease implements Store.
-func (s *SQLite) ReleaseBrokerLease(ctx context.Context, userID, node string) error {
-	_, err := s.db.ExecContext(ctx, "DELETE FROM broker_leases WHERE user_id = ? AND node = ?", userID, node)
+func (s *sqlStore) ReleaseBrokerLease(ctx context.Context, userID, node string) error {
+	_, err := s.exec(ctx, qReleaseLease, userID, node)
 	return wrap("release broker lease", err)
 }
 
 // BrokerLeaseHolder implements Store.
-func (s *SQLite) BrokerLeaseHolder(ctx context.Context, userID string) (string, error) {
+func (s *sqlStore) BrokerLeaseHolder(ctx context.Context, userID string) (string, error) {
 	var node string
-	err := s.db.QueryRowContext(ctx,
-		"SELECT node FROM broker_leases WHERE user_id = ? AND expires_at > ?", userID, millis(time.Now())).Scan(&node)
+	err := s.row(ctx, qLeaseHolder, userID).Scan(&node)
 	if errors.Is(err, sql.ErrNoRows) {
 		err = ErrNotFound
 	}
@@ -61,67 +66,52 @@ func (s *SQLite) BrokerLeaseHolder(ctx context.Context, userID string) (string, 
 	return node, nil
 }
 
-// checkOAuthState refuses a state PutOAuthState cannot store.
-func checkOAuthState(st OAuthState) error {
+// PutOAuthState implements Store. It locks the user's row first (FOR NO
+// KEY UPDATE on PostgreSQL; SQLite's transaction holds the write lock),
+// so that concurrent puts for one user keep its bound. "Expired" is by
+// the store's clock; a keepPerUser of 0 or less keeps every state of the
+// user.
+func (s *sqlStore) PutOAuthState(ctx context.Context, st OAuthState, keepPerUser int) error {
 	if st.Hash == "" || st.UserID == "" || st.Env == "" || st.Expires.IsZero() {
 		return errors.New("store: put OAuth state: a state needs a hash, a user, an environment and an expiry")
 	}
-	return nil
-}
-
-// PutOAuthState implements Store. "Expired" is by the store's clock; a
-// keepPerUser of 0 or less keeps every state of the user.
-func (s *SQLite) PutOAuthState(ctx context.Context, st OAuthState, keepPerUser int) error {
-	if err := checkOAuthState(st); err != nil {
-		return err
-	}
-	err := s.tx(ctx, func(tx *sql.Tx) error {
-		if _, err := tx.ExecContext(ctx, "DELETE FROM oauth_states WHERE expires_at < ?", millis(time.Now())); err != nil {
+	err := s.tx(ctx, func(tx conn) error {
+		var one int
+		err := tx.row(ctx, qLockUser, st.UserID).Scan(&one)
+		if errors.Is(err, sql.ErrNoRows) {
+			return ErrNotFound
+		}
+		if err != nil {
+			return err
+		}
+		if _, err := tx.exec(ctx, qForgetExpiredAuth); err != nil {
 			return err
 		}
 		if keepPerUser > 0 {
-			_, err := tx.ExecContext(ctx,
-				`DELETE FROM oauth_states WHERE hash IN (
-				   SELECT hash FROM oauth_states WHERE user_id = ?
-				   ORDER BY expires_at DESC, hash DESC LIMIT -1 OFFSET ?)`,
-				st.UserID, keepPerUser-1)
-			if err != nil {
+			if _, err := tx.exec(ctx, qForgetOldestAuth, st.UserID, st.UserID, keepPerUser-1); err != nil {
 				return err
 			}
 		}
-		_, err := tx.ExecContext(ctx,
-			"INSERT INTO oauth_states (hash, user_id, env, expires_at) VALUES (?, ?, ?, ?)",
-			st.Hash, st.UserID, st.Env, millis(st.Expires))
-		if isConstraint(err) {
-			return ErrConflict
-		}
-		return noUser(err)
+		_, err = tx.exec(ctx, qPutOAuthState, st.Hash, st.UserID, st.Env, millis(st.Expires))
+		return tx.d.noUser(tx.d.conflict(err))
 	})
 	return wrap("put OAuth state", err)
 }
 
 // TakeOAuthState implements Store. The state is read and deleted by one
 // statement; an expired one is deleted all the same.
-func (s *SQLite) TakeOAuthState(ctx context.Context, hash string, now time.Time) (OAuthState, error) {
+func (s *sqlStore) TakeOAuthState(ctx context.Context, hash string, now time.Time) (OAuthState, error) {
 	st := OAuthState{Hash: hash}
 	var expires int64
-	err := s.db.QueryRowContext(ctx,
-		"DELETE FROM oauth_states WHERE hash = ? RETURNING user_id, env, expires_at", hash).
-		Scan(&st.UserID, &st.Env, &expires)
-	return takenState(st, expires, now, err)
-}
-
-// takenState finishes TakeOAuthState: ErrNotFound when there was no row
-// or it expired before now.
-func takenState(st OAuthState, expires int64, now time.Time, err error) (OAuthState, error) {
+	err := s.row(ctx, qTakeOAuthState, hash).Scan(&st.UserID, &st.Env, &expires)
 	switch {
-	case errors.Is(err, sql.ErrNoRows) || errors.Is(err, pgx.ErrNoRows):
+	case errors.Is(err, sql.ErrNoRows):
 		return OAuthState{}, wrap("take OAuth state", ErrNotFound)
 	case err != nil:
 		return OAuthState{}, wrap("take OAuth state", err)
 	case expires < millis(now):
 		return OAuthState{}, wrap("take OAuth state", fmt.Errorf("%w: the state expired", ErrNotFound))
 	}
-	st.Expires = time.UnixMilli(expires).UTC()
+	st.Expires = fromMS(expires)
 	return st, nil
 }

@@ -1,19 +1,24 @@
 package store
 
 import (
+	"context"
 	"embed"
+	"errors"
 	"fmt"
 	"io/fs"
 	"path"
 	"sort"
 	"strconv"
 	"strings"
+
+	"go.uber.org/zap"
 )
 
 // The migrations of each database, numbered from 0001 without a gap:
 // SQLite's in migrations/, PostgreSQL's in migrations/postgres/. A
-// database records the number of the last one applied: SQLite in its
-// user_version, PostgreSQL in the schema_version table.
+// database records the number of the last one applied (the dialect's
+// schemaVersion: SQLite's user_version, PostgreSQL's schema_version
+// table).
 var (
 	//go:embed migrations/*.sql
 	sqliteMigrations embed.FS
@@ -50,4 +55,52 @@ func loadMigrations(fsys fs.FS, dir string) ([]migration, error) {
 		out = append(out, migration{version: want, name: name, sql: string(body)})
 	}
 	return out, nil
+}
+
+// migrate applies the dialect's migrations newer than the database's
+// schema version and records the new version, all in one transaction
+// that first takes the dialect's migration lock: stores opening one
+// database at once migrate one after the other, and the later ones find
+// the schema current. A failed migration leaves the schema as it was.
+func (s *sqlStore) migrate(ctx context.Context) error {
+	ms, err := loadMigrations(s.d.migrations, s.d.migrationsDir)
+	if err != nil {
+		return err
+	}
+	var applied []migration
+	err = s.tx(ctx, func(tx conn) error {
+		for _, q := range s.d.lockMigrations {
+			if _, err := tx.q.ExecContext(ctx, q); err != nil {
+				return fmt.Errorf("lock the schema: %w", err)
+			}
+		}
+		var current int
+		if err := tx.q.QueryRowContext(ctx, s.d.schemaVersion).Scan(&current); err != nil {
+			return fmt.Errorf("read schema version: %w", err)
+		}
+		if current > len(ms) {
+			return fmt.Errorf("%w: version %d, this relay knows %d", ErrSchemaTooNew, current, len(ms))
+		}
+		for _, m := range ms[current:] {
+			if _, err := tx.q.ExecContext(ctx, m.sql); err != nil {
+				return fmt.Errorf("migration %s: %w", m.name, err)
+			}
+			applied = append(applied, m)
+		}
+		if len(applied) == 0 {
+			return nil
+		}
+		_, err := tx.q.ExecContext(ctx, s.d.setSchemaVersion(len(ms)))
+		return err
+	})
+	if errors.Is(err, ErrSchemaTooNew) {
+		return err
+	}
+	if err != nil {
+		return fmt.Errorf("store: migrate the %s schema: %w", s.d.name, err)
+	}
+	for _, m := range applied {
+		s.log.Info("schema migrated", zap.Int("version", m.version), zap.String("migration", m.name))
+	}
+	return nil
 }

@@ -2,16 +2,21 @@
 // their tokens, the outcomes of trading writes, each user's management
 // resources, each user's broker link with the state of the trading the
 // relay runs over it, the support staff's tokens and what they grant, and
-// the agents' connection history with their latest diagnostics. It is the only package that talks to the
-// database; the relay's other packages see the Store interface.
+// the agents' connection history with their latest diagnostics. It is the
+// only package that talks to the database; the relay's other packages see
+// the Store interface.
 //
 // The one-machine deployment uses SQLite (pure Go, WAL journal, synchronous
 // FULL, so a write is durable before the relay answers 2xx). A relay that
 // runs as several nodes shares one PostgreSQL database (Postgres, with the
-// same behaviour); Dial opens the one a URL names. The schema is migrated
-// forward on Open and OpenPostgres from the numbered files embedded from
-// migrations/ (SQLite) and migrations/postgres/; a database written by a
-// newer relay is refused with ErrSchemaTooNew rather than guessed at.
+// same behaviour); Dial opens the one a URL names. Both are one
+// implementation over database/sql (sqlStore), written once in the SQL the
+// two databases share; a dialect holds what differs (placeholders, a few
+// fragments of SQL, error codes, the schema version and the migrations'
+// lock). The schema is migrated forward on Open and OpenPostgres from the
+// numbered files embedded from migrations/ (SQLite) and
+// migrations/postgres/; a database written by a newer relay is refused
+// with ErrSchemaTooNew rather than guessed at.
 package store
 
 import (

@@ -290,7 +290,7 @@ func (a *API) serve(w http.ResponseWriter, r *http.Request, p auth.Principal, ep
 		a.call(w, r, p, fn, newRequestID(), raw)
 		return
 	}
-	a.idempotentCall(w, r, p, ep, fn, key, raw)
+	a.idempotentCall(w, r, p, fn, key, raw)
 }
 
 // authenticated admits a request (Door) before h runs. Every response to

@@ -1,8 +1,6 @@
 package tradeapi
 
 import (
-	"crypto/sha256"
-	"encoding/hex"
 	"encoding/json"
 	"net/http"
 
@@ -44,27 +42,12 @@ func argsError(code, detail string) *httpapi.Error {
 	return &httpapi.Error{Status: http.StatusBadRequest, Code: code, Detail: detail}
 }
 
-// legacyFingerprint is the fingerprint the HTTP API gave a request before
-// outcomes were transport-neutral.
-func legacyFingerprint(ep *endpoint, fn string, args json.RawMessage) string {
-	sum := sha256.New()
-	sum.Write([]byte(ep.Method + " " + ep.Path + "\x00" + fn + "\x00"))
-	sum.Write(args)
-	return hex.EncodeToString(sum.Sum(nil))
-}
-
 // ---- The HTTP door ----
 
 // idempotentCall runs a keyed write from an HTTP route and answers with
 // its outcome (see tradecall.KeyedWrites).
-func (a *API) idempotentCall(w http.ResponseWriter, r *http.Request, p auth.Principal, ep *endpoint, fn, key string, args json.RawMessage) {
-	if a.opts.Family != FamilyDesktop {
-		// Only the desktop family wrote records of the previous format.
-		a.writeOutcome(w, p, a.keyed.Run(r.Context(), p.UserID, fn, key, args))
-		return
-	}
-	o := a.keyed.RunLegacy(r.Context(), p.UserID, fn, key, args, legacyFingerprint(ep, fn, args))
-	a.writeOutcome(w, p, o)
+func (a *API) idempotentCall(w http.ResponseWriter, r *http.Request, p auth.Principal, fn, key string, args json.RawMessage) {
+	a.writeOutcome(w, p, a.keyed.Run(r.Context(), p.UserID, fn, key, args))
 }
 
 // writeOutcome answers with a keyed write's outcome: the rendered result
@@ -77,20 +60,10 @@ func (a *API) writeOutcome(w http.ResponseWriter, p auth.Principal, o tradecall.
 	if o.Replayed {
 		w.Header().Set(ReplayedHeader, "true")
 	}
-	if status, body, ok := o.Legacy(); ok {
-		replayLegacy(w, status, body)
-		return
-	}
 	switch {
 	case o.Err != nil:
 		httpapi.WriteError(w, o.Err.Status, *o.Err)
 	default:
 		a.writeResult(w, p, o.Fn, o.Result)
 	}
-}
-
-// replayLegacy answers with a response recorded in the previous format,
-// byte for byte.
-func replayLegacy(w http.ResponseWriter, status int, body []byte) {
-	httpapi.WriteRecorded(w, status, body)
 }

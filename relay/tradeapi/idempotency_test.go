@@ -2,8 +2,6 @@ package tradeapi_test
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"net/http"
@@ -221,77 +219,6 @@ func TestOutcomeRecord(t *testing.T) {
 			}
 		})
 	}
-}
-
-// legacyFingerprint is how the HTTP API fingerprinted a request before
-// outcomes were transport-neutral.
-func legacyFingerprint(method, route, fn string, args []byte) string {
-	sum := sha256.New()
-	sum.Write([]byte(method + " " + route + "\x00" + fn + "\x00"))
-	sum.Write(args)
-	return hex.EncodeToString(sum.Sum(nil))
-}
-
-// Records written by the previous format (the whole HTTP response) keep
-// answering HTTP retries byte for byte until they expire; one left
-// unknown is run again and then recorded in the new format.
-func TestLegacyRecordsStillAnswerHTTP(t *testing.T) {
-	t.Parallel()
-	e, spy, kw := newKeyedEnv(t)
-	const place = "/v1/api/accounts/Sim101/orders/place"
-	const body = `{"action":"Buy","instrument":"ES","orderType":"Market","quantity":1,"timeInForce":"Day"}`
-	// The typed arguments the route forwards, as the old code hashed them.
-	require.Equal(t, 200, e.do("POST", place, "tb_api_pro2", body).Status)
-	args, err := json.Marshal(e.agent.all()[0].Args)
-	require.NoError(t, err)
-	fp := legacyFingerprint("POST", "/v1/api/accounts/{account}/orders/place", protocol.FnPlaceOrder, args)
-	ctx := context.Background()
-	legacy := func(key, state string, status int, recBody string) {
-		now := time.Now()
-		rec := store.Idempotent{UserID: "usr_pro", Key: key, Fingerprint: fp, CreatedAt: now}
-		_, claimed, err := spy.ClaimIdempotent(ctx, rec, now.Add(-time.Minute), now.Add(-24*time.Hour))
-		require.NoError(t, err)
-		require.True(t, claimed)
-		rec.State, rec.Status, rec.UpdatedAt = state, status, now
-		if recBody != "" {
-			rec.Body = []byte(recBody)
-		}
-		require.NoError(t, spy.FinishIdempotent(ctx, rec))
-	}
-	const oldBody = `{"success":true,"data":{"orderId":"o-old"},"orderId":"o-old"}` + "\n"
-	legacy("key:old-done", store.IdemDone, 200, oldBody)
-	legacy("key:old-unknown", store.IdemUnknown, 0, "")
-	const oldErr = `{"success":false,"error":"order_rejected","detail":"market is closed","meta":{"requestId":"req-1"}}` + "\n"
-	legacy("key:old-err", store.IdemDone, 400, oldErr)
-
-	r := e.do("POST", place, "tb_api_pro", body, tradeapi.IdempotencyKeyHeader, "old-done")
-	require.Equal(t, 200, r.Status)
-	require.Equal(t, oldBody, r.Raw)
-	require.Equal(t, "true", r.Header.Get(tradeapi.ReplayedHeader))
-	r = e.do("POST", place, "tb_api_pro", body, tradeapi.IdempotencyKeyHeader, "old-err")
-	require.Equal(t, 400, r.Status)
-	require.Equal(t, oldErr, r.Raw)
-	// Another request under a legacy key is still refused.
-	r = e.do("POST", place, "tb_api_pro", strings.Replace(body, `"quantity":1`, `"quantity":3`, 1), tradeapi.IdempotencyKeyHeader, "old-done")
-	require.Equal(t, 422, r.Status)
-	require.Len(t, e.agent.all(), 1, "no legacy record ran anything")
-
-	// An unknown legacy record runs again under its request id, then
-	// answers from the new format.
-	r = e.do("POST", place, "tb_api_pro", body, tradeapi.IdempotencyKeyHeader, "old-unknown")
-	require.Equal(t, 200, r.Status)
-	require.Empty(t, r.Header.Get(tradeapi.ReplayedHeader))
-	require.Equal(t, "idem:key:old-unknown", e.agent.all()[1].RequestID)
-	require.Contains(t, string(spy.last().Body), `"v":2`)
-	again := e.do("POST", place, "tb_api_pro", body, tradeapi.IdempotencyKeyHeader, "old-unknown")
-	require.Equal(t, "true", again.Header.Get(tradeapi.ReplayedHeader))
-	require.Equal(t, r.Raw, again.Raw)
-	require.Len(t, e.agent.all(), 2)
-
-	// The socket does not read the previous format: it refuses, never runs.
-	o := socketRun(t, kw, "usr_pro", "PlaceOrder", `{"account":"Sim101","action":"Buy","instrument":"ES","orderType":"Market","quantity":1,"timeInForce":"Day","idempotencyKey":"old-done"}`)
-	require.Equal(t, errcode.IdempotencyKeyReused, o.Err.Code)
-	require.Len(t, e.agent.all(), 2)
 }
 
 // A store that cannot claim the key sends nothing; one that cannot record

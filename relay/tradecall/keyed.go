@@ -65,11 +65,6 @@ func ValidKey(k string) bool {
 //     by a shutdown (its context ended with httpapi.ErrShuttingDown) is
 //     answered 503 outcome_unknown: its caller is still there.
 //
-// Records of the previous, HTTP-only format (the whole response body,
-// fingerprinted by method, route and body) are still replayed byte for
-// byte on HTTP until they expire; the socket, which never wrote them,
-// refuses their keys as idempotency_key_reused and runs nothing.
-//
 // Each door renders the Outcome itself, in the caller's response profile.
 type KeyedWrites struct {
 	store   IdempotencyStore
@@ -158,18 +153,6 @@ type Outcome struct {
 	// Gone is true when the caller's context ended before the outcome was
 	// known: there is nobody to answer.
 	Gone bool
-
-	// legacyStatus and legacyBody are a record of the HTTP-only format
-	// (see decodeRecord), which only the HTTP door replays.
-	legacyStatus int
-	legacyBody   []byte
-}
-
-// Legacy returns the recorded HTTP response of a record of the previous,
-// HTTP-only format, which the HTTP door replays byte for byte; ok is false
-// for every other outcome. Only RunLegacy returns such an outcome.
-func (o Outcome) Legacy() (status int, body []byte, ok bool) {
-	return o.legacyStatus, o.legacyBody, o.legacyBody != nil
 }
 
 // Run runs fn with args under key for userID, or answers with the recorded
@@ -178,18 +161,6 @@ func (o Outcome) Legacy() (status int, body []byte, ok bool) {
 // agent receives. ctx is the caller's: when it ends the call is abandoned
 // and its outcome recorded as unknown.
 func (k *KeyedWrites) Run(ctx context.Context, userID, fn, key string, args json.RawMessage) Outcome {
-	return k.run(ctx, userID, fn, key, args, "")
-}
-
-// RunLegacy is Run for the HTTP door: legacyFP, when not empty, is the
-// fingerprint the HTTP API gave the same request before outcomes were
-// transport-neutral, so that its records keep answering retries until
-// they expire (Outcome.Legacy).
-func (k *KeyedWrites) RunLegacy(ctx context.Context, userID, fn, key string, args json.RawMessage, legacyFP string) Outcome {
-	return k.run(ctx, userID, fn, key, args, legacyFP)
-}
-
-func (k *KeyedWrites) run(ctx context.Context, userID, fn, key string, args json.RawMessage, legacyFP string) Outcome {
 	key = k.prefix + key
 	now := k.now()
 	rec := store.Idempotent{UserID: userID, Key: key, Fingerprint: fingerprint(fn, args), CreatedAt: now}
@@ -198,13 +169,6 @@ func (k *KeyedWrites) run(ctx context.Context, userID, fn, key string, args json
 	stale := now.Add(-(k.timeout + 30*time.Second))
 	expired := now.Add(-IdempotencyTTL)
 	got, claimed, err := k.store.ClaimIdempotent(ctx, rec, stale, expired)
-	if err == nil && !claimed && legacyFP != "" && got.Fingerprint == legacyFP {
-		// The same request, recorded by the previous format: claim it
-		// under its own fingerprint (a record left unknown or stale is
-		// taken over; the fingerprint stays the legacy one).
-		rec.Fingerprint = legacyFP
-		got, claimed, err = k.store.ClaimIdempotent(ctx, rec, stale, expired)
-	}
 	if err != nil {
 		if stopping(ctx) {
 			// Nothing was claimed, so nothing was sent.
@@ -228,10 +192,6 @@ func (k *KeyedWrites) run(ctx context.Context, userID, fn, key string, args json
 			if err != nil {
 				// Never run the write again: it ran.
 				k.log.Error("reading a recorded write outcome", zap.String("user", userID), zap.String("fn", fn), zap.Error(err))
-				o = failed(http.StatusInternalServerError, errcode.InternalError, "the relay cannot read the recorded outcome of this request", 0)
-			} else if o.legacyBody != nil && legacyFP == "" {
-				// Only the HTTP door speaks the previous format; its
-				// fingerprints never match another door's anyway.
 				o = failed(http.StatusInternalServerError, errcode.InternalError, "the relay cannot read the recorded outcome of this request", 0)
 			}
 			o.Replayed = true
@@ -340,9 +300,8 @@ func failed(status int, code, detail string, retryAfter int) Outcome {
 }
 
 // fingerprint names a request by what it asks the agent to do, whichever
-// door it came in by: the function and its arguments in canonical JSON
-// (sorted keys, no insignificant space). The "v2:" prefix tells it from the
-// fingerprints of the HTTP-only format (hex of method, route and body).
+// door it came in by: "v2:" and the hex SHA-256 of the function and its
+// arguments in canonical JSON (sorted keys, no insignificant space).
 func fingerprint(fn string, args json.RawMessage) string {
 	sum := sha256.New()
 	sum.Write([]byte(fn))
@@ -373,15 +332,13 @@ func canonicalJSON(b json.RawMessage) []byte {
 	return out
 }
 
-// outcomeVersion marks a record of the transport-neutral format.
+// outcomeVersion is the "v" of every record.
 const outcomeVersion = 2
 
 // outcomeRecord is an Outcome as the store keeps it (store.Idempotent's
 // Body; Status holds the HTTP status as well, for operators): a success is
 // {"v":2,"fn":…,"result":<the agent's record>}, a failure
 // {"v":2,"error":{"status":…,"code":…,"detail":…,"fields":…,"retryAfter":…}}.
-// Records of the previous format hold the HTTP response body itself, which
-// never has a top-level "v".
 type outcomeRecord struct {
 	V      int             `json:"v"`
 	Fn     string          `json:"fn,omitempty"`
@@ -405,18 +362,13 @@ func encodeRecord(o Outcome) ([]byte, error) {
 	return json.Marshal(r)
 }
 
-// decodeRecord reads a done record of either format.
+// decodeRecord reads a done record.
 func decodeRecord(rec store.Idempotent) (Outcome, error) {
 	var r outcomeRecord
-	if json.Unmarshal(rec.Body, &r) != nil || r.V == 0 {
-		if rec.Status == 0 || len(rec.Body) == 0 {
-			return Outcome{}, errors.New("tradecall: an idempotency record holds no outcome")
-		}
-		return Outcome{legacyStatus: rec.Status, legacyBody: rec.Body}, nil
+	if json.Unmarshal(rec.Body, &r) != nil || r.V != outcomeVersion {
+		return Outcome{}, errors.New("tradecall: an idempotency record of an unknown format")
 	}
 	switch {
-	case r.V != outcomeVersion:
-		return Outcome{}, errors.New("tradecall: an idempotency record of an unknown version")
 	case r.Error != nil:
 		e := r.Error
 		return Outcome{Err: &httpapi.Error{Status: e.Status, Code: e.Code, Detail: e.Detail, Fields: e.Fields, RetryAfter: e.RetryAfter}}, nil

@@ -98,6 +98,42 @@ func TestKeyedWritesNamespace(t *testing.T) {
 	}
 }
 
+// A done record the relay cannot read (not {"v":2,…}) answers 500
+// internal_error and never runs the write again: it ran.
+func TestKeyedWritesUnreadableRecord(t *testing.T) {
+	t.Parallel()
+	for _, body := range []string{
+		`{"success":true,"data":{"orderId":"o-1"}}`,
+		`{"v":3,"fn":"PlaceOrder","result":{}}`,
+		`{"v":2,"result":{}}`,
+		`not json`,
+		``,
+	} {
+		st := openStore(t)
+		caller := &recordingCaller{}
+		k, err := tradecall.NewKeyedWrites(tradecall.KeyedOptions{Store: st, Caller: caller})
+		require.NoError(t, err)
+		args := json.RawMessage(`{"account":"A","action":"Buy"}`)
+		require.Nil(t, k.Run(t.Context(), "usr", protocol.FnPlaceOrder, "key:k1", args).Err)
+
+		// The record as the store holds it, its body replaced.
+		now := time.Now()
+		got, claimed, err := st.ClaimIdempotent(t.Context(), store.Idempotent{UserID: "usr", Key: "key:k1", Fingerprint: "other", CreatedAt: now},
+			now.Add(-time.Hour), now.Add(-tradecall.IdempotencyTTL))
+		require.NoError(t, err)
+		require.False(t, claimed)
+		got.State, got.Status, got.Body, got.UpdatedAt = store.IdemDone, http.StatusOK, []byte(body), now
+		require.NoError(t, st.FinishIdempotent(t.Context(), got))
+
+		o := k.Run(t.Context(), "usr", protocol.FnPlaceOrder, "key:k1", args)
+		require.NotNil(t, o.Err, "%q", body)
+		require.Equal(t, http.StatusInternalServerError, o.Err.Status, "%q", body)
+		require.Equal(t, errcode.InternalError, o.Err.Code, "%q", body)
+		require.True(t, o.Replayed, "%q", body)
+		require.Len(t, caller.IDs(), 1, "%q: the write ran once", body)
+	}
+}
+
 // An *httpapi.Error of the Caller is answered as it is; one saying the
 // target is unavailable (408, 503) is recorded as unknown, so that a
 // retry runs again, while any other is the recorded outcome.
