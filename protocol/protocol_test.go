@@ -134,7 +134,7 @@ func TestGoldenFrames(t *testing.T) {
 		t.Run(g.name, func(t *testing.T) {
 			var buf bytes.Buffer
 			require.NoError(t, NewWriter(&buf).WriteFrame(g.typ, g.v))
-			path := filepath.Join("..", "testdata", "frames", g.name+".hex")
+			path := filepath.Join("testdata", "frames", g.name+".hex")
 			got := hex.Dump(buf.Bytes())
 			if *update {
 				require.NoError(t, os.MkdirAll(filepath.Dir(path), 0o755))

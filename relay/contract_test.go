@@ -25,7 +25,7 @@ import (
 	"tradebridge/relay/tradeapi"
 )
 
-var updateExamples = flag.Bool("update", false, "record the OpenAPI documents' success examples (relay/api/testdata/examples)")
+var updateExamples = flag.Bool("update", false, "record the OpenAPI documents' success examples (relay/tradeapi/testdata/examples)")
 
 // useProfile switches user's API token to response profile p.
 func (s *system) useProfile(user string, p profile.Profile) {
@@ -184,7 +184,7 @@ func TestContractEndToEnd(t *testing.T) {
 				require.Contains(t, examples, route, "%s was called", route)
 			}
 			for route, raw := range examples {
-				file := filepath.Join("api", filepath.FromSlash(tradeapi.ExampleFile(tc.p, ops[route])))
+				file := filepath.Join("tradeapi", filepath.FromSlash(tradeapi.ExampleFile(tc.p, ops[route])))
 				var pretty bytes.Buffer
 				require.NoError(t, json.Indent(&pretty, raw, "", "  "))
 				if *updateExamples {
