@@ -20,6 +20,7 @@ import (
 	"tradebridge/agent/tunnel"
 	"tradebridge/protocol"
 	"tradebridge/relay/agentcall"
+	"tradebridge/relay/auth/authtest"
 	"tradebridge/relay/budget"
 	"tradebridge/relay/errcode"
 	"tradebridge/relay/hub"
@@ -60,7 +61,7 @@ func TestConnectChecksAddressBudgetFirst(t *testing.T) {
 		require.NotEmpty(t, resp.Header.Get("RateLimit-Policy"))
 		require.NotEmpty(t, resp.Header.Get("RateLimit"))
 	}
-	require.EqualValues(t, 3, e.auth.lookups.Load(), "no token look-up past the budget")
+	require.EqualValues(t, 3, e.auth.Calls(), "no token look-up past the budget")
 }
 
 // An honest agent at its concurrency limit stops reading requests. Calls
@@ -387,9 +388,9 @@ func TestEventFloodIsPacedNotClosed(t *testing.T) {
 // are refused.
 func TestEventBudgetBelowOneEventIsRefused(t *testing.T) {
 	t.Parallel()
-	_, err := hub.New(hub.Options{Auth: &fakeAuth{}, EventBytesPerSecond: 1000})
+	_, err := hub.New(hub.Options{Auth: authtest.New(nil), EventBytesPerSecond: 1000})
 	require.ErrorContains(t, err, "EventBytesPerSecond")
-	h, err := hub.New(hub.Options{Auth: &fakeAuth{}})
+	h, err := hub.New(hub.Options{Auth: authtest.New(nil)})
 	require.NoError(t, err)
 	require.NoError(t, h.Close())
 }

@@ -24,37 +24,13 @@ import (
 	"tradebridge/protocol"
 	"tradebridge/relay/agentcall"
 	"tradebridge/relay/auth"
+	"tradebridge/relay/auth/authtest"
 	"tradebridge/relay/errcode"
 	"tradebridge/relay/hub"
 	"tradebridge/transport"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
-
-// fakeAuth is an Authenticator over a fixed token table. It counts the
-// look-ups.
-type fakeAuth struct {
-	mu      sync.Mutex
-	tokens  map[string]auth.Principal
-	lookups atomic.Int64
-}
-
-func (f *fakeAuth) Authenticate(_ context.Context, token string, want auth.Kind) (auth.Principal, error) {
-	f.lookups.Add(1)
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	p, ok := f.tokens[token]
-	if !ok || p.Kind != want {
-		return auth.Principal{}, auth.ErrUnauthorized
-	}
-	return p, nil
-}
-
-func (f *fakeAuth) revoke(token string) {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	delete(f.tokens, token)
-}
 
 // echoHandler answers every call with the function name, its arguments and
 // the agent's name, so a test can see which agent served it.
@@ -84,18 +60,18 @@ type env struct {
 	t    testing.TB
 	hub  *hub.Hub
 	srv  *httptest.Server
-	auth *fakeAuth
+	auth *authtest.Auth
 }
 
 func newEnv(t testing.TB) *env { return newEnvWith(t, nil) }
 
 // newEnvWith is newEnv with a hub whose options tweak may change.
 func newEnvWith(t testing.TB, tweak func(*hub.Options)) *env {
-	fa := &fakeAuth{tokens: map[string]auth.Principal{
+	fa := authtest.New(map[string]auth.Principal{
 		"agent-a": {UserID: "usr_a", Plan: auth.PlanPro, Kind: auth.KindAgent},
 		"agent-b": {UserID: "usr_b", Plan: auth.PlanPro, Kind: auth.KindAgent},
 		"api-a":   {UserID: "usr_a", Plan: auth.PlanPro, Kind: auth.KindAPI},
-	}}
+	})
 	opts := hub.Options{Auth: fa, Logger: zaptest.NewLogger(t), HandshakeTimeout: 500 * time.Millisecond, ReverifyInterval: 50 * time.Millisecond}
 	if tweak != nil {
 		tweak(&opts)
@@ -379,7 +355,7 @@ func TestRevokedTokenEndsTunnel(t *testing.T) {
 	e := newEnv(t)
 	a := e.startAgent("agent-a", "A")
 	e.waitConnected("usr_a")
-	e.auth.revoke("agent-a")
+	e.auth.Revoke("agent-a")
 	require.Eventually(t, func() bool { return !e.hub.Connected("usr_a") && !a.client.Connected() }, 5*time.Second, 5*time.Millisecond)
 }
 

@@ -82,7 +82,7 @@ func TestSessionHistoryReasons(t *testing.T) {
 	}{
 		{agentcall.ReasonAgentClosed, func(_ *env, a *agentUnderTest) { a.stop() }},
 		{agentcall.ReasonConnectionLost, func(_ *env, a *agentUnderTest) { a.dialer.kill() }},
-		{agentcall.ReasonRevoked, func(e *env, _ *agentUnderTest) { e.auth.revoke("agent-a") }},
+		{agentcall.ReasonRevoked, func(e *env, _ *agentUnderTest) { e.auth.Revoke("agent-a") }},
 		{agentcall.ReasonShuttingDown, func(e *env, _ *agentUnderTest) { e.hub.Close() }},
 		{agentcall.ReasonReplaced, func(e *env, _ *agentUnderTest) { e.startAgent("agent-a", "second") }},
 	} {

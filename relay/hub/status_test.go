@@ -13,6 +13,7 @@ import (
 
 	"tradebridge/protocol"
 	"tradebridge/relay/auth"
+	"tradebridge/relay/auth/authtest"
 	"tradebridge/relay/hub"
 )
 
@@ -37,10 +38,10 @@ func (l *statusLog) all() []string {
 }
 
 func newStatusEnv(t *testing.T) (*env, *statusLog) {
-	fa := &fakeAuth{tokens: map[string]auth.Principal{
+	fa := authtest.New(map[string]auth.Principal{
 		"agent-a": {UserID: "usr_a", Plan: auth.PlanPro, Kind: auth.KindAgent},
 		"agent-b": {UserID: "usr_b", Plan: auth.PlanPro, Kind: auth.KindAgent},
-	}}
+	})
 	log := &statusLog{}
 	h, err := hub.New(hub.Options{Auth: fa, Logger: zaptest.NewLogger(t), HandshakeTimeout: 500 * time.Millisecond,
 		OnStatus: log.record})

@@ -157,12 +157,12 @@ func TestMonitorRestartOverHTTP(t *testing.T) {
 
 	// Costs: write 2, resource 1.
 	e.tick = 0
-	e.clock.advance(time.Hour)
+	e.clock.Advance(time.Hour)
 	for range 3 {
 		e.do(http.MethodPost, path, tokElite, "")
 	}
 	require.Equal(t, "resource", e.do(http.MethodPost, path, tokElite, "").body(t).Policy)
-	e.clock.advance(time.Hour)
+	e.clock.Advance(time.Hour)
 	for i := range 5 {
 		e.do(http.MethodPost, "/desktop/monitors/mon_0000000000000000000"+string(rune('0'+i))+"/restart", tokElite, "")
 	}

@@ -464,7 +464,7 @@ func TestTVNotLinked(t *testing.T) {
 	// 20) runs out.
 	links.set("u1", nil)
 	e.tick = 0
-	e.clock.advance(time.Hour)
+	e.clock.Advance(time.Hour)
 	for range 20 {
 		require.Equal(t, errcode.TradovateNotLinked, e.do(http.MethodGet, "/tv/monitors", tokElite, "").code(t))
 	}
@@ -618,7 +618,7 @@ func TestTVModesAndBudgets(t *testing.T) {
 	require.NoError(t, e.s.Modes().Set(ModeState{}))
 	other := e.create("/tv/copiers", tvCopierBody("TV2", "TV3"))
 	e.tick = 0
-	e.clock.advance(time.Hour)
+	e.clock.Advance(time.Hour)
 	for range 3 {
 		r = e.do(http.MethodPatch, "/tv/copiers/"+id, tokElite, `{"active":false,"tandem":false}`)
 		require.Equal(t, http.StatusOK, r.Code, string(r.Body))

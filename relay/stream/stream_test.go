@@ -826,7 +826,7 @@ func TestAgentDisconnectAndReconnect(t *testing.T) {
 func TestRevokedTokenClosesSocket(t *testing.T) {
 	e := newEnv(t, func(o *Options) { o.ReverifyInterval = 20 * time.Millisecond })
 	c := e.dial(tokA)
-	e.auth.revoke(tokA)
+	e.auth.Revoke(tokA)
 	ce := c.closeError()
 	require.Equal(t, websocket.StatusPolicyViolation, ce.Code)
 	require.Contains(t, ce.Reason, "revoked")
@@ -897,7 +897,7 @@ func TestTokenInQueryIsNeverLogged(t *testing.T) {
 	c.sendRaw("garbage " + tokA)
 	c.read()
 	ws.Close(websocket.StatusNormalClosure, "")
-	e.auth.revoke(tokA2)
+	e.auth.Revoke(tokA2)
 	for _, q := range []string{"?token=" + tokA2, "?token=" + tokB + "&x=" + tokB} {
 		_, _, err := websocket.Dial(ctx, wsURL+q, nil)
 		require.Error(t, err)

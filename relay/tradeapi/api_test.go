@@ -21,6 +21,7 @@ import (
 	"tradebridge/protocol"
 	"tradebridge/relay/agentcall"
 	"tradebridge/relay/auth"
+	"tradebridge/relay/auth/authtest"
 	"tradebridge/relay/budget"
 	"tradebridge/relay/errcode"
 	"tradebridge/relay/store"
@@ -76,22 +77,15 @@ func (f *fakeAgent) all() []call {
 	return append([]call(nil), f.calls...)
 }
 
-type fakeAuth struct{}
-
-func (fakeAuth) Authenticate(_ context.Context, token string, _ auth.Kind) (auth.Principal, error) {
-	switch token {
-	case "tb_api_pro":
-		return auth.Principal{UserID: "usr_pro", Plan: auth.PlanPro, Kind: auth.KindAPI}, nil
-	case "tb_api_pro2":
-		return auth.Principal{UserID: "usr_pro2", Plan: auth.PlanPro, Kind: auth.KindAPI}, nil
-	case "tb_api_free":
-		return auth.Principal{UserID: "usr_free", Plan: auth.PlanFree, Kind: auth.KindAPI}, nil
-	case "tb_api_notv":
-		return auth.Principal{UserID: "usr_notv", Plan: auth.PlanPro, Kind: auth.KindAPI, Withheld: []string{"tv"}}, nil
-	case "tb_api_nodesk":
-		return auth.Principal{UserID: "usr_nodesk", Plan: auth.PlanElite, Kind: auth.KindAPI, Withheld: []string{"desktop"}}, nil
-	}
-	return auth.Principal{}, auth.ErrUnauthorized
+// newFakeAuth is an authenticator over the test users' API tokens.
+func newFakeAuth() *authtest.Auth {
+	return authtest.New(map[string]auth.Principal{
+		"tb_api_pro":    {UserID: "usr_pro", Plan: auth.PlanPro, Kind: auth.KindAPI},
+		"tb_api_pro2":   {UserID: "usr_pro2", Plan: auth.PlanPro, Kind: auth.KindAPI},
+		"tb_api_free":   {UserID: "usr_free", Plan: auth.PlanFree, Kind: auth.KindAPI},
+		"tb_api_notv":   {UserID: "usr_notv", Plan: auth.PlanPro, Kind: auth.KindAPI, Withheld: []string{"tv"}},
+		"tb_api_nodesk": {UserID: "usr_nodesk", Plan: auth.PlanElite, Kind: auth.KindAPI, Withheld: []string{"desktop"}},
+	})
 }
 
 type env struct {
@@ -123,7 +117,7 @@ func newEnv(t testing.TB, tweak ...func(*tradeapi.Options)) *env {
 	require.NoError(t, err)
 	roomyIP, err := budget.New(budget.Options{Policy: budget.Policy{Name: "ip", Rate: 1 << 20, Period: time.Minute, Burst: 1 << 20}})
 	require.NoError(t, err)
-	opts := tradeapi.Options{Caller: fa, Auth: fakeAuth{}, Idempotency: st, Budget: roomy, IPBudget: roomyIP}
+	opts := tradeapi.Options{Caller: fa, Auth: newFakeAuth(), Idempotency: st, Budget: roomy, IPBudget: roomyIP}
 	for _, f := range tweak {
 		f(&opts)
 	}

@@ -41,10 +41,10 @@ func newFamilies(t *testing.T, burst int) *families {
 	require.NoError(t, err)
 	f := &families{desktop: &fakeAgent{}, tv: &fakeAgent{}}
 	mux := &recordingMux{ServeMux: http.NewServeMux()}
-	desk, err := tradeapi.New(tradeapi.Options{Caller: f.desktop, Auth: fakeAuth{}, Idempotency: st, Budget: trading, IPBudget: ip})
+	desk, err := tradeapi.New(tradeapi.Options{Caller: f.desktop, Auth: newFakeAuth(), Idempotency: st, Budget: trading, IPBudget: ip})
 	require.NoError(t, err)
 	desk.Register(mux)
-	tv, err := tradeapi.New(tradeapi.Options{Caller: f.tv, Auth: fakeAuth{}, Idempotency: st, Budget: trading, IPBudget: ip, Family: tradeapi.FamilyTV})
+	tv, err := tradeapi.New(tradeapi.Options{Caller: f.tv, Auth: newFakeAuth(), Idempotency: st, Budget: trading, IPBudget: ip, Family: tradeapi.FamilyTV})
 	require.NoError(t, err)
 	tvMux := &recordingMux{ServeMux: mux.ServeMux}
 	tv.Register(tvMux)
@@ -270,11 +270,11 @@ func TestTVSharesTheTradingBudget(t *testing.T) {
 func TestNewRefusesUnknownFamily(t *testing.T) {
 	t.Parallel()
 	for _, fam := range []string{"TV", "desktop", "ninjatrader"} {
-		_, err := tradeapi.New(tradeapi.Options{Caller: &fakeAgent{}, Auth: fakeAuth{}, Idempotency: nopStore{}, Family: fam})
+		_, err := tradeapi.New(tradeapi.Options{Caller: &fakeAgent{}, Auth: newFakeAuth(), Idempotency: nopStore{}, Family: fam})
 		require.Error(t, err, fam)
 		require.False(t, slices.Contains(strings.Fields(err.Error()), fam), "the error does not repeat the family")
 	}
-	_, err := tradeapi.New(tradeapi.Options{Caller: &fakeAgent{}, Auth: fakeAuth{}, Idempotency: nopStore{}, Family: tradeapi.FamilyTV})
+	_, err := tradeapi.New(tradeapi.Options{Caller: &fakeAgent{}, Auth: newFakeAuth(), Idempotency: nopStore{}, Family: tradeapi.FamilyTV})
 	require.NoError(t, err)
 }
 
@@ -301,7 +301,7 @@ func TestDoorOfEachFamily(t *testing.T) {
 		{tradeapi.FamilyDesktop, "trading", false},
 		{tradeapi.FamilyTV, "tv", true},
 	} {
-		a, err := tradeapi.New(tradeapi.Options{Caller: &fakeAgent{}, Auth: fakeAuth{}, Idempotency: nopStore{}, Budget: trading, Family: tc.family})
+		a, err := tradeapi.New(tradeapi.Options{Caller: &fakeAgent{}, Auth: newFakeAuth(), Idempotency: nopStore{}, Budget: trading, Family: tc.family})
 		require.NoError(t, err)
 		d := a.Door()
 		require.Equal(t, tc.name, d.Name)

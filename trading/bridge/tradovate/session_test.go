@@ -140,9 +140,9 @@ func TestRenewalBeforeExpiry(t *testing.T) {
 	go func() { defer close(done); _ = s.Run(ctx) }()
 	t.Cleanup(func() { cancel(); <-done })
 
-	c.waitTimers(t, 1)
+	c.AwaitWaiters(t, 1)
 	c.Advance(lifetime - tradovate.DefaultRenewBefore - time.Minute)
-	c.waitTimers(t, 1)
+	c.AwaitWaiters(t, 1)
 	assert.Empty(t, b.requestsTo("/auth/renewaccesstoken"), "not renewed before RenewBefore")
 
 	c.Advance(time.Minute) // RenewBefore ahead of expiry
@@ -162,7 +162,7 @@ func TestRenewalBeforeExpiry(t *testing.T) {
 	assert.Equal(t, "tok-demo-2", tok.AccessToken)
 
 	// The next renewal comes RenewBefore ahead of the new expiry.
-	c.waitTimers(t, 1)
+	c.AwaitWaiters(t, 1)
 	c.Advance(lifetime - tradovate.DefaultRenewBefore)
 	require.Eventually(t, func() bool { return s.Status().Renewals == 2 }, 5*time.Second, time.Millisecond)
 	assert.Empty(t, b.requestsTo("/auth/accesstokenrequest"))
@@ -220,7 +220,7 @@ func TestPenaltyTicket(t *testing.T) {
 	res := make(chan result, 1)
 	go func() { tok, err := s.Token(context.Background()); res <- result{tok, err} }()
 
-	c.waitTimers(t, 1) // waiting p-time
+	c.AwaitWaiters(t, 1) // waiting p-time
 	assert.Len(t, b.requestsTo("/auth/accesstokenrequest"), 1, "nothing resent before p-time")
 	c.Advance(14 * time.Second)
 	assert.Len(t, b.requestsTo("/auth/accesstokenrequest"), 1)
@@ -303,7 +303,7 @@ func TestPacerSharesOneBudget(t *testing.T) {
 			errs <- s.Do(context.Background(), http.MethodGet, "/account/list", "", nil, nil)
 		}()
 	}
-	c.waitTimers(t, callers-3) // the rest waits for the clock
+	c.AwaitWaiters(t, callers-3) // the rest waits for the clock
 	require.Eventually(t, func() bool { return len(b.requestsTo("/account/list")) == 3 }, 5*time.Second, time.Millisecond,
 		"the burst passes")
 	c.Advance(time.Second) // two more tokens
@@ -333,7 +333,7 @@ func TestPacerHourlyBudget(t *testing.T) {
 	}
 	done := make(chan error, 1)
 	go func() { done <- s.Do(context.Background(), http.MethodGet, "/account/list", "", nil, nil) }()
-	c.waitTimers(t, 1)
+	c.AwaitWaiters(t, 1)
 	assert.Len(t, b.requestsTo("/account/list"), 6, "the seventh waits for the hourly budget")
 	c.Advance(100 * time.Second)
 	require.NoError(t, <-done)

@@ -7,7 +7,6 @@ import (
 	"io"
 	"net/http"
 	"strconv"
-	"sync"
 	"testing"
 	"time"
 
@@ -15,6 +14,7 @@ import (
 	"github.com/stretchr/testify/require"
 	"go.uber.org/goleak"
 
+	"tradebridge/internal/testkit"
 	"tradebridge/trading/bridge/sim"
 	"tradebridge/trading/bridge/tradovate/tradovatefake"
 	"tradebridge/trading/bridge/tradovate/tradovatewire"
@@ -32,34 +32,16 @@ const (
 	esTV = "ESZ6"
 )
 
-// authClock is a settable clock for Options.Now.
-type authClock struct {
-	mu sync.Mutex
-	t  time.Time
-}
-
-func (c *authClock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.t
-}
-
-func (c *authClock) Advance(d time.Duration) {
-	c.mu.Lock()
-	c.t = c.t.Add(d)
-	c.mu.Unlock()
-}
-
 // fixture is a fake over a simulator on a manual clock.
 type fixture struct {
 	t      *testing.T
 	fake   *tradovatefake.Server
 	market *sim.Platform
 	clock  *sim.ManualClock
-	auth   *authClock
-	client *http.Client // the fixture's own: no test shares connections
-	token  string       // an access token, after login
-	md     string       // its market-data token
+	auth   *testkit.Clock // the token clock, Options.Now
+	client *http.Client   // the fixture's own: no test shares connections
+	token  string         // an access token, after login
+	md     string         // its market-data token
 }
 
 // newFixture starts a fake over a new simulator with ES at 6000 (bid
@@ -71,7 +53,7 @@ func newFixture(t *testing.T, edit ...func(*tradovatefake.Options)) *fixture {
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = market.Close() })
 	require.NoError(t, market.SetPrice(es, 6000))
-	ac := &authClock{t: time.Date(2026, time.October, 5, 12, 0, 0, 0, time.UTC)}
+	ac := testkit.NewClock(time.Date(2026, time.October, 5, 12, 0, 0, 0, time.UTC))
 	opts := tradovatefake.Options{Market: market, Now: ac.Now}
 	for _, e := range edit {
 		e(&opts)
