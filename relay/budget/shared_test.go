@@ -261,7 +261,7 @@ func TestRedisKeysExpireWhenFull(t *testing.T) {
 	require.True(t, fast.Allow("u").Allowed)
 	require.Eventually(t, func() bool {
 		return raw.Exists(context.Background(), pfx+"b:fast:u").Val() == 0
-	}, 5*time.Second, 5*time.Millisecond, "the key lives no longer than its budget takes to refill")
+	}, testkit.Medium, 5*time.Millisecond, "the key lives no longer than its budget takes to refill")
 }
 
 // Leases: the limit holds, a refused lease charges nothing, a refused
@@ -504,7 +504,7 @@ func TestRedisComesBack(t *testing.T) {
 	require.Equal(t, 1, a.Len())
 
 	px.on.Store(true)
-	require.Eventually(t, func() bool { return r.Ping(context.Background()) == nil }, 5*time.Second, 10*time.Millisecond)
+	require.Eventually(t, func() bool { return r.Ping(context.Background()) == nil }, testkit.Medium, testkit.Tick)
 	d := b.Allow("u")
 	require.False(t, d.Allowed, "back on Redis, the shared budget is spent")
 	require.Zero(t, b.Len())

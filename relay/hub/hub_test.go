@@ -21,6 +21,7 @@ import (
 	"go.uber.org/zap/zaptest"
 
 	"tradebridge/agent/tunnel"
+	"tradebridge/internal/testkit"
 	"tradebridge/protocol"
 	"tradebridge/relay/agentcall"
 	"tradebridge/relay/auth"
@@ -193,7 +194,7 @@ func (a *agentUnderTest) stop() {
 
 func (e *env) waitConnected(userID string) agentcall.Info {
 	e.t.Helper()
-	require.Eventually(e.t, func() bool { return e.hub.Connected(userID) }, 5*time.Second, 5*time.Millisecond)
+	require.Eventually(e.t, func() bool { return e.hub.Connected(userID) }, testkit.Medium, 5*time.Millisecond)
 	info, _ := e.hub.Info(userID)
 	return info
 }
@@ -237,7 +238,7 @@ func TestConcurrentCalls(t *testing.T) {
 		go func() {
 			defer wg.Done()
 			args := json.RawMessage(fmt.Sprintf(`{"i":%d}`, i))
-			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+			ctx, cancel := context.WithTimeout(context.Background(), testkit.Medium)
 			defer cancel()
 			out, err := e.hub.Call(ctx, "usr_a", "Echo", "", args)
 			if err != nil {
@@ -276,7 +277,7 @@ func TestAgentKilledMidCall(t *testing.T) {
 		_, err := call(t, e.hub, "usr_a", "Block", 10*time.Second)
 		errc <- err
 	}()
-	require.Eventually(t, func() bool { return a.handler.calls.Load() == 1 }, 5*time.Second, time.Millisecond)
+	require.Eventually(t, func() bool { return a.handler.calls.Load() == 1 }, testkit.Medium, time.Millisecond)
 	start := time.Now()
 	a.dialer.kill()
 	select {
@@ -284,7 +285,7 @@ func TestAgentKilledMidCall(t *testing.T) {
 		require.ErrorIs(t, err, agentcall.ErrConnectionLost)
 		// Well before the call's own 10 s deadline.
 		require.Less(t, time.Since(start), 5*time.Second)
-	case <-time.After(8 * time.Second):
+	case <-time.After(testkit.Long):
 		t.Fatal("the caller hung after the agent died")
 	}
 	close(a.handler.block)
@@ -292,7 +293,7 @@ func TestAgentKilledMidCall(t *testing.T) {
 	require.Eventually(t, func() bool {
 		info, ok := e.hub.Info("usr_a")
 		return ok && info.SessionID != first.SessionID
-	}, 5*time.Second, 5*time.Millisecond)
+	}, testkit.Medium, 5*time.Millisecond)
 	_, err := call(t, e.hub, "usr_a", "Echo", 5*time.Second)
 	require.NoError(t, err)
 }
@@ -306,7 +307,7 @@ func TestDeadlineAndCancel(t *testing.T) {
 	require.ErrorIs(t, err, agentcall.ErrTimeout)
 	require.Less(t, time.Since(start), time.Second)
 	// The relay's Cancel (or the request's own deadline) ends the agent's work.
-	require.Eventually(t, func() bool { return a.handler.calls.Load() == 1 }, time.Second, time.Millisecond)
+	require.Eventually(t, func() bool { return a.handler.calls.Load() == 1 }, testkit.Medium, time.Millisecond)
 	out, err := call(t, e.hub, "usr_a", "Echo", time.Second)
 	require.NoError(t, err)
 	require.Contains(t, string(out), "Echo")
@@ -320,10 +321,10 @@ func TestNewerConnectionReplacesOlder(t *testing.T) {
 	require.Eventually(t, func() bool {
 		info, ok := e.hub.Info("usr_a")
 		return ok && info.SessionID != info1.SessionID
-	}, 5*time.Second, 5*time.Millisecond)
+	}, testkit.Medium, 5*time.Millisecond)
 	// The first agent was told it was replaced and waits before retrying
 	// (at least half the backoff cap), so the second one serves calls.
-	require.Eventually(t, func() bool { return !first.client.Connected() }, 5*time.Second, 5*time.Millisecond)
+	require.Eventually(t, func() bool { return !first.client.Connected() }, testkit.Medium, 5*time.Millisecond)
 	out, err := call(t, e.hub, "usr_a", "Echo", time.Second)
 	require.NoError(t, err)
 	require.Contains(t, string(out), `"agent":"second"`)
@@ -356,12 +357,12 @@ func TestRevokedTokenEndsTunnel(t *testing.T) {
 	a := e.startAgent("agent-a", "A")
 	e.waitConnected("usr_a")
 	e.auth.Revoke("agent-a")
-	require.Eventually(t, func() bool { return !e.hub.Connected("usr_a") && !a.client.Connected() }, 5*time.Second, 5*time.Millisecond)
+	require.Eventually(t, func() bool { return !e.hub.Connected("usr_a") && !a.client.Connected() }, testkit.Medium, 5*time.Millisecond)
 }
 
 // dialRaw opens a tunnel WebSocket by hand, as a misbehaving agent would.
 func dialRaw(t *testing.T, e *env, token string, subprotocols ...string) (*websocket.Conn, *http.Response, error) {
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), testkit.Medium)
 	defer cancel()
 	url := "ws" + strings.TrimPrefix(e.srv.URL, "http") + protocol.ConnectPath
 	return websocket.Dial(ctx, url, &websocket.DialOptions{
@@ -405,7 +406,7 @@ func TestRefusedBeforeUpgrade(t *testing.T) {
 
 // closeCode reads from ws until it closes and returns the close code.
 func closeCode(t *testing.T, ws *websocket.Conn) websocket.StatusCode {
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), testkit.Medium)
 	defer cancel()
 	for {
 		if _, _, err := ws.Read(ctx); err != nil {
@@ -486,7 +487,7 @@ func TestCloseEndsTunnels(t *testing.T) {
 	e.waitConnected("usr_a")
 	require.NoError(t, e.hub.Close())
 	require.NoError(t, e.hub.Close()) // idempotent
-	require.Eventually(t, func() bool { return !a.client.Connected() }, 5*time.Second, 5*time.Millisecond)
+	require.Eventually(t, func() bool { return !a.client.Connected() }, testkit.Medium, 5*time.Millisecond)
 	_, err := call(t, e.hub, "usr_a", "Echo", time.Second)
 	require.True(t, errors.Is(err, agentcall.ErrNotConnected) || errors.Is(err, agentcall.ErrClosed), "%v", err)
 }
@@ -513,7 +514,7 @@ func TestOversizedFrameAfterHandshake(t *testing.T) {
 	_, _ = control.Write([]byte{0x01, 0x00, 0x00, 0x00, byte(protocol.TypeEvent)})
 	<-sess.CloseChan()
 	require.Equal(t, protocol.CloseFrameTooLarge, conn.CloseStatus())
-	require.Eventually(t, func() bool { return !e.hub.Connected("usr_a") }, 5*time.Second, 5*time.Millisecond)
+	require.Eventually(t, func() bool { return !e.hub.Connected("usr_a") }, testkit.Medium, 5*time.Millisecond)
 }
 
 // BenchmarkCall measures a call through the tunnel alone (no HTTP), the part

@@ -14,6 +14,7 @@ import (
 	"github.com/stretchr/testify/require"
 	"go.uber.org/zap/zaptest"
 
+	"tradebridge/internal/testkit"
 	"tradebridge/protocol"
 	"tradebridge/relay/agentcall"
 	"tradebridge/relay/hub"
@@ -58,7 +59,7 @@ func (l *sessionLog) wait(t *testing.T, kind agentcall.SessionKind, sessionID st
 			}
 		}
 		return false
-	}, 5*time.Second, 5*time.Millisecond, "no %s entry for %q in %v", kind, sessionID, l.all())
+	}, testkit.Medium, 5*time.Millisecond, "no %s entry for %q in %v", kind, sessionID, l.all())
 	return found
 }
 

@@ -7,8 +7,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"tradebridge/internal/testkit"
 	"tradebridge/protocol"
 	"tradebridge/relay/agentcall"
 	"tradebridge/relay/errcode"
@@ -227,9 +229,8 @@ func TestReportedStates(t *testing.T) {
 			if r.Version != version {
 				return false
 			}
-			require.NoError(t, json.Unmarshal(r.Body, &m))
-			return true
-		}, 5*time.Second, time.Millisecond)
+			return assert.NoError(t, json.Unmarshal(r.Body, &m))
+		}, testkit.Medium, time.Millisecond)
 		return m
 	}
 	e.s.HandleEvent(event(protocol.EventQuote, map[string]any{}))

@@ -285,7 +285,7 @@ func (e *env) dial(token string) *client {
 
 func (e *env) dialNoStatus(token string) *client {
 	e.t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), testkit.Medium)
 	defer cancel()
 	ws, resp, err := websocket.Dial(ctx, e.url, &websocket.DialOptions{HTTPHeader: http.Header{"Authorization": {"Bearer " + token}}})
 	require.NoError(e.t, err)
@@ -300,7 +300,7 @@ func (e *env) dialNoStatus(token string) *client {
 
 func (c *client) sendRaw(s string) {
 	c.t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), testkit.Medium)
 	defer cancel()
 	require.NoError(c.t, c.ws.Write(ctx, websocket.MessageText, []byte(s)))
 }

@@ -15,9 +15,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"go.uber.org/goleak"
 
+	"tradebridge/internal/testkit"
 	"tradebridge/protocol"
 	"tradebridge/relay/agentcall"
 	"tradebridge/relay/auth"
@@ -142,12 +144,21 @@ type resp struct {
 
 func (e *env) do(method, path, token, body string, headers ...string) resp {
 	e.t.Helper()
+	r, err := e.request(method, path, token, body, headers...)
+	require.NoError(e.t, err)
+	return r
+}
+
+// request is do for any goroutine: it returns the error.
+func (e *env) request(method, path, token, body string, headers ...string) (resp, error) {
 	var rd io.Reader
 	if body != "" {
 		rd = strings.NewReader(body)
 	}
 	req, err := http.NewRequest(method, e.srv.URL+path, rd)
-	require.NoError(e.t, err)
+	if err != nil {
+		return resp{}, err
+	}
 	if token != "" {
 		req.Header.Set("Authorization", "Bearer "+token)
 	}
@@ -158,13 +169,17 @@ func (e *env) do(method, path, token, body string, headers ...string) resp {
 		req.Header.Set(headers[i], headers[i+1])
 	}
 	res, err := e.srv.Client().Do(req)
-	require.NoError(e.t, err)
+	if err != nil {
+		return resp{}, err
+	}
 	defer res.Body.Close()
 	raw, err := io.ReadAll(res.Body)
-	require.NoError(e.t, err)
+	if err != nil {
+		return resp{}, err
+	}
 	r := resp{Status: res.StatusCode, Header: res.Header, Raw: string(raw)}
 	_ = json.Unmarshal(raw, &r.Body)
-	return r
+	return r, nil
 }
 
 func TestOpenAPIMatchesRoutes(t *testing.T) {
@@ -449,9 +464,11 @@ func TestConcurrentRepeatIsConflict(t *testing.T) {
 	body := `{"instrument":"ES"}`
 	done := make(chan resp)
 	go func() {
-		done <- e.do("POST", "/v1/api/accounts/Sim101/positions/reverse", "tb_api_pro", body, "Idempotency-Key", "k-c")
+		r, err := e.request("POST", "/v1/api/accounts/Sim101/positions/reverse", "tb_api_pro", body, "Idempotency-Key", "k-c")
+		assert.NoError(t, err)
+		done <- r
 	}()
-	require.Eventually(t, func() bool { return started.Load() == 1 }, 5*time.Second, time.Millisecond)
+	require.Eventually(t, func() bool { return started.Load() == 1 }, testkit.Medium, time.Millisecond)
 	r := e.do("POST", "/v1/api/accounts/Sim101/positions/reverse", "tb_api_pro", body, "Idempotency-Key", "k-c")
 	require.Equal(t, 409, r.Status)
 	require.Equal(t, protocol.CodeRequestInProgress, r.Body["error"])

@@ -13,6 +13,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"tradebridge/internal/testkit"
 	"tradebridge/trading/bridge"
 	"tradebridge/trading/bridge/tradovate"
 	"tradebridge/trading/bridge/tradovate/tradovatewire"
@@ -146,7 +147,7 @@ func TestRenewalBeforeExpiry(t *testing.T) {
 	assert.Empty(t, b.requestsTo("/auth/renewaccesstoken"), "not renewed before RenewBefore")
 
 	c.Advance(time.Minute) // RenewBefore ahead of expiry
-	require.Eventually(t, func() bool { return s.Status().Renewals == 1 }, 5*time.Second, time.Millisecond)
+	require.Eventually(t, func() bool { return s.Status().Renewals == 1 }, testkit.Medium, time.Millisecond)
 	renew := b.requestsTo("/auth/renewaccesstoken")
 	require.Len(t, renew, 1)
 	assert.Equal(t, "Bearer saved-tok", renew[0].Auth)
@@ -164,7 +165,7 @@ func TestRenewalBeforeExpiry(t *testing.T) {
 	// The next renewal comes RenewBefore ahead of the new expiry.
 	c.AwaitWaiters(t, 1)
 	c.Advance(lifetime - tradovate.DefaultRenewBefore)
-	require.Eventually(t, func() bool { return s.Status().Renewals == 2 }, 5*time.Second, time.Millisecond)
+	require.Eventually(t, func() bool { return s.Status().Renewals == 2 }, testkit.Medium, time.Millisecond)
 	assert.Empty(t, b.requestsTo("/auth/accesstokenrequest"))
 }
 
@@ -180,7 +181,7 @@ func TestRenewalRefusedLogsInAgain(t *testing.T) {
 	done := make(chan struct{})
 	go func() { defer close(done); _ = s.Run(ctx) }()
 	t.Cleanup(func() { cancel(); <-done })
-	require.Eventually(t, func() bool { return s.Status().Logins == 1 }, 5*time.Second, time.Millisecond)
+	require.Eventually(t, func() bool { return s.Status().Logins == 1 }, testkit.Medium, time.Millisecond)
 	assert.Len(t, b.requestsTo("/auth/renewaccesstoken"), 1)
 
 	// Without credentials (an OAuth link) a refused renewal ends the
@@ -195,7 +196,7 @@ func TestRenewalRefusedLogsInAgain(t *testing.T) {
 	done2 := make(chan struct{})
 	go func() { defer close(done2); _ = s2.Run(ctx2) }()
 	t.Cleanup(func() { cancel2(); <-done2 })
-	require.Eventually(t, func() bool { return s2.Status().State == tradovate.StateLoginFailed }, 5*time.Second, time.Millisecond)
+	require.Eventually(t, func() bool { return s2.Status().State == tradovate.StateLoginFailed }, testkit.Medium, time.Millisecond)
 	_, err := s2.Token(t.Context())
 	requireUnavailable(t, err, tradovate.CodeLoginFailed)
 }
@@ -304,10 +305,10 @@ func TestPacerSharesOneBudget(t *testing.T) {
 		}()
 	}
 	c.AwaitWaiters(t, callers-3) // the rest waits for the clock
-	require.Eventually(t, func() bool { return len(b.requestsTo("/account/list")) == 3 }, 5*time.Second, time.Millisecond,
+	require.Eventually(t, func() bool { return len(b.requestsTo("/account/list")) == 3 }, testkit.Medium, time.Millisecond,
 		"the burst passes")
 	c.Advance(time.Second) // two more tokens
-	require.Eventually(t, func() bool { return len(b.requestsTo("/account/list")) == 5 }, 5*time.Second, time.Millisecond)
+	require.Eventually(t, func() bool { return len(b.requestsTo("/account/list")) == 5 }, testkit.Medium, time.Millisecond)
 	c.Advance(time.Second)
 	wg.Wait()
 	close(errs)

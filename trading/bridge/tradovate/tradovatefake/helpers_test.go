@@ -120,7 +120,7 @@ func (f *fixture) do(method, path, token string, body any) (int, []byte, error) 
 		}
 		rd = bytes.NewReader(b)
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), testkit.Long)
 	defer cancel()
 	req, err := http.NewRequestWithContext(ctx, method, f.fake.RESTURL()+path, rd)
 	if err != nil {
@@ -236,7 +236,7 @@ type ws struct {
 // dial opens a socket and reads its "o".
 func (f *fixture) dial(url string) *ws {
 	f.t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), testkit.Medium)
 	defer cancel()
 	conn, resp, err := websocket.Dial(ctx, url, &websocket.DialOptions{HTTPClient: f.client})
 	require.NoError(f.t, err)
@@ -254,7 +254,7 @@ func (f *fixture) dial(url string) *ws {
 func (w *ws) frame() tradovatewire.Frame {
 	w.t.Helper()
 	for {
-		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		ctx, cancel := context.WithTimeout(context.Background(), testkit.Medium)
 		_, b, err := w.conn.Read(ctx)
 		cancel()
 		require.NoError(w.t, err)
@@ -299,7 +299,7 @@ func (w *ws) request(endpoint, query string, body []byte) tradovatewire.Message 
 
 func (w *ws) send(b []byte) {
 	w.t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), testkit.Medium)
 	defer cancel()
 	require.NoError(w.t, w.conn.Write(ctx, websocket.MessageText, b))
 }
@@ -387,7 +387,7 @@ func entity[T any](t *testing.T, p propsEvent) T {
 // readFails waits until reading the socket fails (it was closed).
 func (w *ws) readFails() {
 	w.t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), testkit.Medium)
 	defer cancel()
 	for {
 		_, _, err := w.conn.Read(ctx)
