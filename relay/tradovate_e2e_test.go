@@ -171,10 +171,12 @@ func TestBrokerFamilyEndToEnd(t *testing.T) {
 
 	// An unreachable broker is 503 broker_unavailable.
 	s.fake.Unreachable(true)
-	require.Eventually(t, func() bool {
-		r = s.tv(http.MethodPost, "accounts/Sim101/orders/place", tok, placeBody("Buy", 1))
-		return r.Status == http.StatusServiceUnavailable
-	}, engineWait, 20*time.Millisecond, "last answer: %s", r.Raw)
+	require.Eventually(t, func() bool { // no s.tv here: it fails the test, which a condition must not
+		r, err := s.Request(http.MethodPost, "/v1/api/tv/accounts/Sim101/orders/place", tok, placeBody("Buy", 1), "Content-Type", jsonBody)
+		return err == nil && r.Status == http.StatusServiceUnavailable
+	}, engineWait, 20*time.Millisecond)
+	r = s.tv(http.MethodPost, "accounts/Sim101/orders/place", tok, placeBody("Buy", 1))
+	require.Equal(t, http.StatusServiceUnavailable, r.Status, string(r.Raw))
 	require.Equal(t, errcode.BrokerUnavailable, r.Error)
 	s.fake.Unreachable(false)
 
