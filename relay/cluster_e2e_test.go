@@ -182,6 +182,7 @@ func (f *failover) markDead(addr string) {
 // are placed exactly once; and when node A dies the agent reconnects to B
 // and calls resume.
 func TestThreeNodes(t *testing.T) {
+	t.Parallel()
 	c := newNodes(t, roomy, "a", "b", "c")
 	a, b, cn := c.byName["a"], c.byName["b"], c.byName["c"]
 	ra := c.agentFor("bob")
@@ -270,6 +271,7 @@ func TestThreeNodes(t *testing.T) {
 // The trading budget is one across the nodes: a burst of 20 in all, not
 // 20 per node.
 func TestThreeNodesShareOneBudget(t *testing.T) {
+	t.Parallel()
 	c := newNodes(t, budget.Trading, "a", "b", "c")
 	a, b, cn := c.byName["a"], c.byName["b"], c.byName["c"]
 	// alice has no agent: every admitted call answers 408, every

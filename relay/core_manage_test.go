@@ -21,6 +21,7 @@ import (
 // prefix is 404 not_found, a wrong method 405 method_not_allowed with
 // Allow, both before any token is looked at.
 func TestManageRoutesNotFoundAndNotAllowed(t *testing.T) {
+	t.Parallel()
 	s := newSystem(t)
 	for _, tc := range []struct {
 		method, path string
@@ -54,6 +55,7 @@ func TestManageRoutesNotFoundAndNotAllowed(t *testing.T) {
 // an elite user's change is stored and applied by the agent; a pro
 // user's is refused; the trading budget is not touched.
 func TestManageEndToEnd(t *testing.T) {
+	t.Parallel()
 	s := newSystem(t)
 	ra := s.StartAgent("bob")
 	tok := s.Users["bob"].APIToken
@@ -120,6 +122,7 @@ func TestManageEndToEnd(t *testing.T) {
 // The service modes on the operator's listener: PUT changes them live
 // for the public routes, GET reads them.
 func TestManageModesOnOperatorListener(t *testing.T) {
+	t.Parallel()
 	s := newSystem(t)
 	modes, err := manage.NewModes(manage.ModeState{})
 	require.NoError(t, err)

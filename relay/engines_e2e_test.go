@@ -89,6 +89,7 @@ func (s *system) monitorState(token string, m *protocol.Monitor) string {
 // named, everything is flattened (flattenOnKill), and turning it off lets
 // trading resume.
 func TestKillSwitchThroughTheRelay(t *testing.T) {
+	t.Parallel()
 	s := newSystem(t)
 	s.StartAgent("bob")
 	tok := s.Users["bob"].APIToken
@@ -121,6 +122,7 @@ func TestKillSwitchThroughTheRelay(t *testing.T) {
 // agent reported it), refuses entries on its account, and resumes only by
 // the restart operation once its limits no longer trip it at once.
 func TestMonitorTripThroughTheRelay(t *testing.T) {
+	t.Parallel()
 	s := newSystem(t)
 	s.StartAgent("bob")
 	tok := s.Users["bob"].APIToken
@@ -162,6 +164,7 @@ func TestMonitorTripThroughTheRelay(t *testing.T) {
 // A copier through the real relay and agent: a leader's fill placed by a
 // bot is copied to the follower at the copier's ratio.
 func TestCopierThroughTheRelay(t *testing.T) {
+	t.Parallel()
 	s := newSystem(t)
 	s.StartAgent("bob")
 	tok := s.Users["bob"].APIToken

@@ -57,6 +57,7 @@ func (k *killableDialer) kill() {
 // with its key until it has a definite answer; the simulator must then hold
 // exactly one order per key: never a duplicate, never a lost one.
 func TestExactlyOnceAcrossTunnelDrops(t *testing.T) {
+	t.Parallel()
 	s := newSystem(t)
 	kd := &killableDialer{}
 	ra := s.StartAgentWith("alice", func(o *agent.Options) {

@@ -203,7 +203,6 @@ const placePath = "/v1/api/accounts/Sim101/orders/place"
 // answer: the connection was held for free, for as long as the client
 // liked.)
 func TestHostileBodyNeverSent(t *testing.T) {
-	t.Parallel()
 	s := hostileSystem(t)
 	s.StartAgent("alice")
 	carol := s.Users["carol"].APIToken
@@ -321,7 +320,6 @@ func TestHostileSlowBody(t *testing.T) {
 // BodyTimeout with one (also on a route that takes no body and only looks
 // for its first byte; it used to wait for it for ever).
 func TestHostileChunkedBodyNeverEnds(t *testing.T) {
-	t.Parallel()
 	s := hostileSystem(t)
 	s.StartAgent("alice")
 	tok := s.Users["alice"].APIToken
@@ -352,7 +350,6 @@ func TestHostileChunkedBodyNeverEnds(t *testing.T) {
 // Headers sent a byte at a time and never finished are cut at
 // ReadHeaderTimeout; headers over 64 KiB are refused with 431.
 func TestHostileHeaders(t *testing.T) {
-	t.Parallel()
 	s := hostileSystem(t)
 	s.StartAgent("alice")
 	t.Run("slow", func(t *testing.T) {
@@ -404,7 +401,6 @@ func TestHostileHeaders(t *testing.T) {
 // without repeating either value. (The first used to win; a proxy that
 // reads the last would have disagreed.)
 func TestHostileTwoAuthorizationHeaders(t *testing.T) {
-	t.Parallel()
 	s := hostileSystem(t)
 	s.StartAgent("alice")
 	api := "Bearer " + s.Users["alice"].APIToken

@@ -57,6 +57,7 @@ var (
 const marketBuy = `{"action":"BUY","instrument":"ES","orderType":"Market","quantity":2,"timeInForce":"Day"}`
 
 func TestTradingRoundTrip(t *testing.T) {
+	t.Parallel()
 	s := newSystem(t)
 	s.StartAgent("alice")
 	tok := s.Users["alice"].APIToken
@@ -138,6 +139,7 @@ func TestTradingRoundTrip(t *testing.T) {
 }
 
 func TestIdempotentOrderID(t *testing.T) {
+	t.Parallel()
 	s := newSystem(t)
 	s.StartAgent("alice")
 	tok := s.Users["alice"].APIToken
@@ -152,6 +154,7 @@ func TestIdempotentOrderID(t *testing.T) {
 }
 
 func TestAuthAndPlan(t *testing.T) {
+	t.Parallel()
 	s := newSystem(t)
 	s.StartAgent("alice")
 	for _, tc := range []struct {
@@ -182,6 +185,7 @@ func TestAuthAndPlan(t *testing.T) {
 }
 
 func TestNoAgent(t *testing.T) {
+	t.Parallel()
 	s := newSystem(t)
 	start := time.Now()
 	r := s.Do("GET", "/v1/api/accounts", s.Users["alice"].APIToken, "")
@@ -192,6 +196,7 @@ func TestNoAgent(t *testing.T) {
 }
 
 func TestUsersNeverReachEachOther(t *testing.T) {
+	t.Parallel()
 	s := newSystem(t)
 	alice := s.StartAgent("alice")
 	bob := s.StartAgent("bob")
@@ -209,6 +214,7 @@ func TestUsersNeverReachEachOther(t *testing.T) {
 }
 
 func TestRelayRestart(t *testing.T) {
+	t.Parallel()
 	s := newSystem(t)
 	ra := s.StartAgent("alice")
 	tok := s.Users["alice"].APIToken
@@ -222,6 +228,7 @@ func TestRelayRestart(t *testing.T) {
 }
 
 func TestHTTPSurface(t *testing.T) {
+	t.Parallel()
 	s := newSystem(t)
 	s.StartAgent("alice")
 	tok := s.Users["alice"].APIToken
@@ -246,6 +253,7 @@ func TestHTTPSurface(t *testing.T) {
 
 // Tokens never reach the logs, whatever happens.
 func TestLogsHoldNoTokens(t *testing.T) {
+	t.Parallel()
 	s := newSystem(t)
 	ra := s.StartAgent("alice")
 	tok := s.Users["alice"].APIToken

@@ -15,6 +15,7 @@ import (
 // Every route of the trading API, called through the real relay, tunnel,
 // agent and simulator: a happy path each, then the documented failures.
 func TestEveryRouteEndToEnd(t *testing.T) {
+	t.Parallel()
 	s := newSystem(t)
 	ra := s.StartAgent("alice")
 	tok := s.Users["alice"].APIToken
@@ -141,6 +142,7 @@ func TestEveryRouteEndToEnd(t *testing.T) {
 }
 
 func TestAgentAbsentAndBudget(t *testing.T) {
+	t.Parallel()
 	s := newSystem(t)
 	s.Budget = budget.Trading // the spec's 180 per minute, burst 20
 	s.Restart()

@@ -165,6 +165,7 @@ func requireKeys(t *testing.T, raw json.RawMessage, keys ...string) {
 // Every RPC function, through a real relay and a real agent on the
 // simulator, on a happy path, with the shape of its result.
 func TestEveryFunctionThroughTheRelay(t *testing.T) {
+	t.Parallel()
 	r := newRPCRig(t, nil)
 	called := map[string]bool{}
 	do := func(fn string, args any, out any) json.RawMessage {
@@ -361,6 +362,7 @@ func (g *gatedPlatform) SubmitOrder(ctx context.Context, req bridge.OrderRequest
 // relay, it returns the first outcome, and the simulator holds exactly one
 // order.
 func TestWriteExactlyOnceAcrossReconnect(t *testing.T) {
+	t.Parallel()
 	gate := &gatedPlatform{entered: make(chan struct{}), release: make(chan struct{})}
 	r := newRPCRig(t, func(p *sim.Platform) bridge.Platform {
 		gate.Platform = p

@@ -120,6 +120,7 @@ func (w *wsClient) quiet(typ string, d time.Duration) bool {
 
 // The stream API through the real relay, tunnel, agent and simulator.
 func TestStreamEndToEnd(t *testing.T) {
+	t.Parallel()
 	s := newSystem(t)
 	alice := s.StartAgent("alice")
 	bob := s.StartAgent("bob")
@@ -213,6 +214,7 @@ func TestStreamEndToEnd(t *testing.T) {
 // The agent goes away and comes back: the socket is told, RPCs fail with
 // addon_disconnected meanwhile, and quotes resume by themselves.
 func TestStreamSurvivesAgentRestart(t *testing.T) {
+	t.Parallel()
 	s := newSystem(t)
 	alice := s.StartAgent("alice")
 	w := s.openStream(t, "alice")
@@ -285,6 +287,7 @@ func TestStreamRepliesInTheTokensProfile(t *testing.T) {
 
 // The budget is one per user across HTTP and the socket.
 func TestStreamSharesTheTradingBudget(t *testing.T) {
+	t.Parallel()
 	s := newSystem(t)
 	s.Budget.Name, s.Budget.Rate, s.Budget.Period, s.Budget.Burst = "trading", 180, time.Minute, 20
 	s.Restart()
@@ -367,6 +370,7 @@ func BenchmarkStreamRPC(b *testing.B) {
 
 // A relay shutting down closes stream sockets with 1001 (going away).
 func TestShutdownClosesStreams(t *testing.T) {
+	t.Parallel()
 	s := newSystem(t)
 	s.StartAgent("alice")
 	ctx, cancel := context.WithTimeout(context.Background(), testkit.Medium)

@@ -78,6 +78,7 @@ func (a supportAnswer) entryOf(sessionID string) (support.Entry, bool) {
 // not granted looks like a user that does not exist; the user's own tokens
 // do not open the support route; and each read is in the audit log.
 func TestSupportReadsTheAgent(t *testing.T) {
+	t.Parallel()
 	// The route's own budget (support.DefaultBudget, a burst of 10) is
 	// for a person reading; this test polls it until the history shows
 	// the session, so its relay gives the support token a roomy budget
@@ -211,6 +212,7 @@ func withoutMeta(t *testing.T, raw []byte) string {
 // socket, the Management API, the agents' tunnel) it gets what a request
 // without a token gets, 401 wherever a token is needed.
 func TestSupportTokenIsRefusedEverywhereElse(t *testing.T) {
+	t.Parallel()
 	s := newSystem(t)
 	s.StartAgent("alice")
 	alice := s.Users["alice"]

@@ -103,6 +103,7 @@ func placeBody(action string, qty int) string {
 // broker's OCO, flatten as the broker's liquidation, an unreachable
 // broker, and unlinking.
 func TestBrokerFamilyEndToEnd(t *testing.T) {
+	t.Parallel()
 	s := newBrokerSystem(t)
 	tok := s.Users["alice"].APIToken
 
@@ -191,6 +192,7 @@ func TestBrokerFamilyEndToEnd(t *testing.T) {
 // entries on its broker account, and the kill switch flattens the broker
 // accounts too.
 func TestBrokerEnginesThroughTheRelay(t *testing.T) {
+	t.Parallel()
 	s := newBrokerSystem(t)
 	tok := s.Users["bob"].APIToken
 	r := s.link(tok)
@@ -232,6 +234,7 @@ func TestBrokerEnginesThroughTheRelay(t *testing.T) {
 // The link route's refusals: a field it does not take, a missing one, an
 // unknown environment. None repeats what was sent, and nothing is stored.
 func TestBrokerLinkRefusals(t *testing.T) {
+	t.Parallel()
 	s := newBrokerSystem(t)
 	tok := s.Users["alice"].APIToken
 	for _, tc := range []struct {
@@ -261,6 +264,7 @@ func TestBrokerLinkRefusals(t *testing.T) {
 // callback with a code, which the relay exchanges for a token. A state
 // is good once.
 func TestBrokerOAuthLink(t *testing.T) {
+	t.Parallel()
 	var callback string
 	s := newBrokerSystem(t, func(o *relay.Options) {
 		o.Broker.OAuth.ID, o.Broker.OAuth.Secret = tradovatefake.DefaultOAuthClientID, tradovatefake.DefaultOAuthClientSecret
