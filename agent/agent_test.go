@@ -20,6 +20,7 @@ import (
 	"tradebridge/agent"
 	"tradebridge/agent/diag"
 	"tradebridge/agent/tunnel"
+	"tradebridge/internal/testkit"
 	"tradebridge/protocol"
 	"tradebridge/trading/bridge"
 	"tradebridge/trading/bridge/sim"
@@ -109,7 +110,7 @@ func rpc(t *testing.T, s net.Conn, id uint64, fn string, args any) *protocol.Res
 	raw, err := json.Marshal(args)
 	require.NoError(t, err)
 	require.NoError(t, protocol.NewWriter(s).WriteFrame(protocol.TypeRequest, protocol.Request{ID: id, Fn: fn, Args: raw}))
-	require.NoError(t, s.SetReadDeadline(time.Now().Add(10*time.Second)))
+	require.NoError(t, s.SetReadDeadline(time.Now().Add(testkit.Long)))
 	typ, payload, err := protocol.NewReader(s, 0).ReadFrame()
 	require.NoError(t, err)
 	require.Equal(t, protocol.TypeResponse, typ)
@@ -148,7 +149,7 @@ func TestManagementOverTheTunnel(t *testing.T) {
 	var end tunnelEnd
 	select {
 	case end = <-ends:
-	case <-time.After(10 * time.Second):
+	case <-time.After(testkit.Long):
 		t.Fatal("the agent did not connect")
 	}
 	require.Equal(t, protocol.ProtocolVersion, end.hello.ProtocolVersion, "the hello announces the version this build speaks")
@@ -266,7 +267,7 @@ func TestDiagnosticsOverTheTunnel(t *testing.T) {
 	var end tunnelEnd
 	select {
 	case end = <-ends:
-	case <-time.After(10 * time.Second):
+	case <-time.After(testkit.Long):
 		t.Fatal("the agent did not connect")
 	}
 
@@ -312,7 +313,7 @@ func TestDiagnosticsOverTheTunnel(t *testing.T) {
 	require.Eventually(t, func() bool {
 		d, _, err := diag.ReadSnapshot(snapshot)
 		return err == nil && d.Tunnel.Connected
-	}, 10*time.Second, 10*time.Millisecond, "the snapshot is written while the agent runs")
+	}, testkit.Long, testkit.Tick, "the snapshot is written while the agent runs")
 
 	stop()
 	d, _, err := diag.ReadSnapshot(snapshot)

@@ -9,6 +9,7 @@ import (
 	"github.com/stretchr/testify/require"
 	"go.uber.org/goleak"
 
+	"tradebridge/internal/testkit"
 	"tradebridge/protocol"
 	"tradebridge/trading/bridge/sim"
 	"tradebridge/trading/ops"
@@ -169,7 +170,7 @@ func TestCloseWaitsForEverything(t *testing.T) {
 	go func() { done <- a.Run(context.Background()) }()
 	_, perr := call(a, protocol.FnApplyConfig, `{"version":1,"monitors":[{"account":"Sim101","active":true,"state":"active","masterWindow":{"days":[]}}]}`)
 	require.Nil(t, perr)
-	require.Eventually(t, func() bool { return len(a.stack.Monitors.Status()) == 1 }, 5*time.Second, time.Millisecond)
+	require.Eventually(t, func() bool { return len(a.stack.Monitors.Status()) == 1 }, testkit.Medium, time.Millisecond)
 	require.NoError(t, a.Close())
 	select {
 	case <-done:

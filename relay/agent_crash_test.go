@@ -13,6 +13,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"tradebridge/agent/agentstore"
+	"tradebridge/internal/testkit"
 	"tradebridge/protocol"
 )
 
@@ -38,32 +39,32 @@ type agentProcess struct {
 // its state in data, on the simulator started on a Wednesday morning in
 // New York, and waits until the relay reaches it.
 func (s *system) startAgentProcess(bin, user, data string) *agentProcess {
-	s.t.Helper()
-	logPath := filepath.Join(s.t.TempDir(), "agent.log")
+	s.T.Helper()
+	logPath := filepath.Join(s.T.TempDir(), "agent.log")
 	logFile, err := os.Create(logPath)
-	require.NoError(s.t, err)
+	require.NoError(s.T, err)
 	defer logFile.Close()
-	cmd := exec.Command(bin, "run", "--relay", s.base, "--platform", "sim", "--data", data,
+	cmd := exec.Command(bin, "run", "--relay", s.Base, "--platform", "sim", "--data", data,
 		"--sim-start", simStart.Format(time.RFC3339))
-	cmd.Env = append(os.Environ(), "AGENT_TOKEN="+s.users[user].AgentToken)
+	cmd.Env = append(os.Environ(), "AGENT_TOKEN="+s.Users[user].AgentToken)
 	cmd.Stdout, cmd.Stderr = logFile, logFile
-	require.NoError(s.t, cmd.Start())
+	require.NoError(s.T, cmd.Start())
 	ap := &agentProcess{cmd: cmd, log: logPath}
-	s.t.Cleanup(func() {
+	s.T.Cleanup(func() {
 		if ap.cmd.ProcessState == nil {
 			_ = ap.cmd.Process.Kill()
 			_ = ap.cmd.Wait()
 		}
-		if s.t.Failed() {
+		if s.T.Failed() {
 			b, _ := os.ReadFile(logPath)
-			s.t.Logf("agent log:\n%s", b)
+			s.T.Logf("agent log:\n%s", b)
 		}
 	})
-	tok := s.users[user].APIToken
-	require.Eventually(s.t, func() bool {
-		r, err := s.request(http.MethodGet, "/v1/api/accounts", tok, "")
+	tok := s.Users[user].APIToken
+	require.Eventually(s.T, func() bool {
+		r, err := s.Request(http.MethodGet, "/v1/api/accounts", tok, "")
 		return err == nil && r.Status == http.StatusOK
-	}, 15*time.Second, 20*time.Millisecond, "the agent process connected")
+	}, testkit.Long, 20*time.Millisecond, "the agent process connected")
 	return ap
 }
 
@@ -85,7 +86,7 @@ func TestKilledAgentKeepsItsState(t *testing.T) {
 	t.Parallel()
 	bin := buildAgent(t)
 	s := newSystem(t)
-	tok := s.users["bob"].APIToken
+	tok := s.Users["bob"].APIToken
 	data := t.TempDir()
 	ap := s.startAgentProcess(bin, "bob", data)
 
@@ -93,16 +94,16 @@ func TestKilledAgentKeepsItsState(t *testing.T) {
 	// New York time, before its master window).
 	r := s.manage(http.MethodPost, "desktop/monitors", tok,
 		`{"account":"Sim101","masterWindow":{"days":["wed"],"start":"11:00","end":"12:00"}}`)
-	require.Equal(t, http.StatusCreated, r.Status, string(r.raw))
+	require.Equal(t, http.StatusCreated, r.Status, string(r.Raw))
 	var m protocol.Monitor
 	require.NoError(t, json.Unmarshal(r.Data, &m))
 	require.Eventually(t, func() bool { return s.monitorState(tok, &m) == protocol.MonitorStopped },
 		engineWait, 10*time.Millisecond)
 	// A strategy tag claims ES on Sim102, by a write with an idempotency key.
-	r = s.do(http.MethodPost, "/v1/api/accounts/Sim102/orders/place", tok,
+	r = s.Do(http.MethodPost, "/v1/api/accounts/Sim102/orders/place", tok,
 		`{"action":"Buy","instrument":"ES 12-26","orderType":"Market","quantity":1,"timeInForce":"Day","strategyTag":"alpha"}`,
 		"Content-Type", jsonBody, "Idempotency-Key", "crash-1")
-	require.Equal(t, http.StatusOK, r.Status, string(r.raw))
+	require.Equal(t, http.StatusOK, r.Status, string(r.Raw))
 
 	ap.kill(t)
 
@@ -131,6 +132,6 @@ func TestKilledAgentKeepsItsState(t *testing.T) {
 
 	s.startAgentProcess(bin, "bob", data)
 	r = s.placeMarket(tok, "Sim101", "Buy", 1)
-	require.Equal(t, protocol.CodeTradingBlocked, r.Error, "the restarted agent still refuses entries on the stopped monitor's account: %s", r.raw)
+	require.Equal(t, protocol.CodeTradingBlocked, r.Error, "the restarted agent still refuses entries on the stopped monitor's account: %s", r.Raw)
 	require.Contains(t, r.Detail, "(rule: monitorStopped)")
 }

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
-	"net"
 	"net/http"
 	"os"
 	"strings"
@@ -17,6 +16,8 @@ import (
 	"go.uber.org/zap"
 
 	"tradebridge/agent"
+	"tradebridge/internal/systemtest"
+	"tradebridge/internal/testkit"
 	"tradebridge/relay"
 	"tradebridge/relay/auth"
 	"tradebridge/relay/budget"
@@ -83,7 +84,7 @@ func newNodes(t testing.TB, trading budget.Policy, names ...string) *nodes {
 	}
 	var addrs []string
 	for _, n := range names {
-		addrs = append(addrs, c.byName[n].addr)
+		addrs = append(addrs, c.byName[n].Addr)
 	}
 	c.lb = newFailover(addrs)
 	return c
@@ -97,25 +98,19 @@ func (c *nodes) start(name string) *system {
 	require.NoError(t, err)
 	redis, err := budget.NewRedis(budget.RedisOptions{URL: os.Getenv(envRedis), Prefix: c.prefix + ":"})
 	require.NoError(t, err)
-	s := &system{t: t, st: st, log: c.log, users: c.users, budget: c.trading,
-		client: &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 128}},
-		tweak: func(o *relay.Options) {
+	t.Cleanup(func() {
+		redis.Close()
+		st.Close()
+	})
+	s := &system{&systemtest.System{T: t, Store: st, Log: c.log, Users: c.users, Budget: c.trading,
+		Client: &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 128}},
+		Tweak: func(o *relay.Options) {
 			o.Node = name
 			o.Bus = os.Getenv(envNATS)
 			o.BusPrefix = c.prefix
 			o.Budgets = redis
-		}}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	require.NoError(t, err)
-	s.addr = ln.Addr().String()
-	s.base = "http://" + s.addr
-	s.serve(ln)
-	t.Cleanup(func() {
-		s.stop()
-		s.client.CloseIdleConnections()
-		redis.Close()
-		st.Close()
-	})
+		}}}
+	s.Start() // stopped at the cleanup, before the store and Redis close
 	c.byName[name] = s
 	return s
 }
@@ -126,11 +121,11 @@ func (c *nodes) agentFor(user string) *runningAgent {
 	c.t.Helper()
 	var first *system
 	for _, s := range c.byName {
-		if s.addr == c.lb.live() {
+		if s.Addr == c.lb.live() {
 			first = s
 		}
 	}
-	return first.startAgentWith(user, func(o *agent.Options) {
+	return first.StartAgentWith(user, func(o *agent.Options) {
 		o.RelayURL = "http://relay.invalid"
 		o.Tunnel.HTTPClient = &http.Client{Transport: &http.Transport{DialContext: c.lb.DialContext}}
 		o.Tunnel.BackoffBase = 2 * time.Millisecond
@@ -187,6 +182,7 @@ func (f *failover) markDead(addr string) {
 // are placed exactly once; and when node A dies the agent reconnects to B
 // and calls resume.
 func TestThreeNodes(t *testing.T) {
+	t.Parallel()
 	c := newNodes(t, roomy, "a", "b", "c")
 	a, b, cn := c.byName["a"], c.byName["b"], c.byName["c"]
 	ra := c.agentFor("bob")
@@ -194,12 +190,12 @@ func TestThreeNodes(t *testing.T) {
 
 	t.Run("calls through every node", func(t *testing.T) {
 		for _, s := range []*system{a, b, cn} {
-			r := s.do("GET", "/v1/api/accounts", tok, "")
-			require.Equal(t, http.StatusOK, r.Status, "%s: %s", s.addr, r.raw)
+			r := s.Do("GET", "/v1/api/accounts", tok, "")
+			require.Equal(t, http.StatusOK, r.Status, "%s: %s", s.Addr, r.Raw)
 			require.Contains(t, string(r.Data), "Sim101")
 		}
-		r := b.do("POST", "/v1/api/accounts/Sim101/orders/place", tok, marketBuy)
-		require.Equal(t, http.StatusOK, r.Status, string(r.raw))
+		r := b.Do("POST", "/v1/api/accounts/Sim101/orders/place", tok, marketBuy)
+		require.Equal(t, http.StatusOK, r.Status, string(r.Raw))
 		require.True(t, c.byName["c"].holdsEventually(tok, "Sim101", 2))
 	})
 
@@ -207,8 +203,8 @@ func TestThreeNodes(t *testing.T) {
 		dave := c.users["dave"].APIToken
 		for _, s := range []*system{a, b, cn} {
 			start := time.Now()
-			r := s.do("GET", "/v1/api/accounts", dave, "")
-			require.Equal(t, http.StatusRequestTimeout, r.Status, string(r.raw))
+			r := s.Do("GET", "/v1/api/accounts", dave, "")
+			require.Equal(t, http.StatusRequestTimeout, r.Status, string(r.Raw))
 			require.Equal(t, "addon_disconnected", r.Error)
 			require.Less(t, time.Since(start), 2*time.Second, "no responders is an answer, not a timeout")
 		}
@@ -216,20 +212,20 @@ func TestThreeNodes(t *testing.T) {
 
 	t.Run("a management write on C is read on A and reaches the agent", func(t *testing.T) {
 		r := cn.manage(http.MethodPut, "controls/kill-switch", tok, `{"enabled":true}`)
-		require.Equal(t, http.StatusOK, r.Status, string(r.raw))
+		require.Equal(t, http.StatusOK, r.Status, string(r.Raw))
 		r = a.manage(http.MethodGet, "controls", tok, "")
-		require.Equal(t, http.StatusOK, r.Status, string(r.raw))
+		require.Equal(t, http.StatusOK, r.Status, string(r.Raw))
 		require.Contains(t, string(r.Data), `"killSwitch":true`)
 		r = b.placeMarket(tok, "Sim102", "Buy", 1)
-		require.Equal(t, http.StatusBadRequest, r.Status, string(r.raw))
+		require.Equal(t, http.StatusBadRequest, r.Status, string(r.Raw))
 		require.Equal(t, "trading_blocked", r.Error)
 		r = b.manage(http.MethodPut, "controls/kill-switch", tok, `{"enabled":false}`)
-		require.Equal(t, http.StatusOK, r.Status, string(r.raw))
+		require.Equal(t, http.StatusOK, r.Status, string(r.Raw))
 	})
 
 	t.Run("tunnel cuts during keyed writes through B", func(t *testing.T) {
 		ctx := context.Background()
-		before, err := ra.sim.Orders(ctx, "Sim102")
+		before, err := ra.Sim.Orders(ctx, "Sim102")
 		require.NoError(t, err)
 		const body = `{"action":"Buy","instrument":"ES","orderType":"Market","quantity":1,"timeInForce":"Day"}`
 		rng := rand.New(rand.NewPCG(17, 17))
@@ -237,10 +233,10 @@ func TestThreeNodes(t *testing.T) {
 		uncertain := 0
 		for i := range writes {
 			key := fmt.Sprintf("cut-%d", i)
-			require.Eventually(t, func() bool { return ra.a.Connected() && b.reaches(tok) }, 10*time.Second, time.Millisecond)
+			require.Eventually(t, func() bool { return ra.Agent.Connected() && b.reaches(tok) }, testkit.Long, time.Millisecond)
 			done := make(chan response, 1)
 			go func() {
-				done <- b.doAsync("POST", "/v1/api/accounts/Sim102/orders/place", tok, body, "Idempotency-Key", key)
+				done <- b.DoAsync("POST", "/v1/api/accounts/Sim102/orders/place", tok, body, "Idempotency-Key", key)
 			}()
 			time.Sleep(time.Duration(rng.IntN(3000)) * time.Microsecond)
 			c.lb.kill()
@@ -248,33 +244,34 @@ func TestThreeNodes(t *testing.T) {
 			for r.Status == http.StatusServiceUnavailable || r.Status == http.StatusRequestTimeout {
 				uncertain++
 				require.Contains(t, []string{"outcome_unknown", "addon_disconnected"}, r.Error)
-				require.Eventually(t, ra.a.Connected, 10*time.Second, time.Millisecond)
-				r = b.do("POST", "/v1/api/accounts/Sim102/orders/place", tok, body, "Idempotency-Key", key)
+				require.Eventually(t, ra.Agent.Connected, testkit.Long, time.Millisecond)
+				r = b.Do("POST", "/v1/api/accounts/Sim102/orders/place", tok, body, "Idempotency-Key", key)
 			}
-			require.Equal(t, http.StatusOK, r.Status, "%s: %s", key, r.raw)
+			require.Equal(t, http.StatusOK, r.Status, "%s: %s", key, r.Raw)
 		}
-		after, err := ra.sim.Orders(ctx, "Sim102")
+		after, err := ra.Sim.Orders(ctx, "Sim102")
 		require.NoError(t, err)
 		require.Len(t, after, len(before)+writes, "one order per key: never a duplicate, never a lost one")
 		t.Logf("%d writes through B, %d answered outcome_unknown or addon_disconnected and were retried", writes, uncertain)
 	})
 
 	t.Run("node A dies: the agent moves to B and calls resume", func(t *testing.T) {
-		c.lb.markDead(a.addr)
-		a.stop()
+		c.lb.markDead(a.Addr)
+		a.Stop()
 		c.lb.kill()
 		require.Eventually(t, func() bool {
-			r, err := cn.request("GET", "/v1/api/accounts", tok, "")
+			r, err := cn.Request("GET", "/v1/api/accounts", tok, "")
 			return err == nil && r.Status == http.StatusOK
-		}, 15*time.Second, 20*time.Millisecond)
-		r := cn.do("GET", "/v1/api/accounts/Sim101/positions", tok, "")
-		require.Equal(t, http.StatusOK, r.Status, string(r.raw))
+		}, testkit.Long, 20*time.Millisecond)
+		r := cn.Do("GET", "/v1/api/accounts/Sim101/positions", tok, "")
+		require.Equal(t, http.StatusOK, r.Status, string(r.Raw))
 	})
 }
 
 // The trading budget is one across the nodes: a burst of 20 in all, not
 // 20 per node.
 func TestThreeNodesShareOneBudget(t *testing.T) {
+	t.Parallel()
 	c := newNodes(t, budget.Trading, "a", "b", "c")
 	a, b, cn := c.byName["a"], c.byName["b"], c.byName["c"]
 	// alice has no agent: every admitted call answers 408, every
@@ -283,7 +280,7 @@ func TestThreeNodesShareOneBudget(t *testing.T) {
 	admitted, refused := 0, 0
 	for i := range 45 {
 		s := []*system{a, b, cn}[i%3]
-		r := s.do("GET", "/v1/api/accounts", alice, "")
+		r := s.Do("GET", "/v1/api/accounts", alice, "")
 		switch r.Status {
 		case http.StatusRequestTimeout:
 			admitted++
@@ -291,7 +288,7 @@ func TestThreeNodesShareOneBudget(t *testing.T) {
 			refused++
 			require.Equal(t, "rate_limited", r.Error)
 		default:
-			t.Fatalf("status %d: %s", r.Status, r.raw)
+			t.Fatalf("status %d: %s", r.Status, r.Raw)
 		}
 	}
 	// The budget refills 3 a second while the loop runs.
@@ -302,13 +299,13 @@ func TestThreeNodesShareOneBudget(t *testing.T) {
 
 // reaches reports whether a read through s reaches user's agent.
 func (s *system) reaches(tok string) bool {
-	r, err := s.request("GET", "/v1/api/accounts", tok, "")
+	r, err := s.Request("GET", "/v1/api/accounts", tok, "")
 	return err == nil && r.Status == http.StatusOK
 }
 
 // holdsEventually waits until account holds qty.
 func (s *system) holdsEventually(tok, account string, qty int) bool {
-	deadline := time.Now().Add(5 * time.Second)
+	deadline := time.Now().Add(testkit.Medium)
 	for time.Now().Before(deadline) {
 		if s.holds(tok, account, qty) {
 			return true
@@ -329,13 +326,13 @@ func BenchmarkCallThroughNodes(b *testing.B) {
 	const path = "/v1/api/accounts/Sim101/positions"
 	holding, forwarding := c.byName["a"], c.byName["b"]
 	for _, s := range []*system{holding, forwarding} {
-		require.Equal(b, http.StatusOK, s.do("GET", path, tok, "").Status)
+		require.Equal(b, http.StatusOK, s.Do("GET", path, tok, "").Status)
 	}
 	timed := func(s *system) time.Duration {
 		start := time.Now()
-		r, err := s.request("GET", path, tok, "")
+		r, err := s.Request("GET", path, tok, "")
 		if err != nil || r.Status != http.StatusOK {
-			b.Fatalf("GET through %s: %v %d", s.addr, err, r.Status)
+			b.Fatalf("GET through %s: %v %d", s.Addr, err, r.Status)
 		}
 		return time.Since(start)
 	}

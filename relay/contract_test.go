@@ -29,8 +29,8 @@ var updateExamples = flag.Bool("update", false, "record the OpenAPI documents' s
 
 // useProfile switches user's API token to response profile p.
 func (s *system) useProfile(user string, p profile.Profile) {
-	s.t.Helper()
-	require.NoError(s.t, auth.SetTokenProfile(context.Background(), s.st, s.users[user].APIToken, p))
+	s.T.Helper()
+	require.NoError(s.T, auth.SetTokenProfile(context.Background(), s.Store, s.Users[user].APIToken, p))
 }
 
 // contract is an OpenAPI document served by the relay, loaded with
@@ -42,7 +42,7 @@ type contract struct {
 
 func loadContract(t *testing.T, s *system, path string) contract {
 	t.Helper()
-	resp, err := s.client.Get(s.base + path)
+	resp, err := s.Client.Get(s.Base + path)
 	require.NoError(t, err)
 	defer resp.Body.Close()
 	require.Equal(t, http.StatusOK, resp.StatusCode)
@@ -51,9 +51,9 @@ func loadContract(t *testing.T, s *system, path string) contract {
 	doc, err := openapi3.NewLoader().LoadFromData(raw)
 	require.NoError(t, err)
 	require.NoError(t, doc.Validate(context.Background()))
-	// The relay is reached at s.base: the document's relative server "/"
+	// The relay is reached at s.Base: the document's relative server "/"
 	// stands for it.
-	doc.Servers = openapi3.Servers{{URL: s.base + "/"}}
+	doc.Servers = openapi3.Servers{{URL: s.Base + "/"}}
 	router, err := legacy.NewRouter(doc)
 	require.NoError(t, err)
 	return contract{doc: doc, router: router}
@@ -71,7 +71,7 @@ type exchange struct {
 // response (status, headers, body) against c.
 func (c contract) check(t *testing.T, s *system, token, method, path, body string, header ...string) exchange {
 	t.Helper()
-	req, err := s.newRequest(method, path, token, body, header...)
+	req, err := s.NewRequest(method, path, token, body, header...)
 	require.NoError(t, err)
 	route, params, err := c.router.FindRoute(req)
 	require.NoError(t, err, "%s %s is a documented route", method, path)
@@ -84,7 +84,7 @@ func (c contract) check(t *testing.T, s *system, token, method, path, body strin
 	}
 	reqErr := openapi3filter.ValidateRequest(context.Background(), in)
 
-	resp, err := s.client.Do(req)
+	resp, err := s.Client.Do(req)
 	require.NoError(t, err)
 	raw, err := io.ReadAll(resp.Body)
 	require.NoError(t, err)
@@ -111,8 +111,8 @@ func (c contract) check(t *testing.T, s *system, token, method, path, body strin
 func TestContractEndToEnd(t *testing.T) {
 	s := newSystem(t)
 	s.useProfile("bob", profile.Compatible)
-	s.startAgent("alice")
-	s.startAgent("bob")
+	s.StartAgent("alice")
+	s.StartAgent("bob")
 	ops := tradeapi.OperationIDs()
 	for _, tc := range []struct {
 		p    profile.Profile
@@ -125,7 +125,7 @@ func TestContractEndToEnd(t *testing.T) {
 		t.Run(string(tc.p), func(t *testing.T) {
 			t.Parallel()
 			c := loadContract(t, s, tc.path)
-			tok := s.users[tc.user].APIToken
+			tok := s.Users[tc.user].APIToken
 			examples := map[string][]byte{}
 			call := func(method, path, body string, want int, header ...string) exchange {
 				t.Helper()
@@ -167,7 +167,7 @@ func TestContractEndToEnd(t *testing.T) {
 				{tok, "POST", acct + "/orders/place", `{"action":"Hold","instrument":"ES","orderType":"Market","quantity":1,"timeInForce":"Day"}`, 400, "invalid_argument"},
 				{tok, "GET", acct + "/strategies/sim-strat-999", "", 400, "strategy_not_found"},
 				{"", "GET", "/v1/api/accounts", "", 401, "unauthorized"},
-				{s.users["carol"].APIToken, "GET", "/v1/api/accounts", "", 403, "plan_required"},
+				{s.Users["carol"].APIToken, "GET", "/v1/api/accounts", "", 403, "plan_required"},
 			} {
 				ex := c.check(t, s, f.token, f.method, f.path, f.body)
 				require.Equal(t, f.status, ex.status, "%s %s: %s", f.method, f.path, ex.raw)

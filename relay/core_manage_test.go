@@ -10,6 +10,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"tradebridge/internal/testkit"
 	"tradebridge/protocol"
 	"tradebridge/relay"
 	"tradebridge/relay/errcode"
@@ -20,6 +21,7 @@ import (
 // prefix is 404 not_found, a wrong method 405 method_not_allowed with
 // Allow, both before any token is looked at.
 func TestManageRoutesNotFoundAndNotAllowed(t *testing.T) {
+	t.Parallel()
 	s := newSystem(t)
 	for _, tc := range []struct {
 		method, path string
@@ -38,8 +40,8 @@ func TestManageRoutesNotFoundAndNotAllowed(t *testing.T) {
 		{http.MethodGet, "/v1/api/manage/desktop/monitors/mon_00000000000000000000/restart", 405, "POST"},
 		{http.MethodPost, "/v1/api/manage", 405, "GET"},
 	} {
-		r := s.do(tc.method, tc.path, "", "")
-		require.Equal(t, tc.status, r.Status, "%s %s: %s", tc.method, tc.path, r.raw)
+		r := s.Do(tc.method, tc.path, "", "")
+		require.Equal(t, tc.status, r.Status, "%s %s: %s", tc.method, tc.path, r.Raw)
 		if tc.status == 404 {
 			require.Equal(t, errcode.NotFound, r.Error)
 			continue
@@ -53,45 +55,46 @@ func TestManageRoutesNotFoundAndNotAllowed(t *testing.T) {
 // an elite user's change is stored and applied by the agent; a pro
 // user's is refused; the trading budget is not touched.
 func TestManageEndToEnd(t *testing.T) {
+	t.Parallel()
 	s := newSystem(t)
-	ra := s.startAgent("bob")
-	tok := s.users["bob"].APIToken
+	ra := s.StartAgent("bob")
+	tok := s.Users["bob"].APIToken
 
-	r := s.do(http.MethodGet, "/v1/api/manage", tok, "")
-	require.Equal(t, http.StatusOK, r.Status, string(r.raw))
-	r = s.do(http.MethodGet, "/v1/api/manage/controls", s.users["alice"].APIToken, "")
+	r := s.Do(http.MethodGet, "/v1/api/manage", tok, "")
+	require.Equal(t, http.StatusOK, r.Status, string(r.Raw))
+	r = s.Do(http.MethodGet, "/v1/api/manage/controls", s.Users["alice"].APIToken, "")
 	require.Equal(t, http.StatusForbidden, r.Status)
 	require.Equal(t, errcode.EliteRequired, r.Error)
 
-	r = s.do(http.MethodPatch, "/v1/api/manage/controls", tok, `{"flattenOnKill":true}`, "Content-Type", "application/json")
-	require.Equal(t, http.StatusOK, r.Status, string(r.raw))
+	r = s.Do(http.MethodPatch, "/v1/api/manage/controls", tok, `{"flattenOnKill":true}`, "Content-Type", "application/json")
+	require.Equal(t, http.StatusOK, r.Status, string(r.Raw))
 	require.Equal(t, `"1"`, r.Header.Get("ETag"))
-	cfg := ra.a.Config().Current()
+	cfg := ra.Agent.Config().Current()
 	require.NotNil(t, cfg, "the agent applied the configuration before the answer")
 	require.True(t, cfg.Controls.FlattenOnKill)
 
-	r = s.do(http.MethodPost, "/v1/api/manage/desktop/monitors", tok, `{"account":"Sim101","lossLimit":{"enabled":true,"amount":500}}`,
+	r = s.Do(http.MethodPost, "/v1/api/manage/desktop/monitors", tok, `{"account":"Sim101","lossLimit":{"enabled":true,"amount":500}}`,
 		"Content-Type", "application/json")
-	require.Equal(t, http.StatusCreated, r.Status, string(r.raw))
+	require.Equal(t, http.StatusCreated, r.Status, string(r.Raw))
 	var m protocol.Monitor
 	require.NoError(t, json.Unmarshal(r.Data, &m))
-	require.Len(t, ra.a.Config().Current().Monitors, 1)
+	require.Len(t, ra.Agent.Config().Current().Monitors, 1)
 
-	r = s.do(http.MethodPost, "/v1/api/manage/desktop/monitors/"+m.ID+"/restart", tok, "")
+	r = s.Do(http.MethodPost, "/v1/api/manage/desktop/monitors/"+m.ID+"/restart", tok, "")
 	require.Equal(t, http.StatusConflict, r.Status)
 	require.Equal(t, errcode.MonitorNotStopped, r.Error)
 
-	r = s.do(http.MethodPut, "/v1/api/manage/controls/kill-switch", tok, `{"enabled":true}`, "Content-Type", "application/json")
-	require.Equal(t, http.StatusOK, r.Status, string(r.raw))
-	require.True(t, ra.a.Config().Current().Controls.KillSwitch)
+	r = s.Do(http.MethodPut, "/v1/api/manage/controls/kill-switch", tok, `{"enabled":true}`, "Content-Type", "application/json")
+	require.Equal(t, http.StatusOK, r.Status, string(r.Raw))
+	require.True(t, ra.Agent.Config().Current().Controls.KillSwitch)
 
 	// A new agent process gets the configuration on connect.
-	ra.stop()
-	ra2 := s.startAgent("bob")
+	ra.Stop()
+	ra2 := s.StartAgent("bob")
 	require.Eventually(t, func() bool {
-		c := ra2.a.Config().Current()
+		c := ra2.Agent.Config().Current()
 		return c != nil && c.Controls.KillSwitch && len(c.Monitors) == 1
-	}, 5*time.Second, 10*time.Millisecond)
+	}, testkit.Medium, testkit.Tick)
 
 	// The new agent's platform reported its connections (on the
 	// NinjaTrader bridge they come after the handshake, which may carry
@@ -99,30 +102,31 @@ func TestManageEndToEnd(t *testing.T) {
 	require.Eventually(t, func() bool {
 		names, ok := s.shownConnections(tok)
 		return ok && len(names) > 0
-	}, 5*time.Second, 200*time.Millisecond)
+	}, testkit.Medium, 200*time.Millisecond)
 
 	// With the agent gone, changes that need it are refused; reads work.
-	ra2.stop()
+	ra2.Stop()
 	// Wait until the relay saw the tunnel go (a trading read answers 408
 	// at once then), without spending the management budgets.
 	require.Eventually(t, func() bool {
-		r, err := s.request(http.MethodGet, "/v1/api/accounts", tok, "")
+		r, err := s.Request(http.MethodGet, "/v1/api/accounts", tok, "")
 		return err == nil && r.Error == errcode.AddonDisconnected
-	}, 10*time.Second, 10*time.Millisecond, "the relay sees the agent gone")
-	r = s.do(http.MethodPatch, "/v1/api/manage/controls", tok, `{"blockAllSignals":true}`, "Content-Type", "application/json")
-	require.Equal(t, errcode.AddonDisconnected, r.Error, "the last answer: %d %s", r.Status, r.raw)
-	r = s.do(http.MethodGet, "/v1/api/manage/desktop/connection-settings", tok, "")
-	require.Equal(t, http.StatusOK, r.Status, string(r.raw))
+	}, testkit.Long, testkit.Tick, "the relay sees the agent gone")
+	r = s.Do(http.MethodPatch, "/v1/api/manage/controls", tok, `{"blockAllSignals":true}`, "Content-Type", "application/json")
+	require.Equal(t, errcode.AddonDisconnected, r.Error, "the last answer: %d %s", r.Status, r.Raw)
+	r = s.Do(http.MethodGet, "/v1/api/manage/desktop/connection-settings", tok, "")
+	require.Equal(t, http.StatusOK, r.Status, string(r.Raw))
 	require.Contains(t, string(r.Data), "Sim101", "the connections the agent last reported")
 }
 
 // The service modes on the operator's listener: PUT changes them live
 // for the public routes, GET reads them.
 func TestManageModesOnOperatorListener(t *testing.T) {
+	t.Parallel()
 	s := newSystem(t)
 	modes, err := manage.NewModes(manage.ModeState{})
 	require.NoError(t, err)
-	r, err := relay.New(relay.Options{Store: s.st, Manage: manage.Options{Modes: modes}})
+	r, err := relay.New(relay.Options{Store: s.Store, Manage: manage.Options{Modes: modes}})
 	require.NoError(t, err)
 	defer r.Close()
 	op := func(method, body string) *httptest.ResponseRecorder {
@@ -142,7 +146,7 @@ func TestManageModesOnOperatorListener(t *testing.T) {
 	require.Equal(t, http.StatusMethodNotAllowed, op(http.MethodDelete, "").Code)
 
 	req := httptest.NewRequest(http.MethodPatch, "/v1/api/manage/controls", strings.NewReader(`{}`))
-	req.Header.Set("Authorization", "Bearer "+s.users["bob"].APIToken)
+	req.Header.Set("Authorization", "Bearer "+s.Users["bob"].APIToken)
 	req.Header.Set("Content-Type", "application/json")
 	req.RemoteAddr = "192.0.2.7:1"
 	pw := httptest.NewRecorder()

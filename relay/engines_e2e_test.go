@@ -9,31 +9,32 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"tradebridge/internal/testkit"
 	"tradebridge/protocol"
 )
 
 // engineWait bounds the waits for what the agent's engines do after a
 // change reached it (a flatten, a copy, a report stored by the relay).
-const engineWait = 5 * time.Second
+const engineWait = testkit.Medium
 
 const jsonBody = "application/json"
 
 func (s *system) manage(method, path, token, body string) response {
-	s.t.Helper()
+	s.T.Helper()
 	if body == "" {
-		return s.do(method, "/v1/api/manage/"+path, token, "")
+		return s.Do(method, "/v1/api/manage/"+path, token, "")
 	}
-	return s.do(method, "/v1/api/manage/"+path, token, body, "Content-Type", jsonBody)
+	return s.Do(method, "/v1/api/manage/"+path, token, body, "Content-Type", jsonBody)
 }
 
 // placeMarket places a Market order for ES on account through the trading
 // API.
 func (s *system) placeMarket(token, account, action string, qty int) response {
-	s.t.Helper()
+	s.T.Helper()
 	b, err := json.Marshal(map[string]any{"action": action, "instrument": "ES 12-26",
 		"orderType": "Market", "quantity": qty, "timeInForce": "Day"})
-	require.NoError(s.t, err)
-	return s.do(http.MethodPost, "/v1/api/accounts/"+account+"/orders/place", token, string(b), "Content-Type", jsonBody)
+	require.NoError(s.T, err)
+	return s.Do(http.MethodPost, "/v1/api/accounts/"+account+"/orders/place", token, string(b), "Content-Type", jsonBody)
 }
 
 // position returns the account's signed ES position as the agent reports
@@ -46,7 +47,7 @@ func (s *system) position(token, account string) (int, bool) {
 // positionAt reads the signed ES position of a positions route (either
 // family's); false when it could not be read.
 func (s *system) positionAt(path, token string) (int, bool) {
-	r, err := s.request(http.MethodGet, path, token, "")
+	r, err := s.Request(http.MethodGet, path, token, "")
 	if err != nil || r.Status != http.StatusOK {
 		return 0, false
 	}
@@ -76,7 +77,7 @@ func (s *system) holds(token, account string, qty int) bool {
 // monitorState reads the monitor m names into m and returns its state; ""
 // when it could not be read. It does not fail the test.
 func (s *system) monitorState(token string, m *protocol.Monitor) string {
-	r, err := s.request(http.MethodGet, "/v1/api/manage/desktop/monitors/"+m.ID, token, "")
+	r, err := s.Request(http.MethodGet, "/v1/api/manage/desktop/monitors/"+m.ID, token, "")
 	if err != nil || r.Status != http.StatusOK || json.Unmarshal(r.Data, m) != nil {
 		return ""
 	}
@@ -88,22 +89,23 @@ func (s *system) monitorState(token string, m *protocol.Monitor) string {
 // named, everything is flattened (flattenOnKill), and turning it off lets
 // trading resume.
 func TestKillSwitchThroughTheRelay(t *testing.T) {
+	t.Parallel()
 	s := newSystem(t)
-	s.startAgent("bob")
-	tok := s.users["bob"].APIToken
+	s.StartAgent("bob")
+	tok := s.Users["bob"].APIToken
 
 	r := s.placeMarket(tok, "Sim101", "Buy", 2)
-	require.Equal(t, http.StatusOK, r.Status, string(r.raw))
+	require.Equal(t, http.StatusOK, r.Status, string(r.Raw))
 	require.True(t, s.holds(tok, "Sim101", 2))
 
 	r = s.manage(http.MethodPatch, "controls", tok, `{"flattenOnKill":true}`)
-	require.Equal(t, http.StatusOK, r.Status, string(r.raw))
+	require.Equal(t, http.StatusOK, r.Status, string(r.Raw))
 	r = s.manage(http.MethodPut, "controls/kill-switch", tok, `{"enabled":true}`)
-	require.Equal(t, http.StatusOK, r.Status, string(r.raw))
+	require.Equal(t, http.StatusOK, r.Status, string(r.Raw))
 
 	for _, account := range []string{"Sim101", "Sim102"} {
 		r = s.placeMarket(tok, account, "Buy", 1)
-		require.Equal(t, http.StatusBadRequest, r.Status, string(r.raw))
+		require.Equal(t, http.StatusBadRequest, r.Status, string(r.Raw))
 		require.Equal(t, protocol.CodeTradingBlocked, r.Error)
 		require.Contains(t, r.Detail, "(rule: killSwitch)")
 	}
@@ -111,24 +113,25 @@ func TestKillSwitchThroughTheRelay(t *testing.T) {
 		"flattenOnKill flattens every account")
 
 	r = s.manage(http.MethodPut, "controls/kill-switch", tok, `{"enabled":false}`)
-	require.Equal(t, http.StatusOK, r.Status, string(r.raw))
+	require.Equal(t, http.StatusOK, r.Status, string(r.Raw))
 	r = s.placeMarket(tok, "Sim101", "Buy", 1)
-	require.Equal(t, http.StatusOK, r.Status, string(r.raw))
+	require.Equal(t, http.StatusOK, r.Status, string(r.Raw))
 }
 
 // A monitor that trips on the agent is stopped in the relay's store (the
 // agent reported it), refuses entries on its account, and resumes only by
 // the restart operation once its limits no longer trip it at once.
 func TestMonitorTripThroughTheRelay(t *testing.T) {
+	t.Parallel()
 	s := newSystem(t)
-	s.startAgent("bob")
-	tok := s.users["bob"].APIToken
+	s.StartAgent("bob")
+	tok := s.Users["bob"].APIToken
 
 	// The simulator's clock stands on a Wednesday at 10:00 New York time:
 	// a master window from 11:00 trips the monitor at once.
 	r := s.manage(http.MethodPost, "desktop/monitors", tok,
 		`{"account":"Sim101","masterWindow":{"days":["wed"],"start":"11:00","end":"12:00"}}`)
-	require.Equal(t, http.StatusCreated, r.Status, string(r.raw))
+	require.Equal(t, http.StatusCreated, r.Status, string(r.Raw))
 	var m protocol.Monitor
 	require.NoError(t, json.Unmarshal(r.Data, &m))
 
@@ -138,21 +141,21 @@ func TestMonitorTripThroughTheRelay(t *testing.T) {
 	require.NotNil(t, m.StoppedAt)
 
 	r = s.placeMarket(tok, "Sim101", "Buy", 1)
-	require.Equal(t, protocol.CodeTradingBlocked, r.Error, string(r.raw))
+	require.Equal(t, protocol.CodeTradingBlocked, r.Error, string(r.Raw))
 	require.Contains(t, r.Detail, "(rule: monitorStopped)")
 	r = s.placeMarket(tok, "Sim102", "Buy", 1)
-	require.Equal(t, http.StatusOK, r.Status, "another account trades on: %s", r.raw)
+	require.Equal(t, http.StatusOK, r.Status, "another account trades on: %s", r.Raw)
 
 	r = s.manage(http.MethodPost, "desktop/monitors/"+m.ID+"/restart", tok, "")
-	require.Equal(t, http.StatusConflict, r.Status, string(r.raw))
+	require.Equal(t, http.StatusConflict, r.Status, string(r.Raw))
 	require.Equal(t, "would_retrip", r.Error)
 
 	r = s.manage(http.MethodPatch, "desktop/monitors/"+m.ID, tok, `{"masterWindow":{"days":["wed"],"start":"09:30","end":"16:00"}}`)
-	require.Equal(t, http.StatusOK, r.Status, string(r.raw))
+	require.Equal(t, http.StatusOK, r.Status, string(r.Raw))
 	r = s.manage(http.MethodPost, "desktop/monitors/"+m.ID+"/restart", tok, "")
-	require.Equal(t, http.StatusOK, r.Status, string(r.raw))
+	require.Equal(t, http.StatusOK, r.Status, string(r.Raw))
 	r = s.placeMarket(tok, "Sim101", "Buy", 1)
-	require.Equal(t, http.StatusOK, r.Status, "the restarted monitor lets entries through: %s", r.raw)
+	require.Equal(t, http.StatusOK, r.Status, "the restarted monitor lets entries through: %s", r.Raw)
 	r = s.manage(http.MethodGet, "desktop/monitors/"+m.ID, tok, "")
 	require.NoError(t, json.Unmarshal(r.Data, &m))
 	require.Equal(t, protocol.MonitorActive, m.State)
@@ -161,16 +164,17 @@ func TestMonitorTripThroughTheRelay(t *testing.T) {
 // A copier through the real relay and agent: a leader's fill placed by a
 // bot is copied to the follower at the copier's ratio.
 func TestCopierThroughTheRelay(t *testing.T) {
+	t.Parallel()
 	s := newSystem(t)
-	s.startAgent("bob")
-	tok := s.users["bob"].APIToken
+	s.StartAgent("bob")
+	tok := s.Users["bob"].APIToken
 
 	r := s.manage(http.MethodPost, "desktop/copiers", tok,
 		`{"active":true,"leader":"Sim101","followers":[{"account":"Sim102","sizing":{"ratio":2}}],"copyMode":"execution"}`)
-	require.Equal(t, http.StatusCreated, r.Status, string(r.raw))
+	require.Equal(t, http.StatusCreated, r.Status, string(r.Raw))
 
 	r = s.placeMarket(tok, "Sim101", "Buy", 1)
-	require.Equal(t, http.StatusOK, r.Status, string(r.raw))
+	require.Equal(t, http.StatusOK, r.Status, string(r.Raw))
 	require.Eventually(t, func() bool { return s.holds(tok, "Sim102", 2) }, engineWait, 10*time.Millisecond,
 		"the follower holds the leader's position times the ratio")
 	require.True(t, s.holds(tok, "Sim101", 1))

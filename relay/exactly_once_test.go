@@ -13,6 +13,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"tradebridge/agent"
+	"tradebridge/internal/testkit"
 )
 
 // killableDialer records the agent's TCP connections so a test can cut them
@@ -56,24 +57,25 @@ func (k *killableDialer) kill() {
 // with its key until it has a definite answer; the simulator must then hold
 // exactly one order per key: never a duplicate, never a lost one.
 func TestExactlyOnceAcrossTunnelDrops(t *testing.T) {
+	t.Parallel()
 	s := newSystem(t)
 	kd := &killableDialer{}
-	ra := s.startAgentWith("alice", func(o *agent.Options) {
+	ra := s.StartAgentWith("alice", func(o *agent.Options) {
 		o.Tunnel.HTTPClient = &http.Client{Transport: &http.Transport{DialContext: kd.DialContext}}
 		o.Tunnel.BackoffBase = 2 * time.Millisecond
 		o.Tunnel.BackoffCap = 20 * time.Millisecond
 	})
-	tok := s.users["alice"].APIToken
+	tok := s.Users["alice"].APIToken
 	const body = `{"action":"Buy","instrument":"ES","orderType":"Market","quantity":1,"timeInForce":"Day"}`
 	rng := rand.New(rand.NewPCG(7, 7))
 	const drops = 200
 	uncertain := 0
 	for i := range drops {
 		key := fmt.Sprintf("drop-%d", i)
-		require.Eventually(t, ra.a.Connected, 10*time.Second, time.Millisecond)
+		require.Eventually(t, ra.Agent.Connected, testkit.Long, time.Millisecond)
 		done := make(chan response, 1)
 		go func() {
-			done <- s.doAsync("POST", "/v1/api/accounts/Sim101/orders/place", tok, body, "Idempotency-Key", key)
+			done <- s.DoAsync("POST", "/v1/api/accounts/Sim101/orders/place", tok, body, "Idempotency-Key", key)
 		}()
 		// Cut somewhere between before the request leaves and after the
 		// answer is back.
@@ -83,15 +85,15 @@ func TestExactlyOnceAcrossTunnelDrops(t *testing.T) {
 		for r.Status == http.StatusServiceUnavailable || r.Status == http.StatusRequestTimeout {
 			uncertain++
 			require.Contains(t, []string{"outcome_unknown", "addon_disconnected"}, r.Error)
-			require.Eventually(t, ra.a.Connected, 10*time.Second, time.Millisecond)
-			r = s.do("POST", "/v1/api/accounts/Sim101/orders/place", tok, body, "Idempotency-Key", key)
+			require.Eventually(t, ra.Agent.Connected, testkit.Long, time.Millisecond)
+			r = s.Do("POST", "/v1/api/accounts/Sim101/orders/place", tok, body, "Idempotency-Key", key)
 		}
-		require.Equal(t, http.StatusOK, r.Status, "%s: %s", key, r.raw)
+		require.Equal(t, http.StatusOK, r.Status, "%s: %s", key, r.Raw)
 	}
-	orders, err := ra.sim.Orders(context.Background(), "Sim101")
+	orders, err := ra.Sim.Orders(context.Background(), "Sim101")
 	require.NoError(t, err)
 	require.Len(t, orders, drops, "one order per key")
-	ps, err := ra.sim.Positions(context.Background(), "Sim101")
+	ps, err := ra.Sim.Positions(context.Background(), "Sim101")
 	require.NoError(t, err)
 	require.Len(t, ps, 1)
 	require.Equal(t, drops, ps[0].Quantity)
@@ -111,7 +113,7 @@ func placeFrame(id, keyField, key string) string {
 func TestExactlyOnceOverTheSocketAcrossAgentRestart(t *testing.T) {
 	t.Parallel()
 	s := newSystem(t)
-	first := s.startAgent("alice")
+	first := s.StartAgent("alice")
 	w := s.openStream(t, "alice")
 	require.Equal(t, true, w.next("status")["agentConnected"])
 
@@ -124,10 +126,9 @@ func TestExactlyOnceOverTheSocketAcrossAgentRestart(t *testing.T) {
 
 	// The agent process goes away; a new one starts next to the same
 	// platform, remembering nothing.
-	first.a.Close()
-	<-first.done
-	again := s.startAgentWith("alice", func(o *agent.Options) { o.Platform = first.platform })
-	require.True(t, again.a.Connected())
+	first.Close()
+	again := s.StartAgentWith("alice", func(o *agent.Options) { o.Platform = first.Platform })
+	require.True(t, again.Agent.Connected())
 
 	w.send(placeFrame("p2", "idempotencyKey", "sock-1"))
 	r2 := w.reply()
@@ -138,10 +139,10 @@ func TestExactlyOnceOverTheSocketAcrossAgentRestart(t *testing.T) {
 	require.Equal(t, r1["data"], r2["data"])
 	require.NotContains(t, r2, "type")
 
-	orders, err := first.sim.Orders(context.Background(), "Sim101")
+	orders, err := first.Sim.Orders(context.Background(), "Sim101")
 	require.NoError(t, err)
 	require.Len(t, orders, 1, "the retry placed nothing")
-	ps, err := first.sim.Positions(context.Background(), "Sim101")
+	ps, err := first.Sim.Positions(context.Background(), "Sim101")
 	require.NoError(t, err)
 	require.Len(t, ps, 1)
 	require.Equal(t, 1, ps[0].Quantity)
@@ -153,8 +154,8 @@ func TestExactlyOnceOverTheSocketAcrossAgentRestart(t *testing.T) {
 func TestExactlyOnceAcrossSocketAndHTTP(t *testing.T) {
 	t.Parallel()
 	s := newSystem(t)
-	ra := s.startAgent("alice")
-	tok := s.users["alice"].APIToken
+	ra := s.StartAgent("alice")
+	tok := s.Users["alice"].APIToken
 	w := s.openStream(t, "alice")
 	w.next("status")
 	const place = "/v1/api/accounts/Sim101/orders/place"
@@ -164,17 +165,17 @@ func TestExactlyOnceAcrossSocketAndHTTP(t *testing.T) {
 	w.send(placeFrame("s1", "idempotencyKey", "both-1"))
 	sr := w.reply()
 	require.Equal(t, true, sr["success"], sr)
-	hr := s.do("POST", place, tok, body, "Idempotency-Key", "both-1")
-	require.Equal(t, http.StatusOK, hr.Status, string(hr.raw))
+	hr := s.Do("POST", place, tok, body, "Idempotency-Key", "both-1")
+	require.Equal(t, http.StatusOK, hr.Status, string(hr.Raw))
 	require.Equal(t, "true", hr.Header.Get("Idempotent-Replayed"))
 	require.Equal(t, sr["orderId"], hr.OrderID)
-	hr = s.do("POST", place, tok, `{"action":"Sell","instrument":"ES","orderType":"Market","quantity":1,"timeInForce":"Day"}`, "Idempotency-Key", "both-1")
+	hr = s.Do("POST", place, tok, `{"action":"Sell","instrument":"ES","orderType":"Market","quantity":1,"timeInForce":"Day"}`, "Idempotency-Key", "both-1")
 	require.Equal(t, http.StatusUnprocessableEntity, hr.Status)
 	require.Equal(t, "idempotency_key_reused", hr.Error)
 
 	// HTTP, then the socket, keyed by orderId.
-	hr = s.do("POST", place, tok, `{"orderId":"cl-7","action":"Buy","instrument":"ES","orderType":"Market","quantity":1,"timeInForce":"Day"}`)
-	require.Equal(t, http.StatusOK, hr.Status, string(hr.raw))
+	hr = s.Do("POST", place, tok, `{"orderId":"cl-7","action":"Buy","instrument":"ES","orderType":"Market","quantity":1,"timeInForce":"Day"}`)
+	require.Equal(t, http.StatusOK, hr.Status, string(hr.Raw))
 	require.Empty(t, hr.Header.Get("Idempotent-Replayed"))
 	w.send(placeFrame("s2", "orderId", "cl-7"))
 	sr = w.reply()
@@ -186,7 +187,7 @@ func TestExactlyOnceAcrossSocketAndHTTP(t *testing.T) {
 	require.Equal(t, "idempotency_key_reused", sr["error"])
 	require.NotContains(t, sr, "type")
 
-	orders, err := ra.sim.Orders(context.Background(), "Sim101")
+	orders, err := ra.Sim.Orders(context.Background(), "Sim101")
 	require.NoError(t, err)
 	require.Len(t, orders, 2, "one order per key")
 }

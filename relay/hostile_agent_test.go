@@ -20,6 +20,7 @@ import (
 	"go.uber.org/zap"
 	"go.uber.org/zap/zapcore"
 
+	"tradebridge/internal/testkit"
 	"tradebridge/protocol"
 	"tradebridge/relay"
 	"tradebridge/relay/hub"
@@ -77,10 +78,10 @@ func answerEmpty(_ net.Conn, w *protocol.Writer, req protocol.Request) {
 // dialHostile connects user's hostile agent and completes the handshake.
 func (s *system) dialHostile(t *testing.T, user string, o hostileOptions) *hostileAgent {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), testkit.Medium)
 	defer cancel()
-	ws, _, err := websocket.Dial(ctx, "ws://"+s.addr+protocol.ConnectPath, &websocket.DialOptions{
-		HTTPHeader:      http.Header{"Authorization": []string{"Bearer " + s.users[user].AgentToken}},
+	ws, _, err := websocket.Dial(ctx, "ws://"+s.Addr+protocol.ConnectPath, &websocket.DialOptions{
+		HTTPHeader:      http.Header{"Authorization": []string{"Bearer " + s.Users[user].AgentToken}},
 		Subprotocols:    []string{protocol.Subprotocol(protocol.ProtocolVersion)},
 		CompressionMode: websocket.CompressionDisabled,
 	})
@@ -102,7 +103,7 @@ func (s *system) dialHostile(t *testing.T, user string, o hostileOptions) *hosti
 	require.NoError(t, err)
 	require.NoError(t, protocol.NewWriter(h.control).WriteFrame(protocol.TypeHello, protocol.Hello{
 		ProtocolVersion: protocol.ProtocolVersion, AgentVersion: "hostile", Platform: "sim"}))
-	_ = h.control.SetReadDeadline(time.Now().Add(5 * time.Second))
+	_ = h.control.SetReadDeadline(time.Now().Add(testkit.Medium))
 	typ, _, err := protocol.NewReader(h.control, 0).ReadFrame()
 	require.NoError(t, err)
 	require.Equal(t, protocol.TypeWelcome, typ)
@@ -154,7 +155,7 @@ func (h *hostileAgent) rpcStream() net.Conn {
 	select {
 	case st := <-h.opened:
 		return st
-	case <-time.After(5 * time.Second):
+	case <-time.After(testkit.Medium):
 		h.t.Fatal("the relay opened no rpc stream")
 		return nil
 	}
@@ -178,7 +179,7 @@ func (h *hostileAgent) waitClosed(d time.Duration) (int, string) {
 		return -1, ""
 	}
 	// yamux may notice the end before the transport has recorded it.
-	deadline := time.Now().Add(time.Second)
+	deadline := time.Now().Add(testkit.Medium)
 	for h.conn.CloseStatus() == -1 && time.Now().Before(deadline) {
 		time.Sleep(time.Millisecond)
 	}
@@ -230,9 +231,9 @@ func (g *frameGate) inject(b []byte) error {
 func (s *system) requireServed(t *testing.T) {
 	t.Helper()
 	start := time.Now()
-	r, err := s.request("GET", "/v1/api/accounts", s.users["alice"].APIToken, "")
+	r, err := s.Request("GET", "/v1/api/accounts", s.Users["alice"].APIToken, "")
 	require.NoError(t, err)
-	require.Equal(t, http.StatusOK, r.Status, string(r.raw))
+	require.Equal(t, http.StatusOK, r.Status, string(r.Raw))
 	require.Less(t, time.Since(start), honestWithin, "an honest user waited during the attack")
 }
 
@@ -254,10 +255,10 @@ func (s *system) honestDuring(t *testing.T) *honest {
 		defer close(h.done)
 		for {
 			start := time.Now()
-			r, err := s.request("GET", "/v1/api/accounts", s.users["alice"].APIToken, "")
+			r, err := s.Request("GET", "/v1/api/accounts", s.Users["alice"].APIToken, "")
 			took := time.Since(start)
 			if err == nil && r.Status != http.StatusOK {
-				err = fmt.Errorf("alice got %d: %s", r.Status, r.raw)
+				err = fmt.Errorf("alice got %d: %s", r.Status, r.Raw)
 			}
 			h.mu.Lock()
 			h.slowest = max(h.slowest, took)
@@ -309,8 +310,8 @@ func liveHeap() int64 {
 // user's tunnels.
 func (s *system) warnings(user string) int {
 	n := 0
-	for _, e := range s.logs.All() {
-		if e.Level >= zapcore.WarnLevel && e.ContextMap()["user"] == s.users[user].UserID {
+	for _, e := range s.Logs.All() {
+		if e.Level >= zapcore.WarnLevel && e.ContextMap()["user"] == s.Users[user].UserID {
 			n++
 		}
 	}
@@ -323,7 +324,7 @@ func (s *system) warnings(user string) int {
 // from 21 MB to 1.8 GB. Not parallel: it measures the heap.
 func TestHostileAgentOpensStreams(t *testing.T) {
 	s := newSystem(t)
-	s.startAgent("alice")
+	s.StartAgent("alice")
 	s.requireServed(t)
 	before := liveHeap()
 
@@ -367,7 +368,7 @@ func TestHostileAgentFloodsEvents(t *testing.T) {
 		// event budget.
 		o.Hub.EventBytesPerSecond = 1 << 30
 	})
-	s.startAgent("alice")
+	s.StartAgent("alice")
 	h := s.dialHostile(t, "bob", hostileOptions{reply: answerEmpty})
 	wb := s.openStream(t, "bob") // bob's sockets make the relay keep his quotes
 	require.Equal(t, true, wb.next("status")["agentConnected"])
@@ -412,7 +413,7 @@ func TestHostileAgentStopsReading(t *testing.T) {
 	t.Parallel()
 	const callTimeout = time.Second
 	s := newSystemWith(t, func(o *relay.Options) { o.Stream.CallTimeout = callTimeout })
-	s.startAgent("alice")
+	s.StartAgent("alice")
 	h := s.dialHostile(t, "bob", hostileOptions{window: 256 << 10})
 	rpc := h.rpcStream()
 	require.NoError(t, h.inject(yamuxFrame(1, 0, rpc.(*yamux.Stream).StreamID(), 1<<32-256<<10, nil)))
@@ -444,7 +445,7 @@ func TestHostileAgentDripsAReply(t *testing.T) {
 	t.Parallel()
 	const frameTimeout = time.Second
 	s := newSystemWith(t, func(o *relay.Options) { o.Hub.FrameTimeout = frameTimeout })
-	s.startAgent("alice")
+	s.StartAgent("alice")
 	dripStarted := make(chan time.Time, 1)
 	h := s.dialHostile(t, "bob", hostileOptions{reply: func(st net.Conn, _ *protocol.Writer, req protocol.Request) {
 		var hdr [protocol.HeaderSize]byte
@@ -467,7 +468,7 @@ func TestHostileAgentDripsAReply(t *testing.T) {
 	alice := s.honestDuring(t)
 
 	errc := make(chan response, 1)
-	go func() { errc <- s.doAsync("GET", "/v1/api/accounts", s.users["bob"].APIToken, "") }()
+	go func() { errc <- s.DoAsync("GET", "/v1/api/accounts", s.Users["bob"].APIToken, "") }()
 	var started time.Time
 	select {
 	case started = <-dripStarted:
@@ -481,7 +482,7 @@ func TestHostileAgentDripsAReply(t *testing.T) {
 	require.GreaterOrEqual(t, took, frameTimeout-100*time.Millisecond, "the frame had its time")
 	require.Less(t, took, frameTimeout+2*time.Second)
 	r := <-errc
-	require.Equal(t, http.StatusRequestTimeout, r.Status, string(r.raw))
+	require.Equal(t, http.StatusRequestTimeout, r.Status, string(r.Raw))
 	require.Equal(t, "addon_disconnected", r.Error)
 	alice.check(t)
 }
@@ -491,7 +492,7 @@ func TestHostileAgentDripsAReply(t *testing.T) {
 func TestHostileAgentFloodsPings(t *testing.T) {
 	t.Parallel()
 	s := newSystem(t)
-	s.startAgent("alice")
+	s.StartAgent("alice")
 	h := s.dialHostile(t, "bob", hostileOptions{reply: answerEmpty})
 	alice := s.honestDuring(t)
 	var pings []byte
@@ -512,7 +513,7 @@ func TestHostileAgentFloodsPings(t *testing.T) {
 func TestHostileAgentSendsBadFrames(t *testing.T) {
 	t.Parallel()
 	s := newSystem(t)
-	s.startAgent("alice")
+	s.StartAgent("alice")
 	alice := s.honestDuring(t)
 	for _, tc := range []struct {
 		name   string

@@ -17,6 +17,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"tradebridge/internal/testkit"
 	"tradebridge/protocol"
 	"tradebridge/relay"
 	"tradebridge/relay/budget"
@@ -106,7 +107,7 @@ func head(method, path, token string, headers ...string) string {
 }
 
 func (rc *rawConn) write(s string) error {
-	_ = rc.c.SetWriteDeadline(time.Now().Add(5 * time.Second))
+	_ = rc.c.SetWriteDeadline(time.Now().Add(testkit.Medium))
 	_, err := io.WriteString(rc.c, s)
 	return err
 }
@@ -162,13 +163,13 @@ func refusedAndClosed(rc *rawConn, status int, answerWithin, closeWithin time.Du
 // alice lists her accounts. It reports an error unless she is answered 200
 // within honestBound.
 func (s *system) honestCall(from string) error {
-	req, err := s.newRequest("GET", "/v1/api/accounts", s.users["alice"].APIToken, "")
+	req, err := s.NewRequest("GET", "/v1/api/accounts", s.Users["alice"].APIToken, "")
 	if err != nil {
 		return err
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), honestBound)
 	defer cancel()
-	client := s.client
+	client := s.Client
 	if from != "" {
 		tr := &http.Transport{DialContext: (&net.Dialer{LocalAddr: &net.TCPAddr{IP: net.ParseIP(from)}}).DialContext}
 		defer tr.CloseIdleConnections()
@@ -202,10 +203,9 @@ const placePath = "/v1/api/accounts/Sim101/orders/place"
 // sends the answer, which would hold the connection for free for as long
 // as the client liked.
 func TestHostileBodyNeverSent(t *testing.T) {
-	t.Parallel()
 	s := hostileSystem(t)
-	s.startAgent("alice")
-	carol := s.users["carol"].APIToken
+	s.StartAgent("alice")
+	carol := s.Users["carol"].APIToken
 	for _, tc := range []struct {
 		name, method, path, token string
 		status                    int
@@ -220,7 +220,7 @@ func TestHostileBodyNeverSent(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
-			rc := mustDialRaw(t, s.addr)
+			rc := mustDialRaw(t, s.Addr)
 			require.NoError(t, rc.write(head(tc.method, tc.path, tc.token, "Content-Type: application/json", "Content-Length: 100")))
 			require.NoError(t, refusedAndClosed(rc, tc.status, hostileSlack, hostileGrace+hostileSlack))
 			s.honestServed(t)
@@ -235,12 +235,12 @@ func TestHostileBodyNeverSentOverBudget(t *testing.T) {
 	s := hostileSystem(t, func(o *relay.Options) {
 		o.IPBudget = budget.Policy{Name: "ip", Rate: 1, Period: time.Hour, Burst: 2}
 	})
-	s.startAgent("alice") // the agent's connect spends one of 127.0.0.1's two
+	s.StartAgent("alice") // the agent's connect spends one of 127.0.0.1's two
 	require.NoError(t, s.honestCall("127.0.0.2"))
 	// 127.0.0.1 spends the rest of its budget, then sends a body it never
 	// finishes.
-	require.Equal(t, http.StatusUnauthorized, s.do("GET", "/v1/api/accounts", "", "").Status)
-	rc := mustDialRaw(t, s.addr)
+	require.Equal(t, http.StatusUnauthorized, s.Do("GET", "/v1/api/accounts", "", "").Status)
+	rc := mustDialRaw(t, s.Addr)
 	require.NoError(t, rc.write(head("POST", placePath, "", "Content-Type: application/json", "Content-Length: 100")))
 	require.NoError(t, refusedAndClosed(rc, http.StatusTooManyRequests, hostileSlack, hostileGrace+hostileSlack))
 }
@@ -251,11 +251,11 @@ func TestHostileBodyNeverSentOverBudget(t *testing.T) {
 func TestHostileManySilentBodies(t *testing.T) {
 	t.Parallel()
 	s := hostileSystem(t, func(o *relay.Options) { o.MaxConnsPerAddr = -1 })
-	s.startAgent("alice")
+	s.StartAgent("alice")
 	const attackers = 300
 	conns := make([]*rawConn, 0, attackers)
 	for range attackers {
-		rc := mustDialRaw(t, s.addr)
+		rc := mustDialRaw(t, s.Addr)
 		require.NoError(t, rc.write(head("POST", placePath, "", "Content-Type: application/json", "Content-Length: 100")))
 		conns = append(conns, rc)
 	}
@@ -282,10 +282,10 @@ func TestHostileManySilentBodies(t *testing.T) {
 func TestHostileSlowBody(t *testing.T) {
 	t.Parallel()
 	s := hostileSystem(t)
-	ra := s.startAgent("alice")
-	rc := mustDialRaw(t, s.addr)
+	ra := s.StartAgent("alice")
+	rc := mustDialRaw(t, s.Addr)
 	start := time.Now()
-	require.NoError(t, rc.write("POST "+placePath+" HTTP/1.1\r\nHost: relay\r\nAuthorization: Bearer "+s.users["alice"].APIToken+
+	require.NoError(t, rc.write("POST "+placePath+" HTTP/1.1\r\nHost: relay\r\nAuthorization: Bearer "+s.Users["alice"].APIToken+
 		"\r\nContent-Type: application/json\r\nContent-Length: "+fmt.Sprint(len(marketBuy))+"\r\n\r\n"))
 	stop := make(chan struct{})
 	trickled := make(chan struct{})
@@ -311,7 +311,7 @@ func TestHostileSlowBody(t *testing.T) {
 	require.True(t, resp.Close, "the rest of the body is not waited for")
 	require.NoError(t, rc.closedWithin(hostileGrace+hostileSlack))
 	s.honestServed(t)
-	orders, err := ra.sim.Orders(context.Background(), "Sim101")
+	orders, err := ra.Sim.Orders(context.Background(), "Sim101")
 	require.NoError(t, err)
 	require.Empty(t, orders)
 }
@@ -320,10 +320,9 @@ func TestHostileSlowBody(t *testing.T) {
 // BodyTimeout with one (also on a route that takes no body and only looks
 // for its first byte: that byte is not awaited for ever).
 func TestHostileChunkedBodyNeverEnds(t *testing.T) {
-	t.Parallel()
 	s := hostileSystem(t)
-	s.startAgent("alice")
-	tok := s.users["alice"].APIToken
+	s.StartAgent("alice")
+	tok := s.Users["alice"].APIToken
 	for _, tc := range []struct {
 		name, method, path, token, sent string
 		status                          int
@@ -335,7 +334,7 @@ func TestHostileChunkedBodyNeverEnds(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
-			rc := mustDialRaw(t, s.addr)
+			rc := mustDialRaw(t, s.Addr)
 			require.NoError(t, rc.write(head(tc.method, tc.path, tc.token, "Content-Type: application/json", "Transfer-Encoding: chunked")+tc.sent))
 			resp, body, err := rc.response(hostileBodyTimeout + hostileSlack)
 			require.NoError(t, err)
@@ -351,12 +350,11 @@ func TestHostileChunkedBodyNeverEnds(t *testing.T) {
 // Headers sent a byte at a time and never finished are cut at
 // ReadHeaderTimeout; headers over 64 KiB are refused with 431.
 func TestHostileHeaders(t *testing.T) {
-	t.Parallel()
 	s := hostileSystem(t)
-	s.startAgent("alice")
+	s.StartAgent("alice")
 	t.Run("slow", func(t *testing.T) {
 		t.Parallel()
-		rc := mustDialRaw(t, s.addr)
+		rc := mustDialRaw(t, s.Addr)
 		start := time.Now()
 		stop := make(chan struct{})
 		done := make(chan struct{})
@@ -383,7 +381,7 @@ func TestHostileHeaders(t *testing.T) {
 	})
 	t.Run("oversized", func(t *testing.T) {
 		t.Parallel()
-		rc := mustDialRaw(t, s.addr)
+		rc := mustDialRaw(t, s.Addr)
 		require.NoError(t, rc.write("GET /healthz HTTP/1.1\r\nHost: relay\r\nX-Big: "+strings.Repeat("b", 70<<10)+"\r\n\r\n"))
 		resp, _, err := rc.response(hostileSlack)
 		require.NoError(t, err)
@@ -393,7 +391,7 @@ func TestHostileHeaders(t *testing.T) {
 	})
 	t.Run("silent", func(t *testing.T) {
 		t.Parallel()
-		rc := mustDialRaw(t, s.addr)
+		rc := mustDialRaw(t, s.Addr)
 		require.NoError(t, rc.closedWithin(hostileHeaderTimeout+hostileSlack), "a connection that sends nothing")
 	})
 }
@@ -403,11 +401,10 @@ func TestHostileHeaders(t *testing.T) {
 // without repeating either value: letting the first win would disagree
 // with a proxy that reads the last.
 func TestHostileTwoAuthorizationHeaders(t *testing.T) {
-	t.Parallel()
 	s := hostileSystem(t)
-	s.startAgent("alice")
-	api := "Bearer " + s.users["alice"].APIToken
-	agent := "Bearer " + s.users["bob"].AgentToken
+	s.StartAgent("alice")
+	api := "Bearer " + s.Users["alice"].APIToken
+	agent := "Bearer " + s.Users["bob"].AgentToken
 	other := "Bearer tb_api_" + strings.Repeat("Q", 43)
 	upgrade := "Connection: Upgrade\r\nUpgrade: websocket\r\nSec-WebSocket-Version: 13\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\n"
 	for _, tc := range []struct {
@@ -422,7 +419,7 @@ func TestHostileTwoAuthorizationHeaders(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
-			rc := mustDialRaw(t, s.addr)
+			rc := mustDialRaw(t, s.Addr)
 			require.NoError(t, rc.write("GET "+tc.path+" HTTP/1.1\r\nHost: relay\r\n"+tc.extra+
 				"Authorization: "+tc.values[0]+"\r\nAuthorization: "+tc.values[1]+"\r\n\r\n"))
 			resp, body, err := rc.response(hostileSlack)
@@ -444,12 +441,12 @@ func TestHostileConnectionsPerAddress(t *testing.T) {
 	t.Parallel()
 	const limit = 8
 	s := hostileSystem(t, func(o *relay.Options) { o.MaxConnsPerAddr = limit })
-	s.startAgent("alice")
-	s.client.CloseIdleConnections()
+	s.StartAgent("alice")
+	s.Client.CloseIdleConnections()
 	held := make([]*rawConn, 0, limit-1)
 	// The agent's tunnel holds one connection of 127.0.0.1.
 	for range limit - 1 {
-		rc, err := dialRaw(t, s.addr, "127.0.0.1")
+		rc, err := dialRaw(t, s.Addr, "127.0.0.1")
 		require.NoError(t, err)
 		// Each holds a keep-alive connection after one request.
 		require.NoError(t, rc.write(head("GET", "/healthz", "")))
@@ -458,7 +455,7 @@ func TestHostileConnectionsPerAddress(t *testing.T) {
 		require.Equal(t, http.StatusOK, resp.StatusCode)
 		held = append(held, rc)
 	}
-	over, err := dialRaw(t, s.addr, "127.0.0.1")
+	over, err := dialRaw(t, s.Addr, "127.0.0.1")
 	require.NoError(t, err)
 	require.NoError(t, over.write(head("GET", "/healthz", "")))
 	resp, body, err := over.response(hostileSlack)
@@ -471,7 +468,7 @@ func TestHostileConnectionsPerAddress(t *testing.T) {
 	require.NoError(t, s.honestCall("127.0.0.2"), "another address is served")
 
 	held[0].c.Close()
-	require.Eventually(t, func() bool { return s.honestCall("127.0.0.1") == nil }, 5*time.Second, 20*time.Millisecond,
+	require.Eventually(t, func() bool { return s.honestCall("127.0.0.1") == nil }, testkit.Medium, 20*time.Millisecond,
 		"a freed slot is usable again")
 }
 
@@ -480,8 +477,8 @@ func TestHostileConnectionsPerAddress(t *testing.T) {
 func TestHostileClientNeverReads(t *testing.T) {
 	t.Parallel()
 	s := hostileSystem(t)
-	s.startAgent("alice")
-	rc := mustDialRaw(t, s.addr)
+	s.StartAgent("alice")
+	rc := mustDialRaw(t, s.Addr)
 	// The OpenAPI document is large (700 kB): ask for it more often than
 	// the sockets' buffers hold (a few MB), read nothing.
 	const asks = 64
@@ -515,18 +512,18 @@ func TestOperatorListener(t *testing.T) {
 		o.OperatorListener = ln
 		operator = "http://" + ln.Addr().String()
 	})
-	s.startAgent("alice")
-	tok := s.users["alice"].APIToken
-	require.Equal(t, http.StatusOK, s.do("GET", "/v1/api/accounts", tok, "").Status)
+	s.StartAgent("alice")
+	tok := s.Users["alice"].APIToken
+	require.Equal(t, http.StatusOK, s.Do("GET", "/v1/api/accounts", tok, "").Status)
 
-	r := s.do("GET", "/metrics", "", "")
+	r := s.Do("GET", "/metrics", "", "")
 	require.Equal(t, http.StatusNotFound, r.Status)
 	require.Equal(t, "not_found", r.Error)
-	require.Equal(t, http.StatusOK, s.do("GET", "/healthz", "", "").Status)
-	require.Equal(t, http.StatusOK, s.do("GET", "/readyz", "", "").Status)
+	require.Equal(t, http.StatusOK, s.Do("GET", "/healthz", "", "").Status)
+	require.Equal(t, http.StatusOK, s.Do("GET", "/readyz", "", "").Status)
 
 	get := func(path string) (int, string) {
-		resp, err := s.client.Get(operator + path)
+		resp, err := s.Client.Get(operator + path)
 		require.NoError(t, err)
 		defer resp.Body.Close()
 		b, err := io.ReadAll(resp.Body)
@@ -563,20 +560,20 @@ func TestHostileAgentTokensOverBudget(t *testing.T) {
 		o.IPBudget = budget.Policy{Name: "ip", Rate: 1, Period: time.Hour, Burst: 3}
 	})
 	connect := func(from string) response {
-		rc, err := dialRaw(t, s.addr, from)
+		rc, err := dialRaw(t, s.Addr, from)
 		require.NoError(t, err)
 		tok := "tb_agent_" + strings.Repeat("Q", 43)
 		require.NoError(t, rc.write(head("GET", protocol.ConnectPath, tok)))
 		resp, body, err := rc.response(hostileSlack)
 		require.NoError(t, err)
-		return response{Status: resp.StatusCode, Header: resp.Header, raw: []byte(body)}
+		return response{Status: resp.StatusCode, Header: resp.Header, Raw: []byte(body)}
 	}
 	for range 3 {
 		require.Equal(t, http.StatusUnauthorized, connect("").Status)
 	}
 	r := connect("")
-	require.Equal(t, http.StatusTooManyRequests, r.Status, string(r.raw))
+	require.Equal(t, http.StatusTooManyRequests, r.Status, string(r.Raw))
 	require.NotEmpty(t, r.Header.Get("Retry-After"))
-	require.Contains(t, string(r.raw), `"policy":"ip"`)
+	require.Contains(t, string(r.Raw), `"policy":"ip"`)
 	require.Equal(t, http.StatusUnauthorized, connect("127.0.0.2").Status, "another address has its own budget")
 }

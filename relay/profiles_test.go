@@ -78,20 +78,20 @@ func TestEveryRouteInBothProfiles(t *testing.T) {
 	bodies := map[profile.Profile][]map[string]any{}
 	for _, p := range profile.All {
 		s := newSystem(t)
-		s.startAgent("alice")
-		tok := s.users["alice"].APIToken
+		s.StartAgent("alice")
+		tok := s.Users["alice"].APIToken
 		if p == profile.Compatible {
-			tok = s.compatibleToken("alice")
+			tok = s.CompatibleToken("alice")
 		}
 		fns := rpcOfRoutes(t, s)
 		covered := map[string]bool{}
 		lastID := ""
 		for _, st := range profileSession {
 			path := strings.ReplaceAll(st.path, "{id}", lastID)
-			r := s.do(st.method, path, tok, st.body)
-			require.Equal(t, http.StatusOK, r.Status, "%s %s %s: %s", p, st.method, path, r.raw)
+			r := s.Do(st.method, path, tok, st.body)
+			require.Equal(t, http.StatusOK, r.Status, "%s %s %s: %s", p, st.method, path, r.Raw)
 			var body map[string]any
-			require.NoError(t, json.Unmarshal(r.raw, &body))
+			require.NoError(t, json.Unmarshal(r.Raw, &body))
 			require.Equal(t, true, body["success"])
 			bodies[p] = append(bodies[p], body)
 			covered[st.method+" "+st.route] = true
@@ -161,13 +161,13 @@ func without(m map[string]any, k string) map[string]any {
 // says the route calls.
 func rpcOfRoutes(t *testing.T, s *system) map[string]string {
 	t.Helper()
-	doc := s.do("GET", "/v1/api/openapi.json", "", "")
+	doc := s.Do("GET", "/v1/api/openapi.json", "", "")
 	var spec struct {
 		Paths map[string]map[string]struct {
 			RPC string `json:"x-rpc"`
 		} `json:"paths"`
 	}
-	require.NoError(t, json.Unmarshal(doc.raw, &spec))
+	require.NoError(t, json.Unmarshal(doc.Raw, &spec))
 	out := map[string]string{}
 	for path, ops := range spec.Paths {
 		for method, op := range ops {

@@ -15,14 +15,15 @@ import (
 // Every route of the trading API, called through the real relay, tunnel,
 // agent and simulator: a happy path each, then the documented failures.
 func TestEveryRouteEndToEnd(t *testing.T) {
+	t.Parallel()
 	s := newSystem(t)
-	ra := s.startAgent("alice")
-	tok := s.users["alice"].APIToken
+	ra := s.StartAgent("alice")
+	tok := s.Users["alice"].APIToken
 	covered := map[string]bool{}
 	call := func(method, path, route, body string, want int) response {
 		t.Helper()
-		r := s.do(method, path, tok, body)
-		require.Equal(t, want, r.Status, "%s %s: %s", method, path, r.raw)
+		r := s.Do(method, path, tok, body)
+		require.Equal(t, want, r.Status, "%s %s: %s", method, path, r.Raw)
 		covered[method+" "+route] = true
 		return r
 	}
@@ -74,7 +75,7 @@ func TestEveryRouteEndToEnd(t *testing.T) {
 	var top struct {
 		OrderIDs []string `json:"orderIds"`
 	}
-	require.NoError(t, json.Unmarshal(r.raw, &top))
+	require.NoError(t, json.Unmarshal(r.Raw, &top))
 	require.Len(t, top.OrderIDs, 2)
 	call("POST", acct+"/orders/cancel", "/v1/api/accounts/{account}/orders/cancel", `{"instrument":"ES 12-26"}`, 200)
 	call("POST", acct+"/orders/flatplace", "/v1/api/accounts/{account}/orders/flatplace",
@@ -83,7 +84,7 @@ func TestEveryRouteEndToEnd(t *testing.T) {
 	call("POST", "/v1/api/positions/flatten", "/v1/api/positions/flatten", `{"account":"Sim101"}`, 200)
 	call("POST", "/v1/api/positions/flatten", "/v1/api/positions/flatten", "", 200) // FlattenEverything
 	call("POST", "/v1/api/orders/cancelall", "/v1/api/orders/cancelall", "", 200)
-	ps, err := ra.sim.Positions(t.Context(), "Sim101")
+	ps, err := ra.Sim.Positions(t.Context(), "Sim101")
 	require.NoError(t, err)
 	require.Empty(t, ps, "everything was flattened")
 
@@ -104,7 +105,7 @@ func TestEveryRouteEndToEnd(t *testing.T) {
 	require.Equal(t, "strategy_terminal", r.Error)
 
 	// Documented operation failures: 400 with the agent's code, nothing placed.
-	before, err := ra.sim.Orders(t.Context(), "Sim101")
+	before, err := ra.Sim.Orders(t.Context(), "Sim101")
 	require.NoError(t, err)
 	for _, tc := range []struct{ method, path, body, code string }{
 		{"POST", acct + "/positions/reverseposition", `{"instrument":"ES","action":"Buy","quantity":1,"orderType":"Market","timeInForce":"Day"}`, "no_position"},
@@ -117,22 +118,22 @@ func TestEveryRouteEndToEnd(t *testing.T) {
 		{"GET", acct + "/strategies/sim-strat-999", "", "strategy_not_found"},
 		{"POST", acct + "/orders/nope-1/cancel", "", "order_not_found"},
 	} {
-		r := s.do(tc.method, tc.path, tok, tc.body)
-		require.Equal(t, http.StatusBadRequest, r.Status, "%s %s: %s", tc.method, tc.path, r.raw)
+		r := s.Do(tc.method, tc.path, tok, tc.body)
+		require.Equal(t, http.StatusBadRequest, r.Status, "%s %s: %s", tc.method, tc.path, r.Raw)
 		require.Equal(t, tc.code, r.Error, "%s %s", tc.method, tc.path)
 		require.NotContains(t, r.Detail, "Nope")
 		require.NotContains(t, r.Detail, "No Such ATM")
 	}
-	after, err := ra.sim.Orders(t.Context(), "Sim101")
+	after, err := ra.Sim.Orders(t.Context(), "Sim101")
 	require.NoError(t, err)
 	require.Equal(t, len(before), len(after), "no failure placed anything")
 
 	// Every documented route was called.
-	doc := s.do("GET", "/v1/api/openapi.json", "", "")
+	doc := s.Do("GET", "/v1/api/openapi.json", "", "")
 	var spec struct {
 		Paths map[string]map[string]any `json:"paths"`
 	}
-	require.NoError(t, json.Unmarshal(doc.raw, &spec))
+	require.NoError(t, json.Unmarshal(doc.Raw, &spec))
 	for path, ops := range spec.Paths {
 		for method := range ops {
 			require.True(t, covered[strings.ToUpper(method)+" "+path], "%s %s has an end-to-end test", method, path)
@@ -141,22 +142,23 @@ func TestEveryRouteEndToEnd(t *testing.T) {
 }
 
 func TestAgentAbsentAndBudget(t *testing.T) {
+	t.Parallel()
 	s := newSystem(t)
-	s.budget = budget.Trading // the spec's 180 per minute, burst 20
-	s.restart()
-	tok := s.users["alice"].APIToken
-	r := s.do("POST", "/v1/api/accounts/Sim101/orders/place", tok, marketBuy)
+	s.Budget = budget.Trading // the spec's 180 per minute, burst 20
+	s.Restart()
+	tok := s.Users["alice"].APIToken
+	r := s.Do("POST", "/v1/api/accounts/Sim101/orders/place", tok, marketBuy)
 	require.Equal(t, http.StatusRequestTimeout, r.Status)
 	require.Equal(t, "addon_disconnected", r.Error)
-	s.startAgent("alice")
+	s.StartAgent("alice")
 	n := 1
 	for ; n < 20; n++ {
-		require.Equal(t, http.StatusOK, s.do("GET", "/v1/api/accounts", tok, "").Status)
+		require.Equal(t, http.StatusOK, s.Do("GET", "/v1/api/accounts", tok, "").Status)
 	}
-	r = s.do("GET", "/v1/api/accounts/Sim101/positions", tok, "")
+	r = s.Do("GET", "/v1/api/accounts/Sim101/positions", tok, "")
 	require.Equal(t, http.StatusTooManyRequests, r.Status)
 	require.Equal(t, "rate_limited", r.Error)
 	require.Regexp(t, regexp.MustCompile(`^[1-9][0-9]*$`), r.Header.Get("Retry-After"))
 	// Another user has a budget of their own.
-	require.Equal(t, http.StatusRequestTimeout, s.do("GET", "/v1/api/accounts", s.users["bob"].APIToken, "").Status)
+	require.Equal(t, http.StatusRequestTimeout, s.Do("GET", "/v1/api/accounts", s.Users["bob"].APIToken, "").Status)
 }

@@ -15,6 +15,7 @@ import (
 
 	"tradebridge/agent"
 	"tradebridge/agent/tunnel"
+	"tradebridge/internal/testkit"
 	"tradebridge/protocol"
 	"tradebridge/relay"
 	"tradebridge/relay/agentcall"
@@ -114,22 +115,24 @@ func (r *rpcRig) restart() {
 		var err error
 		ln, err = net.Listen("tcp", r.addr)
 		return err == nil
-	}, 5*time.Second, 5*time.Millisecond)
+	}, testkit.Medium, 5*time.Millisecond)
 	r.serve(ln)
 }
 
 func (r *rpcRig) hub() *hub.Hub { return r.relay.Hub() }
 
 func (r *rpcRig) waitConnected() {
-	require.Eventually(r.t, func() bool { return r.hub().Connected(r.user.UserID) }, 10*time.Second, 5*time.Millisecond)
+	require.Eventually(r.t, func() bool { return r.hub().Connected(r.user.UserID) }, testkit.Long, 5*time.Millisecond)
 }
 
 // call runs fn through the relay's hub and returns the raw result.
 func (r *rpcRig) call(fn, requestID string, args any) (json.RawMessage, error) {
 	r.t.Helper()
 	raw, err := json.Marshal(args)
-	require.NoError(r.t, err)
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	if err != nil { // no require: goroutines call it
+		return nil, err
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), testkit.Long)
 	defer cancel()
 	return r.hub().Call(ctx, r.user.UserID, fn, requestID, raw)
 }
@@ -162,6 +165,7 @@ func requireKeys(t *testing.T, raw json.RawMessage, keys ...string) {
 // Every RPC function, through a real relay and a real agent on the
 // simulator, on a happy path, with the shape of its result.
 func TestEveryFunctionThroughTheRelay(t *testing.T) {
+	t.Parallel()
 	r := newRPCRig(t, nil)
 	called := map[string]bool{}
 	do := func(fn string, args any, out any) json.RawMessage {
@@ -358,6 +362,7 @@ func (g *gatedPlatform) SubmitOrder(ctx context.Context, req bridge.OrderRequest
 // relay, it returns the first outcome, and the simulator holds exactly one
 // order.
 func TestWriteExactlyOnceAcrossReconnect(t *testing.T) {
+	t.Parallel()
 	gate := &gatedPlatform{entered: make(chan struct{}), release: make(chan struct{})}
 	r := newRPCRig(t, func(p *sim.Platform) bridge.Platform {
 		gate.Platform = p

@@ -10,6 +10,7 @@ import (
 	"go.uber.org/zap/zapcore"
 
 	"tradebridge/agent"
+	"tradebridge/internal/testkit"
 	"tradebridge/relay"
 )
 
@@ -26,7 +27,7 @@ func TestShutdownCutsAWaitingWriteShort(t *testing.T) {
 	t.Parallel()
 	s := newSystemWith(t, func(o *relay.Options) { o.ShutdownTimeout = shutdownTimeout })
 	gate := &gatedPlatform{entered: make(chan struct{}), release: make(chan struct{})}
-	ra := s.startAgentWith("alice", func(o *agent.Options) {
+	ra := s.StartAgentWith("alice", func(o *agent.Options) {
 		gate.Platform = o.Platform
 		o.Platform = gate
 		o.Tunnel.BackoffBase = 5 * time.Millisecond
@@ -40,39 +41,39 @@ func TestShutdownCutsAWaitingWriteShort(t *testing.T) {
 		}
 	}
 	t.Cleanup(release) // before the agent stops
-	tok := s.users["alice"].APIToken
+	tok := s.Users["alice"].APIToken
 	const key = "cut-short-1"
 
 	first := make(chan response, 1)
-	go func() { first <- s.doAsync("POST", placePath, tok, marketBuy, "Idempotency-Key", key) }()
+	go func() { first <- s.DoAsync("POST", placePath, tok, marketBuy, "Idempotency-Key", key) }()
 	select {
 	case <-gate.entered:
-	case <-time.After(5 * time.Second):
+	case <-time.After(testkit.Medium):
 		t.Fatal("the order never reached the platform")
 	}
 
 	start := time.Now()
-	s.restart() // Serve returned nil, then a new relay starts on the same store
+	s.Restart() // Serve returned nil, then a new relay starts on the same store
 	require.Less(t, time.Since(start), 2*shutdownTimeout+hostileSlack, "Serve returned soon after the timeout")
 	r := <-first
-	require.Equal(t, http.StatusServiceUnavailable, r.Status, string(r.raw))
+	require.Equal(t, http.StatusServiceUnavailable, r.Status, string(r.Raw))
 	require.Equal(t, "outcome_unknown", r.Error)
-	require.NotEmpty(t, s.logs.FilterLevelExact(zapcore.WarnLevel).FilterMessageSnippet("cutting them short").All())
+	require.NotEmpty(t, s.Logs.FilterLevelExact(zapcore.WarnLevel).FilterMessageSnippet("cutting them short").All())
 
 	release()
 	var retry response
 	require.Eventually(t, func() bool {
-		retry = s.do("POST", placePath, tok, marketBuy, "Idempotency-Key", key)
+		retry = s.DoAsync("POST", placePath, tok, marketBuy, "Idempotency-Key", key)
 		return retry.Status != http.StatusRequestTimeout // the agent is back
-	}, 10*time.Second, 20*time.Millisecond)
-	require.Equal(t, http.StatusOK, retry.Status, string(retry.raw))
+	}, testkit.Long, 20*time.Millisecond)
+	require.Equal(t, http.StatusOK, retry.Status, string(retry.Raw))
 	require.NotEmpty(t, retry.OrderID)
-	again := s.do("POST", placePath, tok, marketBuy, "Idempotency-Key", key)
+	again := s.Do("POST", placePath, tok, marketBuy, "Idempotency-Key", key)
 	require.Equal(t, http.StatusOK, again.Status)
 	require.Equal(t, "true", again.Header.Get("Idempotent-Replayed"))
 	require.Equal(t, retry.OrderID, again.OrderID)
 
-	orders, err := ra.sim.Orders(context.Background(), "Sim101")
+	orders, err := ra.Sim.Orders(context.Background(), "Sim101")
 	require.NoError(t, err)
 	require.Len(t, orders, 1, "one order for the key")
 	require.EqualValues(t, 1, gate.submits.Load())
@@ -84,18 +85,18 @@ func TestShutdownCutsAWaitingWriteShort(t *testing.T) {
 func TestShutdownPastTheTimeoutReturnsNil(t *testing.T) {
 	t.Parallel()
 	s := newSystemWith(t, func(o *relay.Options) { o.ShutdownTimeout = shutdownTimeout })
-	s.startAgent("alice")
+	s.StartAgent("alice")
 	w := s.openStream(t, "alice")
 	require.Equal(t, true, w.next("status")["agentConnected"])
-	rc := mustDialRaw(t, s.addr)
-	require.NoError(t, rc.write("POST "+placePath+" HTTP/1.1\r\nHost: relay\r\nAuthorization: Bearer "+s.users["alice"].APIToken+
+	rc := mustDialRaw(t, s.Addr)
+	require.NoError(t, rc.write("POST "+placePath+" HTTP/1.1\r\nHost: relay\r\nAuthorization: Bearer "+s.Users["alice"].APIToken+
 		"\r\nContent-Type: application/json\r\nContent-Length: 100\r\n\r\n{"))
 	time.Sleep(50 * time.Millisecond) // the handler waits for the body
 
 	start := time.Now()
-	s.restart()
+	s.Restart()
 	require.Less(t, time.Since(start), 3*shutdownTimeout+hostileSlack)
 	require.NoError(t, rc.closedWithin(hostileSlack))
-	require.Eventually(t, func() bool { return s.honestCall("") == nil }, 10*time.Second, 20*time.Millisecond,
+	require.Eventually(t, func() bool { return s.honestCall("") == nil }, testkit.Long, 20*time.Millisecond,
 		"the new relay serves once the agent is back")
 }

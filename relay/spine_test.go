@@ -54,24 +54,24 @@ func TestSpineFloodLeavesOtherUsersServed(t *testing.T) {
 		o.Store = slowConnections{Store: o.Store, userID: &slow}
 		o.OperatorListener = op
 	})
-	carol := s.users["carol"].UserID
+	carol := s.Users["carol"].UserID
 	slow.Store(&carol)
-	bob := s.users["bob"].UserID
+	bob := s.Users["bob"].UserID
 
 	// Bob's monitor, as the Management API stores it.
 	monitorID := "mon_00112233445566778899"
 	body, err := json.Marshal(protocol.Monitor{Meta: protocol.Meta{ID: monitorID}, Account: "Sim101", Active: true, State: protocol.MonitorActive,
 		OnTrip: protocol.OnTripFlatten})
 	require.NoError(t, err)
-	_, err = s.st.WriteResources(t.Context(), bob, false, store.ResourceWrite{Kind: "monitor", ID: monitorID, Body: body, At: time.Now()})
+	_, err = s.Store.WriteResources(t.Context(), bob, false, store.ResourceWrite{Kind: "monitor", ID: monitorID, Body: body, At: time.Now()})
 	require.NoError(t, err)
 
-	s.startAgent("alice")
+	s.StartAgent("alice")
 	flooder := s.dialHostile(t, "carol", hostileOptions{reply: answerEmpty})
 	honest := s.dialHostile(t, "bob", hostileOptions{reply: answerEmpty})
 	s.requireServed(t)
-	infoBefore := len(s.logs.FilterLevelExact(zapcore.InfoLevel).All()) + len(s.logs.FilterLevelExact(zapcore.WarnLevel).All()) +
-		len(s.logs.FilterLevelExact(zapcore.ErrorLevel).All())
+	infoBefore := len(s.Logs.FilterLevelExact(zapcore.InfoLevel).All()) + len(s.Logs.FilterLevelExact(zapcore.WarnLevel).All()) +
+		len(s.Logs.FilterLevelExact(zapcore.ErrorLevel).All())
 
 	// The flood: connections events as fast as the tunnel takes them.
 	stop := make(chan struct{})
@@ -109,7 +109,7 @@ func TestSpineFloodLeavesOtherUsersServed(t *testing.T) {
 	require.NoError(t, honest.events.WriteFrame(protocol.TypeEvent, protocol.Event{Seq: 2, Kind: protocol.EventConnections, Data: connsJSON}))
 
 	require.Eventually(t, func() bool {
-		ms, err := s.st.ManagedState(t.Context(), bob)
+		ms, err := s.Store.ManagedState(t.Context(), bob)
 		if err != nil || len(ms.Resources) != 1 {
 			return false
 		}
@@ -140,8 +140,8 @@ func TestSpineFloodLeavesOtherUsersServed(t *testing.T) {
 	dropped, err := strconv.ParseFloat(string(m[1]), 64)
 	require.NoError(t, err)
 	require.Positive(t, dropped)
-	lines := len(s.logs.FilterLevelExact(zapcore.InfoLevel).All()) + len(s.logs.FilterLevelExact(zapcore.WarnLevel).All()) +
-		len(s.logs.FilterLevelExact(zapcore.ErrorLevel).All()) - infoBefore
+	lines := len(s.Logs.FilterLevelExact(zapcore.InfoLevel).All()) + len(s.Logs.FilterLevelExact(zapcore.WarnLevel).All()) +
+		len(s.Logs.FilterLevelExact(zapcore.ErrorLevel).All()) - infoBefore
 	t.Logf("%d events sent, %.0f dropped, %d log lines at info or above", sent.Load(), dropped, lines)
-	require.LessOrEqual(t, lines, 3, "a few lines, however many events: %v", s.logs.FilterLevelExact(zapcore.WarnLevel).All())
+	require.LessOrEqual(t, lines, 3, "a few lines, however many events: %v", s.Logs.FilterLevelExact(zapcore.WarnLevel).All())
 }

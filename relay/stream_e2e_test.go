@@ -9,6 +9,8 @@ import (
 	"testing"
 	"time"
 
+	"tradebridge/internal/testkit"
+
 	"github.com/coder/websocket"
 	"github.com/stretchr/testify/require"
 )
@@ -22,17 +24,17 @@ type wsClient struct {
 
 func (s *system) openStream(t *testing.T, user string) *wsClient {
 	t.Helper()
-	return s.openStreamWith(t, s.users[user].APIToken)
+	return s.openStreamWith(t, s.Users[user].APIToken)
 }
 
 // openStreamWith opens a stream socket with an API token.
 func (s *system) openStreamWith(t *testing.T, token string) *wsClient {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), testkit.Medium)
 	defer cancel()
 	h := http.Header{}
 	h.Set("Authorization", "Bearer "+token)
-	c, _, err := websocket.Dial(ctx, "ws://"+s.addr+"/ws/stream", &websocket.DialOptions{HTTPHeader: h})
+	c, _, err := websocket.Dial(ctx, "ws://"+s.Addr+"/ws/stream", &websocket.DialOptions{HTTPHeader: h})
 	require.NoError(t, err)
 	w := &wsClient{t: t, c: c, frames: make(chan map[string]any, 1024)}
 	done := make(chan struct{})
@@ -65,7 +67,7 @@ func (w *wsClient) send(frame string) {
 // next returns the next frame of the type, skipping others.
 func (w *wsClient) next(typ string) map[string]any {
 	w.t.Helper()
-	deadline := time.After(10 * time.Second)
+	deadline := time.After(testkit.Long)
 	for {
 		select {
 		case f, ok := <-w.frames:
@@ -84,7 +86,7 @@ func (w *wsClient) next(typ string) map[string]any {
 // events.
 func (w *wsClient) reply() map[string]any {
 	w.t.Helper()
-	deadline := time.After(10 * time.Second)
+	deadline := time.After(testkit.Long)
 	for {
 		select {
 		case f, ok := <-w.frames:
@@ -118,9 +120,10 @@ func (w *wsClient) quiet(typ string, d time.Duration) bool {
 
 // The stream API through the real relay, tunnel, agent and simulator.
 func TestStreamEndToEnd(t *testing.T) {
+	t.Parallel()
 	s := newSystem(t)
-	alice := s.startAgent("alice")
-	bob := s.startAgent("bob")
+	alice := s.StartAgent("alice")
+	bob := s.StartAgent("bob")
 
 	w := s.openStream(t, "alice")
 	st := w.next("status")
@@ -136,10 +139,10 @@ func TestStreamEndToEnd(t *testing.T) {
 	require.Equal(t, "p1", r["id"])
 	require.Equal(t, true, r["success"], r)
 	require.NotEmpty(t, r["orderId"])
-	ps, err := alice.sim.Positions(t.Context(), "Sim101")
+	ps, err := alice.Sim.Positions(t.Context(), "Sim101")
 	require.NoError(t, err)
 	require.Len(t, ps, 1)
-	ps, err = bob.sim.Positions(t.Context(), "Sim101")
+	ps, err = bob.Sim.Positions(t.Context(), "Sim101")
 	require.NoError(t, err)
 	require.Empty(t, ps)
 	w.send(`{"action":"rpc","id":"p2","api":"ReversePosition","args":{"account":"Sim102","instrument":"ES","action":"Buy","quantity":1,"orderType":"Market","timeInForce":"Day"}}`)
@@ -156,8 +159,8 @@ func TestStreamEndToEnd(t *testing.T) {
 	w.send(`{"action":"subscribe","instruments":["ES"]}`)
 	sub := w.next("subscribed")
 	require.Equal(t, []any{"ES 12-26"}, sub["instruments"])
-	require.NoError(t, alice.sim.SetPrice("NQ 12-26", 21000)) // not subscribed
-	require.NoError(t, alice.sim.SetPrice("ES 12-26", 6123.25))
+	require.NoError(t, alice.Sim.SetPrice("NQ 12-26", 21000)) // not subscribed
+	require.NoError(t, alice.Sim.SetPrice("ES 12-26", 6123.25))
 	// The simulator's quote of the moment of subscribing may come first.
 	for seen := false; !seen; {
 		md := w.next("marketData")
@@ -198,7 +201,7 @@ func TestStreamEndToEnd(t *testing.T) {
 	// Unsubscribe stops the quotes.
 	w.send(`{"action":"unsubscribe","instruments":["ES"]}`)
 	w.next("unsubscribed")
-	require.NoError(t, alice.sim.SetPrice("ES 12-26", 6130))
+	require.NoError(t, alice.Sim.SetPrice("ES 12-26", 6130))
 	require.True(t, w.quiet("marketData", 300*time.Millisecond))
 
 	// Garbage gets an error frame and the socket stays open.
@@ -211,23 +214,24 @@ func TestStreamEndToEnd(t *testing.T) {
 // The agent goes away and comes back: the socket is told, RPCs fail with
 // addon_disconnected meanwhile, and quotes resume by themselves.
 func TestStreamSurvivesAgentRestart(t *testing.T) {
+	t.Parallel()
 	s := newSystem(t)
-	alice := s.startAgent("alice")
+	alice := s.StartAgent("alice")
 	w := s.openStream(t, "alice")
 	require.Equal(t, true, w.next("status")["agentConnected"])
 	w.send(`{"action":"subscribe","instruments":["ES 12-26"]}`)
 	w.next("subscribed")
 
-	alice.stop()
+	alice.Stop()
 	require.Equal(t, false, w.next("status")["agentConnected"])
 	w.send(`{"action":"rpc","id":"x","api":"ListAccounts","args":{}}`)
 	r := w.reply()
 	require.Equal(t, "addon_disconnected", r["error"])
 
-	again := s.startAgent("alice") // a new agent process, a new simulator
+	again := s.StartAgent("alice") // a new agent process, a new simulator
 	require.Equal(t, true, w.next("status")["agentConnected"])
 	require.Eventually(t, func() bool {
-		_ = again.sim.SetPrice("ES 12-26", 6200.5)
+		_ = again.Sim.SetPrice("ES 12-26", 6200.5)
 		select {
 		case f := <-w.frames:
 			if f["type"] == "marketData" {
@@ -240,7 +244,7 @@ func TestStreamSurvivesAgentRestart(t *testing.T) {
 		case <-time.After(50 * time.Millisecond):
 		}
 		return false
-	}, 10*time.Second, time.Millisecond, "quotes resume after the agent reconnects")
+	}, testkit.Long, time.Millisecond, "quotes resume after the agent reconnects")
 }
 
 // A client written for the spec's socket dispatches on the presence of
@@ -248,11 +252,11 @@ func TestStreamSurvivesAgentRestart(t *testing.T) {
 func TestStreamRepliesInTheTokensProfile(t *testing.T) {
 	t.Parallel()
 	s := newSystem(t)
-	s.startAgent("alice")
+	s.StartAgent("alice")
 	for _, tc := range []struct {
 		token  string
 		compat bool
-	}{{s.users["alice"].APIToken, false}, {s.compatibleToken("alice"), true}} {
+	}{{s.Users["alice"].APIToken, false}, {s.CompatibleToken("alice"), true}} {
 		w := s.openStreamWith(t, tc.token)
 		w.next("status")
 		w.send(`{"action":"rpc","id":"p","api":"PlaceOrder","args":{"account":"Sim101","action":"Buy","instrument":"ES","orderType":"Market","quantity":1,"timeInForce":"Day"}}`)
@@ -283,15 +287,16 @@ func TestStreamRepliesInTheTokensProfile(t *testing.T) {
 
 // The budget is one per user across HTTP and the socket.
 func TestStreamSharesTheTradingBudget(t *testing.T) {
+	t.Parallel()
 	s := newSystem(t)
-	s.budget.Name, s.budget.Rate, s.budget.Period, s.budget.Burst = "trading", 180, time.Minute, 20
-	s.restart()
-	s.startAgent("alice")
-	tok := s.users["alice"].APIToken
+	s.Budget.Name, s.Budget.Rate, s.Budget.Period, s.Budget.Burst = "trading", 180, time.Minute, 20
+	s.Restart()
+	s.StartAgent("alice")
+	tok := s.Users["alice"].APIToken
 	w := s.openStream(t, "alice") // opening costs one
 	w.next("status")
 	for range 9 {
-		require.Equal(t, http.StatusOK, s.do("GET", "/v1/api/accounts", tok, "").Status)
+		require.Equal(t, http.StatusOK, s.Do("GET", "/v1/api/accounts", tok, "").Status)
 	}
 	for i := range 10 {
 		w.send(`{"action":"rpc","id":` + strings.Repeat("1", i+1) + `,"api":"ListAccounts","args":{}}`)
@@ -300,7 +305,7 @@ func TestStreamSharesTheTradingBudget(t *testing.T) {
 	w.send(`{"action":"rpc","id":"over","api":"ListAccounts","args":{}}`)
 	r := w.reply()
 	require.Equal(t, "rate_limited", r["error"])
-	require.Equal(t, http.StatusTooManyRequests, s.do("GET", "/v1/api/accounts", tok, "").Status)
+	require.Equal(t, http.StatusTooManyRequests, s.Do("GET", "/v1/api/accounts", tok, "").Status)
 }
 
 // BenchmarkStreamRPC compares a call over the stream socket with the same
@@ -308,12 +313,12 @@ func TestStreamSharesTheTradingBudget(t *testing.T) {
 // reports the medians and ws-p50-ratio (socket / HTTP).
 func BenchmarkStreamRPC(b *testing.B) {
 	s := newSystem(b)
-	s.startAgent("alice")
-	tok := s.users["alice"].APIToken
+	s.StartAgent("alice")
+	tok := s.Users["alice"].APIToken
 	ctx := context.Background()
 	h := http.Header{}
 	h.Set("Authorization", "Bearer "+tok)
-	c, _, err := websocket.Dial(ctx, "ws://"+s.addr+"/ws/stream", &websocket.DialOptions{HTTPHeader: h})
+	c, _, err := websocket.Dial(ctx, "ws://"+s.Addr+"/ws/stream", &websocket.DialOptions{HTTPHeader: h})
 	require.NoError(b, err)
 	defer c.CloseNow()
 	_, _, err = c.Read(ctx) // status
@@ -335,10 +340,10 @@ func BenchmarkStreamRPC(b *testing.B) {
 		}
 	}
 	viaHTTP := func() time.Duration {
-		req, _ := http.NewRequest("GET", s.base+"/v1/api/accounts/Sim101/positions", nil)
+		req, _ := http.NewRequest("GET", s.Base+"/v1/api/accounts/Sim101/positions", nil)
 		req.Header.Set("Authorization", "Bearer "+tok)
 		start := time.Now()
-		resp, err := s.client.Do(req)
+		resp, err := s.Client.Do(req)
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -365,18 +370,19 @@ func BenchmarkStreamRPC(b *testing.B) {
 
 // A relay shutting down closes stream sockets with 1001 (going away).
 func TestShutdownClosesStreams(t *testing.T) {
+	t.Parallel()
 	s := newSystem(t)
-	s.startAgent("alice")
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	s.StartAgent("alice")
+	ctx, cancel := context.WithTimeout(context.Background(), testkit.Medium)
 	defer cancel()
 	h := http.Header{}
-	h.Set("Authorization", "Bearer "+s.users["alice"].APIToken)
-	c, _, err := websocket.Dial(ctx, "ws://"+s.addr+"/ws/stream", &websocket.DialOptions{HTTPHeader: h})
+	h.Set("Authorization", "Bearer "+s.Users["alice"].APIToken)
+	c, _, err := websocket.Dial(ctx, "ws://"+s.Addr+"/ws/stream", &websocket.DialOptions{HTTPHeader: h})
 	require.NoError(t, err)
 	defer c.CloseNow()
 	_, _, err = c.Read(ctx) // status
 	require.NoError(t, err)
-	s.restart() // stops the relay, then starts a new one on the address
+	s.Restart() // stops the relay, then starts a new one on the address
 	for {
 		if _, _, err = c.Read(ctx); err != nil {
 			break

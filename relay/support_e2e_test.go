@@ -11,6 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"tradebridge/agent"
+	"tradebridge/internal/testkit"
 	"tradebridge/protocol"
 	"tradebridge/relay"
 	"tradebridge/relay/agentcall"
@@ -42,12 +43,24 @@ type supportAnswer struct {
 }
 
 func (s *system) readAgent(token, userID string) supportAnswer {
-	s.t.Helper()
-	r := s.do("GET", supportPath(userID), token, "")
-	require.Equal(s.t, http.StatusOK, r.Status, string(r.raw))
+	s.T.Helper()
+	r := s.Do("GET", supportPath(userID), token, "")
+	require.Equal(s.T, http.StatusOK, r.Status, string(r.Raw))
 	var a supportAnswer
-	require.NoError(s.t, json.Unmarshal(r.Data, &a), string(r.Data))
+	require.NoError(s.T, json.Unmarshal(r.Data, &a), string(r.Data))
 	return a
+}
+
+// tryReadAgent is readAgent for the conditions of Eventually, which run
+// on a goroutine of their own and so must not fail the test: false when
+// the read did not answer 200.
+func (s *system) tryReadAgent(token, userID string) (supportAnswer, bool) {
+	r, err := s.Request("GET", supportPath(userID), token, "")
+	if err != nil || r.Status != http.StatusOK {
+		return supportAnswer{}, false
+	}
+	var a supportAnswer
+	return a, json.Unmarshal(r.Data, &a) == nil
 }
 
 // entryOf returns the history's entry of the session, if any.
@@ -65,10 +78,15 @@ func (a supportAnswer) entryOf(sessionID string) (support.Entry, bool) {
 // not granted looks like a user that does not exist; the user's own tokens
 // do not open the support route; and each read is in the audit log.
 func TestSupportReadsTheAgent(t *testing.T) {
-	s := newSystem(t)
+	t.Parallel()
+	// The route's own budget (support.DefaultBudget, a burst of 10) is
+	// for a person reading; this test polls it until the history shows
+	// the session, so its relay gives the support token a roomy budget
+	// (the budget is support's own tests' subject).
+	s := newSystemWith(t, func(o *relay.Options) { o.Support.Budget = roomy })
 	ctx := context.Background()
-	alice, bob := s.users["alice"], s.users["bob"]
-	tok, err := auth.IssueSupportToken(ctx, s.st, "Sam Support", []string{alice.UserID}, time.Now())
+	alice, bob := s.Users["alice"], s.Users["bob"]
+	tok, err := auth.IssueSupportToken(ctx, s.Store, "Sam Support", []string{alice.UserID}, time.Now())
 	require.NoError(t, err)
 
 	// No agent yet: nothing but the user.
@@ -79,7 +97,7 @@ func TestSupportReadsTheAgent(t *testing.T) {
 	require.Nil(t, a.Diagnostics)
 	require.Equal(t, support.SourceNone, a.DiagnosticsSource)
 
-	ra := s.startAgentOn("alice", "sim", nil)
+	ra := s.StartAgentOn("alice", "sim", nil)
 	a = s.readAgent(tok, alice.UserID)
 	require.True(t, a.Connected)
 	require.NotNil(t, a.Agent)
@@ -106,9 +124,13 @@ func TestSupportReadsTheAgent(t *testing.T) {
 	// The history: the session, live.
 	session := a.Agent.SessionID
 	require.Eventually(t, func() bool {
-		_, ok := s.readAgent(tok, alice.UserID).entryOf(session)
+		a, ok := s.tryReadAgent(tok, alice.UserID)
+		if !ok {
+			return false
+		}
+		_, ok = a.entryOf(session)
 		return ok
-	}, 5*time.Second, 10*time.Millisecond)
+	}, testkit.Medium, testkit.Tick)
 	e, _ := s.readAgent(tok, alice.UserID).entryOf(session)
 	require.Nil(t, e.DisconnectedAt)
 	require.Equal(t, "sim", e.Platform)
@@ -118,11 +140,15 @@ func TestSupportReadsTheAgent(t *testing.T) {
 
 	// The agent stops: its session ends, and what it sent after its
 	// Welcome is what support staff read now.
-	ra.stop()
+	ra.Stop()
 	require.Eventually(t, func() bool {
-		e, ok := s.readAgent(tok, alice.UserID).entryOf(session)
+		a, ok := s.tryReadAgent(tok, alice.UserID)
+		if !ok {
+			return false
+		}
+		e, ok := a.entryOf(session)
 		return ok && e.DisconnectedAt != nil
-	}, 5*time.Second, 10*time.Millisecond)
+	}, testkit.Medium, testkit.Tick)
 	a = s.readAgent(tok, alice.UserID)
 	require.False(t, a.Connected)
 	e, _ = a.entryOf(session)
@@ -133,25 +159,25 @@ func TestSupportReadsTheAgent(t *testing.T) {
 	require.Equal(t, "sim", a.Diagnostics.Bridge.Kind)
 
 	// Not granted, or no such user: the same answer.
-	notGranted := s.do("GET", supportPath(bob.UserID), tok, "")
-	unknown := s.do("GET", supportPath("usr_nobody"), tok, "")
+	notGranted := s.Do("GET", supportPath(bob.UserID), tok, "")
+	unknown := s.Do("GET", supportPath("usr_nobody"), tok, "")
 	for _, r := range []response{notGranted, unknown} {
 		require.Equal(t, http.StatusNotFound, r.Status)
 		require.Equal(t, "not_found", r.Error)
 	}
 	require.Equal(t, notGranted.Detail, unknown.Detail)
-	require.Equal(t, withoutMeta(t, notGranted.raw), withoutMeta(t, unknown.raw))
+	require.Equal(t, withoutMeta(t, notGranted.Raw), withoutMeta(t, unknown.Raw))
 
 	// The user's own tokens are no support tokens.
 	for _, other := range []string{alice.APIToken, alice.AgentToken, "", "tb_support_" + strings.Repeat("A", 43)} {
-		r := s.do("GET", supportPath(alice.UserID), other, "")
+		r := s.Do("GET", supportPath(alice.UserID), other, "")
 		require.Equal(t, http.StatusUnauthorized, r.Status)
 		require.Equal(t, "unauthorized", r.Error)
 	}
 
 	// The audit log names the token's id and the staff member, the user
 	// and the result; never the token.
-	reads := s.logs.FilterMessage("support read").All()
+	reads := s.Logs.FilterMessage("support read").All()
 	require.NotEmpty(t, reads)
 	results := map[string]int{}
 	for _, l := range reads {
@@ -164,7 +190,7 @@ func TestSupportReadsTheAgent(t *testing.T) {
 	require.Positive(t, results["ok "+alice.UserID])
 	require.Equal(t, 1, results["not_found "+bob.UserID])
 	require.Equal(t, 1, results["not_found usr_nobody"])
-	for _, l := range s.logs.All() {
+	for _, l := range s.Logs.All() {
 		b, _ := json.Marshal(l.ContextMap())
 		require.NotContains(t, l.Message+string(b), tok)
 	}
@@ -186,13 +212,14 @@ func withoutMeta(t *testing.T, raw []byte) string {
 // socket, the Management API, the agents' tunnel) it gets what a request
 // without a token gets, 401 wherever a token is needed.
 func TestSupportTokenIsRefusedEverywhereElse(t *testing.T) {
+	t.Parallel()
 	s := newSystem(t)
-	s.startAgent("alice")
-	alice := s.users["alice"]
-	tok, err := auth.IssueSupportToken(context.Background(), s.st, "sam", []string{alice.UserID}, time.Now())
+	s.StartAgent("alice")
+	alice := s.Users["alice"]
+	tok, err := auth.IssueSupportToken(context.Background(), s.Store, "sam", []string{alice.UserID}, time.Now())
 	require.NoError(t, err)
 
-	r, err := relay.New(relay.Options{Store: s.st})
+	r, err := relay.New(relay.Options{Store: s.Store})
 	require.NoError(t, err)
 	routes := r.Routes()
 	require.NoError(t, r.Close())
@@ -209,8 +236,8 @@ func TestSupportTokenIsRefusedEverywhereElse(t *testing.T) {
 		if path == "/ws/stream" || path == protocol.ConnectPath {
 			hdr = webSocketUpgrade
 		}
-		with := s.do(method, path, tok, "", hdr...)
-		without := s.do(method, path, "", "", hdr...)
+		with := s.Do(method, path, tok, "", hdr...)
+		without := s.Do(method, path, "", "", hdr...)
 		require.Equal(t, without.Status, with.Status, "%s: a support token gets what no token gets", pattern)
 		require.Equal(t, without.Error, with.Error, pattern)
 		if with.Status == http.StatusUnauthorized {
@@ -220,7 +247,7 @@ func TestSupportTokenIsRefusedEverywhereElse(t *testing.T) {
 		// the user's own API token gets further than 401 on trading
 		// routes.
 		if strings.HasPrefix(path, "/v1/api/accounts") {
-			require.NotEqual(t, http.StatusUnauthorized, s.do(method, path, alice.APIToken, "").Status, pattern)
+			require.NotEqual(t, http.StatusUnauthorized, s.Do(method, path, alice.APIToken, "").Status, pattern)
 		}
 	}
 	for _, must := range []string{
@@ -239,7 +266,7 @@ func TestSupportTokenIsRefusedEverywhereElse(t *testing.T) {
 	require.Greater(t, len(refused), 60)
 
 	// The stream socket takes its token in the query string too.
-	q := s.do("GET", "/ws/stream?token="+tok, "", "", webSocketUpgrade...)
+	q := s.Do("GET", "/ws/stream?token="+tok, "", "", webSocketUpgrade...)
 	require.Equal(t, http.StatusUnauthorized, q.Status)
 }
 

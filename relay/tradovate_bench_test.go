@@ -24,9 +24,9 @@ func BenchmarkBrokerCall(b *testing.B) {
 	// A pacer that never waits: the benchmark measures the relay, not the
 	// pacer's 10 requests a second.
 	s := newBrokerSystem(b, func(o *relay.Options) { o.Broker.Rate, o.Broker.Burst, o.Broker.PerHour = 1e6, 1e6, 1e9 })
-	tok := s.users["alice"].APIToken
+	tok := s.Users["alice"].APIToken
 	if r := s.link(tok); r.Status != http.StatusOK {
-		b.Fatalf("link: %s", r.raw)
+		b.Fatalf("link: %s", r.Raw)
 	}
 	run := func(b *testing.B, call func(i int) response) {
 		var overhead []time.Duration
@@ -38,7 +38,7 @@ func BenchmarkBrokerCall(b *testing.B) {
 			r := call(i)
 			took := time.Since(start)
 			if r.Status != http.StatusOK {
-				b.Fatalf("call %d: %d %s", i, r.Status, r.raw)
+				b.Fatalf("call %d: %d %s", i, r.Status, r.Raw)
 			}
 			overhead = append(overhead, took-(s.fake.Busy()-busy))
 		}
@@ -52,12 +52,12 @@ func BenchmarkBrokerCall(b *testing.B) {
 			if i%2 == 0 {
 				action = "Sell" // back to flat
 			}
-			return s.doAsync(http.MethodPost, "/v1/api/tv/accounts/Sim101/orders/place", tok, placeBody(action, 1), "Content-Type", jsonBody)
+			return s.DoAsync(http.MethodPost, "/v1/api/tv/accounts/Sim101/orders/place", tok, placeBody(action, 1), "Content-Type", jsonBody)
 		})
 	})
 	b.Run("ListPositions", func(b *testing.B) {
 		run(b, func(int) response {
-			return s.doAsync(http.MethodGet, "/v1/api/tv/accounts/Sim101/positions", tok, "")
+			return s.DoAsync(http.MethodGet, "/v1/api/tv/accounts/Sim101/positions", tok, "")
 		})
 	})
 }

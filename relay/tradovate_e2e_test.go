@@ -60,28 +60,28 @@ func newBrokerSystem(t testing.TB, tweaks ...func(*relay.Options)) *brokerSystem
 
 // broker calls a route of the broker family.
 func (s *brokerSystem) broker(method, path, token, body string, header ...string) response {
-	s.t.Helper()
+	s.T.Helper()
 	if body != "" {
 		header = append(header, "Content-Type", jsonBody)
 	}
 	if s.contract == nil {
-		return s.do(method, "/v1/api/tv/"+path, token, body, header...)
+		return s.Do(method, "/v1/api/tv/"+path, token, body, header...)
 	}
 	// Validated against the broker family's OpenAPI document: the
 	// request (when it succeeds), and the status, headers and body of
 	// every answer.
 	ex := s.contract.check(s.tt, s.system, token, method, "/v1/api/tv/"+path, body, header...)
-	r := response{Status: ex.status, raw: ex.raw}
-	require.NoError(s.t, json.Unmarshal(ex.raw, &r), string(ex.raw))
+	r := response{Status: ex.status, Raw: ex.raw}
+	require.NoError(s.T, json.Unmarshal(ex.raw, &r), string(ex.raw))
 	return r
 }
 
 // link links the fake's login for user's token.
 func (s *brokerSystem) link(token string) response {
-	s.t.Helper()
+	s.T.Helper()
 	b, err := json.Marshal(map[string]any{"env": "demo", "username": tradovatefake.DefaultName, "password": tradovatefake.DefaultPassword,
 		"appId": tradovatefake.DefaultAppID, "appVersion": "1.0", "cid": tradovatefake.DefaultCID, "sec": tradovatefake.DefaultSec})
-	require.NoError(s.t, err)
+	require.NoError(s.T, err)
 	return s.broker(http.MethodPost, "link", token, string(b))
 }
 
@@ -103,85 +103,88 @@ func placeBody(action string, qty int) string {
 // broker's OCO, flatten as the broker's liquidation, an unreachable
 // broker, and unlinking.
 func TestBrokerFamilyEndToEnd(t *testing.T) {
+	t.Parallel()
 	s := newBrokerSystem(t)
-	tok := s.users["alice"].APIToken
+	tok := s.Users["alice"].APIToken
 
 	r := s.broker(http.MethodGet, "accounts", tok, "")
-	require.Equal(t, http.StatusConflict, r.Status, string(r.raw))
+	require.Equal(t, http.StatusConflict, r.Status, string(r.Raw))
 	require.Equal(t, errcode.TradovateNotLinked, r.Error)
 
 	// Refused credentials store nothing and do not echo.
 	s.fake.FailLogins(1)
 	r = s.link(tok)
-	require.Equal(t, http.StatusBadRequest, r.Status, string(r.raw))
+	require.Equal(t, http.StatusBadRequest, r.Status, string(r.Raw))
 	require.Equal(t, errcode.BrokerLoginFailed, r.Error)
 	require.Contains(t, r.Detail, "Tradovate refused", "the detail says what the broker refused, in a fixed sentence")
-	require.NotContains(t, string(r.raw), tradovatefake.DefaultPassword)
+	require.NotContains(t, string(r.Raw), tradovatefake.DefaultPassword)
 	r = s.broker(http.MethodGet, "status", tok, "")
-	require.Equal(t, http.StatusOK, r.Status, string(r.raw))
+	require.Equal(t, http.StatusOK, r.Status, string(r.Raw))
 	require.JSONEq(t, `{"linked":false,"connected":false,"accounts":[]}`, string(r.Data))
 
 	r = s.link(tok)
-	require.Equal(t, http.StatusOK, r.Status, string(r.raw))
+	require.Equal(t, http.StatusOK, r.Status, string(r.Raw))
 	var st broker.Status
 	require.NoError(t, json.Unmarshal(r.Data, &st))
 	require.True(t, st.Linked)
 	require.Equal(t, "demo", st.Env)
-	require.NotContains(t, string(r.raw), tradovatefake.DefaultPassword)
-	require.NotContains(t, string(r.raw), tradovatefake.DefaultSec)
+	require.NotContains(t, string(r.Raw), tradovatefake.DefaultPassword)
+	require.NotContains(t, string(r.Raw), tradovatefake.DefaultSec)
 
 	r = s.broker(http.MethodGet, "accounts", tok, "")
-	require.Equal(t, http.StatusOK, r.Status, string(r.raw))
+	require.Equal(t, http.StatusOK, r.Status, string(r.Raw))
 	require.Contains(t, string(r.Data), `"Sim101"`)
 
 	// One keyed order, sent three times, is one broker order.
 	before := s.fake.OrdersPlaced()
 	for range 3 {
 		r = s.broker(http.MethodPost, "accounts/Sim101/orders/place", tok, placeBody("Buy", 2), "Idempotency-Key", "tv-key-1")
-		require.Equal(t, http.StatusOK, r.Status, string(r.raw))
+		require.Equal(t, http.StatusOK, r.Status, string(r.Raw))
 	}
 	require.Equal(t, before+1, s.fake.OrdersPlaced())
 	require.Eventually(t, func() bool { n, ok := s.brokerPosition(tok, "Sim101"); return ok && n == 2 }, engineWait, 10*time.Millisecond)
 
 	r = s.broker(http.MethodGet, "accounts/Nope/positions", tok, "")
-	require.Equal(t, http.StatusConflict, r.Status, string(r.raw))
+	require.Equal(t, http.StatusConflict, r.Status, string(r.Raw))
 	require.Equal(t, errcode.AccountIdentityUnresolved, r.Error)
 
 	// The desktop-only routes are not the broker's.
-	r = s.do(http.MethodGet, "/v1/api/tv/accounts/Sim101/strategies", tok, "") // not in the document either
-	require.Equal(t, http.StatusNotFound, r.Status, string(r.raw))
+	r = s.Do(http.MethodGet, "/v1/api/tv/accounts/Sim101/strategies", tok, "") // not in the document either
+	require.Equal(t, http.StatusNotFound, r.Status, string(r.Raw))
 
 	// Cancel and bracket is one OCO pair at the broker.
 	r = s.broker(http.MethodPost, "accounts/Sim101/orders/cancel_and_bracket", tok,
 		`{"instrument":"ES 12-26","action":"Buy","quantity":2,"takeProfit":6100,"stopLoss":5900}`)
-	require.Equal(t, http.StatusOK, r.Status, string(r.raw))
+	require.Equal(t, http.StatusOK, r.Status, string(r.Raw))
 	require.Equal(t, 1, s.fake.Requests("/order/placeoco"))
 
 	// Flatten is the broker's liquidation: the bracket goes with it.
 	r = s.broker(http.MethodPost, "accounts/Sim101/positions/flatten", tok, `{"instrument":"ES 12-26"}`)
-	require.Equal(t, http.StatusOK, r.Status, string(r.raw))
+	require.Equal(t, http.StatusOK, r.Status, string(r.Raw))
 	require.Eventually(t, func() bool { n, ok := s.brokerPosition(tok, "Sim101"); return ok && n == 0 }, engineWait, 10*time.Millisecond)
 	require.Positive(t, s.fake.Requests("/order/liquidateposition"))
 
 	// A broker rejection is a 400 with the broker's reason as the code.
 	s.fake.RejectNext("MaxPosLimitReached")
 	r = s.broker(http.MethodPost, "accounts/Sim101/orders/place", tok, placeBody("Buy", 1))
-	require.Equal(t, http.StatusBadRequest, r.Status, string(r.raw))
+	require.Equal(t, http.StatusBadRequest, r.Status, string(r.Raw))
 	require.Equal(t, "tradovate_max_pos_limit_reached", r.Error)
 
 	// An unreachable broker is 503 broker_unavailable.
 	s.fake.Unreachable(true)
-	require.Eventually(t, func() bool {
-		r = s.broker(http.MethodPost, "accounts/Sim101/orders/place", tok, placeBody("Buy", 1))
-		return r.Status == http.StatusServiceUnavailable
-	}, engineWait, 20*time.Millisecond, "last answer: %s", r.raw)
+	require.Eventually(t, func() bool { // no s.broker here: it fails the test, which a condition must not
+		r, err := s.Request(http.MethodPost, "/v1/api/tv/accounts/Sim101/orders/place", tok, placeBody("Buy", 1), "Content-Type", jsonBody)
+		return err == nil && r.Status == http.StatusServiceUnavailable
+	}, engineWait, 20*time.Millisecond)
+	r = s.broker(http.MethodPost, "accounts/Sim101/orders/place", tok, placeBody("Buy", 1))
+	require.Equal(t, http.StatusServiceUnavailable, r.Status, string(r.Raw))
 	require.Equal(t, errcode.BrokerUnavailable, r.Error)
 	s.fake.Unreachable(false)
 
 	r = s.broker(http.MethodDelete, "link", tok, "")
-	require.Equal(t, http.StatusOK, r.Status, string(r.raw))
+	require.Equal(t, http.StatusOK, r.Status, string(r.Raw))
 	r = s.broker(http.MethodGet, "accounts", tok, "")
-	require.Equal(t, errcode.TradovateNotLinked, r.Error, string(r.raw))
+	require.Equal(t, errcode.TradovateNotLinked, r.Error, string(r.Raw))
 }
 
 // The Management API's broker family runs in the relay on the broker's
@@ -189,49 +192,51 @@ func TestBrokerFamilyEndToEnd(t *testing.T) {
 // entries on its broker account, and the kill switch flattens the broker
 // accounts too.
 func TestBrokerEnginesThroughTheRelay(t *testing.T) {
+	t.Parallel()
 	s := newBrokerSystem(t)
-	tok := s.users["bob"].APIToken
+	tok := s.Users["bob"].APIToken
 	r := s.link(tok)
-	require.Equal(t, http.StatusOK, r.Status, string(r.raw))
+	require.Equal(t, http.StatusOK, r.Status, string(r.Raw))
 
 	r = s.broker(http.MethodPost, "accounts/Sim102/orders/place", tok, placeBody("Buy", 2))
-	require.Equal(t, http.StatusOK, r.Status, string(r.raw))
+	require.Equal(t, http.StatusOK, r.Status, string(r.Raw))
 	require.Eventually(t, func() bool { n, ok := s.brokerPosition(tok, "Sim102"); return ok && n == 2 }, engineWait, 10*time.Millisecond)
 
 	// The master window starts at 11:00; the clock stands at 10:00.
 	r = s.manage(http.MethodPost, "tv/monitors", tok,
 		`{"account":"Sim101","masterWindow":{"days":["wed"],"start":"11:00","end":"12:00"}}`)
-	require.Equal(t, http.StatusCreated, r.Status, string(r.raw))
+	require.Equal(t, http.StatusCreated, r.Status, string(r.Raw))
 	var m protocol.Monitor
 	require.NoError(t, json.Unmarshal(r.Data, &m))
 	require.Eventually(t, func() bool {
-		r, err := s.request(http.MethodGet, "/v1/api/manage/tv/monitors/"+m.ID, tok, "")
+		r, err := s.Request(http.MethodGet, "/v1/api/manage/tv/monitors/"+m.ID, tok, "")
 		return err == nil && r.Status == http.StatusOK && json.Unmarshal(r.Data, &m) == nil && m.State == protocol.MonitorStopped
 	}, engineWait, 10*time.Millisecond, "the relay's engine tripped the tv monitor and stored it")
 	require.Equal(t, "masterWindow", m.StoppedReason)
 
 	r = s.broker(http.MethodPost, "accounts/Sim101/orders/place", tok, placeBody("Buy", 1))
-	require.Equal(t, protocol.CodeTradingBlocked, r.Error, string(r.raw))
+	require.Equal(t, protocol.CodeTradingBlocked, r.Error, string(r.Raw))
 	r = s.manage(http.MethodPost, "tv/monitors/"+m.ID+"/restart", tok, "")
-	require.Equal(t, http.StatusConflict, r.Status, string(r.raw))
+	require.Equal(t, http.StatusConflict, r.Status, string(r.Raw))
 	require.Equal(t, "would_retrip", r.Error)
 
 	// The kill switch flattens the broker accounts and refuses entries.
 	r = s.manage(http.MethodPatch, "controls", tok, `{"flattenOnKill":true}`)
-	require.Equal(t, http.StatusOK, r.Status, string(r.raw))
+	require.Equal(t, http.StatusOK, r.Status, string(r.Raw))
 	r = s.manage(http.MethodPut, "controls/kill-switch", tok, `{"enabled":true}`)
-	require.Equal(t, http.StatusOK, r.Status, string(r.raw))
+	require.Equal(t, http.StatusOK, r.Status, string(r.Raw))
 	require.Eventually(t, func() bool { n, ok := s.brokerPosition(tok, "Sim102"); return ok && n == 0 }, engineWait, 10*time.Millisecond,
 		"flattenOnKill flattens the broker accounts")
 	r = s.broker(http.MethodPost, "accounts/Sim102/orders/place", tok, placeBody("Buy", 1))
-	require.Equal(t, protocol.CodeTradingBlocked, r.Error, string(r.raw))
+	require.Equal(t, protocol.CodeTradingBlocked, r.Error, string(r.Raw))
 }
 
 // The link route's refusals: a field it does not take, a missing one, an
 // unknown environment. None repeats what was sent, and nothing is stored.
 func TestBrokerLinkRefusals(t *testing.T) {
+	t.Parallel()
 	s := newBrokerSystem(t)
-	tok := s.users["alice"].APIToken
+	tok := s.Users["alice"].APIToken
 	for _, tc := range []struct {
 		name, body, code string
 	}{
@@ -243,10 +248,10 @@ func TestBrokerLinkRefusals(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			r := s.broker(http.MethodPost, "link", tok, tc.body)
-			require.Equal(t, http.StatusBadRequest, r.Status, string(r.raw))
-			require.Equal(t, tc.code, r.Error, string(r.raw))
-			require.NotContains(t, string(r.raw), "hunter2-secret")
-			require.NotContains(t, string(r.raw), "s3cr3t-sec")
+			require.Equal(t, http.StatusBadRequest, r.Status, string(r.Raw))
+			require.Equal(t, tc.code, r.Error, string(r.Raw))
+			require.NotContains(t, string(r.Raw), "hunter2-secret")
+			require.NotContains(t, string(r.Raw), "s3cr3t-sec")
 		})
 	}
 	r := s.broker(http.MethodGet, "status", tok, "")
@@ -259,18 +264,19 @@ func TestBrokerLinkRefusals(t *testing.T) {
 // callback with a code, which the relay exchanges for a token. A state
 // is good once.
 func TestBrokerOAuthLink(t *testing.T) {
+	t.Parallel()
 	var callback string
 	s := newBrokerSystem(t, func(o *relay.Options) {
 		o.Broker.OAuth.ID, o.Broker.OAuth.Secret = tradovatefake.DefaultOAuthClientID, tradovatefake.DefaultOAuthClientSecret
 		o.Broker.OAuth.RedirectURL = callback
 	})
 	// The callback is the relay's own address, known once it listens.
-	callback = s.base + broker.OAuthCallbackPath
-	s.restart()
-	tok := s.users["alice"].APIToken
+	callback = s.Base + broker.OAuthCallbackPath
+	s.Restart()
+	tok := s.Users["alice"].APIToken
 
 	r := s.broker(http.MethodPost, "link/oauth", tok, `{"env":"demo"}`)
-	require.Equal(t, http.StatusOK, r.Status, string(r.raw))
+	require.Equal(t, http.StatusOK, r.Status, string(r.Raw))
 	var start struct {
 		AuthorizeURL string `json:"authorizeUrl"`
 	}
@@ -288,7 +294,7 @@ func TestBrokerOAuthLink(t *testing.T) {
 	r = s.broker(http.MethodGet, "status", tok, "")
 	require.Contains(t, string(r.Data), `"method":"oauth"`)
 	r = s.broker(http.MethodGet, "accounts", tok, "")
-	require.Equal(t, http.StatusOK, r.Status, string(r.raw))
+	require.Equal(t, http.StatusOK, r.Status, string(r.Raw))
 
 	// The same callback again: the state was used.
 	resp, err = http.Get(resp.Request.URL.String())

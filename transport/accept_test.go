@@ -16,6 +16,7 @@ import (
 	"github.com/coder/websocket"
 	"github.com/stretchr/testify/require"
 
+	"tradebridge/internal/testkit"
 	"tradebridge/transport"
 )
 
@@ -104,7 +105,7 @@ func TestAcceptKeepsBytesReadAhead(t *testing.T) {
 			conn, err := net.Dial("tcp", strings.TrimPrefix(srv.URL, "http://"))
 			require.NoError(t, err)
 			defer conn.Close()
-			require.NoError(t, conn.SetDeadline(time.Now().Add(10*time.Second)))
+			require.NoError(t, conn.SetDeadline(time.Now().Add(testkit.Long)))
 			first := bytes.Repeat([]byte("a"), tc.size)
 			second := bytes.Repeat([]byte("b"), tc.size)
 			req := "GET / HTTP/1.1\r\nHost: x\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n" +

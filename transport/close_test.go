@@ -19,6 +19,7 @@ import (
 	"go.uber.org/zap/zapcore"
 	"go.uber.org/zap/zaptest/observer"
 
+	"tradebridge/internal/testkit"
 	"tradebridge/transport"
 )
 
@@ -90,7 +91,7 @@ func TestNormalCloseLogsNoError(t *testing.T) {
 			tc.close(cancel, sess, conn)
 			select {
 			case <-serverDone:
-			case <-time.After(5 * time.Second):
+			case <-time.After(testkit.Medium):
 				t.Fatal("the server end did not notice the close")
 			}
 			time.Sleep(50 * time.Millisecond) // let both receive loops log
@@ -165,7 +166,7 @@ func TestOnCloseRunsBeforeTheCloseHandshake(t *testing.T) {
 	go func() { defer close(closed); _ = conn.Close() }()
 	select {
 	case <-called:
-	case <-time.After(10 * time.Second):
+	case <-time.After(testkit.Long):
 		t.Fatal("Close did not call the function")
 	}
 	select {

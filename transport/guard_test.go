@@ -17,6 +17,7 @@ import (
 	"go.uber.org/zap/zaptest"
 	"go.uber.org/zap/zaptest/observer"
 
+	"tradebridge/internal/testkit"
 	"tradebridge/transport"
 )
 
@@ -85,7 +86,7 @@ func TestGuardRefusesPeerStreams(t *testing.T) {
 	require.Equal(t, uint32(3), ge.StreamID)
 
 	<-client.sess.CloseChan()
-	require.Eventually(t, func() bool { return client.conn.CloseStatus() != -1 }, time.Second, time.Millisecond)
+	require.Eventually(t, func() bool { return client.conn.CloseStatus() != -1 }, testkit.Medium, time.Millisecond)
 	require.Equal(t, 4005, client.conn.CloseStatus(), "the owner's default code")
 	require.Equal(t, ge.Reason(), client.conn.CloseReason())
 }
@@ -124,7 +125,7 @@ func TestWaitSendWindow(t *testing.T) {
 	// The peer reads: its window update lets the writer go.
 	errc := make(chan error, 1)
 	go func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		ctx, cancel := context.WithTimeout(context.Background(), testkit.Medium)
 		defer cancel()
 		errc <- server.conn.WaitSendWindow(ctx, s.StreamID(), chunk)
 	}()

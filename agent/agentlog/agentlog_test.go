@@ -11,6 +11,8 @@ import (
 	"testing"
 	"time"
 
+	"tradebridge/internal/testkit"
+
 	"github.com/stretchr/testify/require"
 	"go.uber.org/goleak"
 	"go.uber.org/zap"
@@ -179,7 +181,7 @@ func TestRotationIsBounded(t *testing.T) {
 			}
 		}
 		return gz == 2 && plain == 0
-	}, 10*time.Second, 20*time.Millisecond, "the current file and two compressed backups")
+	}, testkit.Long, 20*time.Millisecond, "the current file and two compressed backups")
 	st, err := os.Stat(filepath.Join(dir, FileName))
 	require.NoError(t, err)
 	require.LessOrEqual(t, st.Size(), int64(1<<20))

@@ -23,6 +23,7 @@ import (
 	"go.uber.org/zap/zaptest/observer"
 
 	"tradebridge/agent/agentstore"
+	"tradebridge/internal/testkit"
 	"tradebridge/protocol"
 	"tradebridge/trading/dispatch"
 	"tradebridge/trading/ops"
@@ -353,7 +354,7 @@ func TestSecondOpenRefused(t *testing.T) {
 
 const (
 	crashEnv     = "AGENTSTORE_CRASH_PATH"
-	crashTimeout = 30 * time.Second
+	crashTimeout = testkit.Long
 )
 
 // crashChild runs in a child process: it writes to the state file at

@@ -16,6 +16,7 @@ import (
 	"github.com/stretchr/testify/require"
 	"go.uber.org/zap"
 
+	"tradebridge/internal/testkit"
 	"tradebridge/protocol"
 	"tradebridge/transport"
 )
@@ -104,7 +105,7 @@ func runClient(t *testing.T, ctx context.Context, url string) *Client {
 // waitStatus waits until the Client's status satisfies ok.
 func waitStatus(t *testing.T, c *Client, what string, ok func(protocol.TunnelDiagnostic) bool) protocol.TunnelDiagnostic {
 	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
+	deadline := time.Now().Add(testkit.Long)
 	for {
 		st := c.Status()
 		if ok(st) {

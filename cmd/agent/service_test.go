@@ -21,6 +21,7 @@ import (
 	"go.uber.org/zap/zaptest/observer"
 
 	"tradebridge/agent/winsvc"
+	"tradebridge/internal/testkit"
 )
 
 // lumberjack compresses and removes rotated files in a goroutine of its
@@ -67,7 +68,7 @@ func receive[T any](t *testing.T, ch <-chan T, what string) T {
 	select {
 	case v := <-ch:
 		return v
-	case <-time.After(5 * time.Second):
+	case <-time.After(testkit.Medium):
 		require.FailNow(t, "timed out waiting: "+what)
 	}
 	var zero T

@@ -15,6 +15,8 @@ import (
 	"testing"
 	"time"
 
+	"tradebridge/internal/testkit"
+
 	"github.com/stretchr/testify/require"
 )
 
@@ -37,7 +39,7 @@ func startRelayProcess(t *testing.T, bin, data, addr string, log *os.File) *exec
 	cmd := exec.Command(bin, "serve", "--listen", addr, "--operator-listen", "off", "--data", data)
 	cmd.Stdout, cmd.Stderr = log, log
 	require.NoError(t, cmd.Start())
-	deadline := time.Now().Add(15 * time.Second)
+	deadline := time.Now().Add(testkit.Long)
 	for httpStatus("http://"+addr+"/readyz") != http.StatusOK {
 		require.True(t, time.Now().Before(deadline), "the relay did not become ready")
 		time.Sleep(20 * time.Millisecond)

@@ -16,6 +16,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"tradebridge/internal/testkit"
 	"tradebridge/relay/auth"
 	"tradebridge/relay/profile"
 	"tradebridge/relay/store"
@@ -177,11 +178,11 @@ func TestServeShutsDownCleanly(t *testing.T) {
 	select {
 	case err := <-done:
 		require.NoError(t, err, "a shutdown that was asked for exits 0")
-	case <-time.After(10 * time.Second):
+	case <-time.After(testkit.Long):
 		t.Fatal("relay serve did not return")
 	}
 	require.Less(t, time.Since(start), 5*time.Second)
-	require.NoError(t, c.SetReadDeadline(time.Now().Add(time.Second)))
+	require.NoError(t, c.SetReadDeadline(time.Now().Add(testkit.Medium)))
 	_, err = io.Copy(io.Discard, c)
 	require.False(t, errors.Is(err, os.ErrDeadlineExceeded), "the cut request's connection is closed")
 }

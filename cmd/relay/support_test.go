@@ -11,6 +11,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"tradebridge/internal/testkit"
 	"tradebridge/relay/auth"
 )
 
@@ -181,5 +182,5 @@ func TestSupportAgentCommand(t *testing.T) {
 	require.Eventually(t, func() bool {
 		_, err := run(t, tok, "support", "agent", alice.UserID, "--relay", base, "--token", "-")
 		return err != nil && strings.Contains(err.Error(), "unauthorized")
-	}, 10*time.Second, 100*time.Millisecond, "revoked within the relay's cache TTL")
+	}, testkit.Long, 100*time.Millisecond, "revoked within the relay's cache TTL")
 }

@@ -15,6 +15,7 @@ import (
 
 	"tradebridge/relay/admit"
 	"tradebridge/relay/auth"
+	"tradebridge/relay/auth/authtest"
 	"tradebridge/relay/budget"
 	"tradebridge/relay/errcode"
 	"tradebridge/relay/httpapi"
@@ -22,13 +23,8 @@ import (
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 
-// fakeAuth knows a few tokens; any other is unauthorized, and "broken"
-// fails as a store would.
-type fakeAuth struct {
-	mu    sync.Mutex
-	calls int
-}
-
+// The tokens the admitter's authenticator knows; any other is
+// unauthorized, and "broken" fails as a store would.
 var principals = map[string]auth.Principal{
 	"free":  {UserID: "usr_free", Plan: auth.PlanFree, Kind: auth.KindAPI},
 	"pro":   {UserID: "usr_pro", Plan: auth.PlanPro, Kind: auth.KindAPI},
@@ -38,29 +34,16 @@ var principals = map[string]auth.Principal{
 
 var errStore = errors.New("store down")
 
-func (f *fakeAuth) Authenticate(_ context.Context, token string, want auth.Kind) (auth.Principal, error) {
-	f.mu.Lock()
-	f.calls++
-	f.mu.Unlock()
-	if token == "broken" {
-		return auth.Principal{}, errStore
-	}
-	p, ok := principals[token]
-	if !ok || p.Kind != want {
-		return auth.Principal{}, auth.ErrUnauthorized
-	}
-	return p, nil
+// newFakeAuth is an authenticator over principals.
+func newFakeAuth() *authtest.Auth {
+	fa := authtest.New(principals)
+	fa.Fail("broken", errStore)
+	return fa
 }
 
-func (f *fakeAuth) count() int {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	return f.calls
-}
-
-func newAdmitter(t testing.TB) (*admit.Admitter, *fakeAuth) {
+func newAdmitter(t testing.TB) (*admit.Admitter, *authtest.Auth) {
 	t.Helper()
-	fa := &fakeAuth{}
+	fa := newFakeAuth()
 	a, err := admit.New(admit.Options{Auth: fa})
 	require.NoError(t, err)
 	return a, fa
@@ -159,7 +142,7 @@ func TestOrderOfChecks(t *testing.T) {
 			if tc.budgetGone {
 				d.Budgets[1] = exhausted(t, "write", "usr_elite")
 			}
-			calls := fa.count()
+			calls := fa.Calls()
 			w := httptest.NewRecorder()
 			ad, ok := a.Admit(w, request(tc.token), d)
 			if tc.status == 200 {
@@ -190,7 +173,7 @@ func TestOrderOfChecks(t *testing.T) {
 				require.Equal(t, 5, got.RetryAfter)
 			}
 			if tc.ipSpent {
-				require.Equal(t, calls, fa.count(), "a refused address must cost no token look-up")
+				require.Equal(t, calls, fa.Calls(), "a refused address must cost no token look-up")
 			}
 			// A refusal holds no in-flight place beyond the one taken
 			// on purpose.

@@ -59,7 +59,7 @@ func BenchmarkAdmit(b *testing.B) {
 		make func(b *testing.B) (admit.Authenticator, string)
 	}
 	auths := []authn{
-		{name: "fake", make: func(*testing.B) (admit.Authenticator, string) { return &fakeAuth{}, "pro" }},
+		{name: "fake", make: func(*testing.B) (admit.Authenticator, string) { return newFakeAuth(), "pro" }},
 		{name: "authcache", make: func(b *testing.B) (admit.Authenticator, string) {
 			st, err := store.Open(context.Background(), store.Options{Dir: b.TempDir()})
 			require.NoError(b, err)
@@ -105,7 +105,7 @@ func BenchmarkRedisAdmission(b *testing.B) {
 	r, err := budget.NewRedis(budget.RedisOptions{URL: url, Prefix: keyPrefix(b, url)})
 	require.NoError(b, err)
 	defer r.Close()
-	a, err := admit.New(admit.Options{Auth: &fakeAuth{}, Leases: r})
+	a, err := admit.New(admit.Options{Auth: newFakeAuth(), Leases: r})
 	require.NoError(b, err)
 	trading, err := budget.New(budget.Options{Policy: budget.Policy{Name: "trading", Rate: 1 << 30, Period: time.Minute, Burst: 1 << 30}, Backend: r})
 	require.NoError(b, err)

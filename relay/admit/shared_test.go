@@ -11,6 +11,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"tradebridge/internal/testkit"
 	"tradebridge/relay/admit"
 	"tradebridge/relay/auth"
 	"tradebridge/relay/budget"
@@ -25,34 +26,24 @@ func keyPrefix(t testing.TB, url string) string {
 	return pfx
 }
 
-// testClock is a clock in ns that moves when told.
-type testClock struct{ ns atomic.Int64 }
-
-func newTestClock() *testClock {
-	c := &testClock{}
-	c.ns.Store(int64(time.Hour))
-	return c
-}
-
-func (c *testClock) now() int64              { return c.ns.Load() }
-func (c *testClock) advance(d time.Duration) { c.ns.Add(int64(d)) }
+func newTestClock() *testkit.Clock { return testkit.NewClock(time.Time{}) }
 
 // node is one relay node's admission: its Admitter and its limiters, on
 // a backend of its own (nil: memory).
 type node struct {
 	a       *admit.Admitter
 	backend budget.Backend
-	clock   *testClock
+	clock   *testkit.Clock
 }
 
 // newNode returns a node on Redis under pfx (or in memory when pfx is
 // ""), on clock c.
-func newNode(t *testing.T, url, pfx string, c *testClock) *node {
+func newNode(t *testing.T, url, pfx string, c *testkit.Clock) *node {
 	t.Helper()
 	n := &node{clock: c}
-	opts := admit.Options{Auth: &fakeAuth{}}
+	opts := admit.Options{Auth: newFakeAuth()}
 	if pfx != "" {
-		r, err := budget.NewRedis(budget.RedisOptions{URL: url, Prefix: pfx, Now: c.now, Timeout: 2 * time.Second})
+		r, err := budget.NewRedis(budget.RedisOptions{URL: url, Prefix: pfx, Now: c.UnixNano, Timeout: 2 * time.Second})
 		require.NoError(t, err)
 		t.Cleanup(func() { require.NoError(t, r.Close()) })
 		n.backend, opts.Leases = r, r
@@ -65,7 +56,7 @@ func newNode(t *testing.T, url, pfx string, c *testClock) *node {
 
 func (n *node) limiter(t *testing.T, p budget.Policy) *budget.Limiter {
 	t.Helper()
-	l, err := budget.New(budget.Options{Policy: p, Now: n.clock.now, Backend: n.backend})
+	l, err := budget.New(budget.Options{Policy: p, Now: n.clock.UnixNano, Backend: n.backend})
 	require.NoError(t, err)
 	return l
 }
@@ -131,7 +122,7 @@ func TestLeasesAcrossNodes(t *testing.T) {
 	require.True(t, ok)
 	_, ok = n1.a.Admit(httptest.NewRecorder(), request("pro"), d1)
 	require.False(t, ok)
-	c.advance(admit.DefaultLeaseTTL)
+	c.Advance(admit.DefaultLeaseTTL)
 	require.Equal(t, 0, n1.a.InFlight("manage", "usr_pro"), "both leases lapsed")
 	held.Done() // lapsed already: harmless
 	for range 2 {
@@ -193,7 +184,7 @@ func TestSharedAnswersLikeMemory(t *testing.T) {
 					ad.Done()
 				}
 				held = nil
-				n.clock.advance(time.Duration(i) * 700 * time.Millisecond)
+				n.clock.Advance(time.Duration(i) * 700 * time.Millisecond)
 			}
 			record(w)
 		}
@@ -219,7 +210,7 @@ func TestRedisDownAdmitsAlone(t *testing.T) {
 	r, err := budget.NewRedis(budget.RedisOptions{URL: closedURL(t), Timeout: 100 * time.Millisecond, RetryInterval: time.Hour})
 	require.NoError(t, err)
 	defer func() { require.NoError(t, r.Close()) }()
-	a, err := admit.New(admit.Options{Auth: &fakeAuth{}, Leases: r})
+	a, err := admit.New(admit.Options{Auth: newFakeAuth(), Leases: r})
 	require.NoError(t, err)
 	l, err := budget.New(budget.Options{Policy: budget.Policy{Name: "token", Rate: 2, Period: time.Minute, Burst: 2}, Now: func() int64 { return 0 }, Backend: r})
 	require.NoError(t, err)
@@ -271,11 +262,11 @@ func TestOneCallPerAdmission(t *testing.T) {
 	t.Parallel()
 	url := budgettest.RedisURL(t)
 	c := newTestClock()
-	r, err := budget.NewRedis(budget.RedisOptions{URL: url, Prefix: keyPrefix(t, url), Now: c.now})
+	r, err := budget.NewRedis(budget.RedisOptions{URL: url, Prefix: keyPrefix(t, url), Now: c.UnixNano})
 	require.NoError(t, err)
 	defer func() { require.NoError(t, r.Close()) }()
 	be := &counting{Backend: r}
-	a, err := admit.New(admit.Options{Auth: &fakeAuth{}, Leases: be})
+	a, err := admit.New(admit.Options{Auth: newFakeAuth(), Leases: be})
 	require.NoError(t, err)
 	n := &node{a: a, backend: be, clock: c}
 	d := n.manageDoor(t)

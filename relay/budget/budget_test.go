@@ -10,20 +10,15 @@ import (
 	"github.com/stretchr/testify/require"
 	"go.uber.org/goleak"
 
+	"tradebridge/internal/testkit"
 	"tradebridge/relay/budget"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 
-type clock struct{ ns atomic.Int64 }
-
-func (c *clock) now() int64              { return c.ns.Load() }
-func (c *clock) advance(d time.Duration) { c.ns.Add(int64(d)) }
-
-func newLimiter(t testing.TB, p budget.Policy) (*budget.Limiter, *clock) {
-	c := &clock{}
-	c.ns.Store(int64(time.Hour)) // any start; the limiter never looks at the epoch
-	l, err := budget.New(budget.Options{Policy: p, Now: c.now})
+func newLimiter(t testing.TB, p budget.Policy) (*budget.Limiter, *testkit.Clock) {
+	c := newClock() // any start; the limiter never looks at the epoch
+	l, err := budget.New(budget.Options{Policy: p, Now: c.UnixNano})
 	require.NoError(t, err)
 	return l, c
 }
@@ -41,9 +36,9 @@ func TestBurstThenRate(t *testing.T) {
 	// 180/min is one request every 333.33 ms.
 	require.Equal(t, time.Minute/180, d.RetryAfter)
 	require.Equal(t, 1, d.RetryAfterSeconds(), "never 0")
-	c.advance(d.RetryAfter - 1)
+	c.Advance(d.RetryAfter - 1)
 	require.False(t, l.Allow("u").Allowed)
-	c.advance(1)
+	c.Advance(1)
 	require.True(t, l.Allow("u").Allowed)
 	require.False(t, l.Allow("u").Allowed, "refused attempts are not charged, admitted ones are")
 
@@ -51,7 +46,7 @@ func TestBurstThenRate(t *testing.T) {
 	require.True(t, l.Allow("v").Allowed)
 
 	// After a minute idle the budget is full again.
-	c.advance(time.Minute)
+	c.Advance(time.Minute)
 	require.Equal(t, 20, l.Peek("u").Remaining)
 }
 
@@ -62,7 +57,7 @@ func TestCost(t *testing.T) {
 	}
 	require.False(t, l.AllowN("u", 2).Allowed)
 	require.Equal(t, 0, l.Peek("u").Remaining)
-	c.advance(3 * time.Second)
+	c.Advance(3 * time.Second)
 	require.True(t, l.AllowN("u", 1).Allowed, "a cost-1 request fits where cost 2 does not")
 	require.False(t, l.AllowN("u", 2).Allowed, "nothing is half-charged")
 }
@@ -76,7 +71,7 @@ func TestRetryAfterRoundsUp(t *testing.T) {
 	require.False(t, d.Allowed)
 	require.Equal(t, 6*time.Second, d.RetryAfter)
 	require.Equal(t, 6, d.RetryAfterSeconds())
-	c.advance(5500 * time.Millisecond)
+	c.Advance(5500 * time.Millisecond)
 	d = l.Allow("u")
 	require.Equal(t, 500*time.Millisecond, d.RetryAfter)
 	require.Equal(t, 1, d.RetryAfterSeconds())
@@ -102,12 +97,12 @@ func TestPolicyValidation(t *testing.T) {
 }
 
 func TestKeysAreBounded(t *testing.T) {
-	c := &clock{}
-	l, err := budget.New(budget.Options{Policy: budget.Trading, Now: c.now, MaxKeys: 64})
+	c := newClock()
+	l, err := budget.New(budget.Options{Policy: budget.Trading, Now: c.UnixNano, MaxKeys: 64})
 	require.NoError(t, err)
 	for i := range 10_000 {
 		l.Allow(strconv.Itoa(i))
-		c.advance(time.Second) // each key's single request has refilled by the next
+		c.Advance(time.Second) // each key's single request has refilled by the next
 	}
 	require.LessOrEqual(t, l.Len(), 64*2)
 }
@@ -137,18 +132,18 @@ func TestConcurrentClientsStayWithinTheBound(t *testing.T) {
 			}
 		}()
 	}
-	start := c.now()
+	start := c.UnixNano()
 	for elapsed := time.Duration(0); elapsed <= time.Minute; elapsed += step {
 		wg.Add(clients)
 		for _, r := range rounds {
 			r <- struct{}{}
 		}
 		wg.Wait()
-		bound := int64(p.Burst) + (c.now()-start)*int64(p.Rate)/int64(p.Period)
+		bound := int64(p.Burst) + (c.UnixNano()-start)*int64(p.Rate)/int64(p.Period)
 		got := admitted.Load()
 		require.LessOrEqual(t, got, bound, "at %v", elapsed)
 		require.GreaterOrEqual(t, got, bound-1, "at %v", elapsed)
-		c.advance(step)
+		c.Advance(step)
 	}
 	for _, r := range rounds {
 		close(r)

@@ -15,6 +15,7 @@ import (
 	"go.uber.org/zap"
 	"go.uber.org/zap/zaptest/observer"
 
+	"tradebridge/internal/testkit"
 	"tradebridge/relay/budget"
 	"tradebridge/relay/budget/budgettest"
 )
@@ -35,32 +36,28 @@ func newRedis(t testing.TB, now func() int64) (*budget.Redis, *redis.Client, str
 type backend struct {
 	name string
 	// make returns limiters on clock c, all of one backend.
-	make func(t *testing.T, c *clock) func(p budget.Policy) *budget.Limiter
+	make func(t *testing.T, c *testkit.Clock) func(p budget.Policy) *budget.Limiter
 }
 
 var backends = []backend{
-	{"memory", func(t *testing.T, c *clock) func(p budget.Policy) *budget.Limiter {
+	{"memory", func(t *testing.T, c *testkit.Clock) func(p budget.Policy) *budget.Limiter {
 		return func(p budget.Policy) *budget.Limiter {
-			l, err := budget.New(budget.Options{Policy: p, Now: c.now})
+			l, err := budget.New(budget.Options{Policy: p, Now: c.UnixNano})
 			require.NoError(t, err)
 			return l
 		}
 	}},
-	{"redis", func(t *testing.T, c *clock) func(p budget.Policy) *budget.Limiter {
-		r, _, _ := newRedis(t, c.now)
+	{"redis", func(t *testing.T, c *testkit.Clock) func(p budget.Policy) *budget.Limiter {
+		r, _, _ := newRedis(t, c.UnixNano)
 		return func(p budget.Policy) *budget.Limiter {
-			l, err := budget.New(budget.Options{Policy: p, Now: c.now, Backend: r})
+			l, err := budget.New(budget.Options{Policy: p, Now: c.UnixNano, Backend: r})
 			require.NoError(t, err)
 			return l
 		}
 	}},
 }
 
-func newClock() *clock {
-	c := &clock{}
-	c.ns.Store(int64(time.Hour))
-	return c
-}
+func newClock() *testkit.Clock { return testkit.NewClock(time.Time{}) }
 
 // The semantics every backend keeps: a burst from full, then the rate;
 // refused attempts uncharged; cost 2 whole or not at all; the fields of
@@ -81,13 +78,13 @@ func TestBackendsBurstRateAndCost(t *testing.T) {
 			}
 			d := l.Allow("u")
 			require.Equal(t, budget.Decision{Remaining: 0, RetryAfter: time.Minute / 180, Reset: 20 * (time.Minute / 180)}, d)
-			c.advance(d.RetryAfter - 1)
+			c.Advance(d.RetryAfter - 1)
 			require.False(t, l.Allow("u").Allowed)
-			c.advance(1)
+			c.Advance(1)
 			require.True(t, l.Allow("u").Allowed)
 			require.False(t, l.Allow("u").Allowed, "refused attempts are not charged, admitted ones are")
 			require.True(t, l.Allow("v").Allowed, "other keys have their own budget")
-			c.advance(time.Minute)
+			c.Advance(time.Minute)
 			require.Equal(t, budget.Decision{Allowed: true, Remaining: 20}, l.Peek("u"))
 
 			w := mk(budget.Policy{Name: "write", Rate: 20, Period: time.Minute, Burst: 10})
@@ -96,7 +93,7 @@ func TestBackendsBurstRateAndCost(t *testing.T) {
 			}
 			require.False(t, w.AllowN("u", 2).Allowed)
 			require.Equal(t, 0, w.Peek("u").Remaining)
-			c.advance(3 * time.Second)
+			c.Advance(3 * time.Second)
 			require.True(t, w.AllowN("u", 1).Allowed, "a cost-1 request fits where cost 2 does not")
 			d = w.AllowN("u", 2)
 			require.False(t, d.Allowed, "nothing is half-charged")
@@ -115,7 +112,7 @@ func TestBackendsSustainedRate(t *testing.T) {
 			c := newClock()
 			p := budget.Policy{Name: "sustained", Rate: 60, Period: time.Minute, Burst: 5}
 			l := be.make(t, c)(p)
-			start := c.now()
+			start := c.UnixNano()
 			admitted := 0
 			const step = 250 * time.Millisecond
 			for elapsed := time.Duration(0); elapsed <= time.Minute; elapsed += step {
@@ -124,10 +121,10 @@ func TestBackendsSustainedRate(t *testing.T) {
 						admitted++
 					}
 				}
-				bound := p.Burst + int((c.now()-start)*int64(p.Rate)/int64(p.Period))
+				bound := p.Burst + int((c.UnixNano()-start)*int64(p.Rate)/int64(p.Period))
 				require.LessOrEqual(t, admitted, bound, "at %v", elapsed)
 				require.GreaterOrEqual(t, admitted, bound-1, "at %v", elapsed)
-				c.advance(step)
+				c.Advance(step)
 			}
 		})
 	}
@@ -194,12 +191,12 @@ func TestRedisAgreesWithMemory(t *testing.T) {
 		t.Run(strconv.FormatUint(seed, 10), func(t *testing.T) {
 			t.Parallel()
 			c := newClock()
-			rb, _, _ := newRedis(t, c.now)
+			rb, _, _ := newRedis(t, c.UnixNano)
 			var mem, red []*budget.Limiter
 			for _, p := range policies {
-				m, err := budget.New(budget.Options{Policy: p, Now: c.now})
+				m, err := budget.New(budget.Options{Policy: p, Now: c.UnixNano})
 				require.NoError(t, err)
-				x, err := budget.New(budget.Options{Policy: p, Now: c.now, Backend: rb})
+				x, err := budget.New(budget.Options{Policy: p, Now: c.UnixNano, Backend: rb})
 				require.NoError(t, err)
 				mem, red = append(mem, m), append(red, x)
 			}
@@ -208,11 +205,11 @@ func TestRedisAgreesWithMemory(t *testing.T) {
 			for step := range 600 {
 				switch x := rng.IntN(10); {
 				case x < 4:
-					c.advance(time.Duration(rng.Int64N(int64(400 * time.Millisecond))))
+					c.Advance(time.Duration(rng.Int64N(int64(400 * time.Millisecond))))
 				case x < 5:
-					c.advance(time.Duration(rng.IntN(3)))
+					c.Advance(time.Duration(rng.IntN(3)))
 				case x < 6:
-					c.advance(time.Duration(rng.Int64N(int64(30 * time.Second))))
+					c.Advance(time.Duration(rng.Int64N(int64(30 * time.Second))))
 				}
 				if rng.IntN(3) == 0 {
 					n := 1 + rng.IntN(3)
@@ -264,7 +261,7 @@ func TestRedisKeysExpireWhenFull(t *testing.T) {
 	require.True(t, fast.Allow("u").Allowed)
 	require.Eventually(t, func() bool {
 		return raw.Exists(context.Background(), pfx+"b:fast:u").Val() == 0
-	}, 5*time.Second, 5*time.Millisecond, "the key lives no longer than its budget takes to refill")
+	}, testkit.Medium, 5*time.Millisecond, "the key lives no longer than its budget takes to refill")
 }
 
 // Leases: the limit holds, a refused lease charges nothing, a refused
@@ -273,8 +270,8 @@ func TestRedisKeysExpireWhenFull(t *testing.T) {
 func TestRedisLeases(t *testing.T) {
 	t.Parallel()
 	c := newClock()
-	r, _, _ := newRedis(t, c.now)
-	l, err := budget.New(budget.Options{Policy: budget.Policy{Name: "token", Rate: 3, Period: time.Minute, Burst: 3}, Now: c.now, Backend: r})
+	r, _, _ := newRedis(t, c.UnixNano)
+	l, err := budget.New(budget.Options{Policy: budget.Policy{Name: "token", Rate: 3, Period: time.Minute, Burst: 3}, Now: c.UnixNano, Backend: r})
 	require.NoError(t, err)
 	ctx := context.Background()
 	lease := func() *budget.Lease { return &budget.Lease{Key: "manage:u", Limit: 2, TTL: 90 * time.Second} }
@@ -316,9 +313,9 @@ func TestRedisLeases(t *testing.T) {
 	require.Equal(t, 1, held(), "a refused budget holds no lease")
 
 	// A node that stopped never releases two: it lapses after the TTL.
-	c.advance(90*time.Second - time.Millisecond)
+	c.Advance(90*time.Second - time.Millisecond)
 	require.Equal(t, 1, held())
-	c.advance(time.Millisecond)
+	c.Advance(time.Millisecond)
 	require.Zero(t, held())
 	for range 2 {
 		res, err = r.Admit(ctx, lease(), nil, nil)
@@ -381,7 +378,7 @@ func TestRedisDownFallsBackToMemory(t *testing.T) {
 			require.NoError(t, err)
 			defer func() { require.NoError(t, r.Close()) }()
 			c := newClock()
-			l, err := budget.New(budget.Options{Policy: budget.Trading, Now: c.now, Backend: r})
+			l, err := budget.New(budget.Options{Policy: budget.Trading, Now: c.UnixNano, Backend: r})
 			require.NoError(t, err)
 			for i := range 20 {
 				d := l.Allow("u")
@@ -507,7 +504,7 @@ func TestRedisComesBack(t *testing.T) {
 	require.Equal(t, 1, a.Len())
 
 	px.on.Store(true)
-	require.Eventually(t, func() bool { return r.Ping(context.Background()) == nil }, 5*time.Second, 10*time.Millisecond)
+	require.Eventually(t, func() bool { return r.Ping(context.Background()) == nil }, testkit.Medium, testkit.Tick)
 	d := b.Allow("u")
 	require.False(t, d.Allowed, "back on Redis, the shared budget is spent")
 	require.Zero(t, b.Len())

@@ -11,6 +11,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"tradebridge/internal/testkit"
 	"tradebridge/protocol"
 	"tradebridge/relay/agentcall"
 	"tradebridge/relay/broker"
@@ -182,19 +183,19 @@ func TestClusterHolderKilledMidCall(t *testing.T) {
 	b.waitReach(t, "u")
 	errc := make(chan error, 1)
 	go func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		ctx, cancel := context.WithTimeout(context.Background(), 2*testkit.Long) // outlasts the bound below
 		defer cancel()
 		_, err := b.cl.Call(ctx, "u", "Block", "", json.RawMessage(`1`))
 		errc <- err
 	}()
-	require.Eventually(t, func() bool { return a.hub.served() == 1 }, 5*time.Second, time.Millisecond)
+	require.Eventually(t, func() bool { return a.hub.served() == 1 }, testkit.Medium, time.Millisecond)
 	start := time.Now()
 	a.nc.Close() // the node dies: no more heartbeats
 	select {
 	case err := <-errc:
 		require.ErrorIs(t, err, agentcall.ErrConnectionLost)
 		require.Less(t, time.Since(start), 5*time.Second)
-	case <-time.After(10 * time.Second):
+	case <-time.After(testkit.Long):
 		t.Fatal("the caller waited for the dead holder")
 	}
 	// Its subject is gone with it: the user is connected nowhere.
@@ -247,7 +248,7 @@ func TestClusterInfo(t *testing.T) {
 	want.ConnectedAt, got.ConnectedAt, want.DiagnosticsAt, got.DiagnosticsAt = time.Time{}, time.Time{}, time.Time{}, time.Time{}
 	require.Equal(t, want, got)
 	a.hub.disconnect("u")
-	require.Eventually(t, func() bool { return !b.cl.Connected("u") }, 5*time.Second, 5*time.Millisecond)
+	require.Eventually(t, func() bool { return !b.cl.Connected("u") }, testkit.Medium, 5*time.Millisecond)
 }
 
 // A newer tunnel on another node replaces the older one; statuses reach
@@ -451,7 +452,7 @@ func TestClusterBusDown(t *testing.T) {
 	require.Eventually(t, func() bool {
 		_, err := b.call(t, "theirs", "Echo", 1, 5*time.Second)
 		return errors.Is(err, cluster.ErrBusDown)
-	}, 5*time.Second, 5*time.Millisecond)
+	}, testkit.Medium, 5*time.Millisecond)
 	start := time.Now()
 	_, err := b.call(t, "theirs", "Echo", 1, 5*time.Second)
 	require.ErrorIs(t, err, agentcall.ErrNotConnected, "a 408, nothing sent")
@@ -463,7 +464,7 @@ func TestClusterBusDown(t *testing.T) {
 	require.Eventually(t, func() bool {
 		_, err := b.call(t, "theirs", "Echo", 1, time.Second)
 		return err == nil
-	}, 10*time.Second, 10*time.Millisecond)
+	}, testkit.Long, testkit.Tick)
 	a.waitReach(t, "mine")
 }
 
@@ -492,7 +493,7 @@ func benchCall(b *testing.B, n *node) {
 	b.ResetTimer()
 	b.RunParallel(func(pb *testing.PB) {
 		for pb.Next() {
-			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+			ctx, cancel := context.WithTimeout(context.Background(), testkit.Medium)
 			_, err := n.cl.Call(ctx, "u", "Echo", "", args)
 			cancel()
 			if err != nil {

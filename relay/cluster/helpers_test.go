@@ -18,6 +18,7 @@ import (
 	"go.uber.org/goleak"
 	"go.uber.org/zap/zaptest"
 
+	"tradebridge/internal/testkit"
 	"tradebridge/protocol"
 	"tradebridge/relay/agentcall"
 	"tradebridge/relay/agentcall/agentcalltest"
@@ -269,7 +270,9 @@ func cluster3(t *testing.T) (a, b, c *node) {
 func (n *node) call(t testing.TB, user, fn string, args any, timeout time.Duration) (json.RawMessage, error) {
 	t.Helper()
 	raw, err := json.Marshal(args)
-	require.NoError(t, err)
+	if err != nil { // no require: Eventually's conditions call it
+		return nil, err
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), timeout)
 	defer cancel()
 	return n.cl.Call(ctx, user, fn, "", raw)
@@ -278,7 +281,7 @@ func (n *node) call(t testing.TB, user, fn string, args any, timeout time.Durati
 // waitReach waits until n reaches user's agent (its status is out).
 func (n *node) waitReach(t testing.TB, user string) {
 	t.Helper()
-	require.Eventually(t, func() bool { return n.cl.Connected(user) }, 5*time.Second, 5*time.Millisecond)
+	require.Eventually(t, func() bool { return n.cl.Connected(user) }, testkit.Medium, 5*time.Millisecond)
 }
 
 // proxy forwards TCP connections to a NATS server until cut.

@@ -8,12 +8,14 @@ import (
 	"testing"
 	"time"
 
+	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"go.uber.org/goleak"
 	"go.uber.org/zap"
 	"go.uber.org/zap/zapcore"
 	"go.uber.org/zap/zaptest/observer"
 
+	"tradebridge/internal/testkit"
 	"tradebridge/relay/agentcall"
 	"tradebridge/relay/connhistory"
 	"tradebridge/relay/store"
@@ -54,7 +56,7 @@ func run(t *testing.T, w *connhistory.Writer) (stop func() error) {
 func sessions(t *testing.T, st store.Store) []store.AgentSession {
 	t.Helper()
 	got, err := st.AgentSessions(context.Background(), "u1", t0.Add(-365*24*time.Hour), 100)
-	require.NoError(t, err)
+	assert.NoError(t, err) // no require: Eventually's conditions call it
 	return got
 }
 
@@ -120,7 +122,7 @@ func writerStartClosesLeftOpenAndPrunes(t *testing.T, st store.Store) {
 		Now: func() time.Time { return time.UnixMilli(now.Load()).UTC() }})
 	require.NoError(t, err)
 	run(t, w)
-	require.Eventually(t, func() bool { return len(sessions(t, st)) == 3 }, 5*time.Second, 5*time.Millisecond)
+	require.Eventually(t, func() bool { return len(sessions(t, st)) == 3 }, testkit.Medium, 5*time.Millisecond)
 	got := sessions(t, st)
 	require.Equal(t, "tun_open", got[0].SessionID)
 	require.Equal(t, agentcall.ReasonRelayStopped, got[0].Reason)
@@ -132,7 +134,7 @@ func writerStartClosesLeftOpenAndPrunes(t *testing.T, st store.Store) {
 
 	// A day later, the hourly pruning forgets tun_ok.
 	now.Store(t0.Add(2 * 24 * time.Hour).UnixMilli())
-	require.Eventually(t, func() bool { return len(sessions(t, st)) == 2 }, 5*time.Second, 5*time.Millisecond)
+	require.Eventually(t, func() bool { return len(sessions(t, st)) == 2 }, testkit.Medium, 5*time.Millisecond)
 	require.Equal(t, []string{"tun_open", "tun_other"}, []string{sessions(t, st)[0].SessionID, sessions(t, st)[1].SessionID})
 }
 
@@ -166,7 +168,7 @@ func TestRecordNeverBlocks(t *testing.T) {
 	}
 	require.Less(t, time.Since(start), time.Second, "Record did not wait")
 	// One entry is being written, 4 are queued: 15 were dropped.
-	require.Eventually(t, func() bool { return w.Dropped() >= 15 }, 5*time.Second, time.Millisecond)
+	require.Eventually(t, func() bool { return w.Dropped() >= 15 }, testkit.Medium, time.Millisecond)
 	dropped := w.Dropped()
 	require.LessOrEqual(t, dropped, int64(16))
 	close(bs.release)
@@ -190,7 +192,7 @@ func TestWriterCloseAndRunOnce(t *testing.T) {
 	done := make(chan error, 1)
 	go func() { done <- w.Run(context.Background()) }()
 	w.Record(agentcall.SessionEvent{Kind: agentcall.SessionStarted, UserID: "u1", SessionID: "tun_1", At: t0})
-	require.Eventually(t, func() bool { return len(sessions(t, st)) == 1 }, 5*time.Second, 5*time.Millisecond)
+	require.Eventually(t, func() bool { return len(sessions(t, st)) == 1 }, testkit.Medium, 5*time.Millisecond)
 	require.NoError(t, w.Close())
 	require.NoError(t, <-done)
 	require.NoError(t, w.Close(), "idempotent")

@@ -12,6 +12,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"tradebridge/internal/testkit"
 	"tradebridge/relay/httpapi"
 )
 
@@ -138,7 +139,7 @@ func TestLimitListener(t *testing.T) {
 	refusedNow := func() {
 		t.Helper()
 		c := dial()
-		require.NoError(t, c.SetReadDeadline(time.Now().Add(5*time.Second)))
+		require.NoError(t, c.SetReadDeadline(time.Now().Add(testkit.Medium)))
 		b, err := io.ReadAll(c)
 		require.NoError(t, err)
 		require.True(t, strings.HasPrefix(string(b), "HTTP/1.1 429 "), string(b))

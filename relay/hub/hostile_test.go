@@ -18,8 +18,10 @@ import (
 	"go.uber.org/zap/zaptest"
 
 	"tradebridge/agent/tunnel"
+	"tradebridge/internal/testkit"
 	"tradebridge/protocol"
 	"tradebridge/relay/agentcall"
+	"tradebridge/relay/auth/authtest"
 	"tradebridge/relay/budget"
 	"tradebridge/relay/errcode"
 	"tradebridge/relay/hub"
@@ -60,7 +62,7 @@ func TestConnectChecksAddressBudgetFirst(t *testing.T) {
 		require.NotEmpty(t, resp.Header.Get("RateLimit-Policy"))
 		require.NotEmpty(t, resp.Header.Get("RateLimit"))
 	}
-	require.EqualValues(t, 3, e.auth.lookups.Load(), "no token look-up past the budget")
+	require.EqualValues(t, 3, e.auth.Calls(), "no token look-up past the budget")
 }
 
 // An honest agent at its concurrency limit stops reading requests. Calls
@@ -77,7 +79,7 @@ func TestSaturatedAgentKeepsItsTunnel(t *testing.T) {
 		_, err := call(t, e.hub, "usr_a", "Block", 30*time.Second)
 		running <- err
 	}()
-	require.Eventually(t, func() bool { return a.handler.calls.Load() == 1 }, 5*time.Second, time.Millisecond)
+	require.Eventually(t, func() bool { return a.handler.calls.Load() == 1 }, testkit.Medium, time.Millisecond)
 
 	// 40 requests of 60 KB: more than the stream's 1 MiB window.
 	const calls, timeout = 40, 500 * time.Millisecond
@@ -163,7 +165,7 @@ func TestStreamCallsAreCapped(t *testing.T) {
 			results <- err
 		}()
 	}
-	require.Eventually(t, func() bool { return bh.running.Load() == 2 }, 5*time.Second, time.Millisecond)
+	require.Eventually(t, func() bool { return bh.running.Load() == 2 }, testkit.Medium, time.Millisecond)
 	start := time.Now()
 	_, err := call(t, e.hub, "usr_a", protocol.FnGetBars, 300*time.Millisecond)
 	require.ErrorIs(t, err, agentcall.ErrTimeout)
@@ -227,7 +229,7 @@ func (a *rawAgent) next(t *testing.T) net.Conn {
 	select {
 	case s := <-a.opened:
 		return s
-	case <-time.After(5 * time.Second):
+	case <-time.After(testkit.Medium):
 		t.Fatal("the relay opened no stream")
 		return nil
 	}
@@ -268,7 +270,7 @@ func TestOwnStreamCallDoesNotWaitForTheAgentsClose(t *testing.T) {
 	case err := <-got:
 		require.NoError(t, err)
 		require.Less(t, time.Since(start), 2*time.Second)
-	case <-time.After(5 * time.Second):
+	case <-time.After(testkit.Medium):
 		t.Fatal("the call waited for the agent to close its stream")
 	}
 
@@ -313,7 +315,7 @@ func TestDrippedFrameEndsTunnel(t *testing.T) {
 		t.Fatal("a dripped frame kept the tunnel up")
 	}
 	require.GreaterOrEqual(t, time.Since(start), frameTimeout)
-	require.Eventually(t, func() bool { return a.conn.CloseStatus() != -1 }, time.Second, time.Millisecond)
+	require.Eventually(t, func() bool { return a.conn.CloseStatus() != -1 }, testkit.Medium, time.Millisecond)
 	require.Equal(t, protocol.CloseProtocolError, a.conn.CloseStatus())
 	require.Equal(t, "frame not completed in time", a.conn.CloseReason())
 }
@@ -332,13 +334,13 @@ func TestAgentOpenedStreamEndsTunnel(t *testing.T) {
 	_, _ = s.Write(make([]byte, 64<<10))
 	select {
 	case <-a.sess.CloseChan():
-	case <-time.After(5 * time.Second):
+	case <-time.After(testkit.Medium):
 		t.Fatal("the tunnel stayed up")
 	}
-	require.Eventually(t, func() bool { return a.conn.CloseStatus() != -1 }, time.Second, time.Millisecond)
+	require.Eventually(t, func() bool { return a.conn.CloseStatus() != -1 }, testkit.Medium, time.Millisecond)
 	require.Equal(t, protocol.CloseProtocolError, a.conn.CloseStatus())
 	require.Contains(t, a.conn.CloseReason(), "stream")
-	require.Eventually(t, func() bool { return !e.hub.Connected("usr_a") }, 5*time.Second, time.Millisecond)
+	require.Eventually(t, func() bool { return !e.hub.Connected("usr_a") }, testkit.Medium, time.Millisecond)
 	out, err := call(t, e.hub, "usr_b", "Echo", time.Second)
 	require.NoError(t, err)
 	require.Contains(t, string(out), `"agent":"B"`)
@@ -422,9 +424,9 @@ func TestTinyEventFloodIsPacedByCount(t *testing.T) {
 // are refused.
 func TestEventBudgetBelowOneEventIsRefused(t *testing.T) {
 	t.Parallel()
-	_, err := hub.New(hub.Options{Auth: &fakeAuth{}, EventBytesPerSecond: 1000})
+	_, err := hub.New(hub.Options{Auth: authtest.New(nil), EventBytesPerSecond: 1000})
 	require.ErrorContains(t, err, "EventBytesPerSecond")
-	h, err := hub.New(hub.Options{Auth: &fakeAuth{}})
+	h, err := hub.New(hub.Options{Auth: authtest.New(nil)})
 	require.NoError(t, err)
 	require.NoError(t, h.Close())
 }

@@ -21,40 +21,17 @@ import (
 	"go.uber.org/zap/zaptest"
 
 	"tradebridge/agent/tunnel"
+	"tradebridge/internal/testkit"
 	"tradebridge/protocol"
 	"tradebridge/relay/agentcall"
 	"tradebridge/relay/auth"
+	"tradebridge/relay/auth/authtest"
 	"tradebridge/relay/errcode"
 	"tradebridge/relay/hub"
 	"tradebridge/transport"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
-
-// fakeAuth is an Authenticator over a fixed token table. It counts the
-// look-ups.
-type fakeAuth struct {
-	mu      sync.Mutex
-	tokens  map[string]auth.Principal
-	lookups atomic.Int64
-}
-
-func (f *fakeAuth) Authenticate(_ context.Context, token string, want auth.Kind) (auth.Principal, error) {
-	f.lookups.Add(1)
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	p, ok := f.tokens[token]
-	if !ok || p.Kind != want {
-		return auth.Principal{}, auth.ErrUnauthorized
-	}
-	return p, nil
-}
-
-func (f *fakeAuth) revoke(token string) {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	delete(f.tokens, token)
-}
 
 // echoHandler answers every call with the function name, its arguments and
 // the agent's name, so a test can see which agent served it.
@@ -84,18 +61,18 @@ type env struct {
 	t    testing.TB
 	hub  *hub.Hub
 	srv  *httptest.Server
-	auth *fakeAuth
+	auth *authtest.Auth
 }
 
 func newEnv(t testing.TB) *env { return newEnvWith(t, nil) }
 
 // newEnvWith is newEnv with a hub whose options tweak may change.
 func newEnvWith(t testing.TB, tweak func(*hub.Options)) *env {
-	fa := &fakeAuth{tokens: map[string]auth.Principal{
+	fa := authtest.New(map[string]auth.Principal{
 		"agent-a": {UserID: "usr_a", Plan: auth.PlanPro, Kind: auth.KindAgent},
 		"agent-b": {UserID: "usr_b", Plan: auth.PlanPro, Kind: auth.KindAgent},
 		"api-a":   {UserID: "usr_a", Plan: auth.PlanPro, Kind: auth.KindAPI},
-	}}
+	})
 	opts := hub.Options{Auth: fa, Logger: zaptest.NewLogger(t), HandshakeTimeout: 500 * time.Millisecond, ReverifyInterval: 50 * time.Millisecond}
 	if tweak != nil {
 		tweak(&opts)
@@ -217,7 +194,7 @@ func (a *agentUnderTest) stop() {
 
 func (e *env) waitConnected(userID string) agentcall.Info {
 	e.t.Helper()
-	require.Eventually(e.t, func() bool { return e.hub.Connected(userID) }, 5*time.Second, 5*time.Millisecond)
+	require.Eventually(e.t, func() bool { return e.hub.Connected(userID) }, testkit.Medium, 5*time.Millisecond)
 	info, _ := e.hub.Info(userID)
 	return info
 }
@@ -261,7 +238,7 @@ func TestConcurrentCalls(t *testing.T) {
 		go func() {
 			defer wg.Done()
 			args := json.RawMessage(fmt.Sprintf(`{"i":%d}`, i))
-			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+			ctx, cancel := context.WithTimeout(context.Background(), testkit.Medium)
 			defer cancel()
 			out, err := e.hub.Call(ctx, "usr_a", "Echo", "", args)
 			if err != nil {
@@ -300,7 +277,7 @@ func TestAgentKilledMidCall(t *testing.T) {
 		_, err := call(t, e.hub, "usr_a", "Block", 10*time.Second)
 		errc <- err
 	}()
-	require.Eventually(t, func() bool { return a.handler.calls.Load() == 1 }, 5*time.Second, time.Millisecond)
+	require.Eventually(t, func() bool { return a.handler.calls.Load() == 1 }, testkit.Medium, time.Millisecond)
 	start := time.Now()
 	a.dialer.kill()
 	select {
@@ -308,7 +285,7 @@ func TestAgentKilledMidCall(t *testing.T) {
 		require.ErrorIs(t, err, agentcall.ErrConnectionLost)
 		// Well before the call's own 10 s deadline.
 		require.Less(t, time.Since(start), 5*time.Second)
-	case <-time.After(8 * time.Second):
+	case <-time.After(testkit.Long):
 		t.Fatal("the caller hung after the agent died")
 	}
 	close(a.handler.block)
@@ -316,7 +293,7 @@ func TestAgentKilledMidCall(t *testing.T) {
 	require.Eventually(t, func() bool {
 		info, ok := e.hub.Info("usr_a")
 		return ok && info.SessionID != first.SessionID
-	}, 5*time.Second, 5*time.Millisecond)
+	}, testkit.Medium, 5*time.Millisecond)
 	_, err := call(t, e.hub, "usr_a", "Echo", 5*time.Second)
 	require.NoError(t, err)
 }
@@ -330,7 +307,7 @@ func TestDeadlineAndCancel(t *testing.T) {
 	require.ErrorIs(t, err, agentcall.ErrTimeout)
 	require.Less(t, time.Since(start), time.Second)
 	// The relay's Cancel (or the request's own deadline) ends the agent's work.
-	require.Eventually(t, func() bool { return a.handler.calls.Load() == 1 }, time.Second, time.Millisecond)
+	require.Eventually(t, func() bool { return a.handler.calls.Load() == 1 }, testkit.Medium, time.Millisecond)
 	out, err := call(t, e.hub, "usr_a", "Echo", time.Second)
 	require.NoError(t, err)
 	require.Contains(t, string(out), "Echo")
@@ -344,10 +321,10 @@ func TestNewerConnectionReplacesOlder(t *testing.T) {
 	require.Eventually(t, func() bool {
 		info, ok := e.hub.Info("usr_a")
 		return ok && info.SessionID != info1.SessionID
-	}, 5*time.Second, 5*time.Millisecond)
+	}, testkit.Medium, 5*time.Millisecond)
 	// The first agent was told it was replaced and waits before retrying
 	// (at least half the backoff cap), so the second one serves calls.
-	require.Eventually(t, func() bool { return !first.client.Connected() }, 5*time.Second, 5*time.Millisecond)
+	require.Eventually(t, func() bool { return !first.client.Connected() }, testkit.Medium, 5*time.Millisecond)
 	out, err := call(t, e.hub, "usr_a", "Echo", time.Second)
 	require.NoError(t, err)
 	require.Contains(t, string(out), `"agent":"second"`)
@@ -379,13 +356,13 @@ func TestRevokedTokenEndsTunnel(t *testing.T) {
 	e := newEnv(t)
 	a := e.startAgent("agent-a", "A")
 	e.waitConnected("usr_a")
-	e.auth.revoke("agent-a")
-	require.Eventually(t, func() bool { return !e.hub.Connected("usr_a") && !a.client.Connected() }, 5*time.Second, 5*time.Millisecond)
+	e.auth.Revoke("agent-a")
+	require.Eventually(t, func() bool { return !e.hub.Connected("usr_a") && !a.client.Connected() }, testkit.Medium, 5*time.Millisecond)
 }
 
 // dialRaw opens a tunnel WebSocket by hand, as a misbehaving agent would.
 func dialRaw(t *testing.T, e *env, token string, subprotocols ...string) (*websocket.Conn, *http.Response, error) {
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), testkit.Medium)
 	defer cancel()
 	url := "ws" + strings.TrimPrefix(e.srv.URL, "http") + protocol.ConnectPath
 	return websocket.Dial(ctx, url, &websocket.DialOptions{
@@ -429,7 +406,7 @@ func TestRefusedBeforeUpgrade(t *testing.T) {
 
 // closeCode reads from ws until it closes and returns the close code.
 func closeCode(t *testing.T, ws *websocket.Conn) websocket.StatusCode {
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), testkit.Medium)
 	defer cancel()
 	for {
 		if _, _, err := ws.Read(ctx); err != nil {
@@ -510,7 +487,7 @@ func TestCloseEndsTunnels(t *testing.T) {
 	e.waitConnected("usr_a")
 	require.NoError(t, e.hub.Close())
 	require.NoError(t, e.hub.Close()) // idempotent
-	require.Eventually(t, func() bool { return !a.client.Connected() }, 5*time.Second, 5*time.Millisecond)
+	require.Eventually(t, func() bool { return !a.client.Connected() }, testkit.Medium, 5*time.Millisecond)
 	_, err := call(t, e.hub, "usr_a", "Echo", time.Second)
 	require.True(t, errors.Is(err, agentcall.ErrNotConnected) || errors.Is(err, agentcall.ErrClosed), "%v", err)
 }
@@ -537,7 +514,7 @@ func TestOversizedFrameAfterHandshake(t *testing.T) {
 	_, _ = control.Write([]byte{0x01, 0x00, 0x00, 0x00, byte(protocol.TypeEvent)})
 	<-sess.CloseChan()
 	require.Equal(t, protocol.CloseFrameTooLarge, conn.CloseStatus())
-	require.Eventually(t, func() bool { return !e.hub.Connected("usr_a") }, 5*time.Second, 5*time.Millisecond)
+	require.Eventually(t, func() bool { return !e.hub.Connected("usr_a") }, testkit.Medium, 5*time.Millisecond)
 }
 
 // BenchmarkCall measures a call through the tunnel alone (no HTTP), the part

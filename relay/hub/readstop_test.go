@@ -10,6 +10,7 @@ import (
 	"github.com/stretchr/testify/require"
 	"go.uber.org/zap"
 
+	"tradebridge/internal/testkit"
 	"tradebridge/protocol"
 	"tradebridge/transport"
 )
@@ -65,7 +66,7 @@ func TestReadsEndAsTheSessionCloses(t *testing.T) {
 	select {
 	case err := <-read:
 		require.True(t, errors.Is(err, yamux.ErrTimeout), "the read ended by its deadline: %v", err)
-	case <-time.After(10 * time.Second):
+	case <-time.After(testkit.Long):
 		t.Fatal("the read did not end while the session's connection was closing")
 	}
 	require.True(t, c.readsStopped())

@@ -14,6 +14,7 @@ import (
 	"github.com/stretchr/testify/require"
 	"go.uber.org/zap/zaptest"
 
+	"tradebridge/internal/testkit"
 	"tradebridge/protocol"
 	"tradebridge/relay/agentcall"
 	"tradebridge/relay/hub"
@@ -59,7 +60,7 @@ func (l *sessionLog) wait(t *testing.T, kind agentcall.SessionKind, sessionID st
 			}
 		}
 		return false
-	}, 5*time.Second, 5*time.Millisecond, "no %s entry for %q in %v", kind, sessionID, l.all())
+	}, testkit.Medium, 5*time.Millisecond, "no %s entry for %q in %v", kind, sessionID, l.all())
 	return found
 }
 
@@ -82,7 +83,7 @@ func TestSessionHistoryReasons(t *testing.T) {
 	}{
 		{agentcall.ReasonAgentClosed, func(_ *env, a *agentUnderTest) { a.stop() }},
 		{agentcall.ReasonConnectionLost, func(_ *env, a *agentUnderTest) { a.dialer.kill() }},
-		{agentcall.ReasonRevoked, func(e *env, _ *agentUnderTest) { e.auth.revoke("agent-a") }},
+		{agentcall.ReasonRevoked, func(e *env, _ *agentUnderTest) { e.auth.Revoke("agent-a") }},
 		{agentcall.ReasonShuttingDown, func(e *env, _ *agentUnderTest) { e.hub.Close() }},
 		{agentcall.ReasonReplaced, func(e *env, _ *agentUnderTest) { e.startAgent("agent-a", "second") }},
 	} {

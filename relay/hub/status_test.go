@@ -14,6 +14,7 @@ import (
 	"tradebridge/protocol"
 	"tradebridge/relay/agentcall"
 	"tradebridge/relay/auth"
+	"tradebridge/relay/auth/authtest"
 	"tradebridge/relay/events"
 	"tradebridge/relay/hub"
 )
@@ -59,10 +60,10 @@ func (s spine) Publish(e events.Event) {
 }
 
 func newStatusEnv(t *testing.T) (*env, *statusLog) {
-	fa := &fakeAuth{tokens: map[string]auth.Principal{
+	fa := authtest.New(map[string]auth.Principal{
 		"agent-a": {UserID: "usr_a", Plan: auth.PlanPro, Kind: auth.KindAgent},
 		"agent-b": {UserID: "usr_b", Plan: auth.PlanPro, Kind: auth.KindAgent},
-	}}
+	})
 	log := &statusLog{}
 	h, err := hub.New(hub.Options{Auth: fa, Logger: zaptest.NewLogger(t), HandshakeTimeout: 500 * time.Millisecond,
 		Events: spine{status: log.record}})

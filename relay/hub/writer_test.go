@@ -16,6 +16,7 @@ import (
 	"github.com/stretchr/testify/require"
 	"go.uber.org/zap/zaptest"
 
+	"tradebridge/internal/testkit"
 	"tradebridge/protocol"
 	"tradebridge/relay/agentcall"
 	"tradebridge/transport"
@@ -181,7 +182,7 @@ func TestCallWriteTimeouts(t *testing.T) {
 			c := &agentConn{hub: &Hub{opts: Options{FrameTimeout: time.Second}}, log: zaptest.NewLogger(t), conn: conn, done: make(chan struct{})}
 			r := &rpcStream{c: c, w: newFrameWriter(&fakeStream{n: tc.n, err: tc.err}, roomy),
 				cancels: make(chan uint64, 1), stop: make(chan struct{}), pending: make(map[uint64]chan *protocol.Response)}
-			ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+			ctx, cancel := context.WithTimeout(context.Background(), testkit.Medium)
 			defer cancel()
 			_, err := r.call(ctx, protocol.Request{Fn: "Echo"})
 			require.ErrorIs(t, err, tc.want)

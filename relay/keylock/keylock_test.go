@@ -5,6 +5,8 @@ import (
 	"testing"
 	"time"
 
+	"tradebridge/internal/testkit"
+
 	"github.com/stretchr/testify/require"
 	"go.uber.org/goleak"
 )
@@ -43,7 +45,7 @@ func TestLocks(t *testing.T) {
 	select {
 	case u := <-got:
 		u()
-	case <-time.After(5 * time.Second):
+	case <-time.After(testkit.Medium):
 		t.Fatal("the waiter never got the lock")
 	}
 	require.Zero(t, l.held(), "keys nobody holds are forgotten")

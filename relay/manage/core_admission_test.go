@@ -259,9 +259,9 @@ func TestBudgets(t *testing.T) {
 			require.Equal(t, tc.policy, b.Policy)
 			require.Positive(t, b.RetryAfter)
 			require.Equal(t, strconv.Itoa(b.RetryAfter), r.Header.Get("Retry-After"))
-			e.clock.advance(tc.refill - time.Millisecond)
+			e.clock.Advance(tc.refill - time.Millisecond)
 			require.Equal(t, http.StatusTooManyRequests, tc.req(e, tc.n+1).Code, "not refilled yet")
-			e.clock.advance(time.Millisecond)
+			e.clock.Advance(time.Millisecond)
 			require.NotEqual(t, http.StatusTooManyRequests, tc.req(e, tc.n+2).Code, "refilled continuously")
 			require.Equal(t, http.StatusTooManyRequests, tc.req(e, tc.n+3).Code, "by one request")
 		})
@@ -282,7 +282,7 @@ func TestEveryAttemptCounts(t *testing.T) {
 	require.Equal(t, http.StatusTooManyRequests, r.Code)
 	require.Equal(t, "write", r.body(t).Policy)
 
-	e.clock.advance(time.Hour)
+	e.clock.Advance(time.Hour)
 	for range 3 {
 		r := e.do(http.MethodPatch, "/news-lockout", tokElite, `{}`)
 		require.Equal(t, http.StatusOK, r.Code, string(r.Body))
@@ -292,7 +292,7 @@ func TestEveryAttemptCounts(t *testing.T) {
 	require.Equal(t, http.StatusTooManyRequests, r.Code)
 	require.Equal(t, "resource", r.body(t).Policy)
 
-	e.clock.advance(time.Hour)
+	e.clock.Advance(time.Hour)
 	for range 20 {
 		require.Equal(t, http.StatusNotFound, e.do(http.MethodGet, "/desktop/account-groups/"+noGroup, tokElite, "").Code)
 	}

@@ -14,6 +14,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"tradebridge/internal/testkit"
 	"tradebridge/protocol"
 	"tradebridge/relay/errcode"
 )
@@ -388,7 +389,7 @@ func TestBodyTimeout(t *testing.T) {
 	_, err = io.WriteString(c, "PATCH "+Prefix+"/controls HTTP/1.1\r\nHost: relay\r\nAuthorization: Bearer "+tokElite+
 		"\r\nContent-Type: application/json\r\nContent-Length: 50\r\n\r\n{\"flattenOnKill\":")
 	require.NoError(t, err)
-	require.NoError(t, c.SetReadDeadline(time.Now().Add(5*time.Second)))
+	require.NoError(t, c.SetReadDeadline(time.Now().Add(testkit.Medium)))
 	resp, err := http.ReadResponse(bufio.NewReader(c), nil)
 	require.NoError(t, err)
 	defer resp.Body.Close()

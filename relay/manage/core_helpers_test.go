@@ -10,25 +10,26 @@ import (
 	"slices"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/require"
 	"go.uber.org/goleak"
 
+	"tradebridge/internal/testkit"
 	"tradebridge/protocol"
 	"tradebridge/relay/admit"
 	"tradebridge/relay/agentcall"
 	"tradebridge/relay/agentcall/agentcalltest"
 	"tradebridge/relay/auth"
+	"tradebridge/relay/auth/authtest"
 	"tradebridge/relay/budget"
 	"tradebridge/relay/store"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 
-// Tokens of the test users (fakeAuth).
+// Tokens of the test users (newFakeAuth).
 const (
 	tokElite     = "tb_api_elite"     // user u1, elite
 	tokEliteB    = "tb_api_eliteb"    // user u1 again, another token
@@ -41,9 +42,8 @@ const (
 	tokStoreFail = "tb_api_storefail" // the token store fails
 )
 
-// fakeAuth is the admitter's authenticator over fixed principals.
-type fakeAuth struct{}
-
+// principals are the test users' tokens, which the admitter's
+// authenticator knows (newFakeAuth).
 var principals = map[string]auth.Principal{
 	tokElite:     {UserID: "u1", Plan: auth.PlanElite, Kind: auth.KindAPI, TokenHash: "ha"},
 	tokEliteB:    {UserID: "u1", Plan: auth.PlanElite, Kind: auth.KindAPI, TokenHash: "hb"},
@@ -55,15 +55,12 @@ var principals = map[string]auth.Principal{
 	tokNoControl: {UserID: "u6", Plan: auth.PlanElite, Kind: auth.KindAPI, Withheld: []string{"controls"}},
 }
 
-func (fakeAuth) Authenticate(_ context.Context, token string, want auth.Kind) (auth.Principal, error) {
-	if token == tokStoreFail {
-		return auth.Principal{}, errors.New("store down")
-	}
-	p, ok := principals[token]
-	if !ok || want != auth.KindAPI {
-		return auth.Principal{}, auth.ErrUnauthorized
-	}
-	return p, nil
+// newFakeAuth is the admitter's authenticator over principals, whose
+// store fails for tokStoreFail.
+func newFakeAuth() *authtest.Auth {
+	fa := authtest.New(principals)
+	fa.Fail(tokStoreFail, errors.New("store down"))
+	return fa
 }
 
 // fakeStore is an in-memory Store; failRead and failWrite make it fail,
@@ -243,12 +240,6 @@ func ack(fn string, args json.RawMessage) (json.RawMessage, error) {
 	return nil, errors.New("unknown function")
 }
 
-// fakeClock drives the budgets (nanoseconds).
-type fakeClock struct{ ns atomic.Int64 }
-
-func (c *fakeClock) now() int64              { return c.ns.Load() }
-func (c *fakeClock) advance(d time.Duration) { c.ns.Add(int64(d)) }
-
 // env is a Server with fakes, its routes on a ServeMux.
 type env struct {
 	t     testing.TB
@@ -256,7 +247,7 @@ type env struct {
 	mux   *http.ServeMux
 	store *fakeStore
 	hub   *fakeHub
-	clock *fakeClock
+	clock *testkit.Clock // drives the budgets
 	ip    *budget.Limiter
 	// now is the wall clock of changes.
 	now time.Time
@@ -268,15 +259,14 @@ type env struct {
 // newEnv returns an env; mod, when set, changes the Options first.
 func newEnv(t testing.TB, mod func(*Options)) *env {
 	t.Helper()
-	e := &env{t: t, store: newFakeStore(), hub: newFakeHub("u1", "u2", "u4", "u5", "u6"), clock: &fakeClock{},
+	e := &env{t: t, store: newFakeStore(), hub: newFakeHub("u1", "u2", "u4", "u5", "u6"), clock: testkit.NewClock(time.Time{}),
 		now: time.Date(2026, 11, 2, 15, 0, 0, 0, time.UTC), tick: time.Minute}
-	e.clock.ns.Store(int64(time.Hour))
-	ip, err := budget.New(budget.Options{Policy: admit.DefaultIPPolicy, Now: e.clock.now})
+	ip, err := budget.New(budget.Options{Policy: admit.DefaultIPPolicy, Now: e.clock.UnixNano})
 	require.NoError(t, err)
 	e.ip = ip
-	adm, err := admit.New(admit.Options{Auth: fakeAuth{}})
+	adm, err := admit.New(admit.Options{Auth: newFakeAuth()})
 	require.NoError(t, err)
-	opts := Options{Store: e.store, Hub: e.hub, Admitter: adm, IPBudget: ip, Now: e.clock.now,
+	opts := Options{Store: e.store, Hub: e.hub, Admitter: adm, IPBudget: ip, Now: e.clock.UnixNano,
 		Clock: func() time.Time { return e.now }, AckTimeout: time.Second}
 	if mod != nil {
 		mod(&opts)
@@ -350,7 +340,7 @@ func (e *env) do(method, path, token, body string, headers ...string) resp {
 		}
 		r.Header.Set(headers[i], headers[i+1])
 	}
-	e.clock.advance(e.tick)
+	e.clock.Advance(e.tick)
 	w := httptest.NewRecorder()
 	e.mux.ServeHTTP(w, r)
 	return resp{Code: w.Code, Header: w.Header(), Body: w.Body.Bytes()}

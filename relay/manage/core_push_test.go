@@ -7,8 +7,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"tradebridge/internal/testkit"
 	"tradebridge/protocol"
 	"tradebridge/relay/agentcall"
 	"tradebridge/relay/errcode"
@@ -157,12 +159,12 @@ func TestMonitorRestartOverHTTP(t *testing.T) {
 
 	// Costs: write 2, resource 1.
 	e.tick = 0
-	e.clock.advance(time.Hour)
+	e.clock.Advance(time.Hour)
 	for range 3 {
 		e.do(http.MethodPost, path, tokElite, "")
 	}
 	require.Equal(t, "resource", e.do(http.MethodPost, path, tokElite, "").body(t).Policy)
-	e.clock.advance(time.Hour)
+	e.clock.Advance(time.Hour)
 	for i := range 5 {
 		e.do(http.MethodPost, "/desktop/monitors/mon_0000000000000000000"+string(rune('0'+i))+"/restart", tokElite, "")
 	}
@@ -227,9 +229,8 @@ func TestReportedStates(t *testing.T) {
 			if r.Version != version {
 				return false
 			}
-			require.NoError(t, json.Unmarshal(r.Body, &m))
-			return true
-		}, 5*time.Second, time.Millisecond)
+			return assert.NoError(t, json.Unmarshal(r.Body, &m))
+		}, testkit.Medium, time.Millisecond)
 		return m
 	}
 	e.s.HandleEvent(event(protocol.EventQuote, map[string]any{}))

@@ -48,7 +48,7 @@ func FuzzManageBody(f *testing.F) {
 		r.RemoteAddr = "192.0.2.1:1234"
 		r.Header.Set("Authorization", "Bearer "+tokElite)
 		r.Header.Set("Content-Type", "application/json")
-		e.clock.advance(e.tick)
+		e.clock.Advance(e.tick)
 		w := httptest.NewRecorder()
 		e.mux.ServeHTTP(w, r)
 		var out map[string]json.RawMessage

@@ -453,7 +453,7 @@ func TestBrokerNotLinked(t *testing.T) {
 	// 20) runs out.
 	links.set("u1", nil)
 	e.tick = 0
-	e.clock.advance(time.Hour)
+	e.clock.Advance(time.Hour)
 	for range 20 {
 		require.Equal(t, errcode.TradovateNotLinked, e.do(http.MethodGet, "/tv/monitors", tokElite, "").code(t))
 	}
@@ -607,7 +607,7 @@ func TestBrokerModesAndBudgets(t *testing.T) {
 	require.NoError(t, e.s.Modes().Set(ModeState{}))
 	other := e.create("/tv/copiers", brokerCopierBody("TV2", "TV3"))
 	e.tick = 0
-	e.clock.advance(time.Hour)
+	e.clock.Advance(time.Hour)
 	for range 3 {
 		r = e.do(http.MethodPatch, "/tv/copiers/"+id, tokElite, `{"active":false,"tandem":false}`)
 		require.Equal(t, http.StatusOK, r.Code, string(r.Body))

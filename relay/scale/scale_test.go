@@ -19,6 +19,7 @@ import (
 	"go.uber.org/goleak"
 	"go.uber.org/zap"
 
+	"tradebridge/internal/testkit"
 	"tradebridge/relay"
 	"tradebridge/relay/agentcall"
 	"tradebridge/relay/auth"
@@ -88,7 +89,7 @@ func startNodeWith(tb testing.TB, st store.Store, addr string, onStart func(time
 		var err error
 		ln, err = net.Listen("tcp", addr)
 		return err == nil
-	}, 10*time.Second, 10*time.Millisecond, "listening on %s", addr)
+	}, testkit.Long, testkit.Tick, "listening on %s", addr)
 	n := &node{tb: tb, addr: ln.Addr().String(), done: make(chan error, 1), onStart: onStart}
 	opts := relay.Options{Store: st, Logger: relayLogger()}
 	if tweak != nil {

@@ -3,11 +3,11 @@ package store_test
 import (
 	"context"
 	"testing"
-	"time"
 
 	"github.com/stretchr/testify/require"
 	"go.uber.org/goleak"
 
+	"tradebridge/internal/testkit"
 	"tradebridge/relay/store"
 	"tradebridge/relay/store/storetest"
 )
@@ -65,7 +65,7 @@ func eachShared(t *testing.T, users []string, fn func(t *testing.T, stores []sto
 
 func openPostgres(t *testing.T, url string) *store.Postgres {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), testkit.Long)
 	defer cancel()
 	s, err := store.OpenPostgres(ctx, store.PostgresOptions{URL: url})
 	require.NoError(t, err)

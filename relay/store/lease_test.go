@@ -9,6 +9,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"tradebridge/internal/testkit"
 	"tradebridge/relay/store"
 )
 
@@ -71,7 +72,7 @@ func TestBrokerLeaseExpires(t *testing.T) {
 		require.Eventually(t, func() bool {
 			_, err := s.BrokerLeaseHolder(ctx, "u1")
 			return err != nil
-		}, 10*time.Second, 5*time.Millisecond, "the lease expires")
+		}, testkit.Long, 5*time.Millisecond, "the lease expires")
 		_, err = s.BrokerLeaseHolder(ctx, "u1")
 		require.ErrorIs(t, err, store.ErrNotFound)
 		ok, err = s.AcquireBrokerLease(ctx, "u1", "node-b", time.Hour)

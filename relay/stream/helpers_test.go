@@ -20,9 +20,11 @@ import (
 	"go.uber.org/zap/zapcore"
 	"go.uber.org/zap/zaptest/observer"
 
+	"tradebridge/internal/testkit"
 	"tradebridge/protocol"
 	"tradebridge/relay/agentcall"
 	"tradebridge/relay/auth"
+	"tradebridge/relay/auth/authtest"
 	"tradebridge/relay/budget"
 	"tradebridge/relay/profile"
 	"tradebridge/relay/store"
@@ -41,36 +43,16 @@ const (
 	userB   = "usr_b"
 )
 
-// fakeAuth is an Authenticator over a token table that tests may change.
-type fakeAuth struct {
-	mu     sync.Mutex
-	tokens map[string]auth.Principal
-}
-
-func newFakeAuth() *fakeAuth {
-	return &fakeAuth{tokens: map[string]auth.Principal{
+// newFakeAuth is an Authenticator over the test tokens, which tests may
+// revoke.
+func newFakeAuth() *authtest.Auth {
+	return authtest.New(map[string]auth.Principal{
 		tokA:    {UserID: userA, Plan: auth.PlanPro, Kind: auth.KindAPI},
 		tokA2:   {UserID: userA, Plan: auth.PlanPro, Kind: auth.KindAPI},
 		tokAC:   {UserID: userA, Plan: auth.PlanPro, Kind: auth.KindAPI, Profile: profile.Compatible},
 		tokB:    {UserID: userB, Plan: auth.PlanElite, Kind: auth.KindAPI},
 		tokFree: {UserID: "usr_free", Plan: auth.PlanFree, Kind: auth.KindAPI},
-	}}
-}
-
-func (f *fakeAuth) Authenticate(_ context.Context, token string, want auth.Kind) (auth.Principal, error) {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	p, ok := f.tokens[token]
-	if !ok || p.Kind != want {
-		return auth.Principal{}, auth.ErrUnauthorized
-	}
-	return p, nil
-}
-
-func (f *fakeAuth) revoke(token string) {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	delete(f.tokens, token)
+	})
 }
 
 // upCall is one call the fake upstream received.
@@ -226,69 +208,15 @@ func (f *fakeUpstream) lastSet(user string) ([]string, int) {
 	return last, n
 }
 
-// fakeClock is a Clock whose time moves only when a test says.
-type fakeClock struct {
-	mu      sync.Mutex
-	now     time.Time
-	tickers []*fakeTicker
-}
-
-type fakeTicker struct {
-	clock   *fakeClock
-	c       chan time.Time
-	period  time.Duration
-	next    time.Time
-	stopped bool
-}
+// fakeClock is a Clock whose time moves only when a test says: the
+// test kit's, its tickers given as this package's Ticker.
+type fakeClock struct{ *testkit.Clock }
 
 func newFakeClock() *fakeClock {
-	return &fakeClock{now: time.Date(2026, 11, 2, 15, 0, 0, 0, time.UTC)}
+	return &fakeClock{testkit.NewClock(time.Date(2026, 11, 2, 15, 0, 0, 0, time.UTC))}
 }
 
-func (c *fakeClock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.now
-}
-
-func (c *fakeClock) NewTicker(d time.Duration) Ticker {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	t := &fakeTicker{clock: c, c: make(chan time.Time, 1), period: d, next: c.now.Add(d)}
-	c.tickers = append(c.tickers, t)
-	return t
-}
-
-// Advance moves the clock, firing tickers as time.Ticker would (a tick
-// that finds the channel full is dropped).
-func (c *fakeClock) Advance(d time.Duration) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.now = c.now.Add(d)
-	for _, t := range c.tickers {
-		for !t.stopped && !t.next.After(c.now) {
-			select {
-			case t.c <- t.next:
-			default:
-			}
-			t.next = t.next.Add(t.period)
-		}
-	}
-}
-
-func (t *fakeTicker) C() <-chan time.Time { return t.c }
-
-func (t *fakeTicker) Reset(d time.Duration) {
-	t.clock.mu.Lock()
-	defer t.clock.mu.Unlock()
-	t.period, t.next, t.stopped = d, t.clock.now.Add(d), false
-}
-
-func (t *fakeTicker) Stop() {
-	t.clock.mu.Lock()
-	defer t.clock.mu.Unlock()
-	t.stopped = true
-}
+func (c *fakeClock) NewTicker(d time.Duration) Ticker { return c.Clock.NewTicker(d) }
 
 // env is a Server on a loopback httptest server.
 type env struct {
@@ -296,7 +224,7 @@ type env struct {
 	srv    *Server
 	store  *store.SQLite
 	up     *fakeUpstream
-	auth   *fakeAuth
+	auth   *authtest.Auth
 	clock  *fakeClock
 	budget *budget.Limiter
 	logs   *observer.ObservedLogs
@@ -357,7 +285,7 @@ func (e *env) dial(token string) *client {
 
 func (e *env) dialNoStatus(token string) *client {
 	e.t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), testkit.Medium)
 	defer cancel()
 	ws, resp, err := websocket.Dial(ctx, e.url, &websocket.DialOptions{HTTPHeader: http.Header{"Authorization": {"Bearer " + token}}})
 	require.NoError(e.t, err)
@@ -372,7 +300,7 @@ func (e *env) dialNoStatus(token string) *client {
 
 func (c *client) sendRaw(s string) {
 	c.t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), testkit.Medium)
 	defer cancel()
 	require.NoError(c.t, c.ws.Write(ctx, websocket.MessageText, []byte(s)))
 }

@@ -15,6 +15,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"tradebridge/internal/testkit"
 	"tradebridge/protocol"
 	"tradebridge/relay/agentcall"
 	"tradebridge/relay/errcode"
@@ -328,7 +329,7 @@ func TestKeyedWriteRepeatWhileRunningIsInProgress(t *testing.T) {
 	}
 	c := e.dial(tokA)
 	c.send(rpcFrame(1, "PlaceOrder", placeArgs("orderId", "o-run")))
-	require.Eventually(t, func() bool { return started.Load() == 1 }, 5*time.Second, time.Millisecond)
+	require.Eventually(t, func() bool { return started.Load() == 1 }, testkit.Medium, time.Millisecond)
 	other := e.dial(tokA2)
 	other.send(rpcFrame(2, "PlaceOrder", placeArgs("orderId", "o-run")))
 	f := other.readReply()

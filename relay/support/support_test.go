@@ -22,6 +22,7 @@ import (
 	"tradebridge/relay/agentcall"
 	"tradebridge/relay/agentcall/agentcalltest"
 	"tradebridge/relay/auth"
+	"tradebridge/relay/auth/authtest"
 	"tradebridge/relay/budget"
 	"tradebridge/relay/store"
 	"tradebridge/relay/support"
@@ -32,17 +33,6 @@ import (
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 
 var t0 = time.Date(2026, 11, 20, 9, 0, 0, 0, time.UTC)
-
-// fakeAuth knows a fixed table of tokens.
-type fakeAuth map[string]auth.Principal
-
-func (f fakeAuth) Authenticate(_ context.Context, token string, want auth.Kind) (auth.Principal, error) {
-	p, ok := f[token]
-	if !ok || p.Kind != want {
-		return auth.Principal{}, auth.ErrUnauthorized
-	}
-	return p, nil
-}
 
 // fakeHub is the users' live tunnels (the relay's one fake of the
 // agents), whose agents answer the diagnostics call only.
@@ -124,13 +114,13 @@ const (
 
 func newEnv(t *testing.T, tweak func(*support.Options)) *env {
 	t.Helper()
-	a, err := admit.New(admit.Options{Auth: fakeAuth{
+	a, err := admit.New(admit.Options{Auth: authtest.New(map[string]auth.Principal{
 		staffToken: {UserID: "support:aaaaaaaaaaaa", UserName: "Sam", Kind: auth.KindSupport, TokenHash: strings.Repeat("a", 64),
 			Grants: []string{"usr_alice", "usr_gone"}},
 		otherStaff: {UserID: "support:bbbbbbbbbbbb", UserName: "Sue", Kind: auth.KindSupport, TokenHash: strings.Repeat("b", 64),
 			Grants: []string{"usr_bob"}},
 		apiToken: {UserID: "usr_alice", Kind: auth.KindAPI, Plan: auth.PlanElite},
-	}})
+	})})
 	require.NoError(t, err)
 	core, logs := observer.New(zapcore.DebugLevel)
 	e := &env{

@@ -15,12 +15,15 @@ import (
 	"testing"
 	"time"
 
+	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"go.uber.org/goleak"
 
+	"tradebridge/internal/testkit"
 	"tradebridge/protocol"
 	"tradebridge/relay/agentcall"
 	"tradebridge/relay/auth"
+	"tradebridge/relay/auth/authtest"
 	"tradebridge/relay/budget"
 	"tradebridge/relay/errcode"
 	"tradebridge/relay/store"
@@ -76,22 +79,15 @@ func (f *fakeAgent) all() []call {
 	return append([]call(nil), f.calls...)
 }
 
-type fakeAuth struct{}
-
-func (fakeAuth) Authenticate(_ context.Context, token string, _ auth.Kind) (auth.Principal, error) {
-	switch token {
-	case "tb_api_pro":
-		return auth.Principal{UserID: "usr_pro", Plan: auth.PlanPro, Kind: auth.KindAPI}, nil
-	case "tb_api_pro2":
-		return auth.Principal{UserID: "usr_pro2", Plan: auth.PlanPro, Kind: auth.KindAPI}, nil
-	case "tb_api_free":
-		return auth.Principal{UserID: "usr_free", Plan: auth.PlanFree, Kind: auth.KindAPI}, nil
-	case "tb_api_notv":
-		return auth.Principal{UserID: "usr_notv", Plan: auth.PlanPro, Kind: auth.KindAPI, Withheld: []string{"tv"}}, nil
-	case "tb_api_nodesk":
-		return auth.Principal{UserID: "usr_nodesk", Plan: auth.PlanElite, Kind: auth.KindAPI, Withheld: []string{"desktop"}}, nil
-	}
-	return auth.Principal{}, auth.ErrUnauthorized
+// newFakeAuth is an authenticator over the test users' API tokens.
+func newFakeAuth() *authtest.Auth {
+	return authtest.New(map[string]auth.Principal{
+		"tb_api_pro":    {UserID: "usr_pro", Plan: auth.PlanPro, Kind: auth.KindAPI},
+		"tb_api_pro2":   {UserID: "usr_pro2", Plan: auth.PlanPro, Kind: auth.KindAPI},
+		"tb_api_free":   {UserID: "usr_free", Plan: auth.PlanFree, Kind: auth.KindAPI},
+		"tb_api_notv":   {UserID: "usr_notv", Plan: auth.PlanPro, Kind: auth.KindAPI, Withheld: []string{"tv"}},
+		"tb_api_nodesk": {UserID: "usr_nodesk", Plan: auth.PlanElite, Kind: auth.KindAPI, Withheld: []string{"desktop"}},
+	})
 }
 
 type env struct {
@@ -123,7 +119,7 @@ func newEnv(t testing.TB, tweak ...func(*tradeapi.Options)) *env {
 	require.NoError(t, err)
 	roomyIP, err := budget.New(budget.Options{Policy: budget.Policy{Name: "ip", Rate: 1 << 20, Period: time.Minute, Burst: 1 << 20}})
 	require.NoError(t, err)
-	opts := tradeapi.Options{Caller: fa, Auth: fakeAuth{}, Idempotency: st, Budget: roomy, IPBudget: roomyIP}
+	opts := tradeapi.Options{Caller: fa, Auth: newFakeAuth(), Idempotency: st, Budget: roomy, IPBudget: roomyIP}
 	for _, f := range tweak {
 		f(&opts)
 	}
@@ -148,12 +144,21 @@ type resp struct {
 
 func (e *env) do(method, path, token, body string, headers ...string) resp {
 	e.t.Helper()
+	r, err := e.request(method, path, token, body, headers...)
+	require.NoError(e.t, err)
+	return r
+}
+
+// request is do for any goroutine: it returns the error.
+func (e *env) request(method, path, token, body string, headers ...string) (resp, error) {
 	var rd io.Reader
 	if body != "" {
 		rd = strings.NewReader(body)
 	}
 	req, err := http.NewRequest(method, e.srv.URL+path, rd)
-	require.NoError(e.t, err)
+	if err != nil {
+		return resp{}, err
+	}
 	if token != "" {
 		req.Header.Set("Authorization", "Bearer "+token)
 	}
@@ -164,13 +169,17 @@ func (e *env) do(method, path, token, body string, headers ...string) resp {
 		req.Header.Set(headers[i], headers[i+1])
 	}
 	res, err := e.srv.Client().Do(req)
-	require.NoError(e.t, err)
+	if err != nil {
+		return resp{}, err
+	}
 	defer res.Body.Close()
 	raw, err := io.ReadAll(res.Body)
-	require.NoError(e.t, err)
+	if err != nil {
+		return resp{}, err
+	}
 	r := resp{Status: res.StatusCode, Header: res.Header, Raw: string(raw)}
 	_ = json.Unmarshal(raw, &r.Body)
-	return r
+	return r, nil
 }
 
 func TestOpenAPIMatchesRoutes(t *testing.T) {
@@ -455,9 +464,11 @@ func TestConcurrentRepeatIsConflict(t *testing.T) {
 	body := `{"instrument":"ES"}`
 	done := make(chan resp)
 	go func() {
-		done <- e.do("POST", "/v1/api/accounts/Sim101/positions/reverse", "tb_api_pro", body, "Idempotency-Key", "k-c")
+		r, err := e.request("POST", "/v1/api/accounts/Sim101/positions/reverse", "tb_api_pro", body, "Idempotency-Key", "k-c")
+		assert.NoError(t, err)
+		done <- r
 	}()
-	require.Eventually(t, func() bool { return started.Load() == 1 }, 5*time.Second, time.Millisecond)
+	require.Eventually(t, func() bool { return started.Load() == 1 }, testkit.Medium, time.Millisecond)
 	r := e.do("POST", "/v1/api/accounts/Sim101/positions/reverse", "tb_api_pro", body, "Idempotency-Key", "k-c")
 	require.Equal(t, 409, r.Status)
 	require.Equal(t, protocol.CodeRequestInProgress, r.Body["error"])

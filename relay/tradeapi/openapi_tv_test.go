@@ -394,7 +394,7 @@ func newBrokerRelay(t *testing.T, login func(context.Context, string, broker.Sec
 	require.NoError(t, st.CreateUser(context.Background(), store.User{ID: "usr_pro", Name: "usr_pro", Plan: "pro", CreatedAt: time.Now()}))
 	keys, err := sealed.Generate("test")
 	require.NoError(t, err)
-	adm, err := admit.New(admit.Options{Auth: fakeAuth{}})
+	adm, err := admit.New(admit.Options{Auth: newFakeAuth()})
 	require.NoError(t, err)
 	opts := broker.Options{Store: st, Keys: keys, Login: login,
 		NewPlatform: func(context.Context, broker.PlatformConfig) (broker.Platform, error) {

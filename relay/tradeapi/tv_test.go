@@ -41,10 +41,10 @@ func newFamilies(t *testing.T, burst int) *families {
 	require.NoError(t, err)
 	f := &families{desktop: &fakeAgent{}, broker: &fakeAgent{}}
 	mux := &recordingMux{ServeMux: http.NewServeMux()}
-	desk, err := tradeapi.New(tradeapi.Options{Caller: f.desktop, Auth: fakeAuth{}, Idempotency: st, Budget: trading, IPBudget: ip})
+	desk, err := tradeapi.New(tradeapi.Options{Caller: f.desktop, Auth: newFakeAuth(), Idempotency: st, Budget: trading, IPBudget: ip})
 	require.NoError(t, err)
 	desk.Register(mux)
-	broker, err := tradeapi.New(tradeapi.Options{Caller: f.broker, Auth: fakeAuth{}, Idempotency: st, Budget: trading, IPBudget: ip, Family: tradeapi.FamilyBroker})
+	broker, err := tradeapi.New(tradeapi.Options{Caller: f.broker, Auth: newFakeAuth(), Idempotency: st, Budget: trading, IPBudget: ip, Family: tradeapi.FamilyBroker})
 	require.NoError(t, err)
 	brokerMux := &recordingMux{ServeMux: mux.ServeMux}
 	broker.Register(brokerMux)
@@ -270,11 +270,11 @@ func TestBrokerSharesTheTradingBudget(t *testing.T) {
 func TestNewRefusesUnknownFamily(t *testing.T) {
 	t.Parallel()
 	for _, fam := range []string{"TV", "desktop", "ninjatrader"} {
-		_, err := tradeapi.New(tradeapi.Options{Caller: &fakeAgent{}, Auth: fakeAuth{}, Idempotency: nopStore{}, Family: fam})
+		_, err := tradeapi.New(tradeapi.Options{Caller: &fakeAgent{}, Auth: newFakeAuth(), Idempotency: nopStore{}, Family: fam})
 		require.Error(t, err, fam)
 		require.False(t, slices.Contains(strings.Fields(err.Error()), fam), "the error does not repeat the family")
 	}
-	_, err := tradeapi.New(tradeapi.Options{Caller: &fakeAgent{}, Auth: fakeAuth{}, Idempotency: nopStore{}, Family: tradeapi.FamilyBroker})
+	_, err := tradeapi.New(tradeapi.Options{Caller: &fakeAgent{}, Auth: newFakeAuth(), Idempotency: nopStore{}, Family: tradeapi.FamilyBroker})
 	require.NoError(t, err)
 }
 
@@ -301,7 +301,7 @@ func TestDoorOfEachFamily(t *testing.T) {
 		{tradeapi.FamilyDesktop, "trading", false},
 		{tradeapi.FamilyBroker, "tv", true},
 	} {
-		a, err := tradeapi.New(tradeapi.Options{Caller: &fakeAgent{}, Auth: fakeAuth{}, Idempotency: nopStore{}, Budget: trading, Family: tc.family})
+		a, err := tradeapi.New(tradeapi.Options{Caller: &fakeAgent{}, Auth: newFakeAuth(), Idempotency: nopStore{}, Budget: trading, Family: tc.family})
 		require.NoError(t, err)
 		d := a.Door()
 		require.Equal(t, tc.name, d.Name)

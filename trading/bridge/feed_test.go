@@ -7,6 +7,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"tradebridge/internal/testkit"
 	"tradebridge/trading/bridge"
 )
 
@@ -50,7 +51,7 @@ func TestFeedEnds(t *testing.T) {
 	cancel()
 	_, open := <-ch
 	require.False(t, open, "a reader's stream ends with its ctx")
-	require.Eventually(t, func() bool { return f.Readers() == 0 }, time.Second, time.Millisecond)
+	require.Eventually(t, func() bool { return f.Readers() == 0 }, testkit.Medium, time.Millisecond)
 	kept := f.Subscribe(t.Context())
 	f.Close()
 	f.Close()

@@ -12,6 +12,7 @@ import (
 	"github.com/stretchr/testify/require"
 	"go.uber.org/goleak"
 
+	"tradebridge/internal/testkit"
 	"tradebridge/protocol"
 	"tradebridge/trading/bridge"
 	"tradebridge/trading/dispatch"
@@ -206,7 +207,7 @@ func TestRepeatWhileRunningWaitsForFirst(t *testing.T) {
 			results[i], _ = place(d, context.Background(), "same", orderArgs)
 		}()
 	}
-	require.Eventually(t, func() bool { return dispatch.Waiting(d) == 4 }, 5*time.Second, time.Millisecond,
+	require.Eventually(t, func() bool { return dispatch.Waiting(d) == 4 }, testkit.Medium, time.Millisecond,
 		"the repeats wait for the first outcome")
 	close(p.gate)
 	wg.Wait()

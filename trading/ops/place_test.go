@@ -6,6 +6,7 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	"tradebridge/protocol"
@@ -324,7 +325,7 @@ func TestConcurrentWritesSerialized(t *testing.T) {
 			a := marketArgs("Buy", 0)
 			a.TargetQuantity = ptr(3)
 			_, err := f.ops.PlaceOrder(bg, a)
-			require.NoError(t, err)
+			assert.NoError(t, err)
 		}()
 	}
 	wg.Wait()

@@ -4,6 +4,7 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	"tradebridge/protocol"
@@ -252,7 +253,10 @@ func testTagRace(t *testing.T, newFixture fixtureMaker) {
 				mu.Unlock()
 				return
 			}
-			requireCode(t, err, protocol.CodePositionOwned)
+			var pe *protocol.Error
+			if assert.ErrorAs(t, err, &pe) {
+				assert.Equal(t, protocol.CodePositionOwned, pe.Code, pe.Detail)
+			}
 		}()
 	}
 	wg.Wait()

@@ -11,6 +11,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"tradebridge/internal/testkit"
 	"tradebridge/protocol"
 	"tradebridge/trading/bridge"
 	"tradebridge/trading/bridge/ninjatrader"
@@ -18,7 +19,7 @@ import (
 )
 
 // waitFor is how long a test waits for the bridge to notice a change.
-const waitFor = 5 * time.Second
+const waitFor = testkit.Medium
 
 // runBridge starts p's connection loop for the test's duration.
 func runBridge(t *testing.T, p *ninjatrader.Platform) {

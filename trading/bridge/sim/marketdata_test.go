@@ -7,6 +7,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"tradebridge/internal/testkit"
 	"tradebridge/protocol"
 	"tradebridge/trading/bridge"
 	"tradebridge/trading/bridge/sim"
@@ -189,7 +190,7 @@ func TestRun(t *testing.T) {
 
 	// Run publishes the quotes without any other call.
 	clock.Advance(3 * time.Second)
-	deadline := time.After(10 * time.Second)
+	deadline := time.After(testkit.Long)
 	for got := false; !got; {
 		select {
 		case ev := <-ch:
@@ -202,7 +203,7 @@ func TestRun(t *testing.T) {
 	select {
 	case err := <-done:
 		require.ErrorIs(t, err, context.Canceled)
-	case <-time.After(10 * time.Second):
+	case <-time.After(testkit.Long):
 		t.Fatal("Run did not return")
 	}
 }

@@ -14,70 +14,14 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"tradebridge/internal/testkit"
 	"tradebridge/trading/bridge/tradovate"
 )
 
-// clock is a driven clock: After's channels fire when Advance reaches
-// them.
-type clock struct {
-	mu     sync.Mutex
-	now    time.Time
-	timers []timer
-}
-
-type timer struct {
-	at time.Time
-	ch chan time.Time
-}
-
-func newClock() *clock { return &clock{now: time.Date(2026, 11, 25, 13, 40, 0, 0, time.UTC)} }
-
-func (c *clock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.now
-}
-
-func (c *clock) After(d time.Duration) <-chan time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	ch := make(chan time.Time, 1)
-	if d <= 0 {
-		ch <- c.now
-		return ch
-	}
-	c.timers = append(c.timers, timer{at: c.now.Add(d), ch: ch})
-	return ch
-}
-
-// Advance moves the clock and fires the timers it reached.
-func (c *clock) Advance(d time.Duration) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.now = c.now.Add(d)
-	kept := c.timers[:0]
-	for _, t := range c.timers {
-		if !t.at.After(c.now) {
-			t.ch <- c.now
-			continue
-		}
-		kept = append(kept, t)
-	}
-	c.timers = kept
-}
-
-// Waiters counts the timers not fired yet.
-func (c *clock) Waiters() int {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return len(c.timers)
-}
-
-// waitTimers waits until the clock has n timers pending.
-func (c *clock) waitTimers(t *testing.T, n int) {
-	t.Helper()
-	require.Eventually(t, func() bool { return c.Waiters() >= n }, 5*time.Second, time.Millisecond,
-		"nobody waits on the clock")
+// newClock is the tests' driven clock: After's channels fire when
+// Advance reaches them.
+func newClock() *testkit.Clock {
+	return testkit.NewClock(time.Date(2026, 11, 25, 13, 40, 0, 0, time.UTC))
 }
 
 // recorded reads a testdata file (a shape from the broker's documentation).
@@ -196,7 +140,7 @@ var credentials = &tradovate.Credentials{Name: "demo-trader", Password: "s3cret-
 	AppVersion: "1.0", CID: 77, Sec: "api-secret-x"}
 
 // session makes a session on the scripted broker with the driven clock.
-func session(t *testing.T, b *broker, c *clock, edit func(*tradovate.SessionOptions)) *tradovate.Session {
+func session(t *testing.T, b *broker, c *testkit.Clock, edit func(*tradovate.SessionOptions)) *tradovate.Session {
 	t.Helper()
 	opts := tradovate.SessionOptions{Env: tradovate.EnvDemo, Endpoints: b.endpoints(), Credentials: credentials,
 		Now: c.Now, After: c.After}

@@ -10,6 +10,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"tradebridge/internal/testkit"
 	"tradebridge/protocol"
 	"tradebridge/trading/bridge"
 	"tradebridge/trading/bridge/bridgetest"
@@ -168,7 +169,7 @@ func TestOrderIDsSurviveARestart(t *testing.T) {
 	done := make(chan struct{})
 	go func() { defer close(done); _ = p2.Run(ctx) }()
 	t.Cleanup(func() { cancel(); <-done })
-	require.Eventually(t, func() bool { return p2.Status().Connected }, 5*time.Second, time.Millisecond)
+	require.Eventually(t, func() bool { return p2.Status().Connected }, testkit.Medium, time.Millisecond)
 	os, err := p2.Orders(t.Context(), acct)
 	require.NoError(t, err)
 	require.Len(t, os, 1)
@@ -227,7 +228,7 @@ func TestReconnectResyncs(t *testing.T) {
 	evs := pr.Platform.Events(ctx)
 
 	pr.Fake.Unreachable(true)
-	require.Eventually(t, func() bool { return !pr.Platform.Status().Connected }, 5*time.Second, time.Millisecond)
+	require.Eventually(t, func() bool { return !pr.Platform.Status().Connected }, testkit.Medium, time.Millisecond)
 	_, err = pr.Platform.Orders(t.Context(), acct)
 	require.ErrorIs(t, err, bridge.ErrNotConnected, "no stale reads while disconnected")
 	cs, err := pr.Platform.Connections(t.Context())
@@ -238,7 +239,7 @@ func TestReconnectResyncs(t *testing.T) {
 	pr.WaitConnected(t)
 
 	var filled, disconnected, connected bool
-	timeout := time.After(5 * time.Second)
+	timeout := time.After(testkit.Medium)
 	for !filled || !connected {
 		select {
 		case ev := <-evs:
@@ -264,7 +265,7 @@ func TestCallsWhileUnreachable(t *testing.T) {
 	t.Parallel()
 	pr := pair(t, tradovatetest.PairOptions{})
 	pr.Fake.Unreachable(true)
-	require.Eventually(t, func() bool { return !pr.Platform.Status().Connected }, 5*time.Second, time.Millisecond)
+	require.Eventually(t, func() bool { return !pr.Platform.Status().Connected }, testkit.Medium, time.Millisecond)
 	_, err := pr.Platform.SubmitOrder(t.Context(), limit(protocol.ActionBuy, 5990))
 	require.ErrorIs(t, err, bridge.ErrNotConnected)
 	var ue *bridge.UnavailableError

@@ -13,6 +13,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"tradebridge/internal/testkit"
 	"tradebridge/trading/bridge"
 	"tradebridge/trading/bridge/tradovate"
 	"tradebridge/trading/bridge/tradovate/tradovatewire"
@@ -140,13 +141,13 @@ func TestRenewalBeforeExpiry(t *testing.T) {
 	go func() { defer close(done); _ = s.Run(ctx) }()
 	t.Cleanup(func() { cancel(); <-done })
 
-	c.waitTimers(t, 1)
+	c.AwaitWaiters(t, 1)
 	c.Advance(lifetime - tradovate.DefaultRenewBefore - time.Minute)
-	c.waitTimers(t, 1)
+	c.AwaitWaiters(t, 1)
 	assert.Empty(t, b.requestsTo("/auth/renewaccesstoken"), "not renewed before RenewBefore")
 
 	c.Advance(time.Minute) // RenewBefore ahead of expiry
-	require.Eventually(t, func() bool { return s.Status().Renewals == 1 }, 5*time.Second, time.Millisecond)
+	require.Eventually(t, func() bool { return s.Status().Renewals == 1 }, testkit.Medium, time.Millisecond)
 	renew := b.requestsTo("/auth/renewaccesstoken")
 	require.Len(t, renew, 1)
 	assert.Equal(t, "Bearer saved-tok", renew[0].Auth)
@@ -162,9 +163,9 @@ func TestRenewalBeforeExpiry(t *testing.T) {
 	assert.Equal(t, "tok-demo-2", tok.AccessToken)
 
 	// The next renewal comes RenewBefore ahead of the new expiry.
-	c.waitTimers(t, 1)
+	c.AwaitWaiters(t, 1)
 	c.Advance(lifetime - tradovate.DefaultRenewBefore)
-	require.Eventually(t, func() bool { return s.Status().Renewals == 2 }, 5*time.Second, time.Millisecond)
+	require.Eventually(t, func() bool { return s.Status().Renewals == 2 }, testkit.Medium, time.Millisecond)
 	assert.Empty(t, b.requestsTo("/auth/accesstokenrequest"))
 }
 
@@ -180,7 +181,7 @@ func TestRenewalRefusedLogsInAgain(t *testing.T) {
 	done := make(chan struct{})
 	go func() { defer close(done); _ = s.Run(ctx) }()
 	t.Cleanup(func() { cancel(); <-done })
-	require.Eventually(t, func() bool { return s.Status().Logins == 1 }, 5*time.Second, time.Millisecond)
+	require.Eventually(t, func() bool { return s.Status().Logins == 1 }, testkit.Medium, time.Millisecond)
 	assert.Len(t, b.requestsTo("/auth/renewaccesstoken"), 1)
 
 	// Without credentials (an OAuth link) a refused renewal ends the
@@ -195,7 +196,7 @@ func TestRenewalRefusedLogsInAgain(t *testing.T) {
 	done2 := make(chan struct{})
 	go func() { defer close(done2); _ = s2.Run(ctx2) }()
 	t.Cleanup(func() { cancel2(); <-done2 })
-	require.Eventually(t, func() bool { return s2.Status().State == tradovate.StateLoginFailed }, 5*time.Second, time.Millisecond)
+	require.Eventually(t, func() bool { return s2.Status().State == tradovate.StateLoginFailed }, testkit.Medium, time.Millisecond)
 	_, err := s2.Token(t.Context())
 	requireUnavailable(t, err, tradovate.CodeLoginFailed)
 }
@@ -220,7 +221,7 @@ func TestPenaltyTicket(t *testing.T) {
 	res := make(chan result, 1)
 	go func() { tok, err := s.Token(context.Background()); res <- result{tok, err} }()
 
-	c.waitTimers(t, 1) // waiting p-time
+	c.AwaitWaiters(t, 1) // waiting p-time
 	assert.Len(t, b.requestsTo("/auth/accesstokenrequest"), 1, "nothing resent before p-time")
 	c.Advance(14 * time.Second)
 	assert.Len(t, b.requestsTo("/auth/accesstokenrequest"), 1)
@@ -303,11 +304,11 @@ func TestPacerSharesOneBudget(t *testing.T) {
 			errs <- s.Do(context.Background(), http.MethodGet, "/account/list", "", nil, nil)
 		}()
 	}
-	c.waitTimers(t, callers-3) // the rest waits for the clock
-	require.Eventually(t, func() bool { return len(b.requestsTo("/account/list")) == 3 }, 5*time.Second, time.Millisecond,
+	c.AwaitWaiters(t, callers-3) // the rest waits for the clock
+	require.Eventually(t, func() bool { return len(b.requestsTo("/account/list")) == 3 }, testkit.Medium, time.Millisecond,
 		"the burst passes")
 	c.Advance(time.Second) // two more tokens
-	require.Eventually(t, func() bool { return len(b.requestsTo("/account/list")) == 5 }, 5*time.Second, time.Millisecond)
+	require.Eventually(t, func() bool { return len(b.requestsTo("/account/list")) == 5 }, testkit.Medium, time.Millisecond)
 	c.Advance(time.Second)
 	wg.Wait()
 	close(errs)
@@ -333,7 +334,7 @@ func TestPacerHourlyBudget(t *testing.T) {
 	}
 	done := make(chan error, 1)
 	go func() { done <- s.Do(context.Background(), http.MethodGet, "/account/list", "", nil, nil) }()
-	c.waitTimers(t, 1)
+	c.AwaitWaiters(t, 1)
 	assert.Len(t, b.requestsTo("/account/list"), 6, "the seventh waits for the hourly budget")
 	c.Advance(100 * time.Second)
 	require.NoError(t, <-done)

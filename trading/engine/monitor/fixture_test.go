@@ -9,6 +9,7 @@ import (
 	"github.com/stretchr/testify/require"
 	"go.uber.org/goleak"
 
+	"tradebridge/internal/testkit"
 	"tradebridge/protocol"
 	"tradebridge/trading/bridge"
 	"tradebridge/trading/bridge/sim"
@@ -25,7 +26,7 @@ const (
 	acct  = "Sim101"
 	other = "Sim102"
 	// wait bounds every require.Eventually.
-	wait = 5 * time.Second
+	wait = testkit.Medium
 	tick = time.Millisecond
 )
 

@@ -14,6 +14,7 @@ import (
 	"go.uber.org/goleak"
 	"go.uber.org/zap/zaptest"
 
+	"tradebridge/internal/testkit"
 	"tradebridge/protocol"
 	"tradebridge/trading/bridge"
 )
@@ -25,14 +26,14 @@ const (
 	testPoll = 2 * time.Millisecond
 	// testWait bounds waits for the fake NinjaTrader, which answers at
 	// once: reaching it fails the test.
-	testWait = 5 * time.Second
+	testWait = testkit.Medium
 	// shortWait is the wait of tests in which NinjaTrader does not
 	// answer.
 	shortWait = 150 * time.Millisecond
 	// eventTimeout bounds the wait for one event.
-	eventTimeout = 5 * time.Second
+	eventTimeout = testkit.Medium
 	// settleTimeout bounds require.Eventually.
-	settleTimeout = 5 * time.Second
+	settleTimeout = testkit.Medium
 )
 
 type harness struct {

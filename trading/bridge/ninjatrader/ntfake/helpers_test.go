@@ -12,6 +12,7 @@ import (
 	"go.uber.org/goleak"
 	"go.uber.org/zap/zaptest"
 
+	"tradebridge/internal/testkit"
 	"tradebridge/trading/bridge/ninjatrader/ntfake"
 	"tradebridge/trading/bridge/ninjatrader/ntwire"
 	"tradebridge/trading/bridge/sim"
@@ -22,9 +23,9 @@ func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 // Timeouts of the tests.
 const (
 	// readTimeout bounds the wait for one message of the fake.
-	readTimeout = 5 * time.Second
+	readTimeout = testkit.Medium
 	// waitFor bounds require.Eventually.
-	waitFor = 5 * time.Second
+	waitFor = testkit.Medium
 	tick    = 10 * time.Millisecond
 )
 
@@ -81,6 +82,22 @@ func connect(t *testing.T, s *ntfake.Server) (*agent, ntwire.Message) {
 	m := a.read()
 	require.Equal(t, ntwire.TypeWelcome, m.Type, "refused: %s", m.Code)
 	return a, m
+}
+
+// welcomes reports whether a new agent saying hello is welcomed; for the
+// conditions of Eventually, which must not fail the test.
+func welcomes(s *ntfake.Server) bool {
+	c, err := net.Dial("tcp", s.Addr())
+	if err != nil {
+		return false
+	}
+	defer c.Close()
+	if ntwire.NewWriter(c).Write(ntwire.Message{Type: ntwire.TypeHello, ProtocolVersion: 1, Secret: s.Secret()}) != nil {
+		return false
+	}
+	_ = c.SetReadDeadline(time.Now().Add(readTimeout))
+	m, err := ntwire.NewReader(c).Read()
+	return err == nil && m.Type == ntwire.TypeWelcome
 }
 
 func (a *agent) send(m ntwire.Message) {

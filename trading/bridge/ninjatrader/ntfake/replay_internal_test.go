@@ -15,14 +15,15 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"tradebridge/internal/testkit"
 	"tradebridge/protocol"
 	"tradebridge/trading/bridge/ninjatrader/ntwire"
 )
 
 // Timeouts of the replayer's tests.
 const (
-	mirrorRead = 5 * time.Second
-	mirrorWait = 5 * time.Second
+	mirrorRead = testkit.Medium
+	mirrorWait = testkit.Medium
 	mirrorTick = 10 * time.Millisecond
 )
 

@@ -162,13 +162,7 @@ func TestBusy(t *testing.T) {
 	require.Equal(t, ntwire.RefusedBusy, msgs[0].Code)
 
 	require.NoError(t, first.c.Close())
-	require.Eventually(t, func() bool {
-		a := dial(t, f.s.Addr())
-		a.send(ntwire.Message{Type: ntwire.TypeHello, ProtocolVersion: 1, Secret: f.s.Secret()})
-		m, err := a.readErr(readTimeout)
-		_ = a.c.Close()
-		return err == nil && m.Type == ntwire.TypeWelcome
-	}, waitFor, tick)
+	require.Eventually(t, func() bool { return welcomes(f.s) }, waitFor, tick)
 	require.Equal(t, 2, f.s.Connections())
 }
 
@@ -740,13 +734,7 @@ func TestPings(t *testing.T) {
 	silent := time.Now()
 	require.Empty(t, a.closed())
 	require.GreaterOrEqual(t, time.Since(silent), 300*time.Millisecond)
-	require.Eventually(t, func() bool {
-		a2 := dial(t, f.s.Addr())
-		a2.send(ntwire.Message{Type: ntwire.TypeHello, ProtocolVersion: 1, Secret: f.s.Secret()})
-		m, err := a2.readErr(readTimeout)
-		_ = a2.c.Close()
-		return err == nil && m.Type == ntwire.TypeWelcome
-	}, waitFor, tick, "a new agent is accepted")
+	require.Eventually(t, func() bool { return welcomes(f.s) }, waitFor, tick, "a new agent is accepted")
 }
 
 // Unknown message types and malformed lines after the handshake are

@@ -7,7 +7,6 @@ import (
 	"io"
 	"net/http"
 	"strconv"
-	"sync"
 	"testing"
 	"time"
 
@@ -15,6 +14,7 @@ import (
 	"github.com/stretchr/testify/require"
 	"go.uber.org/goleak"
 
+	"tradebridge/internal/testkit"
 	"tradebridge/trading/bridge/sim"
 	"tradebridge/trading/bridge/tradovate/tradovatefake"
 	"tradebridge/trading/bridge/tradovate/tradovatewire"
@@ -32,34 +32,16 @@ const (
 	esTradovate = "ESZ6"
 )
 
-// authClock is a settable clock for Options.Now.
-type authClock struct {
-	mu sync.Mutex
-	t  time.Time
-}
-
-func (c *authClock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.t
-}
-
-func (c *authClock) Advance(d time.Duration) {
-	c.mu.Lock()
-	c.t = c.t.Add(d)
-	c.mu.Unlock()
-}
-
 // fixture is a fake over a simulator on a manual clock.
 type fixture struct {
 	t      *testing.T
 	fake   *tradovatefake.Server
 	market *sim.Platform
 	clock  *sim.ManualClock
-	auth   *authClock
-	client *http.Client // the fixture's own: no test shares connections
-	token  string       // an access token, after login
-	md     string       // its market-data token
+	auth   *testkit.Clock // the token clock, Options.Now
+	client *http.Client   // the fixture's own: no test shares connections
+	token  string         // an access token, after login
+	md     string         // its market-data token
 }
 
 // newFixture starts a fake over a new simulator with ES at 6000 (bid
@@ -71,7 +53,7 @@ func newFixture(t *testing.T, edit ...func(*tradovatefake.Options)) *fixture {
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = market.Close() })
 	require.NoError(t, market.SetPrice(es, 6000))
-	ac := &authClock{t: time.Date(2026, time.October, 5, 12, 0, 0, 0, time.UTC)}
+	ac := testkit.NewClock(time.Date(2026, time.October, 5, 12, 0, 0, 0, time.UTC))
 	opts := tradovatefake.Options{Market: market, Now: ac.Now}
 	for _, e := range edit {
 		e(&opts)
@@ -138,7 +120,7 @@ func (f *fixture) do(method, path, token string, body any) (int, []byte, error) 
 		}
 		rd = bytes.NewReader(b)
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), testkit.Long)
 	defer cancel()
 	req, err := http.NewRequestWithContext(ctx, method, f.fake.RESTURL()+path, rd)
 	if err != nil {
@@ -254,7 +236,7 @@ type ws struct {
 // dial opens a socket and reads its "o".
 func (f *fixture) dial(url string) *ws {
 	f.t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), testkit.Medium)
 	defer cancel()
 	conn, resp, err := websocket.Dial(ctx, url, &websocket.DialOptions{HTTPClient: f.client})
 	require.NoError(f.t, err)
@@ -272,7 +254,7 @@ func (f *fixture) dial(url string) *ws {
 func (w *ws) frame() tradovatewire.Frame {
 	w.t.Helper()
 	for {
-		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		ctx, cancel := context.WithTimeout(context.Background(), testkit.Medium)
 		_, b, err := w.conn.Read(ctx)
 		cancel()
 		require.NoError(w.t, err)
@@ -317,7 +299,7 @@ func (w *ws) request(endpoint, query string, body []byte) tradovatewire.Message 
 
 func (w *ws) send(b []byte) {
 	w.t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), testkit.Medium)
 	defer cancel()
 	require.NoError(w.t, w.conn.Write(ctx, websocket.MessageText, b))
 }
@@ -405,7 +387,7 @@ func entity[T any](t *testing.T, p propsEvent) T {
 // readFails waits until reading the socket fails (it was closed).
 func (w *ws) readFails() {
 	w.t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), testkit.Medium)
 	defer cancel()
 	for {
 		_, _, err := w.conn.Read(ctx)

@@ -10,6 +10,7 @@ import (
 	"github.com/coder/websocket"
 	"github.com/stretchr/testify/require"
 
+	"tradebridge/internal/testkit"
 	"tradebridge/trading/bridge"
 	"tradebridge/trading/bridge/tradovate/tradovatefake"
 	"tradebridge/trading/bridge/tradovate/tradovatewire"
@@ -265,7 +266,7 @@ func TestQuoteSubscriptionsFollowTheSockets(t *testing.T) {
 				return true
 			}
 		}
-	}, 5*time.Second, 10*time.Millisecond)
+	}, testkit.Medium, testkit.Tick)
 }
 
 func TestHeartbeats(t *testing.T) {
@@ -273,7 +274,7 @@ func TestHeartbeats(t *testing.T) {
 	f := newFixture(t, func(o *tradovatefake.Options) { o.Heartbeat = 10 * time.Millisecond })
 	f.login()
 	w := f.dial(f.fake.UserSocketURL())
-	ctx, cancel := context.WithTimeout(t.Context(), 5*time.Second)
+	ctx, cancel := context.WithTimeout(t.Context(), testkit.Medium)
 	defer cancel()
 	_, b, err := w.conn.Read(ctx)
 	require.NoError(t, err)
@@ -315,7 +316,7 @@ func TestUnreachable(t *testing.T) {
 	require.Error(t, err, "the connection is cut")
 	_, _, err = f.do(http.MethodPost, "/auth/accesstokenrequest", "", credentials())
 	require.Error(t, err)
-	ctx, cancel := context.WithTimeout(t.Context(), 5*time.Second)
+	ctx, cancel := context.WithTimeout(t.Context(), testkit.Medium)
 	defer cancel()
 	conn, resp, err := websocket.Dial(ctx, f.fake.UserSocketURL(), &websocket.DialOptions{HTTPClient: f.client})
 	require.Error(t, err)
@@ -346,7 +347,7 @@ func TestRateLimit(t *testing.T) {
 		require.Equal(t, http.StatusTooManyRequests, status, tc.path)
 		require.Empty(t, body, tc.path)
 	}
-	ctx, cancel := context.WithTimeout(t.Context(), 5*time.Second)
+	ctx, cancel := context.WithTimeout(t.Context(), testkit.Medium)
 	defer cancel()
 	_, resp, err := websocket.Dial(ctx, f.fake.UserSocketURL(), &websocket.DialOptions{HTTPClient: f.client})
 	require.Error(t, err)
