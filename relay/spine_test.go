@@ -16,6 +16,7 @@ import (
 	"github.com/stretchr/testify/require"
 	"go.uber.org/zap/zapcore"
 
+	"tradebridge/internal/testkit"
 	"tradebridge/protocol"
 	"tradebridge/relay"
 	"tradebridge/relay/store"
@@ -96,7 +97,7 @@ func TestSpineFloodLeavesOtherUsersServed(t *testing.T) {
 		}
 	}()
 	defer func() { close(stop); _ = flooder.control.Close(); wg.Wait() }()
-	require.Eventually(t, func() bool { return sent.Load() > 5_000 }, 10*time.Second, time.Millisecond, "the flood runs")
+	require.Eventually(t, func() bool { return sent.Load() > 5_000 }, testkit.Long, time.Millisecond, "the flood runs")
 
 	// Bob's agent reports a trip and a change of its connections.
 	tripped := time.Now().UTC().Truncate(time.Second)
@@ -119,14 +120,14 @@ func TestSpineFloodLeavesOtherUsersServed(t *testing.T) {
 		}
 		var stored []protocol.Connection
 		return json.Unmarshal(ms.Connections, &stored) == nil && len(stored) == 1 && stored[0].Status == "Disconnected"
-	}, 5*time.Second, 10*time.Millisecond, "bob's trip and connections are stored during the flood")
+	}, testkit.Medium, 10*time.Millisecond, "bob's trip and connections are stored during the flood")
 	select {
 	case <-stop:
 		t.Fatal("the flood ended before bob's reports were stored")
 	default:
 	}
 	before := sent.Load()
-	require.Eventually(t, func() bool { return sent.Load() > before+1_000 }, 5*time.Second, time.Millisecond, "the flood still runs")
+	require.Eventually(t, func() bool { return sent.Load() > before+1_000 }, testkit.Medium, time.Millisecond, "the flood still runs")
 	s.requireServed(t)
 
 	// The flood's drops are counted, and the relay said little about them.

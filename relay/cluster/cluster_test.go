@@ -259,16 +259,16 @@ func TestClusterReplacement(t *testing.T) {
 	t0 := time.Now()
 	old := a.hub.connect("u", t0)
 	b.waitReach(t, "u")
-	require.Eventually(t, func() bool { return len(c.rec.gotStatuses()) == 1 }, 5*time.Second, time.Millisecond)
+	require.Eventually(t, func() bool { return len(c.rec.gotStatuses()) == 1 }, testkit.Medium, time.Millisecond)
 	require.Equal(t, []string{"u:true"}, c.rec.gotStatuses())
 
 	b.hub.connect("u", t0.Add(time.Second))
-	require.Eventually(t, func() bool { return len(a.hub.evictions()) == 1 }, 5*time.Second, time.Millisecond)
+	require.Eventually(t, func() bool { return len(a.hub.evictions()) == 1 }, testkit.Medium, time.Millisecond)
 	require.Equal(t, []string{old}, a.hub.evictions())
 	require.False(t, a.hub.Connected("u"))
 	require.True(t, b.hub.Connected("u"))
 	// c heard b connect and a let go.
-	require.Eventually(t, func() bool { return len(c.rec.gotStatuses()) == 3 }, 5*time.Second, time.Millisecond, "%v", c.rec.gotStatuses())
+	require.Eventually(t, func() bool { return len(c.rec.gotStatuses()) == 3 }, testkit.Medium, time.Millisecond, "%v", c.rec.gotStatuses())
 	require.ElementsMatch(t, []string{"u:true", "u:true", "u:false"}, c.rec.gotStatuses())
 	out, err := c.call(t, "u", "Echo", 1, 2*time.Second)
 	require.NoError(t, err)
@@ -277,7 +277,7 @@ func TestClusterReplacement(t *testing.T) {
 	// An older tunnel registering late replaces nothing: it is the one
 	// replaced.
 	late := c.hub.connect("u", t0)
-	require.Eventually(t, func() bool { return len(c.hub.evictions()) == 1 }, 5*time.Second, time.Millisecond)
+	require.Eventually(t, func() bool { return len(c.hub.evictions()) == 1 }, testkit.Medium, time.Millisecond)
 	require.Equal(t, []string{late}, c.hub.evictions())
 	require.True(t, b.hub.Connected("u"))
 	require.Empty(t, b.hub.evictions())
@@ -287,7 +287,7 @@ func TestClusterReplacement(t *testing.T) {
 	b.hub.disconnect("u")
 	onA := a.hub.connect("v", t1)
 	c.hub.connect("v", t1)
-	require.Eventually(t, func() bool { return len(a.hub.evictions()) == 2 }, 5*time.Second, time.Millisecond)
+	require.Eventually(t, func() bool { return len(a.hub.evictions()) == 2 }, testkit.Medium, time.Millisecond)
 	require.Equal(t, onA, a.hub.evictions()[1])
 	require.True(t, c.hub.Connected("v"))
 }
@@ -342,7 +342,7 @@ func TestClusterSubscriptionUnionAndQuotes(t *testing.T) {
 			require.Eventually(t, func() bool {
 				q := n.rec.gotQuotes()
 				return len(q) > 0 && q[len(q)-1] == "u:"+marker
-			}, 5*time.Second, time.Millisecond, "%s: %v", n.name, n.rec.gotQuotes())
+			}, testkit.Medium, time.Millisecond, "%s: %v", n.name, n.rec.gotQuotes())
 		}
 	}
 	quote("GC 12-26")
@@ -377,7 +377,7 @@ func TestClusterSubscriptionUnionAndQuotes(t *testing.T) {
 	// the bus, even for contracts c asked for.
 	before := len(b.rec.gotQuotes())
 	b.cl.HandleEvent(events.Agent("u", protocol.Event{Seq: 1, Kind: protocol.EventQuote, Data: json.RawMessage(`{"instrument":"ES 12-26"}`)}))
-	require.Eventually(t, func() bool { return len(c.rec.gotQuotes()) == 5 }, 5*time.Second, time.Millisecond)
+	require.Eventually(t, func() bool { return len(c.rec.gotQuotes()) == 5 }, testkit.Medium, time.Millisecond)
 	require.Len(t, b.rec.gotQuotes(), before)
 }
 

@@ -15,14 +15,13 @@ import (
 	"go.uber.org/zap/zapcore"
 	"go.uber.org/zap/zaptest/observer"
 
+	"tradebridge/internal/testkit"
 	"tradebridge/protocol"
 	"tradebridge/relay/agentcall"
 	"tradebridge/relay/events"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
-
-const wait = 5 * time.Second
 
 func newBus(t *testing.T, opts events.Options) *events.Bus {
 	t.Helper()
@@ -101,7 +100,7 @@ func TestQueuedOrderAndKinds(t *testing.T) {
 		}
 		b.Publish(events.Agent("a", protocol.Event{Kind: protocol.EventQuote}))
 	}
-	require.Eventually(t, func() bool { return b.Stats("manage").Handled == 300 }, wait, time.Millisecond)
+	require.Eventually(t, func() bool { return b.Stats("manage").Handled == 300 }, testkit.Medium, testkit.Tick)
 	mu.Lock()
 	defer mu.Unlock()
 	for _, u := range []string{"a", "b", "c"} {
@@ -143,7 +142,7 @@ func TestQueuedFairness(t *testing.T) {
 	for i := range 5 {
 		b.Publish(monitorState("b", i))
 	}
-	require.Eventually(t, func() bool { return handledB.Load() == 5 }, wait, time.Millisecond)
+	require.Eventually(t, func() bool { return handledB.Load() == 5 }, testkit.Medium, testkit.Tick)
 	// b's five events each waited behind at most one of the flood's.
 	assert.Less(t, time.Since(start), 2*time.Second)
 	close(release)

@@ -6,6 +6,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"tradebridge/internal/testkit"
 	"tradebridge/relay/agentcall"
 	"tradebridge/relay/hub"
 )
@@ -49,7 +50,7 @@ func TestEvict(t *testing.T) {
 			}
 		}
 		return false
-	}, 5*time.Second, time.Millisecond, "the spine hears the evicted user gone: %v", status.all())
+	}, testkit.Medium, time.Millisecond, "the spine hears the evicted user gone: %v", status.all())
 	require.False(t, e.hub.Evict("usr_a", info.SessionID), "the session is over")
 
 	// The agent was told it was replaced; it retries later, on a new

@@ -113,7 +113,7 @@ func TestSaturatedAgentKeepsItsTunnel(t *testing.T) {
 	require.Equal(t, info.SessionID, now.SessionID, "the tunnel stayed")
 	close(a.handler.block)
 	require.NoError(t, <-running, "the running call was not lost")
-	out, err := call(t, e.hub, "usr_a", "Echo", 10*time.Second)
+	out, err := call(t, e.hub, "usr_a", "Echo", testkit.Long)
 	require.NoError(t, err)
 	require.Contains(t, string(out), "Echo")
 	now, _ = e.hub.Info("usr_a")
@@ -161,7 +161,7 @@ func TestStreamCallsAreCapped(t *testing.T) {
 	results := make(chan error, 2)
 	for range 2 {
 		go func() {
-			_, err := call(t, e.hub, "usr_a", protocol.FnGetBars, 10*time.Second)
+			_, err := call(t, e.hub, "usr_a", protocol.FnGetBars, testkit.Long)
 			results <- err
 		}()
 	}
@@ -177,7 +177,7 @@ func TestStreamCallsAreCapped(t *testing.T) {
 	for range 2 {
 		require.NoError(t, <-results)
 	}
-	_, err = call(t, e.hub, "usr_a", protocol.FnGetBars, 5*time.Second)
+	_, err = call(t, e.hub, "usr_a", protocol.FnGetBars, testkit.Medium)
 	require.NoError(t, err)
 	require.EqualValues(t, 2, bh.most.Load(), "never more than MaxStreamCalls at once")
 }
@@ -259,7 +259,7 @@ func TestOwnStreamCallDoesNotWaitForTheAgentsClose(t *testing.T) {
 	got := make(chan error, 1)
 	start := time.Now()
 	go func() {
-		out, err := call(t, e.hub, "usr_a", protocol.FnGetBars, 5*time.Second)
+		out, err := call(t, e.hub, "usr_a", protocol.FnGetBars, testkit.Medium)
 		if err == nil && string(out) != `{"bars":[]}` {
 			err = fmt.Errorf("reply %s", out)
 		}
@@ -294,7 +294,7 @@ func TestDrippedFrameEndsTunnel(t *testing.T) {
 	a := dialAgent(t, e, "agent-a")
 	a.next(t)
 	e.waitConnected("usr_a")
-	go func() { _, _ = call(t, e.hub, "usr_a", protocol.FnGetBars, 10*time.Second) }()
+	go func() { _, _ = call(t, e.hub, "usr_a", protocol.FnGetBars, testkit.Long) }()
 	s := a.next(t)
 	_, _, err := protocol.NewReader(s, 0).ReadFrame()
 	require.NoError(t, err)
@@ -382,7 +382,7 @@ func TestEventFloodIsPacedNotClosed(t *testing.T) {
 	for i := range events {
 		require.NoError(t, w.WriteFrame(protocol.TypeEvent, protocol.Event{Seq: uint64(i + 1), Kind: "test", Data: data}))
 	}
-	require.Eventually(t, func() bool { return seen.got.Load() == events }, 10*time.Second, 10*time.Millisecond)
+	require.Eventually(t, func() bool { return seen.got.Load() == events }, testkit.Long, 10*time.Millisecond)
 	took := time.Unix(0, seen.last.Load()).Sub(start)
 	// Past the first second's worth, the rest at the rate.
 	want := time.Duration(float64(events*(size+hub.EventOverhead)-rate) / rate * float64(time.Second))
@@ -413,7 +413,7 @@ func TestTinyEventFloodIsPacedByCount(t *testing.T) {
 	for i := range events {
 		require.NoError(t, w.WriteFrame(protocol.TypeEvent, protocol.Event{Seq: uint64(i + 1), Kind: protocol.EventConnections, Data: json.RawMessage(`[]`)}))
 	}
-	require.Eventually(t, func() bool { return seen.got.Load() == events }, 10*time.Second, 10*time.Millisecond)
+	require.Eventually(t, func() bool { return seen.got.Load() == events }, testkit.Long, 10*time.Millisecond)
 	took := time.Unix(0, seen.last.Load()).Sub(start)
 	want := time.Duration(float64(events-rate) / rate * float64(time.Second))
 	require.GreaterOrEqual(t, took, want*9/10)

@@ -263,7 +263,7 @@ func TestConcurrentCalls(t *testing.T) {
 func TestNoAgentFailsAtOnce(t *testing.T) {
 	e := newEnv(t)
 	start := time.Now()
-	_, err := call(t, e.hub, "usr_a", "Echo", 5*time.Second)
+	_, err := call(t, e.hub, "usr_a", "Echo", testkit.Medium)
 	require.ErrorIs(t, err, agentcall.ErrNotConnected)
 	require.Less(t, time.Since(start), 100*time.Millisecond)
 }
@@ -274,7 +274,7 @@ func TestAgentKilledMidCall(t *testing.T) {
 	first := e.waitConnected("usr_a")
 	errc := make(chan error, 1)
 	go func() {
-		_, err := call(t, e.hub, "usr_a", "Block", 10*time.Second)
+		_, err := call(t, e.hub, "usr_a", "Block", testkit.Long)
 		errc <- err
 	}()
 	require.Eventually(t, func() bool { return a.handler.calls.Load() == 1 }, testkit.Medium, time.Millisecond)
@@ -294,7 +294,7 @@ func TestAgentKilledMidCall(t *testing.T) {
 		info, ok := e.hub.Info("usr_a")
 		return ok && info.SessionID != first.SessionID
 	}, testkit.Medium, 5*time.Millisecond)
-	_, err := call(t, e.hub, "usr_a", "Echo", 5*time.Second)
+	_, err := call(t, e.hub, "usr_a", "Echo", testkit.Medium)
 	require.NoError(t, err)
 }
 
@@ -524,7 +524,7 @@ func BenchmarkCall(b *testing.B) {
 	e.startAgent("agent-a", "A")
 	e.waitConnected("usr_a")
 	for b.Loop() {
-		if _, err := call(b, e.hub, "usr_a", "Echo", 5*time.Second); err != nil {
+		if _, err := call(b, e.hub, "usr_a", "Echo", testkit.Medium); err != nil {
 			b.Fatal(err)
 		}
 	}

@@ -149,7 +149,7 @@ func TestRefusedHandshakesAreRecorded(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, websocket.StatusCode(protocol.CloseBadHandshake), closeCode(t, ws))
 	ws.CloseNow()
-	require.Eventually(t, func() bool { return len(log.all()) == 2 }, 5*time.Second, 5*time.Millisecond, "%v", log.all())
+	require.Eventually(t, func() bool { return len(log.all()) == 2 }, testkit.Medium, 5*time.Millisecond, "%v", log.all())
 
 	// A Hello of another version than the subprotocol's.
 	ws, _, err = dialRaw(t, e, "agent-a", protocol.Subprotocol(protocol.ProtocolVersion))
@@ -164,7 +164,7 @@ func TestRefusedHandshakesAreRecorded(t *testing.T) {
 	<-sess.CloseChan()
 	require.Equal(t, protocol.CloseVersionUnsupported, conn.CloseStatus())
 
-	require.Eventually(t, func() bool { return len(log.all()) == 3 }, 5*time.Second, 5*time.Millisecond, "%v", log.all())
+	require.Eventually(t, func() bool { return len(log.all()) == 3 }, testkit.Medium, 5*time.Millisecond, "%v", log.all())
 	var reasons []string
 	for _, ev := range log.all() {
 		require.Equal(t, agentcall.SessionRefused, ev.Kind)
@@ -250,7 +250,7 @@ func TestDiagnosticsEventIsKept(t *testing.T) {
 		log.mu.Lock()
 		defer log.mu.Unlock()
 		return len(log.kinds) == 1
-	}, 5*time.Second, 5*time.Millisecond)
+	}, testkit.Medium, 5*time.Millisecond)
 	log.mu.Lock()
 	require.Equal(t, []string{protocol.EventOrder}, log.kinds, "diagnostics are history entries only")
 	log.mu.Unlock()
@@ -305,7 +305,7 @@ func TestDiagnosticsFloodReachesTheHistoryOnce(t *testing.T) {
 	require.Eventually(t, func() bool {
 		info, _ := e.hub.Info("usr_a")
 		return info.Diagnostics != nil && info.Diagnostics.AgentVersion == fmt.Sprint("v", n-1)
-	}, 5*time.Second, 5*time.Millisecond, "the tunnel keeps the latest")
+	}, testkit.Medium, 5*time.Millisecond, "the tunnel keeps the latest")
 	first := log.wait(t, agentcall.SessionDiagnostics, info.SessionID)
 	require.Contains(t, string(first.Diagnostics), `"v0"`)
 	var entries int

@@ -11,6 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 	"go.uber.org/zap/zaptest"
 
+	"tradebridge/internal/testkit"
 	"tradebridge/protocol"
 	"tradebridge/relay/agentcall"
 	"tradebridge/relay/auth"
@@ -83,22 +84,22 @@ func TestOnStatusReportsConnectsAndDisconnects(t *testing.T) {
 	e, log := newStatusEnv(t)
 	a := e.startAgent("agent-a", "A")
 	e.waitConnected("usr_a")
-	require.Eventually(t, func() bool { return len(log.all()) == 1 }, 5*time.Second, time.Millisecond)
+	require.Eventually(t, func() bool { return len(log.all()) == 1 }, testkit.Medium, time.Millisecond)
 	require.Equal(t, []string{"usr_a:true:true"}, log.all())
 
 	// A dropped tunnel reports false; the agent's reconnection, true. The
 	// redial waits until the relay has seen the drop: a tunnel that
 	// arrives first replaces the old one, which reports no false.
 	release := a.dialer.killAndHold()
-	require.Eventually(t, func() bool { return len(log.all()) >= 2 }, 10*time.Second, time.Millisecond)
+	require.Eventually(t, func() bool { return len(log.all()) >= 2 }, testkit.Long, time.Millisecond)
 	release()
-	require.Eventually(t, func() bool { return len(log.all()) >= 3 }, 10*time.Second, time.Millisecond)
+	require.Eventually(t, func() bool { return len(log.all()) >= 3 }, testkit.Long, time.Millisecond)
 	require.Equal(t, []string{"usr_a:true:true", "usr_a:false:true", "usr_a:true:true"}, log.all()[:3])
 
 	// Another user's agent reports only for that user.
 	e.startAgent("agent-b", "B")
 	e.waitConnected("usr_b")
-	require.Eventually(t, func() bool { return len(log.all()) == 4 }, 5*time.Second, time.Millisecond)
+	require.Eventually(t, func() bool { return len(log.all()) == 4 }, testkit.Medium, time.Millisecond)
 	require.Equal(t, "usr_b:true:true", log.all()[3])
 }
 
@@ -110,8 +111,8 @@ func TestOnStatusReplacementReportsNoDisconnect(t *testing.T) {
 	require.Eventually(t, func() bool {
 		info, ok := e.hub.Info("usr_a")
 		return ok && info.SessionID != info1.SessionID
-	}, 5*time.Second, 5*time.Millisecond)
-	require.Eventually(t, func() bool { return !first.client.Connected() }, 5*time.Second, 5*time.Millisecond)
+	}, testkit.Medium, 5*time.Millisecond)
+	require.Eventually(t, func() bool { return !first.client.Connected() }, testkit.Medium, 5*time.Millisecond)
 	first.stop()
 	// The first tunnel ended replaced: true for each tunnel, never false.
 	time.Sleep(50 * time.Millisecond)

@@ -182,7 +182,7 @@ func TestReconnectPush(t *testing.T) {
 	require.Len(t, e.hub.pushes("u1"), 1)
 
 	e.s.HandleStatus("u1", true)
-	require.Eventually(t, func() bool { return len(e.hub.pushes("u1")) == 2 }, 5*time.Second, time.Millisecond)
+	require.Eventually(t, func() bool { return len(e.hub.pushes("u1")) == 2 }, testkit.Medium, time.Millisecond)
 	p := e.hub.pushes("u1")[1]
 	require.Equal(t, int64(1), p.Version)
 	require.True(t, p.Controls.FlattenOnKill)
@@ -197,7 +197,7 @@ func TestReconnectPush(t *testing.T) {
 		e.store.mu.Lock()
 		defer e.store.mu.Unlock()
 		return e.store.user("u2").conns != nil
-	}, 5*time.Second, time.Millisecond)
+	}, testkit.Medium, time.Millisecond)
 	require.Empty(t, e.hub.pushes("u2"))
 
 	e.hub.disconnect("u1")
@@ -252,7 +252,7 @@ func TestReportedStates(t *testing.T) {
 	require.Eventually(t, func() bool {
 		r, _ := e.store.stored("u1", copierKind.Name, cid)
 		return r.Version == 2
-	}, 5*time.Second, time.Millisecond)
+	}, testkit.Medium, time.Millisecond)
 	r = e.do(http.MethodGet, "/desktop/copiers/"+cid, tokElite, "")
 	var c protocol.Copier
 	r.data(t, &c)

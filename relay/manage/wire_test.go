@@ -11,6 +11,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"tradebridge/internal/testkit"
 	"tradebridge/protocol"
 	"tradebridge/relay/errcode"
 	"tradebridge/relay/events"
@@ -95,7 +96,7 @@ func TestReportNotDelayedByAnotherUsersPush(t *testing.T) {
 		e.mux.ServeHTTP(w, r)
 		done <- w.Code
 	}()
-	require.Eventually(t, func() bool { return len(e.hub.pushes("u2")) > 0 }, 5*time.Second, time.Millisecond, "u2's push is waiting")
+	require.Eventually(t, func() bool { return len(e.hub.pushes("u2")) > 0 }, testkit.Medium, time.Millisecond, "u2's push is waiting")
 
 	data, err := json.Marshal(protocol.MonitorState{Account: "Sim101", State: protocol.MonitorStopped, Reason: "lossLimit", At: time.Now()})
 	require.NoError(t, err)

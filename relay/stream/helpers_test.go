@@ -320,7 +320,7 @@ func (c *client) read() map[string]any {
 		c.pending = c.pending[1:]
 		return f
 	}
-	f, err := c.readErr(5 * time.Second)
+	f, err := c.readErr(testkit.Medium)
 	require.NoError(c.t, err)
 	return f
 }
@@ -358,7 +358,7 @@ func (c *client) readType(typ string) map[string]any {
 		}
 	}
 	for {
-		f, err := c.readErr(5 * time.Second)
+		f, err := c.readErr(testkit.Medium)
 		require.NoError(c.t, err, "waiting for a %s frame", typ)
 		if f["type"] == typ {
 			return f
@@ -379,7 +379,7 @@ func (c *client) readReply() map[string]any {
 		}
 	}
 	for {
-		f, err := c.readErr(5 * time.Second)
+		f, err := c.readErr(testkit.Medium)
 		require.NoError(c.t, err, "waiting for an rpc reply")
 		if _, typed := f["type"]; !typed {
 			return f
@@ -392,7 +392,7 @@ func (c *client) readReply() map[string]any {
 func (c *client) closeCode() websocket.StatusCode {
 	c.t.Helper()
 	for {
-		_, err := c.readErr(5 * time.Second)
+		_, err := c.readErr(testkit.Medium)
 		if err != nil {
 			code := websocket.CloseStatus(err)
 			require.NotEqual(c.t, websocket.StatusCode(-1), code, "expected a close frame, got %v", err)
@@ -404,7 +404,7 @@ func (c *client) closeCode() websocket.StatusCode {
 func (c *client) closeError() websocket.CloseError {
 	c.t.Helper()
 	for {
-		_, err := c.readErr(5 * time.Second)
+		_, err := c.readErr(testkit.Medium)
 		if err != nil {
 			var ce websocket.CloseError
 			require.True(c.t, errors.As(err, &ce), "expected a close frame, got %v", err)

@@ -461,7 +461,7 @@ func TestSubscribeDeliversOnlySubscribedQuotes(t *testing.T) {
 	require.Eventually(t, func() bool {
 		set, _ := e.up.lastSet(userA)
 		return fmt.Sprint(set) == "[NQ 12-26 XX]" || fmt.Sprint(set) == "[NQ 12-26]"
-	}, 5*time.Second, time.Millisecond)
+	}, testkit.Medium, time.Millisecond)
 	e.srv.HandleEvent(userA, quoteEvent("ES 12-26", 5001))
 	e.srv.HandleEvent(userA, quoteEvent("NQ 12-26", 21001))
 	f = c.read()
@@ -526,14 +526,14 @@ func TestUnionGoesUpstreamAndEmptiesWhenTheLastSocketLeaves(t *testing.T) {
 	require.Eventually(t, func() bool {
 		set, _ := e.up.lastSet(userA)
 		return fmt.Sprint(set) == "[NQ]"
-	}, 5*time.Second, time.Millisecond)
+	}, testkit.Medium, time.Millisecond)
 	require.NoError(t, c1.ws.Close(websocket.StatusNormalClosure, ""))
 	require.Eventually(t, func() bool {
 		set, _ := e.up.lastSet(userA)
 		return set != nil && len(set) == 0
-	}, 5*time.Second, time.Millisecond)
-	require.Eventually(t, func() bool { return e.srv.userCount() == 0 }, 5*time.Second, time.Millisecond)
-	require.Eventually(t, func() bool { return e.srv.Stats().Sockets == 0 }, 5*time.Second, time.Millisecond)
+	}, testkit.Medium, time.Millisecond)
+	require.Eventually(t, func() bool { return e.srv.userCount() == 0 }, testkit.Medium, time.Millisecond)
+	require.Eventually(t, func() bool { return e.srv.Stats().Sockets == 0 }, testkit.Medium, time.Millisecond)
 }
 
 func TestPnlStreamingKeepsEachSocketsInterval(t *testing.T) {
@@ -730,7 +730,7 @@ func TestUsersNeverSeeEachOthersData(t *testing.T) {
 		}
 		e.clock.Advance(250 * time.Millisecond)
 		return false
-	}, 5*time.Second, 5*time.Millisecond)
+	}, testkit.Medium, 5*time.Millisecond)
 	check := func(c *client, user string, lo float64) {
 		gotLast, pnls := false, 0
 		for !gotLast || pnls < 3 {
@@ -821,7 +821,7 @@ func TestAgentDisconnectAndReconnect(t *testing.T) {
 	require.Eventually(t, func() bool {
 		set, m := e.up.lastSet(userA)
 		return m == n+1 && fmt.Sprint(set) == "[ES]"
-	}, 5*time.Second, time.Millisecond)
+	}, testkit.Medium, time.Millisecond)
 	e.srv.HandleEvent(userA, quoteEvent("ES 12-26", 42))
 	require.Equal(t, 42.0, quotesOf(c.readType("marketData"))["ES 12-26"]["bid"])
 }
@@ -1022,7 +1022,7 @@ func TestClientThatStopsReadingIsDropped(t *testing.T) {
 	fastDone := make(chan error, 1)
 	go func() {
 		for {
-			f, err := fast.readErr(10 * time.Second)
+			f, err := fast.readErr(testkit.Long)
 			if err != nil || f["type"] == "pong" {
 				fastDone <- err
 				return
@@ -1045,15 +1045,15 @@ func TestClientThatStopsReadingIsDropped(t *testing.T) {
 			}
 		}
 	}()
-	require.Eventually(t, func() bool { return e.srv.Stats().Sockets == 1 }, 10*time.Second, 10*time.Millisecond)
+	require.Eventually(t, func() bool { return e.srv.Stats().Sockets == 1 }, testkit.Long, 10*time.Millisecond)
 	close(stop)
 	<-done
 	fast.send(map[string]any{"action": "ping"})
 	require.NoError(t, <-fastDone)
 	require.Equal(t, int64(1), e.srv.Stats().Sockets)
-	_, err := stuck.readErr(5 * time.Second)
+	_, err := stuck.readErr(testkit.Medium)
 	for err == nil {
-		_, err = stuck.readErr(5 * time.Second)
+		_, err = stuck.readErr(testkit.Medium)
 	}
 }
 
