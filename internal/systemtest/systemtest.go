@@ -162,6 +162,9 @@ func (s *System) Stop() { s.stop() }
 func (s *System) Restart() {
 	s.T.Helper()
 	s.Stop()
+	// The old relay closed its connections; a request must not pick one
+	// the client has not yet seen closed (a POST on it fails with EOF).
+	s.Client.CloseIdleConnections()
 	var ln net.Listener
 	require.Eventually(s.T, func() bool {
 		var err error

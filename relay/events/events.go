@@ -48,6 +48,7 @@ import (
 
 	"go.uber.org/zap"
 
+	"tradebridge/internal/lifecycle"
 	"tradebridge/protocol"
 	"tradebridge/relay/agentcall"
 )
@@ -224,10 +225,10 @@ type Stats struct {
 
 // Bus is the spine. Create it with New; it is safe for concurrent use.
 type Bus struct {
-	opts   Options
-	log    *zap.Logger
-	ctx    context.Context
-	cancel context.CancelFunc
+	opts Options
+	log  *zap.Logger
+	// group owns the queued subscribers' workers.
+	group lifecycle.Group
 
 	// routes holds, per type, who takes its events; replaced whole on
 	// every subscription, so that Publish reads it without a lock.
@@ -237,7 +238,6 @@ type Bus struct {
 	names  map[string]bool
 	queues []*queue
 	closed bool
-	wg     sync.WaitGroup
 }
 
 // route is one subscriber of a type.
@@ -260,8 +260,7 @@ func New(opts Options) (*Bus, error) {
 	if opts.WarnInterval == 0 {
 		opts.WarnInterval = DefaultWarnInterval
 	}
-	ctx, cancel := context.WithCancel(context.Background())
-	b := &Bus{opts: opts, log: opts.Logger.Named("events"), ctx: ctx, cancel: cancel, names: map[string]bool{}}
+	b := &Bus{opts: opts, log: opts.Logger.Named("events"), names: map[string]bool{}}
 	b.routes.Store(&routeTable{})
 	return b, nil
 }
@@ -333,11 +332,7 @@ func (b *Bus) add(name string, types []Type, r route) error {
 	if q := r.queue; q != nil {
 		b.queues = append(b.queues, q)
 		for range q.sub.Workers {
-			b.wg.Add(1)
-			go func() {
-				defer b.wg.Done()
-				q.work(b.ctx)
-			}()
+			b.group.Go(q.work)
 		}
 	}
 	return nil
@@ -382,12 +377,12 @@ func (b *Bus) Close() {
 	b.mu.Lock()
 	if !b.closed {
 		b.closed = true
-		b.cancel()
+		b.group.Stop()
 		for _, q := range b.queues {
 			q.close()
 		}
 		b.routes.Store(&routeTable{})
 	}
 	b.mu.Unlock()
-	b.wg.Wait()
+	b.group.Wait()
 }

@@ -156,9 +156,7 @@ func (s *Server) HandleStatus(userID string, connected bool) {
 		return
 	}
 	s.pushing[userID] = false
-	s.wg.Add(1)
-	go func() {
-		defer s.wg.Done()
+	s.group.Go(func(context.Context) {
 		for {
 			s.reconnectPush(userID)
 			s.pmu.Lock()
@@ -171,7 +169,7 @@ func (s *Server) HandleStatus(userID string, connected bool) {
 			s.pmu.Unlock()
 			return
 		}
-	}()
+	})
 }
 
 // reconnectPush records the live agent's connections and pushes the

@@ -13,6 +13,7 @@ import (
 
 	"go.uber.org/zap"
 
+	"tradebridge/internal/lifecycle"
 	"tradebridge/relay/admit"
 	"tradebridge/relay/agentcall"
 	"tradebridge/relay/auth"
@@ -117,9 +118,10 @@ type Server struct {
 	// shedding.
 	running atomic.Int64
 
-	ctx    context.Context
-	cancel context.CancelFunc
-	wg     sync.WaitGroup
+	// group owns the reconnect pushes; ctx is its context, which ends
+	// at Close.
+	group lifecycle.Group
+	ctx   context.Context
 
 	pmu     sync.Mutex
 	closed  bool
@@ -166,7 +168,7 @@ func New(opts Options) (*Server, error) {
 		rt.door = s.door(rt)
 		s.routes = append(s.routes, rt)
 	}
-	s.ctx, s.cancel = context.WithCancel(context.Background())
+	s.ctx = s.group.Context()
 	return s, nil
 }
 
@@ -179,8 +181,7 @@ func (s *Server) Close() error {
 	s.pmu.Lock()
 	s.closed = true
 	s.pmu.Unlock()
-	s.cancel()
-	s.wg.Wait()
+	s.group.Close()
 	return nil
 }
 
