@@ -114,6 +114,12 @@ func TestManageEndToEnd(t *testing.T) {
 	}, testkit.Long, testkit.Tick, "the relay sees the agent gone")
 	r = s.Do(http.MethodPatch, "/v1/api/manage/controls", tok, `{"blockAllSignals":true}`, "Content-Type", "application/json")
 	require.Equal(t, errcode.AddonDisconnected, r.Error, "the last answer: %d %s", r.Status, r.Raw)
+	// The agent's last report is stored from the user's queue of the
+	// event spine, moments after it came.
+	require.Eventually(t, func() bool {
+		ms, err := s.Store.ManagedState(t.Context(), s.Users["bob"].UserID)
+		return err == nil && strings.Contains(string(ms.Connections), "Sim101")
+	}, testkit.Medium, testkit.Tick, "the relay stored the connections the agent last reported")
 	r = s.Do(http.MethodGet, "/v1/api/manage/desktop/connection-settings", tok, "")
 	require.Equal(t, http.StatusOK, r.Status, string(r.Raw))
 	require.Contains(t, string(r.Data), "Sim101", "the connections the agent last reported")

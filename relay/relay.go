@@ -495,8 +495,9 @@ const reportQueue = 256
 // user's subject before the stream re-sends the user's subscriptions
 // through it; then the stream sockets (other nodes' quotes and statuses
 // too); then the Management API's push on connect, and the connection
-// history. The Management API stores reported states from a queue per
-// user.
+// history. The Management API stores reported states, and the
+// connections of an agent that connects, from a queue per user, so that
+// they are stored in the order they happened.
 func (b *build) subscribe() error {
 	bus, r := b.r.events, b.r
 	var subs []events.Subscription
@@ -518,7 +519,7 @@ func (b *build) subscribe() error {
 		}
 	}
 	return bus.SubscribeQueued(events.QueuedSubscription{
-		Name: "manage-reports", Types: []events.Type{events.TypeAgent, events.TypeBroker}, Kinds: manage.ReportedKinds,
+		Name: "manage-reports", Types: []events.Type{events.TypeStatus, events.TypeAgent, events.TypeBroker}, Kinds: manage.ReportedKinds,
 		QueueSize: reportQueue, Workers: 2,
 		Handle: func(_ context.Context, e events.Event) { r.manage.HandleEvent(e) },
 	})

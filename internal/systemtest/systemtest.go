@@ -19,6 +19,7 @@ import (
 	"os"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -67,7 +68,12 @@ type System struct {
 	Tweak func(*relay.Options)
 
 	stop func()
+	// relay is the relay serving now.
+	relay atomic.Pointer[relay.Relay]
 }
+
+// Relay returns the relay serving now.
+func (s *System) Relay() *relay.Relay { return s.relay.Load() }
 
 // Roomy is a budget tests that do not test budgets never exhaust.
 var Roomy = budget.Policy{Name: "roomy", Rate: 1 << 20, Period: time.Minute, Burst: 1 << 20}
@@ -143,6 +149,7 @@ func (s *System) serve(ln net.Listener) {
 	}
 	r, err := relay.New(opts)
 	require.NoError(s.T, err)
+	s.relay.Store(r)
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- r.Serve(ctx, ln) }()
@@ -247,6 +254,16 @@ func (s *System) StartAgentOn(user, kind string, tweak func(*agent.Options)) *Ru
 	require.Eventually(s.T, a.Connected, testkit.Medium, 5*time.Millisecond)
 	if nt, ok := opts.Platform.(*ninjatrader.Platform); ok {
 		require.Eventually(s.T, func() bool { return nt.Status().Connected }, testkit.Medium, time.Millisecond)
+	}
+	if r := s.Relay(); ra.Pair != nil && r != nil {
+		// On the NinjaTrader bridge the platform's connections follow the
+		// handshake: wait until the relay knows the agent's accounts, so
+		// that a test may name one at once.
+		userID := s.Users[user].UserID
+		require.Eventually(s.T, func() bool {
+			info, ok := r.Hub().Info(userID)
+			return ok && len(info.Hello.Connections) > 0
+		}, testkit.Medium, time.Millisecond, "the relay learned the agent's connections")
 	}
 	return ra
 }

@@ -180,8 +180,9 @@ type QueuedSubscription struct {
 	Name string
 	// Types are the types it takes. Required.
 	Types []Type
-	// Kinds, when set, keeps only the TypeAgent and TypeBroker events of
-	// these kinds (protocol.EventX) out of the queue's way.
+	// Kinds, when set, keeps the TypeAgent and TypeBroker events of other
+	// kinds (protocol.EventX) out of the queue; events of other types are
+	// queued whatever their kind.
 	Kinds []string
 	// Remote: it also takes the events other relay nodes forwarded.
 	Remote bool

@@ -48,7 +48,7 @@ func (u *userQueue) len() int { return len(u.events) - u.head }
 // offer queues e for its user, or drops it when the user's queue or the
 // subscriber's bytes are full.
 func (q *queue) offer(e Event) {
-	if q.kinds != nil && !q.kinds[e.Agent.Kind] {
+	if q.kinds != nil && (e.Type == TypeAgent || e.Type == TypeBroker) && !q.kinds[e.Agent.Kind] {
 		return
 	}
 	n := e.size()

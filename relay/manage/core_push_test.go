@@ -171,10 +171,11 @@ func TestMonitorRestartOverHTTP(t *testing.T) {
 	require.Equal(t, "write", e.do(http.MethodPost, path, tokElite, "").body(t).Policy)
 }
 
-// On every connect the relay records the agent's connections and pushes
-// the current configuration; an agent without the configuration protocol
-// gets its connections recorded only. Reads while the agent is offline
-// use the recorded connections.
+// On every connect the relay records the agent's connections (HandleEvent,
+// in order with its reports) and pushes the current configuration
+// (HandleStatus); an agent without the configuration protocol gets its
+// connections recorded only. Reads while the agent is offline use the
+// recorded connections.
 func TestReconnectPush(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t, nil)
@@ -182,6 +183,7 @@ func TestReconnectPush(t *testing.T) {
 	require.Len(t, e.hub.pushes("u1"), 1)
 
 	e.s.HandleStatus("u1", true)
+	e.s.HandleEvent(events.Status("u1", true))
 	require.Eventually(t, func() bool { return len(e.hub.pushes("u1")) == 2 }, testkit.Medium, time.Millisecond)
 	p := e.hub.pushes("u1")[1]
 	require.Equal(t, int64(1), p.Version)
@@ -193,6 +195,7 @@ func TestReconnectPush(t *testing.T) {
 
 	e.s.HandleStatus("u1", false)
 	e.s.HandleStatus("u2", true) // nothing configured: connections only
+	e.s.HandleEvent(events.Status("u2", true))
 	require.Eventually(t, func() bool {
 		e.store.mu.Lock()
 		defer e.store.mu.Unlock()

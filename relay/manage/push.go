@@ -138,10 +138,10 @@ func agentError(err error) *httpapi.Error {
 
 // HandleStatus learns that a user's agent connected or left (a status on
 // the event spine, to which the relay subscribes it directly). On every
-// connect it records the agent's platform
-// connections and pushes the user's current configuration, on a
-// goroutine of the Server (Close waits for it); a connect during a push
-// makes it run once more. It never blocks.
+// connect it pushes the user's current configuration, on a goroutine of
+// the Server (Close waits for it); a connect during a push makes it run
+// once more. It never blocks. (HandleEvent records the agent's
+// connections on connect, in order with the agent's events.)
 func (s *Server) HandleStatus(userID string, connected bool) {
 	if !connected {
 		return
@@ -172,20 +172,13 @@ func (s *Server) HandleStatus(userID string, connected bool) {
 	})
 }
 
-// reconnectPush records the live agent's connections and pushes the
-// user's configuration to it, under the user's write lock.
+// reconnectPush pushes the user's configuration to the live agent, under
+// the user's write lock.
 func (s *Server) reconnectPush(userID string) {
 	ctx := s.ctx
 	info, ok := s.opts.Hub.Info(userID)
 	if !ok {
 		return
-	}
-	conns, err := json.Marshal(orEmpty(info.Hello.Connections))
-	if err == nil {
-		err = s.opts.Store.SetConnections(ctx, userID, conns)
-	}
-	if err != nil && ctx.Err() == nil {
-		s.log.Warn("recording the agent's connections", zap.Error(err))
 	}
 	if info.Hello.ProtocolVersion < protocol.ConfigProtocolVersion {
 		return
@@ -210,13 +203,19 @@ func (s *Server) reconnectPush(userID string) {
 
 // HandleEvent stores a state reported on the event spine (the relay
 // subscribes it with a queue per user, so one user's reports never hold up
-// another's): the states of the agent's monitors and copiers and its
-// platform's connections (events.TypeAgent), and the broker engines'
-// states of tv monitors and copiers (events.TypeBroker). Other events are
-// ignored. It returns once the state is stored, or storing it failed
-// (logged).
+// another's, and each user's are stored in the order they happened): the
+// platform's connections of an agent that connects (events.TypeStatus,
+// those its tunnel holds then) and that it reports (events.TypeAgent), the
+// states of the agent's monitors and copiers (events.TypeAgent), and the
+// broker engines' states of broker monitors and copiers
+// (events.TypeBroker). Other events are ignored. It returns once the state
+// is stored, or storing it failed (logged).
 func (s *Server) HandleEvent(e events.Event) {
 	if !Reported(e) {
+		return
+	}
+	if e.Type == events.TypeStatus {
+		s.recordConnections(e.UserID)
 		return
 	}
 	if err := s.storeReport(e); err != nil && s.ctx.Err() == nil {
@@ -230,12 +229,30 @@ var ReportedKinds = []string{protocol.EventMonitorState, protocol.EventCopierSta
 // Reported reports whether HandleEvent stores e.
 func Reported(e events.Event) bool {
 	switch e.Type {
+	case events.TypeStatus:
+		return e.Connected && !e.Remote
 	case events.TypeAgent:
 		return slices.Contains(ReportedKinds, e.Agent.Kind)
 	case events.TypeBroker:
 		return e.Agent.Kind == protocol.EventMonitorState || e.Agent.Kind == protocol.EventCopierState
 	}
 	return false
+}
+
+// recordConnections stores the platform's connections of the user's live
+// tunnel, for when the agent is offline.
+func (s *Server) recordConnections(userID string) {
+	info, ok := s.opts.Hub.Info(userID)
+	if !ok {
+		return
+	}
+	conns, err := json.Marshal(orEmpty(info.Hello.Connections))
+	if err == nil {
+		err = s.opts.Store.SetConnections(s.ctx, userID, conns)
+	}
+	if err != nil && s.ctx.Err() == nil {
+		s.log.Warn("recording the agent's connections", zap.String("user", userID), zap.Error(err))
+	}
 }
 
 // reportRetries bounds the attempts to store a report that meets
