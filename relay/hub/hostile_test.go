@@ -329,9 +329,11 @@ func TestAgentOpenedStreamEndsTunnel(t *testing.T) {
 	e.waitConnected("usr_b")
 	a := dialAgent(t, e, "agent-a")
 	e.waitConnected("usr_a")
-	s, err := a.sess.OpenStream()
-	require.NoError(t, err)
-	_, _ = s.Write(make([]byte, 64<<10))
+	// The relay may end the session on the stream's first frame, before
+	// OpenStream returns: the close below is what counts.
+	if s, err := a.sess.OpenStream(); err == nil {
+		_, _ = s.Write(make([]byte, 64<<10))
+	}
 	select {
 	case <-a.sess.CloseChan():
 	case <-time.After(testkit.Medium):

@@ -211,7 +211,7 @@ func (s *Server) reconnectPush(userID string) {
 // (events.TypeBroker). Other events are ignored. It returns once the state
 // is stored, or storing it failed (logged).
 func (s *Server) HandleEvent(e events.Event) {
-	if !Reported(e) {
+	if !reported(e) {
 		return
 	}
 	if e.Type == events.TypeStatus {
@@ -226,8 +226,8 @@ func (s *Server) HandleEvent(e events.Event) {
 // ReportedKinds are the kinds of the agents' events HandleEvent stores.
 var ReportedKinds = []string{protocol.EventMonitorState, protocol.EventCopierState, protocol.EventConnections}
 
-// Reported reports whether HandleEvent stores e.
-func Reported(e events.Event) bool {
+// reported reports whether HandleEvent stores e.
+func reported(e events.Event) bool {
 	switch e.Type {
 	case events.TypeStatus:
 		return e.Connected && !e.Remote
