@@ -13,6 +13,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"tradebridge/agent/installlog"
 	"tradebridge/agent/winsvc"
 	"tradebridge/trading/bridge/ninjatrader"
 )
@@ -117,7 +118,8 @@ func newConfigCmd() *cobra.Command {
 			"A running service applies the change within seconds. Prints the result, the token as \"set\".",
 		Args: func(_ *cobra.Command, args []string) error {
 			if len(args) == 0 || len(args)%2 != 0 {
-				return errors.New("config set takes KEY VALUE pairs, e.g. config set relay-url https://relay.example")
+				return installlog.WithClass(errors.New("config set takes KEY VALUE pairs, e.g. config set relay-url https://relay.example"),
+					installlog.ClassInvalid)
 			}
 			return nil
 		},
@@ -193,15 +195,16 @@ func setConfig(file string, machine bool, args []string, stdin io.Reader) (Confi
 		key, value := args[i], args[i+1]
 		if value == "-" {
 			if value, err = readValue(in); err != nil {
-				return Config{}, exists, fmt.Errorf("reading the value of argument %d from standard input: %w", i+2, err)
+				return Config{}, exists, installlog.WithClass(
+					fmt.Errorf("reading the value of argument %d from standard input: %w", i+2, err), installlog.ClassInvalid)
 			}
 		}
 		if err := setKey(&cfg, i+1, key, value); err != nil {
-			return Config{}, exists, err
+			return Config{}, exists, installlog.WithClass(err, installlog.ClassInvalid)
 		}
 	}
 	if err := checkConfig(cfg); err != nil {
-		return Config{}, exists, err
+		return Config{}, exists, installlog.WithClass(err, installlog.ClassInvalid)
 	}
 	if err := writeConfigFile(file, machine, cfg); err != nil {
 		return Config{}, exists, err
@@ -286,11 +289,11 @@ func writeConfigFile(file string, machine bool, cfg Config) (err error) {
 	dir := filepath.Dir(file)
 	_, statErr := os.Stat(dir)
 	if err := os.MkdirAll(dir, 0o700); err != nil {
-		return fmt.Errorf("creating the configuration folder: %w", err)
+		return installlog.WithClass(fmt.Errorf("creating the configuration folder: %w", err), installlog.ClassFolder)
 	}
 	if machine || errors.Is(statErr, fs.ErrNotExist) {
 		if err := secureDir(dir, machine); err != nil {
-			return fmt.Errorf("restricting the configuration folder: %w", err)
+			return installlog.WithClass(fmt.Errorf("restricting the configuration folder: %w", err), installlog.ClassFolder)
 		}
 	}
 	b, err := json.MarshalIndent(cfg, "", "  ")

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io/fs"
 	"os"
+	"path/filepath"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -16,7 +17,10 @@ import (
 
 func newDiagCmd() *cobra.Command {
 	d := diagConfig{getenv: os.Getenv, machine: winsvc.MachinePaths()}
-	var opts supportzip.Options
+	var (
+		opts  supportzip.Options
+		pause bool
+	)
 	cmd := &cobra.Command{
 		Use:   "diag",
 		Short: "Write a zip for support staff: the agent's state, checks made now, its configuration without secrets, the log's tail",
@@ -27,7 +31,10 @@ func newDiagCmd() *cobra.Command {
 			"the NinjaTrader secret), logs/agent.log (the log's last lines, with anything\n" +
 			"looking like a token removed) and service.json (the system service's state).\n" +
 			"A configuration that cannot be read is reported in the zip. Nothing in it is\n" +
-			"a secret; look inside before sending it if you like.",
+			"a secret; look inside before sending it if you like.\n\n" +
+			"--pause is the Start menu's \"Diagnostics for support\": without --out the zip goes to\n" +
+			"the Desktop, and the command says where and waits for Enter when run in a console window.\n" +
+			"Run it as administrator to include the machine's configuration and logs.",
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if opts.Lines < 0 {
@@ -42,11 +49,32 @@ func newDiagCmd() *cobra.Command {
 			opts.Getenv, opts.Machine, opts.UserDataDir = d.getenv, d.machine, defaultDataDir
 			opts.Service = func() any { return winsvc.QueryStatus() }
 			opts.Now = time.Now
+			if pause && opts.Out == "" {
+				// The Start menu starts the command in the program's
+				// folder, which users cannot write to: the Desktop.
+				if desktop := desktopDir(); desktop != "" {
+					if err := os.Chdir(desktop); err != nil {
+						return err
+					}
+				}
+			}
 			path, err := supportzip.Write(cmd.Context(), opts)
+			out := cmd.OutOrStdout()
 			if err != nil {
+				if pause {
+					fmt.Fprintln(out, "The support zip could not be written:", err)
+					waitForEnter(out, cmd.InOrStdin())
+				}
 				return err
 			}
-			fmt.Fprintln(cmd.OutOrStdout(), path)
+			if abs, err := filepath.Abs(path); err == nil {
+				path = abs
+			}
+			fmt.Fprintln(out, path)
+			if pause {
+				fmt.Fprintln(out, "\nThe file above is for support staff: send it to them. It holds no token or secret.")
+				waitForEnter(out, cmd.InOrStdin())
+			}
 			return nil
 		},
 	}
@@ -54,6 +82,7 @@ func newDiagCmd() *cobra.Command {
 	f.StringVar(&opts.Out, "out", "", "the zip file to write (default tradebridge-diag-<host>-<UTC time>.zip in the current folder)")
 	f.StringVar(&d.path, "config", "", "JSON config file, as for run (env AGENT_CONFIG; default the machine configuration file when there is one)")
 	f.IntVar(&opts.Lines, "lines", supportzip.DefaultLines, "how many of the log's last lines to include")
+	f.BoolVar(&pause, "pause", false, "for the Start-menu entry: the zip to the Desktop (unless --out), then wait for Enter")
 	return cmd
 }
 

@@ -36,7 +36,7 @@ func TestDiagFindsTheMachineConfig(t *testing.T) {
 func TestDiagCommand(t *testing.T) {
 	t.Parallel()
 	cmd := newDiagCmd()
-	for name, def := range map[string]string{"out": "", "config": "", "lines": "2000"} {
+	for name, def := range map[string]string{"out": "", "config": "", "lines": "2000", "pause": "false"} {
 		f := cmd.Flags().Lookup(name)
 		require.NotNil(t, f, name)
 		require.Equal(t, def, f.DefValue, name)

@@ -15,6 +15,7 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"strings"
 	"syscall"
 
 	"github.com/spf13/cobra"
@@ -25,6 +26,7 @@ import (
 	"tradebridge/agent/agentlog"
 	"tradebridge/agent/agentstore"
 	"tradebridge/agent/diag"
+	"tradebridge/agent/installlog"
 	"tradebridge/agent/supportzip"
 	"tradebridge/agent/winsvc"
 	"tradebridge/cmd/internal/logflags"
@@ -32,10 +34,55 @@ import (
 )
 
 func main() {
-	if err := newRootCmd(os.Stdout).Execute(); err != nil {
-		fmt.Fprintln(os.Stderr, "agent:", err)
-		os.Exit(1)
+	os.Exit(execute(newRootCmd(os.Stdout), os.Args[1:], os.Stderr, nil))
+}
+
+// msiLogFlag is the hidden flag the installer's custom actions give every
+// command: --msi-log FILE, the installer's log ([MsiLogFileLocation],
+// empty when the installation is not logged).
+const msiLogFlag = "msi-log"
+
+// execute runs root on args and returns the process's exit code. A
+// command that fails says why on stderr and exits with 1; run by the
+// installer (--msi-log), it also writes its reason to the Event Log
+// (eventLog; nil: the system's) and the installer's log, and exits with
+// the code of its kind of failure (installlog.Class, installer/README.md).
+func execute(root *cobra.Command, args []string, stderr io.Writer, eventLog func() (installlog.EventLog, error)) int {
+	root.SetArgs(args)
+	cmd, err := root.ExecuteC()
+	if err == nil {
+		return 0
 	}
+	fmt.Fprintln(stderr, "agent:", err)
+	file, ok := msiLogOf(root, args)
+	if !ok {
+		return 1
+	}
+	if cmd == nil {
+		cmd = root
+	}
+	return installlog.Report(installlog.Options{File: file, Command: cmd.CommandPath(), EventLog: eventLog}, err)
+}
+
+// msiLogOf is the --msi-log the command was given, and whether it was:
+// as cobra parsed it, else (the command line did not parse) as found in
+// args.
+func msiLogOf(root *cobra.Command, args []string) (string, bool) {
+	if f := root.PersistentFlags().Lookup(msiLogFlag); f != nil && f.Changed {
+		return f.Value.String(), true
+	}
+	for i, a := range args {
+		if a == "--" {
+			break
+		}
+		if v, ok := strings.CutPrefix(a, "--"+msiLogFlag+"="); ok {
+			return v, true
+		}
+		if a == "--"+msiLogFlag && i+1 < len(args) {
+			return args[i+1], true
+		}
+	}
+	return "", false
 }
 
 func newRootCmd(stdout io.Writer) *cobra.Command {
@@ -46,6 +93,9 @@ func newRootCmd(stdout io.Writer) *cobra.Command {
 		SilenceErrors: true,
 	}
 	root.SetOut(stdout)
+	root.PersistentFlags().String(msiLogFlag, "", "the installer's log: a failure is also written there and to the Event Log, "+
+		"and the exit code says its kind (the MSI's custom actions)")
+	_ = root.PersistentFlags().MarkHidden(msiLogFlag)
 	root.AddCommand(newRunCmd(), &cobra.Command{
 		Use:   "version",
 		Short: "Print the agent's version",
@@ -193,6 +243,16 @@ type privilegeError struct {
 
 func (e *privilegeError) Error() string { return e.command + " " + winsvc.PrivilegeHint }
 func (e *privilegeError) Unwrap() error { return e.err }
+
+// InstallClass: the installer's log says the command needs elevation,
+// or, when a folder refused the process (as SYSTEM under the installer,
+// elevation would not help), that the folder is the problem.
+func (e *privilegeError) InstallClass() installlog.Class {
+	if installlog.ClassOf(e.err) == installlog.ClassFolder {
+		return installlog.ClassFolder
+	}
+	return installlog.ClassNeedsElevation
+}
 
 // asPrivilegeError turns err into a privilegeError when it is a
 // permission refusal.

@@ -1,15 +1,21 @@
 package main
 
 import (
+	"bufio"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
 	"runtime"
+	"strings"
 
 	"github.com/kardianos/service"
 	"github.com/spf13/cobra"
 
+	"tradebridge/agent/installlog"
 	"tradebridge/agent/winsvc"
 )
 
@@ -114,6 +120,8 @@ func newServiceCmds(open func() (controller, error)) []*cobra.Command {
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if msiUninstall {
+				// Said before the source goes, so the line is under it.
+				installlog.Notice(installlog.Options{File: msiLogValue(cmd)}, leftBehind(winsvc.MachinePaths(), fileExists))
 				return serviceError("uninstall", winsvc.RemoveEventSource())
 			}
 			c, err := open()
@@ -134,7 +142,7 @@ func newServiceCmds(open func() (controller, error)) []*cobra.Command {
 			return report(cmd.OutOrStdout(), c)
 		},
 	}
-	uninstall.Flags().BoolVar(&msiUninstall, "msi", false, "the installer removes the service: remove the Event Log source")
+	uninstall.Flags().BoolVar(&msiUninstall, "msi", false, "the installer removes the service: say what stays on the PC, remove the Event Log source")
 	_ = uninstall.Flags().MarkHidden("msi")
 
 	return []*cobra.Command{install, uninstall,
@@ -144,16 +152,137 @@ func newServiceCmds(open func() (controller, error)) []*cobra.Command {
 			RunE: control("stop", controller.Stop)},
 		{Use: "restart", Short: "Restart the agent's service (elevated prompt / root)", Args: cobra.NoArgs,
 			RunE: control("restart", controller.Restart)},
-		{Use: "status", Short: `Print the service's state as JSON: {"service":"` + winsvc.Name + `","status":"running|stopped|not-installed|unknown"}`,
-			Args: cobra.NoArgs,
-			RunE: func(cmd *cobra.Command, _ []string) error {
-				c, err := open()
-				if err != nil {
-					return err
-				}
-				return report(cmd.OutOrStdout(), c)
-			}},
+		statusCmd(open, report),
 	}
+}
+
+// statusCmd is `agent status [--pause]`.
+func statusCmd(open func() (controller, error), report func(io.Writer, controller) error) *cobra.Command {
+	var pause bool
+	cmd := &cobra.Command{
+		Use:   "status",
+		Short: `Print the service's state as JSON: {"service":"` + winsvc.Name + `","status":"running|stopped|not-installed|unknown"}`,
+		Long: `Print the service's state as JSON: {"service":"` + winsvc.Name + `","status":"running|stopped|not-installed|unknown"}.` + "\n" +
+			"--pause (the Start menu's \"TradeBridge Agent status\") adds a summary for people: the service's state, the\n" +
+			"configured relay, whether a token is set (never the token) and the platform; then it waits for Enter\n" +
+			"when run in a console window.",
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			out := cmd.OutOrStdout()
+			c, err := open()
+			if err == nil {
+				err = report(out, c)
+			}
+			if !pause {
+				return err
+			}
+			if err != nil {
+				fmt.Fprintln(out, "The service's state could not be read:", err)
+			} else {
+				file, _ := configFileOf("", os.Getenv)
+				cfg, cfgErr := readConfigFile(file)
+				writeStatusSummary(out, winsvc.StatusOf(c), file, cfg, cfgErr)
+			}
+			waitForEnter(out, cmd.InOrStdin())
+			return err
+		},
+	}
+	cmd.Flags().BoolVar(&pause, "pause", false, "also print a summary for people, then wait for Enter (the Start-menu entry)")
+	return cmd
+}
+
+// writeStatusSummary writes the service's state r and the configuration
+// cfg read from file (cfgErr: why it could not be) for people. The token
+// appears only as set or not set.
+func writeStatusSummary(w io.Writer, r winsvc.Report, file string, cfg Config, cfgErr error) {
+	state := map[string]string{
+		winsvc.StatusRunning:      "running",
+		winsvc.StatusStopped:      "stopped (it starts with Windows; Services > " + winsvc.DisplayName + " > Start starts it now)",
+		winsvc.StatusNotInstalled: "not installed (install the TradeBridge Agent MSI)",
+	}[r.Status]
+	if state == "" {
+		state = "unknown (the service manager did not say)"
+	}
+	fmt.Fprintln(w)
+	fmt.Fprintln(w, winsvc.DisplayName)
+	fmt.Fprintln(w, "  Service:       "+state)
+	fmt.Fprintln(w, "  Configuration: "+file)
+	switch {
+	case errors.Is(cfgErr, fs.ErrNotExist):
+		fmt.Fprintln(w, "  Not paired yet: open Start > TradeBridge Agent > Pair this PC.")
+		return
+	case errors.Is(cfgErr, fs.ErrPermission):
+		fmt.Fprintln(w, "  The configuration is readable by "+machineReaders+" only: run this entry as administrator to see it.")
+		return
+	case cfgErr != nil:
+		fmt.Fprintln(w, "  The configuration cannot be used:", cfgErr)
+		return
+	}
+	relay := cfg.RelayURL
+	if relay == "" {
+		relay = "not set"
+	}
+	platform := cfg.Platform
+	if platform == "" {
+		platform = "not set (the service's default)"
+	}
+	fmt.Fprintln(w, "  Relay:         "+relay)
+	fmt.Fprintln(w, "  Token:         "+set(cfg.Token))
+	fmt.Fprintln(w, "  Platform:      "+platform)
+	if cfg.Token == "" {
+		fmt.Fprintln(w, "  Not paired yet: open Start > TradeBridge Agent > Pair this PC.")
+	}
+}
+
+// waitForEnter asks for Enter and waits for it when in is a console (a
+// window the Start menu opened closes when the command ends); otherwise
+// it returns at once.
+func waitForEnter(w io.Writer, in io.Reader) {
+	if f, ok := in.(*os.File); !ok || !isConsole(f) {
+		return
+	}
+	fmt.Fprint(w, "\nPress Enter to close this window.")
+	_, _ = bufio.NewReader(in).ReadString('\n')
+}
+
+// isConsole reports whether f is a terminal or console (a character
+// device), not a file or pipe.
+func isConsole(f *os.File) bool {
+	st, err := f.Stat()
+	return err == nil && st.Mode()&os.ModeCharDevice != 0
+}
+
+// msiLogValue is the installer's log the command was given (--msi-log),
+// or empty.
+func msiLogValue(cmd *cobra.Command) string {
+	if f := cmd.Flags().Lookup(msiLogFlag); f != nil {
+		return f.Value.String()
+	}
+	return ""
+}
+
+// fileExists reports whether path exists (or cannot be looked at).
+func fileExists(path string) bool {
+	_, err := os.Stat(path)
+	return !errors.Is(err, fs.ErrNotExist)
+}
+
+// leftBehind says what an uninstallation leaves on the PC and where: the
+// machine folders p (the configuration only if exists finds it still
+// there), the NinjaTrader add-on's discovery file in each trader's
+// profile, and the add-on inside NinjaTrader.
+func leftBehind(p winsvc.Paths, exists func(string) bool) string {
+	var b strings.Builder
+	b.WriteString(winsvc.DisplayName + " was uninstalled. Left on this PC: ")
+	if exists(p.ConfigFile) {
+		b.WriteString("the configuration " + p.ConfigFile + ", with the agent token (delete it); ")
+	}
+	b.WriteString("the agent's logs (" + p.LogDir + ") and data (" + p.DataDir + "), kept for support: delete " +
+		filepath.Dir(filepath.Dir(p.ConfigFile)) + " when they are not wanted; ")
+	b.WriteString(`in each trader's profile, the NinjaTrader add-on's discovery file %LOCALAPPDATA%\TradeBridge\ninjatrader-addon.json; `)
+	b.WriteString(`the TradeBridge add-on inside NinjaTrader 8 (Documents\NinjaTrader 8\bin\Custom\AddOns\TradeBridge*.cs): ` +
+		"remove it in NinjaTrader's NinjaScript Editor.")
+	return b.String()
 }
 
 // serviceError says that command needs privileges when err is the
