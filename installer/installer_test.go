@@ -28,8 +28,11 @@ const (
 	// it proves VERSION reached every place.
 	testVersion = "7.3.4321"
 	// canary is in the build's environment as TOKEN (and in RELAY_URL);
-	// it must end up nowhere.
-	canary = "tb_agent_installercanary0123456789"
+	// it must end up nowhere, nor codeCanary (PAIRING_CODE).
+	canary     = "tb_agent_installercanary0123456789"
+	codeCanary = "QZXW-7K9M"
+	// defaultRelay is the build's DEFAULT_RELAY_URL in TestInstaller.
+	defaultRelay = "https://relay.example.test"
 )
 
 func TestMain(m *testing.M) {
@@ -61,7 +64,8 @@ func build(t *testing.T, out string, env ...string) (string, error) {
 		name, _, _ := strings.Cut(kv, "=")
 		switch {
 		case strings.HasPrefix(name, "SIGN_"), name == "OUT", name == "VERSION", name == "ADDON_ZIP",
-			name == "TOKEN", name == "RELAY_URL", name == "PLATFORM":
+			name == "TOKEN", name == "RELAY_URL", name == "PLATFORM", name == "PAIRING_CODE", name == "KEEP_TOKEN",
+			name == "DEFAULT_RELAY_URL", name == "HELP_URL", name == "ABOUT_URL", name == "SUPPORT_CONTACT":
 			continue
 		}
 		cmd.Env = append(cmd.Env, kv)
@@ -84,10 +88,11 @@ func TestInstaller(t *testing.T) {
 	tools(t)
 
 	out := t.TempDir()
-	log, err := build(t, out, "VERSION="+testVersion,
-		"TOKEN="+canary, "RELAY_URL=https://"+canary+".invalid", "PLATFORM=ninjatrader")
+	log, err := build(t, out, "VERSION="+testVersion, "DEFAULT_RELAY_URL="+defaultRelay+"/",
+		"TOKEN="+canary, "RELAY_URL=https://"+canary+".invalid", "PLATFORM=ninjatrader", "PAIRING_CODE="+codeCanary)
 	require.NoError(t, err, "build-installer.sh:\n%s", log)
 	require.NotContains(t, log, canary)
+	require.NotContains(t, log, codeCanary)
 	msi := filepath.Join(out, "TradeBridgeAgent-"+testVersion+"-x64.msi")
 	exe := filepath.Join(out, "agent.exe")
 	require.FileExists(t, msi)
@@ -163,14 +168,77 @@ func TestInstaller(t *testing.T) {
 		require.NoError(t, err)
 		assert.Equal(t, "{"+product+"}", value("ProductCode"), "the ProductCode is the UUIDv5 of the version")
 		assert.Equal(t, "1", value("ALLUSERS"), "per machine")
-		assert.Contains(t, strings.Split(value("MsiHiddenProperties"), ";"), "TOKEN")
+		hidden := strings.Split(value("MsiHiddenProperties"), ";")
+		assert.ElementsMatch(t, []string{"TOKEN", "PAIRING_CODE"}, hidden, "the token and the code stay out of the log")
 		secure := strings.Split(value("SecureCustomProperties"), ";")
-		for _, p := range []string{"RELAY_URL", "TOKEN", "PLATFORM", "WIX_UPGRADE_DETECTED", "WIX_DOWNGRADE_DETECTED"} {
+		for _, p := range []string{"RELAY_URL", "PAIRING_CODE", "TOKEN", "PLATFORM", "KEEP_TOKEN", "WIX_UPGRADE_DETECTED", "WIX_DOWNGRADE_DETECTED"} {
 			assert.Contains(t, secure, p)
 			if !strings.HasPrefix(p, "WIX_") {
-				assert.False(t, props.has("Property", p), "%s has no value in the package", p)
+				assert.False(t, props.has("Property", p), "%s has no value in the package (the default relay is set by RelayUrlDefault)", p)
 			}
 		}
+		// Apps & features.
+		assert.Equal(t, "1", value("ARPNOMODIFY"))
+		assert.Equal(t, defaultRelay+"/app", value("ARPHELPLINK"), "the dashboard of the build's relay")
+		assert.Equal(t, defaultRelay, value("ARPURLINFOABOUT"))
+		assert.Equal(t, "TradeBridge support", value("ARPCONTACT"))
+		assert.Contains(t, value("ARPCOMMENTS"), `C:\Program Files\TradeBridge\Agent\agent.exe`)
+		for _, p := range []string{"ARPHELPLINK", "ARPURLINFOABOUT", "ARPCONTACT", "ARPCOMMENTS"} {
+			assert.NotContains(t, value(p), "[", "%s is not a formatted string", p)
+		}
+
+		// PAIRING_CODE is the way; a TOKEN too is refused before anything
+		// is done.
+		lc := exportTable(t, msi, "LaunchCondition").row(t, "Condition", "NOT (PAIRING_CODE AND TOKEN)")
+		assert.Contains(t, lc["Description"], "not both")
+	})
+
+	t.Run("start menu", func(t *testing.T) {
+		t.Parallel()
+		dirs := exportTable(t, msi, "Directory")
+		folder := dirs.row(t, "Directory", "StartMenuFolder")
+		assert.Equal(t, "ProgramMenuFolder", folder["Directory_Parent"], "the all-users Start menu (ALLUSERS=1)")
+		assert.Equal(t, "TBAGENT|TradeBridge Agent", folder["DefaultDir"])
+		assert.Equal(t, "TARGETDIR", dirs.row(t, "Directory", "ProgramMenuFolder")["Directory_Parent"])
+
+		shortcuts := exportTable(t, msi, "Shortcut")
+		require.Len(t, shortcuts.rows, 3)
+		for _, tc := range []struct{ name, args string }{
+			{"PAIRPC|Pair this PC", "pair"},
+			{"STATUS|TradeBridge Agent status", "status --pause"},
+			{"DIAG|Diagnostics for support", "diag --pause"},
+		} {
+			sc := shortcuts.row(t, "Name", tc.name)
+			assert.Equal(t, "StartMenuFolder", sc["Directory_"], tc.name)
+			assert.Equal(t, "StartMenuComponent", sc["Component_"], tc.name)
+			assert.Equal(t, "[#AgentExe]", sc["Target"], "%s: agent.exe, not advertised", tc.name)
+			assert.Equal(t, tc.args, sc["Arguments"], tc.name)
+			assert.Equal(t, "INSTALLDIR", sc["WkDir"], tc.name)
+			assert.NotEmpty(t, sc["Description"], tc.name)
+		}
+
+		// The component: 64-bit, its key a registry value (4), which says
+		// where agent.exe is.
+		reg := exportTable(t, msi, "Registry")
+		comp := exportTable(t, msi, "Component").row(t, "Component", "StartMenuComponent")
+		assert.Equal(t, "StartMenuFolder", comp["Directory_"])
+		assert.Equal(t, strconv.Itoa(256|4), comp["Attributes"])
+		key := reg.row(t, "Registry", comp["KeyPath"])
+		assert.Equal(t, "2", key["Root"], "HKEY_LOCAL_MACHINE")
+		assert.Equal(t, `Software\TradeBridge\Agent`, key["Key"])
+		assert.Equal(t, "Path", key["Name"])
+		assert.Equal(t, "[#AgentExe]", key["Value"])
+		assert.Equal(t, testVersion, reg.row(t, "Name", "Version")["Value"])
+		assert.Len(t, reg.rows, 2)
+
+		// The folder goes on uninstallation (InstallMode 2).
+		rf := exportTable(t, msi, "RemoveFile").row(t, "DirProperty", "StartMenuFolder")
+		assert.Equal(t, "StartMenuComponent", rf["Component_"])
+		assert.Equal(t, "2", rf["InstallMode"])
+		assert.Empty(t, rf["FileName"])
+
+		features := exportTable(t, msi, "FeatureComponents")
+		assert.Equal(t, "Agent", features.row(t, "Component_", "StartMenuComponent")["Feature_"])
 	})
 
 	t.Run("no token in the package", func(t *testing.T) {
@@ -178,6 +246,7 @@ func TestInstaller(t *testing.T) {
 		raw, err := os.ReadFile(msi)
 		require.NoError(t, err)
 		assert.False(t, bytes.Contains(raw, []byte(canary)))
+		assert.False(t, bytes.Contains(raw, []byte(codeCanary)))
 		names, err := exec.Command("msiinfo", "tables", msi).Output()
 		require.NoError(t, err)
 		for _, name := range strings.Fields(string(names)) {
@@ -185,6 +254,7 @@ func TestInstaller(t *testing.T) {
 			require.NoError(t, err, name)
 			assert.NotContains(t, string(text), canary, name)
 			assert.NotContains(t, string(text), "tb_agent_", name)
+			assert.NotContains(t, string(text), codeCanary, name)
 		}
 	})
 
@@ -215,12 +285,14 @@ func TestInstaller(t *testing.T) {
 		t.Parallel()
 		const (
 			exeFromFile = 18     // msidbCustomActionTypeExe + SourceFile
+			setProperty = 51     // msidbCustomActionTypeProperty + TextData
 			ignore      = 0x40   // msidbCustomActionTypeContinue
 			deferred    = 0x400  // msidbCustomActionTypeInScript
 			noImperson  = 0x800  // msidbCustomActionTypeNoImpersonate
 			hideTarget  = 0x2000 // msidbCustomActionTypeHideTarget
 			installing  = `NOT (REMOVE~="ALL")`
 			uninstall   = `REMOVE~="ALL" AND NOT UPGRADINGPRODUCTCODE`
+			msiLog      = ` --msi-log "[MsiLogFileLocation]"`
 		)
 		cas := exportTable(t, msi, "CustomAction")
 		seq := exportTable(t, msi, "InstallExecuteSequence")
@@ -228,20 +300,37 @@ func TestInstaller(t *testing.T) {
 			action, target, condition string
 			flags                     int
 		}{
-			{"ConfigSetRelayUrl", `config set relay-url "[RELAY_URL]"`, "RELAY_URL AND " + installing, 0},
-			{"ConfigSetToken", `config set token "[TOKEN]"`, "TOKEN AND " + installing, hideTarget},
-			{"ConfigSetPlatform", `config set platform "[PLATFORM]"`, "PLATFORM AND " + installing, 0},
-			{"ServiceSetup", "install --msi", installing, 0},
-			{"ServiceTeardown", "uninstall --msi", uninstall, ignore},
-			{"ConfigClear", "config clear", uninstall, ignore},
+			{"ConfigSetRelayUrl", `config set relay-url "[RELAY_URL]"` + msiLog, "RELAY_URL AND " + installing, 0},
+			{"ConfigSetToken", `config set token "[TOKEN]"` + msiLog, "TOKEN AND " + installing, hideTarget},
+			{"ConfigSetPlatform", `config set platform "[PLATFORM]"` + msiLog, "PLATFORM AND " + installing, 0},
+			{"PairWithRelay", `pair "[PAIRING_CODE]" --relay "[RELAY_URL]"` + msiLog, "PAIRING_CODE AND RELAY_URL AND " + installing, hideTarget},
+			{"Pair", `pair "[PAIRING_CODE]"` + msiLog, "PAIRING_CODE AND NOT RELAY_URL AND " + installing, hideTarget},
+			{"ServiceSetup", "install --msi" + msiLog, installing, 0},
+			{"Unpair", "unpair" + msiLog, uninstall + ` AND NOT (KEEP_TOKEN="1")`, ignore},
+			{"ConfigClear", "config clear" + msiLog, uninstall, ignore},
+			{"ServiceTeardown", "uninstall --msi" + msiLog, uninstall, ignore},
 		} {
 			ca := cas.row(t, "Action", tc.action)
 			assert.Equal(t, "AgentExe", ca["Source"], tc.action)
 			assert.Equal(t, tc.target, ca["Target"], tc.action)
 			assert.Equal(t, strconv.Itoa(exeFromFile|deferred|noImperson|tc.flags), ca["Type"], tc.action)
 			assert.Equal(t, tc.condition, seq.row(t, "Action", tc.action)["Condition"], tc.action)
+			assert.LessOrEqual(t, len(ca["Target"]), 255, "%s: the Target column holds 255 characters", tc.action)
 		}
-		assert.Len(t, cas.rows, 6)
+
+		// The build's relay for a first installation given none: set in the
+		// installation's immediate part, never on an upgrade or a repair.
+		def := cas.row(t, "Action", "RelayUrlDefault")
+		typ, err := strconv.Atoi(def["Type"])
+		require.NoError(t, err)
+		assert.Equal(t, setProperty, typ&0x3f, "sets a property")
+		assert.Zero(t, typ&deferred, "immediate")
+		assert.Equal(t, "RELAY_URL", def["Source"])
+		assert.Equal(t, defaultRelay, def["Target"])
+		assert.Equal(t, `NOT RELAY_URL AND NOT Installed AND NOT WIX_UPGRADE_DETECTED AND NOT (REMOVE~="ALL")`,
+			seq.row(t, "Action", "RelayUrlDefault")["Condition"])
+
+		assert.Len(t, cas.rows, 10)
 		assert.Equal(t, "AgentExe", exportTable(t, msi, "File").row(t, "FileName", "agent.exe")["File"])
 	})
 
@@ -254,17 +343,25 @@ func TestInstaller(t *testing.T) {
 			return n
 		}
 		for _, order := range [][]string{
+			// The default relay is decided once the installed versions are
+			// known, before the script is written.
+			{"FindRelatedProducts", "RelayUrlDefault", "InstallValidate"},
 			// The old version goes before anything of this one is done,
 			// inside the transaction (a failure puts it back), where
 			// Windows Installer allows it: right after InstallInitialize.
 			{"InstallValidate", "InstallInitialize", "RemoveExistingProducts", "ProcessComponents"},
-			// Uninstalling: the service stopped and deleted, then the
-			// agent removes its Event Log source and its configuration,
-			// then the files go.
-			{"StopServices", "DeleteServices", "ServiceTeardown", "ConfigClear", "RemoveFiles"},
-			// Installing: the files, the configuration, the service
-			// registered and configured, then started.
-			{"InstallFiles", "ConfigSetRelayUrl", "ConfigSetToken", "ConfigSetPlatform", "InstallServices", "ServiceSetup", "StartServices", "InstallFinalize"},
+			// Uninstalling: the service stopped and deleted, the token
+			// revoked on the relay, the configuration deleted, then the
+			// agent says what stays and removes its Event Log source, then
+			// the files go.
+			{"StopServices", "DeleteServices", "Unpair", "ConfigClear", "ServiceTeardown", "RemoveFiles"},
+			// Installing: the files, the configuration, the pairing, the
+			// service registered and configured, then started.
+			{"InstallFiles", "ConfigSetRelayUrl", "ConfigSetToken", "ConfigSetPlatform", "PairWithRelay", "InstallServices", "ServiceSetup", "StartServices", "InstallFinalize"},
+			{"ConfigSetPlatform", "Pair", "InstallServices"},
+			// The Start menu and the registry value.
+			{"InstallFiles", "CreateShortcuts", "WriteRegistryValues", "InstallFinalize"},
+			{"RemoveShortcuts", "RemoveFiles"},
 		} {
 			for i := 1; i < len(order); i++ {
 				assert.Less(t, at(order[i-1]), at(order[i]), "%s before %s", order[i-1], order[i])
@@ -339,17 +436,27 @@ func TestInstallerRealCertificate(t *testing.T) {
 	require.NoError(t, os.WriteFile(file("addon.zip"), []byte("PK\x05\x06"+strings.Repeat("\x00", 18)), 0o600))
 
 	out := filepath.Join(dir, "out")
-	log, err := build(t, out, "VERSION=7.3.4322", "ADDON_ZIP="+file("addon.zip"),
+	log, err := build(t, out, "VERSION=7.3.4322", "ADDON_ZIP="+file("addon.zip"), "SUPPORT_CONTACT=",
 		"SIGN_PKCS12="+file("release.p12"), "SIGN_PASS_FILE="+file("pass"), "SIGN_CA_FILE="+file("cert.pem"))
 	require.NoError(t, err, "build-installer.sh:\n%s", log)
 	assert.NotContains(t, log, password)
 	assert.Contains(t, log, "SIGN_PKCS12")
 	assert.NoDirExists(t, filepath.Join(out, "test-signing"))
-	for _, f := range []string{filepath.Join(out, "agent.exe"), filepath.Join(out, "TradeBridgeAgent-7.3.4322-x64.msi")} {
+	msi := filepath.Join(out, "TradeBridgeAgent-7.3.4322-x64.msi")
+	for _, f := range []string{filepath.Join(out, "agent.exe"), msi} {
 		text, err := exec.Command("osslsigncode", "verify", "-CAfile", file("cert.pem"), "-in", f).CombinedOutput()
 		require.NoError(t, err, "%s:\n%s", f, text)
 		assert.Contains(t, string(text), "TradeBridge Installer Test Release Signer", f)
 	}
+
+	// Built without DEFAULT_RELAY_URL, HELP_URL or ABOUT_URL: no default
+	// relay, no links; SUPPORT_CONTACT empty: no contact.
+	props := exportTable(t, msi, "Property")
+	for _, p := range []string{"RELAY_URL", "ARPHELPLINK", "ARPURLINFOABOUT", "ARPCONTACT"} {
+		assert.False(t, props.has("Property", p), p)
+	}
+	assert.False(t, exportTable(t, msi, "CustomAction").has("Action", "RelayUrlDefault"))
+	assert.False(t, exportTable(t, msi, "InstallExecuteSequence").has("Action", "RelayUrlDefault"))
 }
 
 // What the build refuses, before building anything, without repeating the
@@ -375,6 +482,11 @@ func TestInstallerRefuses(t *testing.T) {
 		{"missing pkcs12 file", []string{"VERSION=1.0.0", "SIGN_PKCS12=" + secret}, "SIGN_PKCS12 names a file that is missing"},
 		{"pkcs12 without password", []string{"VERSION=1.0.0", "SIGN_PKCS12=" + p12}, "SIGN_PKCS12 needs SIGN_PASS_FILE"},
 		{"pkcs12 and pem", []string{"VERSION=1.0.0", "SIGN_PKCS12=" + secret, "SIGN_KEY=" + secret}, "either SIGN_PKCS12 or SIGN_CERT"},
+		{"default relay not http", []string{"VERSION=1.0.0", "DEFAULT_RELAY_URL=ftp://relay-canary.example"}, "DEFAULT_RELAY_URL must be an http"},
+		{"default relay with a property", []string{"VERSION=1.0.0", "DEFAULT_RELAY_URL=https://relay.example/[TOKEN]-canary"}, "DEFAULT_RELAY_URL must be"},
+		{"help link with an ampersand", []string{"VERSION=1.0.0", "HELP_URL=https://help.example/?a=1&b-canary"}, "HELP_URL must be"},
+		{"about link with a quote", []string{"VERSION=1.0.0", `ABOUT_URL=https://about.example/"-canary`}, "ABOUT_URL must be"},
+		{"contact with markup", []string{"VERSION=1.0.0", "SUPPORT_CONTACT=<b>support-canary</b>"}, "SUPPORT_CONTACT must be"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()

@@ -12,6 +12,13 @@
 #   GO         the go command (default go)
 #   ADDON_ZIP  the NinjaTrader add-on archive to pack (default: built now by
 #              installer/ninjatrader/build.sh export, build/TradeBridgeNinjaTraderAddOn.zip)
+#   DEFAULT_RELAY_URL  the relay a first installation uses when msiexec is not
+#              given RELAY_URL (a double-click install); default none
+#   HELP_URL, ABOUT_URL  the help and "more information" links of Apps & features
+#              (default DEFAULT_RELAY_URL's dashboard, /app, and DEFAULT_RELAY_URL; none
+#              without it)
+#   SUPPORT_CONTACT  who to contact, in Apps & features (default "TradeBridge support";
+#              empty: none)
 #   Signing (installer/README.md, "Signing"): by default a test certificate,
 #   generated once in OUT/test-signing/ and reused. A real certificate:
 #   SIGN_CERT + SIGN_KEY   PEM certificate (chain) and private key
@@ -46,6 +53,26 @@ done
 [[ "$VERSION" =~ ^([0-9]+)\.([0-9]+)\.([0-9]+)$ ]] || die "VERSION must be MAJOR.MINOR.PATCH (digits only)"
 (( 10#${BASH_REMATCH[1]} <= 255 && 10#${BASH_REMATCH[2]} <= 255 && 10#${BASH_REMATCH[3]} <= 65535 )) ||
   die "VERSION is out of the MSI's range (at most 255.255.65535)"
+
+# The installer's links and default relay: plain http(s) URLs, nothing that
+# XML or Windows Installer's formatted strings would read ("&", quotes,
+# brackets). The contact is plain text.
+url_re='^https?://[A-Za-z0-9.-]+(:[0-9]{1,5})?(/[A-Za-z0-9._~/%+=,:@-]*)?$'
+DEFAULT_RELAY_URL="${DEFAULT_RELAY_URL:-}"
+DEFAULT_RELAY_URL="${DEFAULT_RELAY_URL%/}"
+if [ -n "$DEFAULT_RELAY_URL" ]; then
+  HELP_URL="${HELP_URL-$DEFAULT_RELAY_URL/app}"
+  ABOUT_URL="${ABOUT_URL-$DEFAULT_RELAY_URL}"
+fi
+HELP_URL="${HELP_URL:-}"
+ABOUT_URL="${ABOUT_URL:-}"
+for var in DEFAULT_RELAY_URL HELP_URL ABOUT_URL; do
+  [ -z "${!var}" ] || [[ "${!var}" =~ $url_re ]] ||
+    die "$var must be an http:// or https:// URL of letters, digits and . _ ~ / % + = , : @ - only"
+done
+SUPPORT_CONTACT="${SUPPORT_CONTACT-TradeBridge support}"
+[[ "$SUPPORT_CONTACT" =~ ^[A-Za-z0-9\ .,:@/+_()-]{0,200}$ ]] ||
+  die "SUPPORT_CONTACT must be at most 200 letters, digits, spaces or . , : @ / + _ ( ) -"
 
 mkdir -p "$OUT"
 OUT="$(cd "$OUT" && pwd)"
@@ -180,7 +207,9 @@ product_code=$(uuid5 "$upgrade_code" "$VERSION")
 # the build: agent.wxs uses nothing wixl ignores (what wixl cannot write is
 # patched below with msibuild), so any warning is a change to look at.
 (cd "$work" && wixl -a x64 -D "Version=$VERSION" -D "ProductCode=$product_code" \
-  -D AgentExe=agent-signed.exe -D AddOnZip=addon.zip -o unsigned.msi "$wxs") >"$work/wixl.log" 2>&1 ||
+  -D AgentExe=agent-signed.exe -D AddOnZip=addon.zip -D "DefaultRelayUrl=$DEFAULT_RELAY_URL" \
+  -D "HelpUrl=$HELP_URL" -D "AboutUrl=$ABOUT_URL" -D "Contact=$SUPPORT_CONTACT" \
+  -o unsigned.msi "$wxs") >"$work/wixl.log" 2>&1 ||
   { cat "$work/wixl.log" >&2; die "wixl failed"; }
 if [ -s "$work/wixl.log" ]; then
   cat "$work/wixl.log" >&2
@@ -188,27 +217,41 @@ if [ -s "$work/wixl.log" ]; then
 fi
 
 # What wixl 0.101 cannot express:
-#  - Property/@Secure: RELAY_URL, TOKEN and PLATFORM join SecureCustomProperties,
-#    so they reach the elevated part of the installation in every case;
+#  - Property/@Secure: RELAY_URL, PAIRING_CODE, TOKEN, PLATFORM and KEEP_TOKEN
+#    join SecureCustomProperties, so they reach the elevated part of the
+#    installation in every case;
 #  - CustomAction/@HideTarget: msidbCustomActionTypeHideTarget (0x2000) on
-#    ConfigSetToken, so the logged installation script omits its command line;
+#    the actions given the token or the pairing code (ConfigSetToken, Pair,
+#    PairWithRelay), so the logged installation script omits their command
+#    lines;
 #  - ServiceInstall/@Vital: msidbServiceInstallErrorControlVital (0x8000), so
 #    a service that cannot be registered rolls the installation back.
+secure_props="RELAY_URL;PAIRING_CODE;TOKEN;PLATFORM;KEEP_TOKEN"
+hidden_actions=(ConfigSetToken Pair PairWithRelay)
 cell() { # cell TABLE KEY COLUMN: one value of a table (msiinfo writes CRLF lines)
   msiinfo export "$work/unsigned.msi" "$1" | tr -d '\r' |
     awk -F'\t' -v k="$2" -v c="$3" 'NR > 3 && $1 == k { print $c }'
 }
 secure=$(cell Property SecureCustomProperties 2)
-token_type=$(cell CustomAction ConfigSetToken 2)
 error_control=$(cell ServiceInstall AgentService 6)
-[ -n "$secure" ] && [ -n "$token_type" ] && [ -n "$error_control" ] || die "unexpected tables in the MSI wixl built"
-msibuild "$work/unsigned.msi" \
-  -q "UPDATE \`Property\` SET \`Value\` = '$secure;RELAY_URL;TOKEN;PLATFORM' WHERE \`Property\` = 'SecureCustomProperties'" \
-  -q "UPDATE \`CustomAction\` SET \`Type\` = $((token_type | 0x2000)) WHERE \`Action\` = 'ConfigSetToken'" \
+[ -n "$secure" ] && [ -n "$error_control" ] || die "unexpected tables in the MSI wixl built"
+patches=(
+  -q "UPDATE \`Property\` SET \`Value\` = '$secure;$secure_props' WHERE \`Property\` = 'SecureCustomProperties'"
   -q "UPDATE \`ServiceInstall\` SET \`ErrorControl\` = $((error_control | 0x8000)) WHERE \`ServiceInstall\` = 'AgentService'"
-[ "$(cell Property SecureCustomProperties 2)" = "$secure;RELAY_URL;TOKEN;PLATFORM" ] &&
-  [ "$(cell CustomAction ConfigSetToken 2)" = $((token_type | 0x2000)) ] &&
+)
+declare -A hidden_type
+for action in "${hidden_actions[@]}"; do
+  type=$(cell CustomAction "$action" 2)
+  [ -n "$type" ] || die "no custom action $action in the MSI wixl built"
+  hidden_type[$action]=$((type | 0x2000))
+  patches+=(-q "UPDATE \`CustomAction\` SET \`Type\` = ${hidden_type[$action]} WHERE \`Action\` = '$action'")
+done
+msibuild "$work/unsigned.msi" "${patches[@]}"
+[ "$(cell Property SecureCustomProperties 2)" = "$secure;$secure_props" ] &&
   [ "$(cell ServiceInstall AgentService 6)" = $((error_control | 0x8000)) ] || die "patching the MSI failed"
+for action in "${hidden_actions[@]}"; do
+  [ "$(cell CustomAction "$action" 2)" = "${hidden_type[$action]}" ] || die "patching the MSI failed ($action)"
+done
 
 sign "$work/unsigned.msi" "$work/signed.msi"
 

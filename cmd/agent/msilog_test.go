@@ -7,6 +7,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -230,4 +231,32 @@ func TestWaitForEnter(t *testing.T) {
 	defer null.Close()
 	waitForEnter(&b, null)
 	assert.Contains(t, b.String(), "Press Enter to close this window.")
+}
+
+// The command lines the MSI's custom actions and Start-menu entries run
+// (installer/wix/agent.wxs) are the agent's; `pair` and `unpair` are
+// checked with their command's own tests.
+func TestInstallerCommandLines(t *testing.T) {
+	t.Parallel()
+	const log = `C:\Windows\Temp\MSI1234.LOG`
+	for _, line := range [][]string{
+		{"status", "--pause"},
+		{"diag", "--pause"},
+		{"install", "--msi", "--msi-log", log},
+		{"uninstall", "--msi", "--msi-log", log},
+		{"config", "set", "relay-url", "https://relay.example", "--msi-log", log},
+		{"config", "set", "token", "tb_agent_x", "--msi-log", ""},
+		{"config", "clear", "--msi-log", log},
+	} {
+		root := newRootCmd(&bytes.Buffer{})
+		cmd, rest, err := root.Find(line)
+		require.NoError(t, err, "%q", line)
+		require.NoError(t, cmd.ParseFlags(rest), "%q", line)
+		require.NoError(t, cmd.ValidateArgs(cmd.Flags().Args()), "%q", line)
+		file, given := msiLogOf(root, line)
+		assert.Equal(t, slices.Contains(line, "--msi-log"), given, "%q", line)
+		if given {
+			assert.Equal(t, line[len(line)-1], file)
+		}
+	}
 }
