@@ -44,6 +44,11 @@ type DiagnosticConfig struct {
 	ConfigFile string `json:"configFile,omitempty"`
 	DataDir    string `json:"dataDir,omitempty"`
 	LogFile    string `json:"logFile,omitempty"`
+	// Proxy is the proxy setting ("direct" or the proxy's URL, without
+	// user or password) and ProxyPAC the PAC script's URL setting; empty
+	// when not set.
+	Proxy    string `json:"proxy,omitempty"`
+	ProxyPAC string `json:"proxyPac,omitempty"`
 }
 
 // TunnelDiagnostic is the state of the agent's connection to the relay.
