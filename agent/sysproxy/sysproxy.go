@@ -7,6 +7,12 @@
 // with the proxy and where it came from (a Choice), for diagnostics; its
 // Proxy method plugs into an http.Transport.
 //
+// It reads the machine's settings through WinHTTP, as a service must: a
+// service running as LocalSystem has no user's Internet Explorer
+// settings, which libraries reading the current user's settings (such as
+// github.com/mattn/go-ieproxy) rely on. WinHTTP is called through
+// golang.org/x/sys/windows, without cgo.
+//
 // Proxies that ask for NTLM or Negotiate authentication are not
 // supported: a 407 answer becomes ErrProxyAuth, which says so.
 package sysproxy
@@ -122,7 +128,8 @@ type System interface {
 	// script at pacURL when set, else WPAD detection and the script the
 	// machine names. ok is false when no automatic configuration exists
 	// (nothing detected, nothing named); Settings.Proxy is empty when the
-	// script says DIRECT.
+	// script says DIRECT. WinHTTP bounds the lookup itself (a few
+	// seconds per step); ctx may not interrupt it.
 	AutoProxy(ctx context.Context, target *url.URL, pacURL string) (s Settings, ok bool, err error)
 }
 

@@ -144,7 +144,7 @@ func (winHTTP) AutoProxy(_ context.Context, target *url.URL, pacURL string) (Set
 	}
 	defer procCloseHandle.Call(h)
 	procSetTimeouts.Call(h, lookupTimeoutMillis, lookupTimeoutMillis, lookupTimeoutMillis, lookupTimeoutMillis)
-	u, err := windows.UTF16PtrFromString(target.String())
+	u, err := windows.UTF16PtrFromString(target.Scheme + "://" + target.Host + "/")
 	if err != nil {
 		return Settings{}, false, err
 	}
