@@ -431,7 +431,7 @@ func (d *run) checkRelay(ctx context.Context, cfg Config) *relayCheck {
 	resolver := d.Proxy
 	if resolver == nil {
 		if resolver, err = sysproxy.New(sysproxy.Options{Proxy: cfg.Proxy, PACURL: cfg.ProxyPAC, Getenv: d.Getenv}); err != nil {
-			r.Error = "the proxy setting is not valid: " + err.Error()
+			r.Error = err.Error()
 			return r
 		}
 	}

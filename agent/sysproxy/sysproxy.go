@@ -66,7 +66,7 @@ var (
 		"only a user and password in its proxy setting (basic authentication), not Windows (NTLM or Negotiate) " +
 		"authentication: ask for the relay's address to be let through the proxy without authentication")
 	// ErrInvalidSetting: the proxy or PAC setting does not have its form.
-	ErrInvalidSetting = errors.New("sysproxy: invalid setting")
+	ErrInvalidSetting = errors.New("invalid proxy setting")
 )
 
 // ProxyError is a proxy's refusal of a CONNECT to the relay.

@@ -10,7 +10,6 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
-	"strings"
 	"time"
 
 	"go.uber.org/zap"
@@ -150,10 +149,10 @@ func checkConfig(cfg Config) error {
 		}
 	}
 	if err := sysproxy.CheckSetting(cfg.Proxy); err != nil {
-		return errors.New(strings.TrimPrefix(err.Error(), sysproxy.ErrInvalidSetting.Error()+": "))
+		return err
 	}
 	if err := sysproxy.CheckPACURL(cfg.ProxyPAC); err != nil {
-		return errors.New(strings.TrimPrefix(err.Error(), sysproxy.ErrInvalidSetting.Error()+": "))
+		return err
 	}
 	if cfg.RelayURL != "" && !validRelayURL(cfg.RelayURL) {
 		return errors.New("the relay URL must be http:// or https:// with a host and nothing after the path, " +

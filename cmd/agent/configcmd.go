@@ -292,12 +292,12 @@ func setKey(cfg *Config, arg int, key, value string) error {
 		return path(&cfg.LogDir, key)
 	case "proxy":
 		if err := sysproxy.CheckSetting(value); err != nil {
-			return errors.New(strings.TrimPrefix(err.Error(), sysproxy.ErrInvalidSetting.Error()+": "))
+			return err
 		}
 		cfg.Proxy = value
 	case "proxy-pac":
 		if err := sysproxy.CheckPACURL(value); err != nil {
-			return errors.New(strings.TrimPrefix(err.Error(), sysproxy.ErrInvalidSetting.Error()+": "))
+			return err
 		}
 		cfg.ProxyPAC = value
 	default:
