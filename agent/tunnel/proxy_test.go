@@ -40,7 +40,11 @@ func TestTunnelThroughConnectProxy(t *testing.T) {
 		o.Tunnel.Proxy = resolver
 		o.Tunnel.TLSConfig = &tls.Config{RootCAs: roots, MinVersion: tls.VersionTLS12}
 	})
-	assert.Equal(t, []string{front}, proxy.Targets(), "the tunnel asked the proxy for the relay")
+	targets := proxy.Targets()
+	require.NotEmpty(t, targets, "the tunnel went through the proxy")
+	for _, target := range targets {
+		assert.Equal(t, front, target, "the proxy was asked for the relay only")
+	}
 
 	r := s.Do("GET", "/v1/api/accounts", s.Users["alice"].APIToken, "")
 	require.Equal(t, http.StatusOK, r.Status, string(r.Raw))
@@ -96,7 +100,7 @@ func TestProxyAskingForAuthentication(t *testing.T) {
 	assert.Contains(t, st.LastError, "NTLM")
 	require.NotNil(t, st.Proxy)
 	assert.Equal(t, protocol.ProxyDiagnostic{Source: "config", URL: proxy.URL}, *st.Proxy)
-	assert.Equal(t, []string{"relay.example:443"}, proxy.Targets())
+	assert.Contains(t, proxy.Targets(), "relay.example:443")
 	require.Eventually(t, func() bool {
 		return logs.FilterMessageSnippet("the proxy asks for authentication").Len() > 0
 	}, testkit.Medium, testkit.Tick)
