@@ -44,6 +44,11 @@ type DiagnosticConfig struct {
 	ConfigFile string `json:"configFile,omitempty"`
 	DataDir    string `json:"dataDir,omitempty"`
 	LogFile    string `json:"logFile,omitempty"`
+	// Proxy is the proxy setting ("direct" or the proxy's URL, without
+	// user or password) and ProxyPAC the PAC script's URL setting; empty
+	// when not set.
+	Proxy    string `json:"proxy,omitempty"`
+	ProxyPAC string `json:"proxyPac,omitempty"`
 }
 
 // TunnelDiagnostic is the state of the agent's connection to the relay.
@@ -63,6 +68,23 @@ type TunnelDiagnostic struct {
 	// LastError is why the last connection attempt or connection ended,
 	// a sentence of the agent's; empty when none did.
 	LastError string `json:"lastError,omitempty"`
+	// Proxy is the proxy the last connection or attempt went through,
+	// and where the agent found it; nil before the first attempt.
+	Proxy *ProxyDiagnostic `json:"proxy,omitempty"`
+}
+
+// ProxyDiagnostic is the proxy the agent reaches the relay through.
+type ProxyDiagnostic struct {
+	// Source is where the agent found it: "config" (its proxy setting),
+	// "environment" (HTTPS_PROXY), "winhttp" (the machine's WinHTTP
+	// proxy), "pac" (WPAD or a PAC script) or "direct" (nothing named
+	// one). A source that chose no proxy for the relay (a bypass list,
+	// "direct" in the setting, DIRECT in a PAC script) is reported with
+	// no URL.
+	Source string `json:"source"`
+	// URL is the proxy, without user or password; empty for a direct
+	// connection.
+	URL string `json:"url,omitempty"`
 }
 
 // BridgeDiagnostic is the state of the trading platform as the agent

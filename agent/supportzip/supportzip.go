@@ -34,6 +34,7 @@ import (
 	"tradebridge/agent"
 	"tradebridge/agent/agentlog"
 	"tradebridge/agent/diag"
+	"tradebridge/agent/sysproxy"
 	"tradebridge/agent/winsvc"
 	"tradebridge/protocol"
 	"tradebridge/trading/bridge/ninjatrader"
@@ -67,6 +68,9 @@ type Config struct {
 	// DataDir and LogDir are the configured folders; empty for the
 	// defaults.
 	DataDir, LogDir string
+	// Proxy and ProxyPAC are the proxy settings (sysproxy.Options.Proxy
+	// and PACURL); Proxy may carry a password, which the zip leaves out.
+	Proxy, ProxyPAC string
 	NinjaTrader     NinjaTrader
 }
 
@@ -110,8 +114,12 @@ type Options struct {
 	// service.json out.
 	Service func() any
 	// HTTPClient asks the relay; nil builds one that goes through the
-	// environment's proxy.
+	// proxy Proxy chooses.
 	HTTPClient *http.Client
+	// Proxy chooses the proxy to the relay for live.json; nil builds one
+	// from Config's proxy settings (the environment and the machine's
+	// settings after them).
+	Proxy *sysproxy.Resolver
 	// Now is the clock; default time.Now.
 	Now func() time.Time
 }
@@ -142,7 +150,8 @@ type run struct {
 func (d *run) build(ctx context.Context) (string, error) {
 	now := d.Now()
 	cfg, cfgFile, cfgErr := d.Config, d.ConfigFile, d.ConfigErr
-	red := diag.NewRedactor(append(slices.Clone(d.Secrets), cfg.Token, cfg.NinjaTrader.Secret, d.Getenv("AGENT_TOKEN"))...)
+	red := diag.NewRedactor(append(slices.Clone(d.Secrets), cfg.Token, cfg.NinjaTrader.Secret, d.Getenv("AGENT_TOKEN"),
+		ProxyPassword(cfg.Proxy))...)
 
 	files := []zipFile{}
 	add := func(name string, v any) {
@@ -191,7 +200,28 @@ func ReportedConfig(cfg Config, configFile string) protocol.DiagnosticConfig {
 	if cfg.LogDir != "" {
 		r.LogFile = filepath.Join(cfg.LogDir, agentlog.FileName)
 	}
+	r.Proxy, r.ProxyPAC = safeProxy(cfg.Proxy), safeURL(cfg.ProxyPAC)
 	return r
+}
+
+// safeProxy is a proxy setting without user or password.
+func safeProxy(s string) string {
+	u, err := url.Parse(s)
+	if err != nil || u.Host == "" {
+		return s // "", "direct" (a setting the agent accepted has no other form)
+	}
+	return sysproxy.Redact(u)
+}
+
+// ProxyPassword is the password in a proxy setting, for the redactors;
+// "" when none.
+func ProxyPassword(setting string) string {
+	u, err := url.Parse(setting)
+	if err != nil || u.User == nil {
+		return ""
+	}
+	p, _ := u.User.Password()
+	return p
 }
 
 // tokenID is the first 12 hex digits of the token's SHA-256: the id the
@@ -340,11 +370,14 @@ type liveReport struct {
 // relayCheck is the relay reached over HTTP(S) now.
 type relayCheck struct {
 	URL string `json:"url"`
-	// Proxy is the HTTP proxy the agent goes through (its host only).
-	Proxy     string `json:"proxy,omitempty"`
-	Reachable bool   `json:"reachable"`
-	Status    int    `json:"status,omitempty"`
-	Error     string `json:"error,omitempty"`
+	// Proxy is the HTTP proxy the agent goes through (its host only),
+	// and ProxySource where the agent found it (sysproxy.Source: config,
+	// environment, winhttp, pac or direct).
+	Proxy       string `json:"proxy,omitempty"`
+	ProxySource string `json:"proxySource,omitempty"`
+	Reachable   bool   `json:"reachable"`
+	Status      int    `json:"status,omitempty"`
+	Error       string `json:"error,omitempty"`
 	// ConnectMillis is the first request's time (DNS, TCP, TLS and one
 	// round trip); RTTMillis a second request's on the same connection.
 	ConnectMillis float64 `json:"connectMillis,omitempty"`
@@ -376,7 +409,7 @@ type ninjaTraderScan struct {
 func (d *run) live(ctx context.Context, cfg Config, now time.Time) liveReport {
 	r := liveReport{At: now.UTC(), AgentVersion: agent.Version, OS: diag.OSDescription(), Host: d.Hostname}
 	if cfg.RelayURL != "" {
-		r.Relay = d.checkRelay(ctx, cfg.RelayURL)
+		r.Relay = d.checkRelay(ctx, cfg)
 	}
 	if cfg.Platform == ninjatrader.Kind {
 		r.NinjaTrader = scanNinjaTrader(ctx, cfg.NinjaTrader)
@@ -386,25 +419,33 @@ func (d *run) live(ctx context.Context, cfg Config, now time.Time) liveReport {
 
 // checkRelay asks the relay's /healthz twice: the first request opens the
 // connection, the second measures the round trip and the clock skew.
-func (d *run) checkRelay(ctx context.Context, relayURL string) *relayCheck {
-	r := &relayCheck{URL: safeURL(relayURL)}
-	u, err := url.Parse(relayURL)
+func (d *run) checkRelay(ctx context.Context, cfg Config) *relayCheck {
+	r := &relayCheck{URL: safeURL(cfg.RelayURL)}
+	u, err := url.Parse(cfg.RelayURL)
 	if err != nil || u.Host == "" || (u.Scheme != "http" && u.Scheme != "https") {
 		r.Error = "the relay URL must look like https://relay.example"
 		return r
 	}
 	u.User, u.RawQuery, u.Fragment = nil, "", ""
 	u = u.JoinPath("healthz")
+	resolver := d.Proxy
+	if resolver == nil {
+		if resolver, err = sysproxy.New(sysproxy.Options{Proxy: cfg.Proxy, PACURL: cfg.ProxyPAC, Getenv: d.Getenv}); err != nil {
+			r.Error = err.Error()
+			return r
+		}
+	}
 	client := d.HTTPClient
 	if client == nil {
-		client = &http.Client{Timeout: httpTimeout, Transport: &http.Transport{Proxy: http.ProxyFromEnvironment,
-			TLSHandshakeTimeout: httpTimeout}}
+		t := &http.Transport{TLSHandshakeTimeout: httpTimeout}
+		resolver.Configure(t)
+		client = &http.Client{Timeout: httpTimeout, Transport: t}
 		defer client.CloseIdleConnections()
 	}
-	if req, err := http.NewRequest(http.MethodGet, u.String(), nil); err == nil {
-		if p, err := http.ProxyFromEnvironment(req); err == nil && p != nil {
-			r.Proxy = p.Host
-		}
+	choice := resolver.Choose(ctx, u)
+	r.ProxySource = string(choice.Source)
+	if choice.URL != nil {
+		r.Proxy = choice.URL.Host
 	}
 	get := func() (*http.Response, time.Time, time.Time, error) {
 		ctx, cancel := context.WithTimeout(ctx, httpTimeout)

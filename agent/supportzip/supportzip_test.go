@@ -24,6 +24,7 @@ import (
 
 	"tradebridge/agent/diag"
 	"tradebridge/agent/winsvc"
+	"tradebridge/internal/testkit"
 	"tradebridge/protocol"
 )
 
@@ -274,4 +275,43 @@ func TestWriteValidates(t *testing.T) {
 	t.Parallel()
 	_, err := Write(t.Context(), Options{Lines: -1, Out: filepath.Join(t.TempDir(), "out.zip")})
 	require.EqualError(t, err, "supportzip: Options.Lines must not be negative")
+}
+
+// The zip says which proxy the relay was asked through and where the
+// agent found it, and never the proxy's password.
+func TestZipReportsTheProxy(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	password := "pw" + hex.EncodeToString(random(t, 8))
+	proxy := testkit.NewConnectProxy(t, 0) // plain HTTP through it is refused: 405
+	proxyHost := strings.TrimPrefix(proxy.URL, "http://")
+	cfg := Config{RelayURL: "http://relay.example", Token: "tb_agent_" + hex.EncodeToString(random(t, 20)), Platform: "sim",
+		Proxy: "http://trader:" + password + "@" + proxyHost}
+	path, err := Write(t.Context(), Options{Config: cfg, Out: filepath.Join(dir, "out.zip"), Getenv: env(nil),
+		Machine: winsvc.Paths{ConfigFile: filepath.Join(dir, "machine.json"), LogDir: filepath.Join(dir, "nologs"),
+			DataDir: filepath.Join(dir, "nodata")}})
+	require.NoError(t, err)
+	files := readZip(t, path)
+	for name, content := range files {
+		require.NotContains(t, content, password, name)
+	}
+	var live struct {
+		Relay relayCheck `json:"relay"`
+	}
+	require.NoError(t, json.Unmarshal([]byte(files["live.json"]), &live))
+	require.Equal(t, proxyHost, live.Relay.Proxy)
+	require.Equal(t, "config", live.Relay.ProxySource)
+	require.Equal(t, http.StatusMethodNotAllowed, live.Relay.Status, "the check went through the proxy")
+	var report configFileReport
+	require.NoError(t, json.Unmarshal([]byte(files["config.json"]), &report))
+	require.Equal(t, proxy.URL, report.Proxy)
+
+	// Without a setting, the environment's proxy is reported as such.
+	path, err = Write(t.Context(), Options{Config: Config{RelayURL: "http://relay.example", Platform: "sim"},
+		Out: filepath.Join(dir, "env.zip"), Getenv: env(map[string]string{"HTTP_PROXY": proxy.URL}),
+		Machine: winsvc.Paths{ConfigFile: filepath.Join(dir, "machine.json")}})
+	require.NoError(t, err)
+	require.NoError(t, json.Unmarshal([]byte(readZip(t, path)["live.json"]), &live))
+	require.Equal(t, "environment", live.Relay.ProxySource)
+	require.Equal(t, proxyHost, live.Relay.Proxy)
 }

@@ -8,6 +8,7 @@ package tunnel
 
 import (
 	"context"
+	"crypto/tls"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -24,6 +25,7 @@ import (
 	"github.com/hashicorp/yamux"
 	"go.uber.org/zap"
 
+	"tradebridge/agent/sysproxy"
 	"tradebridge/internal/backoff"
 	"tradebridge/internal/lifecycle"
 	"tradebridge/protocol"
@@ -59,8 +61,17 @@ type Options struct {
 	// agent stops reading requests, which slows the relay down instead of
 	// piling up work.
 	MaxConcurrent int
-	// HTTPClient dials the relay; nil uses a client with sane timeouts.
+	// HTTPClient dials the relay; nil uses a client with sane timeouts
+	// that goes through Proxy and uses TLSConfig. A client given here
+	// chooses its own proxy, which Status then does not report.
 	HTTPClient *http.Client
+	// Proxy chooses the proxy to the relay; nil uses one that follows the
+	// environment and, on Windows, the machine's proxy settings
+	// (sysproxy.New with no setting).
+	Proxy *sysproxy.Resolver
+	// TLSConfig configures TLS to the relay; nil verifies the relay's
+	// certificate against the system's roots.
+	TLSConfig *tls.Config
 	// OnConnect, when set, is called after each handshake, once
 	// SendEvent works and the first round trip is measured (the agent
 	// re-sends the engines' states and its diagnostics then). It runs on
@@ -91,6 +102,7 @@ type Client struct {
 
 	statusMu sync.Mutex
 	status   protocol.TunnelDiagnostic // Connected is c.connected's
+	proxy    *sysproxy.Choice          // the proxy of the current attempt
 	sessions int                       // handshakes that succeeded
 }
 
@@ -134,21 +146,50 @@ func New(opts Options) (*Client, error) {
 	if opts.PingEvery <= 0 {
 		opts.PingEvery = 15 * time.Second
 	}
-	if opts.HTTPClient == nil {
-		opts.HTTPClient = &http.Client{Transport: &http.Transport{
-			Proxy:                 http.ProxyFromEnvironment,
-			DialContext:           (&net.Dialer{Timeout: 10 * time.Second, KeepAlive: 30 * time.Second}).DialContext,
-			TLSHandshakeTimeout:   10 * time.Second,
-			ResponseHeaderTimeout: 15 * time.Second,
-			ForceAttemptHTTP2:     false, // WebSocket needs HTTP/1.1
-		}}
-	}
-	return &Client{
+	c := &Client{
 		opts:  opts,
 		log:   opts.Logger.Named("tunnel"),
 		wsURL: wsURL,
 		sem:   make(chan struct{}, opts.MaxConcurrent),
-	}, nil
+	}
+	if c.opts.HTTPClient == nil {
+		if c.opts.Proxy == nil {
+			if c.opts.Proxy, err = sysproxy.New(sysproxy.Options{Logger: opts.Logger}); err != nil {
+				return nil, err
+			}
+		}
+		t := &http.Transport{
+			DialContext:           (&net.Dialer{Timeout: 10 * time.Second, KeepAlive: 30 * time.Second}).DialContext,
+			TLSClientConfig:       c.opts.TLSConfig,
+			TLSHandshakeTimeout:   10 * time.Second,
+			ResponseHeaderTimeout: 15 * time.Second,
+			ForceAttemptHTTP2:     false, // WebSocket needs HTTP/1.1
+		}
+		c.opts.Proxy.Configure(t)
+		t.Proxy = c.chooseProxy
+		c.opts.HTTPClient = &http.Client{Transport: t}
+	}
+	return c, nil
+}
+
+// chooseProxy chooses the proxy of a connection attempt and notes it for
+// Status.
+func (c *Client) chooseProxy(req *http.Request) (*url.URL, error) {
+	choice := c.opts.Proxy.Choose(req.Context(), req.URL)
+	c.statusMu.Lock()
+	c.proxy = &choice
+	report := choice.Report()
+	c.status.Proxy = &report
+	c.statusMu.Unlock()
+	return choice.URL, nil
+}
+
+// currentProxy is the proxy the current attempt chose; nil when none
+// was chosen by the Client.
+func (c *Client) currentProxy() *sysproxy.Choice {
+	c.statusMu.Lock()
+	defer c.statusMu.Unlock()
+	return c.proxy
 }
 
 // ConnectURL derives the tunnel's WebSocket address from the relay's base
@@ -188,6 +229,10 @@ func (c *Client) Status() protocol.TunnelDiagnostic {
 	if st.ConnectedAt != nil {
 		at := *st.ConnectedAt
 		st.ConnectedAt = &at
+	}
+	if st.Proxy != nil {
+		p := *st.Proxy
+		st.Proxy = &p
 	}
 	return st
 }
@@ -234,6 +279,12 @@ func (c *Client) Run(ctx context.Context) error {
 		case errors.Is(err, ErrUnauthorized):
 			delay = b.Patient()
 			c.log.Error("the relay refused the agent token; check the token in the agent's configuration", zap.Duration("retryIn", delay))
+		case errors.Is(err, sysproxy.ErrProxyAuth):
+			delay = b.Patient()
+			p := c.proxyReport()
+			c.log.Error("the proxy asks for authentication, which the agent cannot give; "+
+				"let the relay's address through the proxy without authentication, or set the agent's proxy setting",
+				zap.String("proxy", p.URL), zap.String("proxySource", p.Source), zap.Duration("retryIn", delay))
 		case errors.Is(err, ErrVersionUnsupported) || code == protocol.CloseVersionUnsupported:
 			delay = b.Patient()
 			c.log.Error("the relay does not support this agent's protocol version; upgrade the agent", zap.Duration("retryIn", delay))
@@ -263,6 +314,8 @@ func endSentence(err error, code int) string {
 	switch {
 	case errors.Is(err, ErrUnauthorized):
 		return "the relay refused the agent token"
+	case errors.Is(err, sysproxy.ErrProxyAuth):
+		return "connecting failed: " + sysproxy.ErrProxyAuth.Error()
 	case errors.Is(err, ErrVersionUnsupported) || code == protocol.CloseVersionUnsupported:
 		return "the relay does not support this agent's protocol version"
 	case code == protocol.CloseReplaced:
@@ -308,10 +361,23 @@ func (c *Client) SendEvent(kind string, data any) error {
 
 var errNotConnected = errors.New("tunnel: not connected")
 
+// proxyReport is the proxy of the last attempt, as Status reports it.
+func (c *Client) proxyReport() protocol.ProxyDiagnostic {
+	c.statusMu.Lock()
+	defer c.statusMu.Unlock()
+	if c.status.Proxy == nil {
+		return protocol.ProxyDiagnostic{}
+	}
+	return *c.status.Proxy
+}
+
 // session runs one connection. It reports whether the handshake succeeded,
 // the WebSocket close code the relay sent (-1 if none), and the error that
 // ended a failed attempt.
 func (c *Client) session(ctx context.Context) (bool, int, error) {
+	c.statusMu.Lock()
+	c.proxy = nil
+	c.statusMu.Unlock()
 	dialCtx, cancelDial := context.WithTimeout(ctx, 20*time.Second)
 	ws, resp, err := websocket.Dial(dialCtx, c.wsURL, &websocket.DialOptions{
 		HTTPClient:      c.opts.HTTPClient,
@@ -328,6 +394,8 @@ func (c *Client) session(ctx context.Context) (bool, int, error) {
 			switch resp.StatusCode {
 			case http.StatusUnauthorized:
 				return false, -1, ErrUnauthorized
+			case http.StatusProxyAuthRequired:
+				return false, -1, &sysproxy.ProxyError{Status: resp.StatusCode}
 			case http.StatusBadRequest:
 				return false, -1, ErrVersionUnsupported
 			}
@@ -356,6 +424,9 @@ func (c *Client) session(ctx context.Context) (bool, int, error) {
 	}
 	log := c.log.With(zap.String("session", welcome.SessionID))
 	log.Info("tunnel connected", zap.String("relay", redactURL(c.wsURL)))
+	if p := c.currentProxy(); p != nil && p.URL != nil {
+		log.Info("the tunnel goes through a proxy", zap.String("proxy", sysproxy.Redact(p.URL)), zap.String("proxySource", string(p.Source)))
+	}
 	if skew > clockSkewWarn || skew < -clockSkewWarn {
 		log.Warn("the computer's clock differs from the relay's; set the clock to synchronize automatically",
 			zap.Int64("relayMinusAgentMillis", skew))

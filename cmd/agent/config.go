@@ -15,6 +15,7 @@ import (
 	"go.uber.org/zap"
 
 	"tradebridge/agent"
+	"tradebridge/agent/sysproxy"
 	"tradebridge/trading/bridge"
 	"tradebridge/trading/bridge/ninjatrader"
 	"tradebridge/trading/bridge/ninjatrader/ati"
@@ -39,6 +40,15 @@ type Config struct {
 	// the machine's log folder when the agent runs as a service, and no
 	// log file in the foreground.
 	LogDir string `json:"logDir,omitempty"`
+	// Proxy is the proxy to the relay: "direct", or
+	// http://[user:password@]host:port; empty means the environment's,
+	// else the machine's (WinHTTP, automatic configuration). See
+	// agent/sysproxy.
+	Proxy string `json:"proxy,omitempty"`
+	// ProxyPAC is the URL of a proxy auto-config script, used when
+	// neither Proxy, the environment nor WinHTTP names a proxy; empty
+	// means the one the machine names, or WPAD.
+	ProxyPAC string `json:"proxyPac,omitempty"`
 	// NinjaTrader configures the NinjaTrader bridge (--platform
 	// ninjatrader); every field has a default.
 	NinjaTrader NinjaTraderConfig `json:"ninjatrader,omitzero"`
@@ -137,6 +147,12 @@ func checkConfig(cfg Config) error {
 		if _, err := time.Parse(time.RFC3339, cfg.SimStart); err != nil {
 			return errors.New("--sim-start must be an RFC 3339 time, e.g. 2026-11-25T10:00:00-05:00")
 		}
+	}
+	if err := sysproxy.CheckSetting(cfg.Proxy); err != nil {
+		return err
+	}
+	if err := sysproxy.CheckPACURL(cfg.ProxyPAC); err != nil {
+		return err
 	}
 	if cfg.RelayURL != "" && !validRelayURL(cfg.RelayURL) {
 		return errors.New("the relay URL must be http:// or https:// with a host and nothing after the path, " +

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"net/url"
 	"os"
 	"path/filepath"
 	"strings"
@@ -14,6 +15,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"tradebridge/agent/installlog"
+	"tradebridge/agent/sysproxy"
 	"tradebridge/agent/winsvc"
 	"tradebridge/trading/bridge/ninjatrader"
 )
@@ -21,7 +23,7 @@ import (
 // configKeys are the keys of `agent config set`, in the order help lists
 // them.
 var configKeys = []string{"relay-url", "token", "platform", "ninjatrader.dir", "ninjatrader.discovery-file",
-	"ninjatrader.ati", "data-dir", "log-dir"}
+	"ninjatrader.ati", "data-dir", "log-dir", "proxy", "proxy-pac"}
 
 // configView is a configuration as `agent config` prints it: the token
 // and the NinjaTrader secret only as "set".
@@ -34,6 +36,8 @@ type configView struct {
 	SimStart    string           `json:"simStart,omitempty"`
 	DataDir     string           `json:"dataDir,omitempty"`
 	LogDir      string           `json:"logDir,omitempty"`
+	Proxy       string           `json:"proxy,omitempty"` // a password as xxxxx
+	ProxyPAC    string           `json:"proxyPac,omitempty"`
 	NinjaTrader *ninjaTraderView `json:"ninjatrader,omitempty"`
 	// Missing lists the keys the agent needs and the file lacks.
 	Missing []string `json:"missing,omitempty"`
@@ -57,7 +61,8 @@ func set(secret string) string {
 
 func viewConfig(path string, exists bool, cfg Config) configView {
 	v := configView{ConfigFile: path, Exists: exists, RelayURL: cfg.RelayURL, Token: set(cfg.Token),
-		Platform: cfg.Platform, SimStart: cfg.SimStart, DataDir: cfg.DataDir, LogDir: cfg.LogDir}
+		Platform: cfg.Platform, SimStart: cfg.SimStart, DataDir: cfg.DataDir, LogDir: cfg.LogDir,
+		Proxy: redactedProxy(cfg.Proxy), ProxyPAC: cfg.ProxyPAC}
 	if v.Platform == "" {
 		v.Platform = "sim"
 	}
@@ -74,6 +79,15 @@ func viewConfig(path string, exists bool, cfg Config) configView {
 		v.Missing = append(v.Missing, "token")
 	}
 	return v
+}
+
+// redactedProxy is a proxy setting with its password as xxxxx.
+func redactedProxy(s string) string {
+	u, err := url.Parse(s)
+	if err != nil || u.User == nil {
+		return s
+	}
+	return u.Redacted()
 }
 
 // configFileOf is the file `agent config` works on: --config, else
@@ -112,6 +126,9 @@ func newConfigCmd() *cobra.Command {
 			"  ninjatrader.discovery-file  where the add-on writes its port and secret\n" +
 			"  ninjatrader.ati             true or false: ATI order files while the add-on is away\n" +
 			"  data-dir, log-dir           the agent's state and log folders\n" +
+			"  proxy                       direct, or http://host:port: the proxy to the relay (default: the\n" +
+			"                              environment's, else the machine's WinHTTP proxy, else automatic)\n" +
+			"  proxy-pac                   the http(s):// URL of a PAC script (default: the machine's, or WPAD)\n" +
 			"Folders and files are absolute paths; an empty VALUE (\"\") returns them to their default.\n" +
 			"A VALUE of - is read from standard input (one line per -): give the token so, since command\n" +
 			"lines are visible to other users:  echo tb_agent_… | agent config set token -\n" +
@@ -276,6 +293,16 @@ func setKey(cfg *Config, arg int, key, value string) error {
 		return path(&cfg.DataDir, key)
 	case "log-dir":
 		return path(&cfg.LogDir, key)
+	case "proxy":
+		if err := sysproxy.CheckSetting(value); err != nil {
+			return err
+		}
+		cfg.Proxy = value
+	case "proxy-pac":
+		if err := sysproxy.CheckPACURL(value); err != nil {
+			return err
+		}
+		cfg.ProxyPAC = value
 	default:
 		return fmt.Errorf("argument %d is not a key of the configuration; the keys are %s", arg, strings.Join(configKeys, ", "))
 	}

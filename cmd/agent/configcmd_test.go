@@ -11,7 +11,9 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"tradebridge/agent/supportzip"
 	"tradebridge/agent/winsvc"
+	"tradebridge/protocol"
 )
 
 const testToken = "tb_agent_Q2xlYXJseU5vdEFSZWFsVG9rZW5CdXRMb25nRW5vdWdo"
@@ -181,4 +183,60 @@ func TestConfigFileOf(t *testing.T) {
 		require.Equal(t, tc.want, got)
 		require.Equal(t, tc.machine, isMachine)
 	}
+}
+
+// proxy and proxy-pac are set, checked, shown without the proxy's
+// password, loaded by the agent, and returned to their default by "".
+func TestConfigSetProxy(t *testing.T) {
+	t.Parallel()
+	file := filepath.Join(t.TempDir(), "agent.json")
+	out, err := agentCmd(t, "http://trader:Secr3tProxyPw@proxy.corp:3128\n", "config", "set", "--config", file,
+		"proxy", "-", "proxy-pac", "http://wpad.corp/proxy.pac")
+	require.NoError(t, err)
+	require.NotContains(t, out, "Secr3tProxyPw")
+	var v configView
+	require.NoError(t, json.Unmarshal([]byte(out), &v))
+	require.Equal(t, "http://trader:xxxxx@proxy.corp:3128", v.Proxy)
+	require.Equal(t, "http://wpad.corp/proxy.pac", v.ProxyPAC)
+
+	cfg, err := readConfigFile(file)
+	require.NoError(t, err)
+	require.Equal(t, "http://trader:Secr3tProxyPw@proxy.corp:3128", cfg.Proxy, "the agent gets the password")
+	require.Equal(t, "http://wpad.corp/proxy.pac", cfg.ProxyPAC)
+	require.Contains(t, secretsOf(file), "Secr3tProxyPw", "the support zip's redactor knows the password")
+	require.Equal(t, "http://proxy.corp:3128", zipConfigReported(cfg).Proxy)
+
+	_, err = agentCmd(t, "", "config", "set", "--config", file, "proxy", "direct", "proxy-pac", "")
+	require.NoError(t, err)
+	cfg, err = readConfigFile(file)
+	require.NoError(t, err)
+	require.Equal(t, "direct", cfg.Proxy)
+	require.Empty(t, cfg.ProxyPAC)
+
+	for _, tc := range []struct{ key, value string }{
+		{"proxy", "proxy.corp:3128"},
+		{"proxy", "socks5://proxy.corp:1080"},
+		{"proxy", "http://proxy.corp:3128/path"},
+		{"proxy", "DIRECT"},
+		{"proxy-pac", "wpad.corp/proxy.pac"},
+		{"proxy-pac", "file:///C:/proxy.pac"},
+	} {
+		_, err := agentCmd(t, "", "config", "set", "--config", file, tc.key, tc.value)
+		require.Error(t, err, tc.value)
+		require.NotContains(t, err.Error(), tc.value, "errors never repeat the value")
+		require.Contains(t, err.Error(), tc.key)
+	}
+	cfg, err = readConfigFile(file)
+	require.NoError(t, err)
+	require.Equal(t, "direct", cfg.Proxy, "a refused value changes nothing")
+
+	// A file edited by hand is checked too.
+	require.NoError(t, os.WriteFile(file, []byte(`{"relayUrl":"https://relay.example","token":"`+testToken+`","proxy":"proxy:3128"}`), 0o600))
+	_, err = loadConfig(file, Config{}, env(nil))
+	require.ErrorContains(t, err, "proxy must be")
+}
+
+// zipConfigReported is cfg as the agent's diagnostics report it.
+func zipConfigReported(cfg Config) protocol.DiagnosticConfig {
+	return supportzip.ReportedConfig(zipConfig(cfg), "")
 }

@@ -123,13 +123,17 @@ func secretsOf(path string) []string {
 	}
 	var c Config
 	_ = json.Unmarshal(b, &c)
-	return []string{c.Token, c.NinjaTrader.Secret}
+	secrets := []string{c.Token, c.NinjaTrader.Secret}
+	if p := supportzip.ProxyPassword(c.Proxy); p != "" {
+		secrets = append(secrets, p)
+	}
+	return secrets
 }
 
 // zipConfig is cfg as the support zip and the diagnostics describe it.
 func zipConfig(cfg Config) supportzip.Config {
 	nt := cfg.NinjaTrader
 	return supportzip.Config{RelayURL: cfg.RelayURL, Token: cfg.Token, Platform: cfg.Platform, SimStart: cfg.SimStart,
-		DataDir: cfg.DataDir, LogDir: cfg.LogDir,
+		DataDir: cfg.DataDir, LogDir: cfg.LogDir, Proxy: cfg.Proxy, ProxyPAC: cfg.ProxyPAC,
 		NinjaTrader: supportzip.NinjaTrader{DiscoveryFile: nt.DiscoveryFile, Port: nt.Port, Secret: nt.Secret, Dir: nt.Dir, ATI: nt.ATI}}
 }

@@ -28,6 +28,8 @@ import (
 	"tradebridge/agent/diag"
 	"tradebridge/agent/installlog"
 	"tradebridge/agent/supportzip"
+	"tradebridge/agent/sysproxy"
+	"tradebridge/agent/tunnel"
 	"tradebridge/agent/winsvc"
 	"tradebridge/cmd/internal/logflags"
 	"tradebridge/trading/ops"
@@ -150,8 +152,12 @@ func runAgent(ctx context.Context, cfg Config, log *zap.Logger, d agent.Diagnost
 	}
 	defer state.Close()
 	d.SnapshotFile = filepath.Join(dir, diag.SnapshotName)
+	proxy, err := sysproxy.New(sysproxy.Options{Proxy: cfg.Proxy, PACURL: cfg.ProxyPAC, Logger: log})
+	if err != nil {
+		return err
+	}
 	a, err := agent.New(agent.Options{RelayURL: cfg.RelayURL, Token: cfg.Token, Platform: platform, Logger: log,
-		State: state, Ops: ops.Options{Now: now}, Diagnostics: d})
+		State: state, Ops: ops.Options{Now: now}, Diagnostics: d, Tunnel: tunnel.Options{Proxy: proxy}})
 	if err != nil {
 		return err
 	}
@@ -212,7 +218,7 @@ func newRunCmd() *cobra.Command {
 				return err
 			}
 			defer logger.Close()
-			logger.SetSecrets(cfg.Token, cfg.NinjaTrader.Secret)
+			logger.SetSecrets(cfg.Token, cfg.NinjaTrader.Secret, supportzip.ProxyPassword(cfg.Proxy))
 			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
 			defer stop()
 			configFile := cfgPath

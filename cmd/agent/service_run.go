@@ -15,6 +15,7 @@ import (
 	"tradebridge/agent"
 	"tradebridge/agent/agentlog"
 	"tradebridge/agent/diag"
+	"tradebridge/agent/supportzip"
 	"tradebridge/agent/winsvc"
 	"tradebridge/cmd/internal/logflags"
 	"tradebridge/internal/lifecycle"
@@ -116,7 +117,7 @@ func runService(cfgPath string, flags Config, logs logflags.Flags) error {
 		ConfigFile: path,
 		Load:       func() (Config, error) { return loadServiceConfig(path, flags, os.Getenv) },
 		Run: func(ctx context.Context, cfg Config) error {
-			logger.SetSecrets(cfg.Token, cfg.NinjaTrader.Secret)
+			logger.SetSecrets(cfg.Token, cfg.NinjaTrader.Secret, supportzip.ProxyPassword(cfg.Proxy))
 			if cfg.Platform == ninjatrader.Kind && cfg.NinjaTrader.Dir == "" {
 				log.Warn("the service does not know the trader's NinjaTrader folder; set it with " +
 					"`agent config set ninjatrader.dir \"C:\\Users\\<trader>\\Documents\\NinjaTrader 8\"`")
