@@ -237,7 +237,7 @@ done
 tsa_ca="${SIGN_TSA_CA_FILE:-${SIGN_CA_FILE:-}}"
 [ -z "$tsa_ca" ] || readable SIGN_TSA_CA_FILE "$tsa_ca"
 
-# sign IN OUTFILE: Authenticode (SHA-256) with the configured certificate,
+# sign IN OUTFILE NAME: Authenticode (SHA-256) with the configured certificate,
 # then the checks of the result: the signature verifies when roots are
 # known; with SIGN_TIMESTAMP_URL, it carries a timestamp (a countersignature;
 # osslsigncode verify exits 0 without one, or with one it cannot verify, so
@@ -245,12 +245,12 @@ tsa_ca="${SIGN_TSA_CA_FILE:-${SIGN_CA_FILE:-}}"
 # has both roots, and its signer must be neither the test certificate nor
 # self-signed.
 sign() {
-  local in=$1 out=$2 subject issuer
+  local in=$1 out=$2 name=$3 subject issuer
   rm -f "$out"
   if ! osslsigncode sign "${sign_args[@]}" -h sha256 -n "TradeBridge Agent" \
       -in "$in" -out "$out" >"$work/sign.log" 2>&1; then
     cat "$work/sign.log" >&2
-    die "signing ${out##*/} failed"
+    die "signing $name failed"
   fi
   [ -n "$verify_ca$timestamped" ] || return 0
   local verify=(osslsigncode verify -in "$out")
@@ -260,20 +260,20 @@ sign() {
   "${verify[@]}" >"$work/verify.log" 2>&1 || rc=$?
   if [ -n "$verify_ca" ] && { [ "$rc" != 0 ] || ! grep -q '^Signature verification: ok' "$work/verify.log"; }; then
     cat "$work/verify.log" >&2
-    die "the signature of ${out##*/} does not verify"
+    die "the signature of $name does not verify"
   fi
   if [ -n "$timestamped" ]; then
     grep -q 'Timestamp time:' "$work/verify.log" ||
-      die "${out##*/} carries no timestamp (countersignature) although SIGN_TIMESTAMP_URL is set"
+      die "$name carries no timestamp (countersignature) although SIGN_TIMESTAMP_URL is set"
     if [ -n "$tsa_ca" ] && ! grep -q '^Timestamp Server Signature verification: ok' "$work/verify.log"; then
       cat "$work/verify.log" >&2
-      die "the timestamp of ${out##*/} does not verify against SIGN_TSA_CA_FILE (or SIGN_CA_FILE)"
+      die "the timestamp of $name does not verify against SIGN_TSA_CA_FILE (or SIGN_CA_FILE)"
     fi
   fi
   if [ -n "$release" ]; then
     subject=$(awk '/^Signer.s certificate:/ { s = 1 } s && $1 == "Subject:" { sub(/^[ \t]*Subject: /, ""); print; exit }' "$work/verify.log")
     issuer=$(awk '/^Signer.s certificate:/ { s = 1 } s && $1 == "Issuer" { sub(/^[ \t]*Issuer : /, ""); print; exit }' "$work/verify.log")
-    [ -n "$subject" ] && [ -n "$issuer" ] || die "cannot read the signer of ${out##*/}"
+    [ -n "$subject" ] && [ -n "$issuer" ] || die "cannot read the signer of $name"
     case "$subject$issuer" in
       *"TradeBridge Test Code Signing"*|*"test certificate"*)
         die "RELEASE=1 refuses the test certificate (the PKCS#11 token holds it)" ;;
@@ -338,7 +338,7 @@ GOOS=windows GOARCH=amd64 CGO_ENABLED=0 "$GO" build -trimpath \
 rm -f "$syso"
 syso=""
 exec 9>&-
-sign "$work/agent.exe" "$work/agent-signed.exe"
+sign "$work/agent.exe" "$work/agent-signed.exe" agent.exe
 
 # --- the add-on archive ---------------------------------------------------
 if [ -z "${ADDON_ZIP:-}" ]; then
@@ -399,7 +399,7 @@ msibuild "$work/unsigned.msi" \
   [ "$(cell CustomAction ConfigSetToken 2)" = $((token_type | 0x2000)) ] &&
   [ "$(cell ServiceInstall AgentService 6)" = $((error_control | 0x8000)) ] || die "patching the MSI failed"
 
-sign "$work/unsigned.msi" "$work/signed.msi"
+sign "$work/unsigned.msi" "$work/signed.msi" "$msi_name"
 
 mv -f "$work/agent-signed.exe" "$OUT/agent.exe"
 mv -f "$work/signed.msi" "$OUT/$msi_name"

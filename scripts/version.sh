@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Prints the build's version, from the newest release tag vMAJOR.MINOR.PATCH
-# reachable from HEAD (git describe --tags --match 'v[0-9]*'; tags with a
-# suffix such as v1.2.0-rc1 are not release tags and are skipped):
+# reachable from HEAD (git describe --tags; tags of another form, such as
+# v1.2.0-rc1 or v2, are not release tags and are skipped):
 #
 #   0.17.3                          HEAD is tagged v0.17.3 and the tree is clean: a release
 #   0.17.3-dev.5+g0123456789ab      5 commits after v0.17.3 (commit 0123456789ab)
@@ -26,7 +26,7 @@ dirty=""
 [ -z "$(git status --porcelain 2>/dev/null | head -n 1)" ] || dirty=".dirty"
 
 # --long: always TAG-COUNT-gHASH, also at the tag itself.
-if desc=$(git describe --tags --long --abbrev=12 --match 'v[0-9]*' --exclude '*-*' HEAD 2>/dev/null) &&
+if desc=$(git describe --tags --long --abbrev=12 --match 'v[0-9]*.[0-9]*.[0-9]*' --exclude '*-*' HEAD 2>/dev/null) &&
    [[ "$desc" =~ ^v([0-9]+\.[0-9]+\.[0-9]+)-([0-9]+)-g[0-9a-f]+$ ]]; then
   base=${BASH_REMATCH[1]}
   count=${BASH_REMATCH[2]}
