@@ -229,7 +229,8 @@ if [ -n "${SIGN_CHAIN_FILE:-}" ]; then
   sign_args+=(-ac "$SIGN_CHAIN_FILE")
 fi
 timestamped=""
-for url in ${SIGN_TIMESTAMP_URL:-}; do
+read -r -a urls <<<"${SIGN_TIMESTAMP_URL:-}"
+for url in "${urls[@]}"; do
   sign_args+=(-ts "$url")
   timestamped=1
 done
