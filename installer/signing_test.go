@@ -514,6 +514,21 @@ func TestRelease(t *testing.T) {
 		})
 	}
 	assert.NotZero(t, rogueTSA.requests.Load())
+
+	// The key on the token, its certificate (and the chain to add to the
+	// signatures) in PEM files.
+	t.Run("the certificate in a file", func(t *testing.T) {
+		out := filepath.Join(t.TempDir(), "out")
+		log, err := buildIn(t, tree, out, release("release", "SIGN_PKCS11_CERT=",
+			"SIGN_CERT="+p.path("release.pem"), "SIGN_CHAIN_FILE="+p.path("ca.pem"))...)
+		require.NoError(t, err, "build-installer.sh:\n%s", log)
+		for _, f := range []string{filepath.Join(out, "agent.exe"), filepath.Join(out, "TradeBridgeAgent-7.4.0-x64.msi")} {
+			report := verifyReport(t, p, f)
+			assert.Contains(t, report, "Signature verification: ok", f)
+			assert.Contains(t, report, "Subject: /CN=TradeBridge Release Signing (HSM test)/O=TradeBridge", f)
+			assert.Contains(t, report, "Timestamp Server Signature verification: ok", f)
+		}
+	})
 }
 
 // What the release refuses before building anything: the test certificate,
