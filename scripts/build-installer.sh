@@ -87,7 +87,7 @@ if [ -n "$release" ]; then
   [ -z "$(git status --porcelain | head -n 1)" ] ||
     die "RELEASE=1 refuses a tree with uncommitted or untracked changes (git status)"
   tagged=$(./scripts/version.sh)
-  [[ "$tagged" =~ ^[0-9]+\.[0-9]+\.[0-9]+$ ]] && git tag --points-at HEAD | grep -qxF "v$tagged" ||
+  [[ "$tagged" =~ ^[0-9]+\.[0-9]+\.[0-9]+$ ]] && git tag --points-at HEAD | grep -xF "v$tagged" >/dev/null ||
     die "RELEASE=1 needs HEAD tagged vMAJOR.MINOR.PATCH (scripts/version.sh prints $tagged)"
   [ -z "${VERSION:-}" ] || [ "$VERSION" = "$tagged" ] ||
     die "RELEASE=1 takes the version from HEAD's tag v$tagged; VERSION differs"
