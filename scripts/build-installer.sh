@@ -277,7 +277,7 @@ sign() {
     [ -n "$subject" ] && [ -n "$issuer" ] || die "cannot read the signer of $name"
     case "$subject$issuer" in
       *"TradeBridge Test Code Signing"*|*"test certificate"*)
-        die "RELEASE=1 refuses the test certificate (the PKCS#11 token holds it)" ;;
+        die "RELEASE=1 refuses the test certificate as the signer" ;;
     esac
     [ "$subject" != "$issuer" ] || die "RELEASE=1 refuses a self-signed certificate"
   fi
