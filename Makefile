@@ -6,7 +6,7 @@ BIN     := bin
 VERSION ?= $(shell ./scripts/version.sh)
 LDFLAGS := -X tradebridge/agent.Version=$(VERSION)
 
-.PHONY: all build demo test test-short test-deps vet bench fuzz windows clean clients addon ninjatrader-export installer
+.PHONY: all build demo test test-short test-deps vet bench fuzz windows clean clients addon ninjatrader-export installer release
 
 ## all (plain make): the relay and agent binaries, and the NinjaTrader
 ## add-on's export archive.
@@ -55,12 +55,20 @@ ninjatrader-export:
 	./installer/ninjatrader/build.sh export
 
 ## installer: the agent's Windows installer, signed (Authenticode), in
-## build/installer/: agent.exe and TradeBridgeAgent-$(VERSION)-x64.msi, built
-## on Linux with wixl and osslsigncode. A test certificate unless SIGN_CERT
-## and SIGN_KEY or SIGN_PKCS12 and SIGN_PASS_FILE name a real one
-## (installer/README.md).
+## build/installer/: agent.exe and TradeBridgeAgent-<version>[-TEST]-x64.msi,
+## built on Linux with wixl and osslsigncode. A test certificate ("-TEST" in
+## the name) unless SIGN_PKCS11_* (a hardware key), SIGN_CERT and SIGN_KEY or
+## SIGN_PKCS12 and SIGN_PASS_FILE name a real one (installer/README.md).
 installer:
 	GO=$(GO) VERSION=$(VERSION) OUT=build/installer ./scripts/build-installer.sh
+
+## release: the release installer in build/release/, refused unless HEAD
+## carries the tag vMAJOR.MINOR.PATCH, the tree is clean, a PKCS#11 key signs
+## (SIGN_PKCS11_MODULE, SIGN_PKCS11_KEY, SIGN_PKCS11_CERT, SIGN_PIN_FILE) and
+## both signatures carry a timestamp (SIGN_TIMESTAMP_URL) that verifies with
+## their signatures against SIGN_CA_FILE (installer/README.md, "Release").
+release:
+	GO=$(GO) RELEASE=1 OUT=build/release ./scripts/build-installer.sh
 
 ## test-deps: what the tests need beyond Go: Debian's python3 packages
 ## (websocket-client, requests, the Python client's urllib3, six, dateutil,

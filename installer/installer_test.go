@@ -93,7 +93,8 @@ func TestInstaller(t *testing.T) {
 	require.NoError(t, err, "build-installer.sh:\n%s", log)
 	require.NotContains(t, log, canary)
 	require.NotContains(t, log, codeCanary)
-	msi := filepath.Join(out, "TradeBridgeAgent-"+testVersion+"-x64.msi")
+	// "-TEST": signed with the test certificate.
+	msi := filepath.Join(out, "TradeBridgeAgent-"+testVersion+"-TEST-x64.msi")
 	exe := filepath.Join(out, "agent.exe")
 	require.FileExists(t, msi)
 	require.FileExists(t, exe)
@@ -407,6 +408,8 @@ func TestInstaller(t *testing.T) {
 		props := exportTable(t, msi, "Property")
 		assert.Equal(t, props.row(t, "Property", "ProductVersion")["Value"], v)
 		assert.Equal(t, testVersion, v)
+		// VERSIONINFO and manifest (signing_test.go).
+		checkResources(t, exe, testVersion, testVersion+".0", "PrivateBuild")
 	})
 }
 
@@ -435,14 +438,23 @@ func TestInstallerRealCertificate(t *testing.T) {
 	}
 	require.NoError(t, os.WriteFile(file("addon.zip"), []byte("PK\x05\x06"+strings.Repeat("\x00", 18)), 0o600))
 
+	// A dev build's version, as scripts/version.sh prints it three commits
+	// after the tag v7.3.4322.
+	const devVersion = "7.3.4322-dev.3+g0123456789ab"
 	out := filepath.Join(dir, "out")
-	log, err := build(t, out, "VERSION=7.3.4322", "ADDON_ZIP="+file("addon.zip"), "SUPPORT_CONTACT=",
+	log, err := build(t, out, "VERSION="+devVersion, "ADDON_ZIP="+file("addon.zip"), "SUPPORT_CONTACT=",
 		"SIGN_PKCS12="+file("release.p12"), "SIGN_PASS_FILE="+file("pass"), "SIGN_CA_FILE="+file("cert.pem"))
 	require.NoError(t, err, "build-installer.sh:\n%s", log)
 	assert.NotContains(t, log, password)
 	assert.Contains(t, log, "SIGN_PKCS12")
 	assert.NoDirExists(t, filepath.Join(out, "test-signing"))
-	msi := filepath.Join(out, "TradeBridgeAgent-7.3.4322-x64.msi")
+	msi := filepath.Join(out, "TradeBridgeAgent-7.3.4322-dev.3-g0123456789ab-x64.msi")
+	props := exportTable(t, msi, "Property")
+	assert.Equal(t, "7.3.4322", props.row(t, "Property", "ProductVersion")["Value"], "the tag's MAJOR.MINOR.PATCH")
+	product, err := uuid5(upgradeCode, devVersion)
+	require.NoError(t, err)
+	assert.Equal(t, "{"+product+"}", props.row(t, "Property", "ProductCode")["Value"], "the commit is part of the ProductCode")
+	checkResources(t, filepath.Join(out, "agent.exe"), devVersion, "7.3.4322.3", "Prerelease")
 	for _, f := range []string{filepath.Join(out, "agent.exe"), msi} {
 		text, err := exec.Command("osslsigncode", "verify", "-CAfile", file("cert.pem"), "-in", f).CombinedOutput()
 		require.NoError(t, err, "%s:\n%s", f, text)
@@ -451,7 +463,6 @@ func TestInstallerRealCertificate(t *testing.T) {
 
 	// Built without DEFAULT_RELAY_URL, HELP_URL or ABOUT_URL: no default
 	// relay, no links; SUPPORT_CONTACT empty: no contact.
-	props := exportTable(t, msi, "Property")
 	for _, p := range []string{"RELAY_URL", "ARPHELPLINK", "ARPURLINFOABOUT", "ARPCONTACT"} {
 		assert.False(t, props.has("Property", p), p)
 	}

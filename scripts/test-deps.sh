@@ -15,14 +15,18 @@
 #   - Debian's wixl and msitools (wixl builds the MSI, msiinfo and msibuild
 #     read and patch it), osslsigncode and openssl (the Authenticode
 #     signatures and the test certificate), for make installer and the
-#     tests of installer/.
+#     tests of installer/; softhsm2 (a PKCS#11 token in a folder),
+#     libengine-pkcs11-openssl (OpenSSL's engine "pkcs11", through which
+#     osslsigncode signs with a PKCS#11 key) and opensc (pkcs11-tool, which
+#     stores the certificate on the token), for the tests of the release
+#     signing path (installer/signing_test.go).
 # Installing Debian packages needs root (as on CI) or sudo; without either it
 # says what is missing and the tests that need it skip.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 debs=(python3 python3-websocket python3-requests python3-urllib3 python3-six python3-dateutil python3-certifi chromium mono-mcs
-  wixl msitools osslsigncode openssl)
+  wixl msitools osslsigncode openssl softhsm2 libengine-pkcs11-openssl opensc)
 
 missing=()
 for p in "${debs[@]}"; do
