@@ -1,0 +1,7 @@
+//go:build !linux && !windows
+
+package ninjatrader
+
+// DefaultPortOwner is nil on this system: the bridge does not check who
+// listens on the add-on's port (NinjaTrader runs on Windows only).
+func DefaultPortOwner() PortOwner { return nil }
