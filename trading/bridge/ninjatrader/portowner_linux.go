@@ -100,3 +100,7 @@ func (o ProcPortOwner) IsNinjaTrader(pid int) (bool, error) {
 	}
 	return o.Name == "" || strings.TrimSpace(string(b)) == o.Name, nil
 }
+
+// DefaultSessions is nil on Linux: the service reads the configured
+// discovery file.
+func DefaultSessions() SessionScanner { return nil }

@@ -269,3 +269,7 @@ func (WindowsSessions) FileOwner(path string) (string, error) {
 func (WindowsSessions) Trusted(owner string) bool {
 	return strings.EqualFold(owner, "S-1-5-18") || strings.EqualFold(owner, "S-1-5-32-544")
 }
+
+// DefaultSessions is the SessionScanner of an agent that runs as the
+// SYSTEM service: WindowsSessions.
+func DefaultSessions() SessionScanner { return WindowsSessions{} }
