@@ -214,3 +214,13 @@ func TestSimWarnsWhenTheAddonRuns(t *testing.T) {
 		require.Equal(t, tc.warns, logs.FilterMessageSnippet("add-on is running").Len() == 1, tc.name)
 	}
 }
+
+// config show prints the effective platform: NinjaTrader for the
+// machine's file when it names none (the service's default), the
+// simulator for another.
+func TestConfigShowsTheEffectivePlatform(t *testing.T) {
+	t.Parallel()
+	require.Equal(t, ninjatrader.Kind, viewConfig("m.json", true, true, Config{}).Platform)
+	require.Equal(t, "sim", viewConfig("a.json", false, true, Config{}).Platform)
+	require.Equal(t, "sim", viewConfig("m.json", true, true, Config{Platform: "sim"}).Platform)
+}
