@@ -30,6 +30,10 @@ const (
 	SIDUsers          = "S-1-5-32-545"
 	SIDEveryone       = "S-1-1-0"
 	SIDCreatorOwner   = "S-1-3-0"
+	SIDCreatorGroup   = "S-1-3-1"
+	// SIDTrustedInstaller is NT SERVICE\TrustedInstaller, which owns
+	// Windows's own files and has full control of Program Files.
+	SIDTrustedInstaller = "S-1-5-80-956008885-3418522649-1831038044-1853292631-2271478464"
 )
 
 // ACEType is the kind of an access control entry.
@@ -120,9 +124,11 @@ func (e *UntrustedError) Error() string {
 
 func (e *UntrustedError) Unwrap() error { return ErrUntrusted }
 
-// trustedSID reports whether sid is SYSTEM or the Administrators.
+// trustedSID reports whether sid is SYSTEM, the Administrators or
+// TrustedInstaller (Windows's own installer, as trusted as SYSTEM).
 func trustedSID(sid string) bool {
-	return strings.EqualFold(sid, SIDSystem) || strings.EqualFold(sid, SIDAdministrators)
+	return strings.EqualFold(sid, SIDSystem) || strings.EqualFold(sid, SIDAdministrators) ||
+		strings.EqualFold(sid, SIDTrustedInstaller)
 }
 
 // mapGeneric turns generic rights into a file's specific ones.
@@ -147,12 +153,14 @@ func mapGeneric(mask uint32) uint32 {
 
 // CheckSecurity reports why a file (dir false) or folder (dir true) with
 // security s may not be trusted by the service, or "" when it may: its
-// owner must be SYSTEM or the Administrators, and no other SID may hold
-// any of WriteRights. A deny entry ahead of an allow entry takes away
-// what it denies to its SID (or to Everyone); an inherit-only entry does
-// not apply to a file, but on a folder it counts (it would give what it
-// allows to the files created in it). Entries of another kind than
-// allow and deny are refused.
+// owner must be SYSTEM, the Administrators (or TrustedInstaller), and no
+// other SID may hold any of WriteRights. A deny entry ahead of an allow
+// entry takes away what it denies to its SID (or to Everyone); an
+// inherit-only entry does not apply to a file, but on a folder it counts
+// (it would give what it allows to the files created in it), except for
+// CREATOR OWNER and CREATOR GROUP (it gives the creator of a file rights
+// on it, and only a trusted account may create one). Entries of another
+// kind than allow and deny are refused.
 func CheckSecurity(s Security, dir bool) string {
 	if !trustedSID(s.Owner) {
 		if s.Owner == "" {
@@ -165,7 +173,7 @@ func CheckSecurity(s Security, dir bool) string {
 	}
 	denied := map[string]uint32{}
 	for _, a := range s.DACL {
-		if a.Flags&ACEInheritOnly != 0 && !dir {
+		if a.Flags&ACEInheritOnly != 0 && (!dir || a.SID == SIDCreatorOwner || a.SID == SIDCreatorGroup) {
 			continue
 		}
 		mask := mapGeneric(a.Mask)

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"io"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -9,6 +10,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/kardianos/service"
+	"github.com/spf13/cobra"
 	"github.com/stretchr/testify/require"
 	"go.uber.org/zap"
 	"go.uber.org/zap/zapcore"
@@ -223,4 +226,70 @@ func TestConfigShowsTheEffectivePlatform(t *testing.T) {
 	require.Equal(t, ninjatrader.Kind, viewConfig("m.json", true, true, Config{}).Platform)
 	require.Equal(t, "sim", viewConfig("a.json", false, true, Config{}).Platform)
 	require.Equal(t, "sim", viewConfig("m.json", true, true, Config{Platform: "sim"}).Platform)
+}
+
+// guardedService is a fake service with an install guard.
+type guardedService struct {
+	*fakeService
+	msi     bool
+	exeErr  error
+	folders int // EnsureFolders calls
+}
+
+func (g *guardedService) MSIInstalled() (bool, error) { return g.msi, nil }
+func (g *guardedService) CheckExecutable() error      { return g.exeErr }
+func (g *guardedService) EnsureFolders() error        { g.folders++; return nil }
+
+// runGuardedCmd runs one of the service commands on g.
+func runGuardedCmd(g *guardedService, args ...string) error {
+	root := &cobra.Command{Use: "agent", SilenceUsage: true, SilenceErrors: true}
+	root.SetOut(io.Discard)
+	root.AddCommand(newServiceCmds(func() (controller, error) { return g, nil })...)
+	root.SetArgs(args)
+	return root.Execute()
+}
+
+// One registration route: agent install refuses when the installer
+// (MSI) installed the agent or when others may change the executable;
+// agent uninstall refuses to remove the installer's service; both
+// install routes create the machine's folders.
+func TestInstallGuard(t *testing.T) {
+	t.Parallel()
+	notInstalled := func() *fakeService {
+		return &fakeService{statErr: service.ErrNotInstalled, platform: "linux-systemd"}
+	}
+	untrusted := &winsvc.UntrustedError{Path: `C:\Users\bob\Downloads`, Reason: "its owner is not SYSTEM or the Administrators"}
+	for _, tc := range []struct {
+		name    string
+		g       *guardedService
+		args    []string
+		err     error
+		calls   []string
+		folders int
+	}{
+		{"install", &guardedService{fakeService: notInstalled()}, []string{"install"}, nil, []string{"install"}, 1},
+		{"install over the MSI's", &guardedService{fakeService: notInstalled(), msi: true}, []string{"install"},
+			winsvc.ErrMSIInstalled, nil, 0},
+		{"install from a user's folder", &guardedService{fakeService: notInstalled(), exeErr: untrusted}, []string{"install"},
+			winsvc.ErrUntrusted, nil, 0},
+		{"the installer's install step", &guardedService{fakeService: notInstalled(), msi: true}, []string{"install", "--msi"},
+			winsvc.ErrWindowsOnly, nil, 1},
+		{"uninstall the MSI's service", &guardedService{fakeService: &fakeService{status: service.StatusRunning}, msi: true},
+			[]string{"uninstall"}, winsvc.ErrMSIInstalled, nil, 0},
+		{"uninstall", &guardedService{fakeService: &fakeService{status: service.StatusRunning}}, []string{"uninstall"},
+			nil, []string{"stop", "uninstall"}, 0},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			err := runGuardedCmd(tc.g, tc.args...)
+			if tc.err != nil {
+				require.ErrorIs(t, err, tc.err)
+			} else {
+				require.NoError(t, err)
+			}
+			require.Equal(t, tc.calls, tc.g.calls)
+			require.Equal(t, tc.folders, tc.g.folders)
+		})
+	}
+	require.Contains(t, winsvc.ErrMSIInstalled.Error(), "Apps & features")
 }
