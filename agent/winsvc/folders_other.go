@@ -8,10 +8,28 @@ import (
 	"syscall"
 )
 
-// EnsureMachineFolders does nothing outside Windows: systemd creates the
-// service's log and state folders (LogsDirectory, StateDirectory, mode
-// 0700), and `agent config set` creates the configuration's folder.
-func EnsureMachineFolders() error { return nil }
+// EnsureMachineFolders creates the service's data and log folders, mode
+// 0700, when they are missing and the process is root's (systemd creates
+// them itself: LogsDirectory, StateDirectory; launchd does not); `agent
+// config set` creates the configuration's folder. For another user it
+// does nothing: the service runs as root.
+func EnsureMachineFolders() error {
+	if os.Geteuid() != 0 {
+		return nil
+	}
+	return ensureFolders(MachinePaths())
+}
+
+// ensureFolders creates p's data and log folders, mode 0700, when they
+// are missing.
+func ensureFolders(p Paths) error {
+	for _, dir := range []string{p.DataDir, p.LogDir} {
+		if err := os.MkdirAll(dir, 0o700); err != nil {
+			return err
+		}
+	}
+	return nil
+}
 
 // CheckTrusted reports (an *UntrustedError) when the file or folder at
 // path is not owned by root or may be written by its group or others.

@@ -54,5 +54,22 @@ func TestCheckTrustedFiles(t *testing.T) {
 	require.NoError(t, CheckTrusted(file))
 	require.NoError(t, os.Chown(file, 1000, 1000))
 	require.ErrorIs(t, CheckTrusted(file), ErrUntrusted, "owned by a user")
-	require.NoError(t, EnsureMachineFolders())
+}
+
+// The data and log folders are created for root, mode 0700, and pass the
+// service's check.
+func TestEnsureFolders(t *testing.T) {
+	t.Parallel()
+	base := t.TempDir()
+	p := Paths{DataDir: filepath.Join(base, "lib", "agent"), LogDir: filepath.Join(base, "log")}
+	require.NoError(t, ensureFolders(p))
+	require.NoError(t, ensureFolders(p), "again: nothing to do")
+	for _, dir := range []string{p.DataDir, p.LogDir} {
+		fi, err := os.Stat(dir)
+		require.NoError(t, err)
+		require.Equal(t, fs.FileMode(0o700), fi.Mode().Perm())
+		if os.Geteuid() == 0 {
+			require.NoError(t, CheckTrusted(dir))
+		}
+	}
 }
