@@ -69,7 +69,7 @@ func ensureFolder(path, sddl string) error {
 		if !errors.Is(err, windows.ERROR_ALREADY_EXISTS) || attempt > 0 {
 			return err
 		}
-		removed, err := repair(path, sd, true)
+		removed, err := repair(path, sd)
 		if err != nil || !removed {
 			return err
 		}
@@ -89,17 +89,12 @@ func openNoFollow(path string, access uint32) (windows.Handle, error) {
 		nil, windows.OPEN_EXISTING, windows.FILE_FLAG_BACKUP_SEMANTICS|windows.FILE_FLAG_OPEN_REPARSE_POINT, 0)
 }
 
-// repair gives the file or folder at path the security sd (a folder:
-// then its content too). A link at path is removed (removed reports it)
-// instead of followed.
-func repair(path string, sd *windows.SECURITY_DESCRIPTOR, dir bool) (removed bool, err error) {
-	h, err := openNoFollow(path, windows.READ_CONTROL|windows.WRITE_DAC|windows.WRITE_OWNER)
+// repair gives the machine folder at path the security sd, and repairs
+// what it holds (repairContent). A link at path is removed (removed
+// reports it) instead of followed.
+func repair(path string, sd *windows.SECURITY_DESCRIPTOR) (removed bool, err error) {
+	h, info, err := openEntry(path)
 	if err != nil {
-		return false, err
-	}
-	var info windows.ByHandleFileInformation
-	if err := windows.GetFileInformationByHandle(h, &info); err != nil {
-		windows.CloseHandle(h)
 		return false, err
 	}
 	if info.FileAttributes&windows.FILE_ATTRIBUTE_REPARSE_POINT != 0 {
@@ -107,39 +102,98 @@ func repair(path string, sd *windows.SECURITY_DESCRIPTOR, dir bool) (removed boo
 		// os.Remove deletes a junction or symbolic link itself, never its target.
 		return true, os.Remove(path)
 	}
-	isDir := info.FileAttributes&windows.FILE_ATTRIBUTE_DIRECTORY != 0
-	if isDir != dir && dir {
+	if info.FileAttributes&windows.FILE_ATTRIBUTE_DIRECTORY == 0 {
 		windows.CloseHandle(h)
 		return false, errors.New("a file stands where the folder belongs; delete it")
 	}
 	err = setSecurity(h, sd)
 	windows.CloseHandle(h)
-	if err != nil || !isDir {
-		return false, err
-	}
-	entries, err := os.ReadDir(path)
 	if err != nil {
 		return false, err
+	}
+	return false, repairContent(path)
+}
+
+// openEntry opens the file or folder at path itself (never a link's
+// target) to read and change its security, and reads what it is.
+func openEntry(path string) (windows.Handle, windows.ByHandleFileInformation, error) {
+	var info windows.ByHandleFileInformation
+	h, err := openNoFollow(path, windows.READ_CONTROL|windows.WRITE_DAC|windows.WRITE_OWNER)
+	if err != nil {
+		return h, info, err
+	}
+	if err := windows.GetFileInformationByHandle(h, &info); err != nil {
+		windows.CloseHandle(h)
+		return windows.InvalidHandle, info, err
+	}
+	return h, info, nil
+}
+
+// repairContent repairs what the folder at path holds: a link is removed
+// (never followed); a file another account owns, which may have been
+// planted there, is removed rather than adopted, and so is a file with
+// more than one name (a hard link to a file elsewhere, whose security
+// must not change); the rest, and every subfolder, is given to the
+// Administrators with a protected DACL (AgentSDDL for folders, FileSDDL
+// for files), a subfolder another account owned being emptied of what
+// that account could have put there and removed once empty.
+func repairContent(path string) error {
+	entries, err := os.ReadDir(path)
+	if err != nil {
+		return err
 	}
 	dirSD, err := windows.SecurityDescriptorFromString(AgentSDDL)
 	if err != nil {
-		return false, err
+		return err
 	}
 	fileSD, err := windows.SecurityDescriptorFromString(FileSDDL)
 	if err != nil {
-		return false, err
+		return err
 	}
 	for _, e := range entries {
 		child := filepath.Join(path, e.Name())
-		csd := fileSD
-		if e.IsDir() {
-			csd = dirSD
-		}
-		if _, err := repair(child, csd, false); err != nil {
-			return false, fmt.Errorf("%s: %w", e.Name(), err)
+		if err := repairEntry(child, dirSD, fileSD); err != nil {
+			return fmt.Errorf("%s: %w", e.Name(), err)
 		}
 	}
-	return false, nil
+	return nil
+}
+
+// repairEntry is repairContent's work on one entry.
+func repairEntry(path string, dirSD, fileSD *windows.SECURITY_DESCRIPTOR) error {
+	h, info, err := openEntry(path)
+	if err != nil {
+		return err
+	}
+	owner := ""
+	if sd, err := windows.GetSecurityInfo(h, windows.SE_FILE_OBJECT, windows.OWNER_SECURITY_INFORMATION); err == nil {
+		if o, _, err := sd.Owner(); err == nil && o != nil {
+			owner = o.String()
+		}
+	}
+	isDir := info.FileAttributes&windows.FILE_ATTRIBUTE_DIRECTORY != 0
+	switch {
+	case info.FileAttributes&windows.FILE_ATTRIBUTE_REPARSE_POINT != 0,
+		!isDir && (!trustedSID(owner) || info.NumberOfLinks > 1):
+		windows.CloseHandle(h)
+		return os.Remove(path) // the link or this name of the file, never a target
+	case !isDir:
+		err = setSecurity(h, fileSD)
+		windows.CloseHandle(h)
+		return err
+	}
+	err = setSecurity(h, dirSD)
+	windows.CloseHandle(h)
+	if err != nil {
+		return err
+	}
+	if err := repairContent(path); err != nil {
+		return err
+	}
+	if !trustedSID(owner) {
+		_ = os.Remove(path) // fails, and the folder stays repaired, when trusted files remain in it
+	}
+	return nil
 }
 
 // setSecurity sets the owner and the protected DACL of sd on h.

@@ -128,9 +128,10 @@ func SelectDiscovery(s SessionScanner) (string, error) {
 	if err != nil {
 		return "", fmt.Errorf("ninjatrader: listing NinjaTrader's processes: %w", err)
 	}
-	users := map[string]TraderProcess{}
-	for _, p := range procs {
-		users[strings.ToUpper(p.User)] = p
+	users := map[string]TraderProcess{} // by user: one trader may run several processes
+	var p TraderProcess
+	for _, proc := range procs {
+		users[strings.ToUpper(proc.User)], p = proc, proc
 	}
 	switch len(users) {
 	case 0:
@@ -138,9 +139,6 @@ func SelectDiscovery(s SessionScanner) (string, error) {
 	case 1:
 	default:
 		return "", &SeveralTradersError{Count: len(users)}
-	}
-	var p TraderProcess
-	for _, p = range users {
 	}
 	owner, err := s.FileOwner(p.DiscoveryFile)
 	switch {
