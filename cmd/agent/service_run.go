@@ -102,8 +102,9 @@ func trustState(check trustCheck, paths ...string) string {
 
 // serviceLogDir is where the service logs: the configuration's log
 // folder when the config file names one and the file and the folder pass
-// check, else the machine's (ignored says why the configured one was
-// not used). It is read once, at the service's start.
+// check, else the machine's, or none (the system's log only) when that
+// one fails the check (ignored says why a folder was not used). It is
+// read once, at the service's start.
 func serviceLogDir(path string, flags Config, getenv func(string) string, check trustCheck) (dir string, ignored error) {
 	dir = flags.LogDir
 	if dir == "" {
@@ -123,8 +124,22 @@ func serviceLogDir(path string, flags Config, getenv func(string) string, check 
 	}
 	if dir == "" {
 		dir = winsvc.MachinePaths().LogDir
+		if err := check(dir); errors.Is(err, winsvc.ErrUntrusted) {
+			// Not even the machine's folder is safe (it could not be
+			// repaired): no log file, the system's log only.
+			return "", err
+		}
 	}
 	return dir, ignored
+}
+
+// logTarget says where the service's log goes: the file, else the
+// system's log alone.
+func logTarget(file string) string {
+	if file == "" {
+		return "the system's log only"
+	}
+	return file
 }
 
 // runService is `agent run --service`: the supervisor under the service
@@ -181,7 +196,8 @@ func runService(cfgPath string, flags Config, logs logflags.Flags) error {
 		log.Error("the agent cannot secure its machine folders; it does not trust what they hold", zap.Error(foldersErr))
 	}
 	if logDirIgnored != nil {
-		log.Error("the configured log folder is not used: the machine's is", zap.Error(logDirIgnored))
+		log.Error("a log folder is not safe and not used; the log goes to "+logTarget(logger.File()),
+			zap.Error(logDirIgnored))
 	}
 
 	sup, err := newSupervisor(supervisorOptions{

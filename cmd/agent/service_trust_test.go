@@ -88,6 +88,9 @@ func TestServiceRefusesUntrustedFiles(t *testing.T) {
 	got, ignored = serviceLogDir(file, Config{}, env(nil), untrusting())
 	require.Equal(t, logs, got)
 	require.NoError(t, ignored)
+	got, ignored = serviceLogDir(file, Config{}, env(nil), untrusting(logs, winsvc.MachinePaths().LogDir))
+	require.Empty(t, got, "no safe folder: no log file")
+	require.ErrorIs(t, ignored, winsvc.ErrUntrusted)
 }
 
 // On Linux the service's check is the real one: root's files that only
