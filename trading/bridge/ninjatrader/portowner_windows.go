@@ -174,6 +174,9 @@ func (WindowsSessions) NinjaTraderProcesses() ([]TraderProcess, error) {
 			continue
 		}
 		p, perr := traderOf(e.ProcessID)
+		if errors.Is(perr, windows.ERROR_INVALID_PARAMETER) {
+			continue // it exited since the snapshot
+		}
 		if perr != nil {
 			return nil, fmt.Errorf("a NinjaTrader process: %w", perr)
 		}
