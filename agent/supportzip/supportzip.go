@@ -499,9 +499,6 @@ func scanNinjaTrader(ctx context.Context, nt NinjaTrader) *ninjaTraderScan {
 	if s.DiscoveryFile == "" {
 		s.DiscoveryFile = ninjatrader.DefaultDiscoveryFile()
 	}
-	if s.NinjaTraderDir == "" {
-		s.NinjaTraderDir = ninjatrader.DefaultNinjaTraderDir()
-	}
 	b, err := os.ReadFile(s.DiscoveryFile)
 	switch {
 	case errors.Is(err, fs.ErrNotExist):
@@ -518,7 +515,13 @@ func scanNinjaTrader(ctx context.Context, nt NinjaTrader) *ninjaTraderScan {
 			s.Port = disc.Port
 			s.AddonVersion = printable(disc.AddonVersion, 32)
 			s.AddonStartedAt = printable(disc.StartedAt, 40)
+			if s.NinjaTraderDir == "" && filepath.IsAbs(disc.UserDataDir) {
+				s.NinjaTraderDir = disc.UserDataDir // NinjaTrader's own folder, as the add-on reports it
+			}
 		}
+	}
+	if s.NinjaTraderDir == "" {
+		s.NinjaTraderDir = ninjatrader.DefaultNinjaTraderDir()
 	}
 	if nt.Port != 0 {
 		s.Port = nt.Port

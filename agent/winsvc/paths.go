@@ -16,6 +16,11 @@ var ServiceArguments = []string{"run", "--service"}
 
 // Paths are the machine-wide places of the service's files.
 type Paths struct {
+	// Root is the product's machine folder (%ProgramData%\TradeBridge on
+	// Windows), which holds Dir.
+	Root string
+	// Dir is the agent's machine folder, which holds ConfigFile.
+	Dir string
 	// ConfigFile is the machine configuration file (relay URL, agent
 	// token, platform and its settings), readable by SYSTEM (root) and
 	// administrators only.

@@ -6,6 +6,8 @@ package winsvc
 func MachinePaths() Paths {
 	const dir = "/Library/Application Support/TradeBridge/Agent"
 	return Paths{
+		Root:       "/Library/Application Support/TradeBridge",
+		Dir:        dir,
 		ConfigFile: dir + "/config.json",
 		LogDir:     "/Library/Logs/TradeBridge",
 		DataDir:    dir + "/data",

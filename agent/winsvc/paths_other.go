@@ -7,6 +7,8 @@ package winsvc
 // /var/lib/tradebridge/agent.
 func MachinePaths() Paths {
 	return Paths{
+		Root:       "/etc/tradebridge",
+		Dir:        "/etc/tradebridge",
 		ConfigFile: "/etc/tradebridge/agent.json",
 		LogDir:     "/var/log/tradebridge",
 		DataDir:    "/var/lib/tradebridge/agent",

@@ -8,8 +8,8 @@ import (
 )
 
 // MachinePaths are the service's places on Windows, under ProgramData:
-// %ProgramData%\TradeBridge\Agent\config.json, …\Agent\logs and
-// …\Agent\data.
+// %ProgramData%\TradeBridge (Root), …\TradeBridge\Agent (Dir),
+// …\Agent\config.json, …\Agent\logs and …\Agent\data.
 func MachinePaths() Paths {
 	base, err := windows.KnownFolderPath(windows.FOLDERID_ProgramData, 0)
 	if err != nil || base == "" {
@@ -17,8 +17,11 @@ func MachinePaths() Paths {
 			base = `C:\ProgramData`
 		}
 	}
-	dir := filepath.Join(base, "TradeBridge", "Agent")
+	root := filepath.Join(base, "TradeBridge")
+	dir := filepath.Join(root, "Agent")
 	return Paths{
+		Root:       root,
+		Dir:        dir,
 		ConfigFile: filepath.Join(dir, "config.json"),
 		LogDir:     filepath.Join(dir, "logs"),
 		DataDir:    filepath.Join(dir, "data"),

@@ -10,6 +10,7 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"runtime"
 	"time"
 
 	"go.uber.org/zap"
@@ -52,30 +53,52 @@ type Config struct {
 	// NinjaTrader configures the NinjaTrader bridge (--platform
 	// ninjatrader); every field has a default.
 	NinjaTrader NinjaTraderConfig `json:"ninjatrader,omitzero"`
+
+	// asService: the agent runs as the system service (SYSTEM on
+	// Windows), not in the trader's session.
+	asService bool
+	// adminOwned: the config file passed the service's ownership checks
+	// (only SYSTEM and the Administrators may change it).
+	adminOwned bool
+	// platformDefaulted: no setting chose the platform.
+	platformDefaulted bool
 }
 
 // NinjaTraderConfig is the "ninjatrader" part of the config file:
 //
-//	{"ninjatrader": {"discoveryFile": "C:\\ProgramData\\TradeBridge\\ninjatrader-addon.json", "ati": true}}
+//	{"ninjatrader": {"dir": "D:\\Trading\\NinjaTrader 8", "ati": true}}
 type NinjaTraderConfig struct {
 	// DiscoveryFile is where the add-on writes its port and secret;
-	// empty means the default (ninjatrader.DefaultDiscoveryFile).
+	// empty means the default: the user's own
+	// (ninjatrader.DefaultDiscoveryFile) for `agent run`, and for the
+	// Windows service the file of the trader whose NinjaTrader runs.
 	DiscoveryFile string `json:"discoveryFile,omitempty"`
-	// Port and Secret override the discovery file's.
+	// Port and Secret override the discovery file's. The process
+	// listening on Port is checked to be NinjaTrader unless the config
+	// file is the service's and only administrators can change it.
 	Port   int    `json:"port,omitempty"`
 	Secret string `json:"secret,omitempty"`
 	// Dir is NinjaTrader's user folder ("Documents\\NinjaTrader 8"), where
 	// the add-on is installed and the ATI folders are; empty means the
-	// default (ninjatrader.DefaultNinjaTraderDir).
+	// one the add-on's discovery file names (userDataDir), else
+	// ninjatrader.DefaultNinjaTraderDir.
 	Dir string `json:"dir,omitempty"`
 	// ATI turns on the fallback to NinjaTrader's ATI order files while the
-	// add-on cannot be reached.
+	// add-on cannot be reached; `agent run` in the trader's session only
+	// (the Windows service refuses it: see checkServiceConfig).
 	ATI bool `json:"ati,omitempty"`
 }
 
 // loadConfig merges flags over environment variables over the config file
-// (path, else AGENT_CONFIG; none when both are empty).
+// (path, else AGENT_CONFIG; none when both are empty); the platform is
+// the simulator unless one is chosen.
 func loadConfig(path string, flags Config, getenv func(string) string) (Config, error) {
+	return loadConfigWith(path, flags, getenv, "sim")
+}
+
+// loadConfigWith is loadConfig with defaultPlatform as the platform when
+// none is chosen.
+func loadConfigWith(path string, flags Config, getenv func(string) string, defaultPlatform string) (Config, error) {
 	var cfg Config
 	if path == "" {
 		path = getenv("AGENT_CONFIG")
@@ -101,7 +124,7 @@ func loadConfig(path string, flags Config, getenv func(string) string) (Config, 
 	pick(&cfg.DataDir, "AGENT_DATA", flags.DataDir)
 	pick(&cfg.LogDir, "AGENT_LOG_DIR", flags.LogDir)
 	if cfg.Platform == "" {
-		cfg.Platform = "sim"
+		cfg.Platform, cfg.platformDefaulted = defaultPlatform, true
 	}
 	if err := checkConfig(cfg); err != nil {
 		return cfg, err
@@ -171,12 +194,39 @@ func validRelayURL(s string) bool {
 	return u.Scheme == "http" || u.Scheme == "https"
 }
 
+// ErrATIUnderService is the Windows service's refusal of the ATI
+// fallback: NinjaTrader's ATI folders are in the trader's profile, and
+// the SYSTEM service does not write into a user's folders (a user could
+// redirect the writes with a junction).
+var ErrATIUnderService = errors.New("ninjatrader.ati is for `agent run` in the trader's own session: the Windows " +
+	"service runs as SYSTEM and does not write into a user's folders; set ninjatrader.ati false, or run the agent " +
+	"in the trader's session")
+
+// checkServiceConfig checks what the service (on the system goos)
+// refuses to run: the ATI fallback on Windows.
+func checkServiceConfig(cfg Config, goos string) error {
+	if goos == "windows" && cfg.Platform == ninjatrader.Kind && cfg.NinjaTrader.ATI {
+		return ErrATIUnderService
+	}
+	return nil
+}
+
 // openPlatform starts the configured platform. now is the platform's
 // clock, which the operations measure lookbackTime windows on; closeAll
 // closes the platform and what it was built on.
 func openPlatform(cfg Config, log *zap.Logger) (p bridge.Platform, now func() time.Time, closeAll func(), err error) {
 	switch cfg.Platform {
 	case "sim":
+		if cfg.platformDefaulted && !cfg.asService {
+			discovery := cfg.NinjaTrader.DiscoveryFile
+			if discovery == "" {
+				discovery = ninjatrader.DefaultDiscoveryFile()
+			}
+			if _, err := os.Stat(discovery); err == nil {
+				log.Warn("the agent runs the simulator, but NinjaTrader's TradeBridge add-on is running for this user: "+
+					"choose the platform (--platform ninjatrader, or platform in the config file)", zap.String("discoveryFile", discovery))
+			}
+		}
 		opts := sim.Options{Logger: log.Named("sim")}
 		now = time.Now
 		if cfg.SimStart != "" {
@@ -195,14 +245,30 @@ func openPlatform(cfg Config, log *zap.Logger) (p bridge.Platform, now func() ti
 		return p, now, func() { p.Close() }, nil
 	case ninjatrader.Kind:
 		nt := cfg.NinjaTrader
-		if nt.Dir == "" {
-			nt.Dir = ninjatrader.DefaultNinjaTraderDir()
-		}
 		opts := ninjatrader.Options{DiscoveryFile: nt.DiscoveryFile, Port: nt.Port, Secret: nt.Secret,
-			NinjaTraderDir: nt.Dir, Logger: log.Named("ninjatrader"), Client: "tradebridge-agent " + agent.Version}
+			NinjaTraderDir: nt.Dir, Logger: log.Named("ninjatrader"), Client: "tradebridge-agent " + agent.Version,
+			OverrideTrusted: cfg.asService && cfg.adminOwned}
+		if cfg.asService && nt.DiscoveryFile == "" {
+			opts.Sessions = ninjatrader.DefaultSessions()
+		}
 		var files *ati.Files
 		if nt.ATI {
-			f, err := ati.New(ati.Options{Dir: nt.Dir, Logger: log.Named("ati")})
+			if cfg.asService {
+				if err := checkServiceConfig(cfg, runtime.GOOS); err != nil {
+					return nil, nil, nil, err
+				}
+			}
+			dir := nt.Dir
+			if dir == "" {
+				discovery := nt.DiscoveryFile
+				if discovery == "" {
+					discovery = ninjatrader.DefaultDiscoveryFile()
+				}
+				if dir = ninjatrader.DiscoveredUserDataDir(discovery); dir == "" {
+					dir = ninjatrader.DefaultNinjaTraderDir()
+				}
+			}
+			f, err := ati.New(ati.Options{Dir: dir, Logger: log.Named("ati")})
 			if err != nil {
 				return nil, nil, nil, err
 			}

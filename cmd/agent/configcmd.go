@@ -59,12 +59,19 @@ func set(secret string) string {
 	return "set"
 }
 
-func viewConfig(path string, exists bool, cfg Config) configView {
+// viewConfig is cfg, read from path, as `agent config` prints it; the
+// platform is the effective one: when the file names none, NinjaTrader
+// for the machine's file (the service's default), the simulator for
+// another (`agent run`'s).
+func viewConfig(path string, machine, exists bool, cfg Config) configView {
 	v := configView{ConfigFile: path, Exists: exists, RelayURL: cfg.RelayURL, Token: set(cfg.Token),
 		Platform: cfg.Platform, SimStart: cfg.SimStart, DataDir: cfg.DataDir, LogDir: cfg.LogDir,
 		Proxy: redactedProxy(cfg.Proxy), ProxyPAC: cfg.ProxyPAC}
 	if v.Platform == "" {
 		v.Platform = "sim"
+		if machine {
+			v.Platform = ninjatrader.Kind
+		}
 	}
 	if nt := cfg.NinjaTrader; nt != (NinjaTraderConfig{}) {
 		v.NinjaTrader = &ninjaTraderView{DiscoveryFile: nt.DiscoveryFile, Dir: nt.Dir, ATI: nt.ATI, Port: nt.Port}
@@ -121,10 +128,13 @@ func newConfigCmd() *cobra.Command {
 			"Keys: " + strings.Join(configKeys, ", ") + ".\n" +
 			"  relay-url                   the relay's base URL, http:// or https://\n" +
 			"  token                       the agent token (tb_agent_…)\n" +
-			"  platform                    sim or ninjatrader\n" +
-			"  ninjatrader.dir             the trader's NinjaTrader folder (…\\Documents\\NinjaTrader 8)\n" +
-			"  ninjatrader.discovery-file  where the add-on writes its port and secret\n" +
-			"  ninjatrader.ati             true or false: ATI order files while the add-on is away\n" +
+			"  platform                    ninjatrader or sim; unset, the service runs ninjatrader and\n" +
+			"                              `agent run` the simulator (config show prints the effective one)\n" +
+			"  ninjatrader.dir             NinjaTrader's user folder; unset, the one the add-on reports\n" +
+			"  ninjatrader.discovery-file  where the add-on writes its port and secret; unset, the\n" +
+			"                              trader's own (the service finds the running trader's)\n" +
+			"  ninjatrader.ati             true or false: ATI order files while the add-on is away;\n" +
+			"                              `agent run` in the trader's session only (the Windows service refuses it)\n" +
 			"  data-dir, log-dir           the agent's state and log folders\n" +
 			"  proxy                       direct, or http://host:port: the proxy to the relay (default: the\n" +
 			"                              environment's, else the machine's WinHTTP proxy, else automatic)\n" +
@@ -146,7 +156,7 @@ func newConfigCmd() *cobra.Command {
 			if err != nil {
 				return asPrivilegeError("config set", err)
 			}
-			return printJSON(cmd.OutOrStdout(), viewConfig(file, exists, cfg))
+			return printJSON(cmd.OutOrStdout(), viewConfig(file, machine, exists, cfg))
 		},
 	}
 	showCmd := &cobra.Command{
@@ -154,13 +164,13 @@ func newConfigCmd() *cobra.Command {
 		Short: "Print the configuration as JSON, the token as \"set\"",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			file, _ := configFileOf(path, os.Getenv)
+			file, machine := configFileOf(path, os.Getenv)
 			cfg, err := readConfigFile(file)
 			exists := !errors.Is(err, fs.ErrNotExist)
 			if err != nil && exists {
 				return asPrivilegeError("config show", err)
 			}
-			return printJSON(cmd.OutOrStdout(), viewConfig(file, exists, cfg))
+			return printJSON(cmd.OutOrStdout(), viewConfig(file, machine, exists, cfg))
 		},
 	}
 	clearCmd := &cobra.Command{
@@ -312,7 +322,16 @@ func setKey(cfg *Config, arg int, key, value string) error {
 // writeConfigFile writes cfg to file atomically (a temporary file in the
 // same folder, renamed over it), readable by the machine's administrators
 // only (machine) or by its owner only.
+//
+// The machine's file is written into the machine's folders, created or
+// repaired first (winsvc.EnsureMachineFolders: owned by the
+// Administrators, SYSTEM and the Administrators alone).
 func writeConfigFile(file string, machine bool, cfg Config) (err error) {
+	if machine {
+		if err := winsvc.EnsureMachineFolders(); err != nil {
+			return fmt.Errorf("securing the machine's folders: %w", err)
+		}
+	}
 	dir := filepath.Dir(file)
 	_, statErr := os.Stat(dir)
 	if err := os.MkdirAll(dir, 0o700); err != nil {

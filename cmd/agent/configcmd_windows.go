@@ -4,6 +4,8 @@ import (
 	"os"
 
 	"golang.org/x/sys/windows"
+
+	"tradebridge/agent/winsvc"
 )
 
 const (
@@ -14,7 +16,7 @@ const (
 // machineSDDL gives the machine's configuration folder and file to SYSTEM
 // and the Administrators alone (owner: the Administrators; a protected
 // DACL, so nothing is inherited from ProgramData, where users may read).
-const machineSDDL = "O:BAD:P(A;OICI;FA;;;SY)(A;OICI;FA;;;BA)"
+const machineSDDL = winsvc.AgentSDDL
 
 // checkWriter refuses to write the machine's configuration from a prompt
 // that is not elevated: ProgramData lets users create folders, and a

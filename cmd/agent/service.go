@@ -36,7 +36,70 @@ type controller interface {
 // openSystemService opens the agent's service in the system's service
 // manager; the service is the running executable.
 func openSystemService() (controller, error) {
-	return winsvc.New(idleProgram{}, "")
+	s, err := winsvc.New(idleProgram{}, "")
+	if err != nil {
+		return nil, err
+	}
+	return systemService{s}, nil
+}
+
+// installGuard is what a controller may also offer: the checks and the
+// machine folders around installing the service. The system's service
+// offers it (winsvc's, which do nothing outside Windows); a controller
+// without it is installed without them.
+type installGuard interface {
+	// MSIInstalled reports whether the installer (MSI) installed the
+	// agent, which then owns the service.
+	MSIInstalled() (bool, error)
+	// CheckExecutable refuses an executable a non-administrator may
+	// change.
+	CheckExecutable() error
+	// EnsureFolders creates or repairs the machine's folders.
+	EnsureFolders() error
+}
+
+// systemService is the system's service with winsvc's install guard.
+type systemService struct{ service.Service }
+
+func (systemService) MSIInstalled() (bool, error) { return winsvc.MSIInstalled() }
+func (systemService) EnsureFolders() error        { return winsvc.EnsureMachineFolders() }
+func (systemService) CheckExecutable() error {
+	exe, err := os.Executable()
+	if err != nil {
+		return err
+	}
+	return winsvc.CheckExecutable(exe)
+}
+
+// guardInstall refuses to install the service from c's executable when
+// the installer (MSI) installed the agent, or when a non-administrator
+// may change the executable (the service would run what they put
+// there).
+func guardInstall(c controller) error {
+	g, ok := c.(installGuard)
+	if !ok {
+		return nil
+	}
+	if err := refuseMSI(g); err != nil {
+		return err
+	}
+	if err := g.CheckExecutable(); err != nil {
+		return fmt.Errorf("the service runs this executable as SYSTEM, and other users may change it or its folder: "+
+			"copy agent.exe to a folder only administrators may change (e.g. under Program Files): %w", err)
+	}
+	return nil
+}
+
+// refuseMSI refuses when the installer (MSI) installed the agent.
+func refuseMSI(g installGuard) error {
+	msi, err := g.MSIInstalled()
+	if err != nil {
+		return err
+	}
+	if msi {
+		return winsvc.ErrMSIInstalled
+	}
+	return nil
 }
 
 // idleProgram is the program of a service that is only controlled, not
@@ -86,14 +149,28 @@ func newServiceCmds(open func() (controller, error)) []*cobra.Command {
 		Long: "Install the agent as a system service: on Windows the service " + winsvc.Name + " (delayed automatic\n" +
 			"start, restarted after a failure after 5 s, 30 s, then 2 min), on Linux a systemd unit, on macOS a\n" +
 			"launchd job. The service runs this executable, from where it is now, as `agent run --service`;\n" +
-			"configure it with `agent config set`, start it with `agent start`.",
+			"configure it with `agent config set`, start it with `agent start`. On Windows it creates the\n" +
+			"machine's folders under %ProgramData%\\TradeBridge for SYSTEM and the Administrators alone, and\n" +
+			"refuses when the installer (MSI) installed the agent, or when other users may change this\n" +
+			"executable or its folder.",
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if msiInstall {
-				return serviceError("install", winsvc.ConfigureInstalled())
-			}
 			c, err := open()
 			if err != nil {
+				return err
+			}
+			g, guarded := c.(installGuard)
+			if msiInstall {
+				// The installer's step, before the service starts: the
+				// machine folders first, with their security.
+				if guarded {
+					if err := g.EnsureFolders(); err != nil {
+						return serviceError("install", err)
+					}
+				}
+				return serviceError("install", winsvc.ConfigureInstalled())
+			}
+			if err := guardInstall(c); err != nil {
 				return err
 			}
 			if runtime.GOOS == "linux" && c.Platform() != "linux-systemd" {
@@ -107,6 +184,11 @@ func newServiceCmds(open func() (controller, error)) []*cobra.Command {
 			}
 			if err := winsvc.ApplyRecovery(); err != nil {
 				return serviceError("install", err)
+			}
+			if guarded {
+				if err := g.EnsureFolders(); err != nil {
+					return serviceError("install", err)
+				}
 			}
 			return report(cmd.OutOrStdout(), c)
 		},
@@ -127,6 +209,11 @@ func newServiceCmds(open func() (controller, error)) []*cobra.Command {
 			c, err := open()
 			if err != nil {
 				return err
+			}
+			if g, ok := c.(installGuard); ok {
+				if err := refuseMSI(g); err != nil {
+					return err
+				}
 			}
 			switch status(c).Status {
 			case winsvc.StatusNotInstalled:

@@ -5,7 +5,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
+	"path/filepath"
+	"runtime"
+	"strings"
 	"time"
 
 	"github.com/kardianos/service"
@@ -38,33 +42,105 @@ func serviceConfigFile(path string, getenv func(string) string) string {
 	return path
 }
 
-// loadServiceConfig is loadConfig for the service: the machine's data
-// folder is the default.
-func loadServiceConfig(path string, flags Config, getenv func(string) string) (Config, error) {
-	cfg, err := loadConfig(path, flags, getenv)
-	if err == nil && cfg.DataDir == "" {
+// trustCheck reports (a *winsvc.UntrustedError) when the service may not
+// trust the file or folder at path: winsvc.CheckTrusted, or a fake in
+// tests.
+type trustCheck func(path string) error
+
+// loadServiceConfig is loadConfig for the service: the platform is
+// NinjaTrader unless one is chosen (the simulator only when chosen), the
+// machine's data folder is the default, and the config file, its folder,
+// the data folder, the state file and a configured log folder must pass
+// check (owned by SYSTEM or the Administrators and changeable by nobody
+// else; root elsewhere), or the service does not trust what they say.
+func loadServiceConfig(path string, flags Config, getenv func(string) string, check trustCheck) (Config, error) {
+	for _, p := range []string{filepath.Dir(path), path} {
+		if err := check(p); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			return Config{}, err
+		}
+	}
+	cfg, err := loadConfigWith(path, flags, getenv, ninjatrader.Kind)
+	if err != nil {
+		return cfg, err
+	}
+	cfg.asService, cfg.adminOwned = true, true
+	if cfg.DataDir == "" {
 		cfg.DataDir = winsvc.MachinePaths().DataDir
 	}
-	return cfg, err
+	if err := checkServiceConfig(cfg, runtime.GOOS); err != nil {
+		return cfg, err
+	}
+	if err := check(cfg.DataDir); err != nil {
+		if errors.Is(err, fs.ErrNotExist) {
+			return cfg, fmt.Errorf("the data folder %s does not exist: create it from an elevated prompt "+
+				"(the service does not create folders another user could prepare)", cfg.DataDir)
+		}
+		return cfg, err
+	}
+	if err := check(stateFile(cfg.DataDir, cfg.RelayURL, cfg.Token)); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return cfg, err
+	}
+	if cfg.LogDir != "" {
+		if err := check(cfg.LogDir); err != nil {
+			return cfg, err
+		}
+	}
+	return cfg, nil
+}
+
+// trustState is what check says of paths, for noticing that a file the
+// service refused was repaired.
+func trustState(check trustCheck, paths ...string) string {
+	var b strings.Builder
+	for _, p := range paths {
+		if err := check(p); err != nil {
+			b.WriteString(err.Error())
+		}
+		b.WriteByte(0)
+	}
+	return b.String()
 }
 
 // serviceLogDir is where the service logs: the configuration's log
-// folder when the config file names one, else the machine's. It is read
-// once, at the service's start.
-func serviceLogDir(path string, flags Config, getenv func(string) string) string {
-	dir := flags.LogDir
+// folder when the config file names one and the file and the folder pass
+// check, else the machine's, or none (the system's log only) when that
+// one fails the check (ignored says why a folder was not used). It is
+// read once, at the service's start.
+func serviceLogDir(path string, flags Config, getenv func(string) string, check trustCheck) (dir string, ignored error) {
+	dir = flags.LogDir
 	if dir == "" {
 		dir = getenv("AGENT_LOG_DIR")
 	}
 	if dir == "" {
-		if cfg, err := readConfigFile(path); err == nil {
-			dir = cfg.LogDir
+		if cfg, err := readConfigFile(path); err == nil && cfg.LogDir != "" {
+			for _, p := range []string{filepath.Dir(path), path, cfg.LogDir} {
+				if ignored = check(p); ignored != nil {
+					break
+				}
+			}
+			if ignored == nil {
+				dir = cfg.LogDir
+			}
 		}
 	}
 	if dir == "" {
 		dir = winsvc.MachinePaths().LogDir
+		if err := check(dir); errors.Is(err, winsvc.ErrUntrusted) {
+			// Not even the machine's folder is safe (it could not be
+			// repaired): no log file, the system's log only.
+			return "", err
+		}
 	}
-	return dir
+	return dir, ignored
+}
+
+// logTarget says where the service's log goes: the file, else the
+// system's log alone.
+func logTarget(file string) string {
+	if file == "" {
+		return "the system's log only"
+	}
+	return file
 }
 
 // runService is `agent run --service`: the supervisor under the service
@@ -72,6 +148,10 @@ func serviceLogDir(path string, flags Config, getenv func(string) string) string
 // file and the system's log.
 func runService(cfgPath string, flags Config, logs logflags.Flags) error {
 	path := serviceConfigFile(cfgPath, os.Getenv)
+	// Create the machine's folders, or repair those of an older install
+	// (or that a user created before the service did), before reading
+	// anything in them.
+	foldersErr := winsvc.EnsureMachineFolders()
 	prog := &serviceProgram{}
 	svc, err := winsvc.New(prog, "")
 	if err != nil {
@@ -91,7 +171,8 @@ func runService(cfgPath string, flags Config, logs logflags.Flags) error {
 	}
 	rec := diag.NewRecorder()
 	cores = append(cores, rec.Core())
-	opts := agentlog.Options{Dir: serviceLogDir(path, flags, os.Getenv), Level: level,
+	logDir, logDirIgnored := serviceLogDir(path, flags, os.Getenv, winsvc.CheckTrusted)
+	opts := agentlog.Options{Dir: logDir, Level: level,
 		EventMessages: eventMessages, Cores: cores}
 	sysLog, sysErr := svc.SystemLogger(nil)
 	if sysErr == nil {
@@ -112,16 +193,22 @@ func runService(cfgPath string, flags Config, logs logflags.Flags) error {
 	if sysErr != nil {
 		log.Info("no system log to write to; logging to the file only", zap.Error(sysErr))
 	}
+	if foldersErr != nil {
+		log.Error("the agent cannot secure its machine folders; it does not trust what they hold", zap.Error(foldersErr))
+	}
+	if logDirIgnored != nil {
+		log.Error("a log folder is not safe and not used; the log goes to "+logTarget(logger.File()),
+			zap.Error(logDirIgnored))
+	}
 
 	sup, err := newSupervisor(supervisorOptions{
 		ConfigFile: path,
-		Load:       func() (Config, error) { return loadServiceConfig(path, flags, os.Getenv) },
+		Load: func() (Config, error) {
+			return loadServiceConfig(path, flags, os.Getenv, winsvc.CheckTrusted)
+		},
+		Watch: func() string { return trustState(winsvc.CheckTrusted, filepath.Dir(path), path) },
 		Run: func(ctx context.Context, cfg Config) error {
 			logger.SetSecrets(cfg.Token, cfg.NinjaTrader.Secret, supportzip.ProxyPassword(cfg.Proxy))
-			if cfg.Platform == ninjatrader.Kind && cfg.NinjaTrader.Dir == "" {
-				log.Warn("the service does not know the trader's NinjaTrader folder; set it with " +
-					"`agent config set ninjatrader.dir \"C:\\Users\\<trader>\\Documents\\NinjaTrader 8\"`")
-			}
 			return runAgent(ctx, cfg, logger.Logger(), diagnosticsOf(cfg, path, logger.File(), rec, true))
 		},
 		Logger: logger.Logger(),
@@ -175,6 +262,10 @@ type supervisorOptions struct {
 	Load func() (Config, error)
 	// Run runs an agent on cfg until ctx ends.
 	Run func(ctx context.Context, cfg Config) error
+	// Watch, when set, is more of what the configuration depends on (the
+	// file's ownership and permissions): a change of what it returns
+	// reloads the configuration as a change of the file does.
+	Watch func() string
 	// Poll is how often the file is read; default 5 s.
 	Poll time.Duration
 	// Retry is how long after an agent stopped by itself it is started
@@ -303,7 +394,10 @@ func (s *supervisor) Run(ctx context.Context) error {
 func (s *supervisor) read() []byte {
 	b, err := os.ReadFile(s.opts.ConfigFile)
 	if err != nil {
-		return fmt.Appendf(nil, "\x00%v", err)
+		b = fmt.Appendf(nil, "\x00%v", err)
+	}
+	if s.opts.Watch != nil {
+		b = append(append(b, 0), s.opts.Watch()...)
 	}
 	return b
 }

@@ -22,6 +22,7 @@ import (
 
 	"tradebridge/agent/winsvc"
 	"tradebridge/internal/testkit"
+	"tradebridge/trading/bridge/ninjatrader"
 )
 
 // lumberjack compresses and removes rotated files in a goroutine of its
@@ -287,12 +288,18 @@ func TestServiceConfigFile(t *testing.T) {
 	dir := t.TempDir()
 	file := filepath.Join(dir, "agent.json")
 	require.NoError(t, os.WriteFile(file, []byte(`{"relayUrl":"http://127.0.0.1:1","token":"tb_agent_x","logDir":"/logs/here"}`), 0o600))
-	cfg, err := loadServiceConfig(file, Config{}, env(nil))
+	trustAll := func(string) error { return nil }
+	cfg, err := loadServiceConfig(file, Config{}, env(nil), trustAll)
 	require.NoError(t, err)
 	require.Equal(t, machine.DataDir, cfg.DataDir, "the machine's data folder is the service's default")
-	require.Equal(t, "/logs/here", serviceLogDir(file, Config{}, env(nil)))
-	require.Equal(t, "/flag", serviceLogDir(file, Config{LogDir: "/flag"}, env(nil)))
-	require.Equal(t, machine.LogDir, serviceLogDir(filepath.Join(dir, "none.json"), Config{}, env(nil)))
+	require.Equal(t, ninjatrader.Kind, cfg.Platform, "the service's platform is NinjaTrader unless chosen")
+	logDir := func(file string, flags Config, check trustCheck) string {
+		dir, _ := serviceLogDir(file, flags, env(nil), check)
+		return dir
+	}
+	require.Equal(t, "/logs/here", logDir(file, Config{}, trustAll))
+	require.Equal(t, "/flag", logDir(file, Config{LogDir: "/flag"}, trustAll))
+	require.Equal(t, machine.LogDir, logDir(filepath.Join(dir, "none.json"), Config{}, trustAll))
 
 	root := newRootCmd(&bytes.Buffer{})
 	run, _, err := root.Find([]string{"run"})

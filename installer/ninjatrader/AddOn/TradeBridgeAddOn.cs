@@ -75,6 +75,8 @@ namespace NinjaTrader.NinjaScript.AddOns
 	{
 		/// <summary>Where the discovery file goes.</summary>
 		public string DiscoveryPath;
+		/// <summary>NinjaTrader's user folder, written into the discovery file for the agent.</summary>
+		public string UserDataDir;
 		/// <summary>The dispatcher requests run on: NinjaTrader's user interface.</summary>
 		public System.Windows.Threading.Dispatcher Dispatcher;
 
@@ -88,8 +90,17 @@ namespace NinjaTrader.NinjaScript.AddOns
 			return new TradeBridgeHostOptions
 			{
 				DiscoveryPath = TradeBridgeDiscovery.DefaultPath(),
+				UserDataDir = NinjaTraderUserDataDir(),
 				Dispatcher = d,
 			};
+		}
+
+		// NinjaTrader's user folder ("Documents\NinjaTrader 8", wherever Windows keeps
+		// the trader's Documents, OneDrive included), or null when NinjaTrader does not say.
+		private static string NinjaTraderUserDataDir()
+		{
+			try { return NinjaTrader.Core.Globals.UserDataDir; }
+			catch (Exception) { return null; }
 		}
 
 		public void Validate()
@@ -149,7 +160,7 @@ namespace NinjaTrader.NinjaScript.AddOns
 				int pid;
 				using (Process p = Process.GetCurrentProcess())
 					pid = p.Id;
-				TradeBridgeDiscovery.Write(opts.DiscoveryPath, h.server.Port, h.secret, pid, DateTime.UtcNow);
+				TradeBridgeDiscovery.Write(opts.DiscoveryPath, h.server.Port, h.secret, pid, DateTime.UtcNow, opts.UserDataDir);
 				Print("discovery file written: " + opts.DiscoveryPath);
 				return h;
 			}

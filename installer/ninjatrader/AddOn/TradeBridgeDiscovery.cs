@@ -29,14 +29,15 @@ namespace NinjaTrader.NinjaScript.AddOns
 		}
 
 		/// <summary>
-		/// %ProgramData%\TradeBridge\ninjatrader-addon.json on Windows (the agent
-		/// may run as a service in session 0); elsewhere the file in the user's
-		/// configuration folder.
+		/// %LOCALAPPDATA%\TradeBridge\ninjatrader-addon.json on Windows: the trader's
+		/// own profile, which other users cannot write (the agent's service finds it
+		/// through NinjaTrader's process and checks who owns it); elsewhere the file
+		/// in the user's configuration folder.
 		/// </summary>
 		public static string DefaultPath()
 		{
 			if (IsWindows)
-				return Path.Combine(Path.Combine(Environment.GetFolderPath(Environment.SpecialFolder.CommonApplicationData),
+				return Path.Combine(Path.Combine(Environment.GetFolderPath(Environment.SpecialFolder.LocalApplicationData),
 					"TradeBridge"), TradeBridgeProtocol.DiscoveryFileName);
 			string dir = Environment.GetEnvironmentVariable("XDG_CONFIG_HOME");
 			if (string.IsNullOrEmpty(dir))
@@ -44,8 +45,11 @@ namespace NinjaTrader.NinjaScript.AddOns
 			return Path.Combine(dir, TradeBridgeProtocol.DiscoveryFileName);
 		}
 
-		/// <summary>The file's content.</summary>
-		public static string Content(int port, string secret, int pid, DateTime startedUtc)
+		/// <summary>
+		/// The file's content; userDataDir is NinjaTrader's user folder
+		/// (NinjaTrader.Core.Globals.UserDataDir), left out when unknown.
+		/// </summary>
+		public static string Content(int port, string secret, int pid, DateTime startedUtc, string userDataDir)
 		{
 			TradeBridgeJsonWriter w = new TradeBridgeJsonWriter();
 			w.BeginObject()
@@ -54,18 +58,20 @@ namespace NinjaTrader.NinjaScript.AddOns
 				.Prop("secret", secret)
 				.Prop("pid", pid)
 				.Prop("addonVersion", TradeBridgeProtocol.AddonVersion)
-				.Prop("startedAt", TradeBridgeTime.Format(startedUtc))
-				.EndObject();
+				.Prop("startedAt", TradeBridgeTime.Format(startedUtc));
+			if (!string.IsNullOrEmpty(userDataDir))
+				w.Prop("userDataDir", userDataDir.TrimEnd('\\', '/'));
+			w.EndObject();
 			return w.ToString();
 		}
 
 		/// <summary>Writes the file at path: temporary name, access list, content, rename.</summary>
-		public static void Write(string path, int port, string secret, int pid, DateTime startedUtc)
+		public static void Write(string path, int port, string secret, int pid, DateTime startedUtc, string userDataDir)
 		{
 			string dir = Path.GetDirectoryName(Path.GetFullPath(path));
 			PrepareDirectory(dir);
 			string tmp = Path.Combine(dir, "." + Path.GetFileName(path) + "." + TradeBridgeSecrets.NewSessionId() + ".tmp");
-			byte[] content = Utf8.GetBytes(Content(port, secret, pid, startedUtc) + "\n");
+			byte[] content = Utf8.GetBytes(Content(port, secret, pid, startedUtc, userDataDir) + "\n");
 			try
 			{
 				using (FileStream f = CreatePrivate(tmp))

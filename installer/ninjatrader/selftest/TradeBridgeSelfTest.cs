@@ -345,8 +345,10 @@ internal static class TradeBridgeSelfTest
 		{
 			string secret = TradeBridgeSecrets.NewSecret();
 			DateTime started = new DateTime(2026, 11, 25, 14, 2, 11, DateTimeKind.Utc);
-			TradeBridgeDiscovery.Write(path, 53871, secret, 4120, started);
-			TradeBridgeDiscovery.Write(path, 53872, secret, 4120, started); // replaces the first
+			string userDataDir = @"C:\Users\trader\OneDrive\Documents\NinjaTrader 8";
+			TradeBridgeDiscovery.Write(path, 53871, secret, 4120, started, null);
+			Check(!File.ReadAllText(path).Contains("userDataDir"), "no userDataDir when NinjaTrader does not say");
+			TradeBridgeDiscovery.Write(path, 53872, secret, 4120, started, userDataDir + @"\"); // replaces the first
 			Dictionary<string, object> d = (Dictionary<string, object>)TradeBridgeJsonReader.Parse(File.ReadAllText(path).Trim());
 			Equal("1", d["version"].ToString(), "discovery version");
 			Equal("53872", d["port"].ToString(), "discovery port");
@@ -354,6 +356,7 @@ internal static class TradeBridgeSelfTest
 			Equal("4120", d["pid"].ToString(), "discovery pid");
 			Equal("1.0.0", d["addonVersion"], "discovery add-on version");
 			Equal("2026-11-25T14:02:11Z", d["startedAt"], "discovery startedAt");
+			Equal(userDataDir, d["userDataDir"], "discovery userDataDir, without a trailing separator");
 			Equal(1, Directory.GetFiles(Path.GetDirectoryName(path)).Length, "no temporary file left");
 			Check(!TradeBridgeDiscovery.DeleteIfOurs(path, TradeBridgeSecrets.NewSecret()), "another run's file is kept");
 			Check(File.Exists(path), "file still there");

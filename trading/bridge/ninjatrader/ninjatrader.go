@@ -63,8 +63,21 @@ type Options struct {
 	Secret string
 	// NinjaTraderDir is NinjaTrader's user folder ("Documents\NinjaTrader
 	// 8"), used to tell "add-on not installed" from "NinjaTrader not
-	// running"; DefaultNinjaTraderDir() when empty.
+	// running"; when empty, the folder the discovery file last named
+	// (userDataDir), else DefaultNinjaTraderDir() (without Sessions).
 	NinjaTraderDir string
+	// OverrideTrusted says that Port and Secret come from settings only
+	// the machine's administrators can change (the service's config
+	// file): with Port set, the listener's process is not checked.
+	OverrideTrusted bool
+	// PortOwner checks that the process the discovery file names listens
+	// on its port and is NinjaTrader, before the bridge connects;
+	// DefaultPortOwner() when nil (none on systems without one: no check).
+	PortOwner PortOwner
+	// Sessions, when set, finds the discovery file of the trader whose
+	// NinjaTrader runs (the agent runs as another user, the SYSTEM
+	// service), instead of DiscoveryFile.
+	Sessions SessionScanner
 	// ATI, when set, serves the order commands the ATI file interface
 	// supports while the add-on cannot be reached.
 	ATI ATI
@@ -106,6 +119,7 @@ type Platform struct {
 	addonVer    string
 	platformVer string
 	mirror      *mirror
+	userDataDir string // NinjaTrader's folder, as the discovery file last named it
 }
 
 // New returns a Platform; nothing is dialled until Run.
@@ -113,8 +127,8 @@ func New(opts Options) (*Platform, error) {
 	if opts.DiscoveryFile == "" {
 		opts.DiscoveryFile = DefaultDiscoveryFile()
 	}
-	if opts.NinjaTraderDir == "" {
-		opts.NinjaTraderDir = DefaultNinjaTraderDir()
+	if opts.PortOwner == nil {
+		opts.PortOwner = DefaultPortOwner()
 	}
 	if opts.Logger == nil {
 		opts.Logger = zap.NewNop()
@@ -272,6 +286,13 @@ const (
 	ReasonConnectionLost   = "connection_lost"
 	ReasonDiscoveryInvalid = "discovery_file_invalid"
 	ReasonProtocol         = "addon_protocol_error"
+	// ReasonPortOwner: the add-on's port is not the named NinjaTrader's;
+	// the bridge does not connect.
+	ReasonPortOwner = "addon_port_not_ninjatrader"
+	// ReasonDiscoveryUntrusted: the discovery file is not the trader's.
+	ReasonDiscoveryUntrusted = "discovery_file_untrusted"
+	// ReasonSeveralTraders: NinjaTrader runs for more than one user.
+	ReasonSeveralTraders = "several_traders"
 )
 
 // reasons are the sentences of the Reason codes, for traders and support.
@@ -288,6 +309,11 @@ var reasons = map[string]string{
 	ReasonConnectionLost:   "the connection to NinjaTrader's add-on was lost",
 	ReasonDiscoveryInvalid: "the NinjaTrader add-on's discovery file cannot be read",
 	ReasonProtocol:         "the NinjaTrader add-on broke the protocol; the agent reconnects",
+	ReasonPortOwner: "the program listening on the add-on's port is not the NinjaTrader its discovery file names; " +
+		"the agent does not connect to it",
+	ReasonDiscoveryUntrusted: "the NinjaTrader add-on's discovery file does not belong to the user running NinjaTrader; " +
+		"the agent does not trust it",
+	ReasonSeveralTraders: "NinjaTrader runs in several users' sessions; the service serves one trader",
 	ReasonNeedsAddon: "this needs the NinjaTrader add-on (NinjaTrader: Tools > Import > NinjaScript Add-On); " +
 		"without it only orders, cancels, changes, flattens, positions and order states work, through NinjaTrader's ATI files",
 }

@@ -73,7 +73,20 @@ func (p *Platform) runSession(ctx context.Context) bool {
 
 // discoveryReason says why the discovery file gave no address.
 func (p *Platform) discoveryReason(err error) *bridge.UnavailableError {
-	if !errors.Is(err, errNoDiscovery) {
+	var several *SeveralTradersError
+	switch {
+	case errors.Is(err, ErrNoListener):
+		return unavailable(ReasonClosed)
+	case errors.Is(err, errPortOwner):
+		p.log.Warn("ninjatrader: not connecting to the add-on's port", zap.Error(err))
+		return unavailable(ReasonPortOwner)
+	case errors.Is(err, errDiscoveryOwner):
+		p.log.Warn("ninjatrader: not trusting the discovery file", zap.Error(err))
+		return unavailable(ReasonDiscoveryUntrusted)
+	case errors.As(err, &several):
+		p.log.Warn("ninjatrader: not choosing a trader", zap.Error(err))
+		return &bridge.UnavailableError{Code: ReasonSeveralTraders, Reason: several.Error()}
+	case !errors.Is(err, errNoDiscovery):
 		p.log.Warn("ninjatrader: discovery file unusable", zap.Error(err))
 		return unavailable(ReasonDiscoveryInvalid)
 	}

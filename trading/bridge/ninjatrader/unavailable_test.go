@@ -135,6 +135,9 @@ func TestUnavailableReachesTheCaller(t *testing.T) {
 
 func writeDiscovery(t *testing.T, d ntwire.Discovery) string {
 	t.Helper()
+	if d.PID == 0 {
+		d.PID = os.Getpid() // the listener is this process's, as NinjaTrader's is the add-on's
+	}
 	b, err := json.Marshal(d)
 	require.NoError(t, err)
 	file := filepath.Join(t.TempDir(), ntwire.DiscoveryFileName)

@@ -71,6 +71,9 @@ type Options struct {
 	// RequestTimeout bounds a request that carries no timeoutMs; 0 means
 	// DefaultRequestTimeout.
 	RequestTimeout time.Duration
+	// UserDataDir goes into the discovery file as NinjaTrader's user
+	// folder; empty means none.
+	UserDataDir string
 }
 
 // withDefaults validates o and fills in its defaults.
@@ -396,6 +399,7 @@ func (s *Server) resume(secret string) error {
 		PID:          os.Getpid(),
 		AddonVersion: s.opts.AddonVersion,
 		StartedAt:    time.Now().UTC().Format(time.RFC3339),
+		UserDataDir:  s.opts.UserDataDir,
 	})
 	if err != nil {
 		s.stop(ntwire.ByePlatformClosing)

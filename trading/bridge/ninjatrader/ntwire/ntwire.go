@@ -316,6 +316,10 @@ type Discovery struct {
 	PID          int    `json:"pid,omitempty"`
 	AddonVersion string `json:"addonVersion,omitempty"`
 	StartedAt    string `json:"startedAt,omitempty"`
+	// UserDataDir is NinjaTrader's user folder (NinjaTrader.Core.Globals.
+	// UserDataDir: "Documents\\NinjaTrader 8", wherever Windows put the
+	// trader's Documents, OneDrive included).
+	UserDataDir string `json:"userDataDir,omitempty"`
 }
 
 // DiscoveryFileName is the discovery file's name in its folder.
