@@ -329,7 +329,7 @@ func setKey(cfg *Config, arg int, key, value string) error {
 func writeConfigFile(file string, machine bool, cfg Config) (err error) {
 	if machine {
 		if err := winsvc.EnsureMachineFolders(); err != nil {
-			return fmt.Errorf("securing the machine's folders: %w", err)
+			return installlog.WithClass(fmt.Errorf("securing the machine's folders: %w", err), installlog.ClassFolder)
 		}
 	}
 	dir := filepath.Dir(file)

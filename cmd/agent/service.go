@@ -62,7 +62,9 @@ type installGuard interface {
 type systemService struct{ service.Service }
 
 func (systemService) MSIInstalled() (bool, error) { return winsvc.MSIInstalled() }
-func (systemService) EnsureFolders() error        { return winsvc.EnsureMachineFolders() }
+func (systemService) EnsureFolders() error {
+	return installlog.WithClass(winsvc.EnsureMachineFolders(), installlog.ClassFolder)
+}
 func (systemService) CheckExecutable() error {
 	exe, err := os.Executable()
 	if err != nil {
