@@ -337,6 +337,10 @@ func pairInteractive(ctx context.Context, env pairEnv, f pairFlags, stdin io.Rea
 	if err != nil {
 		return err
 	}
+	if f.config == "" && f.data == "" && env.getenv("AGENT_CONFIG") != "" {
+		// An elevated relaunch does not inherit this environment.
+		f.config = file
+	}
 	relay := f.relay
 	if relay == "" {
 		if cfg, err := readConfigFile(file); err == nil {
