@@ -13,6 +13,7 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"time"
 
@@ -198,6 +199,10 @@ func pairWith(ctx context.Context, env pairEnv, f pairFlags, code string, stdout
 func pairPreflight(command, file string, machine bool) (Config, error) {
 	if err := checkWriter(machine); err != nil {
 		return Config{}, asPrivilegeError(command, err)
+	}
+	if machine && runtime.GOOS != "windows" && os.Geteuid() != 0 {
+		// The machine's file is root's: say so before a code is spent.
+		return Config{}, asPrivilegeError(command, os.ErrPermission)
 	}
 	cfg, err := readConfigFile(file)
 	if errors.Is(err, fs.ErrNotExist) {

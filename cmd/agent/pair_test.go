@@ -358,3 +358,34 @@ func TestPairInteractive(t *testing.T) {
 	require.ErrorContains(t, err, "no code")
 	require.Contains(t, errOut, "Press Enter to close")
 }
+
+// Which file pair and unpair write: --config, AGENT_CONFIG, --data's
+// config.json (with the folder to record), else the machine's.
+func TestPairTarget(t *testing.T) {
+	t.Parallel()
+	machineFile, _ := configFileOf("", func(string) string { return "" })
+	dataDir := t.TempDir()
+	for _, tc := range []struct {
+		name, config, data string
+		env                map[string]string
+		file               string
+		machine            bool
+		dataDir            string
+	}{
+		{"--config", "/x/agent.json", dataDir, nil, "/x/agent.json", false, ""},
+		{"AGENT_CONFIG", "", dataDir, map[string]string{"AGENT_CONFIG": "/y/agent.json"}, "/y/agent.json", false, ""},
+		{"--data", "", dataDir, nil, filepath.Join(dataDir, "config.json"), false, dataDir},
+		{"the machine's", "", "", nil, machineFile, true, ""},
+	} {
+		file, machine, dir, err := pairTarget(tc.config, tc.data, func(k string) string { return tc.env[k] })
+		require.NoError(t, err, tc.name)
+		require.Equal(t, tc.file, file, tc.name)
+		require.Equal(t, tc.machine, machine, tc.name)
+		require.Equal(t, tc.dataDir, dir, tc.name)
+	}
+	// A relative --data is recorded absolute: the service does not run
+	// in this folder.
+	_, _, dir, err := pairTarget("", "rel", func(string) string { return "" })
+	require.NoError(t, err)
+	require.True(t, filepath.IsAbs(dir))
+}
