@@ -2,8 +2,8 @@
 // (relay/store), token checks (relay/auth), one admission for every door
 // (relay/admit), the agent tunnels (relay/hub), the trading API
 // (relay/tradeapi), the WebSocket stream API (relay/stream), the Management API
-// (relay/manage), the broker family (relay/broker), the support staff's
-// route (relay/support) with the agents' connection history
+// (relay/manage), the broker family (relay/broker), pairing a PC
+// (relay/pairing), the support staff's route (relay/support) with the agents' connection history
 // (relay/connhistory) and metrics (relay/metrics) into one HTTP server with
 // timeouts and a graceful shutdown that also closes the stream sockets and
 // ends the tunnels.
@@ -75,6 +75,7 @@ import (
 	"tradebridge/relay/hub"
 	"tradebridge/relay/manage"
 	"tradebridge/relay/metrics"
+	"tradebridge/relay/pairing"
 	"tradebridge/relay/sealed"
 	"tradebridge/relay/store"
 	"tradebridge/relay/stream"
@@ -132,6 +133,10 @@ type Options struct {
 	// earlier one cannot be opened (tests only: relay serve always passes
 	// its key file's).
 	Broker broker.Options
+	// Pairing tunes pairing a PC (POST /v1/agent/pair, DELETE
+	// /v1/agent/token); Store, Admit, IPBudget, Budgets, Metrics and
+	// Logger in it are filled by the Relay.
+	Pairing pairing.Options
 
 	// ReadHeaderTimeout bounds the time to receive a request's headers.
 	// Default 10 s.
@@ -283,6 +288,7 @@ type build struct {
 	trade   *tradeapi.API // the desktop family's trading routes
 	broker  *tradeapi.API // the broker family's trading routes
 	support *support.Server
+	pairing *pairing.Server
 }
 
 // run runs the steps in order.
@@ -297,6 +303,7 @@ func (b *build) run() (*Relay, error) {
 		b.brokerFamily,
 		b.management,
 		b.supportRoute,
+		b.pairingRoutes,
 		b.subscribe,
 		b.routes,
 	} {
@@ -486,6 +493,21 @@ func (b *build) supportRoute() error {
 	return err
 }
 
+// pairingRoutes builds the routes that pair a PC's agent with a user and
+// let it give its token back.
+func (b *build) pairingRoutes() error {
+	p := b.opts.Pairing
+	p.Store = b.opts.Store
+	p.Admit = b.adm
+	p.IPBudget = b.perIP
+	p.Budgets = b.opts.Budgets
+	p.Metrics = b.r.metrics
+	p.Logger = b.log
+	var err error
+	b.pairing, err = pairing.New(p)
+	return err
+}
+
 // reportQueue bounds each user's reported states waiting to be stored by
 // the Management API.
 const reportQueue = 256
@@ -538,6 +560,7 @@ func (b *build) routes() error {
 	mux.Handle("GET "+stream.Path, r.stream)
 	r.manage.Register(mux)
 	b.support.Register(mux)
+	b.pairing.Register(mux)
 	mux.addNotAllowed()
 	mux.ServeMux.HandleFunc("/", fallback(mux.ServeMux))
 	r.patterns = mux.patterns

@@ -133,7 +133,7 @@ func loadConfigWith(path string, flags Config, getenv func(string) string, defau
 	case cfg.RelayURL == "":
 		return cfg, errors.New("the relay URL is required: --relay, AGENT_RELAY_URL or relayUrl in the config file")
 	case cfg.Token == "":
-		return cfg, errors.New("the agent token is required: --token, AGENT_TOKEN or token in the config file")
+		return cfg, errors.New("the agent token is required: --token, AGENT_TOKEN or token in the config file (agent pair CODE stores one)")
 	}
 	return cfg, nil
 }

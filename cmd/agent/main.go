@@ -103,7 +103,7 @@ func newRootCmd(stdout io.Writer) *cobra.Command {
 		Short: "Print the agent's version",
 		Args:  cobra.NoArgs,
 		Run:   func(cmd *cobra.Command, _ []string) { fmt.Fprintln(cmd.OutOrStdout(), agent.Version) },
-	}, newConfigCmd(), newDiagCmd())
+	}, newConfigCmd(), newDiagCmd(), newPairCmd(systemPairEnv()), newUnpairCmd(systemPairEnv()))
 	root.AddCommand(newServiceCmds(openSystemService)...)
 	return root
 }
@@ -188,7 +188,10 @@ func newRunCmd() *cobra.Command {
 			"AGENT_TOKEN, AGENT_PLATFORM, AGENT_DATA, AGENT_LOG_DIR), then the JSON config\n" +
 			"file (--config, or AGENT_CONFIG), in that order of precedence. Prefer the\n" +
 			"environment or the config file for the token: command lines are visible to\n" +
-			"other users.\n\n" +
+			"other users. With no config file named and no token given (--token,\n" +
+			"AGENT_TOKEN), the data folder's config.json (--data DIR or AGENT_DATA), which\n" +
+			"`agent pair CODE --data DIR` writes, is the config file when it exists:\n" +
+			"  agent pair CODE --relay URL --data DIR  then  agent run --relay URL --data DIR\n\n" +
 			"--service is how the service manager starts the agent: the config file\n" +
 			"defaults to the machine's (agent config show), the logs go to the machine's\n" +
 			"log folder and the system's log, and a missing or invalid configuration\n" +
@@ -199,6 +202,7 @@ func newRunCmd() *cobra.Command {
 			if asService {
 				return runService(cfgPath, flags, logs)
 			}
+			cfgPath = runConfigFile(cfgPath, flags, os.Getenv)
 			cfg, err := loadConfig(cfgPath, flags, os.Getenv)
 			if err != nil {
 				return err
@@ -239,6 +243,28 @@ func newRunCmd() *cobra.Command {
 	f.BoolVar(&asService, "service", false, "run as the system service (the service manager starts the agent so)")
 	logs.Register(f)
 	return cmd
+}
+
+// runConfigFile is the config file of `agent run` (not --service):
+// --config, else AGENT_CONFIG, else, when no token is given by flag or
+// environment, DIR/config.json of the data folder (--data, else
+// AGENT_DATA) if that file exists; "" when none.
+func runConfigFile(path string, flags Config, getenv func(string) string) string {
+	if path != "" || getenv("AGENT_CONFIG") != "" || flags.Token != "" || getenv("AGENT_TOKEN") != "" {
+		return path
+	}
+	dir := flags.DataDir
+	if dir == "" {
+		dir = getenv("AGENT_DATA")
+	}
+	if dir == "" {
+		return ""
+	}
+	file := filepath.Join(dir, dataConfigName)
+	if _, err := os.Stat(file); err != nil {
+		return ""
+	}
+	return file
 }
 
 // privilegeError is a command the system refused for want of privileges.

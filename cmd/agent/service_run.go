@@ -360,8 +360,9 @@ func (s *supervisor) Run(ctx context.Context) error {
 			var err error
 			if cfg, err = s.opts.Load(); err != nil {
 				valid = false
-				s.log.Error("the agent waits for a valid configuration; set it with `agent config set` "+
-					"(relay-url, token, platform) in an elevated prompt: it starts within seconds",
+				s.log.Error("the agent waits for a valid configuration; pair this PC (Start menu \"Pair this PC\", "+
+					"or `agent pair CODE --relay URL`) or set it with `agent config set` (relay-url, token, platform) "+
+					"in an elevated prompt: it starts within seconds",
 					zap.String("file", s.opts.ConfigFile), zap.Error(err))
 				break
 			}

@@ -57,7 +57,7 @@ func newRootCmd(stdout io.Writer) *cobra.Command {
 	root.PersistentFlags().String("store", envOr("RELAY_STORE", ""),
 		"the store: empty for SQLite in --data, or postgres://… for a PostgreSQL database shared by many relay nodes (env RELAY_STORE)")
 	root.AddCommand(newServeCmd(), newUsersCmd(stdout), newTokensCmd(stdout), newModesCmd(stdout), newBrokerCmd(stdout),
-		newSupportCmd(stdout))
+		newSupportCmd(stdout), newAgentsCmd(stdout))
 	return root
 }
 

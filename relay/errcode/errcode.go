@@ -53,6 +53,10 @@ const (
 	// revoked or of the wrong kind, the user is disabled, or the request
 	// sent more than one Authorization header.
 	Unauthorized = "unauthorized"
+	// PairingCodeInvalid (401): a pairing code sent to POST
+	// /v1/agent/pair is wrong, expired, already used, or not of the
+	// codes' form; one answer for all, which never says which.
+	PairingCodeInvalid = "pairing_code_invalid"
 )
 
 // 403 Forbidden.

@@ -252,6 +252,15 @@ func WriteError(w http.ResponseWriter, status int, e Error) {
 	send(w, status, buf.Bytes())
 }
 
+// WriteNoContent sends 204 No Content with the headers every response
+// carries (no body, so no Content-Type).
+func WriteNoContent(w http.ResponseWriter) {
+	h := w.Header()
+	h.Set("X-Content-Type-Options", "nosniff")
+	h.Set("Cache-Control", "no-store")
+	w.WriteHeader(http.StatusNoContent)
+}
+
 // NotFound sends 404 not_found.
 func NotFound(w http.ResponseWriter) {
 	WriteError(w, http.StatusNotFound, Error{Code: errcode.NotFound, Detail: "nothing is served at this path"})

@@ -1,8 +1,8 @@
 // Package metrics holds the relay's Prometheus metrics: HTTP requests by
 // route and status with latency histograms, connected agents and tunnel
 // (re)connections, and the WebSocket stream API's sockets, quotes delivered
-// and conflated, closes by code, and connections refused for their
-// address's cap. The relay serves them at GET /metrics on its operator
+// and conflated, closes by code, connections refused for their address's
+// cap, and attempts to pair a PC by result. The relay serves them at GET /metrics on its operator
 // listener only. It also counts the events of the event spine its
 // subscribers dropped.
 package metrics
@@ -37,6 +37,8 @@ type Metrics struct {
 	connsRefused prometheus.Counter
 
 	eventsDropped *prometheus.CounterVec
+
+	pairAttempts *prometheus.CounterVec
 }
 
 // New returns a Metrics with the Go runtime and process collectors.
@@ -88,9 +90,13 @@ func New() *Metrics {
 			Name: "relay_events_dropped_total",
 			Help: "Events of the event spine a subscriber's per-user queue could not take (that user's queue was full), by subscriber.",
 		}, []string{"subscriber"}),
+		pairAttempts: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "relay_agent_pair_attempts_total",
+			Help: "Attempts to exchange a pairing code for an agent token (POST /v1/agent/pair), by result: paired, invalid, rate_limited, bad_request, unavailable.",
+		}, []string{"result"}),
 	}
 	m.reg.MustRegister(m.eventsDropped, m.requests, m.latency, m.agents, m.connects, m.reconnects,
-		m.streamSockets, m.streamQuotes, m.streamConflated, m.streamCloses, m.connsRefused,
+		m.streamSockets, m.streamQuotes, m.streamConflated, m.streamCloses, m.connsRefused, m.pairAttempts,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return m
 }
@@ -136,6 +142,9 @@ func (m *Metrics) ConnectionRefused() { m.connsRefused.Inc() }
 func (m *Metrics) EventsDropped(subscriber string, n int) {
 	m.eventsDropped.WithLabelValues(subscriber).Add(float64(n))
 }
+
+// PairAttempt counts an attempt to exchange a pairing code, by result.
+func (m *Metrics) PairAttempt(result string) { m.pairAttempts.WithLabelValues(result).Inc() }
 
 // StreamClosed counts a closed stream socket by the close code sent.
 func (m *Metrics) StreamClosed(code int) { m.streamCloses.WithLabelValues(strconv.Itoa(code)).Inc() }

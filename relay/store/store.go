@@ -2,7 +2,8 @@
 // their tokens, the outcomes of trading writes, each user's management
 // resources, each user's broker link with the state of the trading the
 // relay runs over it, the support staff's tokens and what they grant, and
-// the agents' connection history with their latest diagnostics. It is the
+// the agents' connection history with their latest diagnostics, and the
+// one-time codes that pair a PC's agent with a user. It is the
 // only package that talks to the database; the relay's other packages see
 // the Store interface.
 //
@@ -398,6 +399,19 @@ type Store interface {
 	// step (a state is used once, by one node); ErrNotFound if there is
 	// none or it expired before now.
 	TakeOAuthState(ctx context.Context, hash string, now time.Time) (OAuthState, error)
+
+	// PutPairingCode stores a one-time pairing code, forgetting the codes
+	// expired at its CreatedAt and the user's oldest beyond keepPerUser-1
+	// first. ErrConflict if the hash exists; ErrNotFound if the user does
+	// not.
+	PutPairingCode(ctx context.Context, c PairingCode, keepPerUser int) error
+	// RedeemPairingCode takes the pairing code with the hash (reads and
+	// deletes it: a code is redeemed once) and stores t, a new token, for
+	// the code's user (t.UserID is set to it), in one transaction; it
+	// returns the code. ErrNotFound if there is no such code, it expired
+	// before now, or its user is disabled: no token is stored then, and an
+	// expired code is forgotten all the same.
+	RedeemPairingCode(ctx context.Context, hash string, now time.Time, t Token) (PairingCode, error)
 
 	// Ping checks that the store answers.
 	Ping(ctx context.Context) error
