@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"slices"
@@ -37,6 +39,16 @@ func TestExecuteReportsToTheInstaller(t *testing.T) {
 	// A dangling link: no config file in it, and no folder can be made.
 	dangling := filepath.Join(t.TempDir(), "conf")
 	require.NoError(t, os.Symlink(filepath.Join(t.TempDir(), "gone", "conf"), dangling))
+	// A relay that refuses every pairing code, and the address of one that
+	// is gone.
+	refusing := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(http.StatusUnauthorized)
+		_, _ = w.Write([]byte(`{"success":false,"error":"pairing_code_invalid"}`))
+	}))
+	t.Cleanup(refusing.Close)
+	gone := httptest.NewServer(http.NotFoundHandler())
+	gone.Close()
 	for _, tc := range []struct {
 		name   string
 		args   []string // before --config FILE --msi-log LOG
@@ -53,6 +65,10 @@ func TestExecuteReportsToTheInstaller(t *testing.T) {
 			line: "agent config set failed (exit code 10, invalid value): config set takes KEY VALUE pairs"},
 		{name: "folder", args: []string{"config", "set", "token", canary}, config: filepath.Join(dangling, "agent.json"), code: 14,
 			line: "agent config set failed (exit code 14, folder or permissions): creating the configuration folder"},
+		{name: "pairing code refused", args: []string{"pair", "ABCD-EFGH", "--relay", refusing.URL}, code: 11,
+			line: "agent pair failed (exit code 11, pairing code refused or expired): the relay refused the pairing code"},
+		{name: "relay unreachable", args: []string{"pair", "ABCD-EFGH", "--relay", gone.URL}, code: 12,
+			line: "agent pair failed (exit code 12, relay unreachable): reaching the relay"},
 		{name: "unknown command", args: []string{"frobnicate"}, code: 1,
 			line: "agent failed (exit code 1, failed): unknown command"},
 		{name: "without --msi-log", args: []string{"config", "set", "relay-url", "ftp://relay.example"}, noLog: true, code: 1},

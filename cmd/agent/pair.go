@@ -19,6 +19,8 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"tradebridge/agent/installlog"
+	"tradebridge/agent/sysproxy"
 	"tradebridge/protocol"
 	"tradebridge/trading/bridge/ninjatrader"
 )
@@ -43,7 +45,9 @@ type pairEnv struct {
 	// elevate runs this program again, elevated, with args, waits for it
 	// and returns its exit code.
 	elevate func(args []string) (int, error)
-	client  *http.Client
+	// client is the HTTP client that reaches the relay for an agent
+	// configured with cfg (its proxy settings).
+	client func(cfg Config) (*http.Client, error)
 }
 
 // systemPairEnv is pairEnv on this machine.
@@ -57,8 +61,21 @@ func systemPairEnv() pairEnv {
 		openURL:        openBrowser,
 		needsElevation: func(machine bool) bool { return checkWriter(machine) != nil },
 		elevate:        runElevated,
-		client:         &http.Client{Timeout: pairTimeout, Transport: &http.Transport{Proxy: http.ProxyFromEnvironment}},
+		client:         relayClient,
 	}
+}
+
+// relayClient is the HTTP client of pair and unpair: through the proxy an
+// agent configured with cfg uses (sysproxy: the setting, the environment,
+// the system's).
+func relayClient(cfg Config) (*http.Client, error) {
+	proxy, err := sysproxy.New(sysproxy.Options{Proxy: cfg.Proxy, PACURL: cfg.ProxyPAC})
+	if err != nil {
+		return nil, installlog.WithClass(err, installlog.ClassInvalid)
+	}
+	t := http.DefaultTransport.(*http.Transport).Clone()
+	proxy.Configure(t)
+	return &http.Client{Timeout: pairTimeout, Transport: t}, nil
 }
 
 // pairTarget is the config file pair and unpair work on: --config, else
@@ -169,7 +186,11 @@ func pairWith(ctx context.Context, env pairEnv, f pairFlags, code string, stdout
 	if f.platform != "" && f.platform != "sim" && f.platform != ninjatrader.Kind {
 		return errors.New("--platform must be sim or ninjatrader")
 	}
-	res, err := exchangeCode(ctx, env.client, relay, code)
+	client, err := env.client(cfg)
+	if err != nil {
+		return err
+	}
+	res, err := exchangeCode(ctx, client, relay, code)
 	if err != nil {
 		return err
 	}
@@ -182,7 +203,7 @@ func pairWith(ctx context.Context, env pairEnv, f pairFlags, code string, stdout
 	}
 	if _, _, err := setConfig(file, machine, kv, strings.NewReader(res.Token+"\n")); err != nil {
 		// The new token is stored nowhere: give it back, best effort.
-		_ = revokeToken(ctx, env.client, relay, res.Token)
+		_ = revokeToken(ctx, client, relay, res.Token)
 		return fmt.Errorf("the code was accepted but the configuration could not be written (the new token was revoked): %w",
 			asPrivilegeError("pair", err))
 	}
@@ -215,6 +236,16 @@ func pairPreflight(command, file string, machine bool) (Config, error) {
 		return Config{}, fmt.Errorf("%w; fix it, or start again with agent config clear", err)
 	}
 	return cfg, nil
+}
+
+// InstallClass is the installer's class of the refusal (installlog): a
+// refused code or too many attempts is the pairing's; another answer
+// means the URL is not a working relay.
+func (e *relayError) InstallClass() installlog.Class {
+	if e.code == "pairing_code_invalid" || e.status == http.StatusTooManyRequests {
+		return installlog.ClassPairingRefused
+	}
+	return installlog.ClassRelayUnreachable
 }
 
 // relayError is a refusal by the relay: its status and error code.
@@ -464,8 +495,12 @@ func unpair(ctx context.Context, env pairEnv, f unpairFlags, stdout, stderr io.W
 		fmt.Fprintln(stderr, "agent: no agent token is configured in", file, "- nothing to revoke")
 		return printJSON(stdout, result{Unpaired: true})
 	}
+	client, err := env.client(cfg)
+	if err != nil {
+		return err
+	}
 	revoked := false
-	switch err := revokeRelay(ctx, env.client, cfg.RelayURL, cfg.Token); {
+	switch err := revokeRelay(ctx, client, cfg.RelayURL, cfg.Token); {
 	case err == nil:
 		revoked = true
 	case isRefusedToken(err):

@@ -101,7 +101,7 @@ func testPairEnv(interactive, elevation bool) (pairEnv, *[]string, *[][]string) 
 		openURL:        func(u string) error { opened = append(opened, u); return nil },
 		needsElevation: func(bool) bool { return elevation },
 		elevate:        func(args []string) (int, error) { elevated = append(elevated, args); return 0, nil },
-		client:         &http.Client{Timeout: pairTimeout},
+		client:         func(Config) (*http.Client, error) { return &http.Client{Timeout: pairTimeout}, nil },
 	}, &opened, &elevated
 }
 
