@@ -30,6 +30,11 @@ type Config struct {
 	RelayURL string `json:"relayUrl"`
 	Token    string `json:"token"`
 	Platform string `json:"platform"`
+	// UserID is the relay's user the token belongs to, as `agent pair`
+	// learnt it; it names the state file, so that pairing the PC again
+	// with the same account keeps the agent's state. Setting another
+	// token without it clears it.
+	UserID string `json:"userId,omitempty"`
 	// SimStart, with the simulator, is the RFC 3339 instant its clock
 	// starts at (it then runs at real speed); empty means now.
 	SimStart string `json:"simStart,omitempty"`
@@ -305,13 +310,21 @@ func defaultDataDir() (string, error) {
 	return filepath.Join(base, "tradebridge", "agent"), nil
 }
 
-// stateFile is the path of the agent's state file in dir. The file is
-// named after the relay and the agent token it serves (a fingerprint,
+// stateFile is the path of the state file of an agent on cfg in dir. The
+// file is named after the relay and the user it serves (a fingerprint,
 // never the token): the state holds a configuration and outcomes that
-// belong to one user of one relay, so another relay or another token (a
-// relay whose data was reset issues new ones) starts from an empty state
-// instead of running a configuration that is not its own.
-func stateFile(dir, relayURL, token string) string {
-	sum := sha256.Sum256([]byte(relayURL + "\n" + token))
+// belong to one user of one relay, so another relay or another user
+// starts from an empty state instead of running a configuration that is
+// not its own. The user is the one `agent pair` recorded (cfg.UserID), so
+// a PC paired again with the same account (a new token, after a
+// reinstallation, say) keeps its state; a configuration without it (a
+// token set by hand) is named after the token instead, so another token
+// (a relay whose data was reset issues new ones) starts afresh.
+func stateFile(dir string, cfg Config) string {
+	who := cfg.Token
+	if cfg.UserID != "" {
+		who = "user:" + cfg.UserID
+	}
+	sum := sha256.Sum256([]byte(cfg.RelayURL + "\n" + who))
 	return filepath.Join(dir, "agent-state-"+hex.EncodeToString(sum[:6])+".db")
 }

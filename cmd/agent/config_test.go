@@ -4,9 +4,11 @@ import (
 	"context"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
+	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"go.uber.org/zap"
 
@@ -137,4 +139,47 @@ func TestLoadConfigChecks(t *testing.T) {
 	require.ErrorContains(t, err, "not valid")
 	_, err = loadConfig(filepath.Join(dir, "none.json"), Config{}, env(nil))
 	require.ErrorIs(t, err, os.ErrNotExist)
+}
+
+// The state file is the relay's and the user's: a new token of the user
+// the PC was paired with keeps it, another user or relay does not, and a
+// token set by hand names its own.
+func TestStateFileFollowsTheUser(t *testing.T) {
+	t.Parallel()
+	const dir = "/data"
+	paired := Config{RelayURL: "https://relay.example", Token: "tb_agent_one", UserID: "usr_alice"}
+	again := paired
+	again.Token = "tb_agent_two"
+	other := paired
+	other.UserID = "usr_bob"
+	otherRelay := paired
+	otherRelay.RelayURL = "https://other.example"
+	byHand := paired
+	byHand.UserID = ""
+	byHand2 := byHand
+	byHand2.Token = "tb_agent_two"
+
+	assert.Equal(t, stateFile(dir, paired), stateFile(dir, again), "paired again with the same account")
+	assert.NotEqual(t, stateFile(dir, paired), stateFile(dir, other))
+	assert.NotEqual(t, stateFile(dir, paired), stateFile(dir, otherRelay))
+	assert.NotEqual(t, stateFile(dir, byHand), stateFile(dir, byHand2), "tokens set by hand name their own")
+	assert.NotContains(t, stateFile(dir, byHand), "tb_agent", "a fingerprint, never the token")
+}
+
+// Setting a token by hand forgets the user the PC was paired with (the
+// token may be another user's); setting both keeps both.
+func TestSetTokenForgetsThePairedUser(t *testing.T) {
+	t.Parallel()
+	file := filepath.Join(t.TempDir(), "agent.json")
+	cfg, _, err := setConfig(file, false, []string{"relay-url", "https://relay.example", "token", "tb_agent_one", "user-id", "usr_alice"}, strings.NewReader(""))
+	require.NoError(t, err)
+	require.Equal(t, "usr_alice", cfg.UserID)
+	cfg, _, err = setConfig(file, false, []string{"platform", "sim"}, strings.NewReader(""))
+	require.NoError(t, err)
+	require.Equal(t, "usr_alice", cfg.UserID, "another key leaves it")
+	cfg, _, err = setConfig(file, false, []string{"token", "tb_agent_two"}, strings.NewReader(""))
+	require.NoError(t, err)
+	require.Empty(t, cfg.UserID)
+	_, _, err = setConfig(file, false, []string{"user-id", "alice"}, strings.NewReader(""))
+	require.Error(t, err)
 }

@@ -23,7 +23,7 @@ import (
 // configKeys are the keys of `agent config set`, in the order help lists
 // them.
 var configKeys = []string{"relay-url", "token", "platform", "ninjatrader.dir", "ninjatrader.discovery-file",
-	"ninjatrader.ati", "data-dir", "log-dir", "proxy", "proxy-pac"}
+	"ninjatrader.ati", "data-dir", "log-dir", "proxy", "proxy-pac", "user-id"}
 
 // configView is a configuration as `agent config` prints it: the token
 // and the NinjaTrader secret only as "set".
@@ -33,6 +33,7 @@ type configView struct {
 	RelayURL    string           `json:"relayUrl,omitempty"`
 	Token       string           `json:"token"`
 	Platform    string           `json:"platform"`
+	UserID      string           `json:"userId,omitempty"`
 	SimStart    string           `json:"simStart,omitempty"`
 	DataDir     string           `json:"dataDir,omitempty"`
 	LogDir      string           `json:"logDir,omitempty"`
@@ -66,7 +67,7 @@ func set(secret string) string {
 func viewConfig(path string, machine, exists bool, cfg Config) configView {
 	v := configView{ConfigFile: path, Exists: exists, RelayURL: cfg.RelayURL, Token: set(cfg.Token),
 		Platform: cfg.Platform, SimStart: cfg.SimStart, DataDir: cfg.DataDir, LogDir: cfg.LogDir,
-		Proxy: redactedProxy(cfg.Proxy), ProxyPAC: cfg.ProxyPAC}
+		Proxy: redactedProxy(cfg.Proxy), ProxyPAC: cfg.ProxyPAC, UserID: cfg.UserID}
 	if v.Platform == "" {
 		v.Platform = "sim"
 		if machine {
@@ -139,6 +140,9 @@ func newConfigCmd() *cobra.Command {
 			"  proxy                       direct, or http://host:port: the proxy to the relay (default: the\n" +
 			"                              environment's, else the machine's WinHTTP proxy, else automatic)\n" +
 			"  proxy-pac                   the http(s):// URL of a PAC script (default: the machine's, or WPAD)\n" +
+			"  user-id                     the relay's user the token belongs to (agent pair writes it; it names\n" +
+			"                              the state file, so a PC paired again with the account keeps its state;\n" +
+			"                              setting token without it clears it)\n" +
 			"Folders and files are absolute paths; an empty VALUE (\"\") returns them to their default.\n" +
 			"A VALUE of - is read from standard input (one line per -): give the token so, since command\n" +
 			"lines are visible to other users:  echo tb_agent_… | agent config set token -\n" +
@@ -218,8 +222,11 @@ func setConfig(file string, machine bool, args []string, stdin io.Reader) (Confi
 		return Config{}, exists, fmt.Errorf("%w; fix it, or start again with agent config clear", err)
 	}
 	in := bufio.NewReader(stdin)
+	var tokenSet, userSet bool
 	for i := 0; i < len(args); i += 2 {
 		key, value := args[i], args[i+1]
+		tokenSet = tokenSet || key == "token"
+		userSet = userSet || key == "user-id"
 		if value == "-" {
 			if value, err = readValue(in); err != nil {
 				return Config{}, exists, installlog.WithClass(
@@ -229,6 +236,10 @@ func setConfig(file string, machine bool, args []string, stdin io.Reader) (Confi
 		if err := setKey(&cfg, i+1, key, value); err != nil {
 			return Config{}, exists, installlog.WithClass(err, installlog.ClassInvalid)
 		}
+	}
+	if tokenSet && !userSet {
+		// Another token may be another user's: their state is not this one.
+		cfg.UserID = ""
 	}
 	if err := checkConfig(cfg); err != nil {
 		return Config{}, exists, installlog.WithClass(err, installlog.ClassInvalid)
@@ -299,6 +310,12 @@ func setKey(cfg *Config, arg int, key, value string) error {
 		default:
 			return errors.New("ninjatrader.ati must be true or false")
 		}
+	case "user-id":
+		if value != "" && !validUserID(value) {
+			return errors.New("user-id must be a relay's user id, usr_…")
+		}
+		cfg.UserID = value
+		return nil
 	case "data-dir":
 		return path(&cfg.DataDir, key)
 	case "log-dir":
@@ -389,4 +406,19 @@ func clearConfig(file string, machine bool) (bool, error) {
 		os.Remove(l)
 	}
 	return err == nil, nil
+}
+
+// validUserID reports whether s has the form of a relay's user id: usr_
+// and up to 64 letters, digits, - or _.
+func validUserID(s string) bool {
+	rest, ok := strings.CutPrefix(s, "usr_")
+	if !ok || rest == "" || len(rest) > 64 {
+		return false
+	}
+	for _, r := range rest {
+		if !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '-' || r == '_') {
+			return false
+		}
+	}
+	return true
 }

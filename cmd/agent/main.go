@@ -123,7 +123,7 @@ func openState(cfg Config, dir string, log *zap.Logger) (*agentstore.Store, erro
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return nil, fmt.Errorf("creating the data folder: %w", err)
 	}
-	path := stateFile(dir, cfg.RelayURL, cfg.Token)
+	path := stateFile(dir, cfg)
 	st, err := agentstore.Open(agentstore.Options{Path: path, Logger: log})
 	if err != nil {
 		return nil, err

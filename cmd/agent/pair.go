@@ -194,7 +194,11 @@ func pairWith(ctx context.Context, env pairEnv, f pairFlags, code string, stdout
 	if err != nil {
 		return err
 	}
-	kv := []string{"relay-url", relay, "token", "-"}
+	if !validUserID(res.UserID) {
+		_ = revokeToken(ctx, client, relay, res.Token)
+		return installlog.WithClass(errors.New("the relay's answer names no user: is the URL the relay's?"), installlog.ClassRelayUnreachable)
+	}
+	kv := []string{"relay-url", relay, "token", "-", "user-id", res.UserID}
 	if f.platform != "" {
 		kv = append(kv, "platform", f.platform)
 	}

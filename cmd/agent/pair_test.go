@@ -152,7 +152,7 @@ func TestPairIntoDataDir(t *testing.T) {
 	require.Equal(t, file, res.ConfigFile)
 	cfg, err := readConfigFile(file)
 	require.NoError(t, err)
-	require.Equal(t, Config{RelayURL: relay.url, Token: pairedToken, Platform: "sim", DataDir: dir}, cfg)
+	require.Equal(t, Config{RelayURL: relay.url, Token: pairedToken, Platform: "sim", UserID: "usr_alice", DataDir: dir}, cfg)
 	if runtime.GOOS != "windows" {
 		fi, err := os.Stat(file)
 		require.NoError(t, err)

@@ -77,7 +77,7 @@ func loadServiceConfig(path string, flags Config, getenv func(string) string, ch
 		}
 		return cfg, err
 	}
-	if err := check(stateFile(cfg.DataDir, cfg.RelayURL, cfg.Token)); err != nil && !errors.Is(err, fs.ErrNotExist) {
+	if err := check(stateFile(cfg.DataDir, cfg)); err != nil && !errors.Is(err, fs.ErrNotExist) {
 		return cfg, err
 	}
 	if cfg.LogDir != "" {

@@ -44,7 +44,7 @@ func TestServiceRefusesUntrustedFiles(t *testing.T) {
 	data, logs := filepath.Join(dir, "data"), filepath.Join(dir, "logs")
 	cfgJSON := `{"relayUrl":"http://127.0.0.1:1","token":"tb_agent_x","dataDir":"` + data + `","logDir":"` + logs + `"}`
 	require.NoError(t, os.WriteFile(file, []byte(cfgJSON), 0o600))
-	state := stateFile(data, "http://127.0.0.1:1", "tb_agent_x")
+	state := stateFile(data, Config{RelayURL: "http://127.0.0.1:1", Token: "tb_agent_x"})
 
 	for _, tc := range []struct {
 		name      string
