@@ -104,7 +104,7 @@ func newRootCmd(stdout io.Writer) *cobra.Command {
 		Args:  cobra.NoArgs,
 		Run:   func(cmd *cobra.Command, _ []string) { fmt.Fprintln(cmd.OutOrStdout(), agent.Version) },
 	}, newConfigCmd(), newDiagCmd(), newPairCmd(systemPairEnv()), newUnpairCmd(systemPairEnv()))
-	root.AddCommand(newServiceCmds(openSystemService)...)
+	root.AddCommand(newServiceCmds(openSystemService, systemPairEnv())...)
 	return root
 }
 

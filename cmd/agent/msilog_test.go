@@ -221,7 +221,7 @@ func TestStatusSummary(t *testing.T) {
 	var out bytes.Buffer
 	root.SetOut(&out)
 	root.SetIn(strings.NewReader("\n"))
-	root.AddCommand(newServiceCmds(func() (controller, error) { return &fakeService{status: service.StatusRunning}, nil })...)
+	root.AddCommand(newServiceCmds(func() (controller, error) { return &fakeService{status: service.StatusRunning}, nil }, noPairEnv())...)
 	root.SetArgs([]string{"status", "--pause"})
 	require.NoError(t, root.Execute())
 	first, rest, _ := strings.Cut(out.String(), "\n")

@@ -14,6 +14,7 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	"tradebridge/protocol"
@@ -388,4 +389,67 @@ func TestPairTarget(t *testing.T) {
 	_, _, dir, err := pairTarget("", "rel", func(string) string { return "" })
 	require.NoError(t, err)
 	require.True(t, filepath.IsAbs(dir))
+}
+
+// noPairEnv is a pairEnv for commands that must not find a configuration
+// to revoke: AGENT_CONFIG names a file that does not exist.
+func noPairEnv() pairEnv {
+	env, _, _ := testPairEnv(false, false)
+	env.getenv = func(k string) string {
+		if k == "AGENT_CONFIG" {
+			return filepath.Join(os.TempDir(), "tradebridge-no-such-folder", "agent.json")
+		}
+		return ""
+	}
+	return env
+}
+
+// After `agent uninstall` removed the service, it says what stays and
+// offers to revoke the PC's token: --revoke revokes at once, a terminal is
+// asked (and "n" keeps the token), anything else is told of agent unpair.
+func TestUninstallOffersToRevoke(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		name        string
+		revoke      bool
+		interactive bool
+		answer      string
+		revoked     bool
+		says        string
+	}{
+		{name: "--revoke", revoke: true, revoked: true, says: "was revoked on the relay"},
+		{name: "asked, yes", interactive: true, answer: "y\n", revoked: true, says: "Revoke it on the relay now"},
+		{name: "asked, no", interactive: true, answer: "\n", says: "The token stays valid"},
+		{name: "no terminal", says: "`agent unpair` revokes it on the relay"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			relay := newFakeRelay(t)
+			file := filepath.Join(t.TempDir(), "agent.json")
+			_, _, err := setConfig(file, false, []string{"relay-url", relay.url, "token", pairedToken}, strings.NewReader(""))
+			require.NoError(t, err)
+			env, _, _ := testPairEnv(tc.interactive, false)
+			env.getenv = func(k string) string {
+				if k == "AGENT_CONFIG" {
+					return file
+				}
+				return ""
+			}
+			var stderr bytes.Buffer
+			require.NoError(t, offerRevoke(context.Background(), env, tc.revoke, strings.NewReader(tc.answer), &stderr))
+			assert.Contains(t, stderr.String(), "Left on this PC")
+			assert.Contains(t, stderr.String(), tc.says)
+			assert.NotContains(t, stderr.String(), pairedToken)
+			_, revokes := relay.counts()
+			cfg, err := readConfigFile(file)
+			require.NoError(t, err)
+			if tc.revoked {
+				assert.Equal(t, 1, revokes)
+				assert.Empty(t, cfg.Token, "removed from the configuration")
+			} else {
+				assert.Zero(t, revokes)
+				assert.Equal(t, pairedToken, cfg.Token)
+			}
+		})
+	}
 }

@@ -2,6 +2,7 @@ package main
 
 import (
 	"bufio"
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -117,7 +118,7 @@ var errNotInstalled = errors.New("the service " + winsvc.Name + " is not install
 
 // newServiceCmds are install, uninstall, start, stop, restart and status,
 // on the service open returns.
-func newServiceCmds(open func() (controller, error)) []*cobra.Command {
+func newServiceCmds(open func() (controller, error), pair pairEnv) []*cobra.Command {
 	status := func(c controller) winsvc.Report { return winsvc.StatusOf(c) }
 	report := func(w io.Writer, c controller) error {
 		b, err := json.Marshal(status(c))
@@ -144,7 +145,7 @@ func newServiceCmds(open func() (controller, error)) []*cobra.Command {
 		}
 	}
 
-	var msiInstall, msiUninstall bool
+	var msiInstall, msiUninstall, revoke bool
 	install := &cobra.Command{
 		Use:   "install",
 		Short: "Install the agent as a system service started with the machine (elevated prompt / root)",
@@ -228,9 +229,13 @@ func newServiceCmds(open func() (controller, error)) []*cobra.Command {
 			if err := c.Uninstall(); err != nil {
 				return serviceError("uninstall", err)
 			}
-			return report(cmd.OutOrStdout(), c)
+			if err := report(cmd.OutOrStdout(), c); err != nil {
+				return err
+			}
+			return offerRevoke(cmd.Context(), pair, revoke, cmd.InOrStdin(), cmd.ErrOrStderr())
 		},
 	}
+	uninstall.Flags().BoolVar(&revoke, "revoke", false, "also revoke this PC's agent token on the relay (agent unpair), without asking")
 	uninstall.Flags().BoolVar(&msiUninstall, "msi", false, "the installer removes the service: say what stays on the PC, remove the Event Log source")
 	_ = uninstall.Flags().MarkHidden("msi")
 
@@ -372,6 +377,40 @@ func leftBehind(p winsvc.Paths, exists func(string) bool) string {
 	b.WriteString(`the TradeBridge add-on inside NinjaTrader 8 (Documents\NinjaTrader 8\bin\Custom\AddOns\TradeBridge*.cs): ` +
 		"remove it in NinjaTrader's NinjaScript Editor.")
 	return b.String()
+}
+
+// offerRevoke, after `agent uninstall` removed the service, says what
+// stays on the PC and offers to revoke the PC's agent token on the relay:
+// at once with --revoke (revoke), else by asking on a terminal, else by
+// naming `agent unpair`. The configuration is the one `agent config`
+// edits (the machine's unless AGENT_CONFIG names another).
+func offerRevoke(ctx context.Context, env pairEnv, revoke bool, stdin io.Reader, stderr io.Writer) error {
+	p := winsvc.MachinePaths()
+	file, _ := configFileOf("", env.getenv)
+	fmt.Fprintf(stderr, "The service %s was removed. Left on this PC: agent.exe itself; the configuration %s; "+
+		"the agent's logs (%s) and data (%s), for support.\n", winsvc.Name, file, p.LogDir, p.DataDir)
+	cfg, err := readConfigFile(file)
+	if err != nil || cfg.Token == "" {
+		return nil // nothing to revoke, or nothing this prompt may read
+	}
+	if !revoke {
+		if !env.interactive(stdin) {
+			fmt.Fprintln(stderr, "The configuration still holds the PC's agent token: `agent unpair` revokes it on the relay, "+
+				"`agent config clear` deletes the configuration.")
+			return nil
+		}
+		fmt.Fprint(stderr, "The configuration still holds the PC's agent token. Revoke it on the relay now (agent unpair)? [y/N] ")
+		answer, _ := bufio.NewReader(stdin).ReadString('\n')
+		if a := strings.ToLower(strings.TrimSpace(answer)); a != "y" && a != "yes" {
+			fmt.Fprintln(stderr, "The token stays valid; `agent unpair` revokes it later.")
+			return nil
+		}
+	}
+	if err := unpair(ctx, env, unpairFlags{config: file}, io.Discard, stderr); err != nil {
+		return fmt.Errorf("the service was removed, but the token was not revoked: %w", err)
+	}
+	fmt.Fprintln(stderr, "The PC's agent token was revoked on the relay and removed from the configuration.")
+	return nil
 }
 
 // serviceError says that command needs privileges when err is the

@@ -209,7 +209,7 @@ func runServiceCmd(t *testing.T, svc *fakeService, args ...string) (string, erro
 	root := &cobra.Command{Use: "agent", SilenceUsage: true, SilenceErrors: true}
 	var out bytes.Buffer
 	root.SetOut(&out)
-	root.AddCommand(newServiceCmds(func() (controller, error) { return svc, nil })...)
+	root.AddCommand(newServiceCmds(func() (controller, error) { return svc, nil }, noPairEnv())...)
 	root.SetArgs(args)
 	err := root.Execute()
 	return out.String(), err

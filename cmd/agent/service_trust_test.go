@@ -247,7 +247,7 @@ func (g *guardedService) EnsureFolders() error        { g.folders++; return nil 
 func runGuardedCmd(g *guardedService, args ...string) error {
 	root := &cobra.Command{Use: "agent", SilenceUsage: true, SilenceErrors: true}
 	root.SetOut(io.Discard)
-	root.AddCommand(newServiceCmds(func() (controller, error) { return g, nil })...)
+	root.AddCommand(newServiceCmds(func() (controller, error) { return g, nil }, noPairEnv())...)
 	root.SetArgs(args)
 	return root.Execute()
 }
