@@ -37,10 +37,12 @@ vet:
 	$(GO) vet ./...
 
 ## windows: the agent must always build and vet for Windows (its service,
-## Event Log and ACL code is in _windows.go files). -trimpath, as make
-## installer builds it, so the installer's test reuses this compile.
+## Event Log, ACL, proxy and port-owner code is in _windows.go files; vet
+## compiles their _windows_test.go files too, which run on a Windows
+## machine). -trimpath, as make installer builds it, so the installer's
+## test reuses this compile.
 windows:
-	GOOS=windows GOARCH=amd64 $(GO) vet ./agent/... ./cmd/agent/...
+	GOOS=windows GOARCH=amd64 $(GO) vet ./agent/... ./cmd/agent/... ./trading/bridge/ninjatrader/...
 	GOOS=windows GOARCH=amd64 $(GO) build -trimpath -o /dev/null ./cmd/agent
 
 ## addon: compile the NinjaScript add-on (installer/ninjatrader) with Mono's
