@@ -33,8 +33,9 @@ import (
 )
 
 // Version is the agent's version, reported in the tunnel handshake. Release
-// builds set it with -ldflags "-X tradebridge/agent.Version=…".
-var Version = "0.1.0-dev"
+// builds set it with -ldflags "-X tradebridge/agent.Version=…" (scripts/version.sh);
+// a plain go build reports 0.0.0-dev, as version.sh does outside a git checkout.
+var Version = "0.0.0-dev"
 
 // State is the agent's durable state: the last configuration the relay
 // pushed, the engines' state, strategy-tag ownership and the outcomes of
