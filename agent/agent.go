@@ -224,9 +224,19 @@ func (a *Agent) Run(ctx context.Context) error {
 // market order makes six). Quotes that come while the tunnel is down are
 // not queued: the relay subscribes again when the agent reconnects. The
 // connections a platform reports while the agent stops are not sent.
+//
+// The connections are read once the events are subscribed to: a platform
+// that connected before (NinjaTrader's add-on found at once, before this
+// loop ran and after the handshake read its connections) sent its event
+// to nobody, and every change after the subscription comes as an event.
+// A platform with none yet has nothing to add to the handshake's.
 func (a *Agent) forwardEvents(ctx context.Context) error {
 	lost := 0
-	for ev := range a.opts.Platform.Events(ctx) {
+	events := a.opts.Platform.Events(ctx)
+	if conns, err := a.opts.Platform.Connections(ctx); err == nil && len(conns) > 0 && ctx.Err() == nil {
+		a.reports.ReportConnections(conns)
+	}
+	for ev := range events {
 		switch {
 		case ev.Lost:
 			lost++

@@ -8,6 +8,7 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"sync"
 	"testing"
 	"time"
 
@@ -325,4 +326,75 @@ func TestDiagnosticsOverTheTunnel(t *testing.T) {
 	entries, err := os.ReadDir(filepath.Dir(snapshot))
 	require.NoError(t, err)
 	require.Len(t, entries, 1, "no temporary file is left behind")
+}
+
+// lateConnections is a platform that connects between the agent's
+// handshake and its subscription to the platform's events: the handshake
+// reads no connections, and the event that would say so goes to nobody.
+// Its Events waits for that first read before subscribing.
+type lateConnections struct {
+	bridge.Platform
+	read chan struct{} // closed by the first Connections
+	once sync.Once
+}
+
+func (p *lateConnections) Connections(ctx context.Context) ([]protocol.Connection, error) {
+	first := false
+	p.once.Do(func() { first = true; close(p.read) })
+	if first {
+		return []protocol.Connection{}, nil
+	}
+	return p.Platform.Connections(ctx)
+}
+
+func (p *lateConnections) Events(ctx context.Context) <-chan bridge.Event {
+	select {
+	case <-p.read:
+	case <-ctx.Done():
+	}
+	return p.Platform.Events(ctx)
+}
+
+// The relay learns the platform's connections even when the platform
+// connected after the handshake and before the agent listened to it.
+func TestConnectionsOfAPlatformThatConnectedMeanwhile(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	url, ends := fakeRelay(t, ctx)
+	s, err := sim.New(sim.Options{})
+	require.NoError(t, err)
+	defer s.Close()
+	p := &lateConnections{Platform: s, read: make(chan struct{})}
+	a, err := agent.New(agent.Options{RelayURL: url, Token: "tb_agent_test", Platform: p, Logger: zap.NewNop()})
+	require.NoError(t, err)
+	done := make(chan error, 1)
+	go func() { done <- a.Run(ctx) }()
+	defer func() {
+		cancel()
+		a.Close()
+		<-done
+	}()
+
+	var end tunnelEnd
+	select {
+	case end = <-ends:
+	case <-time.After(testkit.Long):
+		t.Fatal("the agent did not connect")
+	}
+	require.Empty(t, end.hello.Connections, "the handshake saw none")
+	deadline := time.After(testkit.Medium)
+	for {
+		select {
+		case ev := <-end.events:
+			if ev.Kind != protocol.EventConnections {
+				continue
+			}
+			var conns []protocol.Connection
+			require.NoError(t, json.Unmarshal(ev.Data, &conns))
+			require.NotEmpty(t, conns)
+			return
+		case <-deadline:
+			t.Fatal("the agent never told the relay its platform's connections")
+		}
+	}
 }
