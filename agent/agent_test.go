@@ -105,6 +105,33 @@ func fakeRelay(t *testing.T, ctx context.Context) (string, <-chan tunnelEnd) {
 	return srv.URL, ends
 }
 
+// run runs a until stop, which ends ctx (cancel), closes a and waits for
+// its Run; stop may be called again.
+func run(ctx context.Context, cancel context.CancelFunc, a *agent.Agent) (stop func()) {
+	done := make(chan error, 1)
+	go func() { done <- a.Run(ctx) }()
+	var once sync.Once
+	return func() {
+		once.Do(func() {
+			cancel()
+			a.Close()
+			<-done
+		})
+	}
+}
+
+// accept waits for the agent's tunnel at fakeRelay.
+func accept(t *testing.T, ends <-chan tunnelEnd) tunnelEnd {
+	t.Helper()
+	select {
+	case end := <-ends:
+		return end
+	case <-time.After(testkit.Long):
+		t.Fatal("the agent did not connect")
+	}
+	return tunnelEnd{}
+}
+
 // rpc sends one request on a stream of the tunnel and reads its response.
 func rpc(t *testing.T, s net.Conn, id uint64, fn string, args any) *protocol.Response {
 	t.Helper()
@@ -139,20 +166,9 @@ func TestManagementOverTheTunnel(t *testing.T) {
 		Ops:    ops.Options{Now: clock.Now, Sleep: func(ctx context.Context, _ time.Duration) error { return ctx.Err() }},
 	})
 	require.NoError(t, err)
-	done := make(chan error, 1)
-	go func() { done <- a.Run(ctx) }()
-	defer func() {
-		cancel()
-		a.Close()
-		<-done
-	}()
+	defer run(ctx, cancel, a)()
 
-	var end tunnelEnd
-	select {
-	case end = <-ends:
-	case <-time.After(testkit.Long):
-		t.Fatal("the agent did not connect")
-	}
+	end := accept(t, ends)
 	require.Equal(t, protocol.ProtocolVersion, end.hello.ProtocolVersion, "the hello announces the version this build speaks")
 	require.Equal(t, protocol.Subprotocol(protocol.ProtocolVersion), end.subprotocol, "so does the WebSocket subprotocol")
 	require.Equal(t, "sim", end.hello.Platform)
@@ -252,25 +268,10 @@ func TestDiagnosticsOverTheTunnel(t *testing.T) {
 	require.NoError(t, err)
 	log.Error("the platform refused an order", zap.String("account", "hunter2-account"))
 
-	done := make(chan error, 1)
-	go func() { done <- a.Run(ctx) }()
-	stopped := false
-	stop := func() {
-		if !stopped {
-			stopped = true
-			cancel()
-			a.Close()
-			<-done
-		}
-	}
+	stop := run(ctx, cancel, a)
 	defer stop()
 
-	var end tunnelEnd
-	select {
-	case end = <-ends:
-	case <-time.After(testkit.Long):
-		t.Fatal("the agent did not connect")
-	}
+	end := accept(t, ends)
 
 	check := func(d protocol.Diagnostics) {
 		t.Helper()
@@ -367,20 +368,9 @@ func TestConnectionsOfAPlatformThatConnectedMeanwhile(t *testing.T) {
 	p := &lateConnections{Platform: s, read: make(chan struct{})}
 	a, err := agent.New(agent.Options{RelayURL: url, Token: "tb_agent_test", Platform: p, Logger: zap.NewNop()})
 	require.NoError(t, err)
-	done := make(chan error, 1)
-	go func() { done <- a.Run(ctx) }()
-	defer func() {
-		cancel()
-		a.Close()
-		<-done
-	}()
+	defer run(ctx, cancel, a)()
 
-	var end tunnelEnd
-	select {
-	case end = <-ends:
-	case <-time.After(testkit.Long):
-		t.Fatal("the agent did not connect")
-	}
+	end := accept(t, ends)
 	require.Empty(t, end.hello.Connections, "the handshake saw none")
 	deadline := time.After(testkit.Medium)
 	for {

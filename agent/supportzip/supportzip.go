@@ -244,8 +244,7 @@ func safeURL(s string) string {
 	if err != nil || u.Host == "" {
 		return "(not a URL like https://relay.example)"
 	}
-	u.User, u.RawQuery, u.ForceQuery, u.Fragment, u.RawFragment = nil, "", false, "", ""
-	return u.String()
+	return sysproxy.Redact(u)
 }
 
 // configFileReport is config.json: the configuration without secrets.

@@ -108,7 +108,7 @@ func Redact(u *url.URL) string {
 		return ""
 	}
 	r := *u
-	r.User, r.RawQuery, r.ForceQuery, r.Fragment = nil, "", false, ""
+	r.User, r.RawQuery, r.ForceQuery, r.Fragment, r.RawFragment = nil, "", false, "", ""
 	return r.String()
 }
 
