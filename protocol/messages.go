@@ -120,6 +120,14 @@ const (
 	// it once after every Welcome; the relay keeps the latest one of each
 	// session for support staff. Since protocol version 5.
 	EventDiagnostics = "diagnostics"
+	// EventActivity reports what the agent's engines did or decided (an
+	// ActivityEntry whose ID is the report's id on the agent): a copy, a
+	// copier halted, a monitor tripped, the kill switch applied, a news
+	// lockout window entered, an order refused by a strategy lock. The
+	// agent sends each report again after a reconnect until it is older
+	// than its outbox keeps; the relay records each id once. Since
+	// protocol version 6.
+	EventActivity = "activity"
 )
 
 // WebSocket close codes the relay uses when it ends a tunnel. They are in the

@@ -71,11 +71,21 @@ const (
 	// broker-family resource (Event.Agent, of kind
 	// protocol.EventMonitorState or protocol.EventCopierState).
 	TypeBroker
+	// TypeActivity: an entry for the user's activity log (Event.Activity,
+	// its ID not yet given; Event.Ref), published by whoever did or
+	// decided it: the trading doors, the Management API, the broker
+	// family's links, the budgets. The activity log (relay/activity)
+	// records it.
+	TypeActivity
+	// TypeRecorded: an entry the activity log stored (Event.Activity with
+	// its ID), once: the stream sockets' activity subscriptions and the
+	// alerts take it from here.
+	TypeRecorded
 
 	numTypes = iota + 1
 )
 
-var typeNames = [numTypes]string{"", "agent", "status", "session", "broker"}
+var typeNames = [numTypes]string{"", "agent", "status", "session", "broker", "activity", "recorded"}
 
 // String returns the type's name, as metrics label it.
 func (t Type) String() string {
@@ -101,6 +111,18 @@ type Event struct {
 	Connected bool
 	// Session is the history entry (TypeSession).
 	Session agentcall.SessionEvent
+	// Activity is the activity log's entry (TypeActivity, TypeRecorded).
+	Activity protocol.ActivityEntry
+	// Ref, when set, names a TypeActivity entry for the log, which
+	// records one entry per user and Ref: a report the agent sent again
+	// after a reconnect, an outcome two nodes both saw. "" records every
+	// event.
+	Ref string
+}
+
+// Activity returns the TypeActivity event of an entry for userID's log.
+func Activity(userID, ref string, e protocol.ActivityEntry) Event {
+	return Event{Type: TypeActivity, UserID: userID, Activity: e, Ref: ref}
 }
 
 // Agent returns a TypeAgent event of userID.
@@ -120,7 +142,8 @@ func Session(s agentcall.SessionEvent) Event {
 
 // size is what an event counts against QueuedSubscription.MaxBytes.
 func (e *Event) size() int {
-	return eventOverhead + len(e.UserID) + len(e.Agent.Data) + len(e.Session.Diagnostics)
+	return eventOverhead + len(e.UserID) + len(e.Agent.Data) + len(e.Session.Diagnostics) +
+		len(e.Activity.Summary) + len(e.Activity.Detail) + len(e.Ref)
 }
 
 // eventOverhead is what an event costs in a queue besides its data.

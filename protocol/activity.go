@@ -1,0 +1,181 @@
+package protocol
+
+import (
+	"encoding/json"
+	"time"
+)
+
+// ActivityEntry is one entry of a user's activity log: something done or
+// decided on the user's account, by whom, and its outcome. The relay
+// serves the log at GET /v1/api/activity and on the stream socket
+// (subscribeActivity), and sends the entries a user's alert destinations
+// ask for.
+//
+// The agent reports what its engines did as ActivityEntry values too
+// (EventActivity): ID is then the report's own id, unique on the agent,
+// by which the relay records a report it is sent twice (after a
+// reconnect) once; the relay gives the entry its own id.
+type ActivityEntry struct {
+	// ID is the entry's id in the log ("act_…"), by which a reader pages
+	// (the before parameter).
+	ID string `json:"id"`
+	// At is when it happened, UTC, to the millisecond.
+	At time.Time `json:"at"`
+	// Kind is one of ActivityKinds.
+	Kind string `json:"kind"`
+	// Account is the trading account it concerns; "" (absent) when none
+	// applies.
+	Account string `json:"account,omitempty"`
+	// Source is who did it.
+	Source ActivitySource `json:"source"`
+	// Summary is one line for a person.
+	Summary string `json:"summary"`
+	// Detail is a JSON object with the kind's structured detail (its keys
+	// are documented per kind); {} when it has none. It never holds a
+	// secret.
+	Detail json.RawMessage `json:"detail"`
+}
+
+// ActivitySource is who or what acted: an API token by its id, a
+// copier or monitor by its id, the operator's command line, …
+type ActivitySource struct {
+	// Kind is one of ActivitySourceKinds.
+	Kind string `json:"kind"`
+	// ID names the source among those of its kind: the API token's id
+	// (the start of its hash, as relay tokens list shows it), the copier's
+	// or monitor's id, the webhook's id, the alert destination's id; ""
+	// (absent) when the kind is enough (the kill switch, the operator).
+	ID string `json:"id,omitempty"`
+	// Name is the source's name when it has one (a token's or a
+	// copier's).
+	Name string `json:"name,omitempty"`
+}
+
+// Sources of activity (ActivitySource.Kind).
+const (
+	SourceAPI         = "api"         // the trading or Management API over HTTP, with an API token
+	SourceStream      = "stream"      // the stream socket (its rpc action)
+	SourceWebhook     = "webhook"     // a TradingView alert (/v1/send/{webhookId})
+	SourceMCP         = "mcp"         // an AI assistant over /mcp
+	SourceDashboard   = "dashboard"   // the trader's dashboard (/app)
+	SourceCopier      = "copier"      // a copier of the agent's or the broker family's engines
+	SourceMonitor     = "monitor"     // a monitor
+	SourceKillSwitch  = "killSwitch"  // the kill switch
+	SourceNewsLockout = "newsLockout" // the news lockout
+	SourceBroker      = "broker"      // the broker family's link (Tradovate)
+	SourceAgent       = "agent"       // the user's agent and its tunnel
+	SourceOperator    = "operator"    // the operator's command line (relay …)
+)
+
+// ActivitySourceKinds lists every ActivitySource.Kind, in the order the
+// documentation lists them.
+var ActivitySourceKinds = []string{
+	SourceAPI, SourceStream, SourceWebhook, SourceMCP, SourceDashboard, SourceCopier, SourceMonitor,
+	SourceKillSwitch, SourceNewsLockout, SourceBroker, SourceAgent, SourceOperator,
+}
+
+// Kinds of activity (ActivityEntry.Kind). The list is part of the API:
+// a kind never changes meaning, and a new thing to record takes a new
+// kind.
+const (
+	// ActivityOrderPlaced: a trading write placed orders (PlaceOrder,
+	// flat place, a bracket, reverse). detail: fn, request (the
+	// arguments as asked), orderIds, idempotencyKey when one was sent.
+	ActivityOrderPlaced = "order.placed"
+	// ActivityOrderChanged: a trading write changed, cancelled or closed
+	// (ModifyOrder, CancelOrder(s), ClosePosition, Flatten): detail as
+	// order.placed, with the result's ids.
+	ActivityOrderChanged = "order.changed"
+	// ActivityOrderRefused: a trading write was refused or failed:
+	// detail: fn, request, error (the code), and rule for trading_blocked.
+	ActivityOrderRefused = "order.refused"
+	// ActivityOrderReplayed: a trading write answered with the recorded
+	// outcome of the same Idempotency-Key (or orderId): nothing ran
+	// again. detail: fn, idempotencyKey, and the outcome's orderIds or
+	// error.
+	ActivityOrderReplayed = "order.replayed"
+	// ActivityTradingBlocked: a trading write refused with
+	// trading_blocked by a rule (a monitor, the kill switch, the news
+	// lockout, a strategy lock): detail: fn, request, rule.
+	ActivityTradingBlocked = "trading.blocked"
+	// ActivityBudgetRefused: calls refused for a budget (rate_limited),
+	// aggregated: one entry per user, policy and minute, detail: policy,
+	// count, from, until.
+	ActivityBudgetRefused = "budget.refused"
+	// ActivityConfigChanged: a Management API resource was created,
+	// changed or deleted: detail: resource (the kind), id, op, changes
+	// ([{field, before, after}], secrets never).
+	ActivityConfigChanged = "config.changed"
+	// ActivityCopierCopied: a copier placed a follower's copy: detail:
+	// copierId, leader, follower, instrument, quantity, leaderOrderId,
+	// orderId.
+	ActivityCopierCopied = "copier.copied"
+	// ActivityCopierHalted: a copier halted: detail: copierId, reason.
+	ActivityCopierHalted = "copier.halted"
+	// ActivityMonitorTripped: a monitor stopped trading on an account:
+	// detail: limit (the rule that tripped), pnl (the session P&L at the
+	// trip), threshold, flatten ({orderIds, error}).
+	ActivityMonitorTripped = "monitor.tripped"
+	// ActivityKillSwitchChanged: the kill switch was turned on or off;
+	// detail: enabled, and flatten ({orderIds, error}) when turning it
+	// on flattened accounts.
+	ActivityKillSwitchChanged = "killSwitch.changed"
+	// ActivityNewsLockoutEntered: a news lockout window opened: detail:
+	// title, from, until, action, roots.
+	ActivityNewsLockoutEntered = "newsLockout.entered"
+	// ActivityStrategyRefused: an order refused by a strategy lock:
+	// detail: instrument, strategy, rule.
+	ActivityStrategyRefused = "strategy.refused"
+	// ActivityAgentConnected: the user's agent connected: detail:
+	// agentVersion, protocolVersion, platform.
+	ActivityAgentConnected = "agent.connected"
+	// ActivityAgentDisconnected: the user's agent's tunnel ended: detail:
+	// reason (the connection history's reason code).
+	ActivityAgentDisconnected = "agent.disconnected"
+	// ActivityAgentUpdated: the agent connected with another version than
+	// the last time: detail: from, to.
+	ActivityAgentUpdated = "agent.updated"
+	// ActivityBrokerLinked: a broker login was linked: detail: env,
+	// method.
+	ActivityBrokerLinked = "broker.linked"
+	// ActivityBrokerUnlinked: the broker login was unlinked.
+	ActivityBrokerUnlinked = "broker.unlinked"
+	// ActivityBrokerLoginFailed: the broker refused the linked login:
+	// detail: error.
+	ActivityBrokerLoginFailed = "broker.loginFailed"
+	// ActivityBrokerTokenExpired: the broker's session of the linked
+	// login expired and could not be renewed: detail: error.
+	ActivityBrokerTokenExpired = "broker.tokenExpired"
+	// ActivityWebhookReceived: a TradingView alert was received: detail:
+	// webhookId, outcome.
+	ActivityWebhookReceived = "webhook.received"
+	// ActivityAlertSent: an alert reached a destination: detail:
+	// destinationId, destinationKind, entryId, deliveryId, attempts.
+	ActivityAlertSent = "alert.sent"
+	// ActivityAlertFailed: an alert could not be delivered (refused by
+	// the destination, or not delivered within 24 hours): detail as
+	// alert.sent, with error.
+	ActivityAlertFailed = "alert.failed"
+)
+
+// ActivityKinds lists every ActivityEntry.Kind, in the order the
+// documentation lists them.
+var ActivityKinds = []string{
+	ActivityOrderPlaced, ActivityOrderChanged, ActivityOrderRefused, ActivityOrderReplayed,
+	ActivityTradingBlocked, ActivityBudgetRefused, ActivityConfigChanged,
+	ActivityCopierCopied, ActivityCopierHalted, ActivityMonitorTripped, ActivityKillSwitchChanged,
+	ActivityNewsLockoutEntered, ActivityStrategyRefused,
+	ActivityAgentConnected, ActivityAgentDisconnected, ActivityAgentUpdated,
+	ActivityBrokerLinked, ActivityBrokerUnlinked, ActivityBrokerLoginFailed, ActivityBrokerTokenExpired,
+	ActivityWebhookReceived, ActivityAlertSent, ActivityAlertFailed,
+}
+
+// ValidActivityKind reports whether k is one of ActivityKinds.
+func ValidActivityKind(k string) bool {
+	for _, v := range ActivityKinds {
+		if v == k {
+			return true
+		}
+	}
+	return false
+}
