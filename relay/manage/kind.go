@@ -140,6 +140,11 @@ type Kind[T any] struct {
 	Immutable []string
 	// Required lists top-level JSON fields a create must send.
 	Required []string
+	// Secret lists top-level JSON fields that hold secrets (an alert
+	// destination's bot token or webhook URL): the activity log's
+	// config.changed entries say that such a field changed, never its
+	// values.
+	Secret []string
 	// NeedsAgent is true when the agent acts on the kind: a change needs
 	// the agent connected (409 addon_disconnected) with a protocol version
 	// of at least protocol.ConfigProtocolVersion (409
