@@ -131,7 +131,7 @@ func New(opts Options) (*Agent, error) {
 		a.log.Info("running the configuration saved before the restart", zap.Int64("version", saved.Version))
 	}
 
-	a.reports = newReporter(opts.Logger.Named("engine"))
+	a.reports = newReporter(opts.Logger.Named("engine"), a.state)
 	if a.stack, err = stack.New(stack.Options{Platform: opts.Platform, State: a.state, Reporter: a.reports,
 		Config: a.config, EngineTick: opts.EngineTick, Ops: opts.Ops, Dispatch: opts.Dispatch,
 		Logger: opts.Logger}); err != nil {

@@ -19,7 +19,8 @@ var update = flag.Bool("update", false, "rewrite the golden files")
 // The type ids, close codes and error codes are the wire contract; a change
 // here breaks every deployed agent.
 func TestWireConstantsPinned(t *testing.T) {
-	require.Equal(t, 5, ProtocolVersion)
+	require.Equal(t, 6, ProtocolVersion)
+	require.Equal(t, 6, ActivityProtocolVersion)
 	require.Equal(t, 5, DiagnosticsProtocolVersion)
 	require.Equal(t, 1, MinProtocolVersion)
 	require.Equal(t, 2, ConfigProtocolVersion)

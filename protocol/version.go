@@ -27,7 +27,18 @@ package protocol
 //	    Welcome.ServerTime, the relay's clock, from which the agent
 //	    estimates its clock skew. A version 4 agent reports no
 //	    diagnostics: the relay shows its Hello only.
-const ProtocolVersion = 5
+//	6 — 2026-11: EventActivity: the agent reports what its engines did
+//	    (an ActivityEntry whose ID is the report's id: copies, halts,
+//	    monitor trips, the kill switch, news lockout windows, strategy-lock
+//	    refusals), and sends every report it keeps again after each
+//	    Welcome; the relay records each id once. A version 5 agent
+//	    reports none: the activity log holds what the relay saw only.
+const ProtocolVersion = 6
+
+// ActivityProtocolVersion is the first version whose relays record the
+// engines' reports (EventActivity); an agent sends them only to such a
+// relay (Welcome.ProtocolVersion).
+const ActivityProtocolVersion = 6
 
 // DiagnosticsProtocolVersion is the first version whose agents report
 // Diagnostics (EventDiagnostics, FnDiagnostics).

@@ -96,9 +96,11 @@ type Client struct {
 	sem  chan struct{}
 
 	connected atomic.Bool
-	ctlMu     sync.Mutex
-	control   *protocol.Writer // the live session's control stream, or nil
-	eventSeq  atomic.Uint64
+	// relayVersion is the protocol version of the last Welcome.
+	relayVersion atomic.Int64
+	ctlMu        sync.Mutex
+	control      *protocol.Writer // the live session's control stream, or nil
+	eventSeq     atomic.Uint64
 
 	statusMu sync.Mutex
 	status   protocol.TunnelDiagnostic // Connected is c.connected's
@@ -217,6 +219,12 @@ func ConnectURL(relayURL string) (string, error) {
 
 // Connected reports whether a tunnel is up.
 func (c *Client) Connected() bool { return c.connected.Load() }
+
+// RelayProtocolVersion returns the protocol version the relay's Welcome
+// named on the current connection (the last one while none is up); 0
+// before the first. Features of a later version than the relay's are not
+// used with it (an event it would not know).
+func (c *Client) RelayProtocolVersion() int { return int(c.relayVersion.Load()) }
 
 // Status describes the connection for diagnostics: whether it is up, its
 // session and since when, the last round trip measured, the clock skew
@@ -448,6 +456,7 @@ func (c *Client) session(ctx context.Context) (bool, int, error) {
 		c.status.RTTMillis = millis(rtt)
 	}
 	c.statusMu.Unlock()
+	c.relayVersion.Store(int64(welcome.ProtocolVersion))
 	c.connected.Store(true)
 	if c.opts.OnConnect != nil {
 		c.opts.OnConnect()

@@ -342,6 +342,11 @@ func (in *instance) ReportMonitor(s protocol.MonitorState) { in.report(protocol.
 // copier.
 func (in *instance) ReportCopier(s protocol.CopierState) { in.report(protocol.EventCopierState, s) }
 
+// ReportActivity implements engine.Reporter: the report is published as an
+// agent's would be (protocol.EventActivity, the entry as data), for the
+// activity log's recorder, which records each report id once.
+func (in *instance) ReportActivity(e protocol.ActivityEntry) { in.report(protocol.EventActivity, e) }
+
 func (in *instance) report(kind string, v any) {
 	if in.m.opts.Events == nil {
 		return

@@ -37,13 +37,19 @@ type Store interface {
 // data folder. The zero value is not usable: use NewMemStore.
 type MemStore struct{ m *memStore }
 
-// Reporter carries the engines' state changes to the relay, which records
-// them (a stopped monitor reads stopped even while the agent is offline).
-// Its methods never block: while the relay link is down it keeps the
-// latest state of each monitor and copier and sends them on reconnect.
+// Reporter carries the engines' state changes and what they did to the
+// relay, which records them (a stopped monitor reads stopped even while
+// the agent is offline; the activity log holds the trip). Its methods
+// never block: while the relay link is down it keeps the latest state of
+// each monitor and copier and the activity reports, and sends them on
+// reconnect.
 type Reporter interface {
 	ReportMonitor(protocol.MonitorState)
 	ReportCopier(protocol.CopierState)
+	// ReportActivity reports one thing an engine did or decided (see
+	// NewActivity): its ID is the report's id, unique across agent
+	// restarts, by which the relay records a report sent twice once.
+	ReportActivity(protocol.ActivityEntry)
 }
 
 // Trader is what the engines need from the operations (trading/ops.Ops

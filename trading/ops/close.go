@@ -68,7 +68,7 @@ func (o *Ops) holdShare(ctx context.Context, account, instrument, tag string, fo
 	if err != nil {
 		return st, sel, 0, nil, err
 	}
-	if err := checkOwner(st, tag, force); err != nil {
+	if err := o.checkOwner(st, tag, force); err != nil {
 		unlock()
 		return st, sel, 0, nil, err
 	}
@@ -110,15 +110,20 @@ func (o *Ops) read(ctx context.Context, k key) (state, error) {
 
 // checkOwner refuses a write of tag on st when another tag owns the key, or
 // when the key holds a position no tag owns (a tag claims only a flat
-// instrument). Untagged writes and forced writes pass.
-func checkOwner(st state, tag string, force bool) error {
+// instrument), and tells the refusal's observer (SetRefusalObserver).
+// Untagged writes and forced writes pass.
+func (o *Ops) checkOwner(st state, tag string, force bool) error {
 	if tag == "" || force || st.owner == tag {
 		return nil
 	}
 	if st.owner != "" {
+		o.observeRefusal(OwnerRefusal{Account: st.k.account, Instrument: st.k.instrument, Tag: tag,
+			Owner: st.owner, Rule: RuleStrategyOwned})
 		return protocol.NewError(protocol.CodePositionOwned, "the position in this instrument is owned by strategy tag "+quoteTag(st.owner)+"; send force to act anyway")
 	}
 	if st.qty != 0 {
+		o.observeRefusal(OwnerRefusal{Account: st.k.account, Instrument: st.k.instrument, Tag: tag,
+			Rule: RuleUntaggedPosition})
 		return protocol.NewError(protocol.CodePositionOwned, "an untagged position is open in this instrument and a strategy tag claims only a flat instrument; send force to act anyway")
 	}
 	return nil

@@ -9,6 +9,7 @@ import (
 	"math"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 	"unicode"
 	"unicode/utf8"
@@ -79,6 +80,9 @@ type Ops struct {
 	subs subscriptions
 	// gate judges every order before it is placed (SetGate).
 	gate gateHolder
+	// refusals is told the writes a strategy lock refused
+	// (SetRefusalObserver).
+	refusals atomic.Pointer[func(OwnerRefusal)]
 }
 
 // New validates opts, fills its defaults and returns Ops.

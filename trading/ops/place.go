@@ -247,7 +247,7 @@ func (o *Ops) place(ctx context.Context, a protocol.PlaceOrderArgs, flattenFirst
 	if err != nil {
 		return res, err
 	}
-	if err := checkOwner(st, rules.tag, rules.force); err != nil {
+	if err := o.checkOwner(st, rules.tag, rules.force); err != nil {
 		return res, err
 	}
 	cur := current(st, rules.tag)

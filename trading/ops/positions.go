@@ -338,7 +338,7 @@ func (o *Ops) ReversePosition(ctx context.Context, a protocol.ReversePositionArg
 	if st.qty == 0 {
 		return res, noPosition()
 	}
-	if err := checkOwner(st, a.StrategyTag, a.Force); err != nil {
+	if err := o.checkOwner(st, a.StrategyTag, a.Force); err != nil {
 		return res, err
 	}
 	return o.closeThenPlace(ctx, st, selector{}, req, a.StrategyTag)

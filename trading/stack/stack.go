@@ -59,8 +59,8 @@ type Options struct {
 	// State keeps the engines' state, strategy tags and write outcomes;
 	// required.
 	State State
-	// Reporter receives the engines' state changes (monitors, copiers);
-	// required.
+	// Reporter receives the engines' state changes (monitors, copiers)
+	// and what they did (activity reports); required.
 	Reporter engine.Reporter
 	// Config is the management configuration the engines act on; nil
 	// makes a new, empty one (Stack.Config).
@@ -166,9 +166,10 @@ func (s *Stack) newEngines(opts Options) error {
 	now := engine.Clock(opts.Now)
 	var err error
 	if s.Controls, err = controls.New(controls.Options{Platform: opts.Platform, Trader: s.Ops, Config: s.Config,
-		Now: now, Logger: log, TickInterval: opts.EngineTick}); err != nil {
+		Now: now, Logger: log, TickInterval: opts.EngineTick, Reporter: opts.Reporter}); err != nil {
 		return err
 	}
+	s.Ops.SetRefusalObserver(s.Controls.StrategyRefused)
 	if s.Monitors, err = monitor.New(monitor.Options{Platform: opts.Platform, Trader: s.Ops, Config: s.Config,
 		Store: opts.State, Reporter: opts.Reporter, Now: now, Logger: log, TickInterval: opts.EngineTick,
 		OnState: func(account, state string) {

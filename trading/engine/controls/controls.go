@@ -82,6 +82,10 @@ type Options struct {
 	// windows and retries failed flattens. Default DefaultTickInterval;
 	// negative is invalid.
 	TickInterval time.Duration
+	// Reporter receives what the controls did for the activity log (the
+	// kill switch applied, news windows entered, strategy-lock refusals
+	// counted); nil reports nothing.
+	Reporter engine.Reporter
 }
 
 // Engine runs the controls. Check and Status are safe for concurrent use
@@ -100,7 +104,14 @@ type Engine struct {
 	// first Tick, so a configuration that starts with it on flattens.
 	killOn bool
 	kill   retry // the pending flatten of the kill switch
-	news   newsState
+	// killReport is the killSwitch.changed of the switch turned on, sent
+	// once its flatten's first attempt is over; nil when none waits.
+	killReport *killDetail
+	news       newsState
+	// newsEntered is the start of the last news window reported entered.
+	newsEntered time.Time
+
+	refusals refusals // strategy-lock refusals, counted per minute
 }
 
 // retry is a flatten to be done, and when it may be tried next.
@@ -154,13 +165,15 @@ func New(opts Options) (*Engine, error) {
 	if opts.Logger == nil {
 		opts.Logger = zap.NewNop()
 	}
-	return &Engine{opts: opts, log: opts.Logger.Named("controls"), now: opts.Now}, nil
+	return &Engine{opts: opts, log: opts.Logger.Named("controls"), now: opts.Now,
+		refusals: refusals{open: make(map[refusalKey]*refusalCount)}}, nil
 }
 
 // Run acts on the configuration until ctx ends, then returns ctx.Err(). It
 // calls Tick at once when a newer configuration is applied (the kill
 // switch's flatten starts as soon as Holder.Apply returns) and every
-// TickInterval. Run starts no goroutine.
+// TickInterval. When ctx ends it reports the strategy-lock refusals
+// counted so far. Run starts no goroutine.
 func (e *Engine) Run(ctx context.Context) error {
 	t := time.NewTicker(e.opts.TickInterval)
 	defer t.Stop()
@@ -171,6 +184,7 @@ func (e *Engine) Run(ctx context.Context) error {
 		e.Tick(ctx)
 		select {
 		case <-ctx.Done():
+			e.flushRefusals(e.now(), true) // what was counted so far
 			return ctx.Err()
 		case <-changed:
 		case <-t.C:
@@ -191,6 +205,7 @@ func (e *Engine) Tick(ctx context.Context) {
 	now := e.now()
 	e.tickKill(ctx, s, now)
 	e.tickNews(ctx, s, now)
+	e.flushRefusals(now, false)
 }
 
 // tickKill flattens on the kill switch's transition from off to on.
@@ -199,9 +214,18 @@ func (e *Engine) tickKill(ctx context.Context, s *snapshot, now time.Time) {
 	case s.kill && !e.killOn:
 		e.log.Info("kill switch on", zap.Bool("flattenOnKill", s.flattenOnKill), zap.Int64("configVersion", s.version))
 		e.kill = retry{pending: s.flattenOnKill}
+		e.killReport = &killDetail{Enabled: true, at: now}
+		if !s.flattenOnKill {
+			e.reportKill(nil)
+		}
 	case !s.kill && e.killOn:
 		e.log.Info("kill switch off", zap.Int64("configVersion", s.version))
 		e.kill = retry{}
+		if e.killReport != nil { // turned off before its flatten ran
+			e.reportKill(nil)
+		}
+		e.killReport = &killDetail{Enabled: false, at: now}
+		e.reportKill(nil)
 	}
 	e.killOn = s.kill
 	if !e.kill.due(now) {
@@ -213,7 +237,7 @@ func (e *Engine) tickKill(ctx context.Context, s *snapshot, now time.Time) {
 		// One failing account or instrument stops Flatten: go through
 		// each one, so that the others are flattened anyway.
 		e.log.Warn("kill switch: flatten failed, flattening each account and instrument", zap.Error(err))
-		err = e.sweep(ctx, func(string) bool { return true })
+		res, err = e.sweep(ctx, func(string) bool { return true })
 	}
 	if err != nil {
 		if ctx.Err() != nil {
@@ -221,19 +245,39 @@ func (e *Engine) tickKill(ctx context.Context, s *snapshot, now time.Time) {
 		}
 		e.kill.fail(now)
 		e.log.Error("kill switch: flatten failed", zap.Error(err), zap.Duration("retryIn", e.kill.wait))
+		fd := engine.NewFlattenDetail(res, err)
+		e.reportKill(&fd)
 		return
 	}
+	fd := engine.NewFlattenDetail(res, nil)
+	e.reportKill(&fd)
 	e.kill = retry{}
 	e.log.Info("kill switch: flattened every account",
 		zap.Int("positions", len(res.Positions)), zap.Int("cancelledOrders", len(res.CancelledOrderIDs)))
 }
 
-// tickNews flattens the roots of an open "flatten" window, once per window.
+// tickNews reports a news window entered, and flattens the roots of an
+// open "flatten" window, once per window.
 func (e *Engine) tickNews(ctx context.Context, s *snapshot, now time.Time) {
 	w, ok := s.openWindow(now)
-	if !ok || !s.newsFlatten {
+	if !ok {
 		return
 	}
+	entered := !e.newsEntered.Equal(w.from)
+	e.newsEntered = w.from
+	var fd *engine.FlattenDetail
+	if s.newsFlatten {
+		fd = e.flattenNews(ctx, s, w, now)
+	}
+	if entered {
+		e.reportNews(s, w, now, fd)
+	}
+}
+
+// flattenNews flattens the roots of the open "flatten" window w, once per
+// window, and returns the outcome of the attempt it made (nil when it made
+// none, or the engine is stopping).
+func (e *Engine) flattenNews(ctx context.Context, s *snapshot, w window, now time.Time) *engine.FlattenDetail {
 	st := &e.news
 	done := !st.doneAt.IsZero() && w.contains(st.doneAt)
 	if !done {
@@ -243,30 +287,33 @@ func (e *Engine) tickNews(ctx context.Context, s *snapshot, now time.Time) {
 		return s.coversRoot(root) && !st.doneAll && !st.doneRoots[root]
 	}
 	if done && (st.doneAll || (!s.allRoots && allIn(s.roots, st.doneRoots))) {
-		return // this window is flattened, for every root it covers now
+		return nil // this window is flattened, for every root it covers now
 	}
 	if !st.window.Equal(w.from) {
 		st.window, st.retry = w.from, retry{}
 	}
 	st.retry.pending = true
 	if !st.retry.due(now) {
-		return
+		return nil
 	}
 	e.log.Info("news lockout: window open, flattening", zap.Time("from", w.from), zap.Time("until", w.until),
 		zap.Strings("roots", s.rootList))
-	if err := e.sweep(ops.WithSource(ctx, ops.SourceEngine), todo); err != nil {
+	res, err := e.sweep(ops.WithSource(ctx, ops.SourceEngine), todo)
+	if err != nil {
 		if ctx.Err() != nil {
-			return
+			return nil
 		}
 		st.retry.fail(now)
 		e.log.Error("news lockout: flatten failed", zap.Error(err), zap.Duration("retryIn", st.retry.wait))
-		return
+		fd := engine.NewFlattenDetail(res, err)
+		return &fd
 	}
+	fd := engine.NewFlattenDetail(res, nil)
 	st.retry = retry{}
 	st.doneAt = now
 	if s.allRoots {
 		st.doneAll = true
-		return
+		return &fd
 	}
 	if st.doneRoots == nil {
 		st.doneRoots = make(map[string]bool, len(s.roots))
@@ -274,6 +321,7 @@ func (e *Engine) tickNews(ctx context.Context, s *snapshot, now time.Time) {
 	for r := range s.roots {
 		st.doneRoots[r] = true
 	}
+	return &fd
 }
 
 // allIn reports whether every key of a is in b.
@@ -289,11 +337,13 @@ func allIn(a, b map[string]bool) bool {
 // sweep flattens, on every account, each instrument whose root want
 // accepts and where the account holds a position or a working order, as
 // the platform lists them now. It goes on past failures and returns them
-// joined.
-func (e *Engine) sweep(ctx context.Context, want func(root string) bool) error {
+// joined, with the orders the flattens that succeeded placed and
+// cancelled.
+func (e *Engine) sweep(ctx context.Context, want func(root string) bool) (protocol.FlattenResult, error) {
+	var all protocol.FlattenResult
 	accts, err := e.opts.Platform.Accounts(ctx)
 	if err != nil {
-		return fmt.Errorf("list accounts: %w", err)
+		return all, fmt.Errorf("list accounts: %w", err)
 	}
 	var errs []error
 	for _, a := range accts {
@@ -306,15 +356,18 @@ func (e *Engine) sweep(ctx context.Context, want func(root string) bool) error {
 			if !want(rootOf(inst)) {
 				continue
 			}
-			_, err := e.opts.Trader.Flatten(ctx, protocol.FlattenArgs{Account: a.Name, Instrument: inst, Force: true})
+			res, err := e.opts.Trader.Flatten(ctx, protocol.FlattenArgs{Account: a.Name, Instrument: inst, Force: true})
 			if err != nil {
 				errs = append(errs, fmt.Errorf("flatten %s %s: %w", a.Name, inst, err))
 				continue
 			}
+			all.OrderIDs = append(all.OrderIDs, res.OrderIDs...)
+			all.CancelledOrderIDs = append(all.CancelledOrderIDs, res.CancelledOrderIDs...)
+			all.Positions = append(all.Positions, res.Positions...)
 			e.log.Info("flattened", zap.String("account", a.Name), zap.String("instrument", inst))
 		}
 	}
-	return errors.Join(errs...)
+	return all, errors.Join(errs...)
 }
 
 // holdings lists the instruments where account holds a position or a

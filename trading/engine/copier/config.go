@@ -202,6 +202,7 @@ func (e *Engine) haltLocked(r *run, reason string) {
 	}
 	e.log.Warn("copier halted", zap.String("copier", id), zap.String("reason", reason))
 	e.report(protocol.CopierState{ID: id, State: protocol.CopierHalted, Reason: reason, At: h.At})
+	e.reportHalt(r, h)
 }
 
 // clearHaltLocked forgets a halt, with e.mu held.

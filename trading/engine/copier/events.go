@@ -207,6 +207,7 @@ func (e *Engine) outcomeOf(r *run, req bridge.OrderRequest, leaderOrderID string
 	out, reason := classify(err)
 	e.outcomeLocked(r, protocol.CopyOutcome{At: now.UTC(), Follower: req.Account, Instrument: req.Instrument,
 		LeaderOrderID: leaderOrderID, Quantity: req.Quantity, Outcome: out, Reason: reason})
+	e.reportCopy(r, req, leaderOrderID, "", out, reason, now)
 }
 
 // refusedAll records that a tandem copier copied nothing to any follower.
@@ -214,6 +215,8 @@ func (e *Engine) refusedAll(r *run, instrument, leaderOrderID string, qty int, w
 	for _, f := range r.cfg.followers {
 		e.outcomeLocked(r, protocol.CopyOutcome{At: now.UTC(), Follower: f.account, Instrument: instrument,
 			LeaderOrderID: leaderOrderID, Quantity: scale(qty, f.ratio), Outcome: protocol.CopyBlocked, Reason: why})
+		e.reportCopy(r, bridge.OrderRequest{Account: f.account, Instrument: instrument, Quantity: scale(qty, f.ratio)},
+			leaderOrderID, "", protocol.CopyBlocked, why, now)
 	}
 }
 

@@ -117,7 +117,9 @@ func (e *Engine) placeFills(ctx context.Context, r *run, reqs []bridge.OrderRequ
 	for i, rs := range res {
 		if rs.err != nil {
 			e.outcomeOf(r, reqs[i], leaderOrderID, rs.err, now)
+			continue
 		}
+		e.reportCopy(r, reqs[i], leaderOrderID, reqs[i].OrderID, outcomePlaced, "", now)
 	}
 }
 

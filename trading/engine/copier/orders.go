@@ -216,6 +216,7 @@ func (e *Engine) copyOrder(ctx context.Context, r *run, o protocol.Order, inst s
 		}
 		recs[i].Done = protocol.TerminalOrderState(rs.ord.OrderState)
 		en.Copies = append(en.Copies, recs[i])
+		e.reportCopy(r, reqs[i], o.OrderID, reqs[i].OrderID, outcomePlaced, "", now)
 	}
 	if protocol.TerminalOrderState(o.OrderState) {
 		en.LeaderDone = true

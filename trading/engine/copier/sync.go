@@ -227,6 +227,7 @@ func (e *Engine) align(ctx context.Context, r *run, f follower, inst string, del
 		return
 	}
 	delete(r.unaligned, k)
+	e.reportCopy(r, req, "", req.OrderID, outcomePlaced, "", now)
 	e.log.Info("auto-sync corrected a follower", zap.String("copier", r.cfg.id), zap.String("follower", f.account),
 		zap.String("instrument", inst), zap.Int("delta", delta))
 }

@@ -7,6 +7,7 @@ package enginetest
 
 import (
 	"context"
+	"encoding/json"
 	"strings"
 	"sync"
 	"testing"
@@ -52,6 +53,28 @@ type Reporter struct {
 	mu       sync.Mutex
 	monitors []protocol.MonitorState
 	copiers  []protocol.CopierState
+	activity []protocol.ActivityEntry
+}
+
+// ReportActivity implements engine.Reporter.
+func (r *Reporter) ReportActivity(e protocol.ActivityEntry) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.activity = append(r.activity, e)
+}
+
+// Activity returns the activity reports of kind made so far, or every one
+// when kind is "".
+func (r *Reporter) Activity(kind string) []protocol.ActivityEntry {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	var out []protocol.ActivityEntry
+	for _, e := range r.activity {
+		if kind == "" || e.Kind == kind {
+			out = append(out, e)
+		}
+	}
+	return out
 }
 
 // ReportMonitor implements engine.Reporter.
@@ -80,6 +103,14 @@ func (r *Reporter) Copiers() []protocol.CopierState {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	return append([]protocol.CopierState(nil), r.copiers...)
+}
+
+// Detail decodes an activity report's detail, for comparing it.
+func Detail(t testing.TB, e protocol.ActivityEntry) map[string]any {
+	t.Helper()
+	var d map[string]any
+	require.NoError(t, json.Unmarshal(e.Detail, &d))
+	return d
 }
 
 // Configs pushes configurations to a Holder, each with the next version,

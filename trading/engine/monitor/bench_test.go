@@ -48,8 +48,9 @@ func (t *traderClock) Flatten(ctx context.Context, a protocol.FlattenArgs) (prot
 
 type nopReporter struct{}
 
-func (nopReporter) ReportMonitor(protocol.MonitorState) {}
-func (nopReporter) ReportCopier(protocol.CopierState)   {}
+func (nopReporter) ReportMonitor(protocol.MonitorState)   {}
+func (nopReporter) ReportCopier(protocol.CopierState)     {}
+func (nopReporter) ReportActivity(protocol.ActivityEntry) {}
 
 // BenchmarkBreachToFlatten measures an account event that breaches the
 // loss limit until the engine calls Trader.Flatten (call-p50-µs,

@@ -316,6 +316,44 @@ type action struct {
 	flatten bool
 	report  protocol.MonitorState
 	save    pending
+	// activity is the trip as the activity log records it, its flatten
+	// filled in once it ran.
+	activity tripDetail
+	source   protocol.ActivitySource
+}
+
+// tripDetail is the detail of a monitor.tripped report.
+type tripDetail struct {
+	// Limit is the rule that tripped: a reason* name.
+	Limit string `json:"limit"`
+	// Pnl is the session P&L at the trip, counted the monitor's way.
+	Pnl float64 `json:"pnl"`
+	// Threshold is the P&L the limit stood at (the loss limit as a
+	// negative P&L, the trailing drawdown's floor, the profit target);
+	// absent for the limits of time.
+	Threshold *float64 `json:"threshold,omitempty"`
+	// OnTrip is what the trip did: "flatten" (cancel and close) or "none"
+	// (cancel the working orders only).
+	OnTrip string `json:"onTrip"`
+	// Flatten is its outcome.
+	Flatten engine.FlattenDetail `json:"flatten"`
+}
+
+// threshold returns the P&L at which m's limit reason trips, with high the
+// session high of m's count; nil for the limits of time.
+func threshold(m *protocol.Monitor, reason string, high float64) *float64 {
+	var v float64
+	switch reason {
+	case reasonLossLimit:
+		v = -m.LossLimit.Amount
+	case reasonTrailingDrawdown:
+		v = round(high - m.TrailingDrawdown.Amount)
+	case reasonProfitTarget:
+		v = m.ProfitTarget.Amount
+	default:
+		return nil
+	}
+	return &v
 }
 
 // pending is a state to write to the Store.
@@ -332,14 +370,26 @@ func (e *Engine) tripLocked(a *account, reason string, now time.Time) *action {
 	a.stoppedAt = stamp(now)
 	a.seq++
 	a.dirty = false
+	i := countOf(a.mon.IncludeUnrealized, a.mon.IncludeCommission)
+	pnl := sessionPnl(&a.item, i)
 	e.log.Warn("monitor tripped", zap.String("account", a.name), zap.String("reason", reason),
-		zap.Float64("sessionPnl", sessionPnl(&a.item, countOf(a.mon.IncludeUnrealized, a.mon.IncludeCommission))))
-	return &action{
+		zap.Float64("sessionPnl", pnl))
+	t := &action{
 		account: a.name,
 		flatten: reason == reasonAutoFlattenAt || a.mon.OnTrip != protocol.OnTripNone,
 		report:  protocol.MonitorState{Account: a.name, State: protocol.MonitorStopped, Reason: reason, At: a.stoppedAt},
 		save:    a.pending(),
+		activity: tripDetail{Limit: reason, Pnl: pnl, Threshold: threshold(a.mon, reason, a.highs[i]),
+			OnTrip: protocol.OnTripNone},
+		source: protocol.ActivitySource{Kind: protocol.SourceMonitor, ID: a.mon.ID},
 	}
+	if t.flatten {
+		t.activity.OnTrip = protocol.OnTripFlatten
+	}
+	if t.source.ID == "" {
+		t.source.ID = a.name
+	}
+	return t
 }
 
 // stamp is the time of a stop as it is reported: UTC, to the millisecond,
@@ -353,25 +403,47 @@ func (e *Engine) act(ctx context.Context, t *action) {
 	tctx, cancel := context.WithTimeout(ops.WithSource(context.WithoutCancel(ctx), ops.SourceEngine), tripTimeout)
 	defer cancel()
 	log := e.log.With(zap.String("account", t.account), zap.String("reason", t.report.Reason))
+	var err error
 	if t.flatten {
-		res, err := e.opts.Trader.Flatten(tctx, protocol.FlattenArgs{Account: t.account, Force: true})
+		var res protocol.FlattenResult
+		res, err = e.opts.Trader.Flatten(tctx, protocol.FlattenArgs{Account: t.account, Force: true})
 		if err != nil {
 			log.Error("flattening a tripped account", zap.Error(err))
 		} else {
 			log.Info("tripped account flattened", zap.Int("closed", len(res.Positions)),
 				zap.Int("cancelled", len(res.CancelledOrderIDs)))
 		}
+		t.activity.Flatten = engine.NewFlattenDetail(res, err)
 	} else {
-		res, err := e.opts.Trader.CancelOrders(tctx, protocol.CancelOrdersArgs{Account: t.account, Force: true})
+		var res protocol.CancelResult
+		res, err = e.opts.Trader.CancelOrders(tctx, protocol.CancelOrdersArgs{Account: t.account, Force: true})
 		if err != nil {
 			log.Error("cancelling a tripped account's orders", zap.Error(err))
 		} else {
 			log.Info("tripped account's orders cancelled", zap.Int("cancelled", len(res.CancelledOrderIDs)))
 		}
+		t.activity.Flatten = engine.NewFlattenDetail(protocol.FlattenResult{CancelledOrderIDs: res.CancelledOrderIDs}, err)
 	}
 	e.write(t.save)
 	e.opts.Reporter.ReportMonitor(t.report)
+	e.opts.Reporter.ReportActivity(engine.NewActivity(t.report.At, protocol.ActivityMonitorTripped, t.account,
+		t.source, tripSummary(t.account, &t.activity, err), t.activity))
 	e.notify(t.account, protocol.MonitorStopped)
+}
+
+// tripSummary is the one line of a monitor.tripped report.
+func tripSummary(account string, d *tripDetail, err error) string {
+	s := fmt.Sprintf("Monitor stopped trading on %s: %s reached at a session P&L of %.2f", account, d.Limit, d.Pnl)
+	switch {
+	case err != nil && d.OnTrip == protocol.OnTripFlatten:
+		return s + "; the flatten failed"
+	case err != nil:
+		return s + "; cancelling the working orders failed"
+	case d.OnTrip == protocol.OnTripFlatten:
+		return s + fmt.Sprintf("; flattened (%d closing orders, %d orders cancelled)",
+			len(d.Flatten.OrderIDs), len(d.Flatten.CancelledOrderIDs))
+	}
+	return s + fmt.Sprintf("; %d working orders cancelled", len(d.Flatten.CancelledOrderIDs))
 }
 
 // notify calls OnState.
