@@ -39,6 +39,7 @@ type fixture struct {
 	configs *enginetest.Configs
 	eng     *Engine
 	trader  *countingTrader
+	rep     *enginetest.Reporter
 }
 
 // countingTrader is the real operations, counting the Flatten calls that
@@ -77,9 +78,11 @@ func newFixture(t testing.TB) *fixture {
 	t.Helper()
 	m := enginetest.NewMarket(t, start, sim.Options{}, ops.Options{})
 	p, clock, o := m.Sim, m.Clock, m.Ops
-	f := &fixture{t: t, sim: p, clock: clock, ops: o, configs: &enginetest.Configs{}, trader: &countingTrader{Ops: o}}
+	f := &fixture{t: t, sim: p, clock: clock, ops: o, configs: &enginetest.Configs{}, trader: &countingTrader{Ops: o},
+		rep: &enginetest.Reporter{}}
 	var err error
-	f.eng, err = New(Options{Platform: p, Trader: f.trader, Config: &f.configs.Holder, Now: clock.Now, TickInterval: 10 * time.Millisecond})
+	f.eng, err = New(Options{Platform: p, Trader: f.trader, Config: &f.configs.Holder, Now: clock.Now,
+		TickInterval: 10 * time.Millisecond, Reporter: f.rep})
 	require.NoError(t, err)
 	o.SetGate(f.eng)
 	require.NoError(t, p.SetPrice(es, 6000))
