@@ -6,6 +6,7 @@ import (
 	"errors"
 	"math"
 	"net/http"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -256,6 +257,22 @@ func TestKillSwitchFlattensTheBrokerAccounts(t *testing.T) {
 	f.configs.set("alice", protocol.Config{Controls: protocol.Controls{KillSwitch: true, FlattenOnKill: true}})
 	m.ConfigChanged("alice")
 	require.Eventually(t, func() bool { return position(t, f, "alice") == 0 }, waitFor, 10*time.Millisecond)
+	// The engines' activity report is published as an agent's would be.
+	var entry protocol.ActivityEntry
+	deadline := time.After(waitFor)
+	for entry.Kind == "" {
+		select {
+		case r := <-f.configs.reports:
+			if raw, ok := strings.CutPrefix(r, protocol.EventActivity+" "); ok {
+				require.NoError(t, json.Unmarshal([]byte(raw), &entry))
+			}
+		case <-deadline:
+			t.Fatal("no activity report published")
+		}
+	}
+	require.Equal(t, protocol.ActivityKillSwitchChanged, entry.Kind)
+	require.Len(t, entry.ID, 32)
+	require.Contains(t, string(entry.Detail), `"enabled":true`)
 
 	// New entries are refused while the kill switch is on.
 	_, err = call(t, m, "alice", protocol.FnPlaceOrder, "req-k2", map[string]any{"account": "Sim101", "action": "Buy",
