@@ -106,25 +106,34 @@ const (
 	// changed or deleted: detail: resource (the kind), id, op, changes
 	// ([{field, before, after}], secrets never).
 	ActivityConfigChanged = "config.changed"
-	// ActivityCopierCopied: a copier placed a follower's copy: detail:
-	// copierId, leader, follower, instrument, quantity, leaderOrderId,
-	// orderId.
+	// ActivityCopierCopied: a copier placed a follower's copy, or the
+	// copy was refused: detail: copierId, leader, follower, instrument,
+	// action, quantity, leaderOrderId (absent for an auto-sync
+	// correction), orderId (absent when nothing was placed), outcome
+	// ("placed", or "blocked", "rejected", "failed" as CopyOutcome),
+	// reason (when refused), sync (true for an auto-sync correction). A
+	// copy the ratio rounds to zero is not recorded.
 	ActivityCopierCopied = "copier.copied"
 	// ActivityCopierHalted: a copier halted: detail: copierId, reason.
 	ActivityCopierHalted = "copier.halted"
 	// ActivityMonitorTripped: a monitor stopped trading on an account:
 	// detail: limit (the rule that tripped), pnl (the session P&L at the
-	// trip), threshold, flatten ({orderIds, error}).
+	// trip), threshold (absent for the limits of time), onTrip ("flatten"
+	// or "none"), flatten ({orderIds, cancelledOrderIds, error}).
 	ActivityMonitorTripped = "monitor.tripped"
 	// ActivityKillSwitchChanged: the kill switch was turned on or off;
-	// detail: enabled, and flatten ({orderIds, error}) when turning it
-	// on flattened accounts.
+	// detail: enabled, and flatten ({orderIds, cancelledOrderIds,
+	// error}, its first attempt) when turning it on flattened accounts.
 	ActivityKillSwitchChanged = "killSwitch.changed"
 	// ActivityNewsLockoutEntered: a news lockout window opened: detail:
-	// title, from, until, action, roots.
+	// title, from, until, action, roots, and flatten ({orderIds,
+	// cancelledOrderIds, error}) for the action "flatten".
 	ActivityNewsLockoutEntered = "newsLockout.entered"
-	// ActivityStrategyRefused: an order refused by a strategy lock:
-	// detail: instrument, strategy, rule.
+	// ActivityStrategyRefused: orders refused by a strategy lock
+	// (position_owned), aggregated: one entry per account, instrument,
+	// strategy and rule a minute: detail: instrument, strategy (the
+	// refused tag), rule ("strategyOwned", "untaggedPosition"), owner
+	// (the owning tag), count, from, until (the first and last refusal).
 	ActivityStrategyRefused = "strategy.refused"
 	// ActivityAgentConnected: the user's agent connected: detail:
 	// agentVersion, protocolVersion, platform.

@@ -7,7 +7,8 @@
 // engines over the operations (trading/engine/controls, monitor, copier; a
 // monitor's change of state reaches the copiers, which halt a tandem
 // copier whose follower's monitor stopped), makes the controls and the
-// monitors the operations' trading gate, and builds a dispatcher
+// monitors the operations' trading gate (and the controls the observer of
+// the strategy-lock refusals, which they report), and builds a dispatcher
 // (trading/dispatch) with the operations' functions registered. The caller
 // registers its own functions on the dispatcher, applies the management
 // configuration to the Holder it passed, and runs the engines with Run
