@@ -193,6 +193,9 @@ func (a *Agent) Run(ctx context.Context) error {
 	a.log.Info("agent starting", zap.String("version", Version), zap.String("platform", a.opts.Platform.Kind()))
 	ctx, cancel := context.WithCancel(ctx)
 	defer a.finalSnapshot() // runs last: everything it describes has stopped
+	// Keeps the activity reports the engines made while they stopped, for
+	// the next run to send.
+	defer a.reports.persist()
 	var wg sync.WaitGroup
 	defer wg.Wait()
 	defer cancel() // runs before wg.Wait: the helpers stop when the tunnel does
