@@ -1,17 +1,22 @@
 package agent_test
 
 import (
+	"context"
 	"encoding/json"
 	"net/http"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/require"
+	"go.uber.org/zap"
 
+	"tradebridge/agent"
+	"tradebridge/agent/tunnel"
 	"tradebridge/internal/systemtest"
 	"tradebridge/internal/testkit"
 	"tradebridge/protocol"
 	"tradebridge/relay/events"
+	"tradebridge/trading/bridge/sim"
 )
 
 // A monitor that trips on the agent's simulator reaches the relay as the
@@ -74,4 +79,73 @@ func TestMonitorTripReachesTheRelayAsActivity(t *testing.T) {
 	require.Equal(t, protocol.OnTripFlatten, d.OnTrip)
 	require.Len(t, d.Flatten.OrderIDs, 1, "the position closed")
 	require.Empty(t, d.Flatten.Error)
+}
+
+// nextActivity waits for the agent's next EventActivity on a tunnel and
+// returns its entry; false when none came within.
+func nextActivity(t *testing.T, events <-chan protocol.Event, within time.Duration) (protocol.ActivityEntry, bool) {
+	t.Helper()
+	timeout := time.After(within)
+	for {
+		select {
+		case ev := <-events:
+			if ev.Kind != protocol.EventActivity {
+				continue
+			}
+			var e protocol.ActivityEntry
+			require.NoError(t, json.Unmarshal(ev.Data, &e))
+			return e, true
+		case <-timeout:
+			return protocol.ActivityEntry{}, false
+		}
+	}
+}
+
+// An engine's report goes over the real tunnel as EventActivity, again
+// with the same id after the tunnel is replaced, and never to a relay
+// that welcomes the agent with protocol version 5.
+func TestActivityOverTheTunnel(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		name    string
+		welcome int
+	}{{"relay of this version", 0}, {"relay of version 5", 5}} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			ctx, cancel := context.WithCancel(context.Background())
+			defer cancel()
+			url, ends := fakeRelayWelcoming(t, ctx, tc.welcome)
+			p, err := sim.New(sim.Options{})
+			require.NoError(t, err)
+			defer p.Close()
+			a, err := agent.New(agent.Options{RelayURL: url, Token: "tb_agent_test", Platform: p, Logger: zap.NewNop(),
+				EngineTick: 10 * time.Millisecond,
+				Tunnel:     tunnel.Options{BackoffBase: 20 * time.Millisecond, BackoffCap: 100 * time.Millisecond}})
+			require.NoError(t, err)
+			defer run(ctx, cancel, a)()
+
+			end := accept(t, ends)
+			s, err := end.sess.OpenStream()
+			require.NoError(t, err)
+			defer s.Close()
+			resp := rpc(t, s, 1, protocol.FnApplyConfig, protocol.Config{Version: 1, Controls: protocol.Controls{KillSwitch: true}})
+			require.Nil(t, resp.Error)
+
+			if tc.welcome != 0 {
+				_, got := nextActivity(t, end.events, 500*time.Millisecond)
+				require.False(t, got, "a version 5 relay is sent no activity")
+				return
+			}
+			first, ok := nextActivity(t, end.events, testkit.Long)
+			require.True(t, ok, "the kill switch applied is reported")
+			require.Equal(t, protocol.ActivityKillSwitchChanged, first.Kind)
+			require.JSONEq(t, `{"enabled":true}`, string(first.Detail))
+
+			end.sess.Close() // the link drops; the agent connects again
+			again := accept(t, ends)
+			resent, ok := nextActivity(t, again.events, testkit.Long)
+			require.True(t, ok, "the kept report is sent after the connect")
+			require.Equal(t, first.ID, resent.ID, "with its id, which the relay records once")
+		})
+	}
 }

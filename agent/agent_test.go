@@ -1,6 +1,7 @@
 package agent_test
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"net"
@@ -46,6 +47,13 @@ type tunnelEnd struct {
 // the test; the tunnel lasts until the test's context ends.
 func fakeRelay(t *testing.T, ctx context.Context) (string, <-chan tunnelEnd) {
 	t.Helper()
+	return fakeRelayWelcoming(t, ctx, 0)
+}
+
+// fakeRelayWelcoming is fakeRelay whose Welcome names version (an older
+// relay's), or the agent's own when 0.
+func fakeRelayWelcoming(t *testing.T, ctx context.Context, version int) (string, <-chan tunnelEnd) {
+	t.Helper()
 	ends := make(chan tunnelEnd, 1)
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.URL.Path != protocol.ConnectPath {
@@ -80,8 +88,9 @@ func fakeRelay(t *testing.T, ctx context.Context) (string, <-chan tunnelEnd) {
 		if protocol.Decode(payload, &end.hello) != nil {
 			return
 		}
+		welcome := cmp.Or(version, end.hello.ProtocolVersion)
 		if protocol.NewWriter(control).WriteFrame(protocol.TypeWelcome, protocol.Welcome{
-			ProtocolVersion: end.hello.ProtocolVersion, SessionID: "s-test", ServerTime: time.Now().UnixMilli()}) != nil {
+			ProtocolVersion: welcome, SessionID: "s-test", ServerTime: time.Now().UnixMilli()}) != nil {
 			return
 		}
 		ends <- end
