@@ -46,6 +46,9 @@ func (r *run) source() protocol.ActivitySource {
 // reportCopy reports a copier.copied: a copy of req placed as orderID, or
 // refused with outcome and reason.
 func (e *Engine) reportCopy(r *run, req bridge.OrderRequest, leaderOrderID, orderID, outcome, reason string, now time.Time) {
+	if e.opts.Reporter == nil {
+		return
+	}
 	d := copyDetail{CopierID: r.cfg.id, Leader: r.cfg.leader, Follower: req.Account, Instrument: req.Instrument,
 		Action: req.Action, Quantity: req.Quantity, LeaderOrderID: leaderOrderID, OrderID: orderID,
 		Outcome: outcome, Reason: reason, Sync: leaderOrderID == ""}
