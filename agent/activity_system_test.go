@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"net/http"
+	"path/filepath"
 	"testing"
 	"time"
 
@@ -11,6 +12,7 @@ import (
 	"go.uber.org/zap"
 
 	"tradebridge/agent"
+	"tradebridge/agent/agentstore"
 	"tradebridge/agent/tunnel"
 	"tradebridge/internal/systemtest"
 	"tradebridge/internal/testkit"
@@ -147,5 +149,65 @@ func TestActivityOverTheTunnel(t *testing.T) {
 			require.True(t, ok, "the kept report is sent after the connect")
 			require.Equal(t, first.ID, resent.ID, "with its id, which the relay records once")
 		})
+	}
+}
+
+// A report made while the relay is out of reach is kept in the agent's
+// state file and sent, with its id, by the next run of the agent once it
+// connects.
+func TestActivityMadeOfflineSurvivesARestart(t *testing.T) {
+	t.Parallel()
+	path := filepath.Join(t.TempDir(), agentstore.DefaultFileName)
+	p, err := sim.New(sim.Options{})
+	require.NoError(t, err)
+	defer p.Close()
+
+	// The first run: the saved configuration turns the kill switch on,
+	// and no relay answers.
+	st, err := agentstore.Open(agentstore.Options{Path: path})
+	require.NoError(t, err)
+	require.NoError(t, st.SaveConfig(&protocol.Config{Version: 1, Controls: protocol.Controls{KillSwitch: true}}))
+	ctx, cancel := context.WithCancel(context.Background())
+	a, err := agent.New(agent.Options{RelayURL: "http://127.0.0.1:1", Token: "tb_agent_test", Platform: p,
+		Logger: zap.NewNop(), State: st, EngineTick: 10 * time.Millisecond})
+	require.NoError(t, err)
+	stop := run(ctx, cancel, a)
+	var kept map[string][]byte
+	require.Eventually(t, func() bool {
+		kept, err = st.Load(agent.OutboxBucket)
+		return err == nil && len(kept) == 1
+	}, testkit.Long, testkit.Tick, "the report is kept in the state file")
+	stop()
+	require.NoError(t, st.Close())
+	var id string
+	for k := range kept {
+		id = k
+	}
+
+	// The next run reaches a relay.
+	st, err = agentstore.Open(agentstore.Options{Path: path})
+	require.NoError(t, err)
+	defer st.Close()
+	ctx, cancel = context.WithCancel(context.Background())
+	defer cancel()
+	url, ends := fakeRelay(t, ctx)
+	a, err = agent.New(agent.Options{RelayURL: url, Token: "tb_agent_test", Platform: p, Logger: zap.NewNop(),
+		State: st, EngineTick: 10 * time.Millisecond})
+	require.NoError(t, err)
+	defer run(ctx, cancel, a)()
+	end := accept(t, ends)
+	deadline := time.After(testkit.Long)
+	for {
+		e, ok := nextActivity(t, end.events, testkit.Long)
+		require.True(t, ok, "the kept report reaches the relay")
+		if e.ID == id {
+			require.Equal(t, protocol.ActivityKillSwitchChanged, e.Kind)
+			return
+		}
+		select {
+		case <-deadline:
+			t.Fatal("the kept report did not reach the relay")
+		default:
+		}
 	}
 }
