@@ -56,11 +56,11 @@ type Server struct {
 	wg     sync.WaitGroup // sockets, user loops, their calls
 
 	stats struct {
-		sockets   atomic.Int64
-		delivered atomic.Int64
-		conflated atomic.Int64
-		frames    atomic.Int64
-		badQuotes atomic.Int64
+		sockets         atomic.Int64
+		delivered       atomic.Int64
+		conflated       atomic.Int64
+		frames          atomic.Int64
+		badQuotes       atomic.Int64
 		activity        atomic.Int64
 		activityDropped atomic.Int64
 	}
