@@ -4,7 +4,6 @@ import (
 	"encoding/json"
 	"strconv"
 	"testing"
-	"time"
 
 	"github.com/stretchr/testify/require"
 
@@ -54,7 +53,8 @@ func TestActivitySubscription(t *testing.T) {
 	require.Equal(t, "act_3", f["event"].(map[string]any)["id"], "only its user's")
 
 	a.send(map[string]any{"action": "unsubscribeActivity", "id": 7})
-	require.Equal(t, map[string]any{"seq": f64(a.seq + 1), "type": "activityUnsubscribed", "id": float64(7)}, a.read())
+	want := map[string]any{"seq": a.seq + 1, "type": "activityUnsubscribed", "id": float64(7)}
+	require.Equal(t, want, a.read())
 	e.srv.HandleRecorded(userA, activityEntry(4, "after"))
 	a.send(map[string]any{"action": "ping"})
 	require.Equal(t, "pong", a.read()["type"], "no entry after the unsubscribed reply")
@@ -67,8 +67,6 @@ func TestActivitySubscription(t *testing.T) {
 	require.Equal(t, "invalid_frame", f["error"])
 	require.Equal(t, int64(3), e.srv.Stats().Activity)
 }
-
-func f64(v float64) float64 { return v }
 
 // A socket whose writer falls behind drops the entries beyond its queue
 // and says so in dropped; it never blocks the publisher.
@@ -89,19 +87,15 @@ func TestActivityQueueIsBounded(t *testing.T) {
 		}
 		return false
 	}, testkit.Medium, testkit.Tick)
-	// Hold the socket's queue (as a writer busy with a slow client would)
-	// while 10 entries arrive.
+	// Hold the socket's queue (as a writer busy with a slow client
+	// would) while 10 entries arrive.
 	sk.mu.Lock()
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		for i := range 10 {
-			e.srv.HandleRecorded(userA, activityEntry(i+1, "n"))
-		}
-	}()
-	time.Sleep(20 * time.Millisecond)
+	sk.actHold = true
 	sk.mu.Unlock()
-	<-done
+	for i := range 10 {
+		e.srv.HandleRecorded(userA, activityEntry(i+1, "n"))
+	}
+	sk.releaseActivity()
 	var got []string
 	var dropped float64
 	for len(got) < 4 {
