@@ -288,3 +288,13 @@ func TestParseEntryID(t *testing.T) {
 		require.Equal(t, tc.want, got, tc.in)
 	}
 }
+
+// A disabled Recorder records nothing.
+func TestRecorderDisabled(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t, activity.Options{Disabled: true}, "u1")
+	f.rec.Handle(context.Background(), events.Activity("u1", "", placed("order")))
+	f.rec.Handle(context.Background(), sessionEvent(agentcall.SessionStarted, "tun_1", "1.2.0", testkit.Epoch))
+	require.Empty(t, f.list(t, "u1"))
+	require.Empty(t, f.pub.all())
+}
