@@ -4,7 +4,7 @@
 // (relay/tradeapi), the WebSocket stream API (relay/stream), the Management API
 // (relay/manage), the broker family (relay/broker), pairing a PC
 // (relay/pairing), the support staff's route (relay/support) with the agents' connection history
-// (relay/connhistory) and metrics (relay/metrics) into one HTTP server with
+// (relay/connhistory), the users' activity logs (relay/activity) and metrics (relay/metrics) into one HTTP server with
 // timeouts and a graceful shutdown that also closes the stream sockets and
 // ends the tunnels.
 //
@@ -62,6 +62,7 @@ import (
 	"go.uber.org/zap"
 
 	"tradebridge/protocol"
+	"tradebridge/relay/activity"
 	"tradebridge/relay/admit"
 	"tradebridge/relay/agentcall"
 	"tradebridge/relay/auth"
@@ -101,6 +102,11 @@ type Options struct {
 	// History tunes the agents' connection history; Store and Logger in
 	// it are filled by the Relay. Serve runs it.
 	History connhistory.Options
+	// Activity tunes the users' activity logs (retention, caps); Store,
+	// Publisher and Logger in it are filled by the Relay, which records
+	// the spine's entries, engine reports and sessions with it and serves
+	// GET /v1/api/activity. Serve prunes the logs.
+	Activity activity.Options
 	// Support tunes the support staff's route; Hub, Store, Admit,
 	// IPBudget and Logger in it are filled by the Relay.
 	Support support.Options
@@ -201,6 +207,7 @@ type Relay struct {
 	manage   *manage.Server
 	broker   *broker.Manager
 	history  *connhistory.Writer
+	activity *activity.Recorder
 	events   *events.Bus
 	metrics  *metrics.Metrics
 	guard    *httpapi.Guard
@@ -289,6 +296,7 @@ type build struct {
 	broker  *tradeapi.API // the broker family's trading routes
 	support *support.Server
 	pairing *pairing.Server
+	actLog  *activity.Server // GET /v1/api/activity
 }
 
 // run runs the steps in order.
@@ -304,6 +312,7 @@ func (b *build) run() (*Relay, error) {
 		b.management,
 		b.supportRoute,
 		b.pairingRoutes,
+		b.activityRoute,
 		b.subscribe,
 		b.routes,
 	} {
@@ -339,8 +348,10 @@ func (b *build) admission() error {
 	return err
 }
 
-// spine builds the event spine every producer publishes to, and the
-// connection history, which records the tunnels' entries from it.
+// spine builds the event spine every producer publishes to, the
+// connection history, which records the tunnels' entries from it, and the
+// activity log's recorder, which records the entries, engine reports and
+// sessions on it.
 func (b *build) spine() error {
 	bus, err := events.New(events.Options{Logger: b.log, Metrics: b.r.metrics})
 	if err != nil {
@@ -356,6 +367,14 @@ func (b *build) spine() error {
 		return err
 	}
 	b.undo.push(func() { _ = b.r.history.Close() })
+	act := b.opts.Activity
+	act.Store = b.opts.Store
+	act.Publisher = bus
+	act.Logger = b.log
+	if b.r.activity, err = activity.New(act); err != nil {
+		return err
+	}
+	b.undo.push(func() { _ = b.r.activity.Close() })
 	return nil
 }
 
@@ -508,6 +527,18 @@ func (b *build) pairingRoutes() error {
 	return err
 }
 
+// activityRoute builds GET /v1/api/activity.
+func (b *build) activityRoute() error {
+	var err error
+	b.actLog, err = activity.NewServer(activity.ServerOptions{Store: b.opts.Store, Admit: b.adm, IPBudget: b.perIP,
+		Budgets: b.opts.Budgets, Logger: b.log})
+	return err
+}
+
+// activityWorkers is how many of the spine's goroutines write activity
+// entries (each of another user at a time).
+const activityWorkers = 2
+
 // reportQueue bounds each user's reported states waiting to be stored by
 // the Management API.
 const reportQueue = 256
@@ -516,18 +547,20 @@ const reportQueue = 256
 // event in this order: the cluster first, so that the node serves a
 // user's subject before the stream re-sends the user's subscriptions
 // through it; then the stream sockets (other nodes' quotes and statuses
-// too); then the Management API's push on connect, and the connection
-// history. The Management API stores reported states, and the
-// connections of an agent that connects, from a queue per user, so that
-// they are stored in the order they happened.
+// too, and the activity entries); then the Management API's push on
+// connect, and the connection history. The Management API stores
+// reported states, and the connections of an agent that connects, from a
+// queue per user, so that they are stored in the order they happened; the
+// activity log records its entries, the engines' reports and the
+// sessions the same way.
 func (b *build) subscribe() error {
 	bus, r := b.r.events, b.r
 	var subs []events.Subscription
 	if r.cluster != nil {
-		subs = append(subs, events.Subscription{Name: "cluster", Types: []events.Type{events.TypeAgent, events.TypeStatus}, Handle: r.cluster.Handle})
+		subs = append(subs, events.Subscription{Name: "cluster", Types: []events.Type{events.TypeAgent, events.TypeStatus, events.TypeRecorded}, Handle: r.cluster.Handle})
 	}
 	subs = append(subs,
-		events.Subscription{Name: "stream", Types: []events.Type{events.TypeAgent, events.TypeStatus}, Remote: true, Handle: r.stream.Handle},
+		events.Subscription{Name: "stream", Types: []events.Type{events.TypeAgent, events.TypeStatus, events.TypeRecorded}, Remote: true, Handle: r.stream.Handle},
 		events.Subscription{Name: "manage-push", Types: []events.Type{events.TypeStatus}, Handle: func(e events.Event) {
 			r.manage.HandleStatus(e.UserID, e.Connected)
 		}},
@@ -540,10 +573,16 @@ func (b *build) subscribe() error {
 			return err
 		}
 	}
-	return bus.SubscribeQueued(events.QueuedSubscription{
+	if err := bus.SubscribeQueued(events.QueuedSubscription{
 		Name: "manage-reports", Types: []events.Type{events.TypeStatus, events.TypeAgent, events.TypeBroker}, Kinds: manage.ReportedKinds,
 		QueueSize: reportQueue, Workers: 2,
 		Handle: func(_ context.Context, e events.Event) { r.manage.HandleEvent(e) },
+	}); err != nil {
+		return err
+	}
+	return bus.SubscribeQueued(events.QueuedSubscription{
+		Name: "activity", Types: activity.Types, Kinds: activity.Kinds, Workers: activityWorkers,
+		Handle: r.activity.Handle,
 	})
 }
 
@@ -561,6 +600,7 @@ func (b *build) routes() error {
 	r.manage.Register(mux)
 	b.support.Register(mux)
 	b.pairing.Register(mux)
+	b.actLog.Register(mux)
 	mux.addNotAllowed()
 	mux.ServeMux.HandleFunc("/", fallback(mux.ServeMux))
 	r.patterns = mux.patterns
@@ -664,6 +704,9 @@ func (r *Relay) Broker() *broker.Manager { return r.broker }
 // extension may subscribe to it.
 func (r *Relay) Events() *events.Bus { return r.events }
 
+// Activity returns the relay's activity log recorder.
+func (r *Relay) Activity() *activity.Recorder { return r.activity }
+
 // Stream returns the relay's WebSocket stream server.
 func (r *Relay) Stream() *stream.Server { return r.stream }
 
@@ -738,6 +781,11 @@ func (r *Relay) Serve(ctx context.Context, ln net.Listener) error {
 	brokerDone := make(chan struct{})
 	go func() { defer close(brokerDone); _ = r.broker.Run(jctx) }()
 	defer func() { stopJanitor(); <-brokerDone }()
+	// The activity logs are pruned by their retention while the relay
+	// serves.
+	activityDone := make(chan struct{})
+	go func() { defer close(activityDone); _ = r.activity.Run(jctx) }()
+	defer func() { stopJanitor(); <-activityDone }()
 	// The connection history is written until the tunnels have ended
 	// (shutdown closes the hub), so that their ends are recorded too.
 	hctx, stopHistory := context.WithCancel(context.WithoutCancel(ctx))
@@ -865,6 +913,7 @@ func (r *Relay) Close() error {
 	r.closeCluster()
 	r.events.Close()
 	r.history.Close()
+	r.activity.Close()
 	return err
 }
 

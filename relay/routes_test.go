@@ -128,6 +128,11 @@ func TestEveryRouteEndToEnd(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, len(before), len(after), "no failure placed anything")
 
+	// The activity log (its entries are the subject of
+	// TestActivityEndToEnd).
+	r = call("GET", "/v1/api/activity?limit=5", "/v1/api/activity", "", 200)
+	require.Contains(t, data(r), "events")
+
 	// Every documented route was called.
 	doc := s.Do("GET", "/v1/api/openapi.json", "", "")
 	var spec struct {

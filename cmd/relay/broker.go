@@ -195,7 +195,8 @@ func newBrokerLinkCmd(stdout io.Writer) *cobra.Command {
 			"the API key's app id, app version and cid; standard input gives the secrets as one\n" +
 			"JSON object {\"password\":\"…\",\"sec\":\"…\"} (never on the command line, which other\n" +
 			"users of the machine can read). The login replaces any the user had. Nothing is\n" +
-			"sent to the broker: a running relay logs in when the user first trades.",
+			"sent to the broker: a running relay logs in when the user first trades. The link is\n" +
+			"recorded in the user's activity log (broker.linked, source operator).",
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if env != broker.EnvDemo && env != broker.EnvLive {
@@ -231,6 +232,8 @@ func newBrokerLinkCmd(stdout io.Writer) *cobra.Command {
 				case err != nil:
 					return err
 				}
+				recordOperator(ctx, cmd, st, user, protocol.ActivityBrokerLinked, "Tradovate login linked ("+env+") by the operator",
+					map[string]any{"env": env, "method": broker.MethodAPIKey})
 				return printJSON(stdout, struct {
 					Linked bool   `json:"linked"`
 					Env    string `json:"env"`
@@ -269,13 +272,17 @@ func newBrokerUnlinkCmd(stdout io.Writer) *cobra.Command {
 		Short: `Remove a user's broker login, with what the relay remembered of its trading; print {"unlinked":true|false}`,
 		Long: "Remove a user's broker login and the state the relay kept for it (strategy-tag\n" +
 			"ownership, the journal of trading writes). Prints {\"unlinked\":false} when the user had\n" +
-			"none. Orders and positions at the broker are untouched.",
+			"none. Orders and positions at the broker are untouched. An unlink is recorded in the\n" +
+			"user's activity log (broker.unlinked, source operator).",
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			return withStore(cmd, data, func(ctx context.Context, st store.Store) error {
 				had, err := st.DeleteBrokerLink(ctx, user)
 				if err != nil {
 					return err
+				}
+				if had {
+					recordOperator(ctx, cmd, st, user, protocol.ActivityBrokerUnlinked, "Tradovate login unlinked by the operator", map[string]any{})
 				}
 				return printJSON(stdout, map[string]bool{"unlinked": had})
 			})

@@ -123,6 +123,22 @@ func TestBrokerLinkCommands(t *testing.T) {
 	out, err = run(t, "", "broker", "status", "--data", dir, "--user", user)
 	require.NoError(t, err)
 	require.Equal(t, "{\"linked\":false}\n", out)
+
+	// The user's activity log holds the operator's links and the one
+	// unlink that removed a login, no secret in them.
+	st, err := store.Open(context.Background(), store.Options{Dir: dir})
+	require.NoError(t, err)
+	defer st.Close()
+	entries, err := st.ListActivity(context.Background(), user, store.ActivityQuery{Limit: 10})
+	require.NoError(t, err)
+	var kinds []string
+	for _, e := range entries {
+		kinds = append(kinds, e.Kind)
+		require.Equal(t, "operator", e.SourceKind)
+		require.NotContains(t, string(e.Detail)+e.Summary, "pw-")
+	}
+	require.Equal(t, []string{"broker.unlinked", "broker.linked", "broker.linked"}, kinds)
+	require.JSONEq(t, `{"env":"demo","method":"apikey"}`, string(entries[1].Detail))
 }
 
 // Standard input that is not exactly {"password","sec"} is refused with

@@ -18,6 +18,7 @@ import (
 	"net/http"
 	"os"
 	"os/signal"
+	"strconv"
 	"strings"
 	"syscall"
 	"time"
@@ -28,6 +29,7 @@ import (
 
 	"tradebridge/cmd/internal/logflags"
 	"tradebridge/relay"
+	"tradebridge/relay/activity"
 	"tradebridge/relay/auth"
 	"tradebridge/relay/broker"
 	"tradebridge/relay/budget"
@@ -74,8 +76,10 @@ func newServeCmd() *cobra.Command {
 		logs                         logflags.Flags
 		brokers                      brokerFlags
 		budgets, bus, node           string
+		activityRetention            = days(activity.DefaultRetention)
 	)
 	defaultShutdown, envErr := envDuration("RELAY_SHUTDOWN_TIMEOUT", relay.DefaultShutdownTimeout)
+	retentionErr := activityRetention.Set(envOr("RELAY_ACTIVITY_RETENTION", activityRetention.String()))
 	cmd := &cobra.Command{
 		Use:   "serve",
 		Short: "Serve the trading API and agent tunnels",
@@ -92,6 +96,9 @@ func newServeCmd() *cobra.Command {
 			}
 			if shutdownTimeout <= 0 {
 				return errors.New("--shutdown-timeout must be positive")
+			}
+			if retentionErr != nil && !cmd.Flags().Changed("activity-retention") {
+				return fmt.Errorf("RELAY_ACTIVITY_RETENTION: %w", retentionErr)
 			}
 			modes, err := parseModes(managementMode, familiesDown)
 			if err != nil {
@@ -125,7 +132,8 @@ func newServeCmd() *cobra.Command {
 			defer st.Close()
 			opts := relay.Options{Store: st, Logger: log, ShutdownTimeout: shutdownTimeout,
 				Bus: bus, Node: node,
-				Manage: manage.Options{Modes: modes}}
+				Manage:   manage.Options{Modes: modes},
+				Activity: activity.Options{Retention: time.Duration(activityRetention)}}
 			if bus == "" {
 				opts.Node = "" // one node: its sessions are the relay's
 			}
@@ -183,10 +191,41 @@ func newServeCmd() *cobra.Command {
 	hostname, _ := os.Hostname()
 	cmd.Flags().StringVar(&node, "node", envOr("RELAY_NODE", hostname),
 		"this node's name among the relay's nodes, distinct on each (env RELAY_NODE)")
+	cmd.Flags().Var(&activityRetention, "activity-retention",
+		"how long the users' activity log entries are kept: days (90d) or a duration (2160h) (env RELAY_ACTIVITY_RETENTION)")
 	logs.Register(cmd.Flags())
 	brokers.register(cmd.Flags())
 	return cmd
 }
+
+// days is a positive duration flag that also takes whole days ("90d").
+type days time.Duration
+
+func (d *days) String() string {
+	if time.Duration(*d)%(24*time.Hour) == 0 {
+		return strconv.FormatInt(int64(time.Duration(*d)/(24*time.Hour)), 10) + "d"
+	}
+	return time.Duration(*d).String()
+}
+
+func (d *days) Set(s string) error {
+	if n, ok := strings.CutSuffix(s, "d"); ok {
+		v, err := strconv.Atoi(n)
+		if err != nil || v <= 0 || v > 100*365 {
+			return errors.New("must be a whole number of days such as 90d, or a duration such as 2160h")
+		}
+		*d = days(time.Duration(v) * 24 * time.Hour)
+		return nil
+	}
+	v, err := time.ParseDuration(s)
+	if err != nil || v <= 0 {
+		return errors.New("must be a whole number of days such as 90d, or a duration such as 2160h")
+	}
+	*d = days(v)
+	return nil
+}
+
+func (d *days) Type() string { return "duration" }
 
 func newUsersCmd(stdout io.Writer) *cobra.Command {
 	users := &cobra.Command{Use: "users", Short: "Administer users"}

@@ -283,3 +283,31 @@ func TestUsersAccessCommand(t *testing.T) {
 		require.ErrorContains(t, err, tc.want)
 	}
 }
+
+// --activity-retention takes whole days or a duration; a malformed
+// RELAY_ACTIVITY_RETENTION is refused before anything starts.
+func TestActivityRetentionFlag(t *testing.T) {
+	for _, tc := range []struct {
+		in   string
+		want time.Duration
+		ok   bool
+	}{
+		{"90d", 90 * 24 * time.Hour, true}, {"1d", 24 * time.Hour, true}, {"36h", 36 * time.Hour, true},
+		{"0d", 0, false}, {"-1d", 0, false}, {"d", 0, false}, {"1.5d", 0, false}, {"0s", 0, false}, {"soon", 0, false},
+	} {
+		var d days
+		err := d.Set(tc.in)
+		require.Equal(t, tc.ok, err == nil, tc.in)
+		if tc.ok {
+			require.Equal(t, tc.want, time.Duration(d), tc.in)
+		}
+	}
+	d := days(90 * 24 * time.Hour)
+	require.Equal(t, "90d", d.String())
+	d = days(36 * time.Hour)
+	require.Equal(t, "36h0m0s", d.String())
+
+	t.Setenv("RELAY_ACTIVITY_RETENTION", "forever")
+	_, err := run(t, "", "serve", "--listen", "127.0.0.1:0", "--operator-listen", "off", "--data", t.TempDir())
+	require.ErrorContains(t, err, "RELAY_ACTIVITY_RETENTION")
+}

@@ -29,6 +29,12 @@
 // asked for, and those nodes subscribe to them and publish them on their
 // spines (Options.Events).
 //
+// The activity log's entries cross every node: each entry a node's
+// recorder stores (events.TypeRecorded, published on that node's spine)
+// is published on SubjectActivity, and every other node publishes it on
+// its own spine as a remote event, so that a stream socket on any node
+// sees its user's entries (and the alerts of any node may take them).
+//
 // Route gives the broker family the same request machinery for its own
 // services (broker.Router).
 //
@@ -100,7 +106,8 @@ type Options struct {
 	// quotes their agents sent for the contracts this node subscribed to
 	// (events.TypeAgent), and every status another node publishes
 	// (events.TypeStatus: a user's agent connected there, or left it;
-	// Connected reflects the news).
+	// Connected reflects the news), and the activity entries their
+	// activity logs stored (events.TypeRecorded).
 	Events events.Publisher
 	// DefaultTimeout is the deadline of a call whose context has none.
 	// Default 30 s, the hub's.
@@ -167,6 +174,7 @@ type Cluster struct {
 	mu        sync.Mutex
 	closed    bool
 	statusSub *nats.Subscription
+	activSub  *nats.Subscription
 	held      map[string]*heldUser                     // users the local hub holds
 	targets   map[string]*target                       // what each subject this node serves is for
 	services  map[*target]bool                         // the Serves not stopped
@@ -305,6 +313,11 @@ func New(opts Options) (*Cluster, error) {
 		return nil, fmt.Errorf("cluster: subscribing to statuses: %w", err)
 	}
 	c.statusSub = sub
+	if c.activSub, err = nc.Subscribe(c.subj.activity(), c.onActivity); err != nil {
+		_ = sub.Unsubscribe()
+		c.abort()
+		return nil, fmt.Errorf("cluster: subscribing to activity: %w", err)
+	}
 	// Joined once the server has the subscriptions.
 	c.flush()
 	if nc.Status() != nats.CONNECTED {
@@ -341,7 +354,7 @@ func (c *Cluster) Close() error {
 		return nil
 	}
 	c.closed = true
-	subs := []*nats.Subscription{c.statusSub}
+	subs := []*nats.Subscription{c.statusSub, c.activSub}
 	for _, h := range c.held {
 		subs = append(subs, h.sub)
 	}
@@ -557,6 +570,35 @@ func (c *Cluster) onStatus(msg *nats.Msg) {
 	if p := c.opts.Events; p != nil {
 		p.Publish(events.Event{Type: events.TypeStatus, UserID: m.User, Connected: m.Connected, Remote: true})
 	}
+}
+
+// publishActivity tells the other nodes about an entry this node's
+// activity log stored.
+func (c *Cluster) publishActivity(userID string, e protocol.ActivityEntry) {
+	if c.isClosed() {
+		return
+	}
+	m := activityMsg{Version: ProtocolVersion, Node: c.opts.Node, Instance: c.instance, User: userID, Entry: e}
+	if err := c.nc.Publish(c.subj.activity(), mustJSON(m)); err != nil {
+		// Lost for the sockets of other nodes; the log has it.
+		c.busDown("publishing an activity entry", err)
+	}
+}
+
+// onActivity takes another node's activity entry and publishes it on
+// Options.Events as a remote TypeRecorded.
+func (c *Cluster) onActivity(msg *nats.Msg) {
+	var m activityMsg
+	if err := json.Unmarshal(msg.Data, &m); err != nil || m.User == "" || m.Entry.ID == "" {
+		if c.downLog.ok("activity") {
+			c.log.Warn("malformed activity entry from another node")
+		}
+		return
+	}
+	if m.Instance == c.instance || m.Version != ProtocolVersion || c.opts.Events == nil {
+		return
+	}
+	c.opts.Events.Publish(events.Event{Type: events.TypeRecorded, UserID: m.User, Activity: m.Entry, Remote: true})
 }
 
 // flush waits, at most InfoTimeout, until the server has what this node

@@ -29,7 +29,7 @@ func TestProtocolVersionPinsTheLayout(t *testing.T) {
 	require.Equal(t, 1, cluster.ProtocolVersion)
 	for got, want := range map[string]string{
 		cluster.SubjectAgent: "agent", cluster.SubjectService: "svc", cluster.SubjectStatus: "status",
-		cluster.SubjectQuote: "quote", cluster.QueueGroup: "holders",
+		cluster.SubjectQuote: "quote", cluster.SubjectActivity: "activity", cluster.QueueGroup: "holders",
 		cluster.HeaderVersion: "Tb-Version", cluster.HeaderOp: "Tb-Op", cluster.HeaderFn: "Tb-Fn",
 		cluster.HeaderRequestID: "Tb-Request-Id", cluster.HeaderTrace: "Tb-Trace", cluster.HeaderTimeout: "Tb-Timeout-Ms",
 		cluster.HeaderOrigin: "Tb-Origin", cluster.HeaderKind: "Tb-Kind", cluster.HeaderPart: "Tb-Part",
@@ -502,4 +502,28 @@ func benchCall(b *testing.B, n *node) {
 			}
 		}
 	})
+}
+
+// An activity entry one node's log stored reaches every other node's
+// spine once, as a remote TypeRecorded; remote entries are not sent on.
+func TestClusterActivity(t *testing.T) {
+	t.Parallel()
+	a, b, c := cluster3(t)
+	entry := protocol.ActivityEntry{ID: "act_7", At: time.Date(2026, 11, 2, 15, 0, 0, 0, time.UTC), Kind: protocol.ActivityMonitorTripped,
+		Account: "Sim101", Source: protocol.ActivitySource{Kind: protocol.SourceMonitor, ID: "mon_1"}, Summary: "tripped",
+		Detail: json.RawMessage(`{"limit":"lossLimit"}`)}
+	a.cl.Handle(events.Event{Type: events.TypeRecorded, UserID: "u1", Activity: entry})
+	// A remote entry (b's spine re-publishing what it heard) goes nowhere.
+	b.cl.Handle(events.Event{Type: events.TypeRecorded, UserID: "u1", Activity: protocol.ActivityEntry{ID: "act_8"}, Remote: true})
+	for _, n := range []*node{b, c} {
+		require.Eventually(t, func() bool { return len(n.rec.gotActivity()) == 1 }, testkit.Medium, testkit.Tick, n.name)
+	}
+	// The bus has delivered everything sent before this round trip.
+	require.NoError(t, a.nc.Flush())
+	require.NoError(t, b.nc.Flush())
+	require.NoError(t, c.nc.Flush())
+	time.Sleep(50 * time.Millisecond)
+	require.Empty(t, a.rec.gotActivity(), "a node never takes its own")
+	require.Equal(t, []string{"u1:act_7"}, b.rec.gotActivity())
+	require.Equal(t, []string{"u1:act_7"}, c.rec.gotActivity())
 }

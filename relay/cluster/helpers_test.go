@@ -178,6 +178,7 @@ type recorder struct {
 	mu       sync.Mutex
 	quotes   []string // "user:instrument"
 	statuses []string // "user:true"
+	activity []string // "user:act_1"
 }
 
 // Publish takes what the node publishes on its spine.
@@ -190,7 +191,17 @@ func (r *recorder) Publish(e events.Event) {
 		r.event(e)
 	case events.TypeStatus:
 		r.status(e.UserID, e.Connected)
+	case events.TypeRecorded:
+		r.mu.Lock()
+		r.activity = append(r.activity, e.UserID+":"+e.Activity.ID)
+		r.mu.Unlock()
 	}
+}
+
+func (r *recorder) gotActivity() []string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return append([]string(nil), r.activity...)
 }
 
 func (r *recorder) event(e events.Event) {

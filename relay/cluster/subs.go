@@ -258,11 +258,17 @@ func (c *Cluster) receiveQuotes(userID string, contracts []string) {
 	}
 }
 
-// Handle takes the event spine's events of the local hub (the relay
-// subscribes it directly, before the stream sockets): statuses go to
-// HandleStatus, the agents' events to HandleEvent.
+// Handle takes the event spine's local events (the relay subscribes it
+// directly, before the stream sockets): statuses go to HandleStatus, the
+// agents' events to HandleEvent, the activity log's entries
+// (TypeRecorded) to the other nodes. Remote events are not sent on.
 func (c *Cluster) Handle(e events.Event) {
+	if e.Remote {
+		return
+	}
 	switch e.Type {
+	case events.TypeRecorded:
+		c.publishActivity(e.UserID, e.Activity)
 	case events.TypeStatus:
 		c.HandleStatus(e.UserID, e.Connected)
 	case events.TypeAgent:

@@ -25,7 +25,9 @@ import (
 //
 //   - 1: calls, info and routed services on a user's subject (HeaderOp),
 //     replies as heartbeats, one result (in parts when it exceeds the
-//     server's max payload) or one wire error; statuses; quotes.
+//     server's max payload) or one wire error; statuses; quotes; activity
+//     entries (SubjectActivity: a node that does not subscribe to it
+//     ignores it).
 const ProtocolVersion = 1
 
 // Subjects, under Options.Prefix ("tb"). <user>, <service> and
@@ -48,6 +50,9 @@ const (
 	// for the contract; the body is the quote event's data
 	// (protocol.Quote, JSON) and HeaderSeq its sequence number.
 	SubjectQuote = "quote"
+	// SubjectActivity, <prefix>.activity: the entries every node's
+	// activity log stores (activityMsg, JSON); every node subscribes.
+	SubjectActivity = "activity"
 	// QueueGroup is the queue group of the agent and service subjects:
 	// each request reaches one node even while two hold the user during a
 	// handover.
@@ -209,6 +214,17 @@ type statusMsg struct {
 	ConnectedAt int64  `json:"connectedAt,omitempty"`
 }
 
+// activityMsg is an entry a node's activity log stored
+// (SubjectActivity).
+type activityMsg struct {
+	Version int `json:"v"`
+	// Node and Instance name the sender (a node never takes its own).
+	Node     string                 `json:"node"`
+	Instance string                 `json:"instance"`
+	User     string                 `json:"user"`
+	Entry    protocol.ActivityEntry `json:"entry"`
+}
+
 // newer reports whether the tunnel (at, node, session) is newer than the
 // other: later connectedAt first, then the greater node name, then the
 // greater session id, so that every node agrees which one stays.
@@ -252,7 +268,8 @@ func (s subjects) agent(user string) string { return s.prefix + "." + SubjectAge
 func (s subjects) service(svc, user string) string {
 	return s.prefix + "." + SubjectService + "." + token(svc) + "." + token(user)
 }
-func (s subjects) status() string { return s.prefix + "." + SubjectStatus }
+func (s subjects) status() string   { return s.prefix + "." + SubjectStatus }
+func (s subjects) activity() string { return s.prefix + "." + SubjectActivity }
 func (s subjects) quote(user, contract string) string {
 	return s.prefix + "." + SubjectQuote + "." + token(user) + "." + token(contract)
 }

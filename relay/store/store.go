@@ -3,7 +3,8 @@
 // resources, each user's broker link with the state of the trading the
 // relay runs over it, the support staff's tokens and what they grant, and
 // the agents' connection history with their latest diagnostics, and the
-// one-time codes that pair a PC's agent with a user. It is the
+// one-time codes that pair a PC's agent with a user, and each user's
+// activity log. It is the
 // only package that talks to the database; the relay's other packages see
 // the Store interface.
 //
@@ -412,6 +413,24 @@ type Store interface {
 	// before now, or its user is disabled: no token is stored then, and an
 	// expired code is forgotten all the same.
 	RedeemPairingCode(ctx context.Context, hash string, now time.Time, t Token) (PairingCode, error)
+
+	// AppendActivity stores an entry of the user's activity log and
+	// returns its Seq. With a Ref, an entry of the same user and Ref
+	// already stored is not written again: inserted is false and seq is
+	// the stored entry's. ErrNotFound if the user does not exist.
+	AppendActivity(ctx context.Context, userID string, r ActivityRecord) (seq int64, inserted bool, err error)
+	// ListActivity returns the user's entries that q selects, newest
+	// (greatest Seq) first. A user without any has none; it is no error.
+	ListActivity(ctx context.Context, userID string, q ActivityQuery) ([]ActivityRecord, error)
+	// LatestActivity returns the user's newest entry of the kind;
+	// ErrNotFound if there is none.
+	LatestActivity(ctx context.Context, userID, kind string) (ActivityRecord, error)
+	// PruneActivity forgets every user's entries that happened before
+	// before (the retention), and returns how many.
+	PruneActivity(ctx context.Context, before time.Time) (int, error)
+	// TrimActivity forgets the user's oldest entries of the class beyond
+	// the newest keep (the cap), and returns how many.
+	TrimActivity(ctx context.Context, userID, class string, keep int) (int, error)
 
 	// Ping checks that the store answers.
 	Ping(ctx context.Context) error

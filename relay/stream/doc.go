@@ -1,6 +1,6 @@
 // Package stream serves the WebSocket stream API at GET /ws/stream: market
-// data, profit-and-loss streaming and the WebSocket form of RPC for the
-// desktop platform, through the user's agent (package hub). This comment is
+// data, profit-and-loss streaming, the user's activity log as it is
+// written, and the WebSocket form of RPC for the desktop platform, through the user's agent (package hub). This comment is
 // the socket's contract; the spec leaves most of it "not shown", and the
 // decisions below fill those gaps.
 //
@@ -47,6 +47,8 @@
 //	{"action":"subscribe","instruments":["ES","NQ 12-26"]}
 //	{"action":"unsubscribe","instruments":["ES"]}
 //	{"action":"streamPnl","enabled":true,"interval":1000}
+//	{"action":"subscribeActivity"}
+//	{"action":"unsubscribeActivity"}
 //	{"action":"ping"}
 //
 // Every client frame gets exactly one reply; the relay reads the next frame
@@ -69,6 +71,9 @@
 //	{"seq":8,"type":"error","error":"invalid_frame","detail":"…"}
 //	{"seq":9,"type":"marketData","quotes":[{…Quote…},…],"dropped":12}
 //	{"seq":10,"type":"pnlUpdate","epoch":1767225600000,"accounts":[{…PnlAccount…}]}
+//	{"seq":11,"type":"activitySubscribed"}
+//	{"seq":12,"type":"activity","event":{…ActivityEntry…}}
+//	{"seq":13,"type":"activityUnsubscribed"}
 //
 // Every frame has a type except rpc replies, as the specification says: a
 // client tells a reply from an event by the absence of type, and matches
@@ -205,6 +210,27 @@
 // one extra poll per 250 ms per user). While the agent is away nothing is
 // polled and no pnlUpdate is sent.
 //
+// # subscribeActivity, activity
+//
+// subscribeActivity subscribes the socket to the user's activity log (the
+// entries GET /v1/api/activity answers, package relay/activity) as they
+// are written, on this relay node or any other; unsubscribeActivity ends
+// that. Neither takes a field besides action and id, neither needs the
+// agent nor costs a budget, and both are idempotent. The reply
+// (activitySubscribed, activityUnsubscribed) comes before the first
+// entry, and no entry follows activityUnsubscribed. Each entry written
+// while the socket is subscribed comes once, as an activity frame whose
+// event is the entry (protocol.ActivityEntry: id, at, kind, account,
+// source, summary, detail), in the order the log wrote them. Entries
+// written before the subscription are not sent: read them with the
+// route (GET /v1/api/activity?before=…).
+//
+// Each socket queues at most MaxActivityQueue (256) entries for its
+// writer; an entry beyond is dropped, and dropped, the socket's
+// cumulative count of dropped entries, is on every later activity frame
+// once it is not 0 (as on marketData). A client that sees dropped grow
+// reads the log's route for what it missed.
+//
 // # Malformed frames
 //
 // A frame that is not JSON, not an object, has no known action, a field
@@ -231,5 +257,6 @@
 // A socket belongs to the user of its token. Events reach the Server with
 // the user id of the tunnel they came from (HandleEvent), and only that
 // user's sockets, subscribed to the quote's contract, receive them; P&L is
-// polled per user and delivered to that user's sockets only.
+// polled per user and delivered to that user's sockets only; an activity
+// entry reaches only its user's sockets subscribed to the activity.
 package stream

@@ -22,6 +22,9 @@ const (
 	actionUnsubscribe = "unsubscribe"
 	actionStreamPnl   = "streamPnl"
 	actionPing        = "ping"
+	// Activity subscriptions (the user's activity log, as written).
+	actionSubscribeActivity   = "subscribeActivity"
+	actionUnsubscribeActivity = "unsubscribeActivity"
 )
 
 // Server frame types.
@@ -34,6 +37,10 @@ const (
 	typeStatus       = "status"
 	typeMarketData   = "marketData"
 	typePnlUpdate    = "pnlUpdate"
+
+	typeActivitySubscribed   = "activitySubscribed"
+	typeActivityUnsubscribed = "activityUnsubscribed"
+	typeActivity             = "activity"
 )
 
 // maxDepth bounds the nesting of client frames (the args of an rpc nest
@@ -167,6 +174,9 @@ var allowedFields = map[string][]string{
 	actionUnsubscribe: {"instruments"},
 	actionStreamPnl:   {"enabled", "interval"},
 	actionPing:        nil,
+
+	actionSubscribeActivity:   nil,
+	actionUnsubscribeActivity: nil,
 }
 
 // parseFrame checks a client frame's syntax and envelope. Nothing the
@@ -192,7 +202,7 @@ func parseFrame(data []byte) (clientFrame, *frameError) {
 	}
 	allowed, known := allowedFields[f.action]
 	if !known {
-		return f, badFrame(errcode.UnknownAction, "action must be one of rpc, subscribe, unsubscribe, streamPnl, ping")
+		return f, badFrame(errcode.UnknownAction, "action must be one of rpc, subscribe, unsubscribe, streamPnl, subscribeActivity, unsubscribeActivity, ping")
 	}
 	for name := range fields {
 		if name == "action" || name == "id" {

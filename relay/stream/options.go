@@ -152,6 +152,10 @@ type Options struct {
 	// CloseGrace bounds each step of closing a socket (the last writes,
 	// the close handshake) before the connection is dropped. Default 2 s.
 	CloseGrace time.Duration
+	// MaxActivityQueue bounds the activity entries waiting for one
+	// socket's writer; an entry beyond it is dropped and counted (the
+	// activity frames' dropped). Default 256.
+	MaxActivityQueue int
 	// BadFrameLimit is how many malformed frames a client may send in a
 	// row, or within BadFrameWindow, before the socket is closed with
 	// 1008. Default 10 in a row or within 1 minute.
@@ -198,6 +202,7 @@ func (o *Options) setDefaults() error {
 		{"MaxInstruments", &o.MaxInstruments, 50},
 		{"MaxInFlight", &o.MaxInFlight, 16},
 		{"BadFrameLimit", &o.BadFrameLimit, 10},
+		{"MaxActivityQueue", &o.MaxActivityQueue, 256},
 	} {
 		if *f.v < 0 {
 			return fmt.Errorf("stream: Options.%s must not be negative", f.name)

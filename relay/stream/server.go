@@ -56,11 +56,13 @@ type Server struct {
 	wg     sync.WaitGroup // sockets, user loops, their calls
 
 	stats struct {
-		sockets   atomic.Int64
-		delivered atomic.Int64
-		conflated atomic.Int64
-		frames    atomic.Int64
-		badQuotes atomic.Int64
+		sockets         atomic.Int64
+		delivered       atomic.Int64
+		conflated       atomic.Int64
+		frames          atomic.Int64
+		badQuotes       atomic.Int64
+		activity        atomic.Int64
+		activityDropped atomic.Int64
 	}
 }
 
@@ -117,6 +119,9 @@ type Stats struct {
 	Frames int64
 	// BadQuotes counts quote events that could not be decoded.
 	BadQuotes int64
+	// Activity counts activity frames written; ActivityDropped, entries
+	// a socket's full activity queue could not take.
+	Activity, ActivityDropped int64
 }
 
 // Stats returns the Server's running totals.
@@ -127,14 +132,20 @@ func (s *Server) Stats() Stats {
 		Conflated: s.stats.conflated.Load(),
 		Frames:    s.stats.frames.Load(),
 		BadQuotes: s.stats.badQuotes.Load(),
+
+		Activity:        s.stats.activity.Load(),
+		ActivityDropped: s.stats.activityDropped.Load(),
 	}
 }
 
 // Handle takes the event spine's events (the relay subscribes it
 // directly, with other nodes' events too): statuses go to HandleStatus,
-// the agents' events to HandleEvent.
+// the agents' events to HandleEvent, the activity log's entries
+// (TypeRecorded) to HandleRecorded.
 func (s *Server) Handle(e events.Event) {
 	switch e.Type {
+	case events.TypeRecorded:
+		s.HandleRecorded(e.UserID, e.Activity)
 	case events.TypeAgent:
 		s.HandleEvent(e.UserID, e.Agent)
 	case events.TypeStatus:
@@ -184,6 +195,34 @@ func (s *Server) HandleEvent(userID string, ev protocol.Event) {
 	seq := u.cacheQuote(key, data)
 	for _, r := range u.routes.Load().by[key] {
 		r.sk.offerQuote(r.slot, seq, data)
+	}
+}
+
+// HandleRecorded takes an entry the user's activity log stored: it goes
+// to that user's sockets subscribed to the activity (subscribeActivity),
+// and to nobody else, encoded once. It never blocks: each socket queues
+// at most MaxActivityQueue entries and drops (and counts) what is beyond.
+func (s *Server) HandleRecorded(userID string, e protocol.ActivityEntry) {
+	s.mu.RLock()
+	u := s.users[userID]
+	s.mu.RUnlock()
+	if u == nil {
+		return
+	}
+	subs := u.actSubs.Load()
+	if subs == nil || len(*subs) == 0 {
+		return
+	}
+	if len(e.Detail) == 0 {
+		e.Detail = json.RawMessage(`{}`)
+	}
+	data, err := json.Marshal(&e)
+	if err != nil {
+		s.log.Warn("an activity entry does not encode", zap.String("user", userID), zap.Error(err))
+		return
+	}
+	for _, sk := range *subs {
+		sk.offerActivity(data)
 	}
 }
 

@@ -28,7 +28,10 @@ import (
 // (tokens), so a reply never waits and a client that sends without reading
 // is held back by TCP instead of growing a queue. State pushed by the relay
 // (quotes, P&L, agent status) sits in slots that keep only the latest
-// value: per instrument for quotes, one each for P&L and status.
+// value: per instrument for quotes, one each for P&L and status. The
+// user's activity entries wait in a queue of at most MaxActivityQueue
+// (each one matters, so none replaces another; one beyond is dropped and
+// counted).
 type socket struct {
 	srv   *Server
 	user  *user
@@ -68,6 +71,13 @@ type socket struct {
 	conflated int64 // cumulative, reported as dropped
 	status    []byte
 	pnl       []byte
+	// The user's activity entries (encoded) waiting for the writer,
+	// oldest first, while actOn; actDropped counts those the queue could
+	// not take (cumulative, reported as dropped).
+	actOn      bool
+	actHold    bool // a subscription's reply is not queued yet
+	activity   [][]byte
+	actDropped int64
 
 	// Reader's own.
 	badInRow   int
@@ -222,6 +232,7 @@ func (sk *socket) kill() {
 // waits longer than CloseGrace before the connection is dropped.
 func (sk *socket) shutdown() {
 	grace := sk.srv.opts.CloseGrace
+	sk.user.setActivity(sk, false)
 	sk.user.leave(sk)
 	sk.cancel() // RPCs stop; the writer flushes its replies and exits
 	t := time.NewTimer(grace)
@@ -360,6 +371,20 @@ func (sk *socket) handle(typ websocket.MessageType, data []byte) {
 		}
 		sk.badInRow = 0
 		sk.user.streamPnl(sk, enabled, interval, f.id)
+	case actionSubscribeActivity:
+		sk.badInRow = 0
+		// Subscribed before the reply goes out, so that a client that
+		// read it misses no entry; the entries queued meanwhile are held
+		// until the reply is queued (the writer sends replies first).
+		sk.setActivity(true)
+		sk.user.setActivity(sk, true)
+		sk.reply(mustJSON(idOnly{Type: typeActivitySubscribed, ID: f.id}))
+		sk.releaseActivity()
+	case actionUnsubscribeActivity:
+		sk.badInRow = 0
+		sk.user.setActivity(sk, false)
+		sk.setActivity(false)
+		sk.reply(mustJSON(idOnly{Type: typeActivityUnsubscribed, ID: f.id}))
 	case actionRPC:
 		sk.rpc(f)
 	}
@@ -517,6 +542,50 @@ func (sk *socket) setStatus(b []byte) {
 	sk.signal()
 }
 
+// setActivity turns the socket's activity queue on or off; off drops
+// what waits in it, so that no entry follows the unsubscribed reply.
+func (sk *socket) setActivity(on bool) {
+	sk.mu.Lock()
+	sk.actOn, sk.actHold = on, on && !sk.actOn
+	if !on {
+		clear(sk.activity)
+		sk.activity = nil
+	}
+	sk.mu.Unlock()
+}
+
+// releaseActivity lets the writer send the entries queued while a
+// subscription's reply was not.
+func (sk *socket) releaseActivity() {
+	sk.mu.Lock()
+	sk.actHold = false
+	n := len(sk.activity)
+	sk.mu.Unlock()
+	if n > 0 {
+		sk.signal()
+	}
+}
+
+// offerActivity queues an encoded activity entry for the writer, unless
+// the socket unsubscribed meanwhile; a full queue drops it and counts it.
+// It never blocks.
+func (sk *socket) offerActivity(data []byte) {
+	sk.mu.Lock()
+	if !sk.actOn {
+		sk.mu.Unlock()
+		return
+	}
+	if len(sk.activity) >= sk.srv.opts.MaxActivityQueue {
+		sk.actDropped++
+		sk.mu.Unlock()
+		sk.srv.stats.activityDropped.Add(1)
+		return
+	}
+	sk.activity = append(sk.activity, data)
+	sk.mu.Unlock()
+	sk.signal()
+}
+
 // setPnl makes b the pnlUpdate to send (nil: none).
 func (sk *socket) setPnl(b []byte) {
 	sk.mu.Lock()
@@ -575,7 +644,8 @@ func putBuf(b *[]byte) {
 	bufPool.Put(b)
 }
 
-// flush writes what the slots and ctrl hold: status, replies, P&L, quotes.
+// flush writes what the slots and ctrl hold: status, replies, activity,
+// P&L, quotes.
 func (sk *socket) flush(buf *[]byte) bool {
 	sk.mu.Lock()
 	status, pnl := sk.status, sk.pnl
@@ -585,6 +655,9 @@ func (sk *socket) flush(buf *[]byte) bool {
 		return false
 	}
 	if !sk.writeReplies(buf) {
+		return false
+	}
+	if !sk.flushActivity(buf) {
 		return false
 	}
 	if pnl != nil && sk.write(buf, pnl, false) != nil {
@@ -605,6 +678,39 @@ func (sk *socket) writeReplies(buf *[]byte) bool {
 			return true
 		}
 	}
+}
+
+// flushActivity writes the queued activity entries, one frame each,
+// with the socket's cumulative count of dropped entries as dropped once it
+// is not 0.
+func (sk *socket) flushActivity(buf *[]byte) bool {
+	sk.mu.Lock()
+	if sk.actHold {
+		sk.mu.Unlock()
+		return true
+	}
+	pending := sk.activity
+	sk.activity = nil
+	dropped := sk.actDropped
+	sk.mu.Unlock()
+	for _, data := range pending {
+		sk.seq++
+		b := append((*buf)[:0], `{"seq":`...)
+		b = strconv.AppendUint(b, sk.seq, 10)
+		b = append(b, `,"type":"activity","event":`...)
+		b = append(b, data...)
+		if dropped > 0 {
+			b = append(b, `,"dropped":`...)
+			b = strconv.AppendInt(b, dropped, 10)
+		}
+		b = append(b, '}')
+		*buf = b
+		if err := sk.writeRaw(b); err != nil {
+			return false
+		}
+		sk.srv.stats.activity.Add(1)
+	}
+	return true
 }
 
 // flushQuotes writes every pending quote in one marketData frame, with

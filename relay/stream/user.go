@@ -31,6 +31,12 @@ type user struct {
 
 	routes atomic.Pointer[routeTable]
 
+	// actSubs are the user's sockets subscribed to the activity log: an
+	// immutable list, replaced whole under actMu, so that HandleRecorded
+	// reads it without a lock.
+	actMu   sync.Mutex
+	actSubs atomic.Pointer[[]*socket]
+
 	// The latest quote of each contract the agent streams, for the
 	// subscribed reply, numbered by quoteSeq in arrival order.
 	quoteMu  sync.Mutex
@@ -233,6 +239,28 @@ func (u *user) subscription(sk *socket, subscribe bool, names []string, id json.
 
 func (u *user) streamPnl(sk *socket, enabled bool, interval time.Duration, id json.RawMessage) {
 	u.send(u.ops, userOp{kind: opStreamPnl, sk: sk, enabled: enabled, interval: interval, id: id}, sk.ending)
+}
+
+// setActivity adds sk to the sockets subscribed to the user's activity,
+// or removes it.
+func (u *user) setActivity(sk *socket, on bool) {
+	u.actMu.Lock()
+	defer u.actMu.Unlock()
+	var list []*socket
+	if cur := u.actSubs.Load(); cur != nil {
+		list = *cur
+	}
+	i := slices.Index(list, sk)
+	var next []*socket
+	switch {
+	case on && i < 0:
+		next = append(slices.Clip(list), sk)
+	case !on && i >= 0:
+		next = slices.Delete(slices.Clone(list), i, i+1)
+	default:
+		return
+	}
+	u.actSubs.Store(&next)
 }
 
 func (u *user) signalStatus() {

@@ -15,7 +15,8 @@ const StreamPath = "/ws/stream"
 
 // AsyncAPI returns the AsyncAPI 3.0 document of the stream API at
 // /ws/stream: the client frames (rpc, subscribe, unsubscribe, streamPnl,
-// ping), the replies to them and the events the relay sends. Its schemas
+// subscribeActivity, unsubscribeActivity, ping), the replies to them and
+// the events the relay sends. Its schemas
 // are generated from the same Go types as the OpenAPI documents'. The
 // relay is the application described: client frames are operations it
 // receives, events are operations it sends. The frames are those of the
@@ -68,6 +69,9 @@ func buildAsyncAPI() (map[string]any, error) {
 		return nil, err
 	}
 	schemas["FieldError"] = fieldErrorSchema()
+	for k, v := range activitySchemas() {
+		schemas[k] = v
+	}
 
 	seq := object{"type": "integer", "minimum": 1, "description": "1 on the socket's first frame, one more on each next one"}
 	id := object{
@@ -115,7 +119,9 @@ func buildAsyncAPI() (map[string]any, error) {
 			"enabled":  object{"type": "boolean"},
 			"interval": object{"type": "integer", "minimum": 250, "maximum": 60000, "default": 1000, "description": "milliseconds between pnlUpdate frames"},
 		}, "enabled"),
-		"PingFrame": client("ping", object{}),
+		"PingFrame":                client("ping", object{}),
+		"SubscribeActivityFrame":   client("subscribeActivity", object{}),
+		"UnsubscribeActivityFrame": client("unsubscribeActivity", object{}),
 
 		// Replies to rpc: no type.
 		"RpcResult": object{
@@ -164,6 +170,12 @@ func buildAsyncAPI() (map[string]any, error) {
 			"quotes":  object{"type": "array", "items": ref(quote), "description": "at most one quote per contract: the latest"},
 			"dropped": object{"type": "integer", "minimum": 1, "description": "the socket's cumulative count of quotes replaced before they were sent"},
 		}, "quotes"),
+		"ActivitySubscribedEvent":   event("activitySubscribed", object{"id": id}),
+		"ActivityUnsubscribedEvent": event("activityUnsubscribed", object{"id": id}),
+		"ActivityEvent": event("activity", object{
+			"event":   ref("ActivityEntry"),
+			"dropped": object{"type": "integer", "minimum": 1, "description": "the socket's cumulative count of entries its full queue dropped; read them at GET /v1/api/activity"},
+		}, "event"),
 		"PnlUpdateEvent": event("pnlUpdate", object{
 			"epoch":    object{"type": "integer", "description": "milliseconds"},
 			"accounts": object{"type": "array", "items": ref(pnlAccount)},
@@ -190,6 +202,11 @@ func buildAsyncAPI() (map[string]any, error) {
 	msg("unsubscribe", "UnsubscribeFrame", "unsubscribe", "Stop quotes.")
 	msg("streamPnl", "StreamPnlFrame", "streamPnl", "Turn P&L streaming on or off.")
 	msg("ping", "PingFrame", "ping", "Ask for a pong.")
+	msg("subscribeActivity", "SubscribeActivityFrame", "subscribeActivity", "Receive the user's activity log entries as they are written.")
+	msg("unsubscribeActivity", "UnsubscribeActivityFrame", "unsubscribeActivity", "Stop the activity entries.")
+	msg("activitySubscribed", "ActivitySubscribedEvent", "activitySubscribed", "The reply to subscribeActivity.")
+	msg("activityUnsubscribed", "ActivityUnsubscribedEvent", "activityUnsubscribed", "The reply to unsubscribeActivity.")
+	msg("activity", "ActivityEvent", "activity", "One entry of the user's activity log, as written.")
 	msg("rpcResult", "RpcResult", "rpc success", "The reply to an rpc frame that succeeded (no type).")
 	msg("rpcError", "RpcError", "rpc failure", "The reply to an rpc frame that failed (no type).")
 	msg("status", "StatusEvent", "status", "Whether the user's agent is connected; on open and on every change.")
@@ -222,7 +239,7 @@ func buildAsyncAPI() (map[string]any, error) {
 		"info": object{
 			"title":   "Stream API",
 			"version": "1.0.0",
-			"description": "The WebSocket at " + StreamPath + ": quotes, P&L and RPC. Every client frame is one JSON object with an action; " +
+			"description": "The WebSocket at " + StreamPath + ": quotes, P&L, the activity log and RPC. Every client frame is one JSON object with an action; " +
 				"every client frame gets exactly one reply. Every server frame starts with seq. Events carry a type; rpc replies carry none " +
 				"(tell them by the absence of type). RPC over the socket shares the HTTP API's budget and answers with its codes and data " +
 				"(see /v1/api/openapi.json and /v1/api/openapi.compatible.json for the response profiles). The full contract is the " +
@@ -250,15 +267,18 @@ func buildAsyncAPI() (map[string]any, error) {
 			},
 		},
 		"operations": object{
-			"rpc":          receive("Call a trading function.", "rpc", "rpcResult", "rpcError"),
-			"subscribe":    receive("Subscribe to quotes.", "subscribe", "subscribed", "error"),
-			"unsubscribe":  receive("Unsubscribe.", "unsubscribe", "unsubscribed", "error"),
-			"streamPnl":    receive("Turn P&L streaming on or off.", "streamPnl", "pnlStreaming", "error"),
-			"ping":         receive("Ping.", "ping", "pong", "error"),
-			"status":       send("The agent's state.", "status"),
-			"marketData":   send("Quotes.", "marketData"),
-			"pnlUpdate":    send("P&L.", "pnlUpdate"),
-			"frameRefused": send("A malformed frame was refused.", "error"),
+			"rpc":                 receive("Call a trading function.", "rpc", "rpcResult", "rpcError"),
+			"subscribe":           receive("Subscribe to quotes.", "subscribe", "subscribed", "error"),
+			"unsubscribe":         receive("Unsubscribe.", "unsubscribe", "unsubscribed", "error"),
+			"streamPnl":           receive("Turn P&L streaming on or off.", "streamPnl", "pnlStreaming", "error"),
+			"ping":                receive("Ping.", "ping", "pong", "error"),
+			"subscribeActivity":   receive("Subscribe to the activity log.", "subscribeActivity", "activitySubscribed", "error"),
+			"unsubscribeActivity": receive("Unsubscribe from the activity log.", "unsubscribeActivity", "activityUnsubscribed", "error"),
+			"activity":            send("An activity log entry.", "activity"),
+			"status":              send("The agent's state.", "status"),
+			"marketData":          send("Quotes.", "marketData"),
+			"pnlUpdate":           send("P&L.", "pnlUpdate"),
+			"frameRefused":        send("A malformed frame was refused.", "error"),
 		},
 		"components": object{
 			"schemas":  schemas,

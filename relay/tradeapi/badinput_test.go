@@ -24,6 +24,9 @@ func TestBadInputEveryRoute(t *testing.T) {
 	require.NoError(t, err)
 	var spec struct {
 		Paths map[string]map[string]struct {
+			// XRoute marks a route another package serves (the activity
+			// log: relay/activity tests its bad input).
+			XRoute     string `json:"x-route"`
 			Parameters []struct {
 				Name     string         `json:"name"`
 				In       string         `json:"in"`
@@ -53,6 +56,9 @@ func TestBadInputEveryRoute(t *testing.T) {
 	}
 	for path, ops := range spec.Paths {
 		for method, op := range ops {
+			if op.XRoute != "" {
+				continue
+			}
 			method = strings.ToUpper(method)
 			target := pathValues.Replace(path)
 			// Query parameters.

@@ -96,7 +96,8 @@ type docFamily struct {
 	title, compatibleTitle     string
 	info, standard, compatible string
 	// extra adds the routes described by hand (the broker family's link
-	// routes), with their schemas, to paths and schemas; nil adds none.
+	// routes, the desktop family's activity log), with their schemas, to
+	// paths and schemas; nil adds none.
 	extra func(f *docFamily, schemas, paths object) error
 }
 
@@ -111,6 +112,7 @@ var desktopFamily = &docFamily{
 	info:            infoDescription,
 	standard:        standardDescription,
 	compatible:      compatibleDescription,
+	extra:           addActivityRoute,
 }
 
 func buildOpenAPI(f *docFamily, p profile.Profile) (map[string]any, error) {

@@ -54,6 +54,10 @@ func TestOpenAPIDocuments(t *testing.T) {
 				for method, op := range item.Operations() {
 					ops++
 					where := method + " " + path
+					if _, ok := op.Extensions["x-route"]; ok {
+						checkRouteOperation(t, where, op)
+						continue
+					}
 					fn, _ := op.Extensions["x-rpc"].(string)
 					ok := op.Responses.Status(http.StatusOK)
 					require.NotNil(t, ok, where)
@@ -236,11 +240,12 @@ func TestAsyncAPIDocument(t *testing.T) {
 	// Every client action and every server frame has a message, and every
 	// client action an operation the relay receives, with a reply.
 	msgs := pointer(doc, "#/components/messages").(map[string]any)
-	for _, m := range []string{"rpc", "subscribe", "unsubscribe", "streamPnl", "ping",
-		"rpcResult", "rpcError", "status", "subscribed", "unsubscribed", "marketData", "pnlStreaming", "pnlUpdate", "pong", "error"} {
+	for _, m := range []string{"rpc", "subscribe", "unsubscribe", "streamPnl", "ping", "subscribeActivity", "unsubscribeActivity",
+		"rpcResult", "rpcError", "status", "subscribed", "unsubscribed", "marketData", "pnlStreaming", "pnlUpdate", "pong", "error",
+		"activitySubscribed", "activityUnsubscribed", "activity"} {
 		require.Contains(t, msgs, m)
 	}
-	for _, op := range []string{"rpc", "subscribe", "unsubscribe", "streamPnl", "ping"} {
+	for _, op := range []string{"rpc", "subscribe", "unsubscribe", "streamPnl", "ping", "subscribeActivity", "unsubscribeActivity"} {
 		o := pointer(doc, "#/operations/"+op).(map[string]any)
 		require.Equal(t, "receive", o["action"])
 		require.NotNil(t, o["reply"])
@@ -270,6 +275,14 @@ func TestAsyncAPIDocument(t *testing.T) {
 		{"StreamPnlFrame", `{"action":"streamPnl","enabled":true,"interval":10}`, false},
 		{"PingFrame", `{"action":"ping"}`, true},
 		{"PingFrame", `{"action":"ping","extra":1}`, false},
+		{"SubscribeActivityFrame", `{"action":"subscribeActivity","id":"a"}`, true},
+		{"SubscribeActivityFrame", `{"action":"subscribeActivity","kinds":[]}`, false},
+		{"UnsubscribeActivityFrame", `{"action":"unsubscribeActivity"}`, true},
+		{"ActivitySubscribedEvent", `{"seq":11,"type":"activitySubscribed","id":"a"}`, true},
+		{"ActivityUnsubscribedEvent", `{"seq":12,"type":"activityUnsubscribed"}`, true},
+		{"ActivityEvent", `{"seq":13,"type":"activity","event":{"id":"act_5","at":"2026-11-02T15:00:00.123Z","kind":"order.placed","account":"Sim101","source":{"kind":"api","id":"ab12","name":"bot"},"summary":"Bought 1 ES","detail":{"fn":"PlaceOrder"}},"dropped":2}`, true},
+		{"ActivityEvent", `{"seq":13,"type":"activity","event":{"id":"act_5","at":"2026-11-02T15:00:00Z","kind":"order.teleported","source":{"kind":"api"},"summary":"x","detail":{}}}`, false},
+		{"ActivityEvent", `{"seq":13,"type":"activity","event":{"id":"act_5","at":"2026-11-02T15:00:00Z","kind":"order.placed","source":{"kind":"robot"},"summary":"x","detail":{}}}`, false},
 		{"RpcResult", `{"seq":2,"id":"1","success":true,"data":{"orderId":"o1","order":null},"orderId":"o1"}`, false},
 		{"RpcResult", `{"seq":2,"id":"1","success":true,"data":{"accounts":[]}}`, true},
 		{"RpcError", `{"seq":3,"id":"2","success":false,"error":"no_position","detail":"there is no position"}`, true},
@@ -308,4 +321,57 @@ func pointer(doc map[string]any, ref string) any {
 		cur = m[strings.NewReplacer("~1", "/", "~0", "~").Replace(part)]
 	}
 	return cur
+}
+
+// checkRouteOperation checks an operation of a route outside the trading
+// table (the activity log): {success, data} in both profiles, data a
+// named typed object, an example that matches, and the access errors.
+func checkRouteOperation(t *testing.T, where string, op *openapi3.Operation) {
+	t.Helper()
+	ok := op.Responses.Status(http.StatusOK)
+	require.NotNil(t, ok, where)
+	mt := ok.Value.Content.Get("application/json")
+	require.NotNil(t, mt, where)
+	body := mt.Schema.Value
+	require.Contains(t, body.Required, "data", where)
+	require.NotEmpty(t, body.Properties["data"].Ref, "%s: data is a named component", where)
+	require.True(t, typedObject(body.Properties["data"].Value), where)
+	require.NotNil(t, ok.Value.Headers["RateLimit"], where)
+	require.NotEmpty(t, mt.Examples, where)
+	for name, ex := range mt.Examples {
+		require.NoError(t, body.VisitJSON(ex.Value.Value, openapi3.EnableJSONSchema2020()), "%s %s", where, name)
+	}
+	for _, st := range []int{400, 401, 403, 429, 500, 503} {
+		require.NotNil(t, op.Responses.Status(st), "%s answers %d", where, st)
+	}
+}
+
+// The activity route documents its entries' kinds and sources as the
+// protocol pins them, and its strict parameters.
+func TestOpenAPIActivity(t *testing.T) {
+	t.Parallel()
+	doc := loadOpenAPI(t, profile.Standard)
+	entry := doc.Components.Schemas["ActivityEntry"].Value
+	require.NotNil(t, entry)
+	var kinds, sources []string
+	for _, v := range entry.Properties["kind"].Value.Enum {
+		kinds = append(kinds, v.(string))
+	}
+	for _, v := range doc.Components.Schemas["ActivitySource"].Value.Properties["kind"].Value.Enum {
+		sources = append(sources, v.(string))
+	}
+	require.Equal(t, protocol.ActivityKinds, kinds)
+	require.Equal(t, protocol.ActivitySourceKinds, sources)
+	op := doc.Paths.Find("/v1/api/activity").Get
+	require.NotNil(t, op)
+	var names []string
+	for _, p := range op.Parameters {
+		names = append(names, p.Value.Name)
+		require.Equal(t, "query", p.Value.In)
+	}
+	require.Equal(t, []string{"account", "kind", "before", "limit"}, names)
+	limit := op.Parameters[3].Value.Schema.Value
+	require.Equal(t, float64(1), *limit.Min)
+	require.Equal(t, float64(500), *limit.Max)
+	require.Contains(t, op.Responses.Status(400).Value.Extensions["x-error-codes"], "unknown_parameter")
 }

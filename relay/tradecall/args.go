@@ -483,6 +483,11 @@ func (ep *Endpoint) Param(name, in string) *Param {
 	return nil
 }
 
+// ValidName reports whether s is what the trading API accepts as an
+// account name, an id or a tag (FormatName): 1–64 printable characters
+// with no leading or trailing space.
+func ValidName(s string) bool { return validName(s) }
+
 // validName accepts 1–64 printable characters with no leading or trailing
 // space: account names as platforms show them (Sim101, APEX-12345-01),
 // order and strategy ids, tags.

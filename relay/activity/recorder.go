@@ -1,0 +1,539 @@
+package activity
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+	"unicode"
+	"unicode/utf8"
+
+	"go.uber.org/zap"
+
+	"tradebridge/protocol"
+	"tradebridge/relay/agentcall"
+	"tradebridge/relay/events"
+	"tradebridge/relay/store"
+	"tradebridge/relay/tradecall"
+)
+
+// Store is the part of store.Store the Recorder uses.
+type Store interface {
+	AppendActivity(ctx context.Context, userID string, r store.ActivityRecord) (int64, bool, error)
+	LatestActivity(ctx context.Context, userID, kind string) (store.ActivityRecord, error)
+	PruneActivity(ctx context.Context, before time.Time) (int, error)
+	TrimActivity(ctx context.Context, userID, class string, keep int) (int, error)
+}
+
+// Clock is the Recorder's time source; *testkit.Clock implements it.
+type Clock interface {
+	Now() time.Time
+}
+
+type realClock struct{}
+
+func (realClock) Now() time.Time { return time.Now() }
+
+// Defaults of Options.
+const (
+	DefaultRetention    = 90 * 24 * time.Hour
+	DefaultPruneEvery   = time.Hour
+	DefaultTradingCap   = 50_000
+	DefaultAccountCap   = 50_000
+	DefaultTrimEvery    = 100
+	DefaultTrimInterval = time.Minute
+)
+
+// Bounds of an entry; an entry beyond them is not recorded.
+const (
+	// MaxSummary bounds an entry's summary, in runes.
+	MaxSummary = 200
+	// MaxDetail bounds an entry's detail, a JSON object, in bytes.
+	MaxDetail = 8 << 10
+	// maxSourceID and maxSourceName bound the source's id and name, in
+	// runes.
+	maxSourceID   = 64
+	maxSourceName = 128
+)
+
+// Options configure a Recorder.
+type Options struct {
+	// Store is where the log is kept. Required.
+	Store Store
+	// Publisher is where each stored entry is published once
+	// (events.TypeRecorded): the relay's spine. Required.
+	Publisher events.Publisher
+	// Logger receives the entries refused and the store's failures; the
+	// Recorder logs as "activity". Nil means no logging.
+	Logger *zap.Logger
+	// Clock is the time of the pruning, of the trims and the bound of
+	// the times agents report. Nil means the real clock.
+	Clock Clock
+	// Retention is how long an entry is kept. Default DefaultRetention
+	// (90 days).
+	Retention time.Duration
+	// PruneEvery is how often Run forgets the entries older than
+	// Retention. Default DefaultPruneEvery (an hour).
+	PruneEvery time.Duration
+	// TradingCap and AccountCap bound each user's entries of the trading
+	// class and of the account class (see the package documentation).
+	// Default 50,000 each.
+	TradingCap, AccountCap int
+	// TrimEvery is how many entries of one user and class the Recorder
+	// writes between two trims of them. Default DefaultTrimEvery (100).
+	TrimEvery int
+	// TrimInterval is the least time between two trims of one user's
+	// entries. Default DefaultTrimInterval (a minute).
+	TrimInterval time.Duration
+	// Disabled records nothing: Handle returns at once (Run still
+	// prunes). For measuring what the log costs the order path.
+	Disabled bool
+}
+
+// ErrRunning refuses a second Run of a Recorder while one runs, or after
+// Close.
+var ErrRunning = errors.New("activity: the recorder runs already or is closed")
+
+// writeTimeout bounds one write to the store.
+const writeTimeout = 10 * time.Second
+
+// Recorder records the activity log from the event spine (Handle) and
+// prunes it (Run). It is safe for concurrent use.
+type Recorder struct {
+	opts Options
+	log  *zap.Logger
+
+	mu      sync.Mutex
+	trims   map[trimKey]int      // entries written since the class's last trim
+	trimmed map[string]time.Time // the user's last trim
+	warned  map[string]time.Time // the user's last warning of a malformed report
+	running bool
+	closed  bool
+	stop    chan struct{} // closed by Close
+	done    chan struct{} // closed when a Run returns
+}
+
+type trimKey struct{ user, class string }
+
+// New returns a Recorder; Run prunes the log.
+func New(opts Options) (*Recorder, error) {
+	if opts.Store == nil || opts.Publisher == nil {
+		return nil, errors.New("activity: Options.Store and Options.Publisher are required")
+	}
+	if opts.Retention < 0 || opts.PruneEvery < 0 || opts.TradingCap < 0 || opts.AccountCap < 0 || opts.TrimEvery < 0 || opts.TrimInterval < 0 {
+		return nil, errors.New("activity: Options durations and caps must not be negative")
+	}
+	if opts.Logger == nil {
+		opts.Logger = zap.NewNop()
+	}
+	if opts.Clock == nil {
+		opts.Clock = realClock{}
+	}
+	if opts.Retention == 0 {
+		opts.Retention = DefaultRetention
+	}
+	if opts.PruneEvery == 0 {
+		opts.PruneEvery = DefaultPruneEvery
+	}
+	if opts.TradingCap == 0 {
+		opts.TradingCap = DefaultTradingCap
+	}
+	if opts.AccountCap == 0 {
+		opts.AccountCap = DefaultAccountCap
+	}
+	if opts.TrimEvery == 0 {
+		opts.TrimEvery = DefaultTrimEvery
+	}
+	if opts.TrimInterval == 0 {
+		opts.TrimInterval = DefaultTrimInterval
+	}
+	return &Recorder{opts: opts, log: opts.Logger.Named("activity"), trims: map[trimKey]int{}, trimmed: map[string]time.Time{},
+		warned: map[string]time.Time{}, stop: make(chan struct{}), done: make(chan struct{})}, nil
+}
+
+// Kinds are the kinds of agent and broker events the Recorder takes
+// (events.QueuedSubscription.Kinds).
+var Kinds = []string{protocol.EventActivity}
+
+// Types are the event types the Recorder takes
+// (events.QueuedSubscription.Types).
+var Types = []events.Type{events.TypeActivity, events.TypeSession, events.TypeAgent, events.TypeBroker}
+
+// Handle records what e reports (the relay subscribes it, queued, to
+// Types and Kinds); other events are ignored. It returns once the entry is
+// stored and published, or refused.
+func (r *Recorder) Handle(ctx context.Context, e events.Event) {
+	if e.Remote || e.UserID == "" || r.opts.Disabled {
+		return
+	}
+	switch e.Type {
+	case events.TypeActivity:
+		entry := e.Activity
+		if why := check(&entry); why != "" {
+			r.log.Warn("activity entry refused: "+why, zap.String("user", e.UserID), zap.String("kind", safeKind(entry.Kind)))
+			return
+		}
+		r.record(ctx, e.UserID, entry, e.Ref)
+	case events.TypeAgent, events.TypeBroker:
+		if e.Agent.Kind == protocol.EventActivity {
+			r.report(ctx, e)
+		}
+	case events.TypeSession:
+		r.session(ctx, e.Session)
+	}
+}
+
+// engineKinds are the kinds the engines report.
+var engineKinds = map[string]bool{
+	protocol.ActivityCopierCopied: true, protocol.ActivityCopierHalted: true, protocol.ActivityMonitorTripped: true,
+	protocol.ActivityKillSwitchChanged: true, protocol.ActivityNewsLockoutEntered: true, protocol.ActivityStrategyRefused: true,
+}
+
+// engineSources are the sources the engines report as (a strategy lock
+// is the agent's own).
+var engineSources = map[string]bool{
+	protocol.SourceCopier: true, protocol.SourceMonitor: true, protocol.SourceKillSwitch: true,
+	protocol.SourceNewsLockout: true, protocol.SourceAgent: true,
+}
+
+// maxReportID bounds a report's id.
+const maxReportID = 128
+
+// report records an engine report of an agent (TypeAgent) or of the
+// broker family (TypeBroker).
+func (r *Recorder) report(ctx context.Context, e events.Event) {
+	prefix := "agent:"
+	if e.Type == events.TypeBroker {
+		prefix = "broker:"
+	}
+	var entry protocol.ActivityEntry
+	why := ""
+	switch {
+	case len(e.Agent.Data) > MaxDetail+4<<10:
+		why = "the report is too large"
+	case json.Unmarshal(e.Agent.Data, &entry) != nil:
+		why = "the report is not an activity entry"
+	case entry.ID == "" || len(entry.ID) > maxReportID || !printable(entry.ID):
+		why = "the report has no valid id"
+	case !engineKinds[entry.Kind]:
+		why = "the report's kind is not an engine's"
+	case !engineSources[entry.Source.Kind]:
+		why = "the report's source is not an engine"
+	default:
+		why = check(&entry)
+	}
+	if why != "" {
+		r.malformed(e.UserID, prefix, why)
+		return
+	}
+	if now := r.opts.Clock.Now(); entry.At.IsZero() || entry.At.After(now) {
+		entry.At = now
+	}
+	ref := prefix + entry.ID
+	entry.ID = ""
+	r.record(ctx, e.UserID, entry, ref)
+}
+
+// malformed logs a malformed report, at most once a minute per user.
+func (r *Recorder) malformed(userID, from, why string) {
+	now := r.opts.Clock.Now()
+	r.mu.Lock()
+	last, seen := r.warned[userID]
+	ok := !seen || now.Sub(last) >= time.Minute
+	if ok {
+		r.warned[userID] = now
+	}
+	r.mu.Unlock()
+	if ok {
+		r.log.Warn("engine report dropped: "+why, zap.String("user", userID), zap.String("from", strings.TrimSuffix(from, ":")))
+	}
+}
+
+// session records a tunnel's start and end.
+func (r *Recorder) session(ctx context.Context, s agentcall.SessionEvent) {
+	if s.SessionID == "" {
+		return
+	}
+	src := protocol.ActivitySource{Kind: protocol.SourceAgent}
+	switch s.Kind {
+	case agentcall.SessionStarted:
+		ref := "session:" + s.SessionID + ":start"
+		prev, err := r.latest(ctx, s.UserID, protocol.ActivityAgentConnected)
+		if err != nil {
+			r.log.Warn("reading the previous agent.connected", zap.String("user", s.UserID), zap.Error(err))
+		}
+		if prev.Ref == ref {
+			return // recorded already
+		}
+		var was struct {
+			AgentVersion string `json:"agentVersion"`
+		}
+		if prev.Seq != 0 && json.Unmarshal(prev.Detail, &was) == nil && was.AgentVersion != "" && was.AgentVersion != s.AgentVersion {
+			r.record(ctx, s.UserID, protocol.ActivityEntry{At: s.At, Kind: protocol.ActivityAgentUpdated, Source: src,
+				Summary: truncate("Agent updated from "+was.AgentVersion+" to "+s.AgentVersion, MaxSummary),
+				Detail:  mustJSON(map[string]string{"from": was.AgentVersion, "to": s.AgentVersion})}, "session:"+s.SessionID+":updated")
+		}
+		summary := "Agent " + s.AgentVersion + " connected"
+		if s.Platform != "" {
+			summary += " (" + s.Platform + ")"
+		}
+		r.record(ctx, s.UserID, protocol.ActivityEntry{At: s.At, Kind: protocol.ActivityAgentConnected, Source: src,
+			Summary: truncate(summary, MaxSummary),
+			Detail: mustJSON(map[string]any{"agentVersion": s.AgentVersion, "protocolVersion": s.ProtocolVersion,
+				"platform": s.Platform})}, ref)
+	case agentcall.SessionEnded:
+		r.record(ctx, s.UserID, protocol.ActivityEntry{At: s.At, Kind: protocol.ActivityAgentDisconnected, Source: src,
+			Summary: "Agent disconnected (" + s.Reason + ")", Detail: mustJSON(map[string]string{"reason": s.Reason})},
+			"session:"+s.SessionID+":end")
+	}
+}
+
+// latest reads the user's newest entry of kind; the zero record when
+// there is none.
+func (r *Recorder) latest(ctx context.Context, userID, kind string) (store.ActivityRecord, error) {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), writeTimeout)
+	defer cancel()
+	prev, err := r.opts.Store.LatestActivity(ctx, userID, kind)
+	if errors.Is(err, store.ErrNotFound) {
+		return store.ActivityRecord{}, nil
+	}
+	return prev, err
+}
+
+// Class returns the class of an entry's kind (store.ActivityClassTrading
+// for the trading doors' writes and refusals, the budgets' refusals and
+// the TradingView alerts received; store.ActivityClassAccount for the
+// rest).
+func Class(kind string) string {
+	switch kind {
+	case protocol.ActivityOrderPlaced, protocol.ActivityOrderChanged, protocol.ActivityOrderRefused, protocol.ActivityOrderReplayed,
+		protocol.ActivityTradingBlocked, protocol.ActivityBudgetRefused, protocol.ActivityWebhookReceived:
+		return store.ActivityClassTrading
+	}
+	return store.ActivityClassAccount
+}
+
+// record stores an entry checked already and, when it is new, publishes
+// it with its id and keeps the user's class within its cap.
+func (r *Recorder) record(ctx context.Context, userID string, entry protocol.ActivityEntry, ref string) {
+	entry.At = time.UnixMilli(entry.At.UnixMilli()).UTC()
+	if len(entry.Detail) == 0 || bytes.Equal(entry.Detail, []byte("null")) {
+		entry.Detail = json.RawMessage(`{}`)
+	}
+	class := Class(entry.Kind)
+	rec := store.ActivityRecord{At: entry.At, Kind: entry.Kind, Class: class, Account: entry.Account,
+		SourceKind: entry.Source.Kind, SourceID: entry.Source.ID, SourceName: entry.Source.Name, Summary: entry.Summary,
+		Detail: entry.Detail, Ref: ref}
+	// The write is bounded by writeTimeout, not by ctx: an entry taken
+	// before the spine closed is written all the same.
+	wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), writeTimeout)
+	defer cancel()
+	seq, inserted, err := r.opts.Store.AppendActivity(wctx, userID, rec)
+	switch {
+	case errors.Is(err, store.ErrNotFound):
+		r.log.Debug("activity of an unknown user", zap.String("kind", entry.Kind))
+		return
+	case err != nil:
+		r.log.Warn("recording activity", zap.String("user", userID), zap.String("kind", entry.Kind), zap.Error(err))
+		return
+	case !inserted:
+		return
+	}
+	entry.ID = EntryID(seq)
+	r.opts.Publisher.Publish(events.Event{Type: events.TypeRecorded, UserID: userID, Activity: entry})
+	r.maybeTrim(wctx, userID, class)
+}
+
+// maybeTrim trims the user's class to its cap after every TrimEvery-th
+// entry of it, at most once per TrimInterval per user.
+func (r *Recorder) maybeTrim(ctx context.Context, userID, class string) {
+	now := r.opts.Clock.Now()
+	k := trimKey{userID, class}
+	r.mu.Lock()
+	r.trims[k]++
+	due := r.trims[k] >= r.opts.TrimEvery && now.Sub(r.trimmed[userID]) >= r.opts.TrimInterval
+	if due {
+		r.trims[k] = 0
+		r.trimmed[userID] = now
+	}
+	r.mu.Unlock()
+	if !due {
+		return
+	}
+	keep := r.opts.AccountCap
+	if class == store.ActivityClassTrading {
+		keep = r.opts.TradingCap
+	}
+	n, err := r.opts.Store.TrimActivity(ctx, userID, class, keep)
+	switch {
+	case err != nil:
+		r.log.Warn("trimming activity to its cap", zap.String("user", userID), zap.String("class", class), zap.Error(err))
+	case n > 0:
+		r.log.Debug("trimmed activity to its cap", zap.String("user", userID), zap.String("class", class), zap.Int("count", n))
+	}
+}
+
+// EntryID is the id of the entry of seq: "act_<seq>".
+func EntryID(seq int64) string { return "act_" + strconv.FormatInt(seq, 10) }
+
+// ParseEntryID returns the seq of an entry id, and false when id is not
+// one.
+func ParseEntryID(id string) (int64, bool) {
+	rest, ok := strings.CutPrefix(id, "act_")
+	if !ok || rest == "" || len(rest) > 19 || rest[0] == '0' {
+		return 0, false
+	}
+	for _, c := range rest {
+		if c < '0' || c > '9' {
+			return 0, false
+		}
+	}
+	n, err := strconv.ParseInt(rest, 10, 64)
+	if err != nil {
+		return 0, false
+	}
+	return n, true
+}
+
+// Run prunes the log now and then every PruneEvery, until ctx ends or
+// Close is called, and returns nil. A Recorder runs once: ErrRunning if it
+// runs already or was closed.
+func (r *Recorder) Run(ctx context.Context) error {
+	r.mu.Lock()
+	if r.running || r.closed {
+		r.mu.Unlock()
+		return ErrRunning
+	}
+	r.running = true
+	r.mu.Unlock()
+	defer close(r.done)
+	t := time.NewTicker(r.opts.PruneEvery)
+	defer t.Stop()
+	for {
+		r.prune(ctx)
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-r.stop:
+			return nil
+		case <-t.C:
+		}
+	}
+}
+
+// Close stops Run and waits for it. It is idempotent.
+func (r *Recorder) Close() error {
+	r.mu.Lock()
+	if !r.closed {
+		r.closed = true
+		close(r.stop)
+	}
+	running := r.running
+	r.mu.Unlock()
+	if running {
+		<-r.done
+	}
+	return nil
+}
+
+// prune forgets the entries older than the retention, and the trim and
+// warning marks older than the trim interval and a minute.
+func (r *Recorder) prune(ctx context.Context) {
+	now := r.opts.Clock.Now()
+	wctx, cancel := context.WithTimeout(ctx, writeTimeout)
+	defer cancel()
+	n, err := r.opts.Store.PruneActivity(wctx, now.Add(-r.opts.Retention))
+	switch {
+	case err != nil && ctx.Err() == nil:
+		r.log.Warn("pruning the activity log", zap.Error(err))
+	case n > 0:
+		r.log.Info("pruned the activity log", zap.Int("count", n))
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for u, at := range r.trimmed {
+		if now.Sub(at) >= r.opts.TrimInterval {
+			delete(r.trimmed, u)
+		}
+	}
+	for u, at := range r.warned {
+		if now.Sub(at) >= time.Minute {
+			delete(r.warned, u)
+		}
+	}
+}
+
+// check validates an entry for the log and returns why it is refused, or
+// "".
+func check(e *protocol.ActivityEntry) string {
+	switch {
+	case !protocol.ValidActivityKind(e.Kind):
+		return "unknown kind"
+	case !validSource(e.Source.Kind):
+		return "unknown source kind"
+	case e.Summary == "" || !utf8.ValidString(e.Summary) || utf8.RuneCountInString(e.Summary) > MaxSummary:
+		return "the summary must be 1 to 200 characters"
+	case e.Account != "" && !tradecall.ValidName(e.Account):
+		return "the account is not an account name"
+	case utf8.RuneCountInString(e.Source.ID) > maxSourceID || !utf8.ValidString(e.Source.ID) ||
+		utf8.RuneCountInString(e.Source.Name) > maxSourceName || !utf8.ValidString(e.Source.Name):
+		return "the source's id or name is too long"
+	case len(e.Detail) > MaxDetail:
+		return "the detail is larger than 8 KiB"
+	}
+	if d := bytes.TrimSpace(e.Detail); len(d) > 0 && !bytes.Equal(d, []byte("null")) {
+		var obj map[string]json.RawMessage
+		if d[0] != '{' || json.Unmarshal(d, &obj) != nil {
+			return "the detail is not a JSON object"
+		}
+		e.Detail = json.RawMessage(d)
+	}
+	return ""
+}
+
+func validSource(k string) bool {
+	for _, s := range protocol.ActivitySourceKinds {
+		if s == k {
+			return true
+		}
+	}
+	return false
+}
+
+func printable(s string) bool {
+	for _, c := range s {
+		if !unicode.IsPrint(c) {
+			return false
+		}
+	}
+	return true
+}
+
+// safeKind is what a log line shows of a kind: a known one, or
+// "(unknown)".
+func safeKind(k string) string {
+	if protocol.ValidActivityKind(k) {
+		return k
+	}
+	return "(unknown)"
+}
+
+// truncate cuts s to at most n runes.
+func truncate(s string, n int) string {
+	if utf8.RuneCountInString(s) <= n {
+		return s
+	}
+	return string([]rune(s)[:n-1]) + "…"
+}
+
+func mustJSON(v any) json.RawMessage {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return json.RawMessage(`{}`)
+	}
+	return b
+}
