@@ -55,6 +55,9 @@ type Server struct {
 	closed bool
 	wg     sync.WaitGroup // sockets, user loops, their calls
 
+	// activity records the rpc writes; nil records nothing.
+	activity *tradecall.Activity
+
 	stats struct {
 		sockets   atomic.Int64
 		delivered atomic.Int64
@@ -79,13 +82,14 @@ func New(opts Options) (*Server, error) {
 	door.Budgets = []*budget.Limiter{opts.Budget}
 	ctx, cancel := context.WithCancel(context.Background())
 	return &Server{
-		opts:   opts,
-		log:    opts.Logger.Named("stream"),
-		door:   door,
-		keyed:  keyed,
-		ctx:    ctx,
-		cancel: cancel,
-		users:  make(map[string]*user),
+		opts:     opts,
+		log:      opts.Logger.Named("stream"),
+		door:     door,
+		keyed:    keyed,
+		ctx:      ctx,
+		cancel:   cancel,
+		users:    make(map[string]*user),
+		activity: tradecall.NewActivity(opts.Events, opts.Clock.Now),
 	}, nil
 }
 

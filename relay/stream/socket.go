@@ -14,6 +14,7 @@ import (
 	"github.com/coder/websocket"
 	"go.uber.org/zap"
 
+	"tradebridge/protocol"
 	"tradebridge/relay/auth"
 	"tradebridge/relay/errcode"
 	"tradebridge/relay/tradecall"
@@ -400,7 +401,9 @@ func (sk *socket) rpc(f clientFrame) {
 		if call.Write && call.Key != "" {
 			// The HTTP API's rule, on the same store: a repeat within
 			// 24 h is answered with the recorded outcome.
-			sk.answer(f.id, sk.srv.keyed.Run(sk.ctx, sk.p.UserID, call.Fn, call.Key, call.Args))
+			o := sk.srv.keyed.Run(sk.ctx, sk.p.UserID, call.Fn, call.Key, call.Args)
+			sk.answer(f.id, o)
+			sk.record(call, o)
 			return
 		}
 		requestID := ""
@@ -410,6 +413,10 @@ func (sk *socket) rpc(f clientFrame) {
 		ctx, cancel := context.WithTimeout(sk.ctx, sk.srv.opts.CallTimeout)
 		defer cancel()
 		res, err := sk.srv.opts.Upstream.Call(ctx, sk.p.UserID, call.Fn, requestID, call.Args)
+		if call.Write {
+			// Recorded once the reply is queued (below, deferred).
+			defer sk.record(call, tradecall.CallOutcome(call.Fn, res, err, sk.ctx.Err() != nil))
+		}
 		if err == nil {
 			sk.answer(f.id, tradecall.Outcome{Fn: call.Fn, Result: res})
 			return
@@ -424,6 +431,11 @@ func (sk *socket) rpc(f clientFrame) {
 		sk.log.Error("stream call failed", zap.String("fn", call.Fn), zap.Error(err))
 		sk.reply((&frameError{code: errcode.InternalError, detail: "the relay failed to complete the call"}).encode(f.id, true))
 	}()
+}
+
+// record publishes the activity log's entry of an rpc write.
+func (sk *socket) record(call tradecall.SocketCall, o tradecall.Outcome) {
+	sk.srv.activity.Record(tradecall.Write{Principal: sk.p, Source: protocol.SourceStream, Fn: call.Fn, Args: call.Args, Key: call.Key}, o)
 }
 
 // answer sends the rpc reply of an outcome: the result rendered in the
