@@ -399,7 +399,8 @@ func (b *build) nodes() error {
 func (b *build) doors() error {
 	var err error
 	o := &b.opts
-	if b.trade, err = tradeapi.New(tradeapi.Options{Caller: b.up, Auth: b.authn, Admit: b.adm, Idempotency: o.Store, Budget: b.trading, IPBudget: b.perIP, Logger: b.log}); err != nil {
+	if b.trade, err = tradeapi.New(tradeapi.Options{Caller: b.up, Auth: b.authn, Admit: b.adm, Idempotency: o.Store, Budget: b.trading, IPBudget: b.perIP, Logger: b.log,
+		Events: b.r.events}); err != nil {
 		return err
 	}
 	sopts := o.Stream
@@ -415,6 +416,7 @@ func (b *build) doors() error {
 		}
 	}
 	sopts.Logger = b.log
+	sopts.Events = b.r.events
 	sopts.Metrics = b.r.metrics
 	st, err := stream.New(sopts)
 	if err != nil {
@@ -452,7 +454,8 @@ func (b *build) brokerFamily() error {
 	}
 	b.undo.push(func() { bm.Close() })
 	b.r.broker = bm
-	b.broker, err = tradeapi.New(tradeapi.Options{Family: tradeapi.FamilyBroker, Caller: bm, Auth: b.authn, Admit: b.adm, Idempotency: o.Store, Budget: b.trading, IPBudget: b.perIP, Logger: b.log})
+	b.broker, err = tradeapi.New(tradeapi.Options{Family: tradeapi.FamilyBroker, Caller: bm, Auth: b.authn, Admit: b.adm, Idempotency: o.Store, Budget: b.trading, IPBudget: b.perIP, Logger: b.log,
+		Events: b.r.events})
 	return err
 }
 
