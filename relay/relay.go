@@ -62,6 +62,7 @@ import (
 	"go.uber.org/zap"
 
 	"tradebridge/protocol"
+	"tradebridge/relay/activity"
 	"tradebridge/relay/admit"
 	"tradebridge/relay/agentcall"
 	"tradebridge/relay/auth"
@@ -202,6 +203,9 @@ type Relay struct {
 	broker   *broker.Manager
 	history  *connhistory.Writer
 	events   *events.Bus
+	// refusals aggregates the users' budget refusals into the activity
+	// log.
+	refusals *activity.Refusals
 	metrics  *metrics.Metrics
 	guard    *httpapi.Guard
 	patterns []string
@@ -212,10 +216,11 @@ type Relay struct {
 	stopping atomic.Bool
 }
 
-// New builds a Relay, in steps (see build): the admission of every door,
-// the event spine, then each part over what the earlier steps built, and
-// last the spine's subscriptions and the routes. A step that fails undoes
-// the ones before it.
+// New builds a Relay, in steps (see build): the event spine, the
+// admission of every door (which tells the spine of budget refusals),
+// then each part over what the earlier steps built, and last the spine's
+// subscriptions and the routes. A step that fails undoes the ones before
+// it.
 func New(opts Options) (*Relay, error) {
 	if err := opts.fill(); err != nil {
 		return nil, err
@@ -295,8 +300,8 @@ type build struct {
 func (b *build) run() (*Relay, error) {
 	b.r = &Relay{opts: b.opts, log: b.log.Named("relay"), metrics: metrics.New()}
 	for _, step := range []func() error{
-		b.admission,
 		b.spine,
+		b.admission,
 		b.tunnels,
 		b.nodes,
 		b.doors,
@@ -333,9 +338,15 @@ func (b *build) admission() error {
 	if b.perIP, err = budget.New(budget.Options{Policy: o.IPBudget, Backend: o.Budgets}); err != nil {
 		return fmt.Errorf("relay: ip budget: %w", err)
 	}
+	// The users' budget refusals are recorded in the activity log,
+	// aggregated per user, budget and minute.
+	if b.r.refusals, err = activity.NewRefusals(activity.RefusalsOptions{Events: b.r.events, Logger: b.log}); err != nil {
+		return err
+	}
+	b.undo.push(func() { _ = b.r.refusals.Close() })
 	// Each door admits its requests through it with its own policy
 	// (hub.Door, tradeapi's Door, stream.Door, …).
-	b.adm, err = admit.New(admit.Options{Auth: b.authn, Logger: b.log, Leases: o.Budgets})
+	b.adm, err = admit.New(admit.Options{Auth: b.authn, Logger: b.log, Leases: o.Budgets, Refusals: b.r.refusals})
 	return err
 }
 
@@ -741,6 +752,11 @@ func (r *Relay) Serve(ctx context.Context, ln net.Listener) error {
 	brokerDone := make(chan struct{})
 	go func() { defer close(brokerDone); _ = r.broker.Run(jctx) }()
 	defer func() { stopJanitor(); <-brokerDone }()
+	// The budget refusals counted are published each minute; shutdown
+	// publishes the last ones before the spine closes.
+	refusalsDone := make(chan struct{})
+	go func() { defer close(refusalsDone); _ = r.refusals.Run(jctx) }()
+	defer func() { stopJanitor(); <-refusalsDone }()
 	// The connection history is written until the tunnels have ended
 	// (shutdown closes the hub), so that their ends are recorded too.
 	hctx, stopHistory := context.WithCancel(context.WithoutCancel(ctx))
@@ -789,6 +805,7 @@ func (r *Relay) shutdown(servers []*http.Server, hardStop context.CancelCauseFun
 	r.broker.Close()
 	r.manage.Close()
 	r.closeCluster()
+	r.refusals.Close()
 	// The tunnels' ends are in the history's queue by now.
 	r.events.Close()
 	hardStop(httpapi.ErrShuttingDown)
@@ -866,6 +883,7 @@ func (r *Relay) Close() error {
 	r.broker.Close()
 	r.manage.Close()
 	r.closeCluster()
+	r.refusals.Close()
 	r.events.Close()
 	r.history.Close()
 	return err

@@ -4,13 +4,16 @@ import (
 	"encoding/json"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	"tradebridge/internal/testkit"
 	"tradebridge/protocol"
+	"tradebridge/relay/admit"
 	"tradebridge/relay/agentcall"
+	"tradebridge/relay/budget"
 	"tradebridge/relay/events"
 )
 
@@ -108,4 +111,49 @@ func TestRPCWritesRecorded(t *testing.T) {
 	assert.Equal(t, protocol.ActivityOrderReplayed, replay.Activity.Kind)
 	assert.Empty(t, replay.Ref)
 	assert.Equal(t, "k-9", detailOf(t, replay)["idempotencyKey"])
+}
+
+// budgetRefusals records the refusals the Admitter is told of.
+type budgetRefusals struct {
+	mu       sync.Mutex
+	policies []string
+	sources  []string
+}
+
+func (r *budgetRefusals) Refused(_ string, source protocol.ActivitySource, policy string) {
+	r.mu.Lock()
+	r.policies = append(r.policies, policy)
+	r.sources = append(r.sources, source.Kind)
+	r.mu.Unlock()
+}
+
+// The socket's own budget refusals (rpc frames, subscriptions) are told
+// to the Admitter's Refusals, source stream, as the upgrade's are.
+func TestSocketBudgetRefusalsTold(t *testing.T) {
+	t.Parallel()
+	var told budgetRefusals
+	e := newEnv(t, func(o *Options) {
+		var err error
+		o.Budget, err = budget.New(budget.Options{Policy: budget.Policy{Name: "trading", Rate: 1, Period: time.Hour, Burst: 2}})
+		require.NoError(t, err)
+		o.SubscriptionBudget, err = budget.New(budget.Options{Policy: budget.Policy{Name: "subscriptions", Rate: 1, Period: time.Hour, Burst: 1}})
+		require.NoError(t, err)
+		o.Admit, err = admit.New(admit.Options{Auth: o.Auth, Refusals: &told})
+		require.NoError(t, err)
+	})
+	c := e.dial(tokA) // the upgrade: 1
+	c.send(rpcFrame("a", "ListAccounts", nil))
+	require.Equal(t, true, c.readReply()["success"])
+	c.send(rpcFrame("b", "ListAccounts", nil))
+	require.Equal(t, "rate_limited", c.readReply()["error"])
+	c.send(map[string]any{"action": "subscribe", "instruments": []string{"ES"}})
+	require.Equal(t, "subscribed", c.read()["type"])
+	c.send(map[string]any{"action": "subscribe", "instruments": []string{"NQ"}})
+	require.Equal(t, "rate_limited", c.read()["error"])
+	status, _ := httpGet(t, e.http.URL+Path, withAuth(upgradeHeaders, tokA))
+	require.Equal(t, 429, status)
+	told.mu.Lock()
+	defer told.mu.Unlock()
+	assert.Equal(t, []string{"trading", "subscriptions", "trading"}, told.policies)
+	assert.Equal(t, []string{"stream", "stream", "stream"}, told.sources)
 }

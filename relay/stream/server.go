@@ -37,7 +37,7 @@ const Path = "/ws/stream"
 // before any token is looked at. New fills in the budgets.
 var Door = func() admit.Door {
 	d := tradecall.Door
-	d.Name, d.Token = "stream", upgradeToken
+	d.Name, d.Token, d.Source = "stream", upgradeToken, protocol.SourceStream
 	return d
 }()
 

@@ -350,6 +350,7 @@ func (sk *socket) handle(typ websocket.MessageType, data []byte) {
 		if d := sk.srv.opts.SubscriptionBudget.Allow(sk.p.UserID); !d.Allowed {
 			sk.refuse(&frameError{code: errcode.RateLimited, detail: "the subscription budget is used up; wait retryAfter seconds",
 				retryAfter: d.RetryAfterSeconds(), policy: pol.Name}, f.id, false)
+			sk.srv.opts.Admit.Refused(sk.p, &sk.srv.door, pol.Name)
 			return
 		}
 		sk.user.subscription(sk, f.action == actionSubscribe, names, f.id)
@@ -385,6 +386,7 @@ func (sk *socket) rpc(f clientFrame) {
 	if d := b.Allow(sk.p.UserID); !d.Allowed {
 		sk.refuse(&frameError{code: errcode.RateLimited, detail: "the request budget is used up; wait retryAfter seconds",
 			retryAfter: d.RetryAfterSeconds(), policy: b.Policy().Name}, f.id, true)
+		sk.srv.opts.Admit.Refused(sk.p, &sk.srv.door, b.Policy().Name)
 		return
 	}
 	call, he := tradecall.PrepareSocketCall(fn, f.fields["args"])
