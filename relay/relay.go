@@ -203,9 +203,7 @@ type Relay struct {
 	broker   *broker.Manager
 	history  *connhistory.Writer
 	events   *events.Bus
-	// refusals aggregates the users' budget refusals into the activity
-	// log.
-	refusals *activity.Refusals
+	refusals *activity.Refusals // the users' budget refusals, aggregated for the activity log
 	metrics  *metrics.Metrics
 	guard    *httpapi.Guard
 	patterns []string
