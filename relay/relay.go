@@ -478,6 +478,7 @@ func (b *build) management() error {
 	mopts.Admitter = b.adm
 	mopts.IPBudget = b.perIP
 	mopts.Budgets = o.Budgets
+	mopts.Events = b.r.events
 	mopts.Logger = b.log
 	if mopts.BodyTimeout == 0 {
 		mopts.BodyTimeout = o.BodyTimeout
