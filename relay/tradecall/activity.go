@@ -136,8 +136,8 @@ func WriteEntry(w Write, o Outcome, at time.Time) (e protocol.ActivityEntry, ref
 		source = protocol.SourceAPI
 	}
 	d := writeDetail{Fn: w.Fn, Family: family}
-	if len(w.Args) > 0 && json.Valid(w.Args) {
-		d.Request = w.Args
+	if len(w.Args) > 0 {
+		d.Request = w.Args // the door's own encoding; Marshal checks it
 	}
 	if k, isKey := strings.CutPrefix(w.Key, "key:"); isKey {
 		d.IdempotencyKey = k
