@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"net/http"
 	"sync"
+	"sync/atomic"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -11,6 +12,7 @@ import (
 
 	"tradebridge/internal/testkit"
 	"tradebridge/protocol"
+	"tradebridge/relay/agentcall"
 	"tradebridge/relay/events"
 	"tradebridge/relay/tradeapi"
 )
@@ -146,4 +148,31 @@ func TestBrokerWritesRecorded(t *testing.T) {
 	assert.Equal(t, protocol.ActivityOrderPlaced, ev.Activity.Kind)
 	assert.Equal(t, "tv", entryDetail(t, ev)["family"])
 	assert.Equal(t, "DEMO1", ev.Activity.Account)
+}
+
+// A keyed write whose outcome was unknown runs again on its retry; both
+// runs name the same ref, so the activity log records the write once.
+func TestHTTPKeyedRerunNotDoubled(t *testing.T) {
+	t.Parallel()
+	var pub published
+	e := newEnv(t, func(o *tradeapi.Options) { o.Events = pub.publisher() })
+	var calls atomic.Int32
+	e.agent.mu.Lock()
+	e.agent.reply = func(c call) (json.RawMessage, error) {
+		if calls.Add(1) == 1 {
+			return nil, agentcall.ErrConnectionLost
+		}
+		return json.RawMessage(`{"orderId":"o-9"}`), nil
+	}
+	e.agent.mu.Unlock()
+	r := e.do("POST", "/v1/api/accounts/Sim101/orders/place", "tb_api_pro", placeBody, "Idempotency-Key", "k-u")
+	require.Equal(t, http.StatusServiceUnavailable, r.Status)
+	r = e.do("POST", "/v1/api/accounts/Sim101/orders/place", "tb_api_pro", placeBody, "Idempotency-Key", "k-u")
+	require.Equal(t, http.StatusOK, r.Status)
+	evs := pub.wait(t, 2)
+	assert.Equal(t, protocol.ActivityOrderRefused, evs[0].Activity.Kind)
+	assert.Equal(t, "outcome_unknown", entryDetail(t, evs[0])["error"])
+	assert.Equal(t, protocol.ActivityOrderPlaced, evs[1].Activity.Kind)
+	require.NotEmpty(t, evs[0].Ref)
+	assert.Equal(t, evs[0].Ref, evs[1].Ref)
 }

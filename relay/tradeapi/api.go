@@ -5,7 +5,9 @@
 // answers with the {"success":…} envelope. The call itself (arguments,
 // exactly-once writes, rendering, failures) is package tradecall's, shared
 // with the WebSocket door (package stream). Errors carry stable codes
-// (package errcode) and never repeat what the caller sent.
+// (package errcode) and never repeat what the caller sent. Every write,
+// once answered, is an entry of the user's activity log (Options.Events,
+// tradecall.Activity).
 //
 // The same package serves the broker family under /v1/api/tv (Options.Family
 // FamilyBroker): a subset of the same routes, whose Caller runs the operations
