@@ -87,7 +87,7 @@ type Options struct {
 	// published (events.TypeBroker, the Management API stores them), and
 	// the links' activity log entries (events.TypeActivity: broker.linked,
 	// broker.unlinked, broker.loginFailed, broker.tokenExpired; see
-	// activity.go). Nil drops them.
+	// linkactivity.go). Nil drops them.
 	Events events.Publisher
 	Logger *zap.Logger
 	// Now is the market's clock: the engines', the operations' and the

@@ -468,7 +468,7 @@ func (s *Server) change(w http.ResponseWriter, r *http.Request, rt *route, p aut
 		writeErr(w, storageUnavailable())
 		return
 	}
-	// Stored: recorded in the activity log once pushed (activity.go),
+	// Stored: recorded in the activity log once pushed (changelog.go),
 	// whatever the push's outcome.
 	defer s.recordChange(r.Context(), p, rt, ci, out)
 	out.commit()

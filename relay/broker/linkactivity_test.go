@@ -25,13 +25,13 @@ import (
 	"tradebridge/trading/bridge/tradovate/tradovatefake"
 )
 
-// activityLog collects the activity log entries a Manager publishes.
-type activityLog struct {
+// linkEntries collects the activity log entries a Manager publishes.
+type linkEntries struct {
 	mu  sync.Mutex
 	evs []events.Event
 }
 
-func (l *activityLog) Publish(e events.Event) {
+func (l *linkEntries) Publish(e events.Event) {
 	if e.Type != events.TypeActivity {
 		return
 	}
@@ -40,19 +40,19 @@ func (l *activityLog) Publish(e events.Event) {
 	l.mu.Unlock()
 }
 
-func (l *activityLog) all() []events.Event {
+func (l *linkEntries) all() []events.Event {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	return append([]events.Event(nil), l.evs...)
 }
 
-func (l *activityLog) count() int {
+func (l *linkEntries) count() int {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	return len(l.evs)
 }
 
-func (l *activityLog) wait(t *testing.T, n int) []events.Event {
+func (l *linkEntries) wait(t *testing.T, n int) []events.Event {
 	t.Helper()
 	require.Eventually(t, func() bool { return l.count() >= n }, waitFor, testkit.Tick)
 	evs := l.all()
@@ -60,7 +60,7 @@ func (l *activityLog) wait(t *testing.T, n int) []events.Event {
 	return evs
 }
 
-func detailMap(t *testing.T, e events.Event) map[string]any {
+func linkDetailOf(t *testing.T, e events.Event) map[string]any {
 	t.Helper()
 	var d map[string]any
 	require.NoError(t, json.Unmarshal(e.Activity.Detail, &d))
@@ -73,7 +73,7 @@ func detailMap(t *testing.T, e events.Event) map[string]any {
 func TestLinkRoutesRecorded(t *testing.T) {
 	t.Parallel()
 	f := newFixture(t)
-	var log activityLog
+	var log linkEntries
 	refuse := false
 	var mu sync.Mutex
 	m, err := broker.New(broker.Options{Store: f.store, Keys: f.keys, NewPlatform: f.markets.newPlatform, Events: &log,
@@ -121,7 +121,7 @@ func TestLinkRoutesRecorded(t *testing.T) {
 	assert.Equal(t, "alice", linked.UserID)
 	assert.Equal(t, protocol.ActivityBrokerLinked, linked.Activity.Kind)
 	assert.Equal(t, src, linked.Activity.Source)
-	assert.Equal(t, map[string]any{"env": "demo", "method": "apikey"}, detailMap(t, linked))
+	assert.Equal(t, map[string]any{"env": "demo", "method": "apikey"}, linkDetailOf(t, linked))
 	assert.NotContains(t, string(linked.Activity.Detail), "pw")
 	assert.NotContains(t, linked.Activity.Summary, "trader")
 	assert.Equal(t, protocol.ActivityBrokerUnlinked, unlinked.Activity.Kind)
@@ -135,7 +135,7 @@ func TestOAuthLinkRecorded(t *testing.T) {
 	t.Parallel()
 	f := newFixture(t)
 	fake := oauthFake(t, f)
-	var log activityLog
+	var log linkEntries
 	m, err := broker.New(broker.Options{Store: f.store, Keys: f.keys, NewPlatform: f.markets.newPlatform, Events: &log,
 		Now: f.markets.clock.Now, Endpoints: fake.Endpoints(),
 		OAuth: tradovate.OAuthClient{ID: tradovatefake.DefaultOAuthClientID, Secret: tradovatefake.DefaultOAuthClientSecret,
@@ -148,7 +148,7 @@ func TestOAuthLinkRecorded(t *testing.T) {
 	assert.Equal(t, "bob", ev.UserID)
 	assert.Equal(t, protocol.ActivityBrokerLinked, ev.Activity.Kind)
 	assert.Equal(t, protocol.ActivitySource{Kind: protocol.SourceBroker}, ev.Activity.Source)
-	assert.Equal(t, "oauth", detailMap(t, ev)["method"])
+	assert.Equal(t, "oauth", linkDetailOf(t, ev)["method"])
 }
 
 // brokerFake is a Tradovate fake for the links' sessions.
@@ -165,7 +165,7 @@ func brokerFake(t *testing.T, f *fixture) *tradovatefake.Server {
 
 // tradovateManager is a Manager whose links run the Tradovate platform
 // against fake.
-func tradovateManager(t *testing.T, f *fixture, fake *tradovatefake.Server, log *activityLog) *broker.Manager {
+func tradovateManager(t *testing.T, f *fixture, fake *tradovatefake.Server, log *linkEntries) *broker.Manager {
 	t.Helper()
 	m, err := broker.New(broker.Options{Store: f.store, Keys: f.keys, Events: log, Endpoints: fake.Endpoints(),
 		Now: f.markets.clock.Now, ReadyTimeout: time.Second})
@@ -181,7 +181,7 @@ func TestLoginFailedRecordedOnce(t *testing.T) {
 	t.Parallel()
 	f := newFixture(t)
 	fake := brokerFake(t, f)
-	var log activityLog
+	var log linkEntries
 	m := tradovateManager(t, f, fake, &log)
 	s := broker.Secrets{Username: tradovatefake.DefaultName, Password: "wrong", AppID: tradovatefake.DefaultAppID, AppVersion: "1.0",
 		CID: tradovatefake.DefaultCID, Sec: tradovatefake.DefaultSec}
@@ -191,7 +191,7 @@ func TestLoginFailedRecordedOnce(t *testing.T) {
 	assert.Equal(t, "alice", ev.UserID)
 	assert.Equal(t, protocol.ActivityBrokerLoginFailed, ev.Activity.Kind)
 	assert.Equal(t, protocol.ActivitySource{Kind: protocol.SourceBroker}, ev.Activity.Source)
-	assert.Equal(t, map[string]any{"error": "login_failed", "env": "demo", "reason": "credentials"}, detailMap(t, ev))
+	assert.Equal(t, map[string]any{"error": "login_failed", "env": "demo", "reason": "credentials"}, linkDetailOf(t, ev))
 	assert.Equal(t, "Tradovate login failed: Tradovate refused the username or password; link the account again", ev.Activity.Summary)
 	assert.NotContains(t, ev.Activity.Summary, tradovatefake.DefaultName)
 	require.NotEmpty(t, ev.Ref)
@@ -214,7 +214,7 @@ func TestLoginFailedRecordedOnce(t *testing.T) {
 	require.NoError(t, err)
 	evs = log.wait(t, 3)
 	assert.Equal(t, protocol.ActivityBrokerLoginFailed, evs[2].Activity.Kind)
-	assert.Equal(t, "captcha_required", detailMap(t, evs[2])["error"])
+	assert.Equal(t, "captcha_required", linkDetailOf(t, evs[2])["error"])
 	assert.NotEqual(t, ev.Ref, evs[2].Ref, "another link")
 }
 
@@ -224,7 +224,7 @@ func TestTokenExpiredRecorded(t *testing.T) {
 	t.Parallel()
 	f := newFixture(t)
 	fake := brokerFake(t, f)
-	var log activityLog
+	var log linkEntries
 	m := tradovateManager(t, f, fake, &log)
 	t.Cleanup(func() { m.Close() })
 	_, err := m.Link(context.Background(), "bob", broker.EnvDemo, broker.MethodOAuth,
@@ -232,6 +232,6 @@ func TestTokenExpiredRecorded(t *testing.T) {
 	require.NoError(t, err)
 	ev := log.wait(t, 1)[0]
 	assert.Equal(t, protocol.ActivityBrokerTokenExpired, ev.Activity.Kind)
-	assert.Equal(t, map[string]any{"error": "token_expired", "env": "demo"}, detailMap(t, ev))
+	assert.Equal(t, map[string]any{"error": "token_expired", "env": "demo"}, linkDetailOf(t, ev))
 	assert.NotContains(t, string(ev.Activity.Detail)+ev.Activity.Summary, "tok-secret-xyz")
 }

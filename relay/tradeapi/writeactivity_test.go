@@ -17,13 +17,13 @@ import (
 	"tradebridge/relay/tradeapi"
 )
 
-// published collects what a door publishes to the spine.
-type published struct {
+// writeEntries collects what a door publishes to the spine.
+type writeEntries struct {
 	mu  sync.Mutex
 	evs []events.Event
 }
 
-func (p *published) publisher() events.Publisher {
+func (p *writeEntries) publisher() events.Publisher {
 	return events.PublishFunc(func(e events.Event) {
 		p.mu.Lock()
 		p.evs = append(p.evs, e)
@@ -31,21 +31,21 @@ func (p *published) publisher() events.Publisher {
 	})
 }
 
-func (p *published) all() []events.Event {
+func (p *writeEntries) all() []events.Event {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	return append([]events.Event(nil), p.evs...)
 }
 
-func (p *published) count() int {
+func (p *writeEntries) count() int {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	return len(p.evs)
 }
 
-// wait returns the n entries published, failing when they do not come
+// wait returns the n entries writeEntries, failing when they do not come
 // or more come.
-func (p *published) wait(t *testing.T, n int) []events.Event {
+func (p *writeEntries) wait(t *testing.T, n int) []events.Event {
 	t.Helper()
 	require.Eventually(t, func() bool { return p.count() >= n }, testkit.Medium, testkit.Tick)
 	evs := p.all()
@@ -53,7 +53,7 @@ func (p *published) wait(t *testing.T, n int) []events.Event {
 	return evs
 }
 
-func entryDetail(t *testing.T, e events.Event) map[string]any {
+func writeDetailOf(t *testing.T, e events.Event) map[string]any {
 	t.Helper()
 	var d map[string]any
 	require.NoError(t, json.Unmarshal(e.Activity.Detail, &d))
@@ -69,7 +69,7 @@ const placeBody = `{"action":"buy","instrument":"ES 12-26","orderType":"market",
 // recorded.
 func TestHTTPWritesRecorded(t *testing.T) {
 	t.Parallel()
-	var pub published
+	var pub writeEntries
 	e := newEnv(t, func(o *tradeapi.Options) { o.Events = pub.publisher() })
 
 	r := e.do("GET", "/v1/api/accounts/Sim101/orders", "tb_api_pro", "")
@@ -88,7 +88,7 @@ func TestHTTPWritesRecorded(t *testing.T) {
 	assert.Equal(t, "Sim101", placed.Activity.Account)
 	assert.Equal(t, protocol.SourceAPI, placed.Activity.Source.Kind)
 	assert.Equal(t, "Bought 2 ES 12-26 at market on Sim101 — order o-1", placed.Activity.Summary)
-	d := entryDetail(t, placed)
+	d := writeDetailOf(t, placed)
 	assert.Equal(t, "desktop", d["family"])
 	assert.Equal(t, []any{"o-1"}, d["orderIds"])
 
@@ -101,7 +101,7 @@ func TestHTTPWritesRecorded(t *testing.T) {
 	require.Equal(t, http.StatusBadRequest, r.Status)
 	blocked := pub.wait(t, 2)[1]
 	assert.Equal(t, protocol.ActivityTradingBlocked, blocked.Activity.Kind)
-	assert.Equal(t, "killSwitch", entryDetail(t, blocked)["rule"])
+	assert.Equal(t, "killSwitch", writeDetailOf(t, blocked)["rule"])
 	assert.Equal(t, "PlaceOrder on Sim101 refused: trading_blocked (killSwitch)", blocked.Activity.Summary)
 
 	e.agent.mu.Lock()
@@ -114,11 +114,11 @@ func TestHTTPWritesRecorded(t *testing.T) {
 	evs = pub.wait(t, 4)
 	assert.Equal(t, protocol.ActivityOrderPlaced, evs[2].Activity.Kind)
 	assert.NotEmpty(t, evs[2].Ref, "a keyed write's own outcome has a ref")
-	assert.Equal(t, "k-7", entryDetail(t, evs[2])["idempotencyKey"])
+	assert.Equal(t, "k-7", writeDetailOf(t, evs[2])["idempotencyKey"])
 	assert.Equal(t, protocol.ActivityOrderReplayed, evs[3].Activity.Kind)
 	assert.Empty(t, evs[3].Ref)
-	assert.Equal(t, "k-7", entryDetail(t, evs[3])["idempotencyKey"])
-	assert.Equal(t, []any{"o-1"}, entryDetail(t, evs[3])["orderIds"])
+	assert.Equal(t, "k-7", writeDetailOf(t, evs[3])["idempotencyKey"])
+	assert.Equal(t, []any{"o-1"}, writeDetailOf(t, evs[3])["orderIds"])
 
 	r = e.do("POST", "/v1/api/accounts/Sim101/orders/place", "tb_api_pro", `{"action":"buy"}`, "Idempotency-Key", "k-7")
 	require.Equal(t, http.StatusBadRequest, r.Status)
@@ -137,7 +137,7 @@ func TestHTTPWritesRecorded(t *testing.T) {
 // detail.family tv; the broker's own refusal is the error.
 func TestBrokerWritesRecorded(t *testing.T) {
 	t.Parallel()
-	var pub published
+	var pub writeEntries
 	e := newEnv(t, func(o *tradeapi.Options) {
 		o.Family = tradeapi.FamilyBroker
 		o.Events = pub.publisher()
@@ -146,7 +146,7 @@ func TestBrokerWritesRecorded(t *testing.T) {
 	require.Equal(t, http.StatusOK, r.Status)
 	ev := pub.wait(t, 1)[0]
 	assert.Equal(t, protocol.ActivityOrderPlaced, ev.Activity.Kind)
-	assert.Equal(t, "tv", entryDetail(t, ev)["family"])
+	assert.Equal(t, "tv", writeDetailOf(t, ev)["family"])
 	assert.Equal(t, "DEMO1", ev.Activity.Account)
 }
 
@@ -154,7 +154,7 @@ func TestBrokerWritesRecorded(t *testing.T) {
 // runs name the same ref, so the activity log records the write once.
 func TestHTTPKeyedRerunNotDoubled(t *testing.T) {
 	t.Parallel()
-	var pub published
+	var pub writeEntries
 	e := newEnv(t, func(o *tradeapi.Options) { o.Events = pub.publisher() })
 	var calls atomic.Int32
 	e.agent.mu.Lock()
@@ -171,7 +171,7 @@ func TestHTTPKeyedRerunNotDoubled(t *testing.T) {
 	require.Equal(t, http.StatusOK, r.Status)
 	evs := pub.wait(t, 2)
 	assert.Equal(t, protocol.ActivityOrderRefused, evs[0].Activity.Kind)
-	assert.Equal(t, "outcome_unknown", entryDetail(t, evs[0])["error"])
+	assert.Equal(t, "outcome_unknown", writeDetailOf(t, evs[0])["error"])
 	assert.Equal(t, protocol.ActivityOrderPlaced, evs[1].Activity.Kind)
 	require.NotEmpty(t, evs[0].Ref)
 	assert.Equal(t, evs[0].Ref, evs[1].Ref)

@@ -17,19 +17,19 @@ import (
 	"tradebridge/relay/events"
 )
 
-// changes collects the config.changed entries a Server publishes.
-type changes struct {
+// changeEntries collects the config.changed entries a Server publishes.
+type changeEntries struct {
 	mu  sync.Mutex
 	evs []events.Event
 }
 
-func (c *changes) Publish(e events.Event) {
+func (c *changeEntries) Publish(e events.Event) {
 	c.mu.Lock()
 	c.evs = append(c.evs, e)
 	c.mu.Unlock()
 }
 
-func (c *changes) all() []events.Event {
+func (c *changeEntries) all() []events.Event {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	return append([]events.Event(nil), c.evs...)
@@ -49,7 +49,7 @@ func configDetailOf(t *testing.T, e events.Event) configDetail {
 // one.
 func TestChangesRecorded(t *testing.T) {
 	t.Parallel()
-	var pub changes
+	var pub changeEntries
 	e := newEnv(t, func(o *Options) { o.Events = &pub })
 	id := e.createGroup(tokElite, "scalpers")
 	evs := pub.all()
@@ -113,7 +113,7 @@ func TestChangesRecorded(t *testing.T) {
 // serves the routes in-process names its own source.
 func TestKillSwitchRecorded(t *testing.T) {
 	t.Parallel()
-	var pub changes
+	var pub changeEntries
 	e := newEnv(t, func(o *Options) { o.Events = &pub })
 	r := e.do(http.MethodPut, "/controls/kill-switch", tokElite, `{"enabled":true}`)
 	require.Equal(t, http.StatusOK, r.Code, string(r.Body))

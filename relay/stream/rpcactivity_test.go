@@ -17,27 +17,27 @@ import (
 	"tradebridge/relay/events"
 )
 
-// published collects the socket's activity log entries.
-type published struct {
+// rpcEntries collects the socket's activity log entries.
+type rpcEntries struct {
 	mu  sync.Mutex
 	evs []events.Event
 }
 
-func (p *published) Publish(e events.Event) {
+func (p *rpcEntries) Publish(e events.Event) {
 	p.mu.Lock()
 	p.evs = append(p.evs, e)
 	p.mu.Unlock()
 }
 
-func (p *published) count() int {
+func (p *rpcEntries) count() int {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	return len(p.evs)
 }
 
-// wait returns the n entries published, failing when they do not come
+// wait returns the n entries rpcEntries, failing when they do not come
 // or more come.
-func (p *published) wait(t *testing.T, n int) []events.Event {
+func (p *rpcEntries) wait(t *testing.T, n int) []events.Event {
 	t.Helper()
 	require.Eventually(t, func() bool { return p.count() >= n }, testkit.Medium, testkit.Tick)
 	p.mu.Lock()
@@ -46,7 +46,7 @@ func (p *published) wait(t *testing.T, n int) []events.Event {
 	return append([]events.Event(nil), p.evs...)
 }
 
-func detailOf(t *testing.T, e events.Event) map[string]any {
+func rpcDetailOf(t *testing.T, e events.Event) map[string]any {
 	t.Helper()
 	var d map[string]any
 	require.NoError(t, json.Unmarshal(e.Activity.Detail, &d))
@@ -59,7 +59,7 @@ func detailOf(t *testing.T, e events.Event) map[string]any {
 // its replay. Reads and frames refused for bad input are not recorded.
 func TestRPCWritesRecorded(t *testing.T) {
 	t.Parallel()
-	var pub published
+	var pub rpcEntries
 	e := newEnv(t, func(o *Options) { o.Events = &pub })
 	ag := &tradingAgent{}
 	e.up.mu.Lock()
@@ -89,13 +89,13 @@ func TestRPCWritesRecorded(t *testing.T) {
 	assert.Equal(t, "Sim101", placed.Activity.Account)
 	assert.Equal(t, "Bought 1 ES at market on Sim101 — order o-1", placed.Activity.Summary)
 	assert.Empty(t, placed.Ref)
-	assert.Equal(t, "desktop", detailOf(t, placed)["family"])
+	assert.Equal(t, "desktop", rpcDetailOf(t, placed)["family"])
 
 	c.send(rpcFrame(2, "PlaceOrder", placeArgs()))
 	require.Equal(t, "trading_blocked", c.readReply()["error"])
 	blocked := pub.wait(t, 2)[1]
 	assert.Equal(t, protocol.ActivityTradingBlocked, blocked.Activity.Kind)
-	assert.Equal(t, "closingOnly", detailOf(t, blocked)["rule"])
+	assert.Equal(t, "closingOnly", rpcDetailOf(t, blocked)["rule"])
 
 	for i := range 3 {
 		c.send(rpcFrame(3+i, "PlaceOrder", placeArgs("idempotencyKey", "k-9")))
@@ -104,23 +104,23 @@ func TestRPCWritesRecorded(t *testing.T) {
 	evs := pub.wait(t, 5)
 	unknown, rerun, replay := evs[2], evs[3], evs[4]
 	assert.Equal(t, protocol.ActivityOrderRefused, unknown.Activity.Kind)
-	assert.Equal(t, "outcome_unknown", detailOf(t, unknown)["error"])
+	assert.Equal(t, "outcome_unknown", rpcDetailOf(t, unknown)["error"])
 	assert.Equal(t, protocol.ActivityOrderPlaced, rerun.Activity.Kind)
 	require.NotEmpty(t, unknown.Ref)
 	assert.Equal(t, unknown.Ref, rerun.Ref, "the rerun of the same claim records nothing more")
 	assert.Equal(t, protocol.ActivityOrderReplayed, replay.Activity.Kind)
 	assert.Empty(t, replay.Ref)
-	assert.Equal(t, "k-9", detailOf(t, replay)["idempotencyKey"])
+	assert.Equal(t, "k-9", rpcDetailOf(t, replay)["idempotencyKey"])
 }
 
-// budgetRefusals records the refusals the Admitter is told of.
-type budgetRefusals struct {
+// toldRefusals records the refusals the Admitter is told of.
+type toldRefusals struct {
 	mu       sync.Mutex
 	policies []string
 	sources  []string
 }
 
-func (r *budgetRefusals) Refused(_ string, source protocol.ActivitySource, policy string) {
+func (r *toldRefusals) Refused(_ string, source protocol.ActivitySource, policy string) {
 	r.mu.Lock()
 	r.policies = append(r.policies, policy)
 	r.sources = append(r.sources, source.Kind)
@@ -131,7 +131,7 @@ func (r *budgetRefusals) Refused(_ string, source protocol.ActivitySource, polic
 // to the Admitter's Refusals, source stream, as the upgrade's are.
 func TestSocketBudgetRefusalsTold(t *testing.T) {
 	t.Parallel()
-	var told budgetRefusals
+	var told toldRefusals
 	e := newEnv(t, func(o *Options) {
 		var err error
 		o.Budget, err = budget.New(budget.Options{Policy: budget.Policy{Name: "trading", Rate: 1, Period: time.Hour, Burst: 2}})
