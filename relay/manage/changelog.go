@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"tradebridge/protocol"
 	"tradebridge/relay/auth"
@@ -116,8 +117,8 @@ func ConfigChangedEntry(kind, id, op string, before, after []byte, secret []stri
 		return protocol.ActivityEntry{}, false
 	}
 	changes := diffFields(b, a, secret)
-	detail, err := json.Marshal(configDetail{Resource: kind, ID: id, Op: op, Changes: changes})
-	if err != nil {
+	detail, ok := changeDetail(configDetail{Resource: kind, ID: id, Op: op, Changes: changes})
+	if !ok {
 		return protocol.ActivityEntry{}, false
 	}
 	return protocol.ActivityEntry{
@@ -125,9 +126,52 @@ func ConfigChangedEntry(kind, id, op string, before, after []byte, secret []stri
 		Kind:    protocol.ActivityConfigChanged,
 		Account: accountOf(a, b),
 		Source:  src,
-		Summary: changeSummary(kind, id, op, changes),
+		Summary: cutSummary(changeSummary(kind, id, op, changes)),
 		Detail:  detail,
 	}, true
+}
+
+// Bounds of an entry, as the activity log takes them (relay/activity's
+// MaxSummary and MaxDetail): it refuses a longer summary or a larger
+// detail.
+const (
+	maxEntrySummary = 200
+	maxEntryDetail  = 8 << 10
+)
+
+// cutSummary returns s cut to maxEntrySummary characters, the last one
+// "…" when it was cut.
+func cutSummary(s string) string {
+	if utf8.RuneCountInString(s) <= maxEntrySummary {
+		return s
+	}
+	return string([]rune(s)[:maxEntrySummary-1]) + "…"
+}
+
+// changeDetail encodes d within maxEntryDetail: while it is too large,
+// the largest change still showing values shows only that it changed
+// ({field, changed: true}, as a secret does); ok is false when even that
+// is not enough.
+func changeDetail(d configDetail) (json.RawMessage, bool) {
+	for {
+		b, err := json.Marshal(d)
+		if err != nil {
+			return nil, false
+		}
+		if len(b) <= maxEntryDetail {
+			return b, true
+		}
+		largest := -1
+		for i, c := range d.Changes {
+			if !c.Changed && (largest < 0 || len(c.Before)+len(c.After) > len(d.Changes[largest].Before)+len(d.Changes[largest].After)) {
+				largest = i
+			}
+		}
+		if largest < 0 {
+			return nil, false
+		}
+		d.Changes[largest] = FieldChange{Field: d.Changes[largest].Field, Changed: true}
+	}
 }
 
 // topFields splits a JSON object into its top-level fields; nil for no

@@ -3,12 +3,14 @@ package manage
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"strings"
 	"sync"
 	"testing"
 	"time"
+	"unicode/utf8"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -174,4 +176,30 @@ func TestConfigChangedEntry(t *testing.T) {
 		_, ok := k.(secretKind)
 		assert.True(t, ok, k.name())
 	}
+}
+
+// A change too large for the activity log shows only that its largest
+// fields changed, within the bound; a long summary is cut.
+func TestConfigChangedEntryBounds(t *testing.T) {
+	t.Parallel()
+	src := protocol.ActivitySource{Kind: protocol.SourceAPI}
+	big := func(c string) string { return `"` + strings.Repeat(c, 5000) + `"` }
+	before := []byte(`{"a":` + big("a") + `,"b":` + big("b") + `,"c":1}`)
+	after := []byte(`{"a":` + big("A") + `,"b":` + big("B") + `,"c":2}`)
+	e, ok := ConfigChangedEntry("copier", "cop_1", ChangeUpdate, before, after, nil, src, time.Now())
+	require.True(t, ok)
+	assert.LessOrEqual(t, len(e.Detail), maxEntryDetail)
+	var d configDetail
+	require.NoError(t, json.Unmarshal(e.Detail, &d))
+	require.Len(t, d.Changes, 3)
+	assert.True(t, d.Changes[0].Changed)
+	assert.Equal(t, FieldChange{Field: "c", Before: json.RawMessage(`1`), After: json.RawMessage(`2`)}, d.Changes[2])
+
+	fields := make([]string, 0, 60)
+	for i := range 60 {
+		fields = append(fields, fmt.Sprintf(`"field%02d_%s":%d`, i, strings.Repeat("n", 30), i))
+	}
+	e, ok = ConfigChangedEntry("copier", "cop_1", ChangeUpdate, []byte(`{}`), []byte("{"+strings.Join(fields, ",")+"}"), nil, src, time.Now())
+	require.True(t, ok)
+	assert.LessOrEqual(t, utf8.RuneCountInString(e.Summary), maxEntrySummary)
 }

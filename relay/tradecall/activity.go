@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"tradebridge/protocol"
 	"tradebridge/relay/auth"
@@ -180,6 +181,7 @@ func WriteEntry(w Write, o Outcome, at time.Time) (e protocol.ActivityEntry, ref
 		e.Kind = protocol.ActivityOrderChanged
 		e.Summary = changedSummary(w.Fn, args, res)
 	}
+	e.Summary = CutSummary(e.Summary)
 	if e.Detail, ok = marshalDetail(d); !ok {
 		return e, "", false
 	}
@@ -189,11 +191,44 @@ func WriteEntry(w Write, o Outcome, at time.Time) (e protocol.ActivityEntry, ref
 	return e, ref, true
 }
 
-// marshalDetail encodes d; a detail that cannot be encoded (it holds
-// only strings and valid JSON) records nothing.
+// Bounds of an entry, as the activity log takes them (relay/activity's
+// MaxSummary and MaxDetail): it refuses a longer summary or a larger
+// detail.
+const (
+	MaxSummary = 200
+	MaxDetail  = 8 << 10
+)
+
+// CutSummary returns s cut to MaxSummary characters, the last one "…"
+// when it was cut.
+func CutSummary(s string) string {
+	if utf8.RuneCountInString(s) <= MaxSummary {
+		return s
+	}
+	r := []rune(s)
+	return string(r[:MaxSummary-1]) + "…"
+}
+
+// maxTruncatedIDs is how many ids each list keeps in a detail cut to
+// MaxDetail.
+const maxTruncatedIDs = 20
+
+// marshalDetail encodes d within MaxDetail: a detail too large leaves the
+// request out, then keeps the first maxTruncatedIDs of each list of ids,
+// and says so (truncated). A detail that cannot be encoded records
+// nothing.
 func marshalDetail(d writeDetail) (json.RawMessage, bool) {
 	b, err := json.Marshal(d)
 	if err != nil {
+		return nil, false
+	}
+	if len(b) <= MaxDetail {
+		return b, true
+	}
+	d.Truncated, d.Request = true, nil
+	d.OrderIDs = d.OrderIDs[:min(len(d.OrderIDs), maxTruncatedIDs)]
+	d.CancelledOrderIDs = d.CancelledOrderIDs[:min(len(d.CancelledOrderIDs), maxTruncatedIDs)]
+	if b, err = json.Marshal(d); err != nil || len(b) > MaxDetail {
 		return nil, false
 	}
 	return b, true
@@ -212,6 +247,9 @@ type writeDetail struct {
 	CancelledOrderIDs []string `json:"cancelledOrderIds,omitempty"`
 	Error             string   `json:"error,omitempty"`
 	Rule              string   `json:"rule,omitempty"`
+	// Truncated says that the detail was cut to MaxDetail: the request
+	// left out, the lists of ids cut.
+	Truncated bool `json:"truncated,omitempty"`
 }
 
 // writeArgs are the arguments a summary names.

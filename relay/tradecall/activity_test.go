@@ -2,10 +2,13 @@ package tradecall_test
 
 import (
 	"encoding/json"
+	"fmt"
 	"net/http"
+	"strings"
 	"sync"
 	"testing"
 	"time"
+	"unicode/utf8"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -264,4 +267,34 @@ func BenchmarkWriteEntry(b *testing.B) {
 	for b.Loop() {
 		a.Record(w, o)
 	}
+}
+
+// An entry stays within the activity log's bounds: a long summary is cut,
+// a large detail leaves the request out and cuts its lists of ids, and
+// says so.
+func TestWriteEntryBounds(t *testing.T) {
+	t.Parallel()
+	ids := make([]string, 300)
+	for i := range ids {
+		ids[i] = fmt.Sprintf("order-%060d", i)
+	}
+	result, err := json.Marshal(map[string]any{"orderIds": ids, "cancelledOrderIds": ids})
+	require.NoError(t, err)
+	args, err := json.Marshal(map[string]any{"account": strings.Repeat("A", 64), "instrument": "ES 12-26",
+		"smartOptions": map[string]string{"x": strings.Repeat("y", 20000)}})
+	require.NoError(t, err)
+	w := tradecall.Write{Principal: trader, Source: protocol.SourceAPI, Fn: protocol.FnFlatten, Args: args}
+	e, _, ok := tradecall.WriteEntry(w, tradecall.Outcome{Fn: protocol.FnFlatten, Result: result}, time.Now())
+	require.True(t, ok)
+	assert.LessOrEqual(t, utf8.RuneCountInString(e.Summary), tradecall.MaxSummary)
+	assert.True(t, strings.HasSuffix(e.Summary, "…"), "cut")
+	assert.LessOrEqual(t, len(e.Detail), tradecall.MaxDetail)
+	d := detailOf(t, e)
+	assert.Equal(t, true, d["truncated"])
+	assert.Nil(t, d["request"])
+	assert.Len(t, d["orderIds"], 20)
+
+	long := "x" + strings.Repeat("é", 300)
+	assert.Equal(t, tradecall.MaxSummary, utf8.RuneCountInString(tradecall.CutSummary(long)))
+	assert.Equal(t, "short", tradecall.CutSummary("short"))
 }
