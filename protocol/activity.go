@@ -79,32 +79,41 @@ var ActivitySourceKinds = []string{
 // kind.
 const (
 	// ActivityOrderPlaced: a trading write placed orders (PlaceOrder,
-	// flat place, a bracket, reverse). detail: fn, request (the
-	// arguments as asked), orderIds, idempotencyKey when one was sent.
+	// flat place, a bracket, reverse). detail: fn, family ("desktop" or
+	// "tv"), request (the arguments as asked), orderIds,
+	// cancelledOrderIds when it cancelled some, idempotencyKey when one
+	// was sent.
 	ActivityOrderPlaced = "order.placed"
 	// ActivityOrderChanged: a trading write changed, cancelled or closed
 	// (ModifyOrder, CancelOrder(s), ClosePosition, Flatten): detail as
 	// order.placed, with the result's ids.
 	ActivityOrderChanged = "order.changed"
 	// ActivityOrderRefused: a trading write was refused or failed:
-	// detail: fn, request, error (the code), and rule for trading_blocked.
+	// detail: fn, family, request, error (the code; outcome_unknown when
+	// the outcome could not be learnt), idempotencyKey when one was sent.
 	ActivityOrderRefused = "order.refused"
 	// ActivityOrderReplayed: a trading write answered with the recorded
 	// outcome of the same Idempotency-Key (or orderId): nothing ran
-	// again. detail: fn, idempotencyKey, and the outcome's orderIds or
-	// error.
+	// again. detail: fn, family, request, idempotencyKey, and the
+	// outcome's orderIds or error.
 	ActivityOrderReplayed = "order.replayed"
 	// ActivityTradingBlocked: a trading write refused with
 	// trading_blocked by a rule (a monitor, the kill switch, the news
-	// lockout, a strategy lock): detail: fn, request, rule.
+	// lockout, a strategy lock): detail: fn, family, request, rule (as
+	// the agent's detail names it, "" from an agent before protocol
+	// version 3), idempotencyKey when one was sent.
 	ActivityTradingBlocked = "trading.blocked"
 	// ActivityBudgetRefused: calls refused for a budget (rate_limited),
 	// aggregated: one entry per user, policy and minute, detail: policy,
-	// count, from, until.
+	// count, from, until (the first and the last refusal counted). Its
+	// source is the door and token of the refused requests, without an
+	// id when they came from several tokens.
 	ActivityBudgetRefused = "budget.refused"
 	// ActivityConfigChanged: a Management API resource was created,
-	// changed or deleted: detail: resource (the kind), id, op, changes
-	// ([{field, before, after}], secrets never).
+	// changed or deleted: detail: resource (the kind), id, op (create,
+	// update, delete, or an action's name), changes ([{field, before,
+	// after}], before absent on create and after on delete; a secret
+	// field is {field, changed: true}, its values never shown).
 	ActivityConfigChanged = "config.changed"
 	// ActivityCopierCopied: a copier placed a follower's copy, or the
 	// copy was refused: detail: copierId, leader, follower, instrument,
@@ -150,10 +159,12 @@ const (
 	// ActivityBrokerUnlinked: the broker login was unlinked.
 	ActivityBrokerUnlinked = "broker.unlinked"
 	// ActivityBrokerLoginFailed: the broker refused the linked login:
-	// detail: error.
+	// detail: error (login_failed, captcha_required), env, reason (the
+	// kind of refusal: credentials, api_key, locked, refused).
 	ActivityBrokerLoginFailed = "broker.loginFailed"
 	// ActivityBrokerTokenExpired: the broker's session of the linked
-	// login expired and could not be renewed: detail: error.
+	// login expired and could not be renewed: detail: error
+	// (token_expired), env.
 	ActivityBrokerTokenExpired = "broker.tokenExpired"
 	// ActivityWebhookReceived: a TradingView alert was received: detail:
 	// webhookId, outcome.

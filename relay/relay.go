@@ -209,6 +209,7 @@ type Relay struct {
 	history  *connhistory.Writer
 	activity *activity.Recorder
 	events   *events.Bus
+	refusals *activity.Refusals // the users' budget refusals, aggregated for the activity log
 	metrics  *metrics.Metrics
 	guard    *httpapi.Guard
 	patterns []string
@@ -219,10 +220,11 @@ type Relay struct {
 	stopping atomic.Bool
 }
 
-// New builds a Relay, in steps (see build): the admission of every door,
-// the event spine, then each part over what the earlier steps built, and
-// last the spine's subscriptions and the routes. A step that fails undoes
-// the ones before it.
+// New builds a Relay, in steps (see build): the event spine, the
+// admission of every door (which tells the spine of budget refusals),
+// then each part over what the earlier steps built, and last the spine's
+// subscriptions and the routes. A step that fails undoes the ones before
+// it.
 func New(opts Options) (*Relay, error) {
 	if err := opts.fill(); err != nil {
 		return nil, err
@@ -303,8 +305,8 @@ type build struct {
 func (b *build) run() (*Relay, error) {
 	b.r = &Relay{opts: b.opts, log: b.log.Named("relay"), metrics: metrics.New()}
 	for _, step := range []func() error{
-		b.admission,
 		b.spine,
+		b.admission,
 		b.tunnels,
 		b.nodes,
 		b.doors,
@@ -342,9 +344,15 @@ func (b *build) admission() error {
 	if b.perIP, err = budget.New(budget.Options{Policy: o.IPBudget, Backend: o.Budgets}); err != nil {
 		return fmt.Errorf("relay: ip budget: %w", err)
 	}
+	// The users' budget refusals are recorded in the activity log,
+	// aggregated per user, budget and minute.
+	if b.r.refusals, err = activity.NewRefusals(activity.RefusalsOptions{Events: b.r.events, Logger: b.log}); err != nil {
+		return err
+	}
+	b.undo.push(func() { _ = b.r.refusals.Close() })
 	// Each door admits its requests through it with its own policy
 	// (hub.Door, tradeapi's Door, stream.Door, …).
-	b.adm, err = admit.New(admit.Options{Auth: b.authn, Logger: b.log, Leases: o.Budgets})
+	b.adm, err = admit.New(admit.Options{Auth: b.authn, Logger: b.log, Leases: o.Budgets, Refusals: b.r.refusals})
 	return err
 }
 
@@ -418,7 +426,8 @@ func (b *build) nodes() error {
 func (b *build) doors() error {
 	var err error
 	o := &b.opts
-	if b.trade, err = tradeapi.New(tradeapi.Options{Caller: b.up, Auth: b.authn, Admit: b.adm, Idempotency: o.Store, Budget: b.trading, IPBudget: b.perIP, Logger: b.log}); err != nil {
+	if b.trade, err = tradeapi.New(tradeapi.Options{Caller: b.up, Auth: b.authn, Admit: b.adm, Idempotency: o.Store, Budget: b.trading, IPBudget: b.perIP, Logger: b.log,
+		Events: b.r.events}); err != nil {
 		return err
 	}
 	sopts := o.Stream
@@ -434,6 +443,7 @@ func (b *build) doors() error {
 		}
 	}
 	sopts.Logger = b.log
+	sopts.Events = b.r.events
 	sopts.Metrics = b.r.metrics
 	st, err := stream.New(sopts)
 	if err != nil {
@@ -471,7 +481,8 @@ func (b *build) brokerFamily() error {
 	}
 	b.undo.push(func() { bm.Close() })
 	b.r.broker = bm
-	b.broker, err = tradeapi.New(tradeapi.Options{Family: tradeapi.FamilyBroker, Caller: bm, Auth: b.authn, Admit: b.adm, Idempotency: o.Store, Budget: b.trading, IPBudget: b.perIP, Logger: b.log})
+	b.broker, err = tradeapi.New(tradeapi.Options{Family: tradeapi.FamilyBroker, Caller: bm, Auth: b.authn, Admit: b.adm, Idempotency: o.Store, Budget: b.trading, IPBudget: b.perIP, Logger: b.log,
+		Events: b.r.events})
 	return err
 }
 
@@ -485,6 +496,7 @@ func (b *build) management() error {
 	mopts.Admitter = b.adm
 	mopts.IPBudget = b.perIP
 	mopts.Budgets = o.Budgets
+	mopts.Events = b.r.events
 	mopts.Logger = b.log
 	if mopts.BodyTimeout == 0 {
 		mopts.BodyTimeout = o.BodyTimeout
@@ -786,6 +798,11 @@ func (r *Relay) Serve(ctx context.Context, ln net.Listener) error {
 	activityDone := make(chan struct{})
 	go func() { defer close(activityDone); _ = r.activity.Run(jctx) }()
 	defer func() { stopJanitor(); <-activityDone }()
+	// The budget refusals counted are published each minute; shutdown
+	// publishes the last ones before the spine closes.
+	refusalsDone := make(chan struct{})
+	go func() { defer close(refusalsDone); _ = r.refusals.Run(jctx) }()
+	defer func() { stopJanitor(); <-refusalsDone }()
 	// The connection history is written until the tunnels have ended
 	// (shutdown closes the hub), so that their ends are recorded too.
 	hctx, stopHistory := context.WithCancel(context.WithoutCancel(ctx))
@@ -834,6 +851,7 @@ func (r *Relay) shutdown(servers []*http.Server, hardStop context.CancelCauseFun
 	r.broker.Close()
 	r.manage.Close()
 	r.closeCluster()
+	r.refusals.Close()
 	// The tunnels' ends are in the history's queue by now.
 	r.events.Close()
 	hardStop(httpapi.ErrShuttingDown)
@@ -911,6 +929,7 @@ func (r *Relay) Close() error {
 	r.broker.Close()
 	r.manage.Close()
 	r.closeCluster()
+	r.refusals.Close()
 	r.events.Close()
 	r.history.Close()
 	r.activity.Close()

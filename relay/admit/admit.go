@@ -40,6 +40,7 @@ import (
 
 	"go.uber.org/zap"
 
+	"tradebridge/protocol"
 	"tradebridge/relay/auth"
 	"tradebridge/relay/budget"
 	"tradebridge/relay/errcode"
@@ -68,6 +69,20 @@ type Options struct {
 	// node stopped mid-request): a little over the longest a request may
 	// run. Default DefaultLeaseTTL.
 	LeaseTTL time.Duration
+	// Refusals, when set, is told of every request of an API token
+	// refused for one of its user's budgets (429 rate_limited) by Admit
+	// and Charge, and by the doors that charge budgets themselves
+	// (Admitter.Refused): the activity log records them aggregated
+	// (relay/activity's Refusals). The per-address budget's refusals are
+	// no user's and are not told; nor are other kinds of token's
+	// (agents, support staff).
+	Refusals Refusals
+}
+
+// Refusals counts the requests refused for a user's budget;
+// relay/activity's Refusals implements it. Refused must not block.
+type Refusals interface {
+	Refused(userID string, source protocol.ActivitySource, policy string)
 }
 
 // DefaultLeaseTTL is Options.LeaseTTL's default: 90 s, a little over the
@@ -121,11 +136,16 @@ type Door struct {
 	// headers of an admitted request when RateLimitHeaders is set.
 	Budgets          []*budget.Limiter
 	RateLimitHeaders bool
+	// Source is the kind of source the activity log names for the
+	// door's requests (protocol.SourceStream for the stream socket);
+	// "" means protocol.SourceAPI.
+	Source string
 }
 
 // Admitter admits requests at every door. It is safe for concurrent use.
 type Admitter struct {
 	auth     Authenticator
+	refusals Refusals // nil: none told
 	log      *zap.Logger
 	leases   budget.Backend // nil: inflight alone
 	leaseTTL time.Duration
@@ -160,7 +180,7 @@ func New(opts Options) (*Admitter, error) {
 		opts.LeaseTTL = DefaultLeaseTTL
 	}
 	a := &Admitter{auth: opts.Auth, log: opts.Logger.Named("admit"), leases: opts.Leases, leaseTTL: opts.LeaseTTL,
-		seed: maphash.MakeSeed()}
+		seed: maphash.MakeSeed(), refusals: opts.Refusals}
 	for i := range a.inflight {
 		a.inflight[i].n = make(map[inflightKey]int)
 	}
@@ -261,6 +281,7 @@ func (a *Admitter) chargeDoor(w http.ResponseWriter, d *Door, ad *Admission) (*A
 		if !dec.Allowed {
 			ad.Done()
 			httpapi.WriteRateLimited(w, b.Policy(), dec)
+			a.Refused(ad.Principal, d, b.Policy().Name)
 			return nil, false
 		}
 		if i == 0 && d.RateLimitHeaders {
@@ -296,6 +317,7 @@ func (a *Admitter) admitShared(ctx context.Context, w http.ResponseWriter, d *Do
 	}
 	if res.Refused >= 0 {
 		httpapi.WriteRateLimited(w, d.Budgets[res.Refused].Policy(), dec[res.Refused])
+		a.Refused(ad.Principal, d, d.Budgets[res.Refused].Policy().Name)
 		return nil, false
 	}
 	if lease != nil {
@@ -371,6 +393,7 @@ func (a *Admitter) Charge(w http.ResponseWriter, p auth.Principal, charges ...Ch
 		}
 		if dec := c.Budget.AllowN(key, cost); !dec.Allowed {
 			httpapi.WriteRateLimited(w, c.Budget.Policy(), dec)
+			a.Refused(p, nil, c.Budget.Policy().Name)
 			return false
 		}
 	}
@@ -393,9 +416,26 @@ func (a *Admitter) chargeShared(w http.ResponseWriter, p auth.Principal, charges
 	dec := make([]budget.Decision, len(cs))
 	if i := budget.AllowAll(context.Background(), cs, dec); i >= 0 {
 		httpapi.WriteRateLimited(w, cs[i].Limiter.Policy(), dec[i])
+		a.Refused(p, nil, cs[i].Limiter.Policy().Name)
 		return false
 	}
 	return true
+}
+
+// Refused tells Options.Refusals of a request of p refused for the
+// budget named policy at door d (nil: a door of source api): Admit and
+// Charge call it for the refusals they answer, and a door that charges a
+// budget itself (the stream socket's frames) for its own. Only API
+// tokens' refusals are told.
+func (a *Admitter) Refused(p auth.Principal, d *Door, policy string) {
+	if a.refusals == nil || p.Kind != auth.KindAPI {
+		return
+	}
+	src := protocol.SourceAPI
+	if d != nil && d.Source != "" {
+		src = d.Source
+	}
+	a.refusals.Refused(p.UserID, protocol.ActivitySource{Kind: src, ID: auth.TokenID(p.TokenHash)}, policy)
 }
 
 // Verify checks token against d's kind and plan, without HTTP: the

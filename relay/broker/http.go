@@ -178,6 +178,7 @@ func (m *Manager) serveLink(w http.ResponseWriter, r *http.Request, p auth.Princ
 		return
 	}
 	m.log.Info("broker login linked", zap.String("user", p.UserID), zap.String("env", b.Env), zap.String("method", MethodAPIKey))
+	m.record(p.UserID, "", linkedEntry(b.Env, MethodAPIKey, apiSource(p)))
 	m.writeStatus(w, r.Context(), p.UserID, nil)
 }
 
@@ -239,6 +240,7 @@ func (m *Manager) serveUnlink(w http.ResponseWriter, r *http.Request, p auth.Pri
 	}
 	if had {
 		m.log.Info("broker login unlinked", zap.String("user", p.UserID))
+		m.record(p.UserID, "", unlinkedEntry(apiSource(p)))
 	}
 	httpapi.WriteWithTop(w, http.StatusOK, map[string]any{"linked": false}, map[string]any{"changed": had})
 }
@@ -491,5 +493,6 @@ func (m *Manager) serveOAuthCallback(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	m.log.Info("broker login linked", zap.String("user", st.UserID), zap.String("env", st.Env), zap.String("method", MethodOAuth))
+	m.record(st.UserID, "", linkedEntry(st.Env, MethodOAuth, brokerSource))
 	httpapi.Write(w, http.StatusOK, map[string]any{"linked": true, "env": st.Env, "method": MethodOAuth})
 }

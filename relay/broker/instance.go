@@ -56,10 +56,12 @@ func (m *Manager) newInstance(link Link) (*instance, error) {
 	in := &instance{m: m, userID: link.UserID, link: link, log: log,
 		state:  userState{db: m.opts.Store, userID: link.UserID},
 		reload: make(chan struct{}, 1)}
+	watch := &loginWatch{m: m, link: link}
 	p, err := m.opts.NewPlatform(m.ctx, PlatformConfig{Link: link, State: in.state, Logger: log.Named("tradovate"),
 		SaveSession: func(ctx context.Context, s Session) error {
 			return m.links.SaveSession(ctx, link.UserID, s.AccessToken, s.MDAccessToken, s.Expires, s.BrokerUserID)
-		}})
+		},
+		OnSessionState: watch.state})
 	if err != nil {
 		return nil, err
 	}

@@ -41,7 +41,11 @@ type PlatformConfig struct {
 	// renewal, sealed with the link, so that a relay restart reuses a
 	// valid token instead of logging in again.
 	SaveSession func(ctx context.Context, s Session) error
-	Logger      *zap.Logger
+	// OnSessionState, when set, is told of each new state of the login's
+	// session (tradovate.SessionOptions.OnState), so that the activity
+	// log records the login's failures. It must not block.
+	OnSessionState func(state string, err error)
+	Logger         *zap.Logger
 }
 
 // Session is a broker login's current session, as SaveSession keeps it.
@@ -80,8 +84,10 @@ type Options struct {
 	// configured.
 	Config func(ctx context.Context, userID string) (protocol.Config, error)
 	// Events is where the engines' reports about tv resources are
-	// published (events.TypeBroker, the Management API stores them). Nil
-	// drops them.
+	// published (events.TypeBroker, the Management API stores them), and
+	// the links' activity log entries (events.TypeActivity: broker.linked,
+	// broker.unlinked, broker.loginFailed, broker.tokenExpired; see
+	// linkactivity.go). Nil drops them.
 	Events events.Publisher
 	Logger *zap.Logger
 	// Now is the market's clock: the engines', the operations' and the

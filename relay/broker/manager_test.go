@@ -91,8 +91,12 @@ func (c *configs) set(userID string, cfg protocol.Config) {
 	c.cfg[userID] = cfg
 }
 
-// Publish takes the engines' reports.
+// Publish takes the engines' reports (the links' activity log entries
+// are activity_test.go's).
 func (c *configs) Publish(e events.Event) {
+	if e.Type != events.TypeBroker {
+		return
+	}
 	select {
 	case c.reports <- e.Agent.Kind + " " + string(e.Agent.Data):
 	default:

@@ -99,6 +99,7 @@ func (m *Manager) tradovatePlatform(_ context.Context, c PlatformConfig) (Platfo
 				c.Logger.Warn("keeping the renewed session; a relay restart will log in again", zap.Error(err))
 			}
 		},
+		OnState:    c.OnSessionState,
 		HTTPClient: m.opts.HTTPClient, Logger: c.Logger, Rate: m.opts.Rate, Burst: m.opts.Burst, PerHour: m.opts.PerHour,
 	})
 	if err != nil {

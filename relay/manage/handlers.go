@@ -85,6 +85,8 @@ type changeOut struct {
 	body []byte
 	// version is the stored version before the change (0: never stored).
 	version int64
+	// before is the resource's JSON before the change; nil on create.
+	before []byte
 	// commit puts the change into the snapshot it was judged on, so that
 	// the configuration pushed to the agent holds it.
 	commit func()
@@ -294,7 +296,11 @@ func (k *Kind[T]) change(in *changeIn) (*changeOut, *httpapi.Error) {
 				return nil, e
 			}
 		}
-		return &changeOut{deleted: true, changed: true, id: id, version: version, commit: func() { k.remove(snap, id) }}, nil
+		before, err := json.Marshal(old)
+		if err != nil {
+			return nil, internal(err)
+		}
+		return &changeOut{deleted: true, changed: true, id: id, version: version, before: before, commit: func() { k.remove(snap, id) }}, nil
 	case OpAction:
 		if k.Guard != nil {
 			if e := k.Guard(c); e != nil {
@@ -340,6 +346,7 @@ func (k *Kind[T]) change(in *changeIn) (*changeOut, *httpapi.Error) {
 			return nil, internal(nil)
 		}
 		out.changed = !bytes.Equal(before, after)
+		out.before = before
 	} else {
 		out.changed = true
 	}

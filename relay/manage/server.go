@@ -19,6 +19,7 @@ import (
 	"tradebridge/relay/auth"
 	"tradebridge/relay/budget"
 	"tradebridge/relay/errcode"
+	"tradebridge/relay/events"
 	"tradebridge/relay/httpapi"
 	"tradebridge/relay/keylock"
 	"tradebridge/relay/store"
@@ -91,6 +92,10 @@ type Options struct {
 	BusyThreshold int
 	// BodyTimeout bounds the time to receive a body. Default 10 s.
 	BodyTimeout time.Duration
+	// Events is where each change stored is published as a
+	// config.changed activity log entry (see WithSource); the relay
+	// passes its event spine. Nil records nothing.
+	Events events.Publisher
 }
 
 // Defaults of Options.
@@ -261,7 +266,7 @@ func (s *Server) handler(rt *route) http.Handler {
 		case routeList, routeGet:
 			s.read(w, r, rt, a.p.UserID, a.id)
 		default:
-			s.change(w, r, rt, a.p.UserID, a.id, a.in.body)
+			s.change(w, r, rt, a.p, a.id, a.in.body)
 		}
 	})
 }
@@ -369,7 +374,8 @@ type Deleted struct {
 // change runs a create, PATCH, PUT, DELETE, action or kill switch under
 // the user's write lock: load, judge (the kind's rules), check the agent,
 // store, push, answer.
-func (s *Server) change(w http.ResponseWriter, r *http.Request, rt *route, userID, id string, body []byte) {
+func (s *Server) change(w http.ResponseWriter, r *http.Request, rt *route, p auth.Principal, id string, body []byte) {
+	userID := p.UserID
 	ci := &changeIn{id: id, body: body, header: r.Header, family: rt.family, action: rt.action}
 	switch rt.op {
 	case routeCreate:
@@ -462,6 +468,9 @@ func (s *Server) change(w http.ResponseWriter, r *http.Request, rt *route, userI
 		writeErr(w, storageUnavailable())
 		return
 	}
+	// Stored: recorded in the activity log once pushed (changelog.go),
+	// whatever the push's outcome.
+	defer s.recordChange(r.Context(), p, rt, ci, out)
 	out.commit()
 	st.snap.ConfigVersion = cv
 	if brokerKinds[k.name()] {

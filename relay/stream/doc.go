@@ -145,9 +145,17 @@
 //
 //	{"seq":9,"id":"p2","success":true,"data":{"orderId":"…",…},"orderId":"…","replayed":true}
 //
+// Every write, once its reply is queued, is an entry of the user's
+// activity log (Options.Events, tradecall.Activity), as on HTTP but of
+// source stream: order.placed, order.changed, order.refused,
+// trading.blocked or order.replayed; reads and frames refused before the
+// call are not recorded.
+//
 // Every rpc frame costs one request of the user's trading budget, the one
 // the HTTP API charges (180 per minute, burst 20); over it, the reply is
-// rate_limited with retryAfter and policy "trading". A socket runs at most
+// rate_limited with retryAfter and policy "trading". The budgets' refusals
+// (rpc frames, subscriptions, the upgrade) are told to the Admitter's
+// Refusals, which records them in the activity log, aggregated. A socket runs at most
 // MaxInFlight (16) calls at once, concurrently, each bounded by
 // CallTimeout (30 s); one more is answered too_many_concurrent_requests
 // (not charged). A call still running when the socket closes is

@@ -12,6 +12,7 @@ import (
 	"tradebridge/relay/admit"
 	"tradebridge/relay/auth"
 	"tradebridge/relay/budget"
+	"tradebridge/relay/events"
 	"tradebridge/relay/tradecall"
 )
 
@@ -113,6 +114,11 @@ type Options struct {
 	// unsubscribe frames. Default: a new limiter of SubscriptionPolicy.
 	SubscriptionBudget *budget.Limiter
 	Logger             *zap.Logger
+	// Events is where the rpc writes' activity log entries are published
+	// (tradecall.Activity: source stream, the token's id), once the
+	// socket has its reply; the relay passes its event spine. Nil
+	// records nothing.
+	Events events.Publisher
 	// Metrics may be nil.
 	Metrics Metrics
 	// Clock drives P&L streaming. Default: the real clock.

@@ -37,7 +37,7 @@ const Path = "/ws/stream"
 // before any token is looked at. New fills in the budgets.
 var Door = func() admit.Door {
 	d := tradecall.Door
-	d.Name, d.Token = "stream", upgradeToken
+	d.Name, d.Token, d.Source = "stream", upgradeToken, protocol.SourceStream
 	return d
 }()
 
@@ -54,6 +54,9 @@ type Server struct {
 	users  map[string]*user
 	closed bool
 	wg     sync.WaitGroup // sockets, user loops, their calls
+
+	// activity records the rpc writes; nil records nothing.
+	activity *tradecall.Activity
 
 	stats struct {
 		sockets         atomic.Int64
@@ -81,13 +84,14 @@ func New(opts Options) (*Server, error) {
 	door.Budgets = []*budget.Limiter{opts.Budget}
 	ctx, cancel := context.WithCancel(context.Background())
 	return &Server{
-		opts:   opts,
-		log:    opts.Logger.Named("stream"),
-		door:   door,
-		keyed:  keyed,
-		ctx:    ctx,
-		cancel: cancel,
-		users:  make(map[string]*user),
+		opts:     opts,
+		log:      opts.Logger.Named("stream"),
+		door:     door,
+		keyed:    keyed,
+		ctx:      ctx,
+		cancel:   cancel,
+		users:    make(map[string]*user),
+		activity: tradecall.NewActivity(opts.Events, opts.Clock.Now),
 	}, nil
 }
 

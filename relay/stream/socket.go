@@ -14,6 +14,7 @@ import (
 	"github.com/coder/websocket"
 	"go.uber.org/zap"
 
+	"tradebridge/protocol"
 	"tradebridge/relay/auth"
 	"tradebridge/relay/errcode"
 	"tradebridge/relay/tradecall"
@@ -360,6 +361,7 @@ func (sk *socket) handle(typ websocket.MessageType, data []byte) {
 		if d := sk.srv.opts.SubscriptionBudget.Allow(sk.p.UserID); !d.Allowed {
 			sk.refuse(&frameError{code: errcode.RateLimited, detail: "the subscription budget is used up; wait retryAfter seconds",
 				retryAfter: d.RetryAfterSeconds(), policy: pol.Name}, f.id, false)
+			sk.srv.opts.Admit.Refused(sk.p, &sk.srv.door, pol.Name)
 			return
 		}
 		sk.user.subscription(sk, f.action == actionSubscribe, names, f.id)
@@ -409,6 +411,7 @@ func (sk *socket) rpc(f clientFrame) {
 	if d := b.Allow(sk.p.UserID); !d.Allowed {
 		sk.refuse(&frameError{code: errcode.RateLimited, detail: "the request budget is used up; wait retryAfter seconds",
 			retryAfter: d.RetryAfterSeconds(), policy: b.Policy().Name}, f.id, true)
+		sk.srv.opts.Admit.Refused(sk.p, &sk.srv.door, b.Policy().Name)
 		return
 	}
 	call, he := tradecall.PrepareSocketCall(fn, f.fields["args"])
@@ -425,7 +428,9 @@ func (sk *socket) rpc(f clientFrame) {
 		if call.Write && call.Key != "" {
 			// The HTTP API's rule, on the same store: a repeat within
 			// 24 h is answered with the recorded outcome.
-			sk.answer(f.id, sk.srv.keyed.Run(sk.ctx, sk.p.UserID, call.Fn, call.Key, call.Args))
+			o := sk.srv.keyed.Run(sk.ctx, sk.p.UserID, call.Fn, call.Key, call.Args)
+			sk.answer(f.id, o)
+			sk.record(call, o)
 			return
 		}
 		requestID := ""
@@ -435,6 +440,10 @@ func (sk *socket) rpc(f clientFrame) {
 		ctx, cancel := context.WithTimeout(sk.ctx, sk.srv.opts.CallTimeout)
 		defer cancel()
 		res, err := sk.srv.opts.Upstream.Call(ctx, sk.p.UserID, call.Fn, requestID, call.Args)
+		if call.Write {
+			// Recorded once the reply is queued (below, deferred).
+			defer sk.record(call, tradecall.CallOutcome(call.Fn, res, err, sk.ctx.Err() != nil))
+		}
 		if err == nil {
 			sk.answer(f.id, tradecall.Outcome{Fn: call.Fn, Result: res})
 			return
@@ -449,6 +458,11 @@ func (sk *socket) rpc(f clientFrame) {
 		sk.log.Error("stream call failed", zap.String("fn", call.Fn), zap.Error(err))
 		sk.reply((&frameError{code: errcode.InternalError, detail: "the relay failed to complete the call"}).encode(f.id, true))
 	}()
+}
+
+// record publishes the activity log's entry of an rpc write.
+func (sk *socket) record(call tradecall.SocketCall, o tradecall.Outcome) {
+	sk.srv.activity.Record(tradecall.Write{Principal: sk.p, Source: protocol.SourceStream, Fn: call.Fn, Args: call.Args, Key: call.Key}, o)
 }
 
 // answer sends the rpc reply of an outcome: the result rendered in the

@@ -5,7 +5,9 @@
 // answers with the {"success":…} envelope. The call itself (arguments,
 // exactly-once writes, rendering, failures) is package tradecall's, shared
 // with the WebSocket door (package stream). Errors carry stable codes
-// (package errcode) and never repeat what the caller sent.
+// (package errcode) and never repeat what the caller sent. Every write,
+// once answered, is an entry of the user's activity log (Options.Events,
+// tradecall.Activity).
 //
 // The same package serves the broker family under /v1/api/tv (Options.Family
 // FamilyBroker): a subset of the same routes, whose Caller runs the operations
@@ -30,6 +32,7 @@ import (
 	"tradebridge/relay/auth"
 	"tradebridge/relay/budget"
 	"tradebridge/relay/errcode"
+	"tradebridge/relay/events"
 	"tradebridge/relay/httpapi"
 	"tradebridge/relay/tradecall"
 )
@@ -68,6 +71,11 @@ type Options struct {
 	// family is its own API with its own Caller; both share Budget, the
 	// Admitter and the idempotency store, whose keys they keep apart.
 	Family string
+	// Events is where the writes' activity log entries are published
+	// (tradecall.Activity: source api, the token's id), once the caller
+	// has its answer; the relay passes its event spine. Nil records
+	// nothing.
+	Events events.Publisher
 }
 
 // Families of routes (Options.Family).
@@ -170,6 +178,7 @@ type API struct {
 	log       *zap.Logger
 	door      admit.Door
 	keyed     *tradecall.KeyedWrites
+	activity  *tradecall.Activity // nil: nothing recorded
 	endpoints []endpoint
 }
 
@@ -211,7 +220,8 @@ func New(opts Options) (*API, error) {
 	if err != nil {
 		return nil, err
 	}
-	a := &API{opts: opts, log: opts.Logger.Named("api"), door: Door, keyed: keyed, endpoints: endpoints}
+	a := &API{opts: opts, log: opts.Logger.Named("api"), door: Door, keyed: keyed, endpoints: endpoints,
+		activity: tradecall.NewActivity(opts.Events, opts.Now)}
 	if opts.Family == FamilyBroker {
 		a.log, a.door, a.endpoints = opts.Logger.Named("api").Named("tv"), BrokerDoor, brokerEndpoints
 	}
@@ -323,9 +333,18 @@ func (a *API) call(w http.ResponseWriter, r *http.Request, p auth.Principal, fn,
 	result, err := a.opts.Caller.Call(ctx, p.UserID, fn, requestID, args)
 	if err != nil {
 		a.writeCallError(w, r, p, fn, err)
-		return
+	} else {
+		a.writeResult(w, p, fn, result)
 	}
-	a.writeResult(w, p, fn, result)
+	if requestID != "" {
+		// A write: recorded once its caller has the answer.
+		a.activity.Record(a.write(p, fn, "", args), tradecall.CallOutcome(fn, result, err, r.Context().Err() != nil))
+	}
+}
+
+// write describes a write of this family for the activity log.
+func (a *API) write(p auth.Principal, fn, key string, args json.RawMessage) tradecall.Write {
+	return tradecall.Write{Principal: p, Source: protocol.SourceAPI, Family: a.opts.Family, Fn: fn, Args: args, Key: key}
 }
 
 // writeResult answers with fn's result in the caller's response profile.

@@ -47,7 +47,9 @@ func argsError(code, detail string) *httpapi.Error {
 // idempotentCall runs a keyed write from an HTTP route and answers with
 // its outcome (see tradecall.KeyedWrites).
 func (a *API) idempotentCall(w http.ResponseWriter, r *http.Request, p auth.Principal, fn, key string, args json.RawMessage) {
-	a.writeOutcome(w, p, a.keyed.Run(r.Context(), p.UserID, fn, key, args))
+	o := a.keyed.Run(r.Context(), p.UserID, fn, key, args)
+	a.writeOutcome(w, p, o)
+	a.activity.Record(a.write(p, fn, key, args), o)
 }
 
 // writeOutcome answers with a keyed write's outcome: the rendered result

@@ -153,6 +153,13 @@ type Outcome struct {
 	// Gone is true when the caller's context ended before the outcome was
 	// known: there is nobody to answer.
 	Gone bool
+	// Ref names the run of a claimed key for the activity log
+	// (Activity.Record): the same for every run of one claim (a rerun of
+	// an unknown outcome keeps it), another once the key expired and was
+	// claimed afresh. "" when nothing ran: a replay, or a request refused
+	// before the call (the key reused or still running, the store
+	// failing).
+	Ref string
 }
 
 // Run runs fn with args under key for userID, or answers with the recorded
@@ -202,6 +209,14 @@ func (k *KeyedWrites) Run(ctx context.Context, userID, fn, key string, args json
 		}
 	}
 
+	ref := outcomeRef(key, got.CreatedAt)
+	o := k.call(ctx, &rec, userID, fn, key, args)
+	o.Ref = ref
+	return o
+}
+
+// call runs a claimed write and records its outcome (rec, claimed).
+func (k *KeyedWrites) call(ctx context.Context, rec *store.Idempotent, userID, fn, key string, args json.RawMessage) Outcome {
 	cctx, cancel := context.WithTimeout(ctx, k.timeout)
 	result, err := k.caller.Call(cctx, userID, fn, "idem:"+key, args)
 	cancel()
@@ -259,7 +274,7 @@ func (k *KeyedWrites) Run(ctx context.Context, userID, fn, key string, args json
 	// after this answer gets the same one.
 	fctx, fcancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
 	defer fcancel()
-	if err := k.store.FinishIdempotent(fctx, rec); err != nil {
+	if err := k.store.FinishIdempotent(fctx, *rec); err != nil {
 		// The agent still remembers the outcome by request id, so a
 		// retry learns it; the record stays running until it is stale.
 		k.log.Error("recording write outcome", zap.String("user", userID), zap.String("fn", fn), zap.Error(err))

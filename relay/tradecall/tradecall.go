@@ -2,9 +2,10 @@
 // (package api) and the WebSocket form of RPC (package stream): arguments
 // checked against the one route table (Endpoints, ParseHTTP,
 // PrepareSocketCall), exactly-once writes by key (KeyedWrites), results
-// rendered in the caller's response profile (Render), and call failures
-// mapped to codes (CallError), so that a call reads the same whichever
-// door it came in by.
+// rendered in the caller's response profile (Render), call failures
+// mapped to codes (CallError), and each write's entry in the user's
+// activity log (Activity), so that a call reads the same whichever door
+// it came in by.
 package tradecall
 
 import (

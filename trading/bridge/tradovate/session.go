@@ -121,6 +121,13 @@ type SessionOptions struct {
 	// OnToken is called after every login and renewal with the new token
 	// (the relay stores it). It must not call the Session.
 	OnToken func(Token)
+	// OnState, when set, is called with each new state of the session
+	// (Status.State) and, for a refusal that holds until the login is
+	// linked again (StateLoginFailed, StateCaptchaRequired), its error (a
+	// *LoginError or the captcha's *bridge.UnavailableError); nil
+	// otherwise. It is called under the session's lock, in the order of
+	// the changes: it must not block nor call the Session.
+	OnState func(state string, err error)
 	// HTTPClient makes the REST calls and dials the sockets;
 	// http.DefaultClient when nil.
 	HTTPClient *http.Client
@@ -259,10 +266,18 @@ func (s *Session) HTTPClient() *http.Client { return s.opts.HTTPClient }
 
 // setState records a state, logging changes.
 func (s *Session) setStateLocked(state string) {
-	if s.state != state {
-		s.log.Info("tradovate: session state", zap.String("state", state))
+	if s.state == state {
+		return
 	}
+	s.log.Info("tradovate: session state", zap.String("state", state))
 	s.state = state
+	if s.opts.OnState != nil {
+		var err error
+		if state == StateLoginFailed || state == StateCaptchaRequired {
+			err = s.sticky
+		}
+		s.opts.OnState(state, err)
+	}
 }
 
 func (s *Session) setState(state string) {

@@ -457,3 +457,60 @@ func TestNewSessionValidates(t *testing.T) {
 	require.NoError(t, s.Close(), "Close is idempotent")
 	require.Error(t, s.Run(t.Context()), "a closed session does not run")
 }
+
+// OnState hears each new state in order, with the refusal that holds
+// until the login is linked again: a refused login, a captcha; an OAuth
+// session whose token expired stops at login_failed with the oauth
+// refusal.
+func TestOnState(t *testing.T) {
+	t.Parallel()
+	type change struct {
+		state string
+		err   error
+	}
+	run := func(t *testing.T, answer any, tweak func(*tradovate.SessionOptions)) []change {
+		t.Helper()
+		b, c := newBroker(t), newClock()
+		b.handle("/auth/accesstokenrequest", func(w http.ResponseWriter, _ *http.Request) { writeJSON(w, answer) })
+		var mu sync.Mutex
+		var got []change
+		s := session(t, b, c, func(o *tradovate.SessionOptions) {
+			o.OnState = func(state string, err error) {
+				mu.Lock()
+				got = append(got, change{state, err})
+				mu.Unlock()
+			}
+			if tweak != nil {
+				tweak(o)
+			}
+		})
+		_, _ = s.Token(t.Context())
+		_, _ = s.Token(t.Context())
+		mu.Lock()
+		defer mu.Unlock()
+		return append([]change(nil), got...)
+	}
+
+	got := run(t, map[string]string{"errorText": "Incorrect username or password."}, nil)
+	require.Len(t, got, 2, "a refused login is heard once")
+	assert.Equal(t, tradovate.StateLoggingIn, got[0].state)
+	assert.NoError(t, got[0].err)
+	assert.Equal(t, tradovate.StateLoginFailed, got[1].state)
+	var le *tradovate.LoginError
+	require.ErrorAs(t, got[1].err, &le)
+	assert.Equal(t, "credentials", le.Kind)
+
+	got = run(t, recorded(t, "accesstokenrequest_captcha.json"), nil)
+	require.Len(t, got, 2)
+	assert.Equal(t, tradovate.StateCaptchaRequired, got[1].state)
+	requireUnavailable(t, got[1].err, tradovate.CodeCaptchaRequired)
+
+	got = run(t, nil, func(o *tradovate.SessionOptions) {
+		o.Credentials = nil
+		o.Token = tradovate.Token{AccessToken: "expired", Expires: time.Unix(1, 0)}
+	})
+	require.Len(t, got, 1)
+	assert.Equal(t, tradovate.StateLoginFailed, got[0].state)
+	require.ErrorAs(t, got[0].err, &le)
+	assert.Equal(t, "oauth", le.Kind)
+}

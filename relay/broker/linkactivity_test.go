@@ -1,0 +1,237 @@
+package broker_test
+
+import (
+	"context"
+	"encoding/json"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"tradebridge/internal/testkit"
+	"tradebridge/protocol"
+	"tradebridge/relay/admit"
+	"tradebridge/relay/auth"
+	"tradebridge/relay/auth/authtest"
+	"tradebridge/relay/broker"
+	"tradebridge/relay/events"
+	"tradebridge/trading/bridge/sim"
+	"tradebridge/trading/bridge/tradovate"
+	"tradebridge/trading/bridge/tradovate/tradovatefake"
+)
+
+// linkEntries collects the activity log entries a Manager publishes.
+type linkEntries struct {
+	mu  sync.Mutex
+	evs []events.Event
+}
+
+func (l *linkEntries) Publish(e events.Event) {
+	if e.Type != events.TypeActivity {
+		return
+	}
+	l.mu.Lock()
+	l.evs = append(l.evs, e)
+	l.mu.Unlock()
+}
+
+func (l *linkEntries) all() []events.Event {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return append([]events.Event(nil), l.evs...)
+}
+
+func (l *linkEntries) count() int {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return len(l.evs)
+}
+
+func (l *linkEntries) wait(t *testing.T, n int) []events.Event {
+	t.Helper()
+	require.Eventually(t, func() bool { return l.count() >= n }, waitFor, testkit.Tick)
+	evs := l.all()
+	require.Len(t, evs, n)
+	return evs
+}
+
+func linkDetailOf(t *testing.T, e events.Event) map[string]any {
+	t.Helper()
+	var d map[string]any
+	require.NoError(t, json.Unmarshal(e.Activity.Detail, &d))
+	return d
+}
+
+// A link made and removed over HTTP is broker.linked and broker.unlinked,
+// source api with the token's id; a DELETE with nothing linked records
+// nothing, nor does a link the broker refused.
+func TestLinkRoutesRecorded(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t)
+	var log linkEntries
+	refuse := false
+	var mu sync.Mutex
+	m, err := broker.New(broker.Options{Store: f.store, Keys: f.keys, NewPlatform: f.markets.newPlatform, Events: &log,
+		Now: f.markets.clock.Now, Login: func(context.Context, string, broker.Secrets) (broker.Session, error) {
+			mu.Lock()
+			defer mu.Unlock()
+			if refuse {
+				return broker.Session{}, broker.ErrLoginRefused
+			}
+			return broker.Session{AccessToken: "tok", Expires: time.Now().Add(time.Hour)}, nil
+		}})
+	require.NoError(t, err)
+	t.Cleanup(func() { m.Close() })
+	fa := authtest.New(map[string]auth.Principal{"tb_api_alice": {UserID: "alice", Plan: auth.PlanPro, Kind: auth.KindAPI, TokenHash: "0123456789abcdef"}})
+	adm, err := admit.New(admit.Options{Auth: fa})
+	require.NoError(t, err)
+	mux := http.NewServeMux()
+	m.Register(mux, adm, &admit.Door{Name: "tv", Kind: auth.KindAPI})
+	do := func(method, body string) int {
+		r := httptest.NewRequest(method, broker.LinkPath, strings.NewReader(body))
+		r.Header.Set("Authorization", "Bearer tb_api_alice")
+		if body != "" {
+			r.Header.Set("Content-Type", "application/json")
+		}
+		w := httptest.NewRecorder()
+		mux.ServeHTTP(w, r)
+		return w.Code
+	}
+	link := `{"env":"demo","username":"trader","password":"pw","appId":"app","appVersion":"1.0","cid":7,"sec":"sec"}`
+
+	mu.Lock()
+	refuse = true
+	mu.Unlock()
+	require.Equal(t, http.StatusBadRequest, do(http.MethodPost, link))
+	require.Equal(t, http.StatusOK, do(http.MethodDelete, ""))
+	mu.Lock()
+	refuse = false
+	mu.Unlock()
+	require.Equal(t, http.StatusOK, do(http.MethodPost, link))
+	require.Equal(t, http.StatusOK, do(http.MethodDelete, ""))
+
+	evs := log.wait(t, 2)
+	src := protocol.ActivitySource{Kind: protocol.SourceAPI, ID: "0123456789ab"}
+	linked, unlinked := evs[0], evs[1]
+	assert.Equal(t, "alice", linked.UserID)
+	assert.Equal(t, protocol.ActivityBrokerLinked, linked.Activity.Kind)
+	assert.Equal(t, src, linked.Activity.Source)
+	assert.Equal(t, map[string]any{"env": "demo", "method": "apikey"}, linkDetailOf(t, linked))
+	assert.NotContains(t, string(linked.Activity.Detail), "pw")
+	assert.NotContains(t, linked.Activity.Summary, "trader")
+	assert.Equal(t, protocol.ActivityBrokerUnlinked, unlinked.Activity.Kind)
+	assert.Equal(t, src, unlinked.Activity.Source)
+	assert.Equal(t, "alice", unlinked.UserID)
+}
+
+// A link made by the OAuth callback, which comes without a token, is
+// broker.linked of source broker.
+func TestOAuthLinkRecorded(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t)
+	fake := oauthFake(t, f)
+	var log linkEntries
+	m, err := broker.New(broker.Options{Store: f.store, Keys: f.keys, NewPlatform: f.markets.newPlatform, Events: &log,
+		Now: f.markets.clock.Now, Endpoints: fake.Endpoints(),
+		OAuth: tradovate.OAuthClient{ID: tradovatefake.DefaultOAuthClientID, Secret: tradovatefake.DefaultOAuthClientSecret,
+			RedirectURL: "https://relay.example/v1/tv/oauth/callback"}})
+	require.NoError(t, err)
+	t.Cleanup(func() { m.Close() })
+	w := callback(t, m, startOAuth(t, m, "bob"), fake.IssueCode())
+	require.Equal(t, http.StatusOK, w.Code, w.Body.String())
+	ev := log.wait(t, 1)[0]
+	assert.Equal(t, "bob", ev.UserID)
+	assert.Equal(t, protocol.ActivityBrokerLinked, ev.Activity.Kind)
+	assert.Equal(t, protocol.ActivitySource{Kind: protocol.SourceBroker}, ev.Activity.Source)
+	assert.Equal(t, "oauth", linkDetailOf(t, ev)["method"])
+}
+
+// brokerFake is a Tradovate fake for the links' sessions.
+func brokerFake(t *testing.T, f *fixture) *tradovatefake.Server {
+	t.Helper()
+	market, err := sim.New(sim.Options{Clock: f.markets.clock})
+	require.NoError(t, err)
+	t.Cleanup(func() { market.Close() })
+	fake, err := tradovatefake.Start(tradovatefake.Options{Market: market})
+	require.NoError(t, err)
+	t.Cleanup(func() { fake.Close() })
+	return fake
+}
+
+// tradovateManager is a Manager whose links run the Tradovate platform
+// against fake.
+func tradovateManager(t *testing.T, f *fixture, fake *tradovatefake.Server, log *linkEntries) *broker.Manager {
+	t.Helper()
+	m, err := broker.New(broker.Options{Store: f.store, Keys: f.keys, Events: log, Endpoints: fake.Endpoints(),
+		Now: f.markets.clock.Now, ReadyTimeout: time.Second})
+	require.NoError(t, err)
+	return m
+}
+
+// A linked login the broker refuses when the relay signs in is one
+// broker.loginFailed entry, whatever the calls that meet the refusal; a
+// restarted instance names the same ref (the log keeps one). A captcha
+// is a login failure too.
+func TestLoginFailedRecordedOnce(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t)
+	fake := brokerFake(t, f)
+	var log linkEntries
+	m := tradovateManager(t, f, fake, &log)
+	s := broker.Secrets{Username: tradovatefake.DefaultName, Password: "wrong", AppID: tradovatefake.DefaultAppID, AppVersion: "1.0",
+		CID: tradovatefake.DefaultCID, Sec: tradovatefake.DefaultSec}
+	_, err := m.Link(context.Background(), "alice", broker.EnvDemo, broker.MethodAPIKey, s)
+	require.NoError(t, err)
+	ev := log.wait(t, 1)[0]
+	assert.Equal(t, "alice", ev.UserID)
+	assert.Equal(t, protocol.ActivityBrokerLoginFailed, ev.Activity.Kind)
+	assert.Equal(t, protocol.ActivitySource{Kind: protocol.SourceBroker}, ev.Activity.Source)
+	assert.Equal(t, map[string]any{"error": "login_failed", "env": "demo", "reason": "credentials"}, linkDetailOf(t, ev))
+	assert.Equal(t, "Tradovate login failed: Tradovate refused the username or password; link the account again", ev.Activity.Summary)
+	assert.NotContains(t, ev.Activity.Summary, tradovatefake.DefaultName)
+	require.NotEmpty(t, ev.Ref)
+	for range 3 {
+		_, err := call(t, m, "alice", protocol.FnListAccounts, "", nil)
+		require.Error(t, err)
+	}
+	assert.Equal(t, 1, log.count(), "the calls that meet the refusal record nothing more")
+	m.Close()
+
+	again := tradovateManager(t, f, fake, &log)
+	t.Cleanup(func() { again.Close() })
+	_, _ = call(t, again, "alice", protocol.FnListAccounts, "", nil)
+	evs := log.wait(t, 2)
+	assert.Equal(t, ev.Ref, evs[1].Ref, "the same failure of the same link")
+
+	fake.Captcha(true)
+	s.Password = tradovatefake.DefaultPassword
+	_, err = again.Link(context.Background(), "alice", broker.EnvDemo, broker.MethodAPIKey, s)
+	require.NoError(t, err)
+	evs = log.wait(t, 3)
+	assert.Equal(t, protocol.ActivityBrokerLoginFailed, evs[2].Activity.Kind)
+	assert.Equal(t, "captcha_required", linkDetailOf(t, evs[2])["error"])
+	assert.NotEqual(t, ev.Ref, evs[2].Ref, "another link")
+}
+
+// An OAuth link whose session expired, with nothing to renew it, is
+// broker.tokenExpired.
+func TestTokenExpiredRecorded(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t)
+	fake := brokerFake(t, f)
+	var log linkEntries
+	m := tradovateManager(t, f, fake, &log)
+	t.Cleanup(func() { m.Close() })
+	_, err := m.Link(context.Background(), "bob", broker.EnvDemo, broker.MethodOAuth,
+		broker.Secrets{AccessToken: "tok-secret-xyz", Expires: time.Now().Add(-time.Minute)})
+	require.NoError(t, err)
+	ev := log.wait(t, 1)[0]
+	assert.Equal(t, protocol.ActivityBrokerTokenExpired, ev.Activity.Kind)
+	assert.Equal(t, map[string]any{"error": "token_expired", "env": "demo"}, linkDetailOf(t, ev))
+	assert.NotContains(t, string(ev.Activity.Detail)+ev.Activity.Summary, "tok-secret-xyz")
+}
