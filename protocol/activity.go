@@ -3,6 +3,7 @@ package protocol
 import (
 	"encoding/json"
 	"time"
+	"unicode/utf8"
 )
 
 // ActivityEntry is one entry of a user's activity log: something done or
@@ -198,4 +199,22 @@ func ValidActivityKind(k string) bool {
 		}
 	}
 	return false
+}
+
+// Bounds of an ActivityEntry, as the relay's activity log takes it: a
+// longer summary or a larger detail is refused.
+const (
+	// MaxActivitySummary bounds Summary, in characters (runes).
+	MaxActivitySummary = 200
+	// MaxActivityDetail bounds Detail, a JSON object, in bytes.
+	MaxActivityDetail = 8 << 10
+)
+
+// CutActivitySummary returns s cut to MaxActivitySummary characters, the
+// last one "…" when it was cut.
+func CutActivitySummary(s string) string {
+	if utf8.RuneCountInString(s) <= MaxActivitySummary {
+		return s
+	}
+	return string([]rune(s)[:MaxActivitySummary-1]) + "…"
 }

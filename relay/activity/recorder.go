@@ -50,10 +50,6 @@ const (
 
 // Bounds of an entry; an entry beyond them is not recorded.
 const (
-	// MaxSummary bounds an entry's summary, in runes.
-	MaxSummary = 200
-	// MaxDetail bounds an entry's detail, a JSON object, in bytes.
-	MaxDetail = 8 << 10
 	// maxSourceID and maxSourceName bound the source's id and name, in
 	// runes.
 	maxSourceID   = 64
@@ -213,7 +209,7 @@ func (r *Recorder) report(ctx context.Context, e events.Event) {
 	var entry protocol.ActivityEntry
 	why := ""
 	switch {
-	case len(e.Agent.Data) > MaxDetail+4<<10:
+	case len(e.Agent.Data) > protocol.MaxActivityDetail+4<<10:
 		why = "the report is too large"
 	case json.Unmarshal(e.Agent.Data, &entry) != nil:
 		why = "the report is not an activity entry"
@@ -274,7 +270,7 @@ func (r *Recorder) session(ctx context.Context, s agentcall.SessionEvent) {
 		}
 		if prev.Seq != 0 && json.Unmarshal(prev.Detail, &was) == nil && was.AgentVersion != "" && was.AgentVersion != s.AgentVersion {
 			r.record(ctx, s.UserID, protocol.ActivityEntry{At: s.At, Kind: protocol.ActivityAgentUpdated, Source: src,
-				Summary: truncate("Agent updated from "+was.AgentVersion+" to "+s.AgentVersion, MaxSummary),
+				Summary: protocol.CutActivitySummary("Agent updated from "+was.AgentVersion+" to "+s.AgentVersion),
 				Detail:  mustJSON(map[string]string{"from": was.AgentVersion, "to": s.AgentVersion})}, "session:"+s.SessionID+":updated")
 		}
 		summary := "Agent " + s.AgentVersion + " connected"
@@ -282,7 +278,7 @@ func (r *Recorder) session(ctx context.Context, s agentcall.SessionEvent) {
 			summary += " (" + s.Platform + ")"
 		}
 		r.record(ctx, s.UserID, protocol.ActivityEntry{At: s.At, Kind: protocol.ActivityAgentConnected, Source: src,
-			Summary: truncate(summary, MaxSummary),
+			Summary: protocol.CutActivitySummary(summary),
 			Detail: mustJSON(map[string]any{"agentVersion": s.AgentVersion, "protocolVersion": s.ProtocolVersion,
 				"platform": s.Platform})}, ref)
 	case agentcall.SessionEnded:
@@ -475,14 +471,14 @@ func check(e *protocol.ActivityEntry) string {
 		return "unknown kind"
 	case !validSource(e.Source.Kind):
 		return "unknown source kind"
-	case e.Summary == "" || !utf8.ValidString(e.Summary) || utf8.RuneCountInString(e.Summary) > MaxSummary:
+	case e.Summary == "" || !utf8.ValidString(e.Summary) || utf8.RuneCountInString(e.Summary) > protocol.MaxActivitySummary:
 		return "the summary must be 1 to 200 characters"
 	case e.Account != "" && !tradecall.ValidName(e.Account):
 		return "the account is not an account name"
 	case utf8.RuneCountInString(e.Source.ID) > maxSourceID || !utf8.ValidString(e.Source.ID) ||
 		utf8.RuneCountInString(e.Source.Name) > maxSourceName || !utf8.ValidString(e.Source.Name):
 		return "the source's id or name is too long"
-	case len(e.Detail) > MaxDetail:
+	case len(e.Detail) > protocol.MaxActivityDetail:
 		return "the detail is larger than 8 KiB"
 	}
 	if d := bytes.TrimSpace(e.Detail); len(d) > 0 && !bytes.Equal(d, []byte("null")) {
@@ -523,13 +519,6 @@ func safeKind(k string) string {
 }
 
 // truncate cuts s to at most n runes.
-func truncate(s string, n int) string {
-	if utf8.RuneCountInString(s) <= n {
-		return s
-	}
-	return string([]rune(s)[:n-1]) + "…"
-}
-
 func mustJSON(v any) json.RawMessage {
 	b, err := json.Marshal(v)
 	if err != nil {

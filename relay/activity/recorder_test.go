@@ -89,7 +89,7 @@ func TestRecorderEntries(t *testing.T) {
 	remote.Remote = true
 	f.rec.Handle(ctx, remote)
 
-	long := placed(strings.Repeat("é", activity.MaxSummary+1))
+	long := placed(strings.Repeat("é", protocol.MaxActivitySummary+1))
 	for name, e := range map[string]protocol.ActivityEntry{
 		"unknown kind":      {At: testkit.Epoch, Kind: "order.teleported", Source: protocol.ActivitySource{Kind: protocol.SourceAPI}, Summary: "x"},
 		"unknown source":    {At: testkit.Epoch, Kind: protocol.ActivityOrderPlaced, Source: protocol.ActivitySource{Kind: "ghost"}, Summary: "x"},
@@ -98,7 +98,7 @@ func TestRecorderEntries(t *testing.T) {
 		"detail not object": func() protocol.ActivityEntry { e := placed("x"); e.Detail = json.RawMessage(`[1]`); return e }(),
 		"detail too large": func() protocol.ActivityEntry {
 			e := placed("x")
-			e.Detail = json.RawMessage(`{"a":"` + strings.Repeat("x", activity.MaxDetail) + `"}`)
+			e.Detail = json.RawMessage(`{"a":"` + strings.Repeat("x", protocol.MaxActivityDetail) + `"}`)
 			return e
 		}(),
 		"bad account": func() protocol.ActivityEntry { e := placed("x"); e.Account = " Sim101"; return e }(),

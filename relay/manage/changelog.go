@@ -8,7 +8,6 @@ import (
 	"strconv"
 	"strings"
 	"time"
-	"unicode/utf8"
 
 	"tradebridge/protocol"
 	"tradebridge/relay/auth"
@@ -126,29 +125,12 @@ func ConfigChangedEntry(kind, id, op string, before, after []byte, secret []stri
 		Kind:    protocol.ActivityConfigChanged,
 		Account: accountOf(a, b),
 		Source:  src,
-		Summary: cutSummary(changeSummary(kind, id, op, changes)),
+		Summary: protocol.CutActivitySummary(changeSummary(kind, id, op, changes)),
 		Detail:  detail,
 	}, true
 }
 
-// Bounds of an entry, as the activity log takes them (relay/activity's
-// MaxSummary and MaxDetail): it refuses a longer summary or a larger
-// detail.
-const (
-	maxEntrySummary = 200
-	maxEntryDetail  = 8 << 10
-)
-
-// cutSummary returns s cut to maxEntrySummary characters, the last one
-// "…" when it was cut.
-func cutSummary(s string) string {
-	if utf8.RuneCountInString(s) <= maxEntrySummary {
-		return s
-	}
-	return string([]rune(s)[:maxEntrySummary-1]) + "…"
-}
-
-// changeDetail encodes d within maxEntryDetail: while it is too large,
+// changeDetail encodes d within protocol.MaxActivityDetail: while it is too large,
 // the largest change still showing values shows only that it changed
 // ({field, changed: true}, as a secret does); ok is false when even that
 // is not enough.
@@ -158,7 +140,7 @@ func changeDetail(d configDetail) (json.RawMessage, bool) {
 		if err != nil {
 			return nil, false
 		}
-		if len(b) <= maxEntryDetail {
+		if len(b) <= protocol.MaxActivityDetail {
 			return b, true
 		}
 		largest := -1

@@ -188,7 +188,7 @@ func TestConfigChangedEntryBounds(t *testing.T) {
 	after := []byte(`{"a":` + big("A") + `,"b":` + big("B") + `,"c":2}`)
 	e, ok := ConfigChangedEntry("copier", "cop_1", ChangeUpdate, before, after, nil, src, time.Now())
 	require.True(t, ok)
-	assert.LessOrEqual(t, len(e.Detail), maxEntryDetail)
+	assert.LessOrEqual(t, len(e.Detail), protocol.MaxActivityDetail)
 	var d configDetail
 	require.NoError(t, json.Unmarshal(e.Detail, &d))
 	require.Len(t, d.Changes, 3)
@@ -201,5 +201,5 @@ func TestConfigChangedEntryBounds(t *testing.T) {
 	}
 	e, ok = ConfigChangedEntry("copier", "cop_1", ChangeUpdate, []byte(`{}`), []byte("{"+strings.Join(fields, ",")+"}"), nil, src, time.Now())
 	require.True(t, ok)
-	assert.LessOrEqual(t, utf8.RuneCountInString(e.Summary), maxEntrySummary)
+	assert.LessOrEqual(t, utf8.RuneCountInString(e.Summary), protocol.MaxActivitySummary)
 }

@@ -40,7 +40,7 @@ func activitySchemas() object {
 				"kind":    object{"type": "string", "enum": protocol.ActivityKinds, "description": "what happened; each kind's detail keys are documented in docs/activity.md"},
 				"account": object{"type": "string", "maxLength": 64, "description": "the trading account it concerns; absent when none applies"},
 				"source":  ref("ActivitySource"),
-				"summary": object{"type": "string", "maxLength": activity.MaxSummary, "description": "one line for a person"},
+				"summary": object{"type": "string", "maxLength": protocol.MaxActivitySummary, "description": "one line for a person"},
 				"detail":  object{"type": "object", "description": "the kind's structured detail; {} when none; never a secret"},
 			},
 		},

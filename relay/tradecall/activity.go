@@ -8,7 +8,6 @@ import (
 	"strconv"
 	"strings"
 	"time"
-	"unicode/utf8"
 
 	"tradebridge/protocol"
 	"tradebridge/relay/auth"
@@ -181,7 +180,7 @@ func WriteEntry(w Write, o Outcome, at time.Time) (e protocol.ActivityEntry, ref
 		e.Kind = protocol.ActivityOrderChanged
 		e.Summary = changedSummary(w.Fn, args, res)
 	}
-	e.Summary = CutSummary(e.Summary)
+	e.Summary = protocol.CutActivitySummary(e.Summary)
 	if e.Detail, ok = marshalDetail(d); !ok {
 		return e, "", false
 	}
@@ -191,29 +190,11 @@ func WriteEntry(w Write, o Outcome, at time.Time) (e protocol.ActivityEntry, ref
 	return e, ref, true
 }
 
-// Bounds of an entry, as the activity log takes them (relay/activity's
-// MaxSummary and MaxDetail): it refuses a longer summary or a larger
-// detail.
-const (
-	MaxSummary = 200
-	MaxDetail  = 8 << 10
-)
-
-// CutSummary returns s cut to MaxSummary characters, the last one "…"
-// when it was cut.
-func CutSummary(s string) string {
-	if utf8.RuneCountInString(s) <= MaxSummary {
-		return s
-	}
-	r := []rune(s)
-	return string(r[:MaxSummary-1]) + "…"
-}
-
 // maxTruncatedIDs is how many ids each list keeps in a detail cut to
-// MaxDetail.
+// protocol.MaxActivityDetail.
 const maxTruncatedIDs = 20
 
-// marshalDetail encodes d within MaxDetail: a detail too large leaves the
+// marshalDetail encodes d within protocol.MaxActivityDetail: a detail too large leaves the
 // request out, then keeps the first maxTruncatedIDs of each list of ids,
 // and says so (truncated). A detail that cannot be encoded records
 // nothing.
@@ -222,13 +203,13 @@ func marshalDetail(d writeDetail) (json.RawMessage, bool) {
 	if err != nil {
 		return nil, false
 	}
-	if len(b) <= MaxDetail {
+	if len(b) <= protocol.MaxActivityDetail {
 		return b, true
 	}
 	d.Truncated, d.Request = true, nil
 	d.OrderIDs = d.OrderIDs[:min(len(d.OrderIDs), maxTruncatedIDs)]
 	d.CancelledOrderIDs = d.CancelledOrderIDs[:min(len(d.CancelledOrderIDs), maxTruncatedIDs)]
-	if b, err = json.Marshal(d); err != nil || len(b) > MaxDetail {
+	if b, err = json.Marshal(d); err != nil || len(b) > protocol.MaxActivityDetail {
 		return nil, false
 	}
 	return b, true
@@ -247,7 +228,7 @@ type writeDetail struct {
 	CancelledOrderIDs []string `json:"cancelledOrderIds,omitempty"`
 	Error             string   `json:"error,omitempty"`
 	Rule              string   `json:"rule,omitempty"`
-	// Truncated says that the detail was cut to MaxDetail: the request
+	// Truncated says that the detail was cut to protocol.MaxActivityDetail: the request
 	// left out, the lists of ids cut.
 	Truncated bool `json:"truncated,omitempty"`
 }

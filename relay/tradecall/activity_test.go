@@ -286,15 +286,15 @@ func TestWriteEntryBounds(t *testing.T) {
 	w := tradecall.Write{Principal: trader, Source: protocol.SourceAPI, Fn: protocol.FnFlatten, Args: args}
 	e, _, ok := tradecall.WriteEntry(w, tradecall.Outcome{Fn: protocol.FnFlatten, Result: result}, time.Now())
 	require.True(t, ok)
-	assert.LessOrEqual(t, utf8.RuneCountInString(e.Summary), tradecall.MaxSummary)
+	assert.LessOrEqual(t, utf8.RuneCountInString(e.Summary), protocol.MaxActivitySummary)
 	assert.True(t, strings.HasSuffix(e.Summary, "…"), "cut")
-	assert.LessOrEqual(t, len(e.Detail), tradecall.MaxDetail)
+	assert.LessOrEqual(t, len(e.Detail), protocol.MaxActivityDetail)
 	d := detailOf(t, e)
 	assert.Equal(t, true, d["truncated"])
 	assert.Nil(t, d["request"])
 	assert.Len(t, d["orderIds"], 20)
 
 	long := "x" + strings.Repeat("é", 300)
-	assert.Equal(t, tradecall.MaxSummary, utf8.RuneCountInString(tradecall.CutSummary(long)))
-	assert.Equal(t, "short", tradecall.CutSummary("short"))
+	assert.Equal(t, protocol.MaxActivitySummary, utf8.RuneCountInString(protocol.CutActivitySummary(long)))
+	assert.Equal(t, "short", protocol.CutActivitySummary("short"))
 }

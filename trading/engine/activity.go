@@ -37,7 +37,7 @@ func NewActivity(at time.Time, kind, account string, src protocol.ActivitySource
 	}
 	return protocol.ActivityEntry{
 		ID: NewReportID(), At: at.UTC().Truncate(time.Millisecond), Kind: kind, Account: account,
-		Source: src, Summary: summary, Detail: raw,
+		Source: src, Summary: protocol.CutActivitySummary(summary), Detail: raw,
 	}
 }
 
