@@ -9,6 +9,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"tradebridge/protocol"
 	"tradebridge/relay/pairing"
 	"tradebridge/relay/store"
 )
@@ -35,6 +36,8 @@ func newAgentsCmd(stdout io.Writer) *cobra.Command {
 				if err != nil {
 					return err
 				}
+				recordOperator(ctx, cmd, st, user, protocol.ActivityConfigChanged, "A pairing code minted by the operator",
+					map[string]any{"resource": "pairing-code", "op": "create", "expiresAt": protocol.FormatTime(c.ExpiresAt)})
 				return printJSON(stdout, struct {
 					Code      string `json:"code"`
 					ExpiresAt string `json:"expiresAt"`

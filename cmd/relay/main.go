@@ -28,6 +28,7 @@ import (
 	"go.uber.org/zap"
 
 	"tradebridge/cmd/internal/logflags"
+	"tradebridge/protocol"
 	"tradebridge/relay"
 	"tradebridge/relay/activity"
 	"tradebridge/relay/auth"
@@ -308,12 +309,14 @@ func newUsersAccessCmd(stdout io.Writer) *cobra.Command {
 					}
 				}
 				if cmd.Flags().Changed("management") || cmd.Flags().Changed("withhold") {
+					was := u
 					if err := auth.SetUserAccess(ctx, st, userID, closed, withheld); err != nil {
 						return err
 					}
 					if u, err = st.User(ctx, userID); err != nil {
 						return err
 					}
+					recordAccess(ctx, cmd, st, was, u)
 				}
 				out := userAccess{UserID: u.ID, Management: "open", Withheld: u.Withheld}
 				if u.ManagementClosed {
@@ -453,8 +456,12 @@ func newTokensCmd(stdout io.Writer) *cobra.Command {
 						}
 						return err
 					}
+					recordTokenRevoked(ctx, cmd, st, auth.Hash(token))
 				} else if n, err = auth.RevokeUserTokens(ctx, st, user, k, time.Now()); err != nil {
 					return err
+				} else if n > 0 {
+					recordOperator(ctx, cmd, st, user, protocol.ActivityConfigChanged, fmt.Sprintf("%d token(s) revoked by the operator", n),
+						map[string]any{"resource": "token", "op": "revoke", "kind": string(k), "count": n})
 				}
 				return printJSON(stdout, map[string]int{"revoked": n})
 			})
@@ -515,6 +522,8 @@ func newTokensCmd(stdout io.Writer) *cobra.Command {
 					}
 					return err
 				}
+				recordOperator(ctx, cmd, st, iuser, protocol.ActivityConfigChanged, "A new "+string(k)+" token issued by the operator",
+					map[string]any{"resource": "token", "id": auth.TokenID(auth.Hash(tok)), "op": "create", "kind": string(k)})
 				out := map[string]string{"userId": iuser, "kind": string(k), "token": tok}
 				if k == auth.KindAPI {
 					out["profile"] = string(prof)
@@ -556,6 +565,11 @@ func newTokensCmd(stdout io.Writer) *cobra.Command {
 					return errors.New("response profiles apply to API tokens only")
 				case err != nil:
 					return err
+				}
+				if t, _, err := st.LookupToken(ctx, auth.Hash(tok)); err == nil {
+					recordOperator(ctx, cmd, st, t.UserID, protocol.ActivityConfigChanged, "An API token's response profile set to "+string(prof)+" by the operator",
+						map[string]any{"resource": "token", "id": auth.TokenID(t.Hash), "op": "update",
+							"changes": []map[string]any{{"field": "profile", "after": string(prof)}}})
 				}
 				return printJSON(stdout, map[string]string{"profile": string(prof)})
 			})

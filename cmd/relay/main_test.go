@@ -17,6 +17,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"tradebridge/internal/testkit"
+	"tradebridge/protocol"
 	"tradebridge/relay/auth"
 	"tradebridge/relay/profile"
 	"tradebridge/relay/store"
@@ -310,4 +311,49 @@ func TestActivityRetentionFlag(t *testing.T) {
 	t.Setenv("RELAY_ACTIVITY_RETENTION", "forever")
 	_, err := run(t, "", "serve", "--listen", "127.0.0.1:0", "--operator-listen", "off", "--data", t.TempDir())
 	require.ErrorContains(t, err, "RELAY_ACTIVITY_RETENTION")
+}
+
+// The operator's changes to a user's account are in the user's activity
+// log as config.changed with source operator, never with a token's text.
+func TestOperatorChangesAreInTheActivityLog(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	out, err := run(t, "", "users", "add", "--data", dir, "--name", "gus", "--plan", "elite")
+	require.NoError(t, err)
+	creds := decode[auth.Credentials](t, out)
+	_, err = run(t, "", "users", "access", creds.UserID, "--data", dir, "--management", "closed")
+	require.NoError(t, err)
+	_, err = run(t, "", "users", "access", creds.UserID, "--data", dir, "--management", "closed") // no change
+	require.NoError(t, err)
+	out, err = run(t, "", "tokens", "issue", "--data", dir, "--user", creds.UserID, "--kind", "api")
+	require.NoError(t, err)
+	issued := decode[map[string]string](t, out)["token"]
+	_, err = run(t, issued, "tokens", "profile", "--data", dir, "--token", "-", "--profile", "compatible")
+	require.NoError(t, err)
+	_, err = run(t, issued, "tokens", "revoke", "--data", dir, "--token", "-")
+	require.NoError(t, err)
+	_, err = run(t, "", "tokens", "revoke", "--data", dir, "--user", creds.UserID, "--kind", "agent")
+	require.NoError(t, err)
+	_, err = run(t, "", "agents", "pair-code", "--data", dir, "--user", creds.UserID)
+	require.NoError(t, err)
+
+	st, err := store.Open(context.Background(), store.Options{Dir: dir})
+	require.NoError(t, err)
+	defer st.Close()
+	entries, err := st.ListActivity(context.Background(), creds.UserID, store.ActivityQuery{Limit: 20})
+	require.NoError(t, err)
+	var got []string
+	for _, e := range entries {
+		require.Equal(t, "operator", e.SourceKind)
+		require.Equal(t, protocol.ActivityConfigChanged, e.Kind)
+		for _, tok := range []string{issued, creds.APIToken, creds.AgentToken} {
+			require.NotContains(t, string(e.Detail)+e.Summary, tok)
+		}
+		var d struct{ Resource, Op string }
+		require.NoError(t, json.Unmarshal(e.Detail, &d))
+		got = append(got, d.Resource+":"+d.Op)
+	}
+	require.Equal(t, []string{"pairing-code:create", "token:revoke", "token:revoke", "token:update", "token:create", "access:update"}, got)
+	require.JSONEq(t, `{"resource":"access","op":"update","changes":[{"field":"management","before":"open","after":"closed"}]}`,
+		string(entries[len(entries)-1].Detail))
 }
