@@ -346,7 +346,7 @@ func (b *build) admission() error {
 	}
 	// The users' budget refusals are recorded in the activity log,
 	// aggregated per user, budget and minute.
-	if b.r.refusals, err = activity.NewRefusals(activity.RefusalsOptions{Events: b.r.events, Logger: b.log}); err != nil {
+	if b.r.refusals, err = activity.NewRefusals(activity.RefusalsOptions{Events: b.entries(), Logger: b.log}); err != nil {
 		return err
 	}
 	b.undo.push(func() { _ = b.r.refusals.Close() })
@@ -384,6 +384,16 @@ func (b *build) spine() error {
 	}
 	b.undo.push(func() { _ = b.r.activity.Close() })
 	return nil
+}
+
+// entries is where the doors publish the entries of the activity log:
+// the spine, or nowhere when the log is off (Options.Activity.Disabled),
+// so that the doors do not even build them.
+func (b *build) entries() events.Publisher {
+	if b.opts.Activity.Disabled {
+		return nil
+	}
+	return b.r.events
 }
 
 // tunnels builds the hub of the agents' tunnels, publishing to the spine.
@@ -427,7 +437,7 @@ func (b *build) doors() error {
 	var err error
 	o := &b.opts
 	if b.trade, err = tradeapi.New(tradeapi.Options{Caller: b.up, Auth: b.authn, Admit: b.adm, Idempotency: o.Store, Budget: b.trading, IPBudget: b.perIP, Logger: b.log,
-		Events: b.r.events}); err != nil {
+		Events: b.entries()}); err != nil {
 		return err
 	}
 	sopts := o.Stream
@@ -443,7 +453,7 @@ func (b *build) doors() error {
 		}
 	}
 	sopts.Logger = b.log
-	sopts.Events = b.r.events
+	sopts.Events = b.entries()
 	sopts.Metrics = b.r.metrics
 	st, err := stream.New(sopts)
 	if err != nil {
@@ -482,7 +492,7 @@ func (b *build) brokerFamily() error {
 	b.undo.push(func() { bm.Close() })
 	b.r.broker = bm
 	b.broker, err = tradeapi.New(tradeapi.Options{Family: tradeapi.FamilyBroker, Caller: bm, Auth: b.authn, Admit: b.adm, Idempotency: o.Store, Budget: b.trading, IPBudget: b.perIP, Logger: b.log,
-		Events: b.r.events})
+		Events: b.entries()})
 	return err
 }
 
@@ -496,7 +506,7 @@ func (b *build) management() error {
 	mopts.Admitter = b.adm
 	mopts.IPBudget = b.perIP
 	mopts.Budgets = o.Budgets
-	mopts.Events = b.r.events
+	mopts.Events = b.entries()
 	mopts.Logger = b.log
 	if mopts.BodyTimeout == 0 {
 		mopts.BodyTimeout = o.BodyTimeout

@@ -86,7 +86,9 @@ type Options struct {
 	// entries. Default DefaultTrimInterval (a minute).
 	TrimInterval time.Duration
 	// Disabled records nothing: Handle returns at once (Run still
-	// prunes). For measuring what the log costs the order path.
+	// prunes), and the relay's doors build no entries at all. For
+	// measuring what the log costs the order path
+	// (BenchmarkPlaceOrderActivity).
 	Disabled bool
 }
 
