@@ -272,7 +272,7 @@ func (r *Recorder) session(ctx context.Context, s agentcall.SessionEvent) {
 		}
 		if prev.Seq != 0 && json.Unmarshal(prev.Detail, &was) == nil && was.AgentVersion != "" && was.AgentVersion != s.AgentVersion {
 			r.record(ctx, s.UserID, protocol.ActivityEntry{At: s.At, Kind: protocol.ActivityAgentUpdated, Source: src,
-				Summary: protocol.CutActivitySummary("Agent updated from "+was.AgentVersion+" to "+s.AgentVersion),
+				Summary: protocol.CutActivitySummary("Agent updated from " + was.AgentVersion + " to " + s.AgentVersion),
 				Detail:  mustJSON(map[string]string{"from": was.AgentVersion, "to": s.AgentVersion})}, "session:"+s.SessionID+":updated")
 		}
 		summary := "Agent " + s.AgentVersion + " connected"
