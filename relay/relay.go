@@ -862,7 +862,10 @@ func (r *Relay) shutdown(servers []*http.Server, hardStop context.CancelCauseFun
 	r.manage.Close()
 	r.closeCluster()
 	r.refusals.Close()
-	// The tunnels' ends are in the history's queue by now.
+	// The tunnels' ends are in the history's queue by now, and in the
+	// activity log's: what the spine's queues hold is handled before
+	// they close.
+	r.drainSpine()
 	r.events.Close()
 	hardStop(httpapi.ErrShuttingDown)
 	// Wait for the handlers to answer; those that have not within grace
@@ -940,10 +943,26 @@ func (r *Relay) Close() error {
 	r.manage.Close()
 	r.closeCluster()
 	r.refusals.Close()
+	r.drainSpine()
 	r.events.Close()
 	r.history.Close()
 	r.activity.Close()
 	return err
+}
+
+// drainTimeout bounds how long a closing relay waits for the spine's
+// queued subscribers (the activity log, the alerts, the reported states)
+// to handle what its producers published last.
+const drainTimeout = 2 * time.Second
+
+// drainSpine lets the spine's queued subscribers handle what waits for
+// them, within drainTimeout.
+func (r *Relay) drainSpine() {
+	ctx, cancel := context.WithTimeout(context.Background(), drainTimeout)
+	defer cancel()
+	if err := r.events.Drain(ctx); err != nil {
+		r.log.Warn("shutdown: events still queued were dropped", zap.Duration("waited", drainTimeout))
+	}
 }
 
 // closeCluster leaves the bus, after the hub (its tunnels' ends reach the

@@ -394,6 +394,44 @@ func (b *Bus) Stats(name string) Stats {
 	return Stats{}
 }
 
+// Drain waits until the queued subscribers have handled every event
+// waiting for them, those their handlers publish meanwhile included, or
+// until ctx ends (it then returns ctx's error). The relay drains the spine
+// at shutdown, once its producers have stopped and before Close, so that
+// what they published last (the tunnels' ends) is still recorded.
+func (b *Bus) Drain(ctx context.Context) error {
+	t := time.NewTicker(drainPoll)
+	defer t.Stop()
+	for !b.idle() {
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-t.C:
+		}
+	}
+	return nil
+}
+
+// drainPoll is how often Drain looks at the queues.
+const drainPoll = 5 * time.Millisecond
+
+// idle reports whether no queued subscriber has an event waiting or
+// being handled.
+func (b *Bus) idle() bool {
+	b.mu.Lock()
+	qs := b.queues
+	b.mu.Unlock()
+	for _, q := range qs {
+		q.mu.Lock()
+		n := len(q.users)
+		q.mu.Unlock()
+		if n > 0 {
+			return false
+		}
+	}
+	return true
+}
+
 // Close stops the queued subscribers' goroutines, dropping what still
 // waits, and waits for them to return (a Handle under way ends first: its
 // ctx is done). Later events are dropped. It is idempotent.

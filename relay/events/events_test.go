@@ -229,3 +229,31 @@ func BenchmarkPublishDirect(b *testing.B) {
 		bus.Publish(e)
 	}
 }
+
+// Drain returns once the queued subscribers have handled what waited,
+// and what their handlers published meanwhile; it gives up when its
+// context ends.
+func TestDrain(t *testing.T) {
+	t.Parallel()
+	b := newBus(t, events.Options{})
+	release := make(chan struct{})
+	var recorded, alerted atomic.Int64
+	require.NoError(t, b.SubscribeQueued(events.QueuedSubscription{Name: "recorder", Types: []events.Type{events.TypeActivity},
+		Handle: func(_ context.Context, e events.Event) {
+			<-release
+			recorded.Add(1)
+			b.Publish(events.Event{Type: events.TypeRecorded, UserID: e.UserID})
+		}}))
+	require.NoError(t, b.SubscribeQueued(events.QueuedSubscription{Name: "alerts", Types: []events.Type{events.TypeRecorded},
+		Handle: func(context.Context, events.Event) { alerted.Add(1) }}))
+	for i := range 3 {
+		b.Publish(events.Activity(fmt.Sprintf("u%d", i), "", protocol.ActivityEntry{}))
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Millisecond)
+	defer cancel()
+	require.ErrorIs(t, b.Drain(ctx), context.DeadlineExceeded, "the recorder is held")
+	close(release)
+	require.NoError(t, b.Drain(context.Background()))
+	require.Equal(t, int64(3), recorded.Load())
+	require.Equal(t, int64(3), alerted.Load(), "what the handlers published was drained too")
+}
