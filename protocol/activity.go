@@ -65,13 +65,14 @@ const (
 	SourceBroker      = "broker"      // the broker family's link (Tradovate)
 	SourceAgent       = "agent"       // the user's agent and its tunnel
 	SourceOperator    = "operator"    // the operator's command line (relay …)
+	SourceAlert       = "alert"       // an alert destination (its id), for the outcomes of alerts
 )
 
 // ActivitySourceKinds lists every ActivitySource.Kind, in the order the
 // documentation lists them.
 var ActivitySourceKinds = []string{
 	SourceAPI, SourceStream, SourceWebhook, SourceMCP, SourceDashboard, SourceCopier, SourceMonitor,
-	SourceKillSwitch, SourceNewsLockout, SourceBroker, SourceAgent, SourceOperator,
+	SourceKillSwitch, SourceNewsLockout, SourceBroker, SourceAgent, SourceOperator, SourceAlert,
 }
 
 // Kinds of activity (ActivityEntry.Kind). The list is part of the API:

@@ -1,6 +1,7 @@
 package manage
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -21,6 +22,7 @@ import (
 	"tradebridge/relay/errcode"
 	"tradebridge/relay/httpapi"
 	"tradebridge/relay/keylock"
+	"tradebridge/relay/sealed"
 	"tradebridge/relay/store"
 )
 
@@ -91,6 +93,18 @@ type Options struct {
 	BusyThreshold int
 	// BodyTimeout bounds the time to receive a body. Default 10 s.
 	BodyTimeout time.Duration
+	// Keys seal the secrets of alert destinations at rest (the broker's
+	// key ring); nil refuses destinations that have secrets.
+	Keys *sealed.Keyring
+	// Alerts queues the alert destinations' tests; nil answers their test
+	// with 503.
+	Alerts Alerts
+	// AlertsAllowPrivate lets alert webhooks on loopback and private
+	// addresses, over plain http too (relay serve --alerts-allow-private).
+	AlertsAllowPrivate bool
+	// EmailEnabled reports that the operator configured an SMTP server;
+	// false refuses email destinations (409 email_unavailable).
+	EmailEnabled bool
 }
 
 // Defaults of Options.
@@ -370,7 +384,8 @@ type Deleted struct {
 // the user's write lock: load, judge (the kind's rules), check the agent,
 // store, push, answer.
 func (s *Server) change(w http.ResponseWriter, r *http.Request, rt *route, userID, id string, body []byte) {
-	ci := &changeIn{id: id, body: body, header: r.Header, family: rt.family, action: rt.action}
+	ci := &changeIn{id: id, body: body, header: r.Header, family: rt.family, action: rt.action, env: &Env{
+		Keys: s.opts.Keys, Alerts: s.opts.Alerts, AlertsAllowPrivate: s.opts.AlertsAllowPrivate, EmailEnabled: s.opts.EmailEnabled}}
 	switch rt.op {
 	case routeCreate:
 		ci.op = OpCreate
@@ -430,6 +445,10 @@ func (s *Server) change(w http.ResponseWriter, r *http.Request, rt *route, userI
 	status := http.StatusOK
 	if out.created {
 		status = http.StatusCreated
+	}
+	if out.answer != nil {
+		httpapi.Write(w, cmp.Or(out.status, http.StatusOK), out.answer)
+		return
 	}
 	if !out.changed {
 		changed := false
