@@ -546,7 +546,7 @@ func (s *smtpSession) Auth(string) (sasl.Server, error) {
 }
 
 func (s *smtpSession) Mail(from string, _ *smtp.MailOptions) error { s.msg.from = from; return nil }
-func (s *smtpSession) Rcpt(to string, _ *smtp.RcptOptions) error  { s.msg.to = to; return nil }
+func (s *smtpSession) Rcpt(to string, _ *smtp.RcptOptions) error   { s.msg.to = to; return nil }
 func (s *smtpSession) Data(r io.Reader) error {
 	b, err := io.ReadAll(r)
 	if err != nil {

@@ -171,7 +171,7 @@ func TestAlertValidation(t *testing.T) {
 	e, _, _ := alertEnv(t, false, false)
 	for _, tc := range []struct {
 		name, body, code string
-		fields     []string
+		fields           []string
 	}{
 		{"no events", `{"kind":"webhook","url":"https://a.example.com/"}`, errcode.ValidationFailed, []string{"events"}},
 		{"empty events", `{"kind":"webhook","url":"https://a.example.com/","events":[]}`, errcode.ValidationFailed, []string{"events"}},
