@@ -73,6 +73,7 @@ func newServeCmd() *cobra.Command {
 		shutdownTimeout              time.Duration
 		logs                         logflags.Flags
 		brokers                      brokerFlags
+		alerting                     alertFlags
 		budgets, bus, node           string
 	)
 	defaultShutdown, envErr := envDuration("RELAY_SHUTDOWN_TIMEOUT", relay.DefaultShutdownTimeout)
@@ -98,6 +99,10 @@ func newServeCmd() *cobra.Command {
 				return err
 			}
 			endpoints, oauth, err := brokers.tradovate(os.Getenv)
+			if err != nil {
+				return err
+			}
+			alertOpts, err := alerting.options(os.Getenv)
 			if err != nil {
 				return err
 			}
@@ -156,6 +161,7 @@ func newServeCmd() *cobra.Command {
 			}
 			opts.OperatorListener = opLn
 			opts.Broker = broker.Options{Keys: keys, Endpoints: endpoints, OAuth: oauth}
+			opts.Alerts = alertOpts
 			r, err := relay.New(opts)
 			if err != nil {
 				return err
@@ -185,6 +191,7 @@ func newServeCmd() *cobra.Command {
 		"this node's name among the relay's nodes, distinct on each (env RELAY_NODE)")
 	logs.Register(cmd.Flags())
 	brokers.register(cmd.Flags())
+	alerting.register(cmd.Flags())
 	return cmd
 }
 
