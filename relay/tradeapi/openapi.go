@@ -111,6 +111,7 @@ var desktopFamily = &docFamily{
 	info:            infoDescription,
 	standard:        standardDescription,
 	compatible:      compatibleDescription,
+	extra:           addAlertRoutes,
 }
 
 func buildOpenAPI(f *docFamily, p profile.Profile) (map[string]any, error) {
