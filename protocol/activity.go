@@ -151,7 +151,10 @@ const (
 	// webhookId, outcome.
 	ActivityWebhookReceived = "webhook.received"
 	// ActivityAlertSent: an alert reached a destination: detail:
-	// destinationId, destinationKind, entryId, deliveryId, attempts.
+	// destinationId, destinationKind, entryId (absent for a test or a
+	// summary), deliveryId, attempts, alertKind (the entry's kind, or
+	// alert.test, alert.summary). Its source is the destination
+	// (SourceAlert).
 	ActivityAlertSent = "alert.sent"
 	// ActivityAlertFailed: an alert could not be delivered (refused by
 	// the destination, or not delivered within 24 hours): detail as
