@@ -654,6 +654,8 @@ func (d *Dispatcher) outcome(dst *Destination, dl *store.AlertDelivery, kind, re
 // way is cut short and tried again later. It is idempotent.
 func (d *Dispatcher) Close() error {
 	d.group.Close()
+	d.hooks.CloseIdleConnections()
+	d.apis.CloseIdleConnections()
 	return nil
 }
 
