@@ -52,9 +52,14 @@ type rig struct {
 
 func newRig(t *testing.T) *rig {
 	t.Helper()
+	return newRigOn(t, storetest.Open(t, "sqlite"))
+}
+
+// newRigOn is a rig on a store of the test's.
+func newRigOn(t *testing.T, st store.Store) *rig {
+	t.Helper()
 	keys, err := sealed.Generate("k1")
 	require.NoError(t, err)
-	st := storetest.Open(t, "sqlite")
 	require.NoError(t, st.CreateUser(context.Background(), store.User{ID: "u1", Name: "u1", Plan: "elite", CreatedAt: testkit.Epoch}))
 	core, logs := observer.New(zapcore.DebugLevel)
 	return &rig{t: t, st: st, keys: keys, logs: logs, log: zap.New(core)}
@@ -83,7 +88,13 @@ func (r *rig) outcomes(kind string) []protocol.ActivityEntry {
 // dispatcher returns a running Dispatcher on the rig's store.
 func (r *rig) dispatcher(mod func(*alerts.Options)) *alerts.Dispatcher {
 	r.t.Helper()
-	opts := alerts.Options{Store: r.st, Publisher: r, Keys: r.keys, AllowPrivate: true, Timeout: 2 * time.Second,
+	return r.dispatcherOn(r.st, mod)
+}
+
+// dispatcherOn returns a running Dispatcher on a store.
+func (r *rig) dispatcherOn(st alerts.Store, mod func(*alerts.Options)) *alerts.Dispatcher {
+	r.t.Helper()
+	opts := alerts.Options{Store: st, Publisher: r, Keys: r.keys, AllowPrivate: true, Timeout: 2 * time.Second,
 		RetryMin: 10 * time.Millisecond, RetryMax: 20 * time.Millisecond, PollInterval: 20 * time.Millisecond, Logger: r.log}
 	if mod != nil {
 		mod(&opts)
@@ -356,14 +367,45 @@ func TestAgentDisconnectedGrace(t *testing.T) {
 	require.Empty(t, r.outcomes(protocol.ActivityAlertFailed))
 }
 
-// Two nodes on one store send each alert once, even when both handle the
-// same entry.
+// Two nodes on one database (two SQLite handles on one file, two
+// PostgreSQL pools on one schema) send each alert once, even when both
+// handle the same entry.
 func TestTwoNodesSendOnce(t *testing.T) {
 	t.Parallel()
-	r := newRig(t)
+	for _, backend := range storetest.Backends {
+		t.Run(backend, func(t *testing.T) {
+			t.Parallel()
+			twoNodes(t, backend)
+		})
+	}
+}
+
+func twoNodes(t *testing.T, backend string) {
+	var first, second store.Store
+	ctx0, cancel := context.WithTimeout(context.Background(), testkit.Long)
+	defer cancel()
+	switch backend {
+	case "sqlite":
+		dir := t.TempDir()
+		for _, p := range []*store.Store{&first, &second} {
+			s, err := store.Open(ctx0, store.Options{Dir: dir})
+			require.NoError(t, err)
+			t.Cleanup(func() { s.Close() })
+			*p = s
+		}
+	default:
+		url := storetest.PostgresURL(t)
+		for _, p := range []*store.Store{&first, &second} {
+			s, err := store.OpenPostgres(ctx0, store.PostgresOptions{URL: url})
+			require.NoError(t, err)
+			t.Cleanup(func() { s.Close() })
+			*p = s
+		}
+	}
+	r := newRigOn(t, first)
 	rc := newReceiver(t)
-	a := r.dispatcher(func(o *alerts.Options) { o.Node = "node-a" })
-	b := r.dispatcher(func(o *alerts.Options) { o.Node = "node-b" })
+	a := r.dispatcherOn(first, func(o *alerts.Options) { o.Node = "node-a" })
+	b := r.dispatcherOn(second, func(o *alerts.Options) { o.Node = "node-b" })
 	r.destination(alerts.Destination{Kind: alerts.KindWebhook, URL: rc.srv.URL, Events: []string{"killSwitch.changed"}}, alerts.Secrets{Secret: secret})
 	ctx := context.Background()
 	const n = 5
