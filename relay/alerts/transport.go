@@ -60,6 +60,7 @@ type sendError struct {
 	after time.Duration
 }
 
+// Error reports the failure by its reason only.
 func (e *sendError) Error() string { return "alerts: delivery failed: " + e.reason }
 
 // errAddressRefused is the guard's refusal of a dialed address.
