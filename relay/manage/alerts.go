@@ -169,10 +169,10 @@ func checkAlert(c *Change[alerts.Destination]) *httpapi.Error {
 	return nil
 }
 
-// secretsUnavailable is the 503 of a relay that cannot seal or open
-// secrets.
+// secretsUnavailable is the 500 of a relay that cannot seal or open
+// secrets (no key ring, or a key missing from it).
 func secretsUnavailable() *httpapi.Error {
-	return &httpapi.Error{Status: http.StatusServiceUnavailable, Code: errcode.InternalError,
+	return &httpapi.Error{Status: http.StatusInternalServerError, Code: errcode.InternalError,
 		Detail: "the relay cannot keep secrets right now; nothing was applied"}
 }
 
@@ -226,7 +226,7 @@ func sealAlert(c *Change[alerts.Destination]) *httpapi.Error {
 // is active: 202 with the delivery's id.
 func testAlert(c *Change[alerts.Destination], _ Agent) *httpapi.Error {
 	if c.Env.Alerts == nil {
-		return &httpapi.Error{Status: http.StatusServiceUnavailable, Code: errcode.NotAvailable,
+		return &httpapi.Error{Status: http.StatusServiceUnavailable, Code: errcode.ManagementUnavailable,
 			Detail: "this relay sends no alerts"}
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
