@@ -66,13 +66,14 @@ const (
 	SourceBroker      = "broker"      // the broker family's link (Tradovate)
 	SourceAgent       = "agent"       // the user's agent and its tunnel
 	SourceOperator    = "operator"    // the operator's command line (relay …)
+	SourceAlert       = "alert"       // an alert destination (its id), for the outcomes of alerts
 )
 
 // ActivitySourceKinds lists every ActivitySource.Kind, in the order the
 // documentation lists them.
 var ActivitySourceKinds = []string{
 	SourceAPI, SourceStream, SourceWebhook, SourceMCP, SourceDashboard, SourceCopier, SourceMonitor,
-	SourceKillSwitch, SourceNewsLockout, SourceBroker, SourceAgent, SourceOperator,
+	SourceKillSwitch, SourceNewsLockout, SourceBroker, SourceAgent, SourceOperator, SourceAlert,
 }
 
 // Kinds of activity (ActivityEntry.Kind). The list is part of the API:
@@ -171,7 +172,10 @@ const (
 	// webhookId, outcome.
 	ActivityWebhookReceived = "webhook.received"
 	// ActivityAlertSent: an alert reached a destination: detail:
-	// destinationId, destinationKind, entryId, deliveryId, attempts.
+	// destinationId, destinationKind, entryId (absent for a test or a
+	// summary), deliveryId, attempts, alertKind (the entry's kind, or
+	// alert.test, alert.summary). Its source is the destination
+	// (SourceAlert).
 	ActivityAlertSent = "alert.sent"
 	// ActivityAlertFailed: an alert could not be delivered (refused by
 	// the destination, or not delivered within 24 hours): detail as

@@ -65,6 +65,7 @@ import (
 	"tradebridge/relay/activity"
 	"tradebridge/relay/admit"
 	"tradebridge/relay/agentcall"
+	"tradebridge/relay/alerts"
 	"tradebridge/relay/auth"
 	"tradebridge/relay/broker"
 	"tradebridge/relay/budget"
@@ -143,6 +144,11 @@ type Options struct {
 	// /v1/agent/token); Store, Admit, IPBudget, Budgets, Metrics and
 	// Logger in it are filled by the Relay.
 	Pairing pairing.Options
+	// Alerts tunes the alerts (relay/alerts: the alert destinations'
+	// deliveries); Store, Publisher, Connected, Keys (the broker's), Node
+	// and Logger in it are filled by the Relay. Its AllowPrivate and SMTP
+	// also rule the Management API's alert destinations.
+	Alerts alerts.Options
 
 	// ReadHeaderTimeout bounds the time to receive a request's headers.
 	// Default 10 s.
@@ -208,6 +214,7 @@ type Relay struct {
 	broker   *broker.Manager
 	history  *connhistory.Writer
 	activity *activity.Recorder
+	alerts   *alerts.Dispatcher
 	events   *events.Bus
 	refusals *activity.Refusals // the users' budget refusals, aggregated for the activity log
 	metrics  *metrics.Metrics
@@ -299,6 +306,7 @@ type build struct {
 	support *support.Server
 	pairing *pairing.Server
 	actLog  *activity.Server // GET /v1/api/activity
+	keys    *sealed.Keyring // the broker's, which seal the alerts' secrets too
 }
 
 // run runs the steps in order.
@@ -311,6 +319,7 @@ func (b *build) run() (*Relay, error) {
 		b.nodes,
 		b.doors,
 		b.brokerFamily,
+		b.alerting,
 		b.management,
 		b.supportRoute,
 		b.pairingRoutes,
@@ -483,6 +492,7 @@ func (b *build) brokerFamily() error {
 			return err
 		}
 	}
+	b.keys = bopts.Keys
 	bopts.Config = manage.BrokerConfigs(o.Store, b.log)
 	bopts.Events = b.r.events
 	bm, err := broker.New(bopts)
@@ -494,6 +504,25 @@ func (b *build) brokerFamily() error {
 	b.broker, err = tradeapi.New(tradeapi.Options{Family: tradeapi.FamilyBroker, Caller: bm, Auth: b.authn, Admit: b.adm, Idempotency: o.Store, Budget: b.trading, IPBudget: b.perIP, Logger: b.log,
 		Events: b.entries()})
 	return err
+}
+
+// alerting builds the alerts' dispatcher, over the broker's key ring
+// and the agents' hub (or the cluster's view of every node's agents).
+func (b *build) alerting() error {
+	aopts := b.opts.Alerts
+	aopts.Store = b.opts.Store
+	aopts.Publisher = b.r.events
+	aopts.Connected = b.up.Connected
+	aopts.Keys = b.keys
+	aopts.Node = b.opts.Node
+	aopts.Logger = b.log
+	d, err := alerts.New(aopts)
+	if err != nil {
+		return err
+	}
+	b.undo.push(func() { _ = d.Close() })
+	b.r.alerts = d
+	return nil
 }
 
 // management builds the Management API.
@@ -508,6 +537,10 @@ func (b *build) management() error {
 	mopts.Budgets = o.Budgets
 	mopts.Events = b.entries()
 	mopts.Logger = b.log
+	mopts.Keys = b.keys
+	mopts.Alerts = b.r.alerts
+	mopts.AlertsAllowPrivate = b.r.alerts.AllowPrivate()
+	mopts.EmailEnabled = b.r.alerts.EmailEnabled()
 	if mopts.BodyTimeout == 0 {
 		mopts.BodyTimeout = o.BodyTimeout
 	}
@@ -594,6 +627,13 @@ func (b *build) subscribe() error {
 		if err := bus.Subscribe(s); err != nil {
 			return err
 		}
+	}
+	// The alerts take the entries the activity log recorded on this node
+	// (another node's are alerted by that node).
+	if err := bus.SubscribeQueued(events.QueuedSubscription{
+		Name: "alerts", Types: []events.Type{events.TypeRecorded}, Handle: r.alerts.Handle,
+	}); err != nil {
+		return err
 	}
 	if err := bus.SubscribeQueued(events.QueuedSubscription{
 		Name: "manage-reports", Types: []events.Type{events.TypeStatus, events.TypeAgent, events.TypeBroker}, Kinds: manage.ReportedKinds,
@@ -819,6 +859,11 @@ func (r *Relay) Serve(ctx context.Context, ln net.Listener) error {
 	historyDone := make(chan struct{})
 	go func() { defer close(historyDone); _ = r.history.Run(hctx) }()
 	defer func() { stopHistory(); <-historyDone }()
+	// The alerts are sent until the spine stops handing them entries
+	// (shutdown closes it, then the dispatcher).
+	alertsDone := make(chan struct{})
+	go func() { defer close(alertsDone); _ = r.alerts.Run(context.WithoutCancel(ctx)) }()
+	defer func() { _ = r.alerts.Close(); <-alertsDone }()
 	r.log.Info("relay listening", zap.String("addr", ln.Addr().String()))
 	if len(listeners) > 1 {
 		r.log.Info("operator routes listening", zap.String("addr", listeners[1].Addr().String()))
@@ -867,6 +912,7 @@ func (r *Relay) shutdown(servers []*http.Server, hardStop context.CancelCauseFun
 	// they close.
 	r.drainSpine()
 	r.events.Close()
+	_ = r.alerts.Close()
 	hardStop(httpapi.ErrShuttingDown)
 	// Wait for the handlers to answer; those that have not within grace
 	// (a body still trickling in, a client that does not read) lose their
@@ -945,6 +991,7 @@ func (r *Relay) Close() error {
 	r.refusals.Close()
 	r.drainSpine()
 	r.events.Close()
+	_ = r.alerts.Close()
 	r.history.Close()
 	r.activity.Close()
 	return err

@@ -76,6 +76,7 @@ func newServeCmd() *cobra.Command {
 		shutdownTimeout              time.Duration
 		logs                         logflags.Flags
 		brokers                      brokerFlags
+		alerting                     alertFlags
 		budgets, bus, node           string
 		activityRetention            = days(activity.DefaultRetention)
 	)
@@ -106,6 +107,10 @@ func newServeCmd() *cobra.Command {
 				return err
 			}
 			endpoints, oauth, err := brokers.tradovate(os.Getenv)
+			if err != nil {
+				return err
+			}
+			alertOpts, err := alerting.options(os.Getenv)
 			if err != nil {
 				return err
 			}
@@ -165,6 +170,7 @@ func newServeCmd() *cobra.Command {
 			}
 			opts.OperatorListener = opLn
 			opts.Broker = broker.Options{Keys: keys, Endpoints: endpoints, OAuth: oauth}
+			opts.Alerts = alertOpts
 			r, err := relay.New(opts)
 			if err != nil {
 				return err
@@ -196,6 +202,7 @@ func newServeCmd() *cobra.Command {
 		"how long the users' activity log entries are kept: days (90d) or a duration (2160h) (env RELAY_ACTIVITY_RETENTION)")
 	logs.Register(cmd.Flags())
 	brokers.register(cmd.Flags())
+	alerting.register(cmd.Flags())
 	return cmd
 }
 

@@ -158,6 +158,9 @@ const (
 	// SwitchesLocked (409): blockSignals or closingOnly changed while
 	// switchesLocked is true.
 	SwitchesLocked = "switches_locked"
+	// EmailUnavailable (409): an email alert destination, on a relay
+	// whose operator configured no SMTP server.
+	EmailUnavailable = "email_unavailable"
 )
 
 // 412 Precondition Failed.
@@ -356,4 +359,7 @@ const (
 	FieldCodeManagedByControls = "managed_by_controls"
 	// FieldCodeDuplicateItem: a list holds the same item twice.
 	FieldCodeDuplicateItem = "duplicate_item"
+	// FieldCodePrivateAddress: a URL names a loopback, private or other
+	// address the relay does not send to (an alert destination's).
+	FieldCodePrivateAddress = "private_address"
 )

@@ -52,6 +52,7 @@ var All = []Entry{
 	{"LimitReached", LimitReached},
 	{"FieldLocked", FieldLocked},
 	{"SwitchesLocked", SwitchesLocked},
+	{"EmailUnavailable", EmailUnavailable},
 	{"PreconditionFailed", PreconditionFailed},
 	{"BodyTooLarge", BodyTooLarge},
 	{"UnsupportedContentType", UnsupportedContentType},
@@ -107,6 +108,7 @@ var Fields = []Entry{
 	{"FieldCodeUnknownConnection", FieldCodeUnknownConnection},
 	{"FieldCodeManagedByControls", FieldCodeManagedByControls},
 	{"FieldCodeDuplicateItem", FieldCodeDuplicateItem},
+	{"FieldCodePrivateAddress", FieldCodePrivateAddress},
 }
 
 // statuses are the fixed statuses of the codes that have one.
@@ -154,6 +156,7 @@ var statuses = map[string]int{
 	LimitReached:               http.StatusConflict,
 	FieldLocked:                http.StatusConflict,
 	SwitchesLocked:             http.StatusConflict,
+	EmailUnavailable:           http.StatusConflict,
 	PreconditionFailed:         http.StatusPreconditionFailed,
 	BodyTooLarge:               http.StatusRequestEntityTooLarge,
 	UnsupportedContentType:     http.StatusUnsupportedMediaType,

@@ -72,6 +72,7 @@ type changeIn struct {
 	now    time.Time
 	family string
 	agent  Agent
+	env    *Env
 }
 
 // changeOut is a change judged acceptable, ready to store.
@@ -90,6 +91,11 @@ type changeOut struct {
 	// commit puts the change into the snapshot it was judged on, so that
 	// the configuration pushed to the agent holds it.
 	commit func()
+	// extra, status and answer are the hooks' Change.Extra, Status and
+	// Answer.
+	extra  map[string]any
+	status int
+	answer any
 }
 
 // notFound is the 404 of an id that names no resource of the user.
@@ -121,7 +127,7 @@ func (k *Kind[T]) actionNames() []string {
 
 // slice returns the Snapshot's list of T, or nil for a singleton kind.
 func (k *Kind[T]) slice(s *Snapshot) *[]T {
-	for _, p := range []any{&s.Copiers, &s.Monitors, &s.Groups, &s.Templates, &s.BrokerCopiers, &s.BrokerMonitors} {
+	for _, p := range []any{&s.Copiers, &s.Monitors, &s.Groups, &s.Templates, &s.BrokerCopiers, &s.BrokerMonitors, &s.Alerts} {
 		if q, ok := p.(*[]T); ok {
 			return q
 		}
@@ -214,9 +220,17 @@ func (k *Kind[T]) list(st *state) []any {
 		return out
 	}
 	for i := range *list {
-		out = append(out, (*list)[i])
+		out = append(out, k.shown((*list)[i]))
 	}
 	return out
+}
+
+// shown returns v as callers see it (Kind.Show).
+func (k *Kind[T]) shown(v T) T {
+	if k.Show != nil {
+		k.Show(&v)
+	}
+	return v
 }
 
 func (k *Kind[T]) show(st *state, id string) (any, bool) {
@@ -224,7 +238,7 @@ func (k *Kind[T]) show(st *state, id string) (any, bool) {
 	if !ok {
 		return nil, false
 	}
-	return *p, true
+	return k.shown(*p), true
 }
 
 // copyOf returns a deep copy of v (through its JSON, which is all a
@@ -282,7 +296,12 @@ func (k *Kind[T]) change(in *changeIn) (*changeOut, *httpapi.Error) {
 			return nil, preconditionFailed(version)
 		}
 	}
-	c := &Change[T]{Op: in.op, Action: in.action, Old: old, Snap: snap, Now: in.now, Family: in.family}
+	env := in.env
+	if env == nil {
+		env = &Env{}
+	}
+	c := &Change[T]{Op: in.op, Action: in.action, Old: old, Snap: snap, Now: in.now, Family: in.family,
+		UserID: in.st.userID, Env: env}
 	var n T
 	switch in.op {
 	case OpDelete:
@@ -328,6 +347,12 @@ func (k *Kind[T]) change(in *changeIn) (*changeOut, *httpapi.Error) {
 		if n, e = k.merge(in, c, old); e != nil {
 			return nil, e
 		}
+		if k.Seal != nil {
+			c.New = &n
+			if e := k.Seal(c); e != nil {
+				return nil, e
+			}
+		}
 	}
 	if in.op == OpCreate && k.MaxCount > 0 {
 		if list := k.slice(snap); list != nil && len(*list) >= k.MaxCount {
@@ -338,7 +363,8 @@ func (k *Kind[T]) change(in *changeIn) (*changeOut, *httpapi.Error) {
 			return nil, refuse(code, fmt.Sprintf("at most %d of these resources may exist; delete one first", k.MaxCount))
 		}
 	}
-	out := &changeOut{created: in.op == OpCreate, id: k.Meta(&n).ID, version: version}
+	out := &changeOut{created: in.op == OpCreate, id: k.Meta(&n).ID, version: version,
+		extra: c.Extra, status: c.Status, answer: c.Answer}
 	if old != nil {
 		before, err1 := json.Marshal(old)
 		after, err2 := json.Marshal(&n)
@@ -351,7 +377,7 @@ func (k *Kind[T]) change(in *changeIn) (*changeOut, *httpapi.Error) {
 		out.changed = true
 	}
 	if !out.changed {
-		out.value = *old
+		out.value = k.shown(*old)
 		return out, nil
 	}
 	m := k.Meta(&n)
@@ -363,7 +389,14 @@ func (k *Kind[T]) change(in *changeIn) (*changeOut, *httpapi.Error) {
 	if err != nil {
 		return nil, internal(err)
 	}
-	out.body, out.value, out.id = body, n, m.ID
+	out.body, out.value, out.id = body, k.shown(n), m.ID
+	if len(c.Extra) > 0 {
+		v, err := withExtra(out.value, c.Extra)
+		if err != nil {
+			return nil, internal(err)
+		}
+		out.value = v
+	}
 	out.commit = func() { k.put(snap, n) }
 	return out, nil
 }
@@ -549,4 +582,21 @@ var (
 	_ kindOps = controlsKind
 	_ kindOps = newsKind
 	_ kindOps = connectionsKind
+	_ kindOps = alertKind
 )
+
+// withExtra returns v's JSON object with the fields of extra added.
+func withExtra(v any, extra map[string]any) (map[string]any, error) {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return nil, err
+	}
+	var m map[string]any
+	if err := json.Unmarshal(b, &m); err != nil {
+		return nil, err
+	}
+	for k, x := range extra {
+		m[k] = x
+	}
+	return m, nil
+}

@@ -1,11 +1,14 @@
 package manage
 
 import (
+	"context"
 	"encoding/json"
 	"time"
 
 	"tradebridge/protocol"
+	"tradebridge/relay/alerts"
 	"tradebridge/relay/httpapi"
+	"tradebridge/relay/sealed"
 )
 
 // Op is what a request does to a resource.
@@ -64,6 +67,9 @@ type Snapshot struct {
 	// family (the broker login's accounts), apart from the desktop ones.
 	BrokerCopiers  []BrokerCopier
 	BrokerMonitors []BrokerMonitor
+	// Alerts are the user's alert destinations, as stored (their secrets
+	// sealed).
+	Alerts []alerts.Destination
 }
 
 // HasAccount reports whether one of the user's platform connections
@@ -110,6 +116,43 @@ type Change[T any] struct {
 	Now time.Time
 	// Family is "desktop" or "tv".
 	Family string
+	// UserID is the user whose resource it is.
+	UserID string
+	// Env is what of the relay the hooks may use besides the change:
+	// the key ring that seals secrets, the alerts. Never nil in the
+	// server's changes.
+	Env *Env
+
+	// Extra, set by a hook, adds its fields to the answer's data, once
+	// (a webhook's signing secret on create and rotate-secret).
+	Extra map[string]any
+	// Status and Answer, set by an action that answers other than with
+	// the resource (an alert destination's test: 202 and the delivery),
+	// are the answer's status and data.
+	Status int
+	Answer any
+}
+
+// Env is what of the relay a kind's hooks use besides the Change.
+type Env struct {
+	// Keys seal the secrets of resources at rest (relay/sealed); nil
+	// when the relay has none.
+	Keys *sealed.Keyring
+	// Alerts queues alert deliveries; nil when the relay sends none.
+	Alerts Alerts
+	// AlertsAllowPrivate lets alert webhooks on loopback and private
+	// addresses (relay serve --alerts-allow-private).
+	AlertsAllowPrivate bool
+	// EmailEnabled reports that the operator configured an SMTP server.
+	EmailEnabled bool
+}
+
+// Alerts is the alerts' dispatcher as the Management API sees it;
+// *alerts.Dispatcher implements it.
+type Alerts interface {
+	// Test queues a test delivery to one of the user's destinations, due
+	// at once, and returns its id.
+	Test(ctx context.Context, userID, destinationID string) (string, error)
 }
 
 // Kind describes one kind of management resource to the generic handlers
@@ -175,6 +218,14 @@ type Kind[T any] struct {
 	// Check judges the change against the user's other resources (404
 	// account_not_found, the 409 conflicts). Optional.
 	Check func(c *Change[T]) *httpapi.Error
+	// Seal, when set, runs on a create's or change's resource (c.New)
+	// after Check, before it is stored: it moves the secrets the body
+	// sent into sealed fields (Change.Env.Keys), and may set c.Extra.
+	// Optional.
+	Seal func(c *Change[T]) *httpapi.Error
+	// Show, when set, clears what callers never see from a resource about
+	// to be shown (its sealed secrets). Optional.
+	Show func(v *T)
 	// Actions are the POST {id}/{name} operations of the kind (a
 	// monitor's "restart"): each changes c.New (a copy of c.Old) or
 	// refuses. ag asks the user's agent. Optional.

@@ -12,10 +12,11 @@ const Prefix = "/v1/api/manage"
 
 // kinds lists the kinds of management resource, in the order their
 // routes are registered: the desktop family and the family-less kinds,
-// then the broker family's copiers and monitors (tv.go).
+// then the broker family's copiers and monitors (tv.go), then the alert
+// destinations (alerts.go).
 func kinds() []kindOps {
 	return []kindOps{copierKind, monitorKind, groupKind, templateKind, controlsKind, newsKind, connectionsKind,
-		brokerCopierKind, brokerMonitorKind}
+		brokerCopierKind, brokerMonitorKind, alertKind}
 }
 
 // routeOp is what a route does.

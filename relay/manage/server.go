@@ -1,6 +1,7 @@
 package manage
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -22,6 +23,7 @@ import (
 	"tradebridge/relay/events"
 	"tradebridge/relay/httpapi"
 	"tradebridge/relay/keylock"
+	"tradebridge/relay/sealed"
 	"tradebridge/relay/store"
 )
 
@@ -96,6 +98,18 @@ type Options struct {
 	// config.changed activity log entry (see WithSource); the relay
 	// passes its event spine. Nil records nothing.
 	Events events.Publisher
+	// Keys seal the secrets of alert destinations at rest (the broker's
+	// key ring); nil refuses destinations that have secrets.
+	Keys *sealed.Keyring
+	// Alerts queues the alert destinations' tests; nil answers their test
+	// with 503.
+	Alerts Alerts
+	// AlertsAllowPrivate lets alert webhooks on loopback and private
+	// addresses, over plain http too (relay serve --alerts-allow-private).
+	AlertsAllowPrivate bool
+	// EmailEnabled reports that the operator configured an SMTP server;
+	// false refuses email destinations (409 email_unavailable).
+	EmailEnabled bool
 }
 
 // Defaults of Options.
@@ -376,7 +390,8 @@ type Deleted struct {
 // store, push, answer.
 func (s *Server) change(w http.ResponseWriter, r *http.Request, rt *route, p auth.Principal, id string, body []byte) {
 	userID := p.UserID
-	ci := &changeIn{id: id, body: body, header: r.Header, family: rt.family, action: rt.action}
+	ci := &changeIn{id: id, body: body, header: r.Header, family: rt.family, action: rt.action, env: &Env{
+		Keys: s.opts.Keys, Alerts: s.opts.Alerts, AlertsAllowPrivate: s.opts.AlertsAllowPrivate, EmailEnabled: s.opts.EmailEnabled}}
 	switch rt.op {
 	case routeCreate:
 		ci.op = OpCreate
@@ -436,6 +451,10 @@ func (s *Server) change(w http.ResponseWriter, r *http.Request, rt *route, p aut
 	status := http.StatusOK
 	if out.created {
 		status = http.StatusCreated
+	}
+	if out.answer != nil {
+		httpapi.Write(w, cmp.Or(out.status, http.StatusOK), out.answer)
+		return
 	}
 	if !out.changed {
 		changed := false

@@ -431,6 +431,40 @@ type Store interface {
 	// TrimActivity forgets the user's oldest entries of the class beyond
 	// the newest keep (the cap), and returns how many.
 	TrimActivity(ctx context.Context, userID, class string, keep int) (int, error)
+	// QueueAlertDelivery stores a new delivery (relay/alerts), its
+	// Attempts 0, due at d.NextAt, and returns the state it is stored in:
+	// AlertPending, or AlertFolded when the destination already has
+	// w.Max deliveries created in w's window (then the window's summary
+	// is created too, once). ErrConflict, with the stored state, when the
+	// destination has a delivery of the entry (d.EntrySeq > 0) already;
+	// a row of the same id is left as it is. ErrNotFound if the user does
+	// not exist.
+	QueueAlertDelivery(ctx context.Context, d AlertDelivery, w AlertWindow) (state string, err error)
+	// DueAlertDestinations returns up to limit destinations with a
+	// pending delivery due at now whose lease is free, the longest due
+	// first.
+	DueAlertDestinations(ctx context.Context, now time.Time, limit int) ([]string, error)
+	// ClaimAlertDeliveries leases to node, for lease by the store's
+	// clock, up to limit pending deliveries of the destination due at
+	// now whose lease is free or ended, and returns them, the longest due
+	// first. A delivery is claimed by one node at a time.
+	ClaimAlertDeliveries(ctx context.Context, destinationID, node string, now time.Time, lease time.Duration, limit int) ([]AlertDelivery, error)
+	// FinishAlertAttempt records an attempt of a delivery node holds the
+	// lease of (d's State, Attempts, NextAt, LastError, Body, UpdatedAt)
+	// and frees the lease; ErrNotFound when node no longer holds it.
+	FinishAlertAttempt(ctx context.Context, node string, d AlertDelivery) error
+	// AlertDeliveries returns the user's deliveries to a destination,
+	// newest first, at most limit.
+	AlertDeliveries(ctx context.Context, userID, destinationID string, limit int) ([]AlertDelivery, error)
+	// AlertDelivery returns one of the user's deliveries; ErrNotFound if
+	// there is none.
+	AlertDelivery(ctx context.Context, userID, id string) (AlertDelivery, error)
+	// FoldedAlertKinds counts by kind the deliveries to a destination
+	// folded into the summary of the window [from, until).
+	FoldedAlertKinds(ctx context.Context, destinationID string, from, until time.Time) (map[string]int, error)
+	// PruneAlertDeliveries forgets the deliveries that are no longer
+	// pending and were last changed before a time; it returns how many.
+	PruneAlertDeliveries(ctx context.Context, before time.Time) (int, error)
 
 	// Ping checks that the store answers.
 	Ping(ctx context.Context) error

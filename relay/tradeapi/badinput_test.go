@@ -25,7 +25,8 @@ func TestBadInputEveryRoute(t *testing.T) {
 	var spec struct {
 		Paths map[string]map[string]struct {
 			// XRoute marks a route another package serves (the activity
-			// log: relay/activity tests its bad input).
+			// log, the Management API's alerts: their packages test their
+			// bad input).
 			XRoute     string `json:"x-route"`
 			Parameters []struct {
 				Name     string         `json:"name"`

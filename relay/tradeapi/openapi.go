@@ -96,7 +96,7 @@ type docFamily struct {
 	title, compatibleTitle     string
 	info, standard, compatible string
 	// extra adds the routes described by hand (the broker family's link
-	// routes, the desktop family's activity log), with their schemas, to
+	// routes, the desktop family's activity log and alert destinations), with their schemas, to
 	// paths and schemas; nil adds none.
 	extra func(f *docFamily, schemas, paths object) error
 }
@@ -112,7 +112,7 @@ var desktopFamily = &docFamily{
 	info:            infoDescription,
 	standard:        standardDescription,
 	compatible:      compatibleDescription,
-	extra:           addActivityRoute,
+	extra:           addOtherRoutes,
 }
 
 func buildOpenAPI(f *docFamily, p profile.Profile) (map[string]any, error) {
@@ -490,4 +490,14 @@ func schema(p param, text bool) object {
 func isWrite(fn string) bool {
 	f, _ := protocol.LookupFunction(fn)
 	return f.Write
+}
+
+// addOtherRoutes adds, to the desktop family's document, the routes other
+// packages serve: the activity log (relay/activity) and the Management
+// API's alert destinations (relay/manage).
+func addOtherRoutes(f *docFamily, schemas, paths object) error {
+	if err := addActivityRoute(f, schemas, paths); err != nil {
+		return err
+	}
+	return addAlertRoutes(f, schemas, paths)
 }

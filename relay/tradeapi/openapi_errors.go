@@ -123,6 +123,8 @@ var statusDescriptions = map[int]string{
 	http.StatusBadRequest:            "the request is malformed, or the operation was refused (nothing was placed)",
 	http.StatusUnauthorized:          "missing, malformed, unknown or revoked API token",
 	http.StatusForbidden:             "the user's plan lacks the trading API",
+	http.StatusNotFound:              "no such resource of the user (Management API)",
+	http.StatusPreconditionFailed:    "If-Match did not match the resource's current ETag (Management API)",
 	http.StatusRequestTimeout:        "the user's agent is not connected, or dropped during a read; or the body was not received in time",
 	http.StatusConflict:              "a write with the same Idempotency-Key or orderId is still running",
 	http.StatusRequestEntityTooLarge: "the body is too large",
