@@ -32,6 +32,109 @@ class DefaultApi(object):
             api_client = ApiClient()
         self.api_client = api_client
 
+    def activity(self, **kwargs):  # noqa: E501
+        """The caller's activity log, newest first: what was done and decided on the account, by whom, and its outcome  # noqa: E501
+
+        The caller's own entries only, newest first. Page with before=data.next until next is null. Needs the pro plan; its own budget (policy activity: 60 a minute, burst 20). The stream socket's subscribeActivity sends new entries as they are written (see /v1/api/asyncapi.json).  # noqa: E501
+        This method makes a synchronous HTTP request by default. To make an
+        asynchronous HTTP request, please pass async_req=True
+        >>> thread = api.activity(async_req=True)
+        >>> result = thread.get()
+
+        :param async_req bool
+        :param str account: only the entries of this account
+        :param str kind: only the entries of these kinds: a comma-separated list of activity kinds
+        :param str before: an entry id (act_…): only the entries older than it; data.next of the previous page
+        :param int limit: the most entries to answer
+        :return: ActivityPageResponse
+                 If the method is called asynchronously,
+                 returns the request thread.
+        """
+        kwargs['_return_http_data_only'] = True
+        if kwargs.get('async_req'):
+            return self.activity_with_http_info(**kwargs)  # noqa: E501
+        else:
+            (data) = self.activity_with_http_info(**kwargs)  # noqa: E501
+            return data
+
+    def activity_with_http_info(self, **kwargs):  # noqa: E501
+        """The caller's activity log, newest first: what was done and decided on the account, by whom, and its outcome  # noqa: E501
+
+        The caller's own entries only, newest first. Page with before=data.next until next is null. Needs the pro plan; its own budget (policy activity: 60 a minute, burst 20). The stream socket's subscribeActivity sends new entries as they are written (see /v1/api/asyncapi.json).  # noqa: E501
+        This method makes a synchronous HTTP request by default. To make an
+        asynchronous HTTP request, please pass async_req=True
+        >>> thread = api.activity_with_http_info(async_req=True)
+        >>> result = thread.get()
+
+        :param async_req bool
+        :param str account: only the entries of this account
+        :param str kind: only the entries of these kinds: a comma-separated list of activity kinds
+        :param str before: an entry id (act_…): only the entries older than it; data.next of the previous page
+        :param int limit: the most entries to answer
+        :return: ActivityPageResponse
+                 If the method is called asynchronously,
+                 returns the request thread.
+        """
+
+        all_params = ['account', 'kind', 'before', 'limit']  # noqa: E501
+        all_params.append('async_req')
+        all_params.append('_return_http_data_only')
+        all_params.append('_preload_content')
+        all_params.append('_request_timeout')
+
+        params = locals()
+        for key, val in six.iteritems(params['kwargs']):
+            if key not in all_params:
+                raise TypeError(
+                    "Got an unexpected keyword argument '%s'"
+                    " to method activity" % key
+                )
+            params[key] = val
+        del params['kwargs']
+
+        collection_formats = {}
+
+        path_params = {}
+
+        query_params = []
+        if 'account' in params:
+            query_params.append(('account', params['account']))  # noqa: E501
+        if 'kind' in params:
+            query_params.append(('kind', params['kind']))  # noqa: E501
+        if 'before' in params:
+            query_params.append(('before', params['before']))  # noqa: E501
+        if 'limit' in params:
+            query_params.append(('limit', params['limit']))  # noqa: E501
+
+        header_params = {}
+
+        form_params = []
+        local_var_files = {}
+
+        body_params = None
+        # HTTP header `Accept`
+        header_params['Accept'] = self.api_client.select_header_accept(
+            ['application/json'])  # noqa: E501
+
+        # Authentication setting
+        auth_settings = ['bearer']  # noqa: E501
+
+        return self.api_client.call_api(
+            '/v1/api/activity', 'GET',
+            path_params,
+            query_params,
+            header_params,
+            body=body_params,
+            post_params=form_params,
+            files=local_var_files,
+            response_type='ActivityPageResponse',  # noqa: E501
+            auth_settings=auth_settings,
+            async_req=params.get('async_req'),
+            _return_http_data_only=params.get('_return_http_data_only'),
+            _preload_content=params.get('_preload_content', True),
+            _request_timeout=params.get('_request_timeout'),
+            collection_formats=collection_formats)
+
     def cancel_all_orders_orders_cancelall(self, **kwargs):  # noqa: E501
         """Cancel every working order of every account  # noqa: E501
 

@@ -2,7 +2,7 @@
 
 import type { Client, Options as Options2, TDataShape } from './client';
 import { client } from './client.gen';
-import type { CancelAllOrdersOrdersCancelallData, CancelAllOrdersOrdersCancelallErrors, CancelAllOrdersOrdersCancelallResponses, CancelAndBracketAccountsByAccountOrdersCancelAndBracketData, CancelAndBracketAccountsByAccountOrdersCancelAndBracketErrors, CancelAndBracketAccountsByAccountOrdersCancelAndBracketResponses, CancelOrderAccountsByAccountOrdersByOrderIdCancelData, CancelOrderAccountsByAccountOrdersByOrderIdCancelErrors, CancelOrderAccountsByAccountOrdersByOrderIdCancelResponses, CancelOrdersAccountsByAccountOrdersCancelData, CancelOrdersAccountsByAccountOrdersCancelErrors, CancelOrdersAccountsByAccountOrdersCancelResponses, ChangeOrderAccountsByAccountOrdersByOrderIdChangeData, ChangeOrderAccountsByAccountOrdersByOrderIdChangeErrors, ChangeOrderAccountsByAccountOrdersByOrderIdChangeResponses, ClosePositionAccountsByAccountPositionsCloseData, ClosePositionAccountsByAccountPositionsCloseErrors, ClosePositionAccountsByAccountPositionsCloseResponses, CloseStrategyAccountsByAccountStrategiesByIdCloseData, CloseStrategyAccountsByAccountStrategiesByIdCloseErrors, CloseStrategyAccountsByAccountStrategiesByIdCloseResponses, DisableStrategyAccountsByAccountStrategiesByIdDisableData, DisableStrategyAccountsByAccountStrategiesByIdDisableErrors, DisableStrategyAccountsByAccountStrategiesByIdDisableResponses, EnableStrategyAccountsByAccountStrategiesByIdEnableData, EnableStrategyAccountsByAccountStrategiesByIdEnableErrors, EnableStrategyAccountsByAccountStrategiesByIdEnableResponses, FlatPlaceAccountsByAccountOrdersFlatplaceData, FlatPlaceAccountsByAccountOrdersFlatplaceErrors, FlatPlaceAccountsByAccountOrdersFlatplaceResponses, FlattenAccountsByAccountPositionsFlattenData, FlattenAccountsByAccountPositionsFlattenErrors, FlattenAccountsByAccountPositionsFlattenResponses, FlattenPositionsFlattenData, FlattenPositionsFlattenErrors, FlattenPositionsFlattenResponses, GetAccountAccountsByAccountData, GetAccountAccountsByAccountErrors, GetAccountAccountsByAccountResponses, GetAccountSummaryAccountsSnapshotData, GetAccountSummaryAccountsSnapshotErrors, GetAccountSummaryAccountsSnapshotResponses, GetAllOrdersOrdersData, GetAllOrdersOrdersErrors, GetAllOrdersOrdersResponses, GetAllPositionsPositionsData, GetAllPositionsPositionsErrors, GetAllPositionsPositionsResponses, GetAtmTemplatesAtmTemplatesData, GetAtmTemplatesAtmTemplatesErrors, GetAtmTemplatesAtmTemplatesResponses, GetBarsMarketBarsData, GetBarsMarketBarsErrors, GetBarsMarketBarsResponses, GetExecutionsByOrderIdExecutionsOrderByOrderIdData, GetExecutionsByOrderIdExecutionsOrderByOrderIdErrors, GetExecutionsByOrderIdExecutionsOrderByOrderIdResponses, GetOrderAccountsByAccountOrdersByOrderIdData, GetOrderAccountsByAccountOrdersByOrderIdErrors, GetOrderAccountsByAccountOrdersByOrderIdResponses, GetPositionAccountsByAccountPositionData, GetPositionAccountsByAccountPositionErrors, GetPositionAccountsByAccountPositionResponses, GetQuoteAccountsByAccountQuoteData, GetQuoteAccountsByAccountQuoteErrors, GetQuoteAccountsByAccountQuoteResponses, GetQuoteMarketQuoteData, GetQuoteMarketQuoteErrors, GetQuoteMarketQuoteResponses, GetStrategyAccountsByAccountStrategiesByIdData, GetStrategyAccountsByAccountStrategiesByIdErrors, GetStrategyAccountsByAccountStrategiesByIdResponses, GetWatermarksAccountsByAccountWatermarksData, GetWatermarksAccountsByAccountWatermarksErrors, GetWatermarksAccountsByAccountWatermarksResponses, ListAccountsAccountsData, ListAccountsAccountsErrors, ListAccountsAccountsResponses, ListAllStrategiesStrategiesData, ListAllStrategiesStrategiesErrors, ListAllStrategiesStrategiesResponses, ListExecutionsAccountsByAccountExecutionsData, ListExecutionsAccountsByAccountExecutionsErrors, ListExecutionsAccountsByAccountExecutionsResponses, ListOrdersAccountsByAccountOrdersData, ListOrdersAccountsByAccountOrdersErrors, ListOrdersAccountsByAccountOrdersResponses, ListPositionsAccountsByAccountPositionsData, ListPositionsAccountsByAccountPositionsErrors, ListPositionsAccountsByAccountPositionsResponses, ListStrategiesAccountsByAccountStrategiesData, ListStrategiesAccountsByAccountStrategiesErrors, ListStrategiesAccountsByAccountStrategiesResponses, MarketInfoMarketInfoData, MarketInfoMarketInfoErrors, MarketInfoMarketInfoResponses, PlaceOrderAccountsByAccountOrdersPlaceData, PlaceOrderAccountsByAccountOrdersPlaceErrors, PlaceOrderAccountsByAccountOrdersPlaceResponses, ReverseAccountsByAccountPositionsReverseData, ReverseAccountsByAccountPositionsReverseErrors, ReverseAccountsByAccountPositionsReverseResponses, ReversePositionAccountsByAccountPositionsReversepositionData, ReversePositionAccountsByAccountPositionsReversepositionErrors, ReversePositionAccountsByAccountPositionsReversepositionResponses, StartStrategyAccountsByAccountStrategiesStartData, StartStrategyAccountsByAccountStrategiesStartErrors, StartStrategyAccountsByAccountStrategiesStartResponses } from './types.gen';
+import type { ActivityData, ActivityErrors, ActivityResponses, CancelAllOrdersOrdersCancelallData, CancelAllOrdersOrdersCancelallErrors, CancelAllOrdersOrdersCancelallResponses, CancelAndBracketAccountsByAccountOrdersCancelAndBracketData, CancelAndBracketAccountsByAccountOrdersCancelAndBracketErrors, CancelAndBracketAccountsByAccountOrdersCancelAndBracketResponses, CancelOrderAccountsByAccountOrdersByOrderIdCancelData, CancelOrderAccountsByAccountOrdersByOrderIdCancelErrors, CancelOrderAccountsByAccountOrdersByOrderIdCancelResponses, CancelOrdersAccountsByAccountOrdersCancelData, CancelOrdersAccountsByAccountOrdersCancelErrors, CancelOrdersAccountsByAccountOrdersCancelResponses, ChangeAlertDestinationData, ChangeAlertDestinationErrors, ChangeAlertDestinationResponses, ChangeOrderAccountsByAccountOrdersByOrderIdChangeData, ChangeOrderAccountsByAccountOrdersByOrderIdChangeErrors, ChangeOrderAccountsByAccountOrdersByOrderIdChangeResponses, ClosePositionAccountsByAccountPositionsCloseData, ClosePositionAccountsByAccountPositionsCloseErrors, ClosePositionAccountsByAccountPositionsCloseResponses, CloseStrategyAccountsByAccountStrategiesByIdCloseData, CloseStrategyAccountsByAccountStrategiesByIdCloseErrors, CloseStrategyAccountsByAccountStrategiesByIdCloseResponses, CreateAlertDestinationData, CreateAlertDestinationErrors, CreateAlertDestinationResponses, DeleteAlertDestinationData, DeleteAlertDestinationErrors, DeleteAlertDestinationResponses, DisableStrategyAccountsByAccountStrategiesByIdDisableData, DisableStrategyAccountsByAccountStrategiesByIdDisableErrors, DisableStrategyAccountsByAccountStrategiesByIdDisableResponses, EnableStrategyAccountsByAccountStrategiesByIdEnableData, EnableStrategyAccountsByAccountStrategiesByIdEnableErrors, EnableStrategyAccountsByAccountStrategiesByIdEnableResponses, FlatPlaceAccountsByAccountOrdersFlatplaceData, FlatPlaceAccountsByAccountOrdersFlatplaceErrors, FlatPlaceAccountsByAccountOrdersFlatplaceResponses, FlattenAccountsByAccountPositionsFlattenData, FlattenAccountsByAccountPositionsFlattenErrors, FlattenAccountsByAccountPositionsFlattenResponses, FlattenPositionsFlattenData, FlattenPositionsFlattenErrors, FlattenPositionsFlattenResponses, GetAccountAccountsByAccountData, GetAccountAccountsByAccountErrors, GetAccountAccountsByAccountResponses, GetAccountSummaryAccountsSnapshotData, GetAccountSummaryAccountsSnapshotErrors, GetAccountSummaryAccountsSnapshotResponses, GetAlertDestinationData, GetAlertDestinationErrors, GetAlertDestinationResponses, GetAllOrdersOrdersData, GetAllOrdersOrdersErrors, GetAllOrdersOrdersResponses, GetAllPositionsPositionsData, GetAllPositionsPositionsErrors, GetAllPositionsPositionsResponses, GetAtmTemplatesAtmTemplatesData, GetAtmTemplatesAtmTemplatesErrors, GetAtmTemplatesAtmTemplatesResponses, GetBarsMarketBarsData, GetBarsMarketBarsErrors, GetBarsMarketBarsResponses, GetExecutionsByOrderIdExecutionsOrderByOrderIdData, GetExecutionsByOrderIdExecutionsOrderByOrderIdErrors, GetExecutionsByOrderIdExecutionsOrderByOrderIdResponses, GetOrderAccountsByAccountOrdersByOrderIdData, GetOrderAccountsByAccountOrdersByOrderIdErrors, GetOrderAccountsByAccountOrdersByOrderIdResponses, GetPositionAccountsByAccountPositionData, GetPositionAccountsByAccountPositionErrors, GetPositionAccountsByAccountPositionResponses, GetQuoteAccountsByAccountQuoteData, GetQuoteAccountsByAccountQuoteErrors, GetQuoteAccountsByAccountQuoteResponses, GetQuoteMarketQuoteData, GetQuoteMarketQuoteErrors, GetQuoteMarketQuoteResponses, GetStrategyAccountsByAccountStrategiesByIdData, GetStrategyAccountsByAccountStrategiesByIdErrors, GetStrategyAccountsByAccountStrategiesByIdResponses, GetWatermarksAccountsByAccountWatermarksData, GetWatermarksAccountsByAccountWatermarksErrors, GetWatermarksAccountsByAccountWatermarksResponses, ListAccountsAccountsData, ListAccountsAccountsErrors, ListAccountsAccountsResponses, ListAlertDestinationsData, ListAlertDestinationsErrors, ListAlertDestinationsResponses, ListAllStrategiesStrategiesData, ListAllStrategiesStrategiesErrors, ListAllStrategiesStrategiesResponses, ListExecutionsAccountsByAccountExecutionsData, ListExecutionsAccountsByAccountExecutionsErrors, ListExecutionsAccountsByAccountExecutionsResponses, ListOrdersAccountsByAccountOrdersData, ListOrdersAccountsByAccountOrdersErrors, ListOrdersAccountsByAccountOrdersResponses, ListPositionsAccountsByAccountPositionsData, ListPositionsAccountsByAccountPositionsErrors, ListPositionsAccountsByAccountPositionsResponses, ListStrategiesAccountsByAccountStrategiesData, ListStrategiesAccountsByAccountStrategiesErrors, ListStrategiesAccountsByAccountStrategiesResponses, MarketInfoMarketInfoData, MarketInfoMarketInfoErrors, MarketInfoMarketInfoResponses, PlaceOrderAccountsByAccountOrdersPlaceData, PlaceOrderAccountsByAccountOrdersPlaceErrors, PlaceOrderAccountsByAccountOrdersPlaceResponses, ReverseAccountsByAccountPositionsReverseData, ReverseAccountsByAccountPositionsReverseErrors, ReverseAccountsByAccountPositionsReverseResponses, ReversePositionAccountsByAccountPositionsReversepositionData, ReversePositionAccountsByAccountPositionsReversepositionErrors, ReversePositionAccountsByAccountPositionsReversepositionResponses, RotateAlertSecretData, RotateAlertSecretErrors, RotateAlertSecretResponses, StartStrategyAccountsByAccountStrategiesStartData, StartStrategyAccountsByAccountStrategiesStartErrors, StartStrategyAccountsByAccountStrategiesStartResponses, TestAlertDestinationData, TestAlertDestinationErrors, TestAlertDestinationResponses } from './types.gen';
 
 export type Options<TData extends TDataShape = TDataShape, ThrowOnError extends boolean = boolean, TResponse = unknown> = Options2<TData, ThrowOnError, TResponse> & {
     /**
@@ -315,6 +315,17 @@ export const getWatermarksAccountsByAccountWatermarks = <ThrowOnError extends bo
 });
 
 /**
+ * The caller's activity log, newest first: what was done and decided on the account, by whom, and its outcome
+ *
+ * The caller's own entries only, newest first. Page with before=data.next until next is null. Needs the pro plan; its own budget (policy activity: 60 a minute, burst 20). The stream socket's subscribeActivity sends new entries as they are written (see /v1/api/asyncapi.json).
+ */
+export const activity = <ThrowOnError extends boolean = false>(options?: Options<ActivityData, ThrowOnError>) => (options?.client ?? client).get<ActivityResponses, ActivityErrors, ThrowOnError>({
+    security: [{ scheme: 'bearer', type: 'http' }],
+    url: '/v1/api/activity',
+    ...options
+});
+
+/**
  * ATM templates
  */
 export const getAtmTemplatesAtmTemplates = <ThrowOnError extends boolean = false>(options?: Options<GetAtmTemplatesAtmTemplatesData, ThrowOnError>) => (options?.client ?? client).get<GetAtmTemplatesAtmTemplatesResponses, GetAtmTemplatesAtmTemplatesErrors, ThrowOnError>({
@@ -329,6 +340,91 @@ export const getAtmTemplatesAtmTemplates = <ThrowOnError extends boolean = false
 export const getExecutionsByOrderIdExecutionsOrderByOrderId = <ThrowOnError extends boolean = false>(options: Options<GetExecutionsByOrderIdExecutionsOrderByOrderIdData, ThrowOnError>) => (options.client ?? client).get<GetExecutionsByOrderIdExecutionsOrderByOrderIdResponses, GetExecutionsByOrderIdExecutionsOrderByOrderIdErrors, ThrowOnError>({
     security: [{ scheme: 'bearer', type: 'http' }],
     url: '/v1/api/executions/order/{orderId}',
+    ...options
+});
+
+/**
+ * List the user's alert destinations
+ *
+ * Alert destinations: where the activity log's entries of the kinds a destination asks for are sent (elite plan; the Management API's admission, budgets, strict bodies, ETags and errors). A webhook receives each as a POST of an AlertPayload (application/json) with two headers: `X-Tradebridge-Signature: sha256=<hex>`, the HMAC-SHA256 of the raw body keyed by the destination's secret (shown once, in the create's and rotate-secret's answers: data.secret), to compare in constant time before parsing; and `X-Tradebridge-Delivery: <id>`, the delivery's id, the same on every retry, by which a receiver drops duplicates. Any 2xx takes the delivery; 408, 429, 5xx, timeouts and connection errors are retried with backoff for 24 hours; any other status (a 4xx, a redirect, which is never followed) fails it at once. Each destination takes at most 6 messages a minute: the minute's further entries become one summary (kind alert.summary). agent.disconnected waits graceSeconds, and is not sent if the agent is back by then. The outcome of each delivery is an activity entry: alert.sent or alert.failed.
+ */
+export const listAlertDestinations = <ThrowOnError extends boolean = false>(options?: Options<ListAlertDestinationsData, ThrowOnError>) => (options?.client ?? client).get<ListAlertDestinationsResponses, ListAlertDestinationsErrors, ThrowOnError>({
+    security: [{ scheme: 'bearer', type: 'http' }],
+    url: '/v1/api/manage/alerts',
+    ...options
+});
+
+/**
+ * Create an alert destination (a webhook's answer holds its secret, once)
+ *
+ * Alert destinations: where the activity log's entries of the kinds a destination asks for are sent (elite plan; the Management API's admission, budgets, strict bodies, ETags and errors). A webhook receives each as a POST of an AlertPayload (application/json) with two headers: `X-Tradebridge-Signature: sha256=<hex>`, the HMAC-SHA256 of the raw body keyed by the destination's secret (shown once, in the create's and rotate-secret's answers: data.secret), to compare in constant time before parsing; and `X-Tradebridge-Delivery: <id>`, the delivery's id, the same on every retry, by which a receiver drops duplicates. Any 2xx takes the delivery; 408, 429, 5xx, timeouts and connection errors are retried with backoff for 24 hours; any other status (a 4xx, a redirect, which is never followed) fails it at once. Each destination takes at most 6 messages a minute: the minute's further entries become one summary (kind alert.summary). agent.disconnected waits graceSeconds, and is not sent if the agent is back by then. The outcome of each delivery is an activity entry: alert.sent or alert.failed.
+ */
+export const createAlertDestination = <ThrowOnError extends boolean = false>(options: Options<CreateAlertDestinationData, ThrowOnError>) => (options.client ?? client).post<CreateAlertDestinationResponses, CreateAlertDestinationErrors, ThrowOnError>({
+    security: [{ scheme: 'bearer', type: 'http' }],
+    url: '/v1/api/manage/alerts',
+    ...options,
+    headers: {
+        'Content-Type': 'application/json',
+        ...options.headers
+    }
+});
+
+/**
+ * Delete an alert destination
+ *
+ * Alert destinations: where the activity log's entries of the kinds a destination asks for are sent (elite plan; the Management API's admission, budgets, strict bodies, ETags and errors). A webhook receives each as a POST of an AlertPayload (application/json) with two headers: `X-Tradebridge-Signature: sha256=<hex>`, the HMAC-SHA256 of the raw body keyed by the destination's secret (shown once, in the create's and rotate-secret's answers: data.secret), to compare in constant time before parsing; and `X-Tradebridge-Delivery: <id>`, the delivery's id, the same on every retry, by which a receiver drops duplicates. Any 2xx takes the delivery; 408, 429, 5xx, timeouts and connection errors are retried with backoff for 24 hours; any other status (a 4xx, a redirect, which is never followed) fails it at once. Each destination takes at most 6 messages a minute: the minute's further entries become one summary (kind alert.summary). agent.disconnected waits graceSeconds, and is not sent if the agent is back by then. The outcome of each delivery is an activity entry: alert.sent or alert.failed.
+ */
+export const deleteAlertDestination = <ThrowOnError extends boolean = false>(options: Options<DeleteAlertDestinationData, ThrowOnError>) => (options.client ?? client).delete<DeleteAlertDestinationResponses, DeleteAlertDestinationErrors, ThrowOnError>({
+    security: [{ scheme: 'bearer', type: 'http' }],
+    url: '/v1/api/manage/alerts/{id}',
+    ...options
+});
+
+/**
+ * Read an alert destination
+ *
+ * Alert destinations: where the activity log's entries of the kinds a destination asks for are sent (elite plan; the Management API's admission, budgets, strict bodies, ETags and errors). A webhook receives each as a POST of an AlertPayload (application/json) with two headers: `X-Tradebridge-Signature: sha256=<hex>`, the HMAC-SHA256 of the raw body keyed by the destination's secret (shown once, in the create's and rotate-secret's answers: data.secret), to compare in constant time before parsing; and `X-Tradebridge-Delivery: <id>`, the delivery's id, the same on every retry, by which a receiver drops duplicates. Any 2xx takes the delivery; 408, 429, 5xx, timeouts and connection errors are retried with backoff for 24 hours; any other status (a 4xx, a redirect, which is never followed) fails it at once. Each destination takes at most 6 messages a minute: the minute's further entries become one summary (kind alert.summary). agent.disconnected waits graceSeconds, and is not sent if the agent is back by then. The outcome of each delivery is an activity entry: alert.sent or alert.failed.
+ */
+export const getAlertDestination = <ThrowOnError extends boolean = false>(options: Options<GetAlertDestinationData, ThrowOnError>) => (options.client ?? client).get<GetAlertDestinationResponses, GetAlertDestinationErrors, ThrowOnError>({
+    security: [{ scheme: 'bearer', type: 'http' }],
+    url: '/v1/api/manage/alerts/{id}',
+    ...options
+});
+
+/**
+ * Change an alert destination (If-Match: its ETag, optional)
+ *
+ * Alert destinations: where the activity log's entries of the kinds a destination asks for are sent (elite plan; the Management API's admission, budgets, strict bodies, ETags and errors). A webhook receives each as a POST of an AlertPayload (application/json) with two headers: `X-Tradebridge-Signature: sha256=<hex>`, the HMAC-SHA256 of the raw body keyed by the destination's secret (shown once, in the create's and rotate-secret's answers: data.secret), to compare in constant time before parsing; and `X-Tradebridge-Delivery: <id>`, the delivery's id, the same on every retry, by which a receiver drops duplicates. Any 2xx takes the delivery; 408, 429, 5xx, timeouts and connection errors are retried with backoff for 24 hours; any other status (a 4xx, a redirect, which is never followed) fails it at once. Each destination takes at most 6 messages a minute: the minute's further entries become one summary (kind alert.summary). agent.disconnected waits graceSeconds, and is not sent if the agent is back by then. The outcome of each delivery is an activity entry: alert.sent or alert.failed.
+ */
+export const changeAlertDestination = <ThrowOnError extends boolean = false>(options: Options<ChangeAlertDestinationData, ThrowOnError>) => (options.client ?? client).patch<ChangeAlertDestinationResponses, ChangeAlertDestinationErrors, ThrowOnError>({
+    security: [{ scheme: 'bearer', type: 'http' }],
+    url: '/v1/api/manage/alerts/{id}',
+    ...options,
+    headers: {
+        'Content-Type': 'application/json',
+        ...options.headers
+    }
+});
+
+/**
+ * Give a webhook a new signing secret, shown once
+ *
+ * Alert destinations: where the activity log's entries of the kinds a destination asks for are sent (elite plan; the Management API's admission, budgets, strict bodies, ETags and errors). A webhook receives each as a POST of an AlertPayload (application/json) with two headers: `X-Tradebridge-Signature: sha256=<hex>`, the HMAC-SHA256 of the raw body keyed by the destination's secret (shown once, in the create's and rotate-secret's answers: data.secret), to compare in constant time before parsing; and `X-Tradebridge-Delivery: <id>`, the delivery's id, the same on every retry, by which a receiver drops duplicates. Any 2xx takes the delivery; 408, 429, 5xx, timeouts and connection errors are retried with backoff for 24 hours; any other status (a 4xx, a redirect, which is never followed) fails it at once. Each destination takes at most 6 messages a minute: the minute's further entries become one summary (kind alert.summary). agent.disconnected waits graceSeconds, and is not sent if the agent is back by then. The outcome of each delivery is an activity entry: alert.sent or alert.failed.
+ */
+export const rotateAlertSecret = <ThrowOnError extends boolean = false>(options: Options<RotateAlertSecretData, ThrowOnError>) => (options.client ?? client).post<RotateAlertSecretResponses, RotateAlertSecretErrors, ThrowOnError>({
+    security: [{ scheme: 'bearer', type: 'http' }],
+    url: '/v1/api/manage/alerts/{id}/rotate-secret',
+    ...options
+});
+
+/**
+ * Send a test alert now (even to an inactive destination)
+ *
+ * Alert destinations: where the activity log's entries of the kinds a destination asks for are sent (elite plan; the Management API's admission, budgets, strict bodies, ETags and errors). A webhook receives each as a POST of an AlertPayload (application/json) with two headers: `X-Tradebridge-Signature: sha256=<hex>`, the HMAC-SHA256 of the raw body keyed by the destination's secret (shown once, in the create's and rotate-secret's answers: data.secret), to compare in constant time before parsing; and `X-Tradebridge-Delivery: <id>`, the delivery's id, the same on every retry, by which a receiver drops duplicates. Any 2xx takes the delivery; 408, 429, 5xx, timeouts and connection errors are retried with backoff for 24 hours; any other status (a 4xx, a redirect, which is never followed) fails it at once. Each destination takes at most 6 messages a minute: the minute's further entries become one summary (kind alert.summary). agent.disconnected waits graceSeconds, and is not sent if the agent is back by then. The outcome of each delivery is an activity entry: alert.sent or alert.failed.
+ */
+export const testAlertDestination = <ThrowOnError extends boolean = false>(options: Options<TestAlertDestinationData, ThrowOnError>) => (options.client ?? client).post<TestAlertDestinationResponses, TestAlertDestinationErrors, ThrowOnError>({
+    security: [{ scheme: 'bearer', type: 'http' }],
+    url: '/v1/api/manage/alerts/{id}/test',
     ...options
 });
 

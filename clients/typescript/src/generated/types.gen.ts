@@ -50,6 +50,301 @@ export type AccountsResponse = {
     success: true;
 };
 
+/**
+ * One entry of the user's activity log: something done or decided on the account, by whom, and its outcome.
+ */
+export type ActivityEntry = {
+    /**
+     * the trading account it concerns; absent when none applies
+     */
+    account?: string;
+    /**
+     * when it happened, UTC, to the millisecond
+     */
+    at: string;
+    /**
+     * the kind's structured detail; {} when none; never a secret
+     */
+    detail: {
+        [key: string]: unknown;
+    };
+    /**
+     * the entry's id, by which a reader pages (before)
+     */
+    id: string;
+    /**
+     * what happened; each kind's detail keys are documented in docs/activity.md
+     */
+    kind: 'order.placed' | 'order.changed' | 'order.refused' | 'order.replayed' | 'trading.blocked' | 'budget.refused' | 'config.changed' | 'copier.copied' | 'copier.halted' | 'monitor.tripped' | 'killSwitch.changed' | 'newsLockout.entered' | 'strategy.refused' | 'agent.connected' | 'agent.disconnected' | 'agent.updated' | 'broker.linked' | 'broker.unlinked' | 'broker.loginFailed' | 'broker.tokenExpired' | 'webhook.received' | 'alert.sent' | 'alert.failed';
+    source: ActivitySource;
+    /**
+     * one line for a person
+     */
+    summary: string;
+};
+
+export type ActivityPage = {
+    /**
+     * the entries, newest first
+     */
+    events: Array<ActivityEntry>;
+    /**
+     * the before of the next page when this one is full; null when no older entry matches
+     */
+    next: string | null;
+};
+
+export type ActivityPageResponse = {
+    data: ActivityPage;
+    success: true;
+};
+
+/**
+ * Who or what acted.
+ */
+export type ActivitySource = {
+    /**
+     * the source among those of its kind: an API token's id, a copier's, monitor's, webhook's or alert destination's id
+     */
+    id?: string;
+    kind: 'api' | 'stream' | 'webhook' | 'mcp' | 'dashboard' | 'copier' | 'monitor' | 'killSwitch' | 'newsLockout' | 'broker' | 'agent' | 'operator' | 'alert';
+    /**
+     * the source's name when it has one
+     */
+    name?: string;
+};
+
+export type AlertDeleted = {
+    deleted: true;
+    id: string;
+};
+
+/**
+ * An alert destination as shown: never a secret.
+ */
+export type AlertDestination = {
+    /**
+     * false keeps it without sending to it
+     */
+    active: boolean;
+    /**
+     * the chat the bot writes to
+     */
+    chatId?: string;
+    /**
+     * when it was created
+     */
+    createdAt: string;
+    /**
+     * the activity kinds sent to the destination (never alert.sent or alert.failed)
+     */
+    events: Array<'order.placed' | 'order.changed' | 'order.refused' | 'order.replayed' | 'trading.blocked' | 'budget.refused' | 'config.changed' | 'copier.copied' | 'copier.halted' | 'monitor.tripped' | 'killSwitch.changed' | 'newsLockout.entered' | 'strategy.refused' | 'agent.connected' | 'agent.disconnected' | 'agent.updated' | 'broker.linked' | 'broker.unlinked' | 'broker.loginFailed' | 'broker.tokenExpired' | 'webhook.received'>;
+    /**
+     * how long agent.disconnected waits: an agent back within it sends nothing
+     */
+    graceSeconds: number;
+    /**
+     * a Telegram destination has its bot token
+     */
+    hasBotToken?: boolean;
+    /**
+     * a webhook has its signing secret
+     */
+    hasSecret?: boolean;
+    id: string;
+    kind: 'webhook' | 'discord' | 'telegram' | 'email';
+    /**
+     * the user's name for it
+     */
+    name: string;
+    /**
+     * the address, sent through the relay operator's SMTP server
+     */
+    to?: string;
+    /**
+     * when it last changed
+     */
+    updatedAt: string;
+    /**
+     * a webhook's URL; a Discord destination's host only
+     */
+    url?: string;
+};
+
+/**
+ * A new destination, by kind.
+ */
+export type AlertDestinationCreate = {
+    /**
+     * false keeps it without sending to it
+     */
+    active?: boolean;
+    /**
+     * the activity kinds sent to the destination (never alert.sent or alert.failed)
+     */
+    events: Array<'order.placed' | 'order.changed' | 'order.refused' | 'order.replayed' | 'trading.blocked' | 'budget.refused' | 'config.changed' | 'copier.copied' | 'copier.halted' | 'monitor.tripped' | 'killSwitch.changed' | 'newsLockout.entered' | 'strategy.refused' | 'agent.connected' | 'agent.disconnected' | 'agent.updated' | 'broker.linked' | 'broker.unlinked' | 'broker.loginFailed' | 'broker.tokenExpired' | 'webhook.received'>;
+    /**
+     * how long agent.disconnected waits: an agent back within it sends nothing
+     */
+    graceSeconds?: number;
+    kind: 'webhook';
+    /**
+     * the user's name for it
+     */
+    name?: string;
+    /**
+     * an https URL without credentials, on a public address (relay serve --alerts-allow-private allows private ones, and http)
+     */
+    url: string;
+} | {
+    /**
+     * false keeps it without sending to it
+     */
+    active?: boolean;
+    /**
+     * the activity kinds sent to the destination (never alert.sent or alert.failed)
+     */
+    events: Array<'order.placed' | 'order.changed' | 'order.refused' | 'order.replayed' | 'trading.blocked' | 'budget.refused' | 'config.changed' | 'copier.copied' | 'copier.halted' | 'monitor.tripped' | 'killSwitch.changed' | 'newsLockout.entered' | 'strategy.refused' | 'agent.connected' | 'agent.disconnected' | 'agent.updated' | 'broker.linked' | 'broker.unlinked' | 'broker.loginFailed' | 'broker.tokenExpired' | 'webhook.received'>;
+    /**
+     * how long agent.disconnected waits: an agent back within it sends nothing
+     */
+    graceSeconds?: number;
+    kind: 'discord';
+    /**
+     * the user's name for it
+     */
+    name?: string;
+    /**
+     * the channel's webhook URL, which holds Discord's token: kept sealed, shown by its host only
+     */
+    url: string;
+} | {
+    /**
+     * false keeps it without sending to it
+     */
+    active?: boolean;
+    /**
+     * the chat the bot writes to
+     */
+    chatId: string;
+    /**
+     * the activity kinds sent to the destination (never alert.sent or alert.failed)
+     */
+    events: Array<'order.placed' | 'order.changed' | 'order.refused' | 'order.replayed' | 'trading.blocked' | 'budget.refused' | 'config.changed' | 'copier.copied' | 'copier.halted' | 'monitor.tripped' | 'killSwitch.changed' | 'newsLockout.entered' | 'strategy.refused' | 'agent.connected' | 'agent.disconnected' | 'agent.updated' | 'broker.linked' | 'broker.unlinked' | 'broker.loginFailed' | 'broker.tokenExpired' | 'webhook.received'>;
+    /**
+     * how long agent.disconnected waits: an agent back within it sends nothing
+     */
+    graceSeconds?: number;
+    kind: 'telegram';
+    /**
+     * the user's name for it
+     */
+    name?: string;
+} | {
+    /**
+     * false keeps it without sending to it
+     */
+    active?: boolean;
+    /**
+     * the activity kinds sent to the destination (never alert.sent or alert.failed)
+     */
+    events: Array<'order.placed' | 'order.changed' | 'order.refused' | 'order.replayed' | 'trading.blocked' | 'budget.refused' | 'config.changed' | 'copier.copied' | 'copier.halted' | 'monitor.tripped' | 'killSwitch.changed' | 'newsLockout.entered' | 'strategy.refused' | 'agent.connected' | 'agent.disconnected' | 'agent.updated' | 'broker.linked' | 'broker.unlinked' | 'broker.loginFailed' | 'broker.tokenExpired' | 'webhook.received'>;
+    /**
+     * how long agent.disconnected waits: an agent back within it sends nothing
+     */
+    graceSeconds?: number;
+    kind: 'email';
+    /**
+     * the user's name for it
+     */
+    name?: string;
+    /**
+     * the address, sent through the relay operator's SMTP server
+     */
+    to: string;
+};
+
+export type AlertDestinationCreated = AlertDestination & {
+    /**
+     * the webhook's signing secret, shown in this answer only: keep it
+     */
+    secret?: string;
+};
+
+export type AlertDestinationList = Array<AlertDestination>;
+
+/**
+ * The fields to change; the kind is fixed at creation. Secrets not sent are kept.
+ */
+export type AlertDestinationPatch = {
+    /**
+     * false keeps it without sending to it
+     */
+    active?: boolean;
+    /**
+     * the chat the bot writes to
+     */
+    chatId?: string;
+    /**
+     * the activity kinds sent to the destination (never alert.sent or alert.failed)
+     */
+    events?: Array<'order.placed' | 'order.changed' | 'order.refused' | 'order.replayed' | 'trading.blocked' | 'budget.refused' | 'config.changed' | 'copier.copied' | 'copier.halted' | 'monitor.tripped' | 'killSwitch.changed' | 'newsLockout.entered' | 'strategy.refused' | 'agent.connected' | 'agent.disconnected' | 'agent.updated' | 'broker.linked' | 'broker.unlinked' | 'broker.loginFailed' | 'broker.tokenExpired' | 'webhook.received'>;
+    /**
+     * how long agent.disconnected waits: an agent back within it sends nothing
+     */
+    graceSeconds?: number;
+    /**
+     * the user's name for it
+     */
+    name?: string;
+    /**
+     * the address, sent through the relay operator's SMTP server
+     */
+    to?: string;
+    /**
+     * a webhook's or Discord's new URL
+     */
+    url?: string;
+};
+
+/**
+ * Alert destinations: where the activity log's entries of the kinds a destination asks for are sent (elite plan; the Management API's admission, budgets, strict bodies, ETags and errors). A webhook receives each as a POST of an AlertPayload (application/json) with two headers: `X-Tradebridge-Signature: sha256=<hex>`, the HMAC-SHA256 of the raw body keyed by the destination's secret (shown once, in the create's and rotate-secret's answers: data.secret), to compare in constant time before parsing; and `X-Tradebridge-Delivery: <id>`, the delivery's id, the same on every retry, by which a receiver drops duplicates. Any 2xx takes the delivery; 408, 429, 5xx, timeouts and connection errors are retried with backoff for 24 hours; any other status (a 4xx, a redirect, which is never followed) fails it at once. Each destination takes at most 6 messages a minute: the minute's further entries become one summary (kind alert.summary). agent.disconnected waits graceSeconds, and is not sent if the agent is back by then. The outcome of each delivery is an activity entry: alert.sent or alert.failed.
+ */
+export type AlertPayload = {
+    /**
+     * the account it concerns, when one applies
+     */
+    account?: string;
+    /**
+     * when it happened, UTC
+     */
+    at: string;
+    /**
+     * the kind's detail, as the activity log documents it; a summary's: count, kinds, from, until
+     */
+    detail: {
+        [key: string]: unknown;
+    };
+    /**
+     * the activity entry's id (a test's or a summary's: the delivery's)
+     */
+    id: string;
+    kind: 'order.placed' | 'order.changed' | 'order.refused' | 'order.replayed' | 'trading.blocked' | 'budget.refused' | 'config.changed' | 'copier.copied' | 'copier.halted' | 'monitor.tripped' | 'killSwitch.changed' | 'newsLockout.entered' | 'strategy.refused' | 'agent.connected' | 'agent.disconnected' | 'agent.updated' | 'broker.linked' | 'broker.unlinked' | 'broker.loginFailed' | 'broker.tokenExpired' | 'webhook.received' | 'alert.test' | 'alert.summary';
+    /**
+     * one line for a person
+     */
+    summary: string;
+};
+
+export type AlertTestAccepted = {
+    /**
+     * the test delivery's id, its X-Tradebridge-Delivery
+     */
+    deliveryId: string;
+    destinationId: string;
+    state: 'pending';
+};
+
 export type AtmBracket = {
     profitTargetTicks: number;
     quantity: number;
@@ -474,6 +769,141 @@ export type Watermarks = {
 export type WatermarksResponse = {
     data: Watermarks;
     success: true;
+};
+
+/**
+ * A new destination, by kind.
+ */
+export type AlertDestinationCreateWritable = {
+    /**
+     * false keeps it without sending to it
+     */
+    active?: boolean;
+    /**
+     * the activity kinds sent to the destination (never alert.sent or alert.failed)
+     */
+    events: Array<'order.placed' | 'order.changed' | 'order.refused' | 'order.replayed' | 'trading.blocked' | 'budget.refused' | 'config.changed' | 'copier.copied' | 'copier.halted' | 'monitor.tripped' | 'killSwitch.changed' | 'newsLockout.entered' | 'strategy.refused' | 'agent.connected' | 'agent.disconnected' | 'agent.updated' | 'broker.linked' | 'broker.unlinked' | 'broker.loginFailed' | 'broker.tokenExpired' | 'webhook.received'>;
+    /**
+     * how long agent.disconnected waits: an agent back within it sends nothing
+     */
+    graceSeconds?: number;
+    kind: 'webhook';
+    /**
+     * the user's name for it
+     */
+    name?: string;
+    /**
+     * an https URL without credentials, on a public address (relay serve --alerts-allow-private allows private ones, and http)
+     */
+    url: string;
+} | {
+    /**
+     * false keeps it without sending to it
+     */
+    active?: boolean;
+    /**
+     * the activity kinds sent to the destination (never alert.sent or alert.failed)
+     */
+    events: Array<'order.placed' | 'order.changed' | 'order.refused' | 'order.replayed' | 'trading.blocked' | 'budget.refused' | 'config.changed' | 'copier.copied' | 'copier.halted' | 'monitor.tripped' | 'killSwitch.changed' | 'newsLockout.entered' | 'strategy.refused' | 'agent.connected' | 'agent.disconnected' | 'agent.updated' | 'broker.linked' | 'broker.unlinked' | 'broker.loginFailed' | 'broker.tokenExpired' | 'webhook.received'>;
+    /**
+     * how long agent.disconnected waits: an agent back within it sends nothing
+     */
+    graceSeconds?: number;
+    kind: 'discord';
+    /**
+     * the user's name for it
+     */
+    name?: string;
+    /**
+     * the channel's webhook URL, which holds Discord's token: kept sealed, shown by its host only
+     */
+    url: string;
+} | {
+    /**
+     * false keeps it without sending to it
+     */
+    active?: boolean;
+    /**
+     * the bot's token (from BotFather): kept sealed, never shown (hasBotToken)
+     */
+    botToken: string;
+    /**
+     * the chat the bot writes to
+     */
+    chatId: string;
+    /**
+     * the activity kinds sent to the destination (never alert.sent or alert.failed)
+     */
+    events: Array<'order.placed' | 'order.changed' | 'order.refused' | 'order.replayed' | 'trading.blocked' | 'budget.refused' | 'config.changed' | 'copier.copied' | 'copier.halted' | 'monitor.tripped' | 'killSwitch.changed' | 'newsLockout.entered' | 'strategy.refused' | 'agent.connected' | 'agent.disconnected' | 'agent.updated' | 'broker.linked' | 'broker.unlinked' | 'broker.loginFailed' | 'broker.tokenExpired' | 'webhook.received'>;
+    /**
+     * how long agent.disconnected waits: an agent back within it sends nothing
+     */
+    graceSeconds?: number;
+    kind: 'telegram';
+    /**
+     * the user's name for it
+     */
+    name?: string;
+} | {
+    /**
+     * false keeps it without sending to it
+     */
+    active?: boolean;
+    /**
+     * the activity kinds sent to the destination (never alert.sent or alert.failed)
+     */
+    events: Array<'order.placed' | 'order.changed' | 'order.refused' | 'order.replayed' | 'trading.blocked' | 'budget.refused' | 'config.changed' | 'copier.copied' | 'copier.halted' | 'monitor.tripped' | 'killSwitch.changed' | 'newsLockout.entered' | 'strategy.refused' | 'agent.connected' | 'agent.disconnected' | 'agent.updated' | 'broker.linked' | 'broker.unlinked' | 'broker.loginFailed' | 'broker.tokenExpired' | 'webhook.received'>;
+    /**
+     * how long agent.disconnected waits: an agent back within it sends nothing
+     */
+    graceSeconds?: number;
+    kind: 'email';
+    /**
+     * the user's name for it
+     */
+    name?: string;
+    /**
+     * the address, sent through the relay operator's SMTP server
+     */
+    to: string;
+};
+
+/**
+ * The fields to change; the kind is fixed at creation. Secrets not sent are kept.
+ */
+export type AlertDestinationPatchWritable = {
+    /**
+     * false keeps it without sending to it
+     */
+    active?: boolean;
+    /**
+     * the bot's token (from BotFather): kept sealed, never shown (hasBotToken)
+     */
+    botToken?: string;
+    /**
+     * the chat the bot writes to
+     */
+    chatId?: string;
+    /**
+     * the activity kinds sent to the destination (never alert.sent or alert.failed)
+     */
+    events?: Array<'order.placed' | 'order.changed' | 'order.refused' | 'order.replayed' | 'trading.blocked' | 'budget.refused' | 'config.changed' | 'copier.copied' | 'copier.halted' | 'monitor.tripped' | 'killSwitch.changed' | 'newsLockout.entered' | 'strategy.refused' | 'agent.connected' | 'agent.disconnected' | 'agent.updated' | 'broker.linked' | 'broker.unlinked' | 'broker.loginFailed' | 'broker.tokenExpired' | 'webhook.received'>;
+    /**
+     * how long agent.disconnected waits: an agent back within it sends nothing
+     */
+    graceSeconds?: number;
+    /**
+     * the user's name for it
+     */
+    name?: string;
+    /**
+     * the address, sent through the relay operator's SMTP server
+     */
+    to?: string;
+    /**
+     * a webhook's or Discord's new URL
+     */
+    url?: string;
 };
 
 export type ListAccountsAccountsData = {
@@ -3024,6 +3454,80 @@ export type GetWatermarksAccountsByAccountWatermarksResponses = {
 
 export type GetWatermarksAccountsByAccountWatermarksResponse = GetWatermarksAccountsByAccountWatermarksResponses[keyof GetWatermarksAccountsByAccountWatermarksResponses];
 
+export type ActivityData = {
+    body?: never;
+    path?: never;
+    query?: {
+        /**
+         * only the entries of this account
+         */
+        account?: string;
+        /**
+         * a comma-separated list of: order.placed, order.changed, order.refused, order.replayed, trading.blocked, budget.refused, config.changed, copier.copied, copier.halted, monitor.tripped, killSwitch.changed, newsLockout.entered, strategy.refused, agent.connected, agent.disconnected, agent.updated, broker.linked, broker.unlinked, broker.loginFailed, broker.tokenExpired, webhook.received, alert.sent, alert.failed
+         */
+        kind?: string;
+        /**
+         * an entry id (act_…): only the entries older than it; data.next of the previous page
+         */
+        before?: string;
+        /**
+         * sent as text
+         */
+        limit?: number;
+    };
+    url: '/v1/api/activity';
+};
+
+export type ActivityErrors = {
+    /**
+     * the request is malformed, or the operation was refused (nothing was placed). Codes: `invalid_argument`, `unknown_parameter`, `unexpected_body`.
+     */
+    400: Error & {
+        error?: 'invalid_argument' | 'unknown_parameter' | 'unexpected_body';
+    };
+    /**
+     * missing, malformed, unknown or revoked API token. Codes: `unauthorized`.
+     */
+    401: Error & {
+        error?: 'unauthorized';
+    };
+    /**
+     * the user's plan lacks the trading API. Codes: `plan_required`.
+     */
+    403: Error & {
+        error?: 'plan_required';
+    };
+    /**
+     * the request budget is used up (policy, retryAfter, Retry-After). Codes: `rate_limited`, `too_many_concurrent_requests`.
+     */
+    429: Error & {
+        error?: 'rate_limited' | 'too_many_concurrent_requests';
+    };
+    /**
+     * the relay or the agent failed. Codes: `internal_error`.
+     */
+    500: Error & {
+        error?: 'internal_error';
+    };
+    /**
+     * the relay cannot check tokens right now, or (writes) the outcome is unknown: retry with the same key to learn it. Codes: `storage_unavailable`, `shutting_down`.
+     */
+    503: Error & {
+        error?: 'storage_unavailable' | 'shutting_down';
+    };
+};
+
+export type ActivityError = ActivityErrors[keyof ActivityErrors];
+
+export type ActivityResponses = {
+    /**
+     * the entries (in both profiles: {success:true, data:{…}})
+     */
+    200: ActivityPageResponse;
+};
+
+export type ActivityResponse = ActivityResponses[keyof ActivityResponses];
+
 export type GetAtmTemplatesAtmTemplatesData = {
     body?: never;
     path?: never;
@@ -3166,6 +3670,622 @@ export type GetExecutionsByOrderIdExecutionsOrderByOrderIdResponses = {
 };
 
 export type GetExecutionsByOrderIdExecutionsOrderByOrderIdResponse = GetExecutionsByOrderIdExecutionsOrderByOrderIdResponses[keyof GetExecutionsByOrderIdExecutionsOrderByOrderIdResponses];
+
+export type ListAlertDestinationsData = {
+    body?: never;
+    path?: never;
+    query?: never;
+    url: '/v1/api/manage/alerts';
+};
+
+export type ListAlertDestinationsErrors = {
+    /**
+     * the request is malformed, or the operation was refused (nothing was placed). Codes: `unknown_parameter`, `invalid_path`.
+     */
+    400: Error & {
+        error?: 'unknown_parameter' | 'invalid_path';
+    };
+    /**
+     * missing, malformed, unknown or revoked API token. Codes: `unauthorized`.
+     */
+    401: Error & {
+        error?: 'unauthorized';
+    };
+    /**
+     * the user's plan lacks the trading API. Codes: `elite_required`, `not_available`, `plan_required`.
+     */
+    403: Error & {
+        error?: 'elite_required' | 'not_available' | 'plan_required';
+    };
+    /**
+     * the request budget is used up (policy, retryAfter, Retry-After). Codes: `rate_limited`, `too_many_concurrent_requests`.
+     */
+    429: Error & {
+        error?: 'rate_limited' | 'too_many_concurrent_requests';
+    };
+    /**
+     * the relay or the agent failed. Codes: `internal_error`.
+     */
+    500: Error & {
+        error?: 'internal_error';
+    };
+    /**
+     * the relay cannot check tokens right now, or (writes) the outcome is unknown: retry with the same key to learn it. Codes: `storage_unavailable`, `management_unavailable`, `management_busy`.
+     */
+    503: Error & {
+        error?: 'storage_unavailable' | 'management_unavailable' | 'management_busy';
+    };
+};
+
+export type ListAlertDestinationsError = ListAlertDestinationsErrors[keyof ListAlertDestinationsErrors];
+
+export type ListAlertDestinationsResponses = {
+    /**
+     * success (in both profiles: {success:true, data:…})
+     */
+    200: {
+        data: AlertDestinationList;
+        success: true;
+    };
+};
+
+export type ListAlertDestinationsResponse = ListAlertDestinationsResponses[keyof ListAlertDestinationsResponses];
+
+export type CreateAlertDestinationData = {
+    body: AlertDestinationCreateWritable;
+    path?: never;
+    query?: never;
+    url: '/v1/api/manage/alerts';
+};
+
+export type CreateAlertDestinationErrors = {
+    /**
+     * the request is malformed, or the operation was refused (nothing was placed). Codes: `unknown_parameter`, `invalid_path`, `invalid_json`, `unexpected_body`.
+     */
+    400: Error & {
+        error?: 'unknown_parameter' | 'invalid_path' | 'invalid_json' | 'unexpected_body';
+    };
+    /**
+     * missing, malformed, unknown or revoked API token. Codes: `unauthorized`.
+     */
+    401: Error & {
+        error?: 'unauthorized';
+    };
+    /**
+     * the user's plan lacks the trading API. Codes: `elite_required`, `not_available`, `plan_required`.
+     */
+    403: Error & {
+        error?: 'elite_required' | 'not_available' | 'plan_required';
+    };
+    /**
+     * the user's agent is not connected, or dropped during a read; or the body was not received in time. Codes: `body_timeout`.
+     */
+    408: Error & {
+        error?: 'body_timeout';
+    };
+    /**
+     * a write with the same Idempotency-Key or orderId is still running. Codes: `email_unavailable`, `limit_reached`, `concurrent_modification`.
+     */
+    409: Error & {
+        error?: 'email_unavailable' | 'limit_reached' | 'concurrent_modification';
+    };
+    /**
+     * If-Match did not match the resource's current ETag (Management API). Codes: `precondition_failed`.
+     */
+    412: Error & {
+        error?: 'precondition_failed';
+    };
+    /**
+     * the body is too large. Codes: `body_too_large`.
+     */
+    413: Error & {
+        error?: 'body_too_large';
+    };
+    /**
+     * the body is not application/json. Codes: `unsupported_content_type`.
+     */
+    415: Error & {
+        error?: 'unsupported_content_type';
+    };
+    /**
+     * the Idempotency-Key was used for a different request. Codes: `validation_failed`, `field_read_only`.
+     */
+    422: Error & {
+        error?: 'validation_failed' | 'field_read_only';
+    };
+    /**
+     * the request budget is used up (policy, retryAfter, Retry-After). Codes: `rate_limited`, `too_many_concurrent_requests`.
+     */
+    429: Error & {
+        error?: 'rate_limited' | 'too_many_concurrent_requests';
+    };
+    /**
+     * the relay or the agent failed. Codes: `internal_error`.
+     */
+    500: Error & {
+        error?: 'internal_error';
+    };
+    /**
+     * the relay cannot check tokens right now, or (writes) the outcome is unknown: retry with the same key to learn it. Codes: `storage_unavailable`, `management_unavailable`, `management_busy`, `management_read_only`.
+     */
+    503: Error & {
+        error?: 'storage_unavailable' | 'management_unavailable' | 'management_busy' | 'management_read_only';
+    };
+};
+
+export type CreateAlertDestinationError = CreateAlertDestinationErrors[keyof CreateAlertDestinationErrors];
+
+export type CreateAlertDestinationResponses = {
+    /**
+     * success (in both profiles: {success:true, data:…})
+     */
+    201: {
+        data: AlertDestinationCreated;
+        success: true;
+    };
+};
+
+export type CreateAlertDestinationResponse = CreateAlertDestinationResponses[keyof CreateAlertDestinationResponses];
+
+export type DeleteAlertDestinationData = {
+    body?: never;
+    path: {
+        id: string;
+    };
+    query?: never;
+    url: '/v1/api/manage/alerts/{id}';
+};
+
+export type DeleteAlertDestinationErrors = {
+    /**
+     * the request is malformed, or the operation was refused (nothing was placed). Codes: `unknown_parameter`, `invalid_path`, `invalid_json`, `unexpected_body`.
+     */
+    400: Error & {
+        error?: 'unknown_parameter' | 'invalid_path' | 'invalid_json' | 'unexpected_body';
+    };
+    /**
+     * missing, malformed, unknown or revoked API token. Codes: `unauthorized`.
+     */
+    401: Error & {
+        error?: 'unauthorized';
+    };
+    /**
+     * the user's plan lacks the trading API. Codes: `elite_required`, `not_available`, `plan_required`.
+     */
+    403: Error & {
+        error?: 'elite_required' | 'not_available' | 'plan_required';
+    };
+    /**
+     * no such resource of the user (Management API). Codes: `not_found`.
+     */
+    404: Error & {
+        error?: 'not_found';
+    };
+    /**
+     * the user's agent is not connected, or dropped during a read; or the body was not received in time. Codes: `body_timeout`.
+     */
+    408: Error & {
+        error?: 'body_timeout';
+    };
+    /**
+     * a write with the same Idempotency-Key or orderId is still running. Codes: `concurrent_modification`.
+     */
+    409: Error & {
+        error?: 'concurrent_modification';
+    };
+    /**
+     * If-Match did not match the resource's current ETag (Management API). Codes: `precondition_failed`.
+     */
+    412: Error & {
+        error?: 'precondition_failed';
+    };
+    /**
+     * the body is too large. Codes: `body_too_large`.
+     */
+    413: Error & {
+        error?: 'body_too_large';
+    };
+    /**
+     * the body is not application/json. Codes: `unsupported_content_type`.
+     */
+    415: Error & {
+        error?: 'unsupported_content_type';
+    };
+    /**
+     * the request budget is used up (policy, retryAfter, Retry-After). Codes: `rate_limited`, `too_many_concurrent_requests`.
+     */
+    429: Error & {
+        error?: 'rate_limited' | 'too_many_concurrent_requests';
+    };
+    /**
+     * the relay or the agent failed. Codes: `internal_error`.
+     */
+    500: Error & {
+        error?: 'internal_error';
+    };
+    /**
+     * the relay cannot check tokens right now, or (writes) the outcome is unknown: retry with the same key to learn it. Codes: `storage_unavailable`, `management_unavailable`, `management_busy`, `management_read_only`.
+     */
+    503: Error & {
+        error?: 'storage_unavailable' | 'management_unavailable' | 'management_busy' | 'management_read_only';
+    };
+};
+
+export type DeleteAlertDestinationError = DeleteAlertDestinationErrors[keyof DeleteAlertDestinationErrors];
+
+export type DeleteAlertDestinationResponses = {
+    /**
+     * success (in both profiles: {success:true, data:…})
+     */
+    200: {
+        data: AlertDeleted;
+        success: true;
+    };
+};
+
+export type DeleteAlertDestinationResponse = DeleteAlertDestinationResponses[keyof DeleteAlertDestinationResponses];
+
+export type GetAlertDestinationData = {
+    body?: never;
+    path: {
+        id: string;
+    };
+    query?: never;
+    url: '/v1/api/manage/alerts/{id}';
+};
+
+export type GetAlertDestinationErrors = {
+    /**
+     * the request is malformed, or the operation was refused (nothing was placed). Codes: `unknown_parameter`, `invalid_path`.
+     */
+    400: Error & {
+        error?: 'unknown_parameter' | 'invalid_path';
+    };
+    /**
+     * missing, malformed, unknown or revoked API token. Codes: `unauthorized`.
+     */
+    401: Error & {
+        error?: 'unauthorized';
+    };
+    /**
+     * the user's plan lacks the trading API. Codes: `elite_required`, `not_available`, `plan_required`.
+     */
+    403: Error & {
+        error?: 'elite_required' | 'not_available' | 'plan_required';
+    };
+    /**
+     * no such resource of the user (Management API). Codes: `not_found`.
+     */
+    404: Error & {
+        error?: 'not_found';
+    };
+    /**
+     * the request budget is used up (policy, retryAfter, Retry-After). Codes: `rate_limited`, `too_many_concurrent_requests`.
+     */
+    429: Error & {
+        error?: 'rate_limited' | 'too_many_concurrent_requests';
+    };
+    /**
+     * the relay or the agent failed. Codes: `internal_error`.
+     */
+    500: Error & {
+        error?: 'internal_error';
+    };
+    /**
+     * the relay cannot check tokens right now, or (writes) the outcome is unknown: retry with the same key to learn it. Codes: `storage_unavailable`, `management_unavailable`, `management_busy`.
+     */
+    503: Error & {
+        error?: 'storage_unavailable' | 'management_unavailable' | 'management_busy';
+    };
+};
+
+export type GetAlertDestinationError = GetAlertDestinationErrors[keyof GetAlertDestinationErrors];
+
+export type GetAlertDestinationResponses = {
+    /**
+     * success (in both profiles: {success:true, data:…})
+     */
+    200: {
+        data: AlertDestination;
+        success: true;
+    };
+};
+
+export type GetAlertDestinationResponse = GetAlertDestinationResponses[keyof GetAlertDestinationResponses];
+
+export type ChangeAlertDestinationData = {
+    body: AlertDestinationPatchWritable;
+    path: {
+        id: string;
+    };
+    query?: never;
+    url: '/v1/api/manage/alerts/{id}';
+};
+
+export type ChangeAlertDestinationErrors = {
+    /**
+     * the request is malformed, or the operation was refused (nothing was placed). Codes: `unknown_parameter`, `invalid_path`, `invalid_json`, `unexpected_body`.
+     */
+    400: Error & {
+        error?: 'unknown_parameter' | 'invalid_path' | 'invalid_json' | 'unexpected_body';
+    };
+    /**
+     * missing, malformed, unknown or revoked API token. Codes: `unauthorized`.
+     */
+    401: Error & {
+        error?: 'unauthorized';
+    };
+    /**
+     * the user's plan lacks the trading API. Codes: `elite_required`, `not_available`, `plan_required`.
+     */
+    403: Error & {
+        error?: 'elite_required' | 'not_available' | 'plan_required';
+    };
+    /**
+     * no such resource of the user (Management API). Codes: `not_found`.
+     */
+    404: Error & {
+        error?: 'not_found';
+    };
+    /**
+     * the user's agent is not connected, or dropped during a read; or the body was not received in time. Codes: `body_timeout`.
+     */
+    408: Error & {
+        error?: 'body_timeout';
+    };
+    /**
+     * a write with the same Idempotency-Key or orderId is still running. Codes: `email_unavailable`, `concurrent_modification`.
+     */
+    409: Error & {
+        error?: 'email_unavailable' | 'concurrent_modification';
+    };
+    /**
+     * If-Match did not match the resource's current ETag (Management API). Codes: `precondition_failed`.
+     */
+    412: Error & {
+        error?: 'precondition_failed';
+    };
+    /**
+     * the body is too large. Codes: `body_too_large`.
+     */
+    413: Error & {
+        error?: 'body_too_large';
+    };
+    /**
+     * the body is not application/json. Codes: `unsupported_content_type`.
+     */
+    415: Error & {
+        error?: 'unsupported_content_type';
+    };
+    /**
+     * the Idempotency-Key was used for a different request. Codes: `validation_failed`, `field_read_only`, `immutable_field`.
+     */
+    422: Error & {
+        error?: 'validation_failed' | 'field_read_only' | 'immutable_field';
+    };
+    /**
+     * the request budget is used up (policy, retryAfter, Retry-After). Codes: `rate_limited`, `too_many_concurrent_requests`.
+     */
+    429: Error & {
+        error?: 'rate_limited' | 'too_many_concurrent_requests';
+    };
+    /**
+     * the relay or the agent failed. Codes: `internal_error`.
+     */
+    500: Error & {
+        error?: 'internal_error';
+    };
+    /**
+     * the relay cannot check tokens right now, or (writes) the outcome is unknown: retry with the same key to learn it. Codes: `storage_unavailable`, `management_unavailable`, `management_busy`, `management_read_only`.
+     */
+    503: Error & {
+        error?: 'storage_unavailable' | 'management_unavailable' | 'management_busy' | 'management_read_only';
+    };
+};
+
+export type ChangeAlertDestinationError = ChangeAlertDestinationErrors[keyof ChangeAlertDestinationErrors];
+
+export type ChangeAlertDestinationResponses = {
+    /**
+     * success (in both profiles: {success:true, data:…})
+     */
+    200: {
+        data: AlertDestination;
+        success: true;
+    };
+};
+
+export type ChangeAlertDestinationResponse = ChangeAlertDestinationResponses[keyof ChangeAlertDestinationResponses];
+
+export type RotateAlertSecretData = {
+    body?: never;
+    path: {
+        id: string;
+    };
+    query?: never;
+    url: '/v1/api/manage/alerts/{id}/rotate-secret';
+};
+
+export type RotateAlertSecretErrors = {
+    /**
+     * the request is malformed, or the operation was refused (nothing was placed). Codes: `unknown_parameter`, `invalid_path`, `invalid_json`, `unexpected_body`.
+     */
+    400: Error & {
+        error?: 'unknown_parameter' | 'invalid_path' | 'invalid_json' | 'unexpected_body';
+    };
+    /**
+     * missing, malformed, unknown or revoked API token. Codes: `unauthorized`.
+     */
+    401: Error & {
+        error?: 'unauthorized';
+    };
+    /**
+     * the user's plan lacks the trading API. Codes: `elite_required`, `not_available`, `plan_required`.
+     */
+    403: Error & {
+        error?: 'elite_required' | 'not_available' | 'plan_required';
+    };
+    /**
+     * no such resource of the user (Management API). Codes: `not_found`.
+     */
+    404: Error & {
+        error?: 'not_found';
+    };
+    /**
+     * the user's agent is not connected, or dropped during a read; or the body was not received in time. Codes: `body_timeout`.
+     */
+    408: Error & {
+        error?: 'body_timeout';
+    };
+    /**
+     * a write with the same Idempotency-Key or orderId is still running. Codes: `concurrent_modification`.
+     */
+    409: Error & {
+        error?: 'concurrent_modification';
+    };
+    /**
+     * the body is too large. Codes: `body_too_large`.
+     */
+    413: Error & {
+        error?: 'body_too_large';
+    };
+    /**
+     * the body is not application/json. Codes: `unsupported_content_type`.
+     */
+    415: Error & {
+        error?: 'unsupported_content_type';
+    };
+    /**
+     * the Idempotency-Key was used for a different request. Codes: `validation_failed`.
+     */
+    422: Error & {
+        error?: 'validation_failed';
+    };
+    /**
+     * the request budget is used up (policy, retryAfter, Retry-After). Codes: `rate_limited`, `too_many_concurrent_requests`.
+     */
+    429: Error & {
+        error?: 'rate_limited' | 'too_many_concurrent_requests';
+    };
+    /**
+     * the relay or the agent failed. Codes: `internal_error`.
+     */
+    500: Error & {
+        error?: 'internal_error';
+    };
+    /**
+     * the relay cannot check tokens right now, or (writes) the outcome is unknown: retry with the same key to learn it. Codes: `storage_unavailable`, `management_unavailable`, `management_busy`, `management_read_only`.
+     */
+    503: Error & {
+        error?: 'storage_unavailable' | 'management_unavailable' | 'management_busy' | 'management_read_only';
+    };
+};
+
+export type RotateAlertSecretError = RotateAlertSecretErrors[keyof RotateAlertSecretErrors];
+
+export type RotateAlertSecretResponses = {
+    /**
+     * success (in both profiles: {success:true, data:…})
+     */
+    200: {
+        data: AlertDestinationCreated;
+        success: true;
+    };
+};
+
+export type RotateAlertSecretResponse = RotateAlertSecretResponses[keyof RotateAlertSecretResponses];
+
+export type TestAlertDestinationData = {
+    body?: never;
+    path: {
+        id: string;
+    };
+    query?: never;
+    url: '/v1/api/manage/alerts/{id}/test';
+};
+
+export type TestAlertDestinationErrors = {
+    /**
+     * the request is malformed, or the operation was refused (nothing was placed). Codes: `unknown_parameter`, `invalid_path`, `invalid_json`, `unexpected_body`.
+     */
+    400: Error & {
+        error?: 'unknown_parameter' | 'invalid_path' | 'invalid_json' | 'unexpected_body';
+    };
+    /**
+     * missing, malformed, unknown or revoked API token. Codes: `unauthorized`.
+     */
+    401: Error & {
+        error?: 'unauthorized';
+    };
+    /**
+     * the user's plan lacks the trading API. Codes: `elite_required`, `not_available`, `plan_required`.
+     */
+    403: Error & {
+        error?: 'elite_required' | 'not_available' | 'plan_required';
+    };
+    /**
+     * no such resource of the user (Management API). Codes: `not_found`.
+     */
+    404: Error & {
+        error?: 'not_found';
+    };
+    /**
+     * the user's agent is not connected, or dropped during a read; or the body was not received in time. Codes: `body_timeout`.
+     */
+    408: Error & {
+        error?: 'body_timeout';
+    };
+    /**
+     * the body is too large. Codes: `body_too_large`.
+     */
+    413: Error & {
+        error?: 'body_too_large';
+    };
+    /**
+     * the body is not application/json. Codes: `unsupported_content_type`.
+     */
+    415: Error & {
+        error?: 'unsupported_content_type';
+    };
+    /**
+     * the Idempotency-Key was used for a different request. Codes: `validation_failed`.
+     */
+    422: Error & {
+        error?: 'validation_failed';
+    };
+    /**
+     * the request budget is used up (policy, retryAfter, Retry-After). Codes: `rate_limited`, `too_many_concurrent_requests`.
+     */
+    429: Error & {
+        error?: 'rate_limited' | 'too_many_concurrent_requests';
+    };
+    /**
+     * the relay or the agent failed. Codes: `internal_error`.
+     */
+    500: Error & {
+        error?: 'internal_error';
+    };
+    /**
+     * the relay cannot check tokens right now, or (writes) the outcome is unknown: retry with the same key to learn it. Codes: `storage_unavailable`, `management_unavailable`, `management_busy`, `management_read_only`.
+     */
+    503: Error & {
+        error?: 'storage_unavailable' | 'management_unavailable' | 'management_busy' | 'management_read_only';
+    };
+};
+
+export type TestAlertDestinationError = TestAlertDestinationErrors[keyof TestAlertDestinationErrors];
+
+export type TestAlertDestinationResponses = {
+    /**
+     * success (in both profiles: {success:true, data:…})
+     */
+    202: {
+        data: AlertTestAccepted;
+        success: true;
+    };
+};
+
+export type TestAlertDestinationResponse = TestAlertDestinationResponses[keyof TestAlertDestinationResponses];
 
 export type GetBarsMarketBarsData = {
     body: {
