@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # A walk through the trading API with curl: list the accounts, read a quote,
 # place a market order with an Idempotency-Key, repeat it to see the replay,
-# read the positions, close half, and flatten.
+# read the positions, close half, flatten, and read what was done in the
+# activity log.
 #
 #   RELAY_URL  the relay's base URL (default http://127.0.0.1:8080, make demo's)
 #   API_TOKEN  an API token (tb_api_…; make demo prints one)
@@ -86,5 +87,10 @@ call GET "/accounts/$account/positions"
 step "7. Flatten $account"
 call POST "/accounts/$account/positions/flatten" '{}'
 call GET "/accounts/$account/positions"
+
+step "8. What was done on $account: the activity log, newest first"
+# The log is written just after each answer: give it a moment.
+sleep 1
+call GET "/activity?account=$account&limit=5"
 
 printf '\ndone\n'

@@ -334,6 +334,7 @@ func TestCurlWalkthrough(t *testing.T) {
 	require.Contains(t, s, "Idempotent-Replayed: true")
 	require.Contains(t, s, "same order: the replay placed nothing")
 	require.Contains(t, s, "7. Flatten")
+	require.Contains(t, s, `"kind":"order.replayed"`, "the activity log shows the replay")
 	require.True(t, strings.HasSuffix(strings.TrimSpace(s), "done"), "%s", s)
 	positions := e.getJSON(t, "/v1/api/accounts/Sim101/positions", e.apiToken)
 	require.Equal(t, float64(0), positions["data"].(map[string]any)["count"], "positions left: %v", positions)

@@ -75,6 +75,7 @@ var idPrefixes = map[string]string{
 	"controls":            "ctl",
 	"news-lockout":        "nws",
 	"connection-settings": "cns",
+	"alert":               "alr",
 }
 
 // prefixOf returns the id prefix of the kind: its letters from idPrefixes,
