@@ -14,6 +14,7 @@ import (
 
 	"go.uber.org/zap"
 
+	"tradebridge/internal/lifecycle"
 	"tradebridge/protocol"
 	"tradebridge/relay/agentcall"
 	"tradebridge/relay/events"
@@ -109,10 +110,10 @@ type Recorder struct {
 	trims   map[trimKey]int      // entries written since the class's last trim
 	trimmed map[string]time.Time // the user's last trim
 	warned  map[string]time.Time // the user's last warning of a malformed report
-	running bool
-	closed  bool
-	stop    chan struct{} // closed by Close
-	done    chan struct{} // closed when a Run returns
+	running bool                 // Run was called
+
+	// group owns Run, which Close ends and waits for.
+	group lifecycle.Group
 }
 
 type trimKey struct{ user, class string }
@@ -150,7 +151,7 @@ func New(opts Options) (*Recorder, error) {
 		opts.TrimInterval = DefaultTrimInterval
 	}
 	return &Recorder{opts: opts, log: opts.Logger.Named("activity"), trims: map[trimKey]int{}, trimmed: map[string]time.Time{},
-		warned: map[string]time.Time{}, stop: make(chan struct{}), done: make(chan struct{})}, nil
+		warned: map[string]time.Time{}}, nil
 }
 
 // Kinds are the kinds of agent and broker events the Recorder takes
@@ -402,21 +403,23 @@ func ParseEntryID(id string) (int64, bool) {
 // runs already or was closed.
 func (r *Recorder) Run(ctx context.Context) error {
 	r.mu.Lock()
-	if r.running || r.closed {
-		r.mu.Unlock()
-		return ErrRunning
-	}
+	again := r.running
 	r.running = true
 	r.mu.Unlock()
-	defer close(r.done)
+	if again {
+		return ErrRunning
+	}
+	ctx, leave, ok := r.group.Enter(ctx)
+	if !ok {
+		return ErrRunning
+	}
+	defer leave()
 	t := time.NewTicker(r.opts.PruneEvery)
 	defer t.Stop()
 	for {
 		r.prune(ctx)
 		select {
 		case <-ctx.Done():
-			return nil
-		case <-r.stop:
 			return nil
 		case <-t.C:
 		}
@@ -425,16 +428,7 @@ func (r *Recorder) Run(ctx context.Context) error {
 
 // Close stops Run and waits for it. It is idempotent.
 func (r *Recorder) Close() error {
-	r.mu.Lock()
-	if !r.closed {
-		r.closed = true
-		close(r.stop)
-	}
-	running := r.running
-	r.mu.Unlock()
-	if running {
-		<-r.done
-	}
+	r.group.Close()
 	return nil
 }
 

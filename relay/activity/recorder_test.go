@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -16,6 +15,7 @@ import (
 	"tradebridge/relay/activity"
 	"tradebridge/relay/agentcall"
 	"tradebridge/relay/events"
+	"tradebridge/relay/events/eventstest"
 	"tradebridge/relay/store"
 	"tradebridge/relay/store/storetest"
 )
@@ -23,34 +23,16 @@ import (
 // Run's goroutine must end with its test.
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 
-// recorded collects what a Recorder publishes.
-type recorded struct {
-	mu  sync.Mutex
-	evs []events.Event
-}
-
-func (r *recorded) Publish(e events.Event) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	r.evs = append(r.evs, e)
-}
-
-func (r *recorded) all() []events.Event {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	return append([]events.Event(nil), r.evs...)
-}
-
 type fixture struct {
 	s     store.Store
-	pub   *recorded
+	pub   *eventstest.Collector
 	rec   *activity.Recorder
 	clock *testkit.Clock
 }
 
 func newFixture(t *testing.T, opts activity.Options, users ...string) *fixture {
 	t.Helper()
-	f := &fixture{s: storetest.Open(t, "sqlite"), pub: &recorded{}, clock: testkit.NewClock(testkit.Epoch)}
+	f := &fixture{s: storetest.Open(t, "sqlite"), pub: &eventstest.Collector{}, clock: testkit.NewClock(testkit.Epoch)}
 	for _, u := range users {
 		require.NoError(t, f.s.CreateUser(context.Background(), store.User{ID: u, Name: u, Plan: "pro", CreatedAt: testkit.Epoch}))
 	}
@@ -113,7 +95,7 @@ func TestRecorderEntries(t *testing.T) {
 	require.Equal(t, store.ActivityClassTrading, got[0].Class)
 	require.Equal(t, "key:k1", got[1].Ref)
 
-	pubs := f.pub.all()
+	pubs := f.pub.All()
 	require.Len(t, pubs, 2, "published once per stored entry")
 	for i, p := range pubs {
 		require.Equal(t, events.TypeRecorded, p.Type)
@@ -176,7 +158,7 @@ func TestRecorderReports(t *testing.T) {
 	require.Equal(t, testkit.Epoch.Add(-time.Minute), got[1].At)
 	require.Equal(t, protocol.SourceMonitor, got[1].SourceKind)
 	require.Equal(t, store.ActivityClassAccount, got[1].Class)
-	pubs := f.pub.all()
+	pubs := f.pub.All()
 	require.Len(t, pubs, 2)
 	require.Equal(t, activity.EntryID(got[1].Seq), pubs[0].Activity.ID, "published with the log's id, not the report's")
 }
@@ -214,7 +196,7 @@ func TestRecorderSessions(t *testing.T) {
 	require.JSONEq(t, `{"reason":"connection_lost"}`, string(got[3].Detail))
 	require.JSONEq(t, `{"from":"1.2.0","to":"1.3.0"}`, string(got[2].Detail))
 	require.Equal(t, "session:tun_1:end", got[3].Ref)
-	require.Len(t, f.pub.all(), 5)
+	require.Len(t, f.pub.All(), 5)
 }
 
 // Each class is trimmed to its cap every TrimEvery entries, at most once
@@ -296,5 +278,5 @@ func TestRecorderDisabled(t *testing.T) {
 	f.rec.Handle(context.Background(), events.Activity("u1", "", placed("order")))
 	f.rec.Handle(context.Background(), sessionEvent(agentcall.SessionStarted, "tun_1", "1.2.0", testkit.Epoch))
 	require.Empty(t, f.list(t, "u1"))
-	require.Empty(t, f.pub.all())
+	require.Empty(t, f.pub.All())
 }

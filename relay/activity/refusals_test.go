@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"sort"
-	"sync"
 	"testing"
 	"time"
 
@@ -16,31 +15,15 @@ import (
 	"tradebridge/protocol"
 	"tradebridge/relay/activity"
 	"tradebridge/relay/events"
+	"tradebridge/relay/events/eventstest"
 )
 
 // refusalLog collects what a Refusals publishes.
-type refusalLog struct {
-	mu  sync.Mutex
-	evs []events.Event
-}
-
-func (c *refusalLog) Publish(e events.Event) {
-	c.mu.Lock()
-	c.evs = append(c.evs, e)
-	c.mu.Unlock()
-}
-
-func (c *refusalLog) count() int {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return len(c.evs)
-}
+type refusalLog struct{ eventstest.Collector }
 
 // sorted returns the events by user and policy.
 func (c *refusalLog) sorted() []events.Event {
-	c.mu.Lock()
-	out := append([]events.Event(nil), c.evs...)
-	c.mu.Unlock()
+	out := c.All()
 	sort.Slice(out, func(i, j int) bool {
 		if out[i].UserID != out[j].UserID {
 			return out[i].UserID < out[j].UserID
@@ -82,7 +65,7 @@ func TestRefusalsAggregate(t *testing.T) {
 	}
 	r.Refused("usr_a", apiTok1, "manage-write")
 	r.Refused("usr_b", protocol.ActivitySource{Kind: protocol.SourceStream, ID: "tok2"}, "trading")
-	require.Zero(t, pub.count(), "nothing before the window ends")
+	require.Zero(t, pub.Len(), "nothing before the window ends")
 	r.Flush()
 
 	evs := pub.sorted()
@@ -104,7 +87,7 @@ func TestRefusalsAggregate(t *testing.T) {
 
 	r.Refused("usr_a", apiTok1, "trading")
 	r.Flush()
-	assert.Equal(t, 4, pub.count(), "a new window")
+	assert.Equal(t, 4, pub.Len(), "a new window")
 	require.NoError(t, r.Close())
 	st := r.Stats()
 	assert.Equal(t, activity.RefusalStats{Counted: 43, Published: 4}, st)
@@ -146,7 +129,7 @@ func TestRefusalsBounded(t *testing.T) {
 	assert.Equal(t, 2, refusalDetailOf(t, evs[0]).Count)
 	r.Refused("u5", apiTok1, "trading")
 	require.NoError(t, r.Close())
-	assert.Equal(t, 4, pub.count(), "the next window has room again")
+	assert.Equal(t, 4, pub.Len(), "the next window has room again")
 }
 
 // Run publishes at the end of each window; Close publishes what is left
@@ -165,7 +148,7 @@ func TestRefusalsRunAndClose(t *testing.T) {
 		r.Refused("usr_a", apiTok1, "trading")
 	}
 	clock.Advance(activity.DefaultRefusalWindow)
-	require.Eventually(t, func() bool { return pub.count() == 1 }, testkit.Medium, testkit.Tick)
+	require.Eventually(t, func() bool { return pub.Len() == 1 }, testkit.Medium, testkit.Tick)
 	clock.AwaitWaiters(t, 1)
 	r.Refused("usr_a", apiTok1, "trading")
 	require.NoError(t, r.Close())
@@ -174,7 +157,7 @@ func TestRefusalsRunAndClose(t *testing.T) {
 	require.Len(t, evs, 2)
 	r.Refused("usr_a", apiTok1, "trading")
 	r.Flush()
-	assert.Equal(t, 2, pub.count(), "nothing counted after Close")
+	assert.Equal(t, 2, pub.Len(), "nothing counted after Close")
 	require.NoError(t, r.Close(), "idempotent")
 }
 

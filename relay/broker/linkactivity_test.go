@@ -13,52 +13,17 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"tradebridge/internal/testkit"
 	"tradebridge/protocol"
 	"tradebridge/relay/admit"
 	"tradebridge/relay/auth"
 	"tradebridge/relay/auth/authtest"
 	"tradebridge/relay/broker"
 	"tradebridge/relay/events"
+	"tradebridge/relay/events/eventstest"
 	"tradebridge/trading/bridge/sim"
 	"tradebridge/trading/bridge/tradovate"
 	"tradebridge/trading/bridge/tradovate/tradovatefake"
 )
-
-// linkEntries collects the activity log entries a Manager publishes.
-type linkEntries struct {
-	mu  sync.Mutex
-	evs []events.Event
-}
-
-func (l *linkEntries) Publish(e events.Event) {
-	if e.Type != events.TypeActivity {
-		return
-	}
-	l.mu.Lock()
-	l.evs = append(l.evs, e)
-	l.mu.Unlock()
-}
-
-func (l *linkEntries) all() []events.Event {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return append([]events.Event(nil), l.evs...)
-}
-
-func (l *linkEntries) count() int {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return len(l.evs)
-}
-
-func (l *linkEntries) wait(t *testing.T, n int) []events.Event {
-	t.Helper()
-	require.Eventually(t, func() bool { return l.count() >= n }, waitFor, testkit.Tick)
-	evs := l.all()
-	require.Len(t, evs, n)
-	return evs
-}
 
 func linkDetailOf(t *testing.T, e events.Event) map[string]any {
 	t.Helper()
@@ -73,7 +38,7 @@ func linkDetailOf(t *testing.T, e events.Event) map[string]any {
 func TestLinkRoutesRecorded(t *testing.T) {
 	t.Parallel()
 	f := newFixture(t)
-	var log linkEntries
+	var log eventstest.Collector
 	refuse := false
 	var mu sync.Mutex
 	m, err := broker.New(broker.Options{Store: f.store, Keys: f.keys, NewPlatform: f.markets.newPlatform, Events: &log,
@@ -115,7 +80,7 @@ func TestLinkRoutesRecorded(t *testing.T) {
 	require.Equal(t, http.StatusOK, do(http.MethodPost, link))
 	require.Equal(t, http.StatusOK, do(http.MethodDelete, ""))
 
-	evs := log.wait(t, 2)
+	evs := log.WaitActivity(t, 2)
 	src := protocol.ActivitySource{Kind: protocol.SourceAPI, ID: "0123456789ab"}
 	linked, unlinked := evs[0], evs[1]
 	assert.Equal(t, "alice", linked.UserID)
@@ -135,7 +100,7 @@ func TestOAuthLinkRecorded(t *testing.T) {
 	t.Parallel()
 	f := newFixture(t)
 	fake := oauthFake(t, f)
-	var log linkEntries
+	var log eventstest.Collector
 	m, err := broker.New(broker.Options{Store: f.store, Keys: f.keys, NewPlatform: f.markets.newPlatform, Events: &log,
 		Now: f.markets.clock.Now, Endpoints: fake.Endpoints(),
 		OAuth: tradovate.OAuthClient{ID: tradovatefake.DefaultOAuthClientID, Secret: tradovatefake.DefaultOAuthClientSecret,
@@ -144,7 +109,7 @@ func TestOAuthLinkRecorded(t *testing.T) {
 	t.Cleanup(func() { m.Close() })
 	w := callback(t, m, startOAuth(t, m, "bob"), fake.IssueCode())
 	require.Equal(t, http.StatusOK, w.Code, w.Body.String())
-	ev := log.wait(t, 1)[0]
+	ev := log.WaitActivity(t, 1)[0]
 	assert.Equal(t, "bob", ev.UserID)
 	assert.Equal(t, protocol.ActivityBrokerLinked, ev.Activity.Kind)
 	assert.Equal(t, protocol.ActivitySource{Kind: protocol.SourceBroker}, ev.Activity.Source)
@@ -165,7 +130,7 @@ func brokerFake(t *testing.T, f *fixture) *tradovatefake.Server {
 
 // tradovateManager is a Manager whose links run the Tradovate platform
 // against fake.
-func tradovateManager(t *testing.T, f *fixture, fake *tradovatefake.Server, log *linkEntries) *broker.Manager {
+func tradovateManager(t *testing.T, f *fixture, fake *tradovatefake.Server, log *eventstest.Collector) *broker.Manager {
 	t.Helper()
 	m, err := broker.New(broker.Options{Store: f.store, Keys: f.keys, Events: log, Endpoints: fake.Endpoints(),
 		Now: f.markets.clock.Now, ReadyTimeout: time.Second})
@@ -181,13 +146,13 @@ func TestLoginFailedRecordedOnce(t *testing.T) {
 	t.Parallel()
 	f := newFixture(t)
 	fake := brokerFake(t, f)
-	var log linkEntries
+	var log eventstest.Collector
 	m := tradovateManager(t, f, fake, &log)
 	s := broker.Secrets{Username: tradovatefake.DefaultName, Password: "wrong", AppID: tradovatefake.DefaultAppID, AppVersion: "1.0",
 		CID: tradovatefake.DefaultCID, Sec: tradovatefake.DefaultSec}
 	_, err := m.Link(context.Background(), "alice", broker.EnvDemo, broker.MethodAPIKey, s)
 	require.NoError(t, err)
-	ev := log.wait(t, 1)[0]
+	ev := log.WaitActivity(t, 1)[0]
 	assert.Equal(t, "alice", ev.UserID)
 	assert.Equal(t, protocol.ActivityBrokerLoginFailed, ev.Activity.Kind)
 	assert.Equal(t, protocol.ActivitySource{Kind: protocol.SourceBroker}, ev.Activity.Source)
@@ -199,20 +164,20 @@ func TestLoginFailedRecordedOnce(t *testing.T) {
 		_, err := call(t, m, "alice", protocol.FnListAccounts, "", nil)
 		require.Error(t, err)
 	}
-	assert.Equal(t, 1, log.count(), "the calls that meet the refusal record nothing more")
+	assert.Equal(t, 1, len(log.Activity()), "the calls that meet the refusal record nothing more")
 	m.Close()
 
 	again := tradovateManager(t, f, fake, &log)
 	t.Cleanup(func() { again.Close() })
 	_, _ = call(t, again, "alice", protocol.FnListAccounts, "", nil)
-	evs := log.wait(t, 2)
+	evs := log.WaitActivity(t, 2)
 	assert.Equal(t, ev.Ref, evs[1].Ref, "the same failure of the same link")
 
 	fake.Captcha(true)
 	s.Password = tradovatefake.DefaultPassword
 	_, err = again.Link(context.Background(), "alice", broker.EnvDemo, broker.MethodAPIKey, s)
 	require.NoError(t, err)
-	evs = log.wait(t, 3)
+	evs = log.WaitActivity(t, 3)
 	assert.Equal(t, protocol.ActivityBrokerLoginFailed, evs[2].Activity.Kind)
 	assert.Equal(t, "captcha_required", linkDetailOf(t, evs[2])["error"])
 	assert.NotEqual(t, ev.Ref, evs[2].Ref, "another link")
@@ -224,13 +189,13 @@ func TestTokenExpiredRecorded(t *testing.T) {
 	t.Parallel()
 	f := newFixture(t)
 	fake := brokerFake(t, f)
-	var log linkEntries
+	var log eventstest.Collector
 	m := tradovateManager(t, f, fake, &log)
 	t.Cleanup(func() { m.Close() })
 	_, err := m.Link(context.Background(), "bob", broker.EnvDemo, broker.MethodOAuth,
 		broker.Secrets{AccessToken: "tok-secret-xyz", Expires: time.Now().Add(-time.Minute)})
 	require.NoError(t, err)
-	ev := log.wait(t, 1)[0]
+	ev := log.WaitActivity(t, 1)[0]
 	assert.Equal(t, protocol.ActivityBrokerTokenExpired, ev.Activity.Kind)
 	assert.Equal(t, map[string]any{"error": "token_expired", "env": "demo"}, linkDetailOf(t, ev))
 	assert.NotContains(t, string(ev.Activity.Detail)+ev.Activity.Summary, "tok-secret-xyz")

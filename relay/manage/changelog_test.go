@@ -7,7 +7,6 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 	"unicode/utf8"
@@ -17,25 +16,8 @@ import (
 
 	"tradebridge/protocol"
 	"tradebridge/relay/events"
+	"tradebridge/relay/events/eventstest"
 )
-
-// changeEntries collects the config.changed entries a Server publishes.
-type changeEntries struct {
-	mu  sync.Mutex
-	evs []events.Event
-}
-
-func (c *changeEntries) Publish(e events.Event) {
-	c.mu.Lock()
-	c.evs = append(c.evs, e)
-	c.mu.Unlock()
-}
-
-func (c *changeEntries) all() []events.Event {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return append([]events.Event(nil), c.evs...)
-}
 
 func configDetailOf(t *testing.T, e events.Event) configDetail {
 	t.Helper()
@@ -51,10 +33,10 @@ func configDetailOf(t *testing.T, e events.Event) configDetail {
 // one.
 func TestChangesRecorded(t *testing.T) {
 	t.Parallel()
-	var pub changeEntries
+	var pub eventstest.Collector
 	e := newEnv(t, func(o *Options) { o.Events = &pub })
 	id := e.createGroup(tokElite, "scalpers")
-	evs := pub.all()
+	evs := pub.All()
 	require.Len(t, evs, 1)
 	created := evs[0]
 	assert.Equal(t, events.TypeActivity, created.Type)
@@ -79,7 +61,7 @@ func TestChangesRecorded(t *testing.T) {
 
 	r := e.do(http.MethodPatch, "/desktop/account-groups/"+id, tokEliteB, `{"name":"swing","accounts":["Sim101","Sim102"]}`)
 	require.Equal(t, http.StatusOK, r.Code, string(r.Body))
-	evs = pub.all()
+	evs = pub.All()
 	require.Len(t, evs, 2)
 	patched := evs[1]
 	assert.Equal(t, "hb", patched.Activity.Source.ID, "the token that made the change")
@@ -96,11 +78,11 @@ func TestChangesRecorded(t *testing.T) {
 	require.False(t, *r.body(t).Changed)
 	r = e.do(http.MethodPatch, "/desktop/account-groups/"+id, tokElite, `{"accounts":"nope"}`)
 	require.NotEqual(t, http.StatusOK, r.Code)
-	require.Len(t, pub.all(), 2, "no change, no entry")
+	require.Len(t, pub.All(), 2, "no change, no entry")
 
 	r = e.do(http.MethodDelete, "/desktop/account-groups/"+id, tokElite, "")
 	require.Equal(t, http.StatusOK, r.Code, string(r.Body))
-	evs = pub.all()
+	evs = pub.All()
 	require.Len(t, evs, 3)
 	d = configDetailOf(t, evs[2])
 	assert.Equal(t, ChangeDelete, d.Op)
@@ -115,11 +97,11 @@ func TestChangesRecorded(t *testing.T) {
 // serves the routes in-process names its own source.
 func TestKillSwitchRecorded(t *testing.T) {
 	t.Parallel()
-	var pub changeEntries
+	var pub eventstest.Collector
 	e := newEnv(t, func(o *Options) { o.Events = &pub })
 	r := e.do(http.MethodPut, "/controls/kill-switch", tokElite, `{"enabled":true}`)
 	require.Equal(t, http.StatusOK, r.Code, string(r.Body))
-	evs := pub.all()
+	evs := pub.All()
 	require.Len(t, evs, 1)
 	assert.Equal(t, "Kill switch turned on", evs[0].Activity.Summary)
 	d := configDetailOf(t, evs[0])
@@ -136,7 +118,7 @@ func TestKillSwitchRecorded(t *testing.T) {
 	w := httptest.NewRecorder()
 	e.mux.ServeHTTP(w, req)
 	require.Equal(t, http.StatusOK, w.Code, w.Body.String())
-	evs = pub.all()
+	evs = pub.All()
 	require.Len(t, evs, 2)
 	assert.Equal(t, dashboard, evs[1].Activity.Source)
 	assert.Equal(t, "Kill switch turned off", evs[1].Activity.Summary)

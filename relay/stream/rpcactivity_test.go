@@ -9,42 +9,13 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"tradebridge/internal/testkit"
 	"tradebridge/protocol"
 	"tradebridge/relay/admit"
 	"tradebridge/relay/agentcall"
 	"tradebridge/relay/budget"
 	"tradebridge/relay/events"
+	"tradebridge/relay/events/eventstest"
 )
-
-// rpcEntries collects the socket's activity log entries.
-type rpcEntries struct {
-	mu  sync.Mutex
-	evs []events.Event
-}
-
-func (p *rpcEntries) Publish(e events.Event) {
-	p.mu.Lock()
-	p.evs = append(p.evs, e)
-	p.mu.Unlock()
-}
-
-func (p *rpcEntries) count() int {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	return len(p.evs)
-}
-
-// wait returns the n entries rpcEntries, failing when they do not come
-// or more come.
-func (p *rpcEntries) wait(t *testing.T, n int) []events.Event {
-	t.Helper()
-	require.Eventually(t, func() bool { return p.count() >= n }, testkit.Medium, testkit.Tick)
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	require.Len(t, p.evs, n)
-	return append([]events.Event(nil), p.evs...)
-}
 
 func rpcDetailOf(t *testing.T, e events.Event) map[string]any {
 	t.Helper()
@@ -59,7 +30,7 @@ func rpcDetailOf(t *testing.T, e events.Event) map[string]any {
 // its replay. Reads and frames refused for bad input are not recorded.
 func TestRPCWritesRecorded(t *testing.T) {
 	t.Parallel()
-	var pub rpcEntries
+	var pub eventstest.Collector
 	e := newEnv(t, func(o *Options) { o.Events = &pub })
 	ag := &tradingAgent{}
 	e.up.mu.Lock()
@@ -82,7 +53,7 @@ func TestRPCWritesRecorded(t *testing.T) {
 
 	c.send(rpcFrame(1, "PlaceOrder", placeArgs()))
 	require.Equal(t, true, c.readReply()["success"])
-	placed := pub.wait(t, 1)[0]
+	placed := pub.WaitActivity(t, 1)[0]
 	assert.Equal(t, protocol.ActivityOrderPlaced, placed.Activity.Kind)
 	assert.Equal(t, userA, placed.UserID)
 	assert.Equal(t, protocol.SourceStream, placed.Activity.Source.Kind)
@@ -93,7 +64,7 @@ func TestRPCWritesRecorded(t *testing.T) {
 
 	c.send(rpcFrame(2, "PlaceOrder", placeArgs()))
 	require.Equal(t, "trading_blocked", c.readReply()["error"])
-	blocked := pub.wait(t, 2)[1]
+	blocked := pub.WaitActivity(t, 2)[1]
 	assert.Equal(t, protocol.ActivityTradingBlocked, blocked.Activity.Kind)
 	assert.Equal(t, "closingOnly", rpcDetailOf(t, blocked)["rule"])
 
@@ -101,7 +72,7 @@ func TestRPCWritesRecorded(t *testing.T) {
 		c.send(rpcFrame(3+i, "PlaceOrder", placeArgs("idempotencyKey", "k-9")))
 		c.readReply()
 	}
-	evs := pub.wait(t, 5)
+	evs := pub.WaitActivity(t, 5)
 	unknown, rerun, replay := evs[2], evs[3], evs[4]
 	assert.Equal(t, protocol.ActivityOrderRefused, unknown.Activity.Kind)
 	assert.Equal(t, "outcome_unknown", rpcDetailOf(t, unknown)["error"])

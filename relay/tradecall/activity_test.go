@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"net/http"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 	"unicode/utf8"
@@ -19,27 +18,10 @@ import (
 	"tradebridge/relay/auth"
 	"tradebridge/relay/errcode"
 	"tradebridge/relay/events"
+	"tradebridge/relay/events/eventstest"
 	"tradebridge/relay/httpapi"
 	"tradebridge/relay/tradecall"
 )
-
-// collector is an events.Publisher that keeps what it is given.
-type collector struct {
-	mu  sync.Mutex
-	evs []events.Event
-}
-
-func (c *collector) Publish(e events.Event) {
-	c.mu.Lock()
-	c.evs = append(c.evs, e)
-	c.mu.Unlock()
-}
-
-func (c *collector) all() []events.Event {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return append([]events.Event(nil), c.evs...)
-}
 
 var trader = auth.Principal{UserID: "usr", Kind: auth.KindAPI, TokenHash: "abcdef0123456789abcdef"}
 
@@ -213,13 +195,13 @@ func TestKeyedWritesRef(t *testing.T) {
 
 	// Recorded through Activity, the first run and its rerun name the
 	// same ref; the replay names none.
-	var c collector
+	var c eventstest.Collector
 	a := tradecall.NewActivity(&c, clock.Now)
 	w := tradecall.Write{Principal: trader, Source: protocol.SourceAPI, Fn: protocol.FnPlaceOrder, Args: args, Key: "key:k1"}
 	for _, o := range []tradecall.Outcome{first, rerun, replay} {
 		a.Record(w, o)
 	}
-	evs := c.all()
+	evs := c.All()
 	require.Len(t, evs, 3)
 	assert.Equal(t, evs[0].Ref, evs[1].Ref)
 	assert.Equal(t, protocol.ActivityOrderRefused, evs[0].Activity.Kind)
