@@ -913,6 +913,7 @@ func (r *Relay) shutdown(servers []*http.Server, hardStop context.CancelCauseFun
 	r.drainSpine()
 	r.events.Close()
 	_ = r.alerts.Close()
+	_ = r.activity.Close()
 	hardStop(httpapi.ErrShuttingDown)
 	// Wait for the handlers to answer; those that have not within grace
 	// (a body still trickling in, a client that does not read) lose their
@@ -1007,7 +1008,16 @@ const drainTimeout = 2 * time.Second
 func (r *Relay) drainSpine() {
 	ctx, cancel := context.WithTimeout(context.Background(), drainTimeout)
 	defer cancel()
-	if err := r.events.Drain(ctx); err != nil {
+	// The spine's queues, the entries the activity log has taken from
+	// them, then what it published of those (to the alerts).
+	err := r.events.Drain(ctx)
+	if err == nil {
+		err = r.activity.Flush(ctx)
+	}
+	if err == nil {
+		err = r.events.Drain(ctx)
+	}
+	if err != nil {
 		r.log.Warn("shutdown: events still queued were dropped", zap.Duration("waited", drainTimeout))
 	}
 }

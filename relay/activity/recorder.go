@@ -24,7 +24,7 @@ import (
 
 // Store is the part of store.Store the Recorder uses.
 type Store interface {
-	AppendActivity(ctx context.Context, userID string, r store.ActivityRecord) (int64, bool, error)
+	AppendActivities(ctx context.Context, entries []store.ActivityAppend) ([]store.ActivityAppended, error)
 	LatestActivity(ctx context.Context, userID, kind string) (store.ActivityRecord, error)
 	PruneActivity(ctx context.Context, before time.Time) (int, error)
 	TrimActivity(ctx context.Context, userID, class string, keep int) (int, error)
@@ -47,6 +47,7 @@ const (
 	DefaultAccountCap   = 50_000
 	DefaultTrimEvery    = 100
 	DefaultTrimInterval = time.Minute
+	DefaultBatchDelay   = 10 * time.Millisecond
 )
 
 // Bounds of an entry; an entry beyond them is not recorded.
@@ -86,6 +87,11 @@ type Options struct {
 	// TrimInterval is the least time between two trims of one user's
 	// entries. Default DefaultTrimInterval (a minute).
 	TrimInterval time.Duration
+	// BatchDelay is how long the writer lets entries gather once one
+	// waits, so that a busy log writes many in one transaction: the
+	// entries are written and published at most this much later. Default
+	// DefaultBatchDelay; negative writes at once.
+	BatchDelay time.Duration
 	// Disabled records nothing: Handle returns at once (Run still
 	// prunes), and the relay's doors build no entries at all. For
 	// measuring what the log costs the order path
@@ -112,9 +118,37 @@ type Recorder struct {
 	warned  map[string]time.Time // the user's last warning of a malformed report
 	running bool                 // Run was called
 
-	// group owns Run, which Close ends and waits for.
+	// The entries waiting for the writer, oldest first: the writer
+	// takes all of them (up to maxBatch) and writes them in one
+	// transaction. qmu guards them; moved signals a change of the queue
+	// or of writing.
+	qmu     sync.Mutex
+	moved   *sync.Cond
+	queue   []pending
+	writing bool
+	closed  bool
+	// hurry cuts the writer's BatchDelay short (Flush, Close).
+	hurry chan struct{}
+
+	// group owns the writer and Run, which Close ends and waits for.
 	group lifecycle.Group
 }
+
+// pending is an entry waiting for the writer.
+type pending struct {
+	userID string
+	entry  protocol.ActivityEntry
+	rec    store.ActivityRecord
+}
+
+// Bounds of the writer's queue and of one transaction.
+const (
+	// maxQueued entries wait for the writer at most; Handle waits for
+	// room beyond (and the spine's per-user queue fills, then drops).
+	maxQueued = 4096
+	// maxBatch entries are written in one transaction at most.
+	maxBatch = 256
+)
 
 type trimKey struct{ user, class string }
 
@@ -150,8 +184,15 @@ func New(opts Options) (*Recorder, error) {
 	if opts.TrimInterval == 0 {
 		opts.TrimInterval = DefaultTrimInterval
 	}
-	return &Recorder{opts: opts, log: opts.Logger.Named("activity"), trims: map[trimKey]int{}, trimmed: map[string]time.Time{},
-		warned: map[string]time.Time{}}, nil
+	if opts.BatchDelay == 0 {
+		opts.BatchDelay = DefaultBatchDelay
+	}
+	r := &Recorder{opts: opts, log: opts.Logger.Named("activity"), trims: map[trimKey]int{}, trimmed: map[string]time.Time{},
+		warned: map[string]time.Time{}}
+	r.moved = sync.NewCond(&r.qmu)
+	r.hurry = make(chan struct{}, 1)
+	r.group.Go(r.write)
+	return r, nil
 }
 
 // Kinds are the kinds of agent and broker events the Recorder takes
@@ -163,8 +204,11 @@ var Kinds = []string{protocol.EventActivity}
 var Types = []events.Type{events.TypeActivity, events.TypeSession, events.TypeAgent, events.TypeBroker}
 
 // Handle records what e reports (the relay subscribes it, queued, to
-// Types and Kinds); other events are ignored. It returns once the entry is
-// stored and published, or refused.
+// Types and Kinds); other events are ignored. It checks the entry and
+// queues it for the Recorder's writer, which writes the waiting entries
+// in one transaction (so that a busy log costs one commit for many
+// entries) and publishes each new one; Flush waits for them. It waits
+// only when the writer is maxQueued entries behind.
 func (r *Recorder) Handle(ctx context.Context, e events.Event) {
 	if e.Remote || e.UserID == "" || r.opts.Disabled {
 		return
@@ -316,35 +360,132 @@ func Class(kind string) string {
 	return store.ActivityClassAccount
 }
 
-// record stores an entry checked already and, when it is new, publishes
-// it with its id and keeps the user's class within its cap.
+// record queues an entry checked already for the writer.
 func (r *Recorder) record(ctx context.Context, userID string, entry protocol.ActivityEntry, ref string) {
 	entry.At = time.UnixMilli(entry.At.UnixMilli()).UTC()
 	if len(entry.Detail) == 0 || bytes.Equal(entry.Detail, []byte("null")) {
 		entry.Detail = json.RawMessage(`{}`)
 	}
-	class := Class(entry.Kind)
-	rec := store.ActivityRecord{At: entry.At, Kind: entry.Kind, Class: class, Account: entry.Account,
+	rec := store.ActivityRecord{At: entry.At, Kind: entry.Kind, Class: Class(entry.Kind), Account: entry.Account,
 		SourceKind: entry.Source.Kind, SourceID: entry.Source.ID, SourceName: entry.Source.Name, Summary: entry.Summary,
 		Detail: entry.Detail, Ref: ref}
-	// The write is bounded by writeTimeout, not by ctx: an entry taken
-	// before the spine closed is written all the same.
-	wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), writeTimeout)
-	defer cancel()
-	seq, inserted, err := r.opts.Store.AppendActivity(wctx, userID, rec)
-	switch {
-	case errors.Is(err, store.ErrNotFound):
-		r.log.Debug("activity of an unknown user", zap.String("kind", entry.Kind))
-		return
-	case err != nil:
-		r.log.Warn("recording activity", zap.String("user", userID), zap.String("kind", entry.Kind), zap.Error(err))
-		return
-	case !inserted:
+	r.qmu.Lock()
+	defer r.qmu.Unlock()
+	for len(r.queue) >= maxQueued && !r.closed && ctx.Err() == nil {
+		r.moved.Wait()
+	}
+	if r.closed || len(r.queue) >= maxQueued {
+		r.log.Warn("activity entry dropped: the log is closed or behind", zap.String("user", userID), zap.String("kind", entry.Kind))
 		return
 	}
-	entry.ID = EntryID(seq)
-	r.opts.Publisher.Publish(events.Event{Type: events.TypeRecorded, UserID: userID, Activity: entry})
-	r.maybeTrim(wctx, userID, class)
+	r.queue = append(r.queue, pending{userID: userID, entry: entry, rec: rec})
+	r.moved.Broadcast()
+}
+
+// write is the writer: it writes the queued entries, all that wait at
+// once (up to maxBatch) in one transaction, until the Recorder closes and
+// its queue is empty.
+func (r *Recorder) write(context.Context) {
+	delay := time.NewTimer(0)
+	<-delay.C
+	for {
+		r.qmu.Lock()
+		for len(r.queue) == 0 && !r.closed {
+			r.moved.Wait()
+		}
+		if len(r.queue) == 0 {
+			r.qmu.Unlock()
+			return
+		}
+		if len(r.queue) < maxBatch && !r.closed && r.opts.BatchDelay > 0 {
+			// Let more gather, unless someone waits for these.
+			r.qmu.Unlock()
+			delay.Reset(r.opts.BatchDelay)
+			select {
+			case <-delay.C:
+			case <-r.hurry:
+				if !delay.Stop() {
+					<-delay.C
+				}
+			}
+			r.qmu.Lock()
+		}
+		n := min(len(r.queue), maxBatch)
+		batch := r.queue[:n:n]
+		r.queue = r.queue[n:]
+		if len(r.queue) == 0 {
+			r.queue = nil
+		}
+		r.writing = true
+		r.moved.Broadcast()
+		r.qmu.Unlock()
+
+		r.store(batch)
+
+		r.qmu.Lock()
+		r.writing = false
+		r.moved.Broadcast()
+		r.qmu.Unlock()
+	}
+}
+
+// store writes a batch of entries, then publishes the new ones with their
+// ids and keeps their users' classes within their caps. The write is
+// bounded by writeTimeout, not by the Recorder's end: an entry taken
+// before Close is written all the same.
+func (r *Recorder) store(batch []pending) {
+	ctx, cancel := context.WithTimeout(context.Background(), writeTimeout)
+	defer cancel()
+	in := make([]store.ActivityAppend, len(batch))
+	for i, p := range batch {
+		in[i] = store.ActivityAppend{UserID: p.userID, Record: p.rec}
+	}
+	got, err := r.opts.Store.AppendActivities(ctx, in)
+	if err != nil {
+		r.log.Warn("recording activity", zap.Int("entries", len(batch)), zap.Error(err))
+		return
+	}
+	for i, p := range batch {
+		switch {
+		case errors.Is(got[i].Err, store.ErrNotFound):
+			r.log.Debug("activity of an unknown user", zap.String("kind", p.entry.Kind))
+			continue
+		case !got[i].Inserted:
+			continue
+		}
+		p.entry.ID = EntryID(got[i].Seq)
+		r.opts.Publisher.Publish(events.Event{Type: events.TypeRecorded, UserID: p.userID, Activity: p.entry})
+		r.maybeTrim(ctx, p.userID, p.rec.Class)
+	}
+}
+
+// hasten cuts the writer's BatchDelay short.
+func (r *Recorder) hasten() {
+	select {
+	case r.hurry <- struct{}{}:
+	default:
+	}
+}
+
+// Flush waits until the entries handed to Handle so far are written and
+// published, or until ctx ends (it then returns ctx's error).
+func (r *Recorder) Flush(ctx context.Context) error {
+	stop := context.AfterFunc(ctx, func() {
+		r.qmu.Lock()
+		r.moved.Broadcast()
+		r.qmu.Unlock()
+	})
+	defer stop()
+	r.hasten()
+	r.qmu.Lock()
+	defer r.qmu.Unlock()
+	for len(r.queue) > 0 || r.writing {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		r.moved.Wait()
+	}
+	return nil
 }
 
 // maybeTrim trims the user's class to its cap after every TrimEvery-th
@@ -426,8 +567,15 @@ func (r *Recorder) Run(ctx context.Context) error {
 	}
 }
 
-// Close stops Run and waits for it. It is idempotent.
+// Close writes the entries still queued (each write bounded by
+// writeTimeout), stops Run and the writer, and waits for them; later
+// entries are dropped. It is idempotent.
 func (r *Recorder) Close() error {
+	r.qmu.Lock()
+	r.closed = true
+	r.moved.Broadcast()
+	r.qmu.Unlock()
+	r.hasten()
 	r.group.Close()
 	return nil
 }
@@ -478,8 +626,8 @@ func check(e *protocol.ActivityEntry) string {
 		return "the detail is larger than 8 KiB"
 	}
 	if d := bytes.TrimSpace(e.Detail); len(d) > 0 && !bytes.Equal(d, []byte("null")) {
-		var obj map[string]json.RawMessage
-		if d[0] != '{' || json.Unmarshal(d, &obj) != nil {
+		// A valid JSON text that opens with a brace is an object.
+		if d[0] != '{' || !json.Valid(d) {
 			return "the detail is not a JSON object"
 		}
 		e.Detail = json.RawMessage(d)

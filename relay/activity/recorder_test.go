@@ -3,7 +3,9 @@ package activity_test
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -24,6 +26,7 @@ import (
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 
 type fixture struct {
+	t     *testing.T
 	s     store.Store
 	pub   *eventstest.Collector
 	rec   *activity.Recorder
@@ -32,7 +35,7 @@ type fixture struct {
 
 func newFixture(t *testing.T, opts activity.Options, users ...string) *fixture {
 	t.Helper()
-	f := &fixture{s: storetest.Open(t, "sqlite"), pub: &eventstest.Collector{}, clock: testkit.NewClock(testkit.Epoch)}
+	f := &fixture{t: t, s: storetest.Open(t, "sqlite"), pub: &eventstest.Collector{}, clock: testkit.NewClock(testkit.Epoch)}
 	for _, u := range users {
 		require.NoError(t, f.s.CreateUser(context.Background(), store.User{ID: u, Name: u, Plan: "pro", CreatedAt: testkit.Epoch}))
 	}
@@ -42,6 +45,14 @@ func newFixture(t *testing.T, opts activity.Options, users ...string) *fixture {
 	require.NoError(t, err)
 	t.Cleanup(func() { f.rec.Close() })
 	return f
+}
+
+// handle hands e to the Recorder and waits until what it records is
+// written.
+func (f *fixture) handle(ctx context.Context, e events.Event) {
+	f.t.Helper()
+	f.rec.Handle(ctx, e)
+	require.NoError(f.t, f.rec.Flush(ctx))
 }
 
 func (f *fixture) list(t *testing.T, user string) []store.ActivityRecord {
@@ -63,13 +74,13 @@ func TestRecorderEntries(t *testing.T) {
 	t.Parallel()
 	f := newFixture(t, activity.Options{}, "u1", "u2")
 	ctx := context.Background()
-	f.rec.Handle(ctx, events.Activity("u1", "key:k1", placed("Bought 1 ES")))
-	f.rec.Handle(ctx, events.Activity("u1", "key:k1", placed("Bought 1 ES again")))
-	f.rec.Handle(ctx, events.Activity("u1", "", placed("Bought 2 ES")))
-	f.rec.Handle(ctx, events.Activity("nobody", "", placed("Bought 2 ES")))
+	f.handle(ctx, events.Activity("u1", "key:k1", placed("Bought 1 ES")))
+	f.handle(ctx, events.Activity("u1", "key:k1", placed("Bought 1 ES again")))
+	f.handle(ctx, events.Activity("u1", "", placed("Bought 2 ES")))
+	f.handle(ctx, events.Activity("nobody", "", placed("Bought 2 ES")))
 	remote := events.Activity("u2", "", placed("elsewhere"))
 	remote.Remote = true
-	f.rec.Handle(ctx, remote)
+	f.handle(ctx, remote)
 
 	long := placed(strings.Repeat("é", protocol.MaxActivitySummary+1))
 	for name, e := range map[string]protocol.ActivityEntry{
@@ -85,7 +96,7 @@ func TestRecorderEntries(t *testing.T) {
 		}(),
 		"bad account": func() protocol.ActivityEntry { e := placed("x"); e.Account = " Sim101"; return e }(),
 	} {
-		f.rec.Handle(ctx, events.Activity("u2", "", e))
+		f.handle(ctx, events.Activity("u2", "", e))
 		require.Empty(t, f.list(t, "u2"), name)
 	}
 
@@ -108,7 +119,7 @@ func TestRecorderEntries(t *testing.T) {
 
 	noDetail := placed("config")
 	noDetail.Kind, noDetail.Account, noDetail.Detail = protocol.ActivityConfigChanged, "", nil
-	f.rec.Handle(ctx, events.Activity("u2", "", noDetail))
+	f.handle(ctx, events.Activity("u2", "", noDetail))
 	got = f.list(t, "u2")
 	require.Len(t, got, 1)
 	require.Equal(t, store.ActivityClassAccount, got[0].Class)
@@ -134,21 +145,21 @@ func TestRecorderReports(t *testing.T) {
 	t.Parallel()
 	f := newFixture(t, activity.Options{}, "u1")
 	ctx := context.Background()
-	f.rec.Handle(ctx, report(t, events.TypeAgent, "u1", tripped("r1", testkit.Epoch.Add(-time.Minute))))
-	f.rec.Handle(ctx, report(t, events.TypeAgent, "u1", tripped("r1", testkit.Epoch.Add(-time.Minute))))
-	f.rec.Handle(ctx, report(t, events.TypeBroker, "u1", tripped("r1", testkit.Epoch.Add(time.Hour))))
+	f.handle(ctx, report(t, events.TypeAgent, "u1", tripped("r1", testkit.Epoch.Add(-time.Minute))))
+	f.handle(ctx, report(t, events.TypeAgent, "u1", tripped("r1", testkit.Epoch.Add(-time.Minute))))
+	f.handle(ctx, report(t, events.TypeBroker, "u1", tripped("r1", testkit.Epoch.Add(time.Hour))))
 
 	forged := tripped("r2", testkit.Epoch)
 	forged.Kind = protocol.ActivityOrderPlaced
-	f.rec.Handle(ctx, report(t, events.TypeAgent, "u1", forged))
+	f.handle(ctx, report(t, events.TypeAgent, "u1", forged))
 	asAPI := tripped("r3", testkit.Epoch)
 	asAPI.Source.Kind = protocol.SourceAPI
-	f.rec.Handle(ctx, report(t, events.TypeAgent, "u1", asAPI))
-	f.rec.Handle(ctx, report(t, events.TypeAgent, "u1", tripped("", testkit.Epoch)))
-	f.rec.Handle(ctx, events.Event{Type: events.TypeAgent, UserID: "u1", Agent: protocol.Event{Kind: protocol.EventActivity, Data: json.RawMessage(`{"id":`)}})
+	f.handle(ctx, report(t, events.TypeAgent, "u1", asAPI))
+	f.handle(ctx, report(t, events.TypeAgent, "u1", tripped("", testkit.Epoch)))
+	f.handle(ctx, events.Event{Type: events.TypeAgent, UserID: "u1", Agent: protocol.Event{Kind: protocol.EventActivity, Data: json.RawMessage(`{"id":`)}})
 	other := report(t, events.TypeAgent, "u1", tripped("r4", testkit.Epoch))
 	other.Agent.Kind = protocol.EventOrder
-	f.rec.Handle(ctx, other)
+	f.handle(ctx, other)
 
 	got := f.list(t, "u1")
 	require.Len(t, got, 2, "one per report id and source; the rest dropped")
@@ -175,14 +186,14 @@ func TestRecorderSessions(t *testing.T) {
 	f := newFixture(t, activity.Options{}, "u1")
 	ctx := context.Background()
 	t1 := testkit.Epoch
-	f.rec.Handle(ctx, sessionEvent(agentcall.SessionStarted, "tun_1", "1.2.0", t1))
-	f.rec.Handle(ctx, sessionEvent(agentcall.SessionStarted, "tun_1", "1.2.0", t1))
-	f.rec.Handle(ctx, sessionEvent(agentcall.SessionDiagnostics, "tun_1", "", t1))
-	f.rec.Handle(ctx, sessionEvent(agentcall.SessionEnded, "tun_1", "", t1.Add(time.Minute)))
-	f.rec.Handle(ctx, sessionEvent(agentcall.SessionEnded, "tun_1", "", t1.Add(time.Minute)))
-	f.rec.Handle(ctx, sessionEvent(agentcall.SessionRefused, "", "9.0.0", t1.Add(2*time.Minute)))
-	f.rec.Handle(ctx, sessionEvent(agentcall.SessionStarted, "tun_2", "1.3.0", t1.Add(3*time.Minute)))
-	f.rec.Handle(ctx, sessionEvent(agentcall.SessionStarted, "tun_3", "1.3.0", t1.Add(4*time.Minute)))
+	f.handle(ctx, sessionEvent(agentcall.SessionStarted, "tun_1", "1.2.0", t1))
+	f.handle(ctx, sessionEvent(agentcall.SessionStarted, "tun_1", "1.2.0", t1))
+	f.handle(ctx, sessionEvent(agentcall.SessionDiagnostics, "tun_1", "", t1))
+	f.handle(ctx, sessionEvent(agentcall.SessionEnded, "tun_1", "", t1.Add(time.Minute)))
+	f.handle(ctx, sessionEvent(agentcall.SessionEnded, "tun_1", "", t1.Add(time.Minute)))
+	f.handle(ctx, sessionEvent(agentcall.SessionRefused, "", "9.0.0", t1.Add(2*time.Minute)))
+	f.handle(ctx, sessionEvent(agentcall.SessionStarted, "tun_2", "1.3.0", t1.Add(3*time.Minute)))
+	f.handle(ctx, sessionEvent(agentcall.SessionStarted, "tun_3", "1.3.0", t1.Add(4*time.Minute)))
 
 	got := f.list(t, "u1")
 	var kinds []string
@@ -208,21 +219,21 @@ func TestRecorderCaps(t *testing.T) {
 	cfg := placed("config")
 	cfg.Kind, cfg.Account = protocol.ActivityConfigChanged, ""
 	for range 4 {
-		f.rec.Handle(ctx, events.Activity("u1", "", cfg))
+		f.handle(ctx, events.Activity("u1", "", cfg))
 	}
 	for range 9 {
-		f.rec.Handle(ctx, events.Activity("u1", "", placed("order")))
+		f.handle(ctx, events.Activity("u1", "", placed("order")))
 	}
 	require.Len(t, f.list(t, "u1"), 13, "no trim before the 10th entry of the class")
-	f.rec.Handle(ctx, events.Activity("u1", "", placed("order")))
+	f.handle(ctx, events.Activity("u1", "", placed("order")))
 	require.Len(t, f.list(t, "u1"), 5+4, "the trading class trimmed to its cap; the account class untouched")
 
 	for range 10 {
-		f.rec.Handle(ctx, events.Activity("u1", "", placed("order")))
+		f.handle(ctx, events.Activity("u1", "", placed("order")))
 	}
 	require.Len(t, f.list(t, "u1"), 15+4, "at most one trim a minute per user")
 	f.clock.Advance(time.Minute)
-	f.rec.Handle(ctx, events.Activity("u1", "", placed("order")))
+	f.handle(ctx, events.Activity("u1", "", placed("order")))
 	require.Len(t, f.list(t, "u1"), 5+4, "trimmed at the next entry once the minute is over")
 }
 
@@ -234,8 +245,8 @@ func TestRecorderRetention(t *testing.T) {
 	ctx := context.Background()
 	old := placed("old")
 	old.At = testkit.Epoch.Add(-25 * time.Hour)
-	f.rec.Handle(ctx, events.Activity("u1", "", old))
-	f.rec.Handle(ctx, events.Activity("u1", "", placed("new")))
+	f.handle(ctx, events.Activity("u1", "", old))
+	f.handle(ctx, events.Activity("u1", "", placed("new")))
 	require.Len(t, f.list(t, "u1"), 2)
 
 	done := make(chan error, 1)
@@ -275,8 +286,58 @@ func TestParseEntryID(t *testing.T) {
 func TestRecorderDisabled(t *testing.T) {
 	t.Parallel()
 	f := newFixture(t, activity.Options{Disabled: true}, "u1")
-	f.rec.Handle(context.Background(), events.Activity("u1", "", placed("order")))
-	f.rec.Handle(context.Background(), sessionEvent(agentcall.SessionStarted, "tun_1", "1.2.0", testkit.Epoch))
+	f.handle(context.Background(), events.Activity("u1", "", placed("order")))
+	f.handle(context.Background(), sessionEvent(agentcall.SessionStarted, "tun_1", "1.2.0", testkit.Epoch))
 	require.Empty(t, f.list(t, "u1"))
 	require.Empty(t, f.pub.All())
+}
+
+// countingStore counts the Recorder's transactions.
+type countingStore struct {
+	activity.Store
+	mu    sync.Mutex
+	calls int
+	gate  chan struct{} // when set, each write waits for a receive
+}
+
+func (c *countingStore) AppendActivities(ctx context.Context, entries []store.ActivityAppend) ([]store.ActivityAppended, error) {
+	if c.gate != nil {
+		<-c.gate
+	}
+	c.mu.Lock()
+	c.calls++
+	c.mu.Unlock()
+	return c.Store.AppendActivities(ctx, entries)
+}
+
+// The entries that wait while the writer writes are written together, in
+// one transaction, in the order they were handed; Close writes what still
+// waits before it returns.
+func TestRecorderWritesWaitingEntriesTogether(t *testing.T) {
+	t.Parallel()
+	s := storetest.Open(t, "sqlite")
+	ctx := context.Background()
+	require.NoError(t, s.CreateUser(ctx, store.User{ID: "u1", Name: "u1", Plan: "pro", CreatedAt: testkit.Epoch}))
+	cs := &countingStore{Store: s, gate: make(chan struct{})}
+	pub := &eventstest.Collector{}
+	rec, err := activity.New(activity.Options{Store: cs, Publisher: pub, Clock: testkit.NewClock(testkit.Epoch)})
+	require.NoError(t, err)
+	rec.Handle(ctx, events.Activity("u1", "", placed("first")))
+	for i := range 300 {
+		rec.Handle(ctx, events.Activity("u1", "", placed(fmt.Sprintf("then %d", i))))
+	}
+	close(cs.gate) // the first write (of "first" alone, or more) goes on
+	require.NoError(t, rec.Close())
+	got, err := s.ListActivity(ctx, "u1", store.ActivityQuery{Limit: 1000})
+	require.NoError(t, err)
+	require.Len(t, got, 301, "Close wrote what waited")
+	require.Equal(t, "then 299", got[0].Summary)
+	require.Equal(t, "first", got[300].Summary, "in order")
+	require.LessOrEqual(t, cs.calls, 3, "301 entries in at most 3 transactions (256 at most each)")
+	require.Len(t, pub.All(), 301, "each published once")
+	rec.Handle(ctx, events.Activity("u1", "", placed("late")))
+	require.NoError(t, rec.Flush(ctx))
+	got, err = s.ListActivity(ctx, "u1", store.ActivityQuery{Limit: 1000})
+	require.NoError(t, err)
+	require.Len(t, got, 301, "nothing recorded after Close")
 }

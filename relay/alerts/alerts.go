@@ -129,6 +129,12 @@ type Options struct {
 	// unknown: the delivery's id alone then makes it once). Default
 	// ParseEntrySeq.
 	EntrySeq func(entryID string) int64
+	// CacheTTL is how long a user's destinations read from the store
+	// are trusted by Handle, so that a busy user's entries do not each
+	// read the store: a change made through this node applies at once
+	// (Changed), one made through another node within CacheTTL. Default
+	// DefaultCacheTTL.
+	CacheTTL time.Duration
 	// Clock gives the time of deliveries and their due times; nil means
 	// time.Now. The leases are by the store's clock.
 	Clock func() time.Time
@@ -149,7 +155,12 @@ const (
 	DefaultPollInterval = time.Second
 	DefaultMaxSenders   = 32
 	DefaultKeep         = 7 * 24 * time.Hour
+	DefaultCacheTTL     = 2 * time.Second
 )
+
+// maxCachedUsers bounds the users whose destinations the Dispatcher
+// keeps.
+const maxCachedUsers = 10_000
 
 // ParseEntrySeq reads the seq of an activity entry id of the form
 // "act_<decimal>"; 0 otherwise.
@@ -180,6 +191,16 @@ type Dispatcher struct {
 
 	mu   sync.Mutex
 	busy map[string]bool // destinations being served by this node
+
+	cmu    sync.Mutex
+	cached map[string]cachedDestinations // by user
+}
+
+// cachedDestinations are a user's destinations as read at a time (by
+// the monotonic clock, whatever Options.Clock says).
+type cachedDestinations struct {
+	at    time.Time
+	dests []Destination
 }
 
 // New returns a Dispatcher.
@@ -215,6 +236,7 @@ func New(opts Options) (*Dispatcher, error) {
 	def(&opts.Window, DefaultWindow)
 	def(&opts.PollInterval, DefaultPollInterval)
 	def(&opts.Keep, DefaultKeep)
+	def(&opts.CacheTTL, DefaultCacheTTL)
 	if opts.RateLimit <= 0 {
 		opts.RateLimit = DefaultRateLimit
 	}
@@ -235,8 +257,9 @@ func New(opts Options) (*Dispatcher, error) {
 		log:   opts.Logger.Named("alerts"),
 		hooks: newClient(opts.Timeout, opts.TLS, true, opts.AllowPrivate),
 		apis:  newClient(opts.Timeout, opts.TLS, false, true),
-		wake:  make(chan struct{}, 1),
-		busy:  map[string]bool{},
+		wake:   make(chan struct{}, 1),
+		busy:   map[string]bool{},
+		cached: map[string]cachedDestinations{},
 	}, nil
 }
 
@@ -280,7 +303,7 @@ func (d *Dispatcher) Handle(ctx context.Context, ev events.Event) {
 	if ev.Type != events.TypeRecorded || ev.Remote || !Alertable(ev.Activity.Kind) {
 		return
 	}
-	dests, err := d.destinations(ctx, ev.UserID)
+	dests, err := d.cachedDestinations(ctx, ev.UserID)
 	if err != nil {
 		d.log.Warn("reading alert destinations", zap.Error(err))
 		return
@@ -354,6 +377,45 @@ func (d *Dispatcher) poke() {
 }
 
 // destinations returns the user's alert destinations as stored.
+// cachedDestinations returns the user's destinations as read within
+// CacheTTL, or reads them.
+func (d *Dispatcher) cachedDestinations(ctx context.Context, userID string) ([]Destination, error) {
+	now := time.Now()
+	d.cmu.Lock()
+	c, ok := d.cached[userID]
+	d.cmu.Unlock()
+	if ok && now.Sub(c.at) < d.opts.CacheTTL {
+		return c.dests, nil
+	}
+	dests, err := d.destinations(ctx, userID)
+	if err != nil {
+		return nil, err
+	}
+	d.cmu.Lock()
+	defer d.cmu.Unlock()
+	if len(d.cached) >= maxCachedUsers {
+		for u, c := range d.cached {
+			if now.Sub(c.at) >= d.opts.CacheTTL {
+				delete(d.cached, u)
+			}
+		}
+		if len(d.cached) >= maxCachedUsers {
+			clear(d.cached)
+		}
+	}
+	d.cached[userID] = cachedDestinations{at: now, dests: dests}
+	return dests, nil
+}
+
+// Changed forgets what the Dispatcher read of the user's destinations:
+// the Management API calls it once it stored a change of one.
+func (d *Dispatcher) Changed(userID string) {
+	d.cmu.Lock()
+	delete(d.cached, userID)
+	d.cmu.Unlock()
+}
+
+// destinations reads the user's destinations.
 func (d *Dispatcher) destinations(ctx context.Context, userID string) ([]Destination, error) {
 	ms, err := d.opts.Store.ManagedState(ctx, userID)
 	if err != nil {

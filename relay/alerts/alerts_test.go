@@ -45,9 +45,10 @@ type rig struct {
 	logs *observer.ObservedLogs
 	log  *zap.Logger
 
-	mu        sync.Mutex
-	published []events.Event
-	seq       atomic.Int64
+	mu          sync.Mutex
+	published   []events.Event
+	dispatchers []*alerts.Dispatcher
+	seq         atomic.Int64
 }
 
 func newRig(t *testing.T) *rig {
@@ -101,6 +102,9 @@ func (r *rig) dispatcherOn(st alerts.Store, mod func(*alerts.Options)) *alerts.D
 	}
 	d, err := alerts.New(opts)
 	require.NoError(r.t, err)
+	r.mu.Lock()
+	r.dispatchers = append(r.dispatchers, d)
+	r.mu.Unlock()
 	done := make(chan struct{})
 	go func() { defer close(done); _ = d.Run(context.Background()) }()
 	r.t.Cleanup(func() {
@@ -124,6 +128,12 @@ func (r *rig) destination(d alerts.Destination, sec alerts.Secrets) alerts.Desti
 	_, err = r.st.WriteResources(context.Background(), "u1", false,
 		store.ResourceWrite{Kind: alerts.ResourceKind, ID: d.ID, Body: b, At: testkit.Epoch})
 	require.NoError(r.t, err)
+	// As the Management API tells them of a change.
+	r.mu.Lock()
+	for _, dp := range r.dispatchers {
+		dp.Changed("u1")
+	}
+	r.mu.Unlock()
 	return d
 }
 
@@ -667,4 +677,34 @@ func TestTestDelivery(t *testing.T) {
 	require.NoError(t, json.Unmarshal(h.body, &p))
 	require.Equal(t, alerts.PayloadTest, p.Kind)
 	require.Equal(t, id, p.ID)
+}
+
+// A user's destinations are read once per CacheTTL: one stored by
+// another node (no Changed here) is used once the TTL is over, one the
+// Management API of this node changed (Changed) at once.
+func TestDestinationsCachedForTheTTL(t *testing.T) {
+	t.Parallel()
+	r := newRig(t)
+	rc := newReceiver(t)
+	d := r.dispatcher(func(o *alerts.Options) { o.CacheTTL = 300 * time.Millisecond })
+	ctx := context.Background()
+	d.Handle(ctx, r.recorded("monitor.tripped", "read with no destination"))
+
+	dst := alerts.Destination{Kind: alerts.KindWebhook, URL: rc.srv.URL, Events: []string{"monitor.tripped"}, Active: true}
+	dst.ID = "alr_elsewhere"
+	require.NoError(t, alerts.Seal(r.keys, "u1", &dst, alerts.Secrets{Secret: secret}))
+	b, err := json.Marshal(dst)
+	require.NoError(t, err)
+	_, err = r.st.WriteResources(ctx, "u1", false, store.ResourceWrite{Kind: alerts.ResourceKind, ID: dst.ID, Body: b, At: testkit.Epoch})
+	require.NoError(t, err)
+	d.Handle(ctx, r.recorded("monitor.tripped", "within the TTL"))
+	time.Sleep(350 * time.Millisecond)
+	require.Zero(t, rc.count(), "the cached list had no destination")
+	d.Handle(ctx, r.recorded("monitor.tripped", "after the TTL"))
+	require.Contains(t, string(rc.next(t).body), "after the TTL")
+
+	r.destination(alerts.Destination{Kind: alerts.KindWebhook, URL: rc.srv.URL, Events: []string{"monitor.tripped"}}, alerts.Secrets{Secret: secret})
+	d.Handle(ctx, r.recorded("monitor.tripped", "after Changed"))
+	rc.next(t)
+	rc.next(t) // both destinations, the new one at once
 }

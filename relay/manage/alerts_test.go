@@ -15,10 +15,18 @@ import (
 	"tradebridge/relay/sealed"
 )
 
-// fakeAlerts records the tests queued.
+// fakeAlerts records the tests queued and the users whose destinations
+// changed.
 type fakeAlerts struct {
-	mu    sync.Mutex
-	tests []string
+	mu      sync.Mutex
+	tests   []string
+	changed []string
+}
+
+func (f *fakeAlerts) Changed(userID string) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.changed = append(f.changed, userID)
 }
 
 func (f *fakeAlerts) Test(_ context.Context, userID, destinationID string) (string, error) {
@@ -51,7 +59,7 @@ const (
 // stored body holds the secret sealed only.
 func TestAlertWebhookLifecycle(t *testing.T) {
 	t.Parallel()
-	e, keys, _ := alertEnv(t, false, false)
+	e, keys, fa := alertEnv(t, false, false)
 	r := e.do(http.MethodPost, "/alerts", tokElite, `{"kind":"webhook","url":"https://hooks.example.com/tb","events":["monitor.tripped"]}`)
 	require.Equal(t, http.StatusCreated, r.Code, string(r.Body))
 	var created map[string]any
@@ -110,6 +118,9 @@ func TestAlertWebhookLifecycle(t *testing.T) {
 	require.Equal(t, http.StatusOK, r.Code)
 	r = e.do(http.MethodGet, "/alerts/"+id, tokElite, "")
 	require.Equal(t, http.StatusNotFound, r.Code)
+	fa.mu.Lock()
+	defer fa.mu.Unlock()
+	require.Equal(t, []string{"u1", "u1", "u1", "u1"}, fa.changed, "the alerts hear of each change stored: create, patch, rotate, delete")
 }
 
 // Discord's URL and Telegram's bot token are sealed and shown redacted;

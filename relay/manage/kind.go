@@ -153,6 +153,9 @@ type Alerts interface {
 	// Test queues a test delivery to one of the user's destinations, due
 	// at once, and returns its id.
 	Test(ctx context.Context, userID, destinationID string) (string, error)
+	// Changed tells that the user's destinations changed (one was
+	// stored or deleted).
+	Changed(userID string)
 }
 
 // Kind describes one kind of management resource to the generic handlers

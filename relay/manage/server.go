@@ -17,6 +17,7 @@ import (
 	"tradebridge/internal/lifecycle"
 	"tradebridge/relay/admit"
 	"tradebridge/relay/agentcall"
+	"tradebridge/relay/alerts"
 	"tradebridge/relay/auth"
 	"tradebridge/relay/budget"
 	"tradebridge/relay/errcode"
@@ -494,6 +495,9 @@ func (s *Server) change(w http.ResponseWriter, r *http.Request, rt *route, p aut
 	st.snap.ConfigVersion = cv
 	if brokerKinds[k.name()] {
 		s.brokerConfigChanged(userID)
+	}
+	if k.name() == alerts.ResourceKind && s.opts.Alerts != nil {
+		s.opts.Alerts.Changed(userID)
 	}
 	if k.needsAgent() && agentOnline {
 		if e := s.push(ctx, userID, configOf(st)); e != nil {

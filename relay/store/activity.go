@@ -61,37 +61,101 @@ type ActivityQuery struct {
 const activityColumns = `seq, at, kind, class, account, source_kind, source_id, source_name, summary, detail, ref`
 
 var (
+	// An entry of a user that exists, unless its ref is recorded: no
+	// row is returned then, and no foreign key fails (which would end a
+	// PostgreSQL transaction of several entries).
 	qAppendActivity = sqlText(`INSERT INTO activity (user_id, at, kind, class, account, source_kind, source_id, source_name,
-		summary, detail, ref) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT DO NOTHING RETURNING seq`)
+		summary, detail, ref) SELECT ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ? WHERE EXISTS (SELECT 1 FROM users WHERE id = ?)
+		ON CONFLICT DO NOTHING RETURNING seq`)
 	qActivityByRef  = sqlText("SELECT seq FROM activity WHERE user_id = ? AND ref = ?")
-	qPruneActivity  = sqlText("DELETE FROM activity WHERE at < ?")
+	// The last seq of the chunk of pruneChunk entries after a seq, and
+	// the deletion of its entries older than a time.
+	qPruneChunkEnd  = sqlText("SELECT MAX(seq) FROM (SELECT seq FROM activity WHERE seq > ? ORDER BY seq LIMIT ?) chunk")
+	qPruneActivity  = sqlText("DELETE FROM activity WHERE seq > ? AND seq <= ? AND at < ?")
 	qLatestActivity = sqlText("SELECT " + activityColumns + " FROM activity WHERE user_id = ? AND kind = ? ORDER BY seq DESC LIMIT 1")
 	// The user's entries of the class from the keep+1-th newest on.
 	qTrimActivity = sqlText(`DELETE FROM activity WHERE user_id = ? AND class = ? AND seq <= (
 		SELECT seq FROM activity WHERE user_id = ? AND class = ? ORDER BY seq DESC LIMIT 1 OFFSET ?)`)
 )
 
+// ActivityAppend is one entry of AppendActivities: a record for a user's
+// log.
+type ActivityAppend struct {
+	UserID string
+	Record ActivityRecord
+}
+
+// ActivityAppended is what AppendActivities did with one entry.
+type ActivityAppended struct {
+	// Seq is the entry's, or, when its Ref was recorded already, the
+	// recorded entry's.
+	Seq int64
+	// Inserted is false when the entry's Ref was recorded already.
+	Inserted bool
+	// Err is ErrNotFound when the user does not exist (nothing written
+	// for this entry).
+	Err error
+}
+
 // AppendActivity implements Store.
 func (s *sqlStore) AppendActivity(ctx context.Context, userID string, r ActivityRecord) (int64, bool, error) {
-	if userID == "" || r.Kind == "" || r.Class == "" || r.SourceKind == "" {
-		return 0, false, errors.New("store: append activity: an entry needs a user, a kind, a class and a source kind")
-	}
-	detail := "{}"
-	if len(r.Detail) > 0 {
-		detail = string(r.Detail)
-	}
-	var seq int64
-	err := s.row(ctx, qAppendActivity, userID, millis(r.At), r.Kind, r.Class, r.Account, r.SourceKind, r.SourceID,
-		r.SourceName, r.Summary, detail, nullable(r.Ref)).Scan(&seq)
-	if errors.Is(err, sql.ErrNoRows) {
-		// Its Ref is recorded already.
-		err = s.row(ctx, qActivityByRef, userID, r.Ref).Scan(&seq)
-		return seq, false, wrap("append activity", err)
-	}
+	got, err := s.AppendActivities(ctx, []ActivityAppend{{UserID: userID, Record: r}})
 	if err != nil {
-		return 0, false, wrap("append activity", s.d.noUser(err))
+		return 0, false, err
 	}
-	return seq, true, nil
+	return got[0].Seq, got[0].Inserted, got[0].Err
+}
+
+// AppendActivities implements Store: the entries are written in one
+// transaction, in order.
+func (s *sqlStore) AppendActivities(ctx context.Context, entries []ActivityAppend) ([]ActivityAppended, error) {
+	for _, e := range entries {
+		if r := e.Record; e.UserID == "" || r.Kind == "" || r.Class == "" || r.SourceKind == "" {
+			return nil, errors.New("store: append activity: an entry needs a user, a kind, a class and a source kind")
+		}
+	}
+	out := make([]ActivityAppended, len(entries))
+	err := s.tx(ctx, func(tx conn) error {
+		insert, err := tx.prepare(ctx, qAppendActivity)
+		if err != nil {
+			return err
+		}
+		defer insert.Close()
+		for i, e := range entries {
+			r := e.Record
+			detail := "{}"
+			if len(r.Detail) > 0 {
+				detail = string(r.Detail)
+			}
+			var seq int64
+			err := insert.QueryRowContext(ctx, e.UserID, millis(r.At), r.Kind, r.Class, r.Account, r.SourceKind, r.SourceID,
+				r.SourceName, r.Summary, detail, nullable(r.Ref), e.UserID).Scan(&seq)
+			switch {
+			case err == nil:
+				out[i] = ActivityAppended{Seq: seq, Inserted: true}
+			case !errors.Is(err, sql.ErrNoRows):
+				return err
+			case r.Ref == "":
+				out[i] = ActivityAppended{Err: ErrNotFound}
+			default:
+				// Its Ref is recorded already, or its user is unknown.
+				err := tx.row(ctx, qActivityByRef, e.UserID, r.Ref).Scan(&seq)
+				switch {
+				case errors.Is(err, sql.ErrNoRows):
+					out[i] = ActivityAppended{Err: ErrNotFound}
+				case err != nil:
+					return err
+				default:
+					out[i] = ActivityAppended{Seq: seq}
+				}
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, wrap("append activity", err)
+	}
+	return out, nil
 }
 
 // ListActivity implements Store.
@@ -135,10 +199,36 @@ func (s *sqlStore) LatestActivity(ctx context.Context, userID, kind string) (Act
 }
 
 // PruneActivity implements Store.
+//
+// The log has no index by time: the entries are visited by seq from the
+// oldest, pruneChunk at a time, until a chunk holds none older than
+// before (an entry is written soon after it happens, so the entries after
+// such a chunk are newer too).
 func (s *sqlStore) PruneActivity(ctx context.Context, before time.Time) (int, error) {
-	n, err := changed(s.exec(ctx, qPruneActivity, millis(before)))
-	return n, wrap("prune activity", err)
+	total := 0
+	var after int64
+	for {
+		var end sql.NullInt64
+		if err := s.row(ctx, qPruneChunkEnd, after, pruneChunk).Scan(&end); err != nil {
+			return total, wrap("prune activity", err)
+		}
+		if !end.Valid {
+			return total, nil
+		}
+		n, err := changed(s.exec(ctx, qPruneActivity, after, end.Int64, millis(before)))
+		if err != nil {
+			return total, wrap("prune activity", err)
+		}
+		total += n
+		if n == 0 {
+			return total, nil
+		}
+		after = end.Int64
+	}
 }
+
+// pruneChunk is how many entries PruneActivity visits per statement.
+const pruneChunk = 1000
 
 // TrimActivity implements Store.
 func (s *sqlStore) TrimActivity(ctx context.Context, userID, class string, keep int) (int, error) {

@@ -140,3 +140,69 @@ func TestActivityPruneTrim(t *testing.T) {
 		require.Len(t, got, 1)
 	})
 }
+
+// Several entries of several users are written in one transaction, in
+// order: a recorded Ref and an unknown user are reported per entry and
+// the others are written.
+func TestActivityAppendMany(t *testing.T) {
+	t.Parallel()
+	each(t, []string{"u1", "u2"}, func(t *testing.T, s store.Store) {
+		ctx := context.Background()
+		_, _, err := s.AppendActivity(ctx, "u1", entry("order.placed", store.ActivityClassTrading, "Sim101", t0, "key:1"))
+		require.NoError(t, err)
+		got, err := s.AppendActivities(ctx, []store.ActivityAppend{
+			{UserID: "u1", Record: entry("order.placed", store.ActivityClassTrading, "Sim101", t0, "key:1")},
+			{UserID: "nobody", Record: entry("order.placed", store.ActivityClassTrading, "Sim101", t0, "key:9")},
+			{UserID: "nobody", Record: entry("order.placed", store.ActivityClassTrading, "Sim101", t0, "")},
+			{UserID: "u2", Record: entry("config.changed", store.ActivityClassAccount, "", t0, "")},
+			{UserID: "u1", Record: entry("order.refused", store.ActivityClassTrading, "Sim101", t0, "key:2")},
+		})
+		require.NoError(t, err)
+		require.Len(t, got, 5)
+		require.False(t, got[0].Inserted)
+		require.NoError(t, got[0].Err)
+		require.ErrorIs(t, got[1].Err, store.ErrNotFound)
+		require.ErrorIs(t, got[2].Err, store.ErrNotFound)
+		require.True(t, got[3].Inserted)
+		require.True(t, got[4].Inserted)
+		require.Greater(t, got[4].Seq, got[3].Seq, "in order")
+		u1, err := s.ListActivity(ctx, "u1", store.ActivityQuery{Limit: 10})
+		require.NoError(t, err)
+		require.Len(t, u1, 2)
+		_, err = s.AppendActivities(ctx, []store.ActivityAppend{
+			{UserID: "u1", Record: entry("order.placed", store.ActivityClassTrading, "Sim101", t0, "")},
+			{UserID: "u1", Record: store.ActivityRecord{At: t0}},
+		})
+		require.Error(t, err, "an invalid entry refuses the whole batch")
+		u1, err = s.ListActivity(ctx, "u1", store.ActivityQuery{Limit: 10})
+		require.NoError(t, err)
+		require.Len(t, u1, 2, "nothing written")
+	})
+}
+
+// The retention's prune walks the log by seq, a chunk at a time: every
+// entry older than the time goes, however many chunks they fill, and the
+// newer stay.
+func TestActivityPruneManyChunks(t *testing.T) {
+	t.Parallel()
+	each(t, []string{"u1"}, func(t *testing.T, s store.Store) {
+		ctx := context.Background()
+		var batch []store.ActivityAppend
+		for i := range 2600 {
+			at := t0.Add(time.Duration(i) * time.Second)
+			batch = append(batch, store.ActivityAppend{UserID: "u1", Record: entry("order.placed", store.ActivityClassTrading, "Sim101", at, "")})
+		}
+		_, err := s.AppendActivities(ctx, batch)
+		require.NoError(t, err)
+		n, err := s.PruneActivity(ctx, t0.Add(2500*time.Second))
+		require.NoError(t, err)
+		require.Equal(t, 2500, n)
+		left, err := s.ListActivity(ctx, "u1", store.ActivityQuery{Limit: 5000})
+		require.NoError(t, err)
+		require.Len(t, left, 100)
+		require.True(t, left[99].At.Equal(t0.Add(2500*time.Second)), "the oldest left is the first not older")
+		n, err = s.PruneActivity(ctx, t0.Add(2500*time.Second))
+		require.NoError(t, err)
+		require.Zero(t, n)
+	})
+}

@@ -127,6 +127,7 @@ type querier interface {
 	ExecContext(ctx context.Context, query string, args ...any) (sql.Result, error)
 	QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error)
 	QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row
+	PrepareContext(ctx context.Context, query string) (*sql.Stmt, error)
 }
 
 // conn runs queries in the text of its dialect, on the database or in a
@@ -146,4 +147,10 @@ func (c conn) row(ctx context.Context, q query, args ...any) *sql.Row {
 
 func (c conn) rows(ctx context.Context, q query, args ...any) (*sql.Rows, error) {
 	return c.q.QueryContext(ctx, q.text[c.d.index], args...)
+}
+
+// prepare compiles q once, for a statement run many times (in a
+// transaction: until it ends). The caller closes it.
+func (c conn) prepare(ctx context.Context, q query) (*sql.Stmt, error) {
+	return c.q.PrepareContext(ctx, q.text[c.d.index])
 }

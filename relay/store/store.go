@@ -419,6 +419,12 @@ type Store interface {
 	// already stored is not written again: inserted is false and seq is
 	// the stored entry's. ErrNotFound if the user does not exist.
 	AppendActivity(ctx context.Context, userID string, r ActivityRecord) (seq int64, inserted bool, err error)
+	// AppendActivities stores several entries, of any users, in one
+	// transaction and in order, each as AppendActivity would (an entry of
+	// an unknown user is reported in its ActivityAppended.Err, and the
+	// others are written). An error is the transaction's: nothing was
+	// written.
+	AppendActivities(ctx context.Context, entries []ActivityAppend) ([]ActivityAppended, error)
 	// ListActivity returns the user's entries that q selects, newest
 	// (greatest Seq) first. A user without any has none; it is no error.
 	ListActivity(ctx context.Context, userID string, q ActivityQuery) ([]ActivityRecord, error)

@@ -337,9 +337,19 @@ func (a *API) call(w http.ResponseWriter, r *http.Request, p auth.Principal, fn,
 		a.writeResult(w, p, fn, result)
 	}
 	if requestID != "" {
-		// A write: recorded once its caller has the answer.
-		a.activity.Record(a.write(p, fn, "", args), tradecall.CallOutcome(fn, result, err, r.Context().Err() != nil))
+		a.record(w, a.write(p, fn, "", args), tradecall.CallOutcome(fn, result, err, r.Context().Err() != nil))
 	}
+}
+
+// record records a write in the activity log once its caller has the
+// answer: the answer is sent first (a flush; it has its Content-Length),
+// so that nothing the log does runs before the caller can read it.
+func (a *API) record(w http.ResponseWriter, wr tradecall.Write, o tradecall.Outcome) {
+	if a.activity == nil {
+		return
+	}
+	_ = http.NewResponseController(w).Flush()
+	a.activity.Record(wr, o)
 }
 
 // write describes a write of this family for the activity log.

@@ -49,7 +49,7 @@ func argsError(code, detail string) *httpapi.Error {
 func (a *API) idempotentCall(w http.ResponseWriter, r *http.Request, p auth.Principal, fn, key string, args json.RawMessage) {
 	o := a.keyed.Run(r.Context(), p.UserID, fn, key, args)
 	a.writeOutcome(w, p, o)
-	a.activity.Record(a.write(p, fn, key, args), o)
+	a.record(w, a.write(p, fn, key, args), o)
 }
 
 // writeOutcome answers with a keyed write's outcome: the rendered result

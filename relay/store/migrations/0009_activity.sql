@@ -19,7 +19,9 @@ CREATE TABLE activity (
     ref         TEXT
 );
 
-CREATE UNIQUE INDEX activity_ref ON activity(user_id, ref);
+-- Two indexes only, so that a busy log costs little to write: the ref's
+-- (partial: most entries have none) and the user's entries by seq, which
+-- reads, paging and the cap's trim use. The retention's prune walks seq
+-- from the oldest (entries are written in about the order they happen).
+CREATE UNIQUE INDEX activity_ref ON activity(user_id, ref) WHERE ref IS NOT NULL;
 CREATE INDEX activity_user ON activity(user_id, seq);
-CREATE INDEX activity_user_class ON activity(user_id, class, seq);
-CREATE INDEX activity_at ON activity(at);
