@@ -29,6 +29,9 @@ func (c *spineEntries) subscribe(t *testing.T, r *relay.Relay) {
 	t.Helper()
 	require.NoError(t, r.Events().Subscribe(events.Subscription{Name: "test-activity", Types: []events.Type{events.TypeActivity},
 		Handle: func(e events.Event) {
+			if !e.Built() {
+				return
+			}
 			c.mu.Lock()
 			c.evs = append(c.evs, e)
 			c.mu.Unlock()

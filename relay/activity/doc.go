@@ -9,7 +9,10 @@
 // and those who read:
 //
 //   - The Recorder is a queued subscriber of the spine (the relay
-//     subscribes Handle as "activity"). It records the TypeActivity
+//     subscribes Handle as "activity"). Handle only queues; the
+//     Recorder's writer builds the deferred entries (events.Deferred),
+//     checks them and writes those that gathered within
+//     Options.BatchDelay in one transaction. It records the TypeActivity
 //     events the trading doors, the Management API, the broker links and
 //     the budgets publish; the engines' reports the agents and the broker
 //     family send (TypeAgent and TypeBroker events of kind

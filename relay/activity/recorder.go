@@ -138,7 +138,11 @@ type Recorder struct {
 type pending struct {
 	userID string
 	entry  protocol.ActivityEntry
-	rec    store.ActivityRecord
+	ref    string
+	// build, when set, makes entry and ref (a door's deferred entry,
+	// events.Event.Build): the writer runs it, so that neither the door
+	// nor the spine's goroutine spends anything on it.
+	build func() (protocol.ActivityEntry, string, bool)
 }
 
 // Bounds of the writer's queue and of one transaction.
@@ -215,12 +219,11 @@ func (r *Recorder) Handle(ctx context.Context, e events.Event) {
 	}
 	switch e.Type {
 	case events.TypeActivity:
-		entry := e.Activity
-		if why := check(&entry); why != "" {
-			r.log.Warn("activity entry refused: "+why, zap.String("user", e.UserID), zap.String("kind", safeKind(entry.Kind)))
+		if e.Build != nil {
+			r.enqueue(ctx, pending{userID: e.UserID, build: e.Build})
 			return
 		}
-		r.record(ctx, e.UserID, entry, e.Ref)
+		r.record(ctx, e.UserID, e.Activity, e.Ref)
 	case events.TypeAgent, events.TypeBroker:
 		if e.Agent.Kind == protocol.EventActivity {
 			r.report(ctx, e)
@@ -360,26 +363,49 @@ func Class(kind string) string {
 	return store.ActivityClassAccount
 }
 
-// record queues an entry checked already for the writer.
+// record queues an entry for the writer, which checks it.
 func (r *Recorder) record(ctx context.Context, userID string, entry protocol.ActivityEntry, ref string) {
-	entry.At = time.UnixMilli(entry.At.UnixMilli()).UTC()
-	if len(entry.Detail) == 0 || bytes.Equal(entry.Detail, []byte("null")) {
-		entry.Detail = json.RawMessage(`{}`)
-	}
-	rec := store.ActivityRecord{At: entry.At, Kind: entry.Kind, Class: Class(entry.Kind), Account: entry.Account,
-		SourceKind: entry.Source.Kind, SourceID: entry.Source.ID, SourceName: entry.Source.Name, Summary: entry.Summary,
-		Detail: entry.Detail, Ref: ref}
+	r.enqueue(ctx, pending{userID: userID, entry: entry, ref: ref})
+}
+
+// enqueue queues p for the writer; it waits while maxQueued wait already,
+// until ctx ends.
+func (r *Recorder) enqueue(ctx context.Context, p pending) {
 	r.qmu.Lock()
 	defer r.qmu.Unlock()
 	for len(r.queue) >= maxQueued && !r.closed && ctx.Err() == nil {
 		r.moved.Wait()
 	}
 	if r.closed || len(r.queue) >= maxQueued {
-		r.log.Warn("activity entry dropped: the log is closed or behind", zap.String("user", userID), zap.String("kind", entry.Kind))
+		r.log.Warn("activity entry dropped: the log is closed or behind", zap.String("user", p.userID))
 		return
 	}
-	r.queue = append(r.queue, pending{userID: userID, entry: entry, rec: rec})
+	r.queue = append(r.queue, p)
 	r.moved.Broadcast()
+}
+
+// prepare builds a queued entry (when it is deferred), checks it and
+// returns its record; ok is false when there is nothing to record.
+func (r *Recorder) prepare(p *pending) (store.ActivityRecord, bool) {
+	if p.build != nil {
+		e, ref, ok := p.build()
+		if !ok {
+			return store.ActivityRecord{}, false
+		}
+		p.entry, p.ref, p.build = e, ref, nil
+	}
+	if why := check(&p.entry); why != "" {
+		r.log.Warn("activity entry refused: "+why, zap.String("user", p.userID), zap.String("kind", safeKind(p.entry.Kind)))
+		return store.ActivityRecord{}, false
+	}
+	e := &p.entry
+	e.At = time.UnixMilli(e.At.UnixMilli()).UTC()
+	if len(e.Detail) == 0 || bytes.Equal(e.Detail, []byte("null")) {
+		e.Detail = json.RawMessage(`{}`)
+	}
+	return store.ActivityRecord{At: e.At, Kind: e.Kind, Class: Class(e.Kind), Account: e.Account,
+		SourceKind: e.Source.Kind, SourceID: e.Source.ID, SourceName: e.Source.Name, Summary: e.Summary,
+		Detail: e.Detail, Ref: p.ref}, true
 }
 
 // write is the writer: it writes the queued entries, all that wait at
@@ -436,16 +462,23 @@ func (r *Recorder) write(context.Context) {
 func (r *Recorder) store(batch []pending) {
 	ctx, cancel := context.WithTimeout(context.Background(), writeTimeout)
 	defer cancel()
-	in := make([]store.ActivityAppend, len(batch))
-	for i, p := range batch {
-		in[i] = store.ActivityAppend{UserID: p.userID, Record: p.rec}
+	in := make([]store.ActivityAppend, 0, len(batch))
+	kept := batch[:0]
+	for i := range batch {
+		if rec, ok := r.prepare(&batch[i]); ok {
+			in = append(in, store.ActivityAppend{UserID: batch[i].userID, Record: rec})
+			kept = append(kept, batch[i])
+		}
+	}
+	if len(in) == 0 {
+		return
 	}
 	got, err := r.opts.Store.AppendActivities(ctx, in)
 	if err != nil {
-		r.log.Warn("recording activity", zap.Int("entries", len(batch)), zap.Error(err))
+		r.log.Warn("recording activity", zap.Int("entries", len(in)), zap.Error(err))
 		return
 	}
-	for i, p := range batch {
+	for i, p := range kept {
 		switch {
 		case errors.Is(got[i].Err, store.ErrNotFound):
 			r.log.Debug("activity of an unknown user", zap.String("kind", p.entry.Kind))
@@ -455,7 +488,7 @@ func (r *Recorder) store(batch []pending) {
 		}
 		p.entry.ID = EntryID(got[i].Seq)
 		r.opts.Publisher.Publish(events.Event{Type: events.TypeRecorded, UserID: p.userID, Activity: p.entry})
-		r.maybeTrim(ctx, p.userID, p.rec.Class)
+		r.maybeTrim(ctx, p.userID, in[i].Record.Class)
 	}
 }
 

@@ -118,6 +118,34 @@ type Event struct {
 	// after a reconnect, an outcome two nodes both saw. "" records every
 	// event.
 	Ref string
+	// Build, when set on a TypeActivity event, makes its Activity and Ref
+	// where they are needed rather than in the publisher's goroutine: a
+	// trading door publishes what it ran, and the activity log's worker
+	// builds the entry (Built). ok is false when there is nothing to
+	// record. BuildSize is what the builder holds, for the queues' bounds.
+	Build     func() (entry protocol.ActivityEntry, ref string, ok bool)
+	BuildSize int
+}
+
+// Built runs e's Build, if it has one, into its Activity and Ref, and
+// reports whether e holds an entry to record.
+func (e *Event) Built() bool {
+	if e.Build == nil {
+		return true
+	}
+	entry, ref, ok := e.Build()
+	e.Build, e.BuildSize = nil, 0
+	if !ok {
+		return false
+	}
+	e.Activity, e.Ref = entry, ref
+	return true
+}
+
+// Deferred returns the TypeActivity event of userID whose entry build
+// makes, later and elsewhere (Event.Build); size is what build holds.
+func Deferred(userID string, size int, build func() (protocol.ActivityEntry, string, bool)) Event {
+	return Event{Type: TypeActivity, UserID: userID, Build: build, BuildSize: size}
 }
 
 // Activity returns the TypeActivity event of an entry for userID's log.
@@ -143,7 +171,7 @@ func Session(s agentcall.SessionEvent) Event {
 // size is what an event counts against QueuedSubscription.MaxBytes.
 func (e *Event) size() int {
 	return eventOverhead + len(e.UserID) + len(e.Agent.Data) + len(e.Session.Diagnostics) +
-		len(e.Activity.Summary) + len(e.Activity.Detail) + len(e.Ref)
+		len(e.Activity.Summary) + len(e.Activity.Detail) + len(e.Ref) + e.BuildSize
 }
 
 // eventOverhead is what an event costs in a queue besides its data.

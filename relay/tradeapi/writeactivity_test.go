@@ -3,55 +3,18 @@ package tradeapi_test
 import (
 	"encoding/json"
 	"net/http"
-	"sync"
 	"sync/atomic"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"tradebridge/internal/testkit"
 	"tradebridge/protocol"
 	"tradebridge/relay/agentcall"
 	"tradebridge/relay/events"
+	"tradebridge/relay/events/eventstest"
 	"tradebridge/relay/tradeapi"
 )
-
-// writeEntries collects what a door publishes to the spine.
-type writeEntries struct {
-	mu  sync.Mutex
-	evs []events.Event
-}
-
-func (p *writeEntries) publisher() events.Publisher {
-	return events.PublishFunc(func(e events.Event) {
-		p.mu.Lock()
-		p.evs = append(p.evs, e)
-		p.mu.Unlock()
-	})
-}
-
-func (p *writeEntries) all() []events.Event {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	return append([]events.Event(nil), p.evs...)
-}
-
-func (p *writeEntries) count() int {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	return len(p.evs)
-}
-
-// wait returns the n entries writeEntries, failing when they do not come
-// or more come.
-func (p *writeEntries) wait(t *testing.T, n int) []events.Event {
-	t.Helper()
-	require.Eventually(t, func() bool { return p.count() >= n }, testkit.Medium, testkit.Tick)
-	evs := p.all()
-	require.Len(t, evs, n)
-	return evs
-}
 
 func writeDetailOf(t *testing.T, e events.Event) map[string]any {
 	t.Helper()
@@ -69,8 +32,8 @@ const placeBody = `{"action":"buy","instrument":"ES 12-26","orderType":"market",
 // recorded.
 func TestHTTPWritesRecorded(t *testing.T) {
 	t.Parallel()
-	var pub writeEntries
-	e := newEnv(t, func(o *tradeapi.Options) { o.Events = pub.publisher() })
+	var pub eventstest.Collector
+	e := newEnv(t, func(o *tradeapi.Options) { o.Events = &pub })
 
 	r := e.do("GET", "/v1/api/accounts/Sim101/orders", "tb_api_pro", "")
 	require.Equal(t, http.StatusOK, r.Status)
@@ -79,7 +42,7 @@ func TestHTTPWritesRecorded(t *testing.T) {
 
 	r = e.do("POST", "/v1/api/accounts/Sim101/orders/place", "tb_api_pro", placeBody)
 	require.Equal(t, http.StatusOK, r.Status)
-	evs := pub.wait(t, 1)
+	evs := pub.WaitActivity(t, 1)
 	placed := evs[0]
 	assert.Equal(t, events.TypeActivity, placed.Type)
 	assert.Equal(t, "usr_pro", placed.UserID)
@@ -99,7 +62,7 @@ func TestHTTPWritesRecorded(t *testing.T) {
 	e.agent.mu.Unlock()
 	r = e.do("POST", "/v1/api/accounts/Sim101/orders/place", "tb_api_pro", placeBody)
 	require.Equal(t, http.StatusBadRequest, r.Status)
-	blocked := pub.wait(t, 2)[1]
+	blocked := pub.WaitActivity(t, 2)[1]
 	assert.Equal(t, protocol.ActivityTradingBlocked, blocked.Activity.Kind)
 	assert.Equal(t, "killSwitch", writeDetailOf(t, blocked)["rule"])
 	assert.Equal(t, "PlaceOrder on Sim101 refused: trading_blocked (killSwitch)", blocked.Activity.Summary)
@@ -111,7 +74,7 @@ func TestHTTPWritesRecorded(t *testing.T) {
 		r = e.do("POST", "/v1/api/accounts/Sim101/orders/place", "tb_api_pro", placeBody, "Idempotency-Key", "k-7")
 		require.Equal(t, http.StatusOK, r.Status)
 	}
-	evs = pub.wait(t, 4)
+	evs = pub.WaitActivity(t, 4)
 	assert.Equal(t, protocol.ActivityOrderPlaced, evs[2].Activity.Kind)
 	assert.NotEmpty(t, evs[2].Ref, "a keyed write's own outcome has a ref")
 	assert.Equal(t, "k-7", writeDetailOf(t, evs[2])["idempotencyKey"])
@@ -128,7 +91,7 @@ func TestHTTPWritesRecorded(t *testing.T) {
 	require.Equal(t, http.StatusOK, r.Status)
 	r = e.do("POST", "/v1/api/accounts/Sim101/orders/77/cancel", "tb_api_pro", "")
 	require.Equal(t, http.StatusOK, r.Status)
-	evs = pub.wait(t, 5)
+	evs = pub.WaitActivity(t, 5)
 	assert.Equal(t, protocol.ActivityOrderChanged, evs[4].Activity.Kind, "only the cancel after the replay")
 	assert.Equal(t, "CancelOrder 77 on Sim101", evs[4].Activity.Summary)
 }
@@ -137,14 +100,14 @@ func TestHTTPWritesRecorded(t *testing.T) {
 // detail.family tv; the broker's own refusal is the error.
 func TestBrokerWritesRecorded(t *testing.T) {
 	t.Parallel()
-	var pub writeEntries
+	var pub eventstest.Collector
 	e := newEnv(t, func(o *tradeapi.Options) {
 		o.Family = tradeapi.FamilyBroker
-		o.Events = pub.publisher()
+		o.Events = &pub
 	})
 	r := e.do("POST", "/v1/api/tv/accounts/DEMO1/orders/place", "tb_api_pro", placeBody)
 	require.Equal(t, http.StatusOK, r.Status)
-	ev := pub.wait(t, 1)[0]
+	ev := pub.WaitActivity(t, 1)[0]
 	assert.Equal(t, protocol.ActivityOrderPlaced, ev.Activity.Kind)
 	assert.Equal(t, "tv", writeDetailOf(t, ev)["family"])
 	assert.Equal(t, "DEMO1", ev.Activity.Account)
@@ -154,8 +117,8 @@ func TestBrokerWritesRecorded(t *testing.T) {
 // runs name the same ref, so the activity log records the write once.
 func TestHTTPKeyedRerunNotDoubled(t *testing.T) {
 	t.Parallel()
-	var pub writeEntries
-	e := newEnv(t, func(o *tradeapi.Options) { o.Events = pub.publisher() })
+	var pub eventstest.Collector
+	e := newEnv(t, func(o *tradeapi.Options) { o.Events = &pub })
 	var calls atomic.Int32
 	e.agent.mu.Lock()
 	e.agent.reply = func(c call) (json.RawMessage, error) {
@@ -169,7 +132,7 @@ func TestHTTPKeyedRerunNotDoubled(t *testing.T) {
 	require.Equal(t, http.StatusServiceUnavailable, r.Status)
 	r = e.do("POST", "/v1/api/accounts/Sim101/orders/place", "tb_api_pro", placeBody, "Idempotency-Key", "k-u")
 	require.Equal(t, http.StatusOK, r.Status)
-	evs := pub.wait(t, 2)
+	evs := pub.WaitActivity(t, 2)
 	assert.Equal(t, protocol.ActivityOrderRefused, evs[0].Activity.Kind)
 	assert.Equal(t, "outcome_unknown", writeDetailOf(t, evs[0])["error"])
 	assert.Equal(t, protocol.ActivityOrderPlaced, evs[1].Activity.Kind)

@@ -68,18 +68,23 @@ func NewActivity(pub events.Publisher, now func() time.Time) *Activity {
 	return &Activity{pub: pub, now: now}
 }
 
-// Record publishes the entry of w's outcome o, if it has one
-// (WriteEntry). It never blocks: the spine takes the event or drops it.
-// Doors call it after the caller has its answer.
+// Record publishes w's outcome o for the activity log, which builds its
+// entry (WriteEntry) on its own goroutine (events.Deferred). It never
+// blocks: the spine takes the event or drops it. Doors call it after the
+// caller has its answer.
 func (a *Activity) Record(w Write, o Outcome) {
 	if a == nil {
 		return
 	}
-	e, ref, ok := WriteEntry(w, o, a.now())
-	if !ok {
+	if f, found := protocol.LookupFunction(w.Fn); !found || !f.Write {
 		return
 	}
-	a.pub.Publish(events.Activity(w.Principal.UserID, ref, e))
+	// The entry is built by the activity log's worker, not here: the
+	// door's goroutine only hands over what it ran.
+	at := a.now()
+	a.pub.Publish(events.Deferred(w.Principal.UserID, len(w.Args)+len(o.Result), func() (protocol.ActivityEntry, string, bool) {
+		return WriteEntry(w, o, at)
+	}))
 }
 
 // CallOutcome is the Outcome of an unkeyed call that answered result or

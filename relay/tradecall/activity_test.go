@@ -201,7 +201,7 @@ func TestKeyedWritesRef(t *testing.T) {
 	for _, o := range []tradecall.Outcome{first, rerun, replay} {
 		a.Record(w, o)
 	}
-	evs := c.All()
+	evs := c.Activity()
 	require.Len(t, evs, 3)
 	assert.Equal(t, evs[0].Ref, evs[1].Ref)
 	assert.Equal(t, protocol.ActivityOrderRefused, evs[0].Activity.Kind)

@@ -41,12 +41,13 @@ func (c *Collector) Len() int {
 	return len(c.evs)
 }
 
-// Activity returns the TypeActivity events published so far; with kinds,
-// only those of these activity kinds.
+// Activity returns the TypeActivity events published so far, their
+// deferred entries built (events.Event.Built; those with nothing to
+// record left out); with kinds, only those of these activity kinds.
 func (c *Collector) Activity(kinds ...string) []events.Event {
 	var out []events.Event
 	for _, e := range c.All() {
-		if e.Type != events.TypeActivity {
+		if e.Type != events.TypeActivity || !e.Built() {
 			continue
 		}
 		if len(kinds) == 0 || contains(kinds, e.Activity.Kind) {
