@@ -306,7 +306,7 @@ type build struct {
 	support *support.Server
 	pairing *pairing.Server
 	actLog  *activity.Server // GET /v1/api/activity
-	keys    *sealed.Keyring // the broker's, which seal the alerts' secrets too
+	keys    *sealed.Keyring  // the broker's, which seal the alerts' secrets too
 }
 
 // run runs the steps in order.

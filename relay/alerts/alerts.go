@@ -253,10 +253,10 @@ func New(opts Options) (*Dispatcher, error) {
 		opts.Logger = zap.NewNop()
 	}
 	return &Dispatcher{
-		opts:  opts,
-		log:   opts.Logger.Named("alerts"),
-		hooks: newClient(opts.Timeout, opts.TLS, true, opts.AllowPrivate),
-		apis:  newClient(opts.Timeout, opts.TLS, false, true),
+		opts:   opts,
+		log:    opts.Logger.Named("alerts"),
+		hooks:  newClient(opts.Timeout, opts.TLS, true, opts.AllowPrivate),
+		apis:   newClient(opts.Timeout, opts.TLS, false, true),
 		wake:   make(chan struct{}, 1),
 		busy:   map[string]bool{},
 		cached: map[string]cachedDestinations{},

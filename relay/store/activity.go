@@ -67,7 +67,7 @@ var (
 	qAppendActivity = sqlText(`INSERT INTO activity (user_id, at, kind, class, account, source_kind, source_id, source_name,
 		summary, detail, ref) SELECT ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ? WHERE EXISTS (SELECT 1 FROM users WHERE id = ?)
 		ON CONFLICT DO NOTHING RETURNING seq`)
-	qActivityByRef  = sqlText("SELECT seq FROM activity WHERE user_id = ? AND ref = ?")
+	qActivityByRef = sqlText("SELECT seq FROM activity WHERE user_id = ? AND ref = ?")
 	// The last seq of the chunk of pruneChunk entries after a seq, and
 	// the deletion of its entries older than a time.
 	qPruneChunkEnd  = sqlText("SELECT MAX(seq) FROM (SELECT seq FROM activity WHERE seq > ? ORDER BY seq LIMIT ?) chunk")
