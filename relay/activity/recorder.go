@@ -208,11 +208,12 @@ var Kinds = []string{protocol.EventActivity}
 var Types = []events.Type{events.TypeActivity, events.TypeSession, events.TypeAgent, events.TypeBroker}
 
 // Handle records what e reports (the relay subscribes it, queued, to
-// Types and Kinds); other events are ignored. It checks the entry and
-// queues it for the Recorder's writer, which writes the waiting entries
-// in one transaction (so that a busy log costs one commit for many
-// entries) and publishes each new one; Flush waits for them. It waits
-// only when the writer is maxQueued entries behind.
+// Types and Kinds); other events are ignored. It queues the entry for the
+// Recorder's writer, which builds (a deferred entry), checks and writes
+// the entries that gathered within BatchDelay in one transaction (so that
+// a busy log costs one commit for many entries) and publishes each new
+// one; Flush waits for them. It waits only when the writer is maxQueued
+// entries behind.
 func (r *Recorder) Handle(ctx context.Context, e events.Event) {
 	if e.Remote || e.UserID == "" || r.opts.Disabled {
 		return
