@@ -2,7 +2,6 @@ package broker_test
 
 import (
 	"context"
-	"encoding/json"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -18,19 +17,11 @@ import (
 	"tradebridge/relay/auth"
 	"tradebridge/relay/auth/authtest"
 	"tradebridge/relay/broker"
-	"tradebridge/relay/events"
 	"tradebridge/relay/events/eventstest"
 	"tradebridge/trading/bridge/sim"
 	"tradebridge/trading/bridge/tradovate"
 	"tradebridge/trading/bridge/tradovate/tradovatefake"
 )
-
-func linkDetailOf(t *testing.T, e events.Event) map[string]any {
-	t.Helper()
-	var d map[string]any
-	require.NoError(t, json.Unmarshal(e.Activity.Detail, &d))
-	return d
-}
 
 // A link made and removed over HTTP is broker.linked and broker.unlinked,
 // source api with the token's id; a DELETE with nothing linked records
@@ -86,7 +77,7 @@ func TestLinkRoutesRecorded(t *testing.T) {
 	assert.Equal(t, "alice", linked.UserID)
 	assert.Equal(t, protocol.ActivityBrokerLinked, linked.Activity.Kind)
 	assert.Equal(t, src, linked.Activity.Source)
-	assert.Equal(t, map[string]any{"env": "demo", "method": "apikey"}, linkDetailOf(t, linked))
+	assert.Equal(t, map[string]any{"env": "demo", "method": "apikey"}, eventstest.Detail(t, linked.Activity))
 	assert.NotContains(t, string(linked.Activity.Detail), "pw")
 	assert.NotContains(t, linked.Activity.Summary, "trader")
 	assert.Equal(t, protocol.ActivityBrokerUnlinked, unlinked.Activity.Kind)
@@ -113,7 +104,7 @@ func TestOAuthLinkRecorded(t *testing.T) {
 	assert.Equal(t, "bob", ev.UserID)
 	assert.Equal(t, protocol.ActivityBrokerLinked, ev.Activity.Kind)
 	assert.Equal(t, protocol.ActivitySource{Kind: protocol.SourceBroker}, ev.Activity.Source)
-	assert.Equal(t, "oauth", linkDetailOf(t, ev)["method"])
+	assert.Equal(t, "oauth", eventstest.Detail(t, ev.Activity)["method"])
 }
 
 // brokerFake is a Tradovate fake for the links' sessions.
@@ -156,7 +147,7 @@ func TestLoginFailedRecordedOnce(t *testing.T) {
 	assert.Equal(t, "alice", ev.UserID)
 	assert.Equal(t, protocol.ActivityBrokerLoginFailed, ev.Activity.Kind)
 	assert.Equal(t, protocol.ActivitySource{Kind: protocol.SourceBroker}, ev.Activity.Source)
-	assert.Equal(t, map[string]any{"error": "login_failed", "env": "demo", "reason": "credentials"}, linkDetailOf(t, ev))
+	assert.Equal(t, map[string]any{"error": "login_failed", "env": "demo", "reason": "credentials"}, eventstest.Detail(t, ev.Activity))
 	assert.Equal(t, "Tradovate login failed: Tradovate refused the username or password; link the account again", ev.Activity.Summary)
 	assert.NotContains(t, ev.Activity.Summary, tradovatefake.DefaultName)
 	require.NotEmpty(t, ev.Ref)
@@ -179,7 +170,7 @@ func TestLoginFailedRecordedOnce(t *testing.T) {
 	require.NoError(t, err)
 	evs = log.WaitActivity(t, 3)
 	assert.Equal(t, protocol.ActivityBrokerLoginFailed, evs[2].Activity.Kind)
-	assert.Equal(t, "captcha_required", linkDetailOf(t, evs[2])["error"])
+	assert.Equal(t, "captcha_required", eventstest.Detail(t, evs[2].Activity)["error"])
 	assert.NotEqual(t, ev.Ref, evs[2].Ref, "another link")
 }
 
@@ -197,6 +188,6 @@ func TestTokenExpiredRecorded(t *testing.T) {
 	require.NoError(t, err)
 	ev := log.WaitActivity(t, 1)[0]
 	assert.Equal(t, protocol.ActivityBrokerTokenExpired, ev.Activity.Kind)
-	assert.Equal(t, map[string]any{"error": "token_expired", "env": "demo"}, linkDetailOf(t, ev))
+	assert.Equal(t, map[string]any{"error": "token_expired", "env": "demo"}, eventstest.Detail(t, ev.Activity))
 	assert.NotContains(t, string(ev.Activity.Detail)+ev.Activity.Summary, "tok-secret-xyz")
 }

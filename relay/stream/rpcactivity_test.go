@@ -1,7 +1,6 @@
 package stream
 
 import (
-	"encoding/json"
 	"sync"
 	"testing"
 	"time"
@@ -13,16 +12,8 @@ import (
 	"tradebridge/relay/admit"
 	"tradebridge/relay/agentcall"
 	"tradebridge/relay/budget"
-	"tradebridge/relay/events"
 	"tradebridge/relay/events/eventstest"
 )
-
-func rpcDetailOf(t *testing.T, e events.Event) map[string]any {
-	t.Helper()
-	var d map[string]any
-	require.NoError(t, json.Unmarshal(e.Activity.Detail, &d))
-	return d
-}
 
 // The socket's rpc writes are recorded as the HTTP routes' are, source
 // stream: placed; trading_blocked with its rule; a keyed write whose
@@ -60,13 +51,13 @@ func TestRPCWritesRecorded(t *testing.T) {
 	assert.Equal(t, "Sim101", placed.Activity.Account)
 	assert.Equal(t, "Bought 1 ES at market on Sim101 — order o-1", placed.Activity.Summary)
 	assert.Empty(t, placed.Ref)
-	assert.Equal(t, "desktop", rpcDetailOf(t, placed)["family"])
+	assert.Equal(t, "desktop", eventstest.Detail(t, placed.Activity)["family"])
 
 	c.send(rpcFrame(2, "PlaceOrder", placeArgs()))
 	require.Equal(t, "trading_blocked", c.readReply()["error"])
 	blocked := pub.WaitActivity(t, 2)[1]
 	assert.Equal(t, protocol.ActivityTradingBlocked, blocked.Activity.Kind)
-	assert.Equal(t, "closingOnly", rpcDetailOf(t, blocked)["rule"])
+	assert.Equal(t, "closingOnly", eventstest.Detail(t, blocked.Activity)["rule"])
 
 	for i := range 3 {
 		c.send(rpcFrame(3+i, "PlaceOrder", placeArgs("idempotencyKey", "k-9")))
@@ -75,13 +66,13 @@ func TestRPCWritesRecorded(t *testing.T) {
 	evs := pub.WaitActivity(t, 5)
 	unknown, rerun, replay := evs[2], evs[3], evs[4]
 	assert.Equal(t, protocol.ActivityOrderRefused, unknown.Activity.Kind)
-	assert.Equal(t, "outcome_unknown", rpcDetailOf(t, unknown)["error"])
+	assert.Equal(t, "outcome_unknown", eventstest.Detail(t, unknown.Activity)["error"])
 	assert.Equal(t, protocol.ActivityOrderPlaced, rerun.Activity.Kind)
 	require.NotEmpty(t, unknown.Ref)
 	assert.Equal(t, unknown.Ref, rerun.Ref, "the rerun of the same claim records nothing more")
 	assert.Equal(t, protocol.ActivityOrderReplayed, replay.Activity.Kind)
 	assert.Empty(t, replay.Ref)
-	assert.Equal(t, "k-9", rpcDetailOf(t, replay)["idempotencyKey"])
+	assert.Equal(t, "k-9", eventstest.Detail(t, replay.Activity)["idempotencyKey"])
 }
 
 // toldRefusals records the refusals the Admitter is told of.

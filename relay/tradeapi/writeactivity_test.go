@@ -16,13 +16,6 @@ import (
 	"tradebridge/relay/tradeapi"
 )
 
-func writeDetailOf(t *testing.T, e events.Event) map[string]any {
-	t.Helper()
-	var d map[string]any
-	require.NoError(t, json.Unmarshal(e.Activity.Detail, &d))
-	return d
-}
-
 const placeBody = `{"action":"buy","instrument":"ES 12-26","orderType":"market","quantity":2,"timeInForce":"day"}`
 
 // Every trading write over HTTP is one activity log entry once answered,
@@ -51,7 +44,7 @@ func TestHTTPWritesRecorded(t *testing.T) {
 	assert.Equal(t, "Sim101", placed.Activity.Account)
 	assert.Equal(t, protocol.SourceAPI, placed.Activity.Source.Kind)
 	assert.Equal(t, "Bought 2 ES 12-26 at market on Sim101 — order o-1", placed.Activity.Summary)
-	d := writeDetailOf(t, placed)
+	d := eventstest.Detail(t, placed.Activity)
 	assert.Equal(t, "desktop", d["family"])
 	assert.Equal(t, []any{"o-1"}, d["orderIds"])
 
@@ -64,7 +57,7 @@ func TestHTTPWritesRecorded(t *testing.T) {
 	require.Equal(t, http.StatusBadRequest, r.Status)
 	blocked := pub.WaitActivity(t, 2)[1]
 	assert.Equal(t, protocol.ActivityTradingBlocked, blocked.Activity.Kind)
-	assert.Equal(t, "killSwitch", writeDetailOf(t, blocked)["rule"])
+	assert.Equal(t, "killSwitch", eventstest.Detail(t, blocked.Activity)["rule"])
 	assert.Equal(t, "PlaceOrder on Sim101 refused: trading_blocked (killSwitch)", blocked.Activity.Summary)
 
 	e.agent.mu.Lock()
@@ -77,11 +70,11 @@ func TestHTTPWritesRecorded(t *testing.T) {
 	evs = pub.WaitActivity(t, 4)
 	assert.Equal(t, protocol.ActivityOrderPlaced, evs[2].Activity.Kind)
 	assert.NotEmpty(t, evs[2].Ref, "a keyed write's own outcome has a ref")
-	assert.Equal(t, "k-7", writeDetailOf(t, evs[2])["idempotencyKey"])
+	assert.Equal(t, "k-7", eventstest.Detail(t, evs[2].Activity)["idempotencyKey"])
 	assert.Equal(t, protocol.ActivityOrderReplayed, evs[3].Activity.Kind)
 	assert.Empty(t, evs[3].Ref)
-	assert.Equal(t, "k-7", writeDetailOf(t, evs[3])["idempotencyKey"])
-	assert.Equal(t, []any{"o-1"}, writeDetailOf(t, evs[3])["orderIds"])
+	assert.Equal(t, "k-7", eventstest.Detail(t, evs[3].Activity)["idempotencyKey"])
+	assert.Equal(t, []any{"o-1"}, eventstest.Detail(t, evs[3].Activity)["orderIds"])
 
 	r = e.do("POST", "/v1/api/accounts/Sim101/orders/place", "tb_api_pro", `{"action":"buy"}`, "Idempotency-Key", "k-7")
 	require.Equal(t, http.StatusBadRequest, r.Status)
@@ -109,7 +102,7 @@ func TestBrokerWritesRecorded(t *testing.T) {
 	require.Equal(t, http.StatusOK, r.Status)
 	ev := pub.WaitActivity(t, 1)[0]
 	assert.Equal(t, protocol.ActivityOrderPlaced, ev.Activity.Kind)
-	assert.Equal(t, "tv", writeDetailOf(t, ev)["family"])
+	assert.Equal(t, "tv", eventstest.Detail(t, ev.Activity)["family"])
 	assert.Equal(t, "DEMO1", ev.Activity.Account)
 }
 
@@ -134,7 +127,7 @@ func TestHTTPKeyedRerunNotDoubled(t *testing.T) {
 	require.Equal(t, http.StatusOK, r.Status)
 	evs := pub.WaitActivity(t, 2)
 	assert.Equal(t, protocol.ActivityOrderRefused, evs[0].Activity.Kind)
-	assert.Equal(t, "outcome_unknown", writeDetailOf(t, evs[0])["error"])
+	assert.Equal(t, "outcome_unknown", eventstest.Detail(t, evs[0].Activity)["error"])
 	assert.Equal(t, protocol.ActivityOrderPlaced, evs[1].Activity.Kind)
 	require.NotEmpty(t, evs[0].Ref)
 	assert.Equal(t, evs[0].Ref, evs[1].Ref)

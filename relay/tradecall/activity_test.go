@@ -25,13 +25,6 @@ import (
 
 var trader = auth.Principal{UserID: "usr", Kind: auth.KindAPI, TokenHash: "abcdef0123456789abcdef"}
 
-func detailOf(t *testing.T, e protocol.ActivityEntry) map[string]any {
-	t.Helper()
-	var d map[string]any
-	require.NoError(t, json.Unmarshal(e.Detail, &d))
-	return d
-}
-
 // Each outcome of a trading write is one entry of its kind, with the
 // detail keys its kind documents; reads and keyed writes refused before
 // they ran are not recorded.
@@ -123,7 +116,7 @@ func TestWriteEntry(t *testing.T) {
 				assert.Equal(t, tc.summary, e.Summary)
 			}
 			assert.NotEmpty(t, e.Summary)
-			d := detailOf(t, e)
+			d := eventstest.Detail(t, e)
 			assert.Equal(t, tc.w.Fn, d["fn"])
 			assert.NotNil(t, d["request"], "the arguments as asked")
 			for k, v := range tc.detail {
@@ -271,7 +264,7 @@ func TestWriteEntryBounds(t *testing.T) {
 	assert.LessOrEqual(t, utf8.RuneCountInString(e.Summary), protocol.MaxActivitySummary)
 	assert.True(t, strings.HasSuffix(e.Summary, "…"), "cut")
 	assert.LessOrEqual(t, len(e.Detail), protocol.MaxActivityDetail)
-	d := detailOf(t, e)
+	d := eventstest.Detail(t, e)
 	assert.Equal(t, true, d["truncated"])
 	assert.Nil(t, d["request"])
 	assert.Len(t, d["orderIds"], 20)

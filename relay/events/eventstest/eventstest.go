@@ -3,6 +3,7 @@
 package eventstest
 
 import (
+	"encoding/json"
 	"sync"
 	"testing"
 
@@ -84,4 +85,13 @@ func (c *Collector) WaitActivity(t testing.TB, n int) []events.Event {
 	evs := c.Activity()
 	require.Len(t, evs, n)
 	return evs
+}
+
+// Detail decodes an activity entry's detail; it fails t when the detail
+// is not a JSON object.
+func Detail(t testing.TB, e protocol.ActivityEntry) map[string]any {
+	t.Helper()
+	var d map[string]any
+	require.NoError(t, json.Unmarshal(e.Detail, &d))
+	return d
 }
