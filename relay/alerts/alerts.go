@@ -194,6 +194,9 @@ type Dispatcher struct {
 
 	cmu    sync.Mutex
 	cached map[string]cachedDestinations // by user
+	// changes counts Changed calls: a read that began before one is not
+	// kept, as it may predate the change.
+	changes uint64
 }
 
 // cachedDestinations are a user's destinations as read at a time (by
@@ -383,6 +386,7 @@ func (d *Dispatcher) cachedDestinations(ctx context.Context, userID string) ([]D
 	now := time.Now()
 	d.cmu.Lock()
 	c, ok := d.cached[userID]
+	changes := d.changes
 	d.cmu.Unlock()
 	if ok && now.Sub(c.at) < d.opts.CacheTTL {
 		return c.dests, nil
@@ -393,6 +397,9 @@ func (d *Dispatcher) cachedDestinations(ctx context.Context, userID string) ([]D
 	}
 	d.cmu.Lock()
 	defer d.cmu.Unlock()
+	if d.changes != changes {
+		return dests, nil // read while a change was made: used once, not kept
+	}
 	if len(d.cached) >= maxCachedUsers {
 		for u, c := range d.cached {
 			if now.Sub(c.at) >= d.opts.CacheTTL {
@@ -412,6 +419,7 @@ func (d *Dispatcher) cachedDestinations(ctx context.Context, userID string) ([]D
 func (d *Dispatcher) Changed(userID string) {
 	d.cmu.Lock()
 	delete(d.cached, userID)
+	d.changes++
 	d.cmu.Unlock()
 }
 
