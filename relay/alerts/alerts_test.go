@@ -708,3 +708,43 @@ func TestDestinationsCachedForTheTTL(t *testing.T) {
 	rc.next(t)
 	rc.next(t) // both destinations, the new one at once
 }
+
+// slowReads holds the Dispatcher's reads of destinations until released.
+type slowReads struct {
+	alerts.Store
+	started chan struct{}
+	release chan struct{}
+}
+
+func (s *slowReads) ManagedState(ctx context.Context, userID string) (store.ManagedState, error) {
+	ms, err := s.Store.ManagedState(ctx, userID)
+	select {
+	case s.started <- struct{}{}:
+		<-s.release
+	default:
+	}
+	return ms, err
+}
+
+// A read of the destinations that overlapped a change (Changed) is used
+// for its entry but not kept: the next entry reads them again and finds
+// the destination created meanwhile.
+func TestDestinationReadOverlappingAChange(t *testing.T) {
+	t.Parallel()
+	r := newRig(t)
+	rc := newReceiver(t)
+	slow := &slowReads{Store: r.st, started: make(chan struct{}), release: make(chan struct{})}
+	d := r.dispatcherOn(slow, nil)
+	ctx := context.Background()
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		d.Handle(ctx, r.recorded("monitor.tripped", "before the destination"))
+	}()
+	<-slow.started // the read without the destination is under way
+	r.destination(alerts.Destination{Kind: alerts.KindWebhook, URL: rc.srv.URL, Events: []string{"monitor.tripped"}}, alerts.Secrets{Secret: secret})
+	close(slow.release)
+	<-done
+	d.Handle(ctx, r.recorded("monitor.tripped", "after the destination"))
+	require.Contains(t, string(rc.next(t).body), "after the destination")
+}
