@@ -273,6 +273,9 @@ func TestMalformedDiagnosticsEndTheTunnel(t *testing.T) {
 	require.NoError(t, protocol.NewWriter(a.control).WriteFrame(protocol.TypeEvent,
 		protocol.Event{Seq: 1, Kind: protocol.EventDiagnostics, Data: json.RawMessage(`{"errors":"` + strings.Repeat("x", 10) + `"}`)}))
 	<-a.sess.CloseChan()
+	// The session may end on a failed write before the close frame is
+	// read.
+	require.Eventually(t, func() bool { return a.conn.CloseStatus() != -1 }, testkit.Medium, time.Millisecond)
 	require.Equal(t, protocol.CloseProtocolError, a.conn.CloseStatus())
 	end := log.wait(t, agentcall.SessionEnded, info.SessionID)
 	require.Equal(t, agentcall.ReasonProtocolError, end.Reason)
