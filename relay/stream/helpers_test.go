@@ -76,6 +76,23 @@ type fakeUpstream struct {
 	// SetSubscriptions before it answers, as an agent that publishes the
 	// current quotes of what it just subscribed.
 	onSubscribed func(user string, contracts []string)
+	// subsErr, when set, is SetSubscriptions' answer (a platform not
+	// ready behind a connected agent); such calls are counted in
+	// subsFailed, not in calls.
+	subsErr    error
+	subsFailed int
+}
+
+func (f *fakeUpstream) failedSets() int {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.subsFailed
+}
+
+func (f *fakeUpstream) setSubsErr(err error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.subsErr = err
 }
 
 var knownRoots = map[string]bool{"ES": true, "NQ": true, "CL": true, "GC": true, "YM": true, "RTY": true, "MES": true, "MNQ": true}
@@ -101,6 +118,12 @@ func (f *fakeUpstream) Call(ctx context.Context, userID, fn, requestID string, a
 	if f.disconnected[userID] {
 		f.mu.Unlock()
 		return nil, agentcall.ErrNotConnected
+	}
+	if fn == protocol.FnSetSubscriptions && f.subsErr != nil {
+		f.subsFailed++
+		err := f.subsErr
+		f.mu.Unlock()
+		return nil, err
 	}
 	f.calls = append(f.calls, c)
 	onCall := f.onCall

@@ -157,8 +157,10 @@ func (s *Server) Handle(e events.Event) {
 	}
 }
 
-// HandleEvent takes an event a user's agent sent.
-// Quotes go to that user's sockets subscribed to the quote's instrument,
+// HandleEvent takes an event a user's agent sent. A change of the
+// platform's connections has the user's subscriptions sent again if the
+// agent may not hold them (the platform was not ready when they were
+// sent). Quotes go to that user's sockets subscribed to the quote's instrument,
 // and to nobody else. It never blocks: each socket keeps only the latest
 // quote of each instrument until its writer takes it. A quote the relay
 // cannot use is dropped and counted (Stats.BadQuotes): one that does not
@@ -167,6 +169,17 @@ func (s *Server) Handle(e events.Event) {
 // KiB as encoded for sockets), so that what an agent sends cannot grow
 // what the relay keeps.
 func (s *Server) HandleEvent(userID string, ev protocol.Event) {
+	if ev.Kind == protocol.EventConnections {
+		// The platform's connections changed behind the agent (it came
+		// up, say): subscriptions that could not be set are sent again.
+		s.mu.RLock()
+		u := s.users[userID]
+		s.mu.RUnlock()
+		if u != nil {
+			u.signalResync()
+		}
+		return
+	}
 	if ev.Kind != protocol.EventQuote {
 		return
 	}

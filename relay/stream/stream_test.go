@@ -826,6 +826,46 @@ func TestAgentDisconnectAndReconnect(t *testing.T) {
 	require.Equal(t, 42.0, quotesOf(c.readType("marketData"))["ES 12-26"]["bid"])
 }
 
+// Subscriptions the agent could not take when it connected (its platform
+// not ready yet) are sent again when the platform's connections change,
+// and, without such news, a second later.
+func TestSubscriptionsSentAgainOncePlatformIsReady(t *testing.T) {
+	t.Parallel()
+	for _, viaEvent := range []bool{true, false} {
+		e := newEnv(t)
+		e.up.setConnected(userA, false)
+		c := e.dialNoStatus(tokA)
+		require.Equal(t, false, c.read()["agentConnected"])
+		e.up.setConnected(userA, true)
+		e.srv.HandleStatus(userA, true)
+		require.Equal(t, true, c.read()["agentConnected"])
+		c.send(map[string]any{"action": "subscribe", "instruments": []string{"ES"}})
+		require.Equal(t, "subscribed", c.read()["type"])
+		_, n := e.up.lastSet(userA)
+
+		// The agent comes back; its platform is not ready.
+		e.up.setSubsErr(&protocol.Error{Code: protocol.CodePlatformUnavailable, Detail: "NinjaTrader is not running"})
+		e.up.setConnected(userA, false)
+		e.srv.HandleStatus(userA, false)
+		require.Equal(t, false, c.read()["agentConnected"])
+		e.up.setConnected(userA, true)
+		e.srv.HandleStatus(userA, true)
+		require.Equal(t, true, c.read()["agentConnected"])
+		require.Eventually(t, func() bool { return e.up.failedSets() > 0 }, testkit.Medium, time.Millisecond)
+		_, m := e.up.lastSet(userA)
+		require.Equal(t, n, m, "refused")
+
+		e.up.setSubsErr(nil)
+		if viaEvent {
+			e.srv.HandleEvent(userA, protocol.Event{Kind: protocol.EventConnections, Data: json.RawMessage(`[]`)})
+		}
+		require.Eventually(t, func() bool {
+			set, m := e.up.lastSet(userA)
+			return m == n+1 && fmt.Sprint(set) == "[ES]"
+		}, testkit.Medium, time.Millisecond, "sent again (via the connections event: %v)", viaEvent)
+	}
+}
+
 func TestRevokedTokenClosesSocket(t *testing.T) {
 	e := newEnv(t, func(o *Options) { o.ReverifyInterval = 20 * time.Millisecond })
 	c := e.dial(tokA)

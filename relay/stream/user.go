@@ -48,6 +48,11 @@ type user struct {
 	subDone   chan callResult
 	pnlDone   chan callResult
 	statusSig chan struct{}
+	// resyncSig asks the loop to send the subscriptions again if the
+	// agent may not hold them: the platform's connections changed, or a
+	// failed sync's retry is due (retry).
+	resyncSig chan struct{}
+	retry     *time.Timer // a failed sync's retry; nil when none waits
 	done      chan struct{}
 
 	// Owned by run.
@@ -190,6 +195,7 @@ func newUser(s *Server, id string) *user {
 		subDone:   make(chan callResult, 1),
 		pnlDone:   make(chan callResult, 1),
 		statusSig: make(chan struct{}, 1),
+		resyncSig: make(chan struct{}, 1),
 		done:      make(chan struct{}),
 		sockets:   make(map[*socket]struct{}),
 		refs:      make(map[string]int),
@@ -270,6 +276,18 @@ func (u *user) signalStatus() {
 	}
 }
 
+func (u *user) signalResync() {
+	select {
+	case u.resyncSig <- struct{}{}:
+	default:
+	}
+}
+
+// syncRetryDelay is how long after a failed sync of the subscriptions
+// (the platform not ready yet behind a connected agent) it is tried
+// again, while the agent stays connected.
+const syncRetryDelay = time.Second
+
 // ---- The loop ----
 
 func (u *user) run() {
@@ -278,6 +296,9 @@ func (u *user) run() {
 	defer func() {
 		if u.ticker != nil {
 			u.ticker.Stop()
+		}
+		if u.retry != nil {
+			u.retry.Stop()
 		}
 	}()
 	for {
@@ -304,6 +325,10 @@ func (u *user) run() {
 			u.poll(false)
 		case <-u.statusSig:
 			u.statusChanged()
+		case <-u.resyncSig:
+			if u.dirty {
+				u.maybeSync()
+			}
 		}
 		if u.retire() {
 			return
@@ -568,6 +593,14 @@ func (u *user) subFinished(r callResult) {
 	if r.err != nil {
 		u.dirty = true
 		u.resyncAfter = false
+		if u.connected() {
+			// The platform may not be ready behind the agent yet.
+			if u.retry == nil {
+				u.retry = time.AfterFunc(syncRetryDelay, u.signalResync)
+			} else {
+				u.retry.Reset(syncRetryDelay)
+			}
+		}
 		u.log.Warn("setting market-data subscriptions failed", zap.Int("instruments", len(u.pendingSet)), zap.Error(r.err))
 		if op != nil && u.member(op.sk) {
 			e, ok := tradecall.CallError(r.err, false)
