@@ -88,7 +88,11 @@
 // A status frame comes right after the socket opens and whenever the
 // user's agent connects or disconnects. It reports the current state:
 // when the agent flaps faster than the client reads, the client sees the
-// latest state, not every change.
+// latest state, not every change. When the agent connects again, the
+// socket's subscriptions are sent to it again; if its platform cannot
+// take them yet (NinjaTrader still starting), they are sent again when
+// the platform's connections change, and every second until they are
+// taken, so that quotes resume without the client doing anything.
 //
 // # rpc
 //
