@@ -513,6 +513,7 @@ func TestOversizedFrameAfterHandshake(t *testing.T) {
 	// status below is what counts.
 	_, _ = control.Write([]byte{0x01, 0x00, 0x00, 0x00, byte(protocol.TypeEvent)})
 	<-sess.CloseChan()
+	require.Eventually(t, func() bool { return conn.CloseStatus() != -1 }, testkit.Medium, time.Millisecond)
 	require.Equal(t, protocol.CloseFrameTooLarge, conn.CloseStatus())
 	require.Eventually(t, func() bool { return !e.hub.Connected("usr_a") }, testkit.Medium, 5*time.Millisecond)
 }

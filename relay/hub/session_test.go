@@ -164,6 +164,7 @@ func TestRefusedHandshakesAreRecorded(t *testing.T) {
 	_ = protocol.NewWriter(control).WriteFrame(protocol.TypeHello,
 		protocol.Hello{ProtocolVersion: 1, AgentVersion: "0.9.0", Platform: "sim"})
 	<-sess.CloseChan()
+	require.Eventually(t, func() bool { return conn.CloseStatus() != -1 }, testkit.Medium, time.Millisecond)
 	require.Equal(t, protocol.CloseVersionUnsupported, conn.CloseStatus())
 
 	require.Eventually(t, func() bool { return len(log.all()) == 3 }, testkit.Medium, 5*time.Millisecond, "%v", log.all())
