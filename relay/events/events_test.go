@@ -119,12 +119,13 @@ func TestQueuedFairness(t *testing.T) {
 	core, logs := observer.New(zapcore.WarnLevel)
 	var dropped atomic.Int64
 	b := newBus(t, events.Options{Logger: zap.New(core), Metrics: dropCounter{&dropped}, WarnInterval: time.Hour})
-	var handledB atomic.Int64
+	var handledB, handledFlood atomic.Int64
 	release := make(chan struct{})
 	require.NoError(t, b.SubscribeQueued(events.QueuedSubscription{
 		Name: "manage", Types: []events.Type{events.TypeAgent}, QueueSize: 8,
 		Handle: func(ctx context.Context, e events.Event) {
 			if e.UserID == "flood" {
+				handledFlood.Add(1)
 				select { // each of the flood's events takes a while
 				case <-release:
 				case <-time.After(20 * time.Millisecond):
@@ -148,7 +149,10 @@ func TestQueuedFairness(t *testing.T) {
 	close(release)
 
 	st := b.Stats("manage")
-	require.GreaterOrEqual(t, st.Dropped, int64(10_000-8-1), "the flood's excess is dropped")
+	// Each of the flood's events was dropped, handled (one each time the
+	// worker came back to the flood, slower on a busy machine), or waits
+	// (at most 8).
+	require.GreaterOrEqual(t, st.Dropped, int64(10_000-8)-handledFlood.Load(), "the flood's excess is dropped")
 	require.Equal(t, st.Dropped, dropped.Load(), "and counted in the metrics")
 	warns := logs.FilterMessageSnippet("events dropped").All()
 	require.Len(t, warns, 1, "one warning per interval")
