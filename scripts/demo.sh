@@ -68,6 +68,8 @@ Try:
 
   curl -s -H "Authorization: Bearer $api_token" $base/v1/api/accounts/Sim101/positions
 
+  curl -s -H "Authorization: Bearer $api_token" "$base/v1/api/activity?limit=5"    # what was done, newest first
+
   curl -s http://127.0.0.1:${operator_port}/metrics    # the operator's listener, loopback only
 
 Example call, GET /v1/api/accounts/Sim101:
