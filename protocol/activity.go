@@ -2,6 +2,7 @@ package protocol
 
 import (
 	"encoding/json"
+	"slices"
 	"time"
 	"unicode/utf8"
 )
@@ -196,14 +197,7 @@ var ActivityKinds = []string{
 }
 
 // ValidActivityKind reports whether k is one of ActivityKinds.
-func ValidActivityKind(k string) bool {
-	for _, v := range ActivityKinds {
-		if v == k {
-			return true
-		}
-	}
-	return false
-}
+func ValidActivityKind(k string) bool { return slices.Contains(ActivityKinds, k) }
 
 // Bounds of an ActivityEntry, as the relay's activity log takes it: a
 // longer summary or a larger detail is refused.

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -647,7 +648,7 @@ func check(e *protocol.ActivityEntry) string {
 	switch {
 	case !protocol.ValidActivityKind(e.Kind):
 		return "unknown kind"
-	case !validSource(e.Source.Kind):
+	case !slices.Contains(protocol.ActivitySourceKinds, e.Source.Kind):
 		return "unknown source kind"
 	case e.Summary == "" || !utf8.ValidString(e.Summary) || utf8.RuneCountInString(e.Summary) > protocol.MaxActivitySummary:
 		return "the summary must be 1 to 200 characters"
@@ -669,15 +670,6 @@ func check(e *protocol.ActivityEntry) string {
 	return ""
 }
 
-func validSource(k string) bool {
-	for _, s := range protocol.ActivitySourceKinds {
-		if s == k {
-			return true
-		}
-	}
-	return false
-}
-
 func printable(s string) bool {
 	for _, c := range s {
 		if !unicode.IsPrint(c) {
@@ -696,7 +688,7 @@ func safeKind(k string) string {
 	return "(unknown)"
 }
 
-// truncate cuts s to at most n runes.
+// mustJSON encodes v, a detail the Recorder makes; {} if it cannot.
 func mustJSON(v any) json.RawMessage {
 	b, err := json.Marshal(v)
 	if err != nil {

@@ -76,6 +76,8 @@ type Refusals struct {
 	closed  bool
 
 	counted, dropped, published atomic.Int64
+	// unwarned counts the refusals dropped since the last warning.
+	unwarned atomic.Int64
 }
 
 // refusalKey is what one entry aggregates: a user and a budget.
@@ -130,6 +132,7 @@ func (r *Refusals) Refused(userID string, source protocol.ActivitySource, policy
 	if c == nil {
 		if len(r.pending) >= r.opts.MaxKeys {
 			r.dropped.Add(1)
+			r.unwarned.Add(1)
 			return
 		}
 		c = &refusalCount{from: now, source: source}
@@ -189,7 +192,7 @@ func (r *Refusals) Flush() {
 	pending := r.pending
 	r.pending = make(map[refusalKey]*refusalCount, len(pending))
 	r.mu.Unlock()
-	if d := r.dropped.Swap(0); d > 0 {
+	if d := r.unwarned.Swap(0); d > 0 {
 		r.log.Warn("budget refusals not recorded: too many users refused at once", zap.Int64("dropped", d),
 			zap.Int("maxKeys", r.opts.MaxKeys))
 	}

@@ -124,6 +124,7 @@ func TestRefusalsBounded(t *testing.T) {
 	}
 	assert.Equal(t, activity.RefusalStats{Counted: 4, Dropped: 2}, r.Stats())
 	r.Flush()
+	assert.Equal(t, int64(2), r.Stats().Dropped, "a running total, whatever the warnings")
 	evs := pub.sorted()
 	require.Len(t, evs, 3)
 	assert.Equal(t, 2, refusalDetailOf(t, evs[0]).Count)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"net/http"
+	"slices"
 	"strings"
 	"time"
 
@@ -194,7 +195,7 @@ func query(args map[string]any) (store.ActivityQuery, *httpapi.Error) {
 			if !protocol.ValidActivityKind(part) {
 				return q, invalid("kind", "kind must be a comma-separated list of activity kinds (see the documentation's list)", errcode.FieldCodeNotAllowed)
 			}
-			if !contains(q.Kinds, part) {
+			if !slices.Contains(q.Kinds, part) {
 				q.Kinds = append(q.Kinds, part)
 			}
 		}
@@ -205,15 +206,6 @@ func query(args map[string]any) (store.ActivityQuery, *httpapi.Error) {
 func invalid(param, detail, code string) *httpapi.Error {
 	return &httpapi.Error{Status: http.StatusBadRequest, Code: errcode.InvalidArgument, Detail: "the query parameter " + detail,
 		Fields: []httpapi.FieldError{{Path: param, Code: code}}}
-}
-
-func contains(list []string, s string) bool {
-	for _, v := range list {
-		if v == s {
-			return true
-		}
-	}
-	return false
 }
 
 // Entry is a stored record as the log shows it, with its id.

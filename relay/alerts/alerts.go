@@ -54,6 +54,7 @@ import (
 	"tradebridge/internal/backoff"
 	"tradebridge/internal/lifecycle"
 	"tradebridge/protocol"
+	"tradebridge/relay/activity"
 	"tradebridge/relay/events"
 	"tradebridge/relay/sealed"
 	"tradebridge/relay/store"
@@ -125,10 +126,6 @@ type Options struct {
 	MaxSenders int
 	// Keep is how long finished deliveries are kept. Default 7 days.
 	Keep time.Duration
-	// EntrySeq returns the activity log's seq of an entry id (0 when
-	// unknown: the delivery's id alone then makes it once). Default
-	// ParseEntrySeq.
-	EntrySeq func(entryID string) int64
 	// CacheTTL is how long a user's destinations read from the store
 	// are trusted by Handle, so that a busy user's entries do not each
 	// read the store: a change made through this node applies at once
@@ -162,14 +159,11 @@ const (
 // keeps.
 const maxCachedUsers = 10_000
 
-// ParseEntrySeq reads the seq of an activity entry id of the form
-// "act_<decimal>"; 0 otherwise.
-func ParseEntrySeq(id string) int64 {
-	n, err := strconv.ParseInt(strings.TrimPrefix(id, "act_"), 10, 64)
-	if err != nil || n < 0 || !strings.HasPrefix(id, "act_") {
-		return 0
-	}
-	return n
+// entrySeq returns the activity log's seq of an entry id; 0 when it is
+// none (the delivery's id alone then makes the delivery once).
+func entrySeq(id string) int64 {
+	seq, _ := activity.ParseEntryID(id)
+	return seq
 }
 
 // ErrInvalidOptions reports Options without a Store or a Publisher.
@@ -245,9 +239,6 @@ func New(opts Options) (*Dispatcher, error) {
 	}
 	if opts.MaxSenders <= 0 {
 		opts.MaxSenders = DefaultMaxSenders
-	}
-	if opts.EntrySeq == nil {
-		opts.EntrySeq = ParseEntrySeq
 	}
 	if opts.Clock == nil {
 		opts.Clock = time.Now
@@ -336,7 +327,7 @@ func (d *Dispatcher) Handle(ctx context.Context, ev events.Event) {
 		w := store.AlertWindow{Max: d.opts.RateLimit, Start: start, End: start.Add(d.opts.Window),
 			SummaryID: deliveryID(dst.ID, "summary", strconv.FormatInt(start.UnixMilli(), 10))}
 		dl := store.AlertDelivery{ID: deliveryID(dst.ID, e.ID), UserID: ev.UserID, DestinationID: dst.ID,
-			EntrySeq: d.opts.EntrySeq(e.ID), Kind: e.Kind, Body: body, NextAt: next, CreatedAt: now}
+			EntrySeq: entrySeq(e.ID), Kind: e.Kind, Body: body, NextAt: next, CreatedAt: now}
 		_, err := d.opts.Store.QueueAlertDelivery(ctx, dl, w)
 		switch {
 		case errors.Is(err, store.ErrConflict):

@@ -12,6 +12,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"mime"
 	"net"
 	"net/http"
 	"net/url"
@@ -19,6 +20,7 @@ import (
 	"strings"
 	"syscall"
 	"time"
+	"unicode/utf8"
 
 	"github.com/emersion/go-sasl"
 	"github.com/emersion/go-smtp"
@@ -240,13 +242,11 @@ func clip(s string, n int) string {
 	if len(s) <= n {
 		return s
 	}
-	for n > 0 && !utf8RuneStart(s[n]) {
+	for n > 0 && !utf8.RuneStart(s[n]) {
 		n--
 	}
 	return s[:n] + "…"
 }
-
-func utf8RuneStart(b byte) bool { return b&0xC0 != 0x80 }
 
 // discordBody words a message for Discord (content at most 2000
 // characters, an embed's description at most 4096).
@@ -394,7 +394,9 @@ func emailMessage(from, to string, m *Message, now time.Time) []byte {
 	}, "[tradebridge] "+m.title()), 200)
 	fmt.Fprintf(&b, "From: %s\r\n", from)
 	fmt.Fprintf(&b, "To: %s\r\n", to)
-	fmt.Fprintf(&b, "Subject: %s\r\n", mimeWord(subject))
+	// A subject that is not ASCII is encoded as RFC 2047 words (ASCII
+	// is left as it is).
+	fmt.Fprintf(&b, "Subject: %s\r\n", mime.QEncoding.Encode("utf-8", subject))
 	fmt.Fprintf(&b, "Date: %s\r\n", now.UTC().Format(time.RFC1123Z))
 	fmt.Fprintf(&b, "Message-ID: <%s@tradebridge>\r\n", hex.EncodeToString(id[:]))
 	fmt.Fprintf(&b, "%s: %s\r\n", HeaderDelivery, m.DeliveryID)
@@ -410,32 +412,6 @@ func emailMessage(from, to string, m *Message, now time.Time) []byte {
 	text += "Delivery: " + m.DeliveryID + "\r\n"
 	b.WriteString(strings.ReplaceAll(strings.ReplaceAll(text, "\r\n", "\n"), "\n", "\r\n"))
 	return b.Bytes()
-}
-
-// mimeWord encodes a header value that is not ASCII (RFC 2047).
-func mimeWord(s string) string {
-	for i := 0; i < len(s); i++ {
-		if s[i] >= 0x80 {
-			return "=?utf-8?q?" + qEncode(s) + "?="
-		}
-	}
-	return s
-}
-
-func qEncode(s string) string {
-	var b strings.Builder
-	for i := 0; i < len(s); i++ {
-		c := s[i]
-		switch {
-		case c == ' ':
-			b.WriteByte('_')
-		case c >= 0x80 || c == '=' || c == '?' || c == '_' || c < 0x20:
-			fmt.Fprintf(&b, "=%02X", c)
-		default:
-			b.WriteByte(c)
-		}
-	}
-	return b.String()
 }
 
 // sendEmail sends the message through the operator's server with

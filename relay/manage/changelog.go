@@ -70,9 +70,6 @@ type configDetail struct {
 	Changes  []FieldChange `json:"changes"`
 }
 
-// secretKind is a kind that names its secret fields; every *Kind[T] is.
-type secretKind interface{ secretFields() []string }
-
 func (k *Kind[T]) secretFields() []string { return k.Secret }
 
 // recordChange publishes the config.changed entry of a change stored by
@@ -90,10 +87,7 @@ func (s *Server) recordChange(ctx context.Context, p auth.Principal, rt *route, 
 	case ci.op == OpAction:
 		op = ci.action
 	}
-	var secret []string
-	if sk, ok := rt.kind.(secretKind); ok {
-		secret = sk.secretFields()
-	}
+	secret := rt.kind.secretFields()
 	var after []byte
 	if !out.deleted {
 		after = out.body

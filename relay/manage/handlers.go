@@ -42,6 +42,9 @@ type kindOps interface {
 	needsAgent() bool
 	hasAction(name string) bool
 	actionNames() []string
+	// secretFields are the fields the activity log never shows the
+	// values of (Kind.Secret).
+	secretFields() []string
 	// decode adds a stored resource to st's snapshot.
 	decode(st *state, id string, body []byte) error
 	// fill gives a singleton never stored its default value.

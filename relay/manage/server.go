@@ -127,6 +127,7 @@ const (
 type Server struct {
 	opts    Options
 	log     *zap.Logger
+	env     Env // what the kinds' hooks use of the relay, from opts
 	modes   *Modes
 	budgets *budgets
 	stored  *storedState
@@ -183,6 +184,8 @@ func New(opts Options) (*Server, error) {
 		budgets: b,
 		stored:  newStoredState(opts.Store, log),
 		pushing: map[string]bool{},
+		env: Env{Keys: opts.Keys, Alerts: opts.Alerts, AlertsAllowPrivate: opts.AlertsAllowPrivate,
+			EmailEnabled: opts.EmailEnabled},
 	}
 	for _, rt := range routes() {
 		rt.door = s.door(rt)
@@ -391,8 +394,7 @@ type Deleted struct {
 // store, push, answer.
 func (s *Server) change(w http.ResponseWriter, r *http.Request, rt *route, p auth.Principal, id string, body []byte) {
 	userID := p.UserID
-	ci := &changeIn{id: id, body: body, header: r.Header, family: rt.family, action: rt.action, env: &Env{
-		Keys: s.opts.Keys, Alerts: s.opts.Alerts, AlertsAllowPrivate: s.opts.AlertsAllowPrivate, EmailEnabled: s.opts.EmailEnabled}}
+	ci := &changeIn{id: id, body: body, header: r.Header, family: rt.family, action: rt.action, env: &s.env}
 	switch rt.op {
 	case routeCreate:
 		ci.op = OpCreate

@@ -4,6 +4,7 @@ package eventstest
 
 import (
 	"encoding/json"
+	"slices"
 	"sync"
 	"testing"
 
@@ -51,7 +52,7 @@ func (c *Collector) Activity(kinds ...string) []events.Event {
 		if e.Type != events.TypeActivity || !e.Built() {
 			continue
 		}
-		if len(kinds) == 0 || contains(kinds, e.Activity.Kind) {
+		if len(kinds) == 0 || slices.Contains(kinds, e.Activity.Kind) {
 			out = append(out, e)
 		}
 	}
@@ -65,15 +66,6 @@ func (c *Collector) Entries(kinds ...string) []protocol.ActivityEntry {
 		out = append(out, e.Activity)
 	}
 	return out
-}
-
-func contains(list []string, s string) bool {
-	for _, v := range list {
-		if v == s {
-			return true
-		}
-	}
-	return false
 }
 
 // WaitActivity waits until n TypeActivity events were published and
