@@ -38,6 +38,10 @@ const (
 	FnCloseStrategy          = "CloseStrategy"
 	FnEnableStrategy         = "EnableStrategy"
 	FnDisableStrategy        = "DisableStrategy"
+	// FnCancelReplace cancels a working order and, once it is cancelled
+	// unfilled, places another: CancelReplaceArgs → PlaceResult. Since
+	// protocol version 7 (ExitsProtocolVersion).
+	FnCancelReplace = "CancelReplace"
 )
 
 // Function describes an RPC function.
@@ -88,6 +92,7 @@ var Functions = []Function{
 	{Name: FnCloseStrategy, Write: true},
 	{Name: FnEnableStrategy, Write: true},
 	{Name: FnDisableStrategy, Write: true},
+	{Name: FnCancelReplace, Write: true},
 }
 
 // Internal functions, which the relay calls for its own needs.

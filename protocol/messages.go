@@ -51,6 +51,10 @@ type Request struct {
 	// [A-Za-z0-9._-]. It is optional, changes nothing in what the call
 	// does, and is not part of the exactly-once identity (RequestID is).
 	Trace string `json:"trace,omitempty"`
+	// BypassWindows is CallOptions.BypassWindows: the call's orders pass
+	// the account monitor's trading windows (since protocol version 7;
+	// an older agent ignores it and keeps the windows).
+	BypassWindows bool `json:"bypassWindows,omitempty"`
 }
 
 // MaxTraceLen is the longest Request.Trace.

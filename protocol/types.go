@@ -248,6 +248,20 @@ type PlaceOrderArgs struct {
 	Force                 bool            `json:"force,omitempty"`
 	RequireMarketPosition string          `json:"requireMarketPosition,omitempty"`
 	SmartOptions          json.RawMessage `json:"smartOptions,omitempty"`
+	// Exits are placed once the entry fills (since protocol version 7;
+	// see Exits).
+	Exits *Exits `json:"exits,omitempty"`
+	// LimitOffset and StopOffset give the limit and stop prices relative
+	// to the instrument's last price instead of LimitPrice and StopPrice
+	// (one or the other), signed: positive above, negative below (since
+	// protocol version 7).
+	LimitOffset *PriceOffset `json:"limitOffset,omitempty"`
+	StopOffset  *PriceOffset `json:"stopOffset,omitempty"`
+	// CancelAfterSeconds cancels what is left of the entry when it has
+	// not wholly filled that long after it was placed:
+	// MinCancelAfterSeconds to MaxCancelAfterSeconds (since protocol
+	// version 7).
+	CancelAfterSeconds *int `json:"cancelAfterSeconds,omitempty"`
 }
 
 // OrderResult is the result of functions that place one order.

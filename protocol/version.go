@@ -33,7 +33,14 @@ package protocol
 //	    refusals), and sends every report it keeps again after each
 //	    Welcome; the relay records each id once. A version 5 agent
 //	    reports none: the activity log holds what the relay saw only.
-const ProtocolVersion = 6
+//	7 — 2026-11: orders with their exits: PlaceOrderArgs.Exits (a take
+//	    profit and a stop loss placed once the entry fills, sized to
+//	    what filled), LimitOffset and StopOffset (prices relative to
+//	    the last price), CancelAfterSeconds; FnCancelReplace;
+//	    Request.BypassWindows. The relay sends none of them to a
+//	    version 6 agent, which would ignore them
+//	    (ExitsProtocolVersion).
+const ProtocolVersion = 7
 
 // ActivityProtocolVersion is the first version whose relays record the
 // engines' reports (EventActivity); an agent sends them only to such a

@@ -1,0 +1,207 @@
+// Package alertcmd reads the command language of TradingView alerts: the
+// `key=value;` text traders write for NinjaTrader automation (or the same
+// fields as members of a JSON object), parsed into an Alert, and the plan
+// of trading calls an Alert makes (Alert.Calls), one or more per
+// account. It does no I/O: the webhook door (package webhook) admits the
+// request, parses it here, applies the alert's gates (duplicates, rate
+// limits, windows, the kill switch) and runs the calls through the same
+// operations as every other door.
+//
+// The language (docs/webhooks.md is the trader's page):
+//
+//   - Pairs are `key=value`, separated by `;` or line breaks (CRLF too);
+//     the last `;` may be missing; blank lines and surrounding spaces are
+//     ignored; keys are matched without regard to case. Enumerated values
+//     (BUY, market, Day) are too; names (accounts, instruments, strategy
+//     tags, ATM template names, ids) keep their case.
+//   - Required: key, command; account and instrument where the command
+//     needs them; PLACE also action, qty, order_type, tif, and
+//     limit_price or stop_price where the order type needs them.
+//   - Unknown keys, a key given twice and a value that does not parse are
+//     errors whose detail names the key in the language's own words
+//     ("missing required field: qty", "unknown field: stop_los"), so
+//     that a typo never silently drops a stop loss. A detail never repeats
+//     a value the sender wrote.
+package alertcmd
+
+import (
+	"encoding/json"
+	"time"
+)
+
+// Commands, as the language spells them (upper case; matched without
+// regard to case).
+const (
+	CmdPlace             = "PLACE"
+	CmdFlatPlace         = "FLATPLACE"
+	CmdClosePosition     = "CLOSEPOSITION"
+	CmdReverse           = "REVERSE"
+	CmdReversePosition   = "REVERSEPOSITION"
+	CmdFlatten           = "FLATTEN"
+	CmdFlattenEverything = "FLATTENEVERYTHING"
+	CmdCancel            = "CANCEL"
+	CmdCancelOrders      = "CANCELORDERS"
+	CmdCancelAllOrders   = "CANCELALLORDERS"
+	CmdChange            = "CHANGE"
+	CmdCancelReplace     = "CANCELREPLACE"
+	CmdCancelAndBracket  = "CANCELANDBRACKET"
+	CmdCloseStrategy     = "CLOSESTRATEGY"
+)
+
+// Commands lists every command, in the order the trader's page documents
+// them.
+var Commands = []string{
+	CmdPlace, CmdFlatPlace, CmdClosePosition, CmdReverse, CmdReversePosition,
+	CmdFlatten, CmdFlattenEverything, CmdCancel, CmdCancelOrders, CmdCancelAllOrders,
+	CmdChange, CmdCancelReplace, CmdCancelAndBracket, CmdCloseStrategy,
+}
+
+// Destinations (destination=).
+const (
+	// DestinationDesktop is the user's agent next to the desktop platform
+	// (the default).
+	DestinationDesktop = "desktop"
+	// DestinationBroker is the user's linked broker login (the broker
+	// family, /v1/api/tv). "tradovate" is accepted as another spelling.
+	DestinationBroker = "broker"
+)
+
+// MaxBody is the largest alert accepted, in bytes.
+const MaxBody = 64 << 10
+
+// MaxAccounts bounds the accounts of one alert (account=A,B,…).
+const MaxAccounts = 20
+
+// MaxDelay bounds delay=.
+const MaxDelay = 60 * time.Second
+
+// Price is a price field's value: a Level (4550.25), or an Offset
+// (`10 ticks`, `4 points`, `0.5%`, `$100`, `-4 ticks`) with its sign
+// kept (Signed reports whether the sender wrote one). Exactly one of
+// Level and Offset is set.
+type Price struct {
+	Level  *float64
+	Offset *Offset
+}
+
+// Offset is a relative price as written: Unit is one of the
+// protocol.Offset* units; Value is signed.
+type Offset struct {
+	Unit   string
+	Value  float64
+	Signed bool
+}
+
+// ClockTime is a time of day in New York time, in minutes after
+// midnight (0–1439).
+type ClockTime int
+
+// RateLimit is rate_limit=N or N/seconds: at most N alerts of the same
+// id (Alert.ID) in Per.
+type RateLimit struct {
+	N   int
+	Per time.Duration
+}
+
+// DefaultRateLimitPer is the period of rate_limit=N without one.
+const DefaultRateLimitPer = time.Minute
+
+// Alert is one parsed alert. Enumerations are in their canonical
+// spellings: Command as the Cmd constants; Action, OrderType and TIF as
+// the protocol spells them (Buy, Market, Day); Destination as the
+// Destination constants; RequireMarketPosition as a comma-separated list
+// of flat, long, short.
+type Alert struct {
+	// Key is the secret key the alert carried.
+	Key string
+	// Command is empty only for an alert that sets the kill switch
+	// (KillSwitch) and nothing else.
+	Command     string
+	Destination string
+	// Accounts are account= split at commas, in order, each once.
+	Accounts   []string
+	Instrument string
+	Action     string
+	Qty        *int
+	OrderType  string
+	TIF        string
+	LimitPrice *Price
+	StopPrice  *Price
+	// OrderID is order_id: the order to cancel or change, or the id a
+	// PLACE gives its order.
+	OrderID string
+	// StrategyID is CLOSESTRATEGY's strategy (strategy_id).
+	StrategyID            string
+	StrategyTag           string
+	FlattenFirst          bool
+	RequireMarketPosition string
+	MaxPositions          *int
+	TakeProfit            *Price
+	StopLoss              *Price
+	StopLossLimit         *Price
+	StopLossStop          *Price
+	// ATM names an ATM template (atm= or strategy=).
+	ATM         string
+	CancelAfter time.Duration
+	Delay       time.Duration
+	// ID names the alert for RateLimit (id=).
+	ID        string
+	RateLimit *RateLimit
+	// KillSwitch is kill_switch=on (true) or off (false).
+	KillSwitch *bool
+	// StartTime, EndTime and ClosingOnlyAfter are the alert's trading
+	// window, in New York time.
+	StartTime        *ClockTime
+	EndTime          *ClockTime
+	ClosingOnlyAfter *ClockTime
+	BypassWindows    bool
+}
+
+// Error is a parse or planning error: Field names the key in the
+// language's words ("qty", "stop_loss", "" for the text as a whole) and
+// Detail is the sentence TradingView's sender reads
+// ("missing required field: qty"). It never repeats a value the sender
+// wrote.
+type Error struct {
+	Field  string
+	Detail string
+}
+
+func (e *Error) Error() string { return "alertcmd: " + e.Detail }
+
+// Parse reads one alert from body, sent with the given Content-Type:
+// text/plain (or none) is the `key=value;` text; application/json an
+// object of the same keys (values strings, numbers or booleans). A body
+// over MaxBody, or one holding more than one alert, is an error. The
+// error is an *Error.
+func Parse(body []byte, contentType string) (Alert, error) {
+	return Alert{}, &Error{Detail: "not implemented"}
+}
+
+// Redact returns body with the key's value removed, for the alert
+// history: the text the trader wrote, without the secret.
+func Redact(body []byte, contentType string) string {
+	return ""
+}
+
+// Call is one trading call an alert makes: the RPC function Fn with its
+// typed arguments Args (the protocol's argument types, as JSON) on
+// Account ("" for a call of every account: FLATTENEVERYTHING,
+// CANCELALLORDERS). Opens reports a call that may open or add to a
+// position (the alert's closing_only_after blocks those), and Exits a
+// call whose arguments use the fields of protocol version 7
+// (ExitsProtocolVersion).
+type Call struct {
+	Account string
+	Fn      string
+	Args    json.RawMessage
+	Opens   bool
+	Exits   bool
+}
+
+// Calls plans the calls of a: for each account, in order, the calls of
+// its command; a flatten_first on PLACE is FlatPlace. The error is an
+// *Error. A (killswitch-only) alert with no command plans no calls.
+func (a Alert) Calls() ([]Call, error) {
+	return nil, &Error{Detail: "not implemented"}
+}
