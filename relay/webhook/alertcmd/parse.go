@@ -301,7 +301,7 @@ func parse(body []byte, contentType string) (Alert, *Error) {
 	var unknown []string
 	for _, p := range pairs {
 		if seen[p.key] {
-			return a, errorf(fieldName(p.key), "%s is given twice", fieldName(p.key))
+			return a, errorf(safeField(p.key), "%s is given twice", fieldName(p.key))
 		}
 		seen[p.key] = true
 		if strings.Contains(p.key, "{{") {
