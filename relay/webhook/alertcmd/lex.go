@@ -53,7 +53,7 @@ func lexText(body string) ([]pair, *Error) {
 			continue
 		}
 		k, v, ok := strings.Cut(s, "=")
-		k = strings.ToLower(strings.TrimSpace(k))
+		k = lowerASCII(strings.TrimSpace(k))
 		switch {
 		case !ok && strings.Contains(s, "{{"):
 			first = firstErr(first, placeholderError(""))
@@ -125,7 +125,7 @@ func lexObject(dec *json.Decoder) ([]pair, *Error) {
 	for dec.More() {
 		tok, _ := dec.Token()
 		name, _ := tok.(string)
-		k := strings.ToLower(strings.TrimSpace(name))
+		k := lowerASCII(strings.TrimSpace(name))
 		tok, _ = dec.Token()
 		switch v := tok.(type) {
 		case string:
