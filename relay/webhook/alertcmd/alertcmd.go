@@ -79,6 +79,7 @@
 package alertcmd
 
 import (
+	"bytes"
 	"encoding/json"
 	"time"
 )
@@ -255,7 +256,7 @@ func Parse(body []byte, contentType string) (Alert, error) {
 // redacted as text, where any "key" followed by '=' or ':' loses the
 // rest of its segment.
 func Redact(body []byte, contentType string) string {
-	if isJSON(body, contentType) {
+	if isJSON(bytes.TrimPrefix(body, []byte("\ufeff")), contentType) {
 		if s, ok := redactJSON(body); ok {
 			return s
 		}
