@@ -33,7 +33,7 @@ func TestProtocolVersionPinsTheLayout(t *testing.T) {
 		cluster.HeaderVersion: "Tb-Version", cluster.HeaderOp: "Tb-Op", cluster.HeaderFn: "Tb-Fn",
 		cluster.HeaderRequestID: "Tb-Request-Id", cluster.HeaderTrace: "Tb-Trace", cluster.HeaderTimeout: "Tb-Timeout-Ms",
 		cluster.HeaderBypassWindows: "Tb-Bypass-Windows",
-		cluster.HeaderOrigin: "Tb-Origin", cluster.HeaderKind: "Tb-Kind", cluster.HeaderPart: "Tb-Part",
+		cluster.HeaderOrigin:        "Tb-Origin", cluster.HeaderKind: "Tb-Kind", cluster.HeaderPart: "Tb-Part",
 		cluster.HeaderSeq: "Tb-Seq", cluster.OpCall: "call", cluster.OpInfo: "info",
 		cluster.KindHeartbeat: "heartbeat", cluster.KindResult: "result", cluster.KindError: "error",
 	} {
