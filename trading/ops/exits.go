@@ -402,7 +402,11 @@ func (o *Ops) PlaceExits(ctx context.Context, legs []bridge.OrderRequest) ([]pro
 	if err := o.admit(ctx, k, 0, 0); err != nil {
 		return nil, err
 	}
-	return o.submitLegs(ctx, k, legs)
+	placed, err := o.submitLegs(ctx, k, legs)
+	if err != nil {
+		return nil, wireError(err)
+	}
+	return placed, nil
 }
 
 // submitLegs places one or two orders of one OCO group, both or neither.
