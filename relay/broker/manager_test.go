@@ -375,7 +375,7 @@ func TestBypassWindowsAndExitsOnBrokerAccounts(t *testing.T) {
 	// 10:30 in New York, outside a master window of 14:00–16:00.
 	f.configs.set("alice", protocol.Config{Version: 1, Monitors: []protocol.Monitor{{Account: "Sim101", Active: true,
 		State: protocol.MonitorActive, OnTrip: protocol.OnTripNone,
-		MasterWindow: protocol.Window{Days: []string{"mon", "tue", "wed", "thu", "fri"}, Start: "14:00", End: "16:00"},
+		MasterWindow:   protocol.Window{Days: []string{"mon", "tue", "wed", "thu", "fri"}, Start: "14:00", End: "16:00"},
 		TradingWindows: []protocol.MonitorWindow{}}}})
 	m.ConfigChanged("alice")
 	limit := map[string]any{"account": "Sim101", "action": "Buy", "instrument": "ES 12-26", "orderType": "Limit",
