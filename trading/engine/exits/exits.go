@@ -439,7 +439,9 @@ type failedDetail struct {
 	Reason       string `json:"reason"`
 }
 
-var source = protocol.ActivitySource{Kind: protocol.SourceAgent}
+// source is who the engine's reports come from: the agent's (or the
+// broker family's) own, as a strategy lock's.
+var source = protocol.ActivitySource{Kind: protocol.SourceAgent, ID: "exits"}
 
 func (e *Engine) reportPlaced(w *watch, what string) {
 	en := w.Entry
