@@ -12,9 +12,10 @@
 // next Run.
 //
 // The engine is level-triggered: on every order or fill event of the
-// entry's account and instrument, on every tick, right after an entry is
-// registered (a fill that raced the registration is seen) and when it
-// starts, it reads the entry and brings its exits to what it sees:
+// entry's account and instrument, right after an entry is registered (a
+// fill that raced the registration is seen), when it starts, when its
+// cancel-after is due, after a look that failed, and every sweepEvery
+// ticks, it reads the entry and brings its exits to what it sees:
 //
 //   - the entry has filled F > 0 contracts and has no exits yet: the exit
 //     orders are placed for F (Gtc, on the other side, an OCO pair when
@@ -109,6 +110,7 @@ type Engine struct {
 	watches map[string]*watch
 	dirty   map[string]bool
 	wake    chan struct{}
+	ticks   int // counts Tick's calls, for the sweeps
 
 	storeMu sync.Mutex // orders Store writes
 }
@@ -127,7 +129,15 @@ type watch struct {
 	Failed bool `json:"failed,omitempty"`
 	// CancelSent is set once the cancel-after cancelled the entry.
 	CancelSent bool `json:"cancelSent,omitempty"`
+	// retry is set when the last look failed for a reason that may pass
+	// (the platform unreachable): the next tick looks again.
+	retry bool
 }
+
+// sweepEvery is how many ticks pass between two looks at every watched
+// entry; in between, a tick looks at those whose cancel-after is due or
+// whose last look failed, and the platform's events at the others.
+const sweepEvery = 15
 
 // New validates opts, fills its defaults, loads the watched entries from
 // the Store and returns the Engine. Nothing runs until Run.
@@ -257,17 +267,33 @@ func (e *Engine) Run(ctx context.Context) error {
 			e.handle(ev)
 		case <-e.wake:
 		case <-t.C:
-			e.markAll()
+			e.markDue()
 		}
 		e.process(ctx)
 	}
 }
 
-// Tick looks at every watched entry once (Run does every TickInterval);
-// tests call it with a manual clock.
+// Tick looks at every watched entry once; tests call it with a manual
+// clock.
 func (e *Engine) Tick(ctx context.Context) {
 	e.markAll()
 	e.process(ctx)
+}
+
+// markDue marks the entries a tick looks at: those whose cancel-after is
+// due or whose last look failed, and every one each sweepEvery ticks.
+func (e *Engine) markDue() {
+	now := e.opts.Now()
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	e.ticks++
+	sweep := e.ticks%sweepEvery == 0
+	for k, w := range e.watches {
+		due := !w.Entry.CancelAt.IsZero() && !w.CancelSent && !now.Before(w.Entry.CancelAt)
+		if sweep || due || w.retry {
+			e.dirty[k] = true
+		}
+	}
 }
 
 // handle marks the entries an event may concern.
@@ -338,13 +364,19 @@ func (e *Engine) step(ctx context.Context, k string, w *watch) {
 		return
 	case err != nil:
 		e.log.Warn("reading a watched entry failed; it is looked at again", zap.Error(err))
+		e.setRetry(w, true)
 		return
 	}
+	e.setRetry(w, false)
 	changed := false
 	if !en.CancelAt.IsZero() && !w.CancelSent && !protocol.TerminalOrderState(ord.OrderState) && !e.opts.Now().Before(en.CancelAt) {
 		w.CancelSent, changed = true, true
 		if _, err := e.opts.Trader.CancelOrder(ctx, protocol.OrderArgs{Account: en.Account, OrderID: ord.OrderID}); err != nil {
-			e.log.Info("cancelling an entry whose time passed failed; it may have ended", zap.Error(err))
+			if transient(err) {
+				w.CancelSent = false // the next tick tries again
+				e.setRetry(w, true)
+			}
+			e.log.Info("cancelling an entry whose time passed failed", zap.Error(err))
 		}
 		if now, err := e.opts.Trader.GetOrder(ctx, protocol.OrderArgs{Account: en.Account, OrderID: en.OrderID}); err == nil {
 			ord = now
@@ -371,6 +403,27 @@ func (e *Engine) step(ctx context.Context, k string, w *watch) {
 			e.log.Error("recording a watched entry's exits failed", zap.Error(err))
 		}
 	}
+}
+
+// setRetry records whether w's next look is due at the next tick.
+func (e *Engine) setRetry(w *watch, retry bool) {
+	e.mu.Lock()
+	w.retry = retry
+	e.mu.Unlock()
+}
+
+// transient reports whether err may pass by itself: the platform
+// unreachable, a call that ran out of time.
+func transient(err error) bool {
+	var pe *protocol.Error
+	if !errors.As(err, &pe) {
+		return true
+	}
+	switch pe.Code {
+	case protocol.CodePlatformUnavailable, protocol.CodeDeadlineExceeded, protocol.CodeCancelled, protocol.CodeInternal:
+		return true
+	}
+	return false
 }
 
 // end forgets a watched entry.
