@@ -147,6 +147,16 @@ const (
 	// refused tag), rule ("strategyOwned", "untaggedPosition"), owner
 	// (the owning tag), count, from, until (the first and last refusal).
 	ActivityStrategyRefused = "strategy.refused"
+	// ActivityExitsPlaced: the exits of an entry placed with exits
+	// (PlaceOrderArgs.Exits) were placed once it filled, or resized to
+	// its later fills: detail: entryOrderId, orderIds (the exit orders),
+	// ocoId, quantity (what they are sized to), prices ({takeProfit,
+	// stopLoss, stopLossLimit, stopLossStop}, those placed).
+	ActivityExitsPlaced = "exits.placed"
+	// ActivityExitsFailed: the exits of an entry could not be placed or
+	// resized (the platform or the trading gate refused a leg); nothing
+	// is tried again: detail: entryOrderId, reason.
+	ActivityExitsFailed = "exits.failed"
 	// ActivityAgentConnected: the user's agent connected: detail:
 	// agentVersion, protocolVersion, platform.
 	ActivityAgentConnected = "agent.connected"
@@ -190,7 +200,7 @@ var ActivityKinds = []string{
 	ActivityOrderPlaced, ActivityOrderChanged, ActivityOrderRefused, ActivityOrderReplayed,
 	ActivityTradingBlocked, ActivityBudgetRefused, ActivityConfigChanged,
 	ActivityCopierCopied, ActivityCopierHalted, ActivityMonitorTripped, ActivityKillSwitchChanged,
-	ActivityNewsLockoutEntered, ActivityStrategyRefused,
+	ActivityNewsLockoutEntered, ActivityStrategyRefused, ActivityExitsPlaced, ActivityExitsFailed,
 	ActivityAgentConnected, ActivityAgentDisconnected, ActivityAgentUpdated,
 	ActivityBrokerLinked, ActivityBrokerUnlinked, ActivityBrokerLoginFailed, ActivityBrokerTokenExpired,
 	ActivityWebhookReceived, ActivityAlertSent, ActivityAlertFailed,

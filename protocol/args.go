@@ -55,6 +55,7 @@ import (
 //	PlaceOrder              PlaceOrderArgs        PlaceResult
 //	FlatPlace               FlatPlaceArgs         PlaceResult
 //	CancelAndBracket        CancelAndBracketArgs  BracketResult
+//	CancelReplace           CancelReplaceArgs     PlaceResult
 //	StartStrategy           StartStrategyArgs     Strategy
 //	CloseStrategy           CloseStrategyArgs     Strategy
 //	EnableStrategy          StrategyArgs          Strategy

@@ -19,7 +19,8 @@ var update = flag.Bool("update", false, "rewrite the golden files")
 // The type ids, close codes and error codes are the wire contract; a change
 // here breaks every deployed agent.
 func TestWireConstantsPinned(t *testing.T) {
-	require.Equal(t, 6, ProtocolVersion)
+	require.Equal(t, 7, ProtocolVersion)
+	require.Equal(t, 7, ExitsProtocolVersion)
 	require.Equal(t, 6, ActivityProtocolVersion)
 	require.Equal(t, 5, DiagnosticsProtocolVersion)
 	require.Equal(t, 1, MinProtocolVersion)
@@ -48,7 +49,8 @@ func TestWireConstantsPinned(t *testing.T) {
 		"position_not_flat", "resync_limit_exceeded", "outcome_unknown",
 		"not_supported",
 	}, Codes)
-	require.Len(t, Functions, 35)
+	require.Len(t, Functions, 36)
+	require.Equal(t, "CancelReplace", FnCancelReplace)
 	for _, f := range append(Functions, InternalFunctions...) {
 		got, ok := LookupFunction(f.Name)
 		require.True(t, ok)

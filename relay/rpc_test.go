@@ -307,8 +307,13 @@ func TestEveryFunctionThroughTheRelay(t *testing.T) {
 	require.ElementsMatch(t, bracket.OrderIDs, cancelRes.CancelledOrderIDs)
 	do(protocol.FnPlaceOrder, obj{"account": "Sim102", "action": "Buy", "instrument": "ES", "orderType": "Limit",
 		"limitPrice": 5900, "quantity": 1, "timeInForce": "Gtc"}, &placed)
+	var replaced protocol.PlaceResult
+	raw = do(protocol.FnCancelReplace, obj{"account": "Sim102", "cancelOrderId": placed.OrderID, "action": "Buy", "instrument": "ES",
+		"orderType": "Limit", "limitPrice": 5890, "quantity": 1, "timeInForce": "Gtc"}, &replaced)
+	requireKeys(t, raw, "orderId", "cancelledOrderIds")
+	require.Equal(t, []string{placed.OrderID}, replaced.CancelledOrderIDs)
 	do(protocol.FnCancelAllOrders, nil, &cancelRes)
-	require.Equal(t, []string{placed.OrderID}, cancelRes.CancelledOrderIDs)
+	require.Equal(t, []string{replaced.OrderID}, cancelRes.CancelledOrderIDs)
 
 	var flat protocol.FlattenResult
 	raw = do(protocol.FnFlatten, obj{"account": "Sim101", "instrument": "ES", "cancelOrders": true}, &flat)

@@ -41,7 +41,8 @@
 // --activity-retention) are deleted every hour (Run). Each user's log is
 // capped per class: at most Options.TradingCap entries of the trading
 // class (the trading doors' writes and refusals, the budgets' refusals,
-// the TradingView alerts received) and Options.AccountCap of the rest
+// the TradingView alerts received, the exits placed for entries) and
+// Options.AccountCap of the rest
 // (50,000 each by default), so that a noisy bot's orders never push out
 // the account's own history. The cap is kept by trimming the user's
 // oldest entries of the class after every TrimEvery-th (100th) entry the

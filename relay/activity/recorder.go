@@ -239,6 +239,7 @@ func (r *Recorder) Handle(ctx context.Context, e events.Event) {
 var engineKinds = map[string]bool{
 	protocol.ActivityCopierCopied: true, protocol.ActivityCopierHalted: true, protocol.ActivityMonitorTripped: true,
 	protocol.ActivityKillSwitchChanged: true, protocol.ActivityNewsLockoutEntered: true, protocol.ActivityStrategyRefused: true,
+	protocol.ActivityExitsPlaced: true, protocol.ActivityExitsFailed: true,
 }
 
 // engineSources are the sources the engines report as (a strategy lock
@@ -354,12 +355,13 @@ func (r *Recorder) latest(ctx context.Context, userID, kind string) (store.Activ
 
 // Class returns the class of an entry's kind (store.ActivityClassTrading
 // for the trading doors' writes and refusals, the budgets' refusals and
-// the TradingView alerts received; store.ActivityClassAccount for the
-// rest).
+// the TradingView alerts received and the exits the engines placed for
+// entries; store.ActivityClassAccount for the rest).
 func Class(kind string) string {
 	switch kind {
 	case protocol.ActivityOrderPlaced, protocol.ActivityOrderChanged, protocol.ActivityOrderRefused, protocol.ActivityOrderReplayed,
-		protocol.ActivityTradingBlocked, protocol.ActivityBudgetRefused, protocol.ActivityWebhookReceived:
+		protocol.ActivityTradingBlocked, protocol.ActivityBudgetRefused, protocol.ActivityWebhookReceived,
+		protocol.ActivityExitsPlaced, protocol.ActivityExitsFailed:
 		return store.ActivityClassTrading
 	}
 	return store.ActivityClassAccount

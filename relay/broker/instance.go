@@ -225,7 +225,8 @@ func (in *instance) run(ctx context.Context, fn, requestID string, args json.Raw
 	if err := in.ready(ctx); err != nil {
 		return nil, err
 	}
-	raw, perr := in.stack.Dispatcher.Handle(ctx, &protocol.Request{Fn: fn, RequestID: requestID, Args: args})
+	raw, perr := in.stack.Dispatcher.Handle(ctx, &protocol.Request{Fn: fn, RequestID: requestID, Args: args,
+		BypassWindows: protocol.CallOptionsOf(ctx).BypassWindows})
 	if perr != nil {
 		return nil, callError(perr)
 	}

@@ -362,3 +362,62 @@ func TestNewsLockoutOnBrokerAccounts(t *testing.T) {
 	require.ErrorAs(t, err, &pe)
 	require.Equal(t, protocol.CodeTradingBlocked, pe.Code)
 }
+
+// A call of the broker family bypasses the monitor's trading windows when
+// its context's protocol.CallOptions ask it to, and an entry placed with
+// exits gets them from the broker family's exits engine.
+func TestBypassWindowsAndExitsOnBrokerAccounts(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t)
+	m := f.manager(t)
+	_, err := m.Link(context.Background(), "alice", broker.EnvDemo, broker.MethodAPIKey, apiKey())
+	require.NoError(t, err)
+	// 10:30 in New York, outside a master window of 14:00–16:00.
+	f.configs.set("alice", protocol.Config{Version: 1, Monitors: []protocol.Monitor{{Account: "Sim101", Active: true,
+		State: protocol.MonitorActive, OnTrip: protocol.OnTripNone,
+		MasterWindow:   protocol.Window{Days: []string{"mon", "tue", "wed", "thu", "fri"}, Start: "14:00", End: "16:00"},
+		TradingWindows: []protocol.MonitorWindow{}}}})
+	m.ConfigChanged("alice")
+	limit := map[string]any{"account": "Sim101", "action": "Buy", "instrument": "ES 12-26", "orderType": "Limit",
+		"limitPrice": 5000, "quantity": 1, "timeInForce": "Day"}
+	require.Eventually(t, func() bool {
+		_, err := call(t, m, "alice", protocol.FnPlaceOrder, "", limit)
+		var pe *protocol.Error
+		return errors.As(err, &pe) && pe.Code == protocol.CodeTradingBlocked
+	}, waitFor, 10*time.Millisecond, "the monitor refuses entries outside its window")
+
+	args, err := json.Marshal(map[string]any{"account": "Sim101", "action": "Buy", "instrument": "ES 12-26",
+		"orderType": "Market", "quantity": 2, "timeInForce": "Day",
+		"exits": map[string]any{"stopLoss": map[string]any{"offset": map[string]any{"unit": "ticks", "value": 8}},
+			"takeProfit": map[string]any{"offset": map[string]any{"unit": "points", "value": 4}}}})
+	require.NoError(t, err)
+	ctx, cancel := context.WithTimeout(protocol.WithCallOptions(context.Background(), protocol.CallOptions{BypassWindows: true}), waitFor)
+	defer cancel()
+	raw, err := m.Call(ctx, "alice", protocol.FnPlaceOrder, "req-bypass", args)
+	require.NoError(t, err, "bypassing the windows")
+	var placed protocol.PlaceResult
+	require.NoError(t, json.Unmarshal(raw, &placed))
+	require.Equal(t, 2, position(t, f, "alice"))
+
+	var entry protocol.ActivityEntry
+	deadline := time.After(waitFor)
+	for entry.Kind != protocol.ActivityExitsPlaced {
+		select {
+		case r := <-f.configs.reports:
+			if raw, ok := strings.CutPrefix(r, protocol.EventActivity+" "); ok {
+				require.NoError(t, json.Unmarshal([]byte(raw), &entry))
+			}
+		case <-deadline:
+			t.Fatal("no exits.placed report published")
+		}
+	}
+	var d struct {
+		EntryOrderID string   `json:"entryOrderId"`
+		OrderIDs     []string `json:"orderIds"`
+		Quantity     int      `json:"quantity"`
+	}
+	require.NoError(t, json.Unmarshal(entry.Detail, &d))
+	require.Equal(t, placed.OrderID, d.EntryOrderID)
+	require.Len(t, d.OrderIDs, 2)
+	require.Equal(t, 2, d.Quantity)
+}

@@ -32,7 +32,8 @@ func TestProtocolVersionPinsTheLayout(t *testing.T) {
 		cluster.SubjectQuote: "quote", cluster.SubjectActivity: "activity", cluster.QueueGroup: "holders",
 		cluster.HeaderVersion: "Tb-Version", cluster.HeaderOp: "Tb-Op", cluster.HeaderFn: "Tb-Fn",
 		cluster.HeaderRequestID: "Tb-Request-Id", cluster.HeaderTrace: "Tb-Trace", cluster.HeaderTimeout: "Tb-Timeout-Ms",
-		cluster.HeaderOrigin: "Tb-Origin", cluster.HeaderKind: "Tb-Kind", cluster.HeaderPart: "Tb-Part",
+		cluster.HeaderBypassWindows: "Tb-Bypass-Windows",
+		cluster.HeaderOrigin:        "Tb-Origin", cluster.HeaderKind: "Tb-Kind", cluster.HeaderPart: "Tb-Part",
 		cluster.HeaderSeq: "Tb-Seq", cluster.OpCall: "call", cluster.OpInfo: "info",
 		cluster.KindHeartbeat: "heartbeat", cluster.KindResult: "result", cluster.KindError: "error",
 	} {
@@ -80,6 +81,24 @@ func TestClusterCallThroughNonHoldingNode(t *testing.T) {
 	}
 	require.Equal(t, 3, a.hub.served())
 	require.Zero(t, b.hub.served()+c.hub.served())
+}
+
+// A call's protocol.CallOptions reach the holder: BypassWindows travels
+// with the call, and a call without it arrives without it.
+func TestClusterCallCarriesBypassWindows(t *testing.T) {
+	t.Parallel()
+	a, b, _ := cluster3(t)
+	a.hub.connect("u-bypass", time.Now())
+	b.waitReach(t, "u-bypass")
+	for _, bypass := range []bool{true, false} {
+		ctx, cancel := context.WithTimeout(protocol.WithCallOptions(context.Background(), protocol.CallOptions{BypassWindows: bypass}), 2*time.Second)
+		out, err := b.cl.Call(ctx, "u-bypass", "Echo", "", json.RawMessage(`{}`))
+		cancel()
+		require.NoError(t, err)
+		var e echo
+		require.NoError(t, json.Unmarshal(out, &e))
+		require.Equal(t, bypass, e.Bypass)
+	}
 }
 
 // The holder runs the call on its hub without the bus: a local call

@@ -93,6 +93,7 @@ type echo struct {
 	Fn        string          `json:"fn"`
 	RequestID string          `json:"requestId"`
 	Trace     string          `json:"trace"`
+	Bypass    bool            `json:"bypassWindows,omitempty"`
 	Args      json.RawMessage `json:"args"`
 	LeftMs    int64           `json:"leftMs"`
 }
@@ -107,7 +108,7 @@ func (f *fakeHub) answer(ctx context.Context, user, fn, requestID string, args j
 	case "Echo":
 		dl, _ := ctx.Deadline()
 		return json.Marshal(echo{Fn: fn, RequestID: requestID, Trace: agentcall.TraceFrom(ctx), Args: args,
-			LeftMs: time.Until(dl).Milliseconds()})
+			Bypass: protocol.CallOptionsOf(ctx).BypassWindows, LeftMs: time.Until(dl).Milliseconds()})
 	case "Block":
 		select {
 		case <-f.block:

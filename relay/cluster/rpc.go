@@ -127,6 +127,9 @@ func (c *Cluster) request(ctx context.Context, subject, op, fn, requestID string
 	if tr := agentcall.TraceFrom(ctx); tr != "" {
 		msg.Header.Set(HeaderTrace, tr)
 	}
+	if protocol.CallOptionsOf(ctx).BypassWindows {
+		msg.Header.Set(HeaderBypassWindows, "1")
+	}
 	if err := c.nc.PublishMsg(msg); err != nil {
 		if errors.Is(err, nats.ErrMaxPayload) {
 			return nil, fmt.Errorf("cluster: the call's arguments exceed the bus's max payload: %w", err)
@@ -238,6 +241,9 @@ func (c *Cluster) serve(m *nats.Msg, t *target) {
 	defer cancel()
 	if tr := m.Header.Get(HeaderTrace); tr != "" {
 		ctx = agentcall.WithTrace(ctx, tr)
+	}
+	if m.Header.Get(HeaderBypassWindows) == "1" {
+		ctx = protocol.WithCallOptions(ctx, protocol.CallOptions{BypassWindows: true})
 	}
 	hb := c.heartbeat(m.Reply)
 	fn, rid := m.Header.Get(HeaderFn), m.Header.Get(HeaderRequestID)

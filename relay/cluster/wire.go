@@ -73,6 +73,9 @@ const (
 	// HeaderTrace is the call's trace id (agentcall.WithTrace), absent when
 	// none.
 	HeaderTrace = "Tb-Trace"
+	// HeaderBypassWindows is "1" when the call's protocol.CallOptions ask
+	// to pass the trading windows (BypassWindows); absent otherwise.
+	HeaderBypassWindows = "Tb-Bypass-Windows"
 	// HeaderTimeout is the time the caller still waits, in decimal
 	// milliseconds rounded up, as the request leaves: the serving node's
 	// call ends when it passes. A duration, not an instant, so that the

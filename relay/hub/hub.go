@@ -330,7 +330,8 @@ func (h *Hub) Info(userID string) (agentcall.Info, bool) {
 
 // Call runs the RPC function fn with args on userID's agent and returns its
 // result. requestID, when set, makes a write run at most once on the agent.
-// The request id agentcall.WithTrace put in ctx travels along as Request.Trace.
+// The request id agentcall.WithTrace put in ctx travels along as Request.Trace,
+// and protocol.CallOptions in ctx as Request.BypassWindows.
 // Errors: agentcall.ErrNotConnected, agentcall.ErrConnectionLost, agentcall.ErrTimeout, agentcall.ErrClosed, or the
 // agent's *protocol.Error.
 func (h *Hub) Call(ctx context.Context, userID, fn, requestID string, args json.RawMessage) (json.RawMessage, error) {
@@ -345,7 +346,8 @@ func (h *Hub) Call(ctx context.Context, userID, fn, requestID string, args json.
 		ctx, cancel = context.WithTimeout(ctx, h.opts.DefaultTimeout)
 		defer cancel()
 	}
-	req := protocol.Request{Fn: fn, RequestID: requestID, Args: args, Trace: agentcall.TraceFrom(ctx)}
+	req := protocol.Request{Fn: fn, RequestID: requestID, Args: args, Trace: agentcall.TraceFrom(ctx),
+		BypassWindows: protocol.CallOptionsOf(ctx).BypassWindows}
 	if dedicatedStream(fn) {
 		return c.callOnOwnStream(ctx, req)
 	}

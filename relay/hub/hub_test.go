@@ -52,6 +52,9 @@ func (h *echoHandler) Handle(ctx context.Context, req *protocol.Request) (json.R
 		}
 	case "Fail":
 		return nil, protocol.NewError(protocol.CodeNoPosition, "no position")
+	case "Options":
+		out, _ := json.Marshal(map[string]any{"bypassWindows": req.BypassWindows})
+		return out, nil
 	}
 	out, _ := json.Marshal(map[string]any{"agent": h.name, "fn": req.Fn, "args": req.Args})
 	return out, nil
@@ -225,6 +228,20 @@ func TestRoundTripAndHandshake(t *testing.T) {
 	out, err = call(t, e.hub, "usr_a", protocol.FnGetBars, time.Second)
 	require.NoError(t, err)
 	require.Contains(t, string(out), protocol.FnGetBars)
+}
+
+// The call's protocol.CallOptions travel in the Request.
+func TestCallOptionsReachTheAgent(t *testing.T) {
+	e := newEnv(t)
+	e.startAgent("agent-a", "A")
+	e.waitConnected("usr_a")
+	for _, bypass := range []bool{true, false} {
+		ctx, cancel := context.WithTimeout(protocol.WithCallOptions(context.Background(), protocol.CallOptions{BypassWindows: bypass}), time.Second)
+		out, err := e.hub.Call(ctx, "usr_a", "Options", "", json.RawMessage(`{}`))
+		cancel()
+		require.NoError(t, err)
+		require.JSONEq(t, fmt.Sprintf(`{"bypassWindows":%t}`, bypass), string(out))
+	}
 }
 
 func TestConcurrentCalls(t *testing.T) {

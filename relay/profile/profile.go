@@ -218,6 +218,7 @@ var shapes = map[string]shape{
 	protocol.FnCancelOrder:            {Type: typeOf[protocol.OrderResult]()},
 	protocol.FnChangeOrder:            {Type: typeOf[protocol.OrderResult]()},
 	protocol.FnCancelAndBracket:       {Type: typeOf[protocol.BracketResult]()},
+	protocol.FnCancelReplace:          {Type: typeOf[protocol.PlaceResult]()},
 	protocol.FnStartStrategy:          {Type: typeOf[protocol.Strategy]()},
 	protocol.FnCloseStrategy:          {Type: typeOf[protocol.Strategy]()},
 	protocol.FnEnableStrategy:         {Type: typeOf[protocol.Strategy]()},

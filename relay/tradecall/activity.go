@@ -284,7 +284,8 @@ func (r writeResult) placed() []string {
 // placing reports the functions whose success is order.placed.
 func placing(fn string) bool {
 	switch fn {
-	case protocol.FnPlaceOrder, protocol.FnFlatPlace, protocol.FnReverse, protocol.FnReversePosition, protocol.FnCancelAndBracket:
+	case protocol.FnPlaceOrder, protocol.FnFlatPlace, protocol.FnReverse, protocol.FnReversePosition, protocol.FnCancelAndBracket,
+		protocol.FnCancelReplace:
 		return true
 	}
 	return false
@@ -326,7 +327,7 @@ func placedSummary(fn string, a writeArgs, r writeResult) string {
 	}
 	var b strings.Builder
 	switch fn {
-	case protocol.FnPlaceOrder, protocol.FnFlatPlace, protocol.FnReversePosition:
+	case protocol.FnPlaceOrder, protocol.FnFlatPlace, protocol.FnReversePosition, protocol.FnCancelReplace:
 		b.WriteString(verb(a.Action))
 		if a.Quantity != nil {
 			b.WriteString(" " + strconv.FormatInt(*a.Quantity, 10))

@@ -213,6 +213,11 @@ func traceField(req *protocol.Request) zap.Field {
 }
 
 func (d *Dispatcher) handle(ctx context.Context, req *protocol.Request) (json.RawMessage, *protocol.Error) {
+	if protocol.CallOptionsOf(ctx).BypassWindows != req.BypassWindows {
+		// The operations read what the call asks of them from the
+		// context (trading/ops.SourceOf).
+		ctx = protocol.WithCallOptions(ctx, protocol.CallOptions{BypassWindows: req.BypassWindows})
+	}
 	d.mu.RLock()
 	h, ok := d.table[req.Fn]
 	d.mu.RUnlock()

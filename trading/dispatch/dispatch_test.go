@@ -124,6 +124,31 @@ func TestRegister(t *testing.T) {
 	require.Equal(t, []string{protocol.FnListAccounts}, d.Functions())
 }
 
+// A request's BypassWindows reaches the operation as the context's
+// protocol.CallOptions, and so as ops.SourceAPIBypassWindows; a request
+// without it runs as plain SourceAPI, whatever its caller's context held.
+func TestBypassWindowsReachesTheOperation(t *testing.T) {
+	t.Parallel()
+	d, err := dispatch.New(dispatch.Options{})
+	require.NoError(t, err)
+	require.NoError(t, d.Register(protocol.FnListAccounts, dispatch.Func(func(ctx context.Context, _ protocol.NoArgs) (ops.Source, error) {
+		return ops.SourceOf(ctx), nil
+	})))
+	for _, tc := range []struct {
+		ctx    context.Context
+		bypass bool
+		want   ops.Source
+	}{
+		{context.Background(), true, ops.SourceAPIBypassWindows},
+		{context.Background(), false, ops.SourceAPI},
+		{protocol.WithCallOptions(context.Background(), protocol.CallOptions{BypassWindows: true}), false, ops.SourceAPI},
+	} {
+		out, perr := d.Handle(tc.ctx, &protocol.Request{Fn: protocol.FnListAccounts, BypassWindows: tc.bypass})
+		require.Nil(t, perr)
+		require.JSONEq(t, `"`+string(tc.want)+`"`, string(out))
+	}
+}
+
 // The operations cover every public function of the protocol and the
 // relay's own functions that are operations.
 func TestOperationsRegistered(t *testing.T) {

@@ -142,35 +142,12 @@ func (o *Ops) CancelAndBracket(ctx context.Context, a protocol.CancelAndBracketA
 			OrderType: protocol.OrderTypeLimit, Quantity: qty, LimitPrice: *a.TakeProfit,
 			TimeInForce: protocol.TimeInForceGtc, Oco: oco, Name: "Profit target"})
 	}
-	pair, isPair := o.p.(bridge.PairSubmitter)
-	if isPair && len(legs) == 2 {
-		// The platform joins orders to an OCO group only when they are
-		// placed together: both legs in one request, both or neither.
-		first, second, err := pair.SubmitOCO(ctx, legs[0], legs[1])
-		if err != nil {
-			return protocol.BracketResult{OrderIDs: []string{}, CancelledOrderIDs: res.CancelledOrderIDs, Orders: []protocol.Order{}},
-				bracketError(err)
-		}
-		res.OrderIDs = append(res.OrderIDs, first.OrderID, second.OrderID)
-		res.Orders = append(res.Orders, first, second)
-		res.Placed, res.OcoID, res.Quantity = true, oco, qty
-		return res, nil
+	placed, err := o.submitLegs(ctx, k, legs)
+	if err != nil {
+		return protocol.BracketResult{OrderIDs: []string{}, CancelledOrderIDs: res.CancelledOrderIDs, Orders: []protocol.Order{}},
+			bracketError(err)
 	}
-	for _, leg := range legs {
-		if isPair && len(legs) == 1 {
-			// Such a platform joins no order to a group afterwards: a
-			// lone leg is a plain order.
-			leg.Oco = ""
-		}
-		ord, err := o.p.SubmitOrder(ctx, leg)
-		if err != nil {
-			// Never leave half a bracket: take back the legs placed.
-			if _, cerr := o.cancel(ctx, k.account, res.Orders, func(protocol.Order) bool { return true }); cerr != nil {
-				o.log.Error("taking back a bracket leg failed")
-			}
-			return protocol.BracketResult{OrderIDs: []string{}, CancelledOrderIDs: res.CancelledOrderIDs, Orders: []protocol.Order{}},
-				bracketError(err)
-		}
+	for _, ord := range placed {
 		res.OrderIDs = append(res.OrderIDs, ord.OrderID)
 		res.Orders = append(res.Orders, ord)
 	}

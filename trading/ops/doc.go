@@ -61,6 +61,20 @@
 // reported with the detail "the old position was closed, but the new order
 // failed".
 //
+// # Exits, relative prices, cancel-after, CancelReplace
+//
+// PlaceOrder and FlatPlace take Exits (a take profit and a stop loss
+// placed once the entry fills), LimitOffset and StopOffset (prices
+// relative to the last price, resolved when the order is placed and
+// rounded to the nearest tick; a platform with no last price refuses
+// them) and CancelAfterSeconds (Limit, StopLimit and StopMarket entries).
+// They are checked with the rest of the arguments; then the entry is
+// placed and handed to the EntryWatcher (the exits engine,
+// trading/engine/exits), which records it before the call returns. Ops
+// without a watcher refuses them (not_supported). CancelReplace cancels a
+// working order, waits for the cancel, and places the new order only when
+// nothing of the old one filled. See exits.go and replace.go.
+//
 // # Concurrency
 //
 // Ops is safe for concurrent use. Writes that touch one account and

@@ -42,6 +42,7 @@ func (o *Ops) Functions() map[string]dispatch.Handler {
 		protocol.FnPlaceOrder:             dispatch.Func(o.PlaceOrder),
 		protocol.FnFlatPlace:              dispatch.Func(o.FlatPlace),
 		protocol.FnCancelAndBracket:       dispatch.Func(o.CancelAndBracket),
+		protocol.FnCancelReplace:          dispatch.Func(o.CancelReplace),
 		protocol.FnStartStrategy:          dispatch.Func(o.StartStrategy),
 		protocol.FnCloseStrategy:          dispatch.Func(o.CloseStrategy),
 		protocol.FnEnableStrategy:         dispatch.Func(o.EnableStrategy),

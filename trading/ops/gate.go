@@ -21,13 +21,22 @@ import (
 // a trader must always be able to get out.
 
 // Source says where an order comes from. The operations read it from the
-// context (WithSource); a call of the relay has none and is SourceAPI.
+// context (WithSource); a call of the relay has none and is SourceAPI, or
+// SourceAPIBypassWindows when the call asks to pass the trading windows
+// (protocol.CallOptions in the context, which the dispatcher sets from
+// protocol.Request.BypassWindows).
 type Source string
 
 // Sources of orders.
 const (
 	// SourceAPI is a bot's call through the relay (HTTP or socket).
 	SourceAPI Source = "api"
+	// SourceAPIBypassWindows is a call through the relay that passes the
+	// account monitor's trading windows (a TradingView alert's
+	// bypass_trade_windows=true): every rule treats it as SourceAPI
+	// (blockSignals and blockAllSignals refuse it) except the monitor's
+	// windows (masterWindow, tradingWindows, closingOnlyAfter).
+	SourceAPIBypassWindows Source = "api.bypassWindows"
 	// SourceCopier is a copier's copy or auto-sync correction.
 	SourceCopier Source = "copier"
 	// SourceEngine is an engine's own risk action (a monitor's flatten).
@@ -42,13 +51,26 @@ func WithSource(ctx context.Context, src Source) context.Context {
 	return context.WithValue(ctx, sourceKey{}, src)
 }
 
-// SourceOf returns the source ctx carries; SourceAPI when none.
+// SourceOf returns the source ctx carries; when none, SourceAPI, or
+// SourceAPIBypassWindows when ctx carries protocol.CallOptions with
+// BypassWindows.
 func SourceOf(ctx context.Context) Source {
 	if s, ok := ctx.Value(sourceKey{}).(Source); ok {
 		return s
 	}
+	if protocol.CallOptionsOf(ctx).BypassWindows {
+		return SourceAPIBypassWindows
+	}
 	return SourceAPI
 }
+
+// API reports whether s is a call through the relay (SourceAPI or
+// SourceAPIBypassWindows): the rules on API orders apply to it.
+func (s Source) API() bool { return s == SourceAPI || s == SourceAPIBypassWindows }
+
+// BypassesWindows reports whether s passes the account monitor's trading
+// windows.
+func (s Source) BypassesWindows() bool { return s == SourceAPIBypassWindows }
 
 // Rules a gate refuses by (BlockError.Rule). They are part of the wire:
 // the detail of trading_blocked ends with "(rule: <name>)".

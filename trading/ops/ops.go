@@ -83,6 +83,9 @@ type Ops struct {
 	// refusals is told the writes a strategy lock refused
 	// (SetRefusalObserver).
 	refusals atomic.Pointer[func(OwnerRefusal)]
+	// watcher follows the entries placed with exits or a cancel-after
+	// (SetEntryWatcher).
+	watcher watcherHolder
 }
 
 // New validates opts, fills its defaults and returns Ops.

@@ -15,6 +15,7 @@ type orderFields struct {
 	quantity                                            int
 	quantityOptional                                    bool // PlaceOrder with targetQuantity
 	limitPrice, stopPrice                               *float64
+	limitOffset, stopOffset                             bool     // relative prices, resolved later
 	trailDistance                                       *float64 // the trailing types
 	ocoID, orderID, strategy, strategyTag               string
 }
@@ -32,8 +33,8 @@ func checkOrder(f orderFields) (bridge.OrderRequest, error) {
 	orderType, typeOK := protocol.NormalizeOrderType(f.orderType)
 	need := protocol.OrderPricesOf(orderType)
 	needLimit, needStop, trailing := need.Limit, need.Stop, need.TrailDistance
-	miss.need("limitPrice", !needLimit || f.limitPrice != nil)
-	miss.need("stopPrice", !needStop || f.stopPrice != nil)
+	miss.need("limitPrice", !needLimit || f.limitPrice != nil || f.limitOffset)
+	miss.need("stopPrice", !needStop || f.stopPrice != nil || f.stopOffset)
 	miss.need("trailDistance", !trailing || f.trailDistance != nil)
 	if err := miss.err(); err != nil {
 		return bridge.OrderRequest{}, err
@@ -62,14 +63,14 @@ func checkOrder(f orderFields) (bridge.OrderRequest, error) {
 		Quantity: f.quantity, TimeInForce: tif, Oco: f.ocoID, OrderID: f.orderID,
 		StrategyTag: f.strategyTag, AtmTemplate: f.strategy,
 	}
-	if needLimit {
+	if needLimit && f.limitPrice != nil {
 		if err := positive("limitPrice", *f.limitPrice); err != nil {
 			return req, err
 		}
 		req.LimitPrice = *f.limitPrice
 	}
 	// A TrailingStop's stop price is optional: its starting stop.
-	if needStop || (orderType == protocol.OrderTypeTrailingStop && f.stopPrice != nil) {
+	if (needStop || orderType == protocol.OrderTypeTrailingStop) && f.stopPrice != nil {
 		if err := positive("stopPrice", *f.stopPrice); err != nil {
 			return req, err
 		}
@@ -201,7 +202,7 @@ func (o *Ops) PlaceOrder(ctx context.Context, a protocol.PlaceOrderArgs) (protoc
 // the prices sent (protocol.FlatPlaceOrderType) and timeInForce to Day.
 func (o *Ops) FlatPlace(ctx context.Context, a protocol.FlatPlaceArgs) (protocol.PlaceResult, error) {
 	if strings.TrimSpace(a.OrderType) == "" {
-		a.OrderType = protocol.FlatPlaceOrderType(a.LimitPrice != nil, a.StopPrice != nil)
+		a.OrderType = protocol.FlatPlaceOrderType(a.LimitPrice != nil || a.LimitOffset != nil, a.StopPrice != nil || a.StopOffset != nil)
 	}
 	if strings.TrimSpace(a.TimeInForce) == "" {
 		a.TimeInForce = protocol.TimeInForceDay
@@ -220,7 +221,11 @@ func (o *Ops) place(ctx context.Context, a protocol.PlaceOrderArgs, flattenFirst
 	if err != nil {
 		return res, err
 	}
-	if _, err := o.prepare(ctx, &req); err != nil {
+	info, err := o.prepare(ctx, &req)
+	if err != nil {
+		return res, err
+	}
+	if err := o.settleExits(ctx, a, &req, info); err != nil {
 		return res, err
 	}
 	k := key{req.Account, req.Instrument}
@@ -241,7 +246,7 @@ func (o *Ops) place(ctx context.Context, a protocol.PlaceOrderArgs, flattenFirst
 		if err := o.admitPlace(ctx, k, req); err != nil {
 			return res, err
 		}
-		return o.submit(ctx, req, res)
+		return o.submitFollowed(ctx, a, req, info, res)
 	}
 	st, err := o.read(ctx, k)
 	if err != nil {
@@ -298,7 +303,7 @@ func (o *Ops) place(ctx context.Context, a protocol.PlaceOrderArgs, flattenFirst
 		return res, err
 	}
 	o.reclaim(rules.tag, before, st)
-	return o.submit(ctx, req, res)
+	return o.submitFollowed(ctx, a, req, info, res)
 }
 
 // checkPlace validates PlaceOrder's arguments.
@@ -310,6 +315,7 @@ func checkPlace(a protocol.PlaceOrderArgs, flattenFirst bool) (bridge.OrderReque
 		timeInForce: a.TimeInForce, quantity: a.Quantity, quantityOptional: a.TargetQuantity != nil,
 		limitPrice: a.LimitPrice, stopPrice: a.StopPrice, trailDistance: a.TrailDistance, ocoID: a.OcoID,
 		orderID: a.OrderID, strategy: a.Strategy, strategyTag: a.StrategyTag,
+		limitOffset: a.LimitOffset != nil, stopOffset: a.StopOffset != nil,
 	})
 	if err != nil {
 		return req, rules, err
@@ -340,6 +346,9 @@ func checkPlace(a protocol.PlaceOrderArgs, flattenFirst bool) (bridge.OrderReque
 	}
 	if rules.smart.ReduceOnly && a.TargetQuantity != nil {
 		return req, rules, invalid("reduceOnly cannot be combined with targetQuantity")
+	}
+	if err := checkExits(a, req); err != nil {
+		return req, rules, err
 	}
 	return req, rules, nil
 }
@@ -406,6 +415,16 @@ func (o *Ops) reclaim(tag string, before, now state) {
 	if before.owner == tag || (now.owner == "" && now.qty == 0) {
 		o.book.claim(now.k, tag, now.orders)
 	}
+}
+
+// submitFollowed places req, the entry of a, and hands it to the
+// EntryWatcher when a has exits or a cancel-after.
+func (o *Ops) submitFollowed(ctx context.Context, a protocol.PlaceOrderArgs, req bridge.OrderRequest, info protocol.InstrumentInfo, res protocol.PlaceResult) (protocol.PlaceResult, error) {
+	res, err := o.submit(ctx, req, res)
+	if err != nil || res.Order == nil {
+		return res, err
+	}
+	return res, o.follow(ctx, a, req, info, *res.Order)
 }
 
 // submit places req and fills res with the order.

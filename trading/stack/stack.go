@@ -3,10 +3,12 @@
 // next to NinjaTrader and the relay's broker family per linked login both
 // run one.
 //
-// New builds the operations (trading/ops) over the platform, the three
-// engines over the operations (trading/engine/controls, monitor, copier; a
+// New builds the operations (trading/ops) over the platform, the engines
+// over the operations (trading/engine/controls, monitor, copier, exits; a
 // monitor's change of state reaches the copiers, which halt a tandem
-// copier whose follower's monitor stopped), makes the controls and the
+// copier whose follower's monitor stopped; the exits engine follows the
+// entries the operations place with exits or a cancel-after, in the
+// State's bucket exits.Bucket), makes the controls and the
 // monitors the operations' trading gate (and the controls the observer of
 // the strategy-lock refusals, which they report), and builds a dispatcher
 // (trading/dispatch) with the operations' functions registered. The caller
@@ -30,6 +32,7 @@ import (
 	"tradebridge/trading/engine"
 	"tradebridge/trading/engine/controls"
 	"tradebridge/trading/engine/copier"
+	"tradebridge/trading/engine/exits"
 	"tradebridge/trading/engine/monitor"
 	"tradebridge/trading/mgmtconfig"
 	"tradebridge/trading/ops"
@@ -102,6 +105,9 @@ type Stack struct {
 	Monitors *monitor.Engine
 	// Copiers is the trade copiers.
 	Copiers *copier.Engine
+	// Exits places the exits of entries placed with them and cancels
+	// entries whose cancel-after passed (the operations' EntryWatcher).
+	Exits *exits.Engine
 
 	log *zap.Logger
 }
@@ -180,13 +186,20 @@ func (s *Stack) newEngines(opts Options) error {
 		}}); err != nil {
 		return err
 	}
-	s.Copiers, err = copier.New(copier.Options{Platform: opts.Platform, Trader: s.Ops, Config: s.Config,
+	if s.Copiers, err = copier.New(copier.Options{Platform: opts.Platform, Trader: s.Ops, Config: s.Config,
 		Store: opts.State, Reporter: opts.Reporter, Monitors: s.Monitors, Now: now, Logger: log,
-		TickInterval: opts.EngineTick})
-	return err
+		TickInterval: opts.EngineTick}); err != nil {
+		return err
+	}
+	if s.Exits, err = exits.New(exits.Options{Platform: opts.Platform, Trader: s.Ops, Store: opts.State,
+		Reporter: opts.Reporter, Now: now, Logger: log, TickInterval: opts.EngineTick}); err != nil {
+		return err
+	}
+	s.Ops.SetEntryWatcher(s.Exits)
+	return nil
 }
 
-// Run runs the three engines, each on a goroutine of its own, until ctx
+// Run runs the engines, each on a goroutine of its own, until ctx
 // ends, and returns when all of them have stopped. An engine that fails
 // before ctx ends is logged at once and the others go on; Run then
 // returns the errors of those that failed early (nil when none did).
@@ -204,6 +217,7 @@ func (s *Stack) Run(ctx context.Context) error {
 		{"controls", s.Controls.Run},
 		{"monitors", s.Monitors.Run},
 		{"copiers", s.Copiers.Run},
+		{"exits", s.Exits.Run},
 	} {
 		wg.Go(func() {
 			err := part.run(ctx)

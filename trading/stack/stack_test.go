@@ -14,6 +14,7 @@ import (
 	"tradebridge/protocol"
 	"tradebridge/trading/bridge"
 	"tradebridge/trading/bridge/sim"
+	"tradebridge/trading/bridge/tradovate/tradovatetest"
 	"tradebridge/trading/dispatch"
 	"tradebridge/trading/engine"
 	"tradebridge/trading/engine/enginetest"
@@ -278,4 +279,46 @@ func TestRunStops(t *testing.T) {
 			require.ErrorContains(t, err, tc.want)
 		})
 	}
+}
+
+// The broker family's stack over the fake Tradovate places an entry's
+// exits as one OCO pair, in one request (bridge.PairSubmitter), and grows
+// nothing when the entry filled at once.
+func TestExitsOverTradovate(t *testing.T) {
+	t.Parallel()
+	h := tradovatetest.Factory(t, sim.Options{Clock: sim.NewManualClock(testStart)})
+	require.NoError(t, h.Market.SetPrice("ES 12-26", 6000))
+	h.Settle(t)
+	accts, err := h.Platform.Accounts(context.Background())
+	require.NoError(t, err)
+	require.NotEmpty(t, accts)
+	acct := accts[0].Name
+	rep := new(enginetest.Reporter)
+	s, err := stack.New(stack.Options{Platform: h.Platform, State: newMemState(), Reporter: rep, Now: h.Clock.Now,
+		EngineTick: 5 * time.Millisecond})
+	require.NoError(t, err)
+	run(t, s)
+	res, err := s.Ops.PlaceOrder(context.Background(), protocol.PlaceOrderArgs{Account: acct, Instrument: "ES 12-26",
+		Action: "Buy", OrderType: "Market", Quantity: 2, TimeInForce: "Day",
+		Exits: &protocol.Exits{TakeProfit: &protocol.ExitPrice{Offset: &protocol.PriceOffset{Unit: "ticks", Value: 8}},
+			StopLoss: &protocol.ExitPrice{Offset: &protocol.PriceOffset{Unit: "points", Value: 3}}}})
+	require.NoError(t, err)
+	require.Eventually(t, func() bool { return len(rep.Activity(protocol.ActivityExitsPlaced)) == 1 }, enginetest.Wait, time.Millisecond)
+	h.Settle(t)
+	orders, err := h.Platform.Orders(context.Background(), acct)
+	require.NoError(t, err)
+	var legs []protocol.Order
+	for _, o := range orders {
+		if o.OrderID != res.OrderID && !protocol.TerminalOrderState(o.OrderState) {
+			legs = append(legs, o)
+		}
+	}
+	require.Len(t, legs, 2)
+	for _, l := range legs {
+		require.Equal(t, protocol.ActionSell, l.OrderAction)
+		require.Equal(t, 2, l.Quantity)
+		require.NotEmpty(t, l.Oco)
+		require.Equal(t, legs[0].Oco, l.Oco, "one OCO pair")
+	}
+	require.Empty(t, rep.Activity(protocol.ActivityExitsFailed))
 }

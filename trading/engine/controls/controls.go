@@ -15,7 +15,7 @@
 //   - kill switch on: every order that opens or adds to a position is
 //     refused on every account, whatever its source (rule killSwitch);
 //     orders that only reduce a position, cancellations and flattens pass.
-//   - blockAllSignals: every order from the API (ops.SourceAPI) is refused
+//   - blockAllSignals: every order from the API (ops.Source.API) is refused
 //     on every account (rule blockAllSignals); the copier's and the
 //     engines' orders pass.
 //   - news lockout: while a window is open, orders that open or add to a
@@ -408,7 +408,7 @@ func (e *Engine) Check(account, instrument string, src ops.Source) ops.Verdict {
 	if s.kill {
 		v.Entries = killBlock
 	}
-	if s.blockAll && src == ops.SourceAPI {
+	if s.blockAll && src.API() {
 		v.Any = blockAllBlock
 	}
 	if v.Entries == nil && len(s.windows) > 0 {

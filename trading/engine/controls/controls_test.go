@@ -216,6 +216,9 @@ func TestKillSwitchRefusesEntries(t *testing.T) {
 	enginetest.RequireBlocked(t, err, ops.RuleKillSwitch)
 	_, err = f.ops.PlaceOrder(bg, market("Sim101", "ES", protocol.ActionSell, 3))
 	enginetest.RequireBlocked(t, err, ops.RuleKillSwitch) // it would reverse to short 1
+	bypass := protocol.WithCallOptions(bg, protocol.CallOptions{BypassWindows: true})
+	_, err = f.ops.PlaceOrder(bypass, market("Sim101", "ES", protocol.ActionBuy, 1))
+	enginetest.RequireBlocked(t, err, ops.RuleKillSwitch) // bypassing the windows bypasses no kill switch
 	require.Equal(t, 2, f.position("Sim101", es))
 
 	_, err = f.ops.PlaceOrder(bg, market("Sim101", "ES", protocol.ActionSell, 1))
@@ -336,6 +339,8 @@ func TestBlockAllSignals(t *testing.T) {
 	enginetest.RequireBlocked(t, err, ops.RuleBlockAllSignals) // even reducing
 	_, err = f.ops.Submit(bg, enginetest.MarketOrder("Sim101", es, protocol.ActionBuy, 1))
 	enginetest.RequireBlocked(t, err, ops.RuleBlockAllSignals) // no source is the API
+	_, err = f.ops.PlaceOrder(protocol.WithCallOptions(bg, protocol.CallOptions{BypassWindows: true}), market("Sim102", "ES", protocol.ActionBuy, 1))
+	enginetest.RequireBlocked(t, err, ops.RuleBlockAllSignals) // bypassing the windows is still the API
 	require.Equal(t, 2, f.position("Sim101", es))
 
 	_, err = f.ops.Submit(ops.WithSource(bg, ops.SourceCopier), enginetest.MarketOrder("Sim102", es, protocol.ActionBuy, 1))

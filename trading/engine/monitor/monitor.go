@@ -617,8 +617,11 @@ var (
 // outside its trading hours, until the engine trips it; closingOnly, and
 // closingOnlyAfter once its time came, refuse entries (RuleClosingOnly);
 // blockSignals refuses every order from the API (RuleBlockSignals), on a
-// stopped monitor too. A paused monitor refuses nothing. Check never
-// blocks for long: it reads the engine's state under a read lock.
+// stopped monitor too. A paused monitor refuses nothing. An order of
+// ops.SourceAPIBypassWindows passes the trading hours: the master window,
+// the trading windows and closingOnlyAfter, and a stop for being outside
+// them (every other rule still applies). Check never blocks for long: it
+// reads the engine's state under a read lock.
 func (e *Engine) Check(account, _ string, src ops.Source) ops.Verdict {
 	e.mu.RLock()
 	defer e.mu.RUnlock()
@@ -627,11 +630,18 @@ func (e *Engine) Check(account, _ string, src ops.Source) ops.Verdict {
 		return ops.Verdict{}
 	}
 	var v ops.Verdict
-	if a.mon != nil && a.state != protocol.MonitorPaused && a.mon.BlockSignals && src == ops.SourceAPI {
+	if a.mon != nil && a.state != protocol.MonitorPaused && a.mon.BlockSignals && src.API() {
 		v.Any = blockSignals
 	}
 	switch a.state {
 	case protocol.MonitorStopped:
+		if src.BypassesWindows() && a.mon != nil && (a.reason == reasonMasterWindow || a.reason == reasonTradingWindows) {
+			// Stopped by its trading hours only, which the order passes.
+			if a.mon.ClosingOnly {
+				v.Entries = blockClosingOnly
+			}
+			break
+		}
 		v.Entries = blockStopped
 	case protocol.MonitorActive:
 		if a.mon == nil {
@@ -641,7 +651,7 @@ func (e *Engine) Check(account, _ string, src ops.Source) ops.Verdict {
 			v.Entries = blockClosingOnly
 			break
 		}
-		if a.plan.closingAfter == noTime && !a.plan.hasMaster && len(a.plan.trading) == 0 {
+		if src.BypassesWindows() || (a.plan.closingAfter == noTime && !a.plan.hasMaster && len(a.plan.trading) == 0) {
 			break
 		}
 		now := e.now()

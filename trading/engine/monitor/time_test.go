@@ -1,13 +1,14 @@
 package monitor
 
 import (
+	"context"
 	"testing"
 	"time"
-	"tradebridge/trading/engine/enginetest"
 
 	"github.com/stretchr/testify/require"
 
 	"tradebridge/protocol"
+	"tradebridge/trading/engine/enginetest"
 	"tradebridge/trading/ops"
 )
 
@@ -212,4 +213,64 @@ func TestPausedDoesNotTrip(t *testing.T) {
 	require.Equal(t, protocol.MonitorPaused, f.e.MonitorState(acct))
 	require.Empty(t, f.rep.Monitors())
 	require.NoError(t, f.place(acct, protocol.ActionBuy, 1))
+}
+
+// An order from the API that bypasses the trading windows passes the
+// master window, the trading windows, closingOnlyAfter and a stop for
+// being outside them; every other rule still refuses it.
+func TestBypassWindows(t *testing.T) {
+	t.Parallel()
+	bypass := protocol.WithCallOptions(bg, protocol.CallOptions{BypassWindows: true})
+	placeFrom := func(f *fixture, ctx context.Context, action string) error {
+		_, err := f.ops.PlaceOrder(ctx, protocol.PlaceOrderArgs{Account: acct, Action: action, Instrument: es,
+			OrderType: protocol.OrderTypeMarket, Quantity: 1, TimeInForce: protocol.TimeInForceDay})
+		return err
+	}
+	t.Run("outside the windows", func(t *testing.T) {
+		t.Parallel()
+		f := newFixture(t, wednesday10)
+		m := monitor(acct)
+		m.MasterWindow = win("09:30", "16:00")
+		m.TradingWindows = []protocol.MonitorWindow{tw(true, win("09:30", "11:00"))}
+		f.push(m)
+		f.clock.Set(ny(2026, 3, 4, 11, 30)) // before the engine ticks
+		enginetest.RequireBlocked(t, placeFrom(f, bg, protocol.ActionBuy), ops.RuleMonitorStopped)
+		require.NoError(t, placeFrom(f, bypass, protocol.ActionBuy))
+		f.e.Tick(bg) // now stopped for its trading windows
+		require.Equal(t, protocol.MonitorStopped, f.e.MonitorState(acct))
+		require.Equal(t, reasonTradingWindows, f.status(acct).Reason)
+		enginetest.RequireBlocked(t, placeFrom(f, bg, protocol.ActionBuy), ops.RuleMonitorStopped)
+		require.NoError(t, placeFrom(f, bypass, protocol.ActionBuy))
+		require.Equal(t, ops.Verdict{}, f.e.Check(acct, "ES 06-26", ops.SourceAPIBypassWindows))
+	})
+	t.Run("closingOnlyAfter", func(t *testing.T) {
+		t.Parallel()
+		f := newFixture(t, ny(2026, 3, 4, 15, 0))
+		m := monitor(acct)
+		m.MasterWindow = win("09:30", "16:00")
+		m.ClosingOnlyAfter = "15:30"
+		f.push(m)
+		f.at(ny(2026, 3, 4, 15, 45))
+		enginetest.RequireBlocked(t, placeFrom(f, bg, protocol.ActionBuy), ops.RuleClosingOnly)
+		require.NoError(t, placeFrom(f, bypass, protocol.ActionBuy))
+	})
+	t.Run("other rules still apply", func(t *testing.T) {
+		t.Parallel()
+		f := newFixture(t, wednesday10)
+		m := monitor(acct)
+		m.BlockSignals, m.ClosingOnly = true, true
+		f.push(m)
+		enginetest.RequireBlocked(t, placeFrom(f, bypass, protocol.ActionBuy), ops.RuleBlockSignals)
+		m.BlockSignals = false
+		f.push(m)
+		enginetest.RequireBlocked(t, placeFrom(f, bypass, protocol.ActionBuy), ops.RuleClosingOnly)
+		m.ClosingOnly, m.LossLimit = false, limit(100)
+		f.push(m)
+		f.trade(acct, protocol.ActionBuy, 1)
+		require.NoError(t, f.sim.SetPrice(es, 5990)) // a 500 loss
+		f.trade(acct, protocol.ActionSell, 1)
+		f.pump()
+		require.Equal(t, protocol.MonitorStopped, f.e.MonitorState(acct))
+		enginetest.RequireBlocked(t, placeFrom(f, bypass, protocol.ActionBuy), ops.RuleMonitorStopped)
+	})
 }
