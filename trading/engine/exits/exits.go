@@ -39,9 +39,12 @@ package exits
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -439,11 +442,57 @@ func (e *Engine) end(k string) {
 	}
 }
 
+// legID is the order id of an entry's exit leg i: the same on every look
+// at the entry, so that legs placed just before a crash (placed, but not
+// yet recorded in the Store) are found again rather than placed twice,
+// and a platform that refuses a second order of one id refuses the
+// duplicate anyway.
+func legID(en ops.Entry, i int) string {
+	sum := sha256.Sum256([]byte(en.Account + "\x00" + en.OrderID))
+	return "exit-" + hex.EncodeToString(sum[:10]) + "-" + strconv.Itoa(i+1)
+}
+
+// adopt looks for legs of w's entry already on the platform (placed by an
+// earlier look whose record was lost): when it finds any, they become w's
+// exits, and it reports true.
+func (e *Engine) adopt(ctx context.Context, w *watch, n int) bool {
+	var found []protocol.Order
+	for i := range n {
+		o, err := e.opts.Trader.GetOrder(ctx, protocol.OrderArgs{Account: w.Entry.Account, OrderID: legID(w.Entry, i)})
+		if err == nil {
+			found = append(found, o)
+		}
+	}
+	if len(found) == 0 {
+		return false
+	}
+	w.Legs = make([]string, len(found))
+	for i, o := range found {
+		w.Legs[i] = o.OrderID
+		w.OcoID = o.Oco
+		if i == 0 || o.Quantity < w.Sized {
+			w.Sized = o.Quantity
+		}
+	}
+	e.log.Info("exits placed before a restart were found again", zap.String("entryOrderId", w.Entry.OrderID))
+	return true
+}
+
 // place places the exits of w's entry ord for what it filled.
 func (e *Engine) place(ctx context.Context, w *watch, ord protocol.Order) {
 	en := w.Entry
 	oco := e.opts.NewOcoID()
 	legs, prices, err := ops.ExitOrders(en, ord.AverageFillPrice, ord.Filled, oco)
+	if err == nil && e.adopt(ctx, w, len(legs)) {
+		w.Prices = prices
+		if ord.Filled > w.Sized {
+			e.resize(ctx, w, ord.Filled)
+		}
+		return
+	}
+	for i := range legs {
+		legs[i].OrderID = legID(en, i)
+	}
 	if err == nil {
 		var placed []protocol.Order
 		if placed, err = e.opts.Trader.PlaceExits(ctx, legs); err == nil {

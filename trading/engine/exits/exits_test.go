@@ -332,3 +332,36 @@ func TestNewValidates(t *testing.T) {
 	_, err := exits.New(ok)
 	require.NoError(t, err)
 }
+
+// Exits placed just before a crash, whose record was lost, are found
+// again by the restarted engine and never placed twice.
+func TestRestartFindsExitsPlacedBeforeTheirRecord(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t, 0)
+	res, err := f.m.Ops.PlaceOrder(bg, buyLimit(2, 5990, &protocol.Exits{TakeProfit: offset("ticks", 8), StopLoss: offset("ticks", 8)}))
+	require.NoError(t, err)
+	// The record as it stood before the exits were placed.
+	before, err := f.store.Load(exits.Bucket)
+	require.NoError(t, err)
+	require.Len(t, before, 1)
+
+	require.NoError(t, f.m.Sim.SetPrice(es, 5989.75))
+	f.eng.Tick(bg)
+	require.Len(t, f.exitsOf(res.OrderID), 2)
+
+	// The agent crashed before the placed exits were recorded.
+	for k, v := range before {
+		require.NoError(t, f.store.Put(exits.Bucket, k, v))
+	}
+	f.eng = f.newEngine()
+	require.Equal(t, 1, f.eng.Watching())
+	f.eng.Tick(bg)
+	require.Equal(t, 0, f.eng.Watching())
+	legs := f.exitsOf(res.OrderID)
+	require.Len(t, legs, 2, "the exits are not placed a second time")
+	require.Empty(t, f.rep.Activity(protocol.ActivityExitsFailed), "the exits found are the entry's, not a refusal")
+	for _, l := range legs {
+		require.Equal(t, 2, l.Quantity)
+		require.False(t, protocol.TerminalOrderState(l.OrderState))
+	}
+}
