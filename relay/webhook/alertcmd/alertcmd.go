@@ -123,6 +123,10 @@ type Alert struct {
 	Instrument string
 	Action     string
 	Qty        *int
+	// QtyPercent is CLOSEPOSITION's qty written as a percentage
+	// (qty=50%): the fraction of the position to close (0.5), rounded up
+	// to whole contracts by the operation. Qty is nil then.
+	QtyPercent *float64
 	OrderType  string
 	TIF        string
 	LimitPrice *Price
@@ -174,23 +178,46 @@ func (e *Error) Error() string { return "alertcmd: " + e.Detail }
 // object of the same keys (values strings, numbers or booleans). A body
 // over MaxBody, or one holding more than one alert, is an error. The
 // error is an *Error.
+//
+// The Alert holds its defaults (Destination desktop; FLATPLACE's
+// OrderType and TIF). On an error it still holds what could be read, the
+// Key above all (and Command and Accounts when they read): the door tells
+// a wrong key (nothing recorded) from a right key on an alert that fails
+// (recorded failed). A JSON body that is not JSON, or a body over
+// MaxBody, has no Key.
 func Parse(body []byte, contentType string) (Alert, error) {
-	return Alert{}, &Error{Detail: "not implemented"}
+	a, err := parse(body, contentType)
+	if err != nil {
+		return a, err
+	}
+	return a, nil
 }
 
 // Redact returns body with the key's value removed, for the alert
-// history: the text the trader wrote, without the secret.
+// history: the text the trader wrote, without the secret. In a text body
+// the pair stays as `key=` with nothing after it (up to the next ';' or
+// line break); in a JSON body every member named key, at any depth,
+// becomes "key":"". It never fails: a body that does not parse is
+// redacted as text, where any "key" followed by '=' or ':' loses the
+// rest of its segment.
 func Redact(body []byte, contentType string) string {
-	return ""
+	if isJSON(body, contentType) {
+		if s, ok := redactJSON(body); ok {
+			return s
+		}
+	}
+	return redactText(string(body))
 }
 
 // Call is one trading call an alert makes: the RPC function Fn with its
 // typed arguments Args (the protocol's argument types, as JSON) on
 // Account ("" for a call of every account: FLATTENEVERYTHING,
 // CANCELALLORDERS). Opens reports a call that may open or add to a
-// position (the alert's closing_only_after blocks those), and Exits a
-// call whose arguments use the fields of protocol version 7
-// (ExitsProtocolVersion).
+// position (the alert's closing_only_after blocks those): PlaceOrder,
+// FlatPlace, Reverse, ReversePosition and CancelReplace. Exits reports a
+// call that needs an agent of protocol version 7 (ExitsProtocolVersion):
+// its arguments use Exits, LimitOffset, StopOffset or
+// CancelAfterSeconds, or its function is CancelReplace.
 type Call struct {
 	Account string
 	Fn      string
@@ -202,6 +229,13 @@ type Call struct {
 // Calls plans the calls of a: for each account, in order, the calls of
 // its command; a flatten_first on PLACE is FlatPlace. The error is an
 // *Error. A (killswitch-only) alert with no command plans no calls.
+//
+// Calls checks a as Parse does (an Alert built by hand gets the same
+// rules and defaults), so a parsed Alert's Calls does not fail.
 func (a Alert) Calls() ([]Call, error) {
-	return nil, &Error{Detail: "not implemented"}
+	a.defaults()
+	if err := a.validate(); err != nil {
+		return nil, err
+	}
+	return a.calls()
 }
