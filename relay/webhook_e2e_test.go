@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"net/http"
 	"net/http/httptest"
+	"net/netip"
 	"strings"
 	"testing"
 	"time"
@@ -12,6 +13,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"tradebridge/protocol"
+	"tradebridge/relay"
 	"tradebridge/relay/events"
 	"tradebridge/relay/events/eventstest"
 	"tradebridge/relay/store"
@@ -73,20 +75,29 @@ func (h hook) history(query string) webhook.Page {
 	return p
 }
 
-// waitStatus waits until the alert's status in the history is want.
+// waitStatus waits until the alert's status in the store is want, and
+// returns it as the history shows it.
 func (h hook) waitStatus(alertID, want string) webhook.AlertView {
 	h.s.T.Helper()
-	var got webhook.AlertView
+	seq, ok := webhook.ParseAlertID(alertID)
+	require.True(h.s.T, ok, alertID)
+	var got store.WebhookAlert
 	require.Eventually(h.s.T, func() bool {
-		for _, a := range h.history("?limit=50").Alerts {
-			if a.AlertID == alertID {
-				got = a
-				return a.Status == want
-			}
-		}
-		return false
+		var err error
+		got, err = h.s.Store.WebhookAlert(h.s.T.Context(), h.userID(), seq)
+		return err == nil && got.Status == want
 	}, 10*time.Second, 20*time.Millisecond, "alert %s never became %s", alertID, want)
-	return got
+	return webhook.View(got)
+}
+
+// userID is the id of the webhook's user.
+func (h hook) userID() string {
+	for _, c := range h.s.Users {
+		if c.APIToken == h.token {
+			return c.UserID
+		}
+	}
+	return ""
 }
 
 const placeES = "command=PLACE;account=Sim101;instrument=ES 12-26;action=BUY;qty=2;order_type=MARKET;tif=DAY"
@@ -227,4 +238,173 @@ func metricsOf(t *testing.T, s *system) string {
 	w := httptest.NewRecorder()
 	s.Relay().OperatorHandler().ServeHTTP(w, httptest.NewRequest("GET", "/metrics", nil))
 	return w.Body.String()
+}
+
+// TradingView's duplicate (the same text again within the window) is
+// answered with the first alert's answer and places nothing more; an
+// alert's rate_limit blocks the alerts of its id past it; a
+// require_market_position that does not hold blocks the alert (200
+// blocked, recorded, nothing placed).
+func TestWebhookDuplicateRateLimitBlocked(t *testing.T) {
+	t.Parallel()
+	s := newSystem(t)
+	ra := s.StartAgent("alice")
+	h := s.webhookOf("alice")
+
+	first := h.send(placeES)
+	require.Equal(t, http.StatusOK, first.Status, string(first.Raw))
+	again := h.send(placeES)
+	require.Equal(t, http.StatusOK, again.Status, string(again.Raw))
+	require.JSONEq(t, string(first.Raw), string(again.Raw), "the first answer again")
+	pos, err := ra.Sim.Positions(t.Context(), "Sim101")
+	require.NoError(t, err)
+	require.Len(t, pos, 1)
+	require.Equal(t, 2, pos[0].Quantity, "one order")
+	require.Len(t, h.history("").Alerts, 1, "a duplicate is not recorded again")
+	require.Contains(t, metricsOf(t, s), `relay_webhook_alerts_total{outcome="duplicate"} 1`)
+
+	// rate_limit=1 per minute of id "breakout": the second is blocked.
+	rated := "command=PLACE;account=Sim102;instrument=ES 12-26;action=BUY;qty=1;order_type=MARKET;tif=DAY;rate_limit=1/60;id=breakout"
+	r := h.send(rated)
+	require.Equal(t, http.StatusOK, r.Status, string(r.Raw))
+	require.Equal(t, store.WebhookExecuted, h.answer(r).Status)
+	r = h.send(rated + ";strategy_tag=other") // another text: not a duplicate
+	require.Equal(t, http.StatusOK, r.Status, string(r.Raw))
+	blocked := h.answer(r)
+	require.Equal(t, store.WebhookBlocked, blocked.Status)
+	view := h.waitStatus(blocked.AlertID, store.WebhookBlocked)
+	require.Contains(t, view.Reason, "rate_limit")
+	pos, err = ra.Sim.Positions(t.Context(), "Sim102")
+	require.NoError(t, err)
+	require.Len(t, pos, 1)
+	require.Equal(t, 1, pos[0].Quantity, "the blocked alert placed nothing")
+
+	// require_market_position=short on a long account: blocked.
+	r = h.send(placeES + ";require_market_position=short")
+	require.Equal(t, http.StatusOK, r.Status, string(r.Raw))
+	a := h.answer(r)
+	require.Equal(t, store.WebhookBlocked, a.Status)
+	require.Len(t, a.Results, 1)
+	require.Equal(t, webhook.ResultBlocked, a.Results[0].Status)
+	require.Equal(t, protocol.CodeMarketPositionMismatch, a.Results[0].Error.Code)
+	pos, err = ra.Sim.Positions(t.Context(), "Sim101")
+	require.NoError(t, err)
+	require.Equal(t, 2, pos[0].Quantity, "nothing placed")
+}
+
+// kill_switch=on sets the user's kill switch through the Management
+// API's code: the PLACE after it fails with the agent's trading_blocked,
+// answered with the trading API's status and code and the alert's id,
+// and recorded failed; kill_switch=off lifts it.
+func TestWebhookKillSwitch(t *testing.T) {
+	t.Parallel()
+	s := newSystem(t)
+	ra := s.StartAgent("alice")
+	h := s.webhookOf("alice")
+
+	r := h.send("kill_switch=on")
+	require.Equal(t, http.StatusOK, r.Status, string(r.Raw))
+	require.Equal(t, store.WebhookExecuted, h.answer(r).Status)
+	r = h.send(placeES)
+	require.Equal(t, http.StatusBadRequest, r.Status, string(r.Raw))
+	require.Equal(t, protocol.CodeTradingBlocked, r.Error)
+	a := h.answer(r)
+	require.NotEmpty(t, a.AlertID, "the failure names the alert")
+	view := h.waitStatus(a.AlertID, store.WebhookFailed)
+	require.NotEmpty(t, view.Reason)
+	var results []webhook.Result
+	require.NoError(t, json.Unmarshal(view.Results, &results))
+	require.Len(t, results, 1)
+	require.Equal(t, protocol.CodeTradingBlocked, results[0].Error.Code)
+	pos, err := ra.Sim.Positions(t.Context(), "Sim101")
+	require.NoError(t, err)
+	require.Empty(t, pos)
+
+	r = h.send("kill_switch=off")
+	require.Equal(t, http.StatusOK, r.Status, string(r.Raw))
+	r = h.send(placeES + ";strategy_tag=after")
+	require.Equal(t, http.StatusOK, r.Status, string(r.Raw))
+}
+
+// delay= answers 202 scheduled at once; the Server runs the alert when
+// it is due, and the history says executed.
+func TestWebhookDelay(t *testing.T) {
+	t.Parallel()
+	s := newSystem(t)
+	ra := s.StartAgent("alice")
+	h := s.webhookOf("alice")
+	start := time.Now()
+	r := h.send(placeES + ";delay=1")
+	require.Equal(t, http.StatusAccepted, r.Status, string(r.Raw))
+	a := h.answer(r)
+	require.Equal(t, store.WebhookScheduled, a.Status)
+	require.NotEmpty(t, a.DueAt)
+	require.Less(t, time.Since(start), 900*time.Millisecond, "answered before the delay")
+	pos, err := ra.Sim.Positions(t.Context(), "Sim101")
+	require.NoError(t, err)
+	require.Empty(t, pos, "not yet")
+	view := h.waitStatus(a.AlertID, store.WebhookExecuted)
+	require.GreaterOrEqual(t, time.Since(start), time.Second)
+	var results []webhook.Result
+	require.NoError(t, json.Unmarshal(view.Results, &results))
+	require.Len(t, results, 1)
+	require.Len(t, results[0].OrderIDs, 1)
+	pos, err = ra.Sim.Positions(t.Context(), "Sim101")
+	require.NoError(t, err)
+	require.Len(t, pos, 1)
+}
+
+// A wrong key, an unknown webhook id and an address outside
+// --webhook-allow leave nothing behind but the counter: no history, no
+// activity entry, no order.
+func TestWebhookRefusalsLeaveNothing(t *testing.T) {
+	t.Parallel()
+	s := newSystem(t)
+	ra := s.StartAgent("alice")
+	var spine eventstest.Collector
+	subscribeActivity(t, s, &spine)
+	h := s.webhookOf("alice")
+
+	wrong := h
+	wrong.Key = "whk_" + strings.Repeat("a", 32)
+	r := wrong.send(placeES)
+	require.Equal(t, http.StatusUnauthorized, r.Status, string(r.Raw))
+	require.Equal(t, "unauthorized", r.Error)
+	unknown := h
+	unknown.URL = "/v1/send/wh_" + strings.Repeat("b", 24)
+	r = unknown.send(placeES)
+	require.Equal(t, http.StatusUnauthorized, r.Status, string(r.Raw))
+	r = s.Do("POST", "/v1/send/nonsense", "", "key="+h.Key+";"+placeES, "Content-Type", "text/plain")
+	require.Equal(t, http.StatusUnauthorized, r.Status, string(r.Raw))
+	r = s.Do("POST", h.URL, "", placeES, "Content-Type", "text/plain")
+	require.Equal(t, http.StatusUnauthorized, r.Status, "no key: %s", r.Raw)
+	for _, resp := range []response{r} {
+		require.NotContains(t, string(resp.Raw), "Sim101", "errors never echo the body")
+	}
+
+
+	m := metricsOf(t, s)
+	require.Contains(t, m, `relay_webhook_alerts_total{outcome="wrong_key"} 2`)
+	require.Contains(t, m, `relay_webhook_alerts_total{outcome="unknown_webhook"} 2`)
+	require.Empty(t, h.history("").Alerts)
+	pos, err := ra.Sim.Positions(t.Context(), "Sim101")
+	require.NoError(t, err)
+	require.Empty(t, pos)
+	time.Sleep(50 * time.Millisecond) // what the spine would carry
+	require.Empty(t, spine.Entries(), "no activity entry")
+
+	// Outside --webhook-allow: 403 address_not_allowed, nothing else.
+	s2 := newSystemWith(t, func(o *relay.Options) {
+		o.Webhook.Allow = []netip.Prefix{netip.MustParsePrefix("52.89.214.238/32")}
+	})
+	ra2 := s2.StartAgent("alice")
+	h2 := s2.webhookOf("alice")
+	r = h2.send(placeES)
+	require.Equal(t, http.StatusForbidden, r.Status, string(r.Raw))
+	require.Equal(t, "address_not_allowed", r.Error)
+	require.Empty(t, h2.history("").Alerts)
+	pos, err = ra2.Sim.Positions(t.Context(), "Sim101")
+	require.NoError(t, err)
+	require.Empty(t, pos)
+	require.Contains(t, metricsOf(t, s2), `relay_webhook_alerts_total{outcome="address_not_allowed"} 1`)
 }
