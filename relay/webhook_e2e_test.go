@@ -410,3 +410,37 @@ func TestWebhookRefusalsLeaveNothing(t *testing.T) {
 	require.Empty(t, pos)
 	require.Contains(t, metricsOf(t, s2), `relay_webhook_alerts_total{outcome="address_not_allowed"} 1`)
 }
+
+// destination=broker runs the alert on the broker family (the Tradovate
+// fake): one order at the broker, one per alert even when TradingView
+// sends it twice; before a login is linked it fails with
+// tradovate_not_linked.
+func TestWebhookBrokerFamily(t *testing.T) {
+	t.Parallel()
+	s := newBrokerSystem(t)
+	tok := s.Users["alice"].APIToken
+	h := s.webhookOf("alice")
+	text := placeES + ";destination=broker"
+
+	r := h.send(text)
+	require.Equal(t, http.StatusConflict, r.Status, string(r.Raw))
+	require.Equal(t, "tradovate_not_linked", r.Error)
+	require.NotEmpty(t, h.answer(r).AlertID)
+
+	r = s.link(tok)
+	require.Equal(t, http.StatusOK, r.Status, string(r.Raw))
+	before := s.fake.OrdersPlaced()
+	text += ";strategy_tag=tv"
+	r = h.send(text)
+	require.Equal(t, http.StatusOK, r.Status, string(r.Raw))
+	a := h.answer(r)
+	require.Equal(t, store.WebhookExecuted, a.Status)
+	require.Len(t, a.Results, 1)
+	require.Len(t, a.Results[0].OrderIDs, 1)
+	r = h.send(text)
+	require.Equal(t, a.AlertID, h.answer(r).AlertID, "a duplicate")
+	require.Equal(t, before+1, s.fake.OrdersPlaced())
+	require.Eventually(t, func() bool { n, ok := s.brokerPosition(tok, "Sim101"); return ok && n == 2 }, engineWait, 10*time.Millisecond)
+	view := h.waitStatus(a.AlertID, store.WebhookExecuted)
+	require.Equal(t, "broker", view.Destination)
+}
