@@ -16,6 +16,7 @@ import (
 	"tradebridge/relay"
 	"tradebridge/relay/events"
 	"tradebridge/relay/events/eventstest"
+	"tradebridge/relay/sealed"
 	"tradebridge/relay/store"
 	"tradebridge/relay/webhook"
 )
@@ -384,7 +385,6 @@ func TestWebhookRefusalsLeaveNothing(t *testing.T) {
 		require.NotContains(t, string(resp.Raw), "Sim101", "errors never echo the body")
 	}
 
-
 	m := metricsOf(t, s)
 	require.Contains(t, m, `relay_webhook_alerts_total{outcome="wrong_key"} 2`)
 	require.Contains(t, m, `relay_webhook_alerts_total{outcome="unknown_webhook"} 2`)
@@ -443,4 +443,28 @@ func TestWebhookBrokerFamily(t *testing.T) {
 	require.Eventually(t, func() bool { n, ok := s.brokerPosition(tok, "Sim101"); return ok && n == 2 }, engineWait, 10*time.Millisecond)
 	view := h.waitStatus(a.AlertID, store.WebhookExecuted)
 	require.Equal(t, "broker", view.Destination)
+}
+
+// A rotation (what relay webhook rotate runs, on the relay's key file)
+// takes effect at once: the old key is refused on the next alert, the
+// new one accepted, and GET /v1/api/webhook shows it.
+func TestWebhookRotate(t *testing.T) {
+	t.Parallel()
+	keys, err := sealed.Generate("test")
+	require.NoError(t, err)
+	s := newSystemWith(t, func(o *relay.Options) { o.Broker.Keys = keys })
+	s.StartAgent("alice")
+	h := s.webhookOf("alice")
+	r := h.send(placeES)
+	require.Equal(t, http.StatusOK, r.Status, string(r.Raw))
+
+	in, err := webhook.Rotate(t.Context(), s.Store, keys, s.Users["alice"].UserID, time.Now())
+	require.NoError(t, err)
+	require.Equal(t, h.URL, in.URL)
+	r = h.send(placeES + ";qty_after=1")
+	require.Equal(t, http.StatusUnauthorized, r.Status, "the old key: %s", r.Raw)
+	h2 := s.webhookOf("alice")
+	require.Equal(t, in, h2.Info)
+	r = h2.send(strings.Replace(placeES, "qty=2", "qty=1", 1))
+	require.Equal(t, http.StatusOK, r.Status, string(r.Raw))
 }
