@@ -137,6 +137,7 @@ var Door = admit.Door{
 	MissingTokenDetail: "the alert carries no key: add key=<your webhook key>; to its message",
 	InvalidTokenDetail: "the webhook or its key is unknown: copy both again from the dashboard",
 	Source:             protocol.SourceWebhook,
+	RateLimitHeaders:   true,
 }
 
 // ReadDoor is the admission policy of the GET routes: the trading API's
