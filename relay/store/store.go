@@ -492,6 +492,17 @@ type Store interface {
 	// while its status is one of from (any status when from is empty),
 	// and reports whether it did.
 	UpdateWebhookAlert(ctx context.Context, userID string, seq int64, from []string, u WebhookAlertUpdate) (bool, error)
+	// ReceiveWebhookAlert, in one transaction, claims an alert's
+	// duplicate key as ClaimIdempotent does (never stale; created before
+	// expiredBefore counts as absent) and, when claimed, stores the alert
+	// a and records the key's State (default IdemRunning), Status and Body
+	// as answer gives them for its seq (got has them). Not claimed, it
+	// stores nothing and returns the record there.
+	ReceiveWebhookAlert(ctx context.Context, claim Idempotent, expiredBefore time.Time, a WebhookAlert,
+		answer func(seq int64) Idempotent) (seq int64, got Idempotent, claimed bool, err error)
+	// FinishWebhookAlert, in one transaction, is UpdateWebhookAlert and,
+	// when dup names a key, FinishIdempotent of dup.
+	FinishWebhookAlert(ctx context.Context, userID string, seq int64, from []string, u WebhookAlertUpdate, dup Idempotent) (bool, error)
 	// WebhookAlert returns one of the user's alerts; ErrNotFound if none.
 	WebhookAlert(ctx context.Context, userID string, seq int64) (WebhookAlert, error)
 	// ListWebhookAlerts returns up to limit of the user's alerts whose

@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"errors"
+	"strings"
 	"time"
 )
 
@@ -169,17 +170,23 @@ func (s *sqlStore) AddWebhookAlert(ctx context.Context, a WebhookAlert) (int64, 
 	if a.UserID == "" || a.Status == "" {
 		return 0, errors.New("store: add webhook alert: an alert needs a user and a status")
 	}
+	seq, err := addWebhookAlert(ctx, s.conn, a)
+	if err != nil {
+		return 0, wrap("add webhook alert", s.d.noUser(err))
+	}
+	return seq, nil
+}
+
+// addWebhookAlert inserts a on c and returns its seq.
+func addWebhookAlert(ctx context.Context, c conn, a WebhookAlert) (int64, error) {
 	var due int64
 	if !a.DueAt.IsZero() {
 		due = millis(a.DueAt)
 	}
 	var seq int64
-	err := s.row(ctx, qAddWebhookAlert, a.UserID, millis(a.ReceivedAt), a.Text, a.Command, jsonArray(a.Accounts),
+	err := c.row(ctx, qAddWebhookAlert, a.UserID, millis(a.ReceivedAt), a.Text, a.Command, jsonArray(a.Accounts),
 		a.Destination, a.Status, a.Reason, jsonArray(a.Results), a.RateID, due, millis(a.UpdatedAt)).Scan(&seq)
-	if err != nil {
-		return 0, wrap("add webhook alert", s.d.noUser(err))
-	}
-	return seq, nil
+	return seq, err
 }
 
 // UpdateWebhookAlert implements Store.
@@ -187,6 +194,12 @@ func (s *sqlStore) UpdateWebhookAlert(ctx context.Context, userID string, seq in
 	if u.Status == "" {
 		return false, errors.New("store: update webhook alert: a status is required")
 	}
+	ok, err := updateWebhookAlert(ctx, s.conn, userID, seq, from, u)
+	return ok, wrap("update webhook alert", err)
+}
+
+// updateWebhookAlert is UpdateWebhookAlert on c.
+func updateWebhookAlert(ctx context.Context, c conn, userID string, seq int64, from []string, u WebhookAlertUpdate) (bool, error) {
 	q := "UPDATE webhook_alerts SET status = ?, reason = ?, updated_at = ?"
 	args := []any{u.Status, u.Reason, millis(u.At)}
 	if u.Results != nil {
@@ -200,20 +213,13 @@ func (s *sqlStore) UpdateWebhookAlert(ctx context.Context, userID string, seq in
 	q += " WHERE user_id = ? AND seq = ?"
 	args = append(args, userID, seq)
 	if len(from) > 0 {
-		q += " AND status IN (?"
-		for range from[1:] {
-			q += ", ?"
-		}
-		q += ")"
+		q += " AND status IN (?" + strings.Repeat(", ?", len(from)-1) + ")"
 		for _, f := range from {
 			args = append(args, f)
 		}
 	}
-	n, err := changed(s.exec(ctx, sqlText(q), args...))
-	if err != nil {
-		return false, wrap("update webhook alert", err)
-	}
-	return n == 1, nil
+	n, err := changed(c.exec(ctx, sqlText(q), args...))
+	return n == 1, err
 }
 
 // WebhookAlert implements Store.
@@ -256,6 +262,14 @@ func (s *sqlStore) PruneWebhookAlerts(ctx context.Context, before time.Time) (in
 	return n, wrap("prune webhook alerts", err)
 }
 
+// cmpOr returns a, or b when a is empty.
+func cmpOr(a, b string) string {
+	if a != "" {
+		return a
+	}
+	return b
+}
+
 // jsonArray stores a nil or empty JSON array as [].
 func jsonArray(b []byte) string {
 	if len(b) == 0 {
@@ -276,4 +290,56 @@ func scanWebhookAlert(row scanner) (WebhookAlert, error) {
 	}
 	a.Accounts, a.Results = []byte(accounts), []byte(results)
 	return a, err
+}
+
+// ReceiveWebhookAlert implements Store: one transaction.
+func (s *sqlStore) ReceiveWebhookAlert(ctx context.Context, claim Idempotent, expiredBefore time.Time, a WebhookAlert,
+	answer func(seq int64) Idempotent) (int64, Idempotent, bool, error) {
+	if a.UserID == "" || a.Status == "" || claim.UserID != a.UserID {
+		return 0, Idempotent{}, false, errors.New("store: receive webhook alert: an alert needs a user, a status and a claim of its user")
+	}
+	var seq int64
+	var got Idempotent
+	claimed := false
+	err := s.tx(ctx, func(tx conn) error {
+		var err error
+		got, claimed, err = claimIn(ctx, tx, claim, time.Time{}, expiredBefore)
+		if err != nil || !claimed {
+			return err
+		}
+		if seq, err = addWebhookAlert(ctx, tx, a); err != nil {
+			return err
+		}
+		ans := answer(seq)
+		got.State, got.Status, got.Body = cmpOr(ans.State, IdemRunning), ans.Status, ans.Body
+		_, err = tx.exec(ctx, qFinishIdem, got.State, got.Status, orNull(got.Body), millis(claim.CreatedAt), claim.UserID, claim.Key)
+		return err
+	})
+	if err != nil {
+		return 0, Idempotent{}, false, wrap("receive webhook alert", s.d.noUser(err))
+	}
+	return seq, got, claimed, nil
+}
+
+// FinishWebhookAlert implements Store: one transaction.
+func (s *sqlStore) FinishWebhookAlert(ctx context.Context, userID string, seq int64, from []string, u WebhookAlertUpdate, dup Idempotent) (bool, error) {
+	if u.Status == "" {
+		return false, errors.New("store: finish webhook alert: a status is required")
+	}
+	ok := false
+	err := s.tx(ctx, func(tx conn) error {
+		var err error
+		if ok, err = updateWebhookAlert(ctx, tx, userID, seq, from, u); err != nil {
+			return err
+		}
+		if dup.Key == "" {
+			return nil
+		}
+		_, err = tx.exec(ctx, qFinishIdem, dup.State, dup.Status, orNull(dup.Body), millis(dup.UpdatedAt), dup.UserID, dup.Key)
+		return err
+	})
+	if err != nil {
+		return false, wrap("finish webhook alert", err)
+	}
+	return ok, nil
 }

@@ -2,6 +2,7 @@ package store_test
 
 import (
 	"context"
+	"strconv"
 	"sync"
 	"testing"
 	"time"
@@ -151,5 +152,58 @@ func TestWebhookAlerts(t *testing.T) {
 		page, err = s.ListWebhookAlerts(ctx, "u1", 0, 10)
 		require.NoError(t, err)
 		require.Len(t, page, 1)
+	})
+}
+
+// An alert is received with its duplicate key in one transaction: the
+// first claims the key and is stored, the key's body naming it; an equal
+// one within the window stores nothing and gets the record; the finish
+// records the outcome and the answer together.
+func TestWebhookReceiveFinish(t *testing.T) {
+	t.Parallel()
+	each(t, []string{"u1"}, func(t *testing.T, s store.Store) {
+		ctx := context.Background()
+		claim := store.Idempotent{UserID: "u1", Key: "webhook:dup:f", Fingerprint: "f", CreatedAt: t0}
+		a := store.WebhookAlert{UserID: "u1", ReceivedAt: t0, Text: "x", Status: store.WebhookRunning, UpdatedAt: t0}
+		body := func(seq int64) []byte { return []byte(`{"seq":` + strconv.FormatInt(seq, 10) + `}`) }
+		answer := func(seq int64) store.Idempotent { return store.Idempotent{Body: body(seq)} }
+		seq, got, claimed, err := s.ReceiveWebhookAlert(ctx, claim, t0.Add(-time.Second), a, answer)
+		require.NoError(t, err)
+		require.True(t, claimed)
+		require.Positive(t, seq)
+		require.Equal(t, body(seq), got.Body)
+
+		claim.CreatedAt = t0.Add(500 * time.Millisecond)
+		seq2, got, claimed, err := s.ReceiveWebhookAlert(ctx, claim, t0.Add(-500*time.Millisecond), a, answer)
+		require.NoError(t, err)
+		require.False(t, claimed)
+		require.Zero(t, seq2)
+		require.Equal(t, store.IdemRunning, got.State)
+		require.JSONEq(t, string(body(seq)), string(got.Body))
+		list, err := s.ListWebhookAlerts(ctx, "u1", 0, 10)
+		require.NoError(t, err)
+		require.Len(t, list, 1, "the duplicate stored nothing")
+
+		ok, err := s.FinishWebhookAlert(ctx, "u1", seq, []string{store.WebhookRunning},
+			store.WebhookAlertUpdate{Status: store.WebhookExecuted, Results: []byte(`[]`), At: t0.Add(time.Second)},
+			store.Idempotent{UserID: "u1", Key: claim.Key, State: store.IdemDone, Status: 200, Body: []byte(`{"done":true}`), UpdatedAt: t0.Add(time.Second)})
+		require.NoError(t, err)
+		require.True(t, ok)
+		_, got, claimed, err = s.ReceiveWebhookAlert(ctx, claim, t0.Add(-500*time.Millisecond), a, answer)
+		require.NoError(t, err)
+		require.False(t, claimed)
+		require.Equal(t, store.IdemDone, got.State)
+		require.Equal(t, 200, got.Status)
+		require.JSONEq(t, `{"done":true}`, string(got.Body))
+
+		claim.CreatedAt = t0.Add(3 * time.Second)
+		seq3, _, claimed, err := s.ReceiveWebhookAlert(ctx, claim, t0.Add(time.Second), a, answer)
+		require.NoError(t, err)
+		require.True(t, claimed, "past the window: claimed again")
+		require.Greater(t, seq3, seq)
+
+		_, _, _, err = s.ReceiveWebhookAlert(ctx, store.Idempotent{UserID: "nobody", Key: "k", CreatedAt: t0}, t0,
+			store.WebhookAlert{UserID: "nobody", Status: store.WebhookFailed}, answer)
+		require.Error(t, err)
 	})
 }

@@ -32,8 +32,10 @@
 // a duplicate: TradingView sends one twice when an indicator fires twice.
 // It is answered with the first one's answer (202 running while the
 // first still runs) and not run again; the claim is an idempotency
-// record of the store (tradecall.IdempotencyStore), so that it holds
-// across the relay's nodes.
+// record of the store ("webhook:dup:<sha256 of the body>"), taken in the
+// same transaction as the alert's record (store.ReceiveWebhookAlert: one
+// commit before the first call), so that it holds across the relay's
+// nodes.
 //
 // Every other alert is recorded in the history (store.WebhookAlert,
 // "tva_<seq>") and answered by its status: a body that does not parse is
@@ -41,7 +43,7 @@
 // (blocked), its trading window start_time/end_time (blocked outside it,
 // unless bypass_trade_windows), its kill_switch (set through the
 // Management API's own code), its delay (202 scheduled, run by the Server
-// when due). Then its calls (alertcmd.Alert.Calls) run one after the
+// when due; the kill switch is set at once). Then its calls (alertcmd.Alert.Calls) run one after the
 // other, each once: request id "wh:<alertId>:<i>", which the agent and the
 // broker family run at most once. A refusal of the position's
 // requirements (market_position_mismatch, max_positions_reached) is

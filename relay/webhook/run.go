@@ -117,7 +117,7 @@ func (s *Server) runAndAnswer(w http.ResponseWriter, r *http.Request, in *receiv
 	if !s.group.Go(func(ctx context.Context) { done <- s.execute(ctx, in) }) {
 		f := &failure{Status: http.StatusServiceUnavailable, Code: errcode.ShuttingDown,
 			Detail: "the relay is shutting down; nothing was sent", RetryAfter: 1}
-		s.finish(in, []string{store.WebhookRunning}, store.WebhookFailed, f.Detail, nil)
+		s.finish(in, []string{store.WebhookRunning}, store.WebhookFailed, f.Detail, []Result{}, f)
 		s.answer(w, in, store.WebhookFailed, nil, f)
 		return
 	}
@@ -156,8 +156,6 @@ func (s *Server) schedule(in *received) {
 			return // the sweeper took it
 		}
 		o := s.execute(ctx, in)
-		code, body := in.answerBody(o.status, o.results, o.fail)
-		s.finishDup(in, code, body, true)
 		s.count(o.status)
 	})
 }
@@ -195,7 +193,7 @@ func (s *Server) execute(ctx context.Context, in *received) outcome {
 		o.status = store.WebhookBlocked
 		reason = results[0].Error.Detail
 	}
-	s.finish(in, []string{store.WebhookRunning}, o.status, reason, results)
+	s.finish(in, []string{store.WebhookRunning}, o.status, reason, results, o.fail)
 	return o
 }
 
@@ -311,13 +309,17 @@ func orderIDs(result json.RawMessage) []string {
 }
 
 // finish records in's outcome in the history, from one of the statuses
-// from, and publishes its webhook.received entry.
-func (s *Server) finish(in *received, from []string, status, reason string, results []Result) {
-	u := store.WebhookAlertUpdate{Status: status, Reason: reason, At: s.opts.Clock()}
+// from, with the answer its duplicates get (fail's, or status's), and
+// publishes its webhook.received entry.
+func (s *Server) finish(in *received, from []string, status, reason string, results []Result, fail *failure) {
+	now := s.opts.Clock()
+	u := store.WebhookAlertUpdate{Status: status, Reason: reason, At: now}
 	if results != nil {
 		u.Results = mustJSON(results)
 	}
-	ok, err := s.opts.Store.UpdateWebhookAlert(context.Background(), in.p.UserID, in.rec.Seq, from, u)
+	code, body := in.answerBody(status, results, fail)
+	dup := store.Idempotent{UserID: in.p.UserID, Key: in.dupKey, State: store.IdemDone, Status: code, Body: body, UpdatedAt: now}
+	ok, err := s.opts.Store.FinishWebhookAlert(context.Background(), in.p.UserID, in.rec.Seq, from, u, dup)
 	if err != nil {
 		s.log.Warn("recording an alert's outcome", zap.Error(err))
 	}

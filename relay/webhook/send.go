@@ -14,7 +14,6 @@ import (
 	"os"
 	"strconv"
 	"strings"
-	"sync"
 	"time"
 
 	"go.uber.org/zap"
@@ -202,18 +201,24 @@ func (s *Server) send(w http.ResponseWriter, r *http.Request) {
 	s.receive(w, r, ad.Principal, rs)
 }
 
-// received is an alert admitted and about to be recorded.
+// received is an alert admitted and recorded.
 type received struct {
 	p         auth.Principal
 	webhookID string
 	alert     alertcmd.Alert
 	calls     []alertcmd.Call
-	dupKey    string
-	rec       store.WebhookAlert
+	// dupKey is the alert's duplicate key, whose record answers the
+	// duplicates.
+	dupKey string
+	rec    store.WebhookAlert
+	// fail is the failure of an alert recorded failed at once (it did
+	// not parse).
+	fail *failure
 }
 
-// receive handles an admitted alert: the budget of its calls, the
-// duplicates, the record, the gates, then the run.
+// receive handles an admitted alert: the budget of its calls, its gates,
+// then, in one transaction, the duplicate's claim and the record; then
+// its kill switch, its delay or its calls.
 func (s *Server) receive(w http.ResponseWriter, r *http.Request, p auth.Principal, rs *reqState) {
 	ctx := r.Context()
 	now := s.opts.Clock().UTC().Truncate(time.Millisecond)
@@ -235,41 +240,24 @@ func (s *Server) receive(w http.ResponseWriter, r *http.Request, p auth.Principa
 			return
 		}
 	}
-	// Duplicates: the first alert of a body claims it for the window.
-	sum := sha256.Sum256(rs.body)
-	fp := hex.EncodeToString(sum[:])
-	in.dupKey = "webhook:dup:" + fp
-	got, claimed, err := s.opts.Store.ClaimIdempotent(ctx, store.Idempotent{UserID: p.UserID, Key: in.dupKey, Fingerprint: fp,
-		CreatedAt: now}, time.Time{}, now.Add(-s.opts.DuplicateWindow))
-	if err != nil {
-		s.unavailable(w, err)
-		return
-	}
-	if !claimed {
-		s.count(outcomeDuplicate)
-		replay(w, got)
-		return
-	}
 	a := &in.alert
 	accounts, _ := json.Marshal(nonNil(a.Accounts))
 	in.rec = store.WebhookAlert{UserID: p.UserID, ReceivedAt: now, Text: alertcmd.Redact(rs.body, rs.contentType),
 		Command: a.Command, Accounts: accounts, Destination: a.Destination, UpdatedAt: now}
+	// The gates decided before the record: a duplicate records nothing,
+	// so what they decided for it is dropped.
 	if rs.parseErr != nil {
 		in.rec.Status, in.rec.Reason = store.WebhookFailed, rs.parseErr.Detail
-		s.decided(w, in, badAlert(rs.parseErr))
-		return
+		in.fail = badAlert(rs.parseErr)
 	}
-	// The alert's rate limit, counted and recorded under the user's lock
-	// so that two alerts at once count each other.
-	release := func() {}
-	if a.RateLimit != nil {
+	if in.rec.Status == "" && a.RateLimit != nil {
+		// Counted and recorded under the user's lock, so that two
+		// alerts at once count each other.
 		unlock, err := s.rates.Lock(ctx, p.UserID)
 		if err != nil {
 			return // the caller left
 		}
-		var once sync.Once
-		release = func() { once.Do(unlock) }
-		defer release()
+		defer unlock()
 		rateID := cmpOr(a.ID, "*")
 		n, err := s.opts.Store.CountWebhookAlerts(ctx, p.UserID, rateID, now.Add(-a.RateLimit.Per))
 		if err != nil {
@@ -279,63 +267,72 @@ func (s *Server) receive(w http.ResponseWriter, r *http.Request, p auth.Principa
 		if n >= a.RateLimit.N {
 			in.rec.Status = store.WebhookBlocked
 			in.rec.Reason = "rate_limit: " + strconv.Itoa(a.RateLimit.N) + " alerts of this id already in the last " + a.RateLimit.Per.String()
-			s.decided(w, in, nil)
-			return
+		} else {
+			in.rec.RateID = rateID
 		}
-		in.rec.RateID = rateID
 	}
-	if !a.BypassWindows {
+	if in.rec.Status == "" && !a.BypassWindows {
 		if open, _ := a.InWindow(alertcmd.Clock(now.In(s.ny))); !open {
 			in.rec.Status = store.WebhookBlocked
 			in.rec.Reason = "outside the alert's trading window (start_time to end_time, New York time)"
-			s.decided(w, in, nil)
-			return
 		}
 	}
-	in.rec.Status = store.WebhookRunning
-	if a.Delay > 0 && len(in.calls) > 0 {
-		in.rec.Status, in.rec.DueAt = store.WebhookScheduled, now.Add(a.Delay)
+	if in.rec.Status == "" {
+		in.rec.Status = store.WebhookRunning
+		if a.Delay > 0 && len(in.calls) > 0 {
+			in.rec.Status, in.rec.DueAt = store.WebhookScheduled, now.Add(a.Delay)
+		}
 	}
-	seq, err := s.opts.Store.AddWebhookAlert(ctx, in.rec)
-	release()
+	// The duplicates' claim and the record, in one transaction. The
+	// key's record holds the answer of an alert decided now, else the
+	// alert's id while it runs.
+	sum := sha256.Sum256(rs.body)
+	fp := hex.EncodeToString(sum[:])
+	in.dupKey = "webhook:dup:" + fp
+	claim := store.Idempotent{UserID: p.UserID, Key: in.dupKey, Fingerprint: fp, CreatedAt: now}
+	seq, got, claimed, err := s.opts.Store.ReceiveWebhookAlert(ctx, claim, now.Add(-s.opts.DuplicateWindow), in.rec,
+		func(seq int64) store.Idempotent {
+			in.rec.Seq = seq
+			switch in.rec.Status {
+			case store.WebhookFailed, store.WebhookBlocked, store.WebhookScheduled:
+				code, body := in.answerBody(in.rec.Status, nil, in.fail)
+				return store.Idempotent{State: store.IdemDone, Status: code, Body: body}
+			}
+			return store.Idempotent{Body: mustJSON(map[string]string{"alertId": AlertID(seq)})}
+		})
 	if err != nil {
 		s.unavailable(w, err)
 		return
 	}
+	if !claimed {
+		s.count(outcomeDuplicate)
+		replay(w, got)
+		return
+	}
 	in.rec.Seq = seq
-	alertID := AlertID(seq)
-	s.finishDup(in, 0, mustJSON(map[string]string{"alertId": alertID}), false)
+	switch in.rec.Status {
+	case store.WebhookFailed, store.WebhookBlocked:
+		s.published(in, in.rec.Status)
+		s.answer(w, in, in.rec.Status, nil, in.fail)
+		return
+	}
 	if a.KillSwitch != nil {
 		if f := s.killSwitch(ctx, in, *a.KillSwitch); f != nil {
-			s.finish(in, []string{in.rec.Status}, store.WebhookFailed, f.Detail, nil)
+			s.finish(in, []string{in.rec.Status}, store.WebhookFailed, f.Detail, []Result{}, f)
 			s.answer(w, in, store.WebhookFailed, nil, f)
 			return
 		}
 	}
-	if len(in.calls) == 0 {
-		s.finish(in, []string{store.WebhookRunning}, store.WebhookExecuted, "", []Result{})
-		s.answer(w, in, store.WebhookExecuted, []Result{}, nil)
-		return
-	}
-	if in.rec.Status == store.WebhookScheduled {
+	switch {
+	case len(in.calls) == 0:
+		s.finish(in, []string{store.WebhookRunning}, store.WebhookExecuted, "", []Result{}, nil)
+		s.answer(w, in, store.WebhookExecuted, nil, nil)
+	case in.rec.Status == store.WebhookScheduled:
 		s.schedule(in)
 		s.answer(w, in, store.WebhookScheduled, nil, nil)
-		return
+	default:
+		s.runAndAnswer(w, r, in)
 	}
-	s.runAndAnswer(w, r, in)
-}
-
-// decided records an alert decided without running (failed to parse, or
-// blocked by a gate) and answers it: fail when failed, else 200.
-func (s *Server) decided(w http.ResponseWriter, in *received, fail *failure) {
-	seq, err := s.opts.Store.AddWebhookAlert(context.Background(), in.rec)
-	if err != nil {
-		s.unavailable(w, err)
-		return
-	}
-	in.rec.Seq = seq
-	s.published(in, in.rec.Status)
-	s.answer(w, in, in.rec.Status, []Result{}, fail)
 }
 
 // badAlert is the failure of an alert that does not parse: 400, the
@@ -433,33 +430,14 @@ func (in *received) answerBody(status string, results []Result, f *failure) (int
 	return code, buf.Bytes()
 }
 
-// answer writes an alert's answer, counts it, and keeps it for the
-// duplicates (unless it is a running alert's, which its run keeps).
+// answer writes an alert's answer and counts it.
 func (s *Server) answer(w http.ResponseWriter, in *received, status string, results []Result, f *failure) {
 	code, body := in.answerBody(status, results, f)
-	if status != store.WebhookRunning {
-		s.finishDup(in, code, body, true)
-	}
 	s.count(status)
 	if f != nil && f.RetryAfter > 0 {
 		w.Header().Set("Retry-After", strconv.Itoa(f.RetryAfter))
 	}
 	writeRaw(w, code, body)
-}
-
-// finishDup records the answer duplicates of in get: done with status
-// and body, or, not done, the first alert's id while it runs.
-func (s *Server) finishDup(in *received, status int, body []byte, done bool) {
-	state := store.IdemRunning
-	if done {
-		state = store.IdemDone
-	}
-	now := s.opts.Clock()
-	err := s.opts.Store.FinishIdempotent(context.Background(), store.Idempotent{UserID: in.p.UserID, Key: in.dupKey,
-		State: state, Status: status, Body: body, UpdatedAt: now})
-	if err != nil {
-		s.log.Warn("recording an alert's answer for its duplicates", zap.Error(err))
-	}
 }
 
 // mustJSON encodes v, which always encodes.

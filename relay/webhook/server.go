@@ -27,8 +27,9 @@ import (
 type Store interface {
 	KeyStore
 	Lookup
-	tradecall.IdempotencyStore
-	AddWebhookAlert(ctx context.Context, a store.WebhookAlert) (int64, error)
+	ReceiveWebhookAlert(ctx context.Context, claim store.Idempotent, expiredBefore time.Time, a store.WebhookAlert,
+		answer func(seq int64) store.Idempotent) (int64, store.Idempotent, bool, error)
+	FinishWebhookAlert(ctx context.Context, userID string, seq int64, from []string, u store.WebhookAlertUpdate, dup store.Idempotent) (bool, error)
 	UpdateWebhookAlert(ctx context.Context, userID string, seq int64, from []string, u store.WebhookAlertUpdate) (bool, error)
 	ListWebhookAlerts(ctx context.Context, userID string, before int64, limit int) ([]store.WebhookAlert, error)
 	CountWebhookAlerts(ctx context.Context, userID, rateID string, since time.Time) (int, error)
