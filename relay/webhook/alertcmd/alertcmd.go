@@ -10,10 +10,16 @@
 // The language (docs/webhooks.md is the trader's page):
 //
 //   - Pairs are `key=value`, separated by `;` or line breaks (CRLF too);
-//     the last `;` may be missing; blank lines and surrounding spaces are
-//     ignored; keys are matched without regard to case. Enumerated values
-//     (BUY, market, Day) are too; names (accounts, instruments, strategy
-//     tags, ATM template names, ids) keep their case.
+//     the last `;` may be missing; blank lines, empty segments and
+//     surrounding spaces are ignored; keys are matched without regard to
+//     (ASCII) case. Enumerated values (BUY, market, Day) are too; names
+//     (accounts, strategy tags, ATM template names, ids) keep their case.
+//     A value runs to the next `;` or line break and may hold `=`.
+//   - A JSON body (Content-Type application/json or +json, or any other
+//     type but text/plain whose body starts with `{` or `[`) is one
+//     object whose members are the same fields, with string, number or
+//     boolean values. An array, several objects, nested values and null
+//     are errors.
 //   - Required: key, command; account and instrument where the command
 //     needs them; PLACE also action, qty, order_type, tif, and
 //     limit_price or stop_price where the order type needs them.
@@ -21,10 +27,59 @@
 //     errors whose detail names the key in the language's own words
 //     ("missing required field: qty", "unknown field: stop_los"), so
 //     that a typo never silently drops a stop loss. A detail never repeats
-//     a value the sender wrote.
+//     a value the sender wrote; an unknown key is named only when it is a
+//     short name of letters, digits and underscores.
+//
+// Decisions where the anchor service's documents are silent:
+//
+//   - Every missing field is named at once, in the order of Fields
+//     ("missing required fields: qty, order_type, tif"); Error.Field is
+//     the first.
+//   - A field the command does not use is an error ("stop_loss does not
+//     apply to CLOSEPOSITION"), as a field it silently ignored could be a
+//     protection the trader believes is there. The alert's own gates
+//     (destination, delay, id, rate_limit, the window fields,
+//     bypass_trade_windows) apply to every command.
+//   - An empty value ("stop_loss=;"), or one still holding a TradingView
+//     placeholder ("{{…}}"), is an error, not an absent field.
+//   - instrument is protocol's instrument grammar (protocol.ParseInstrument,
+//     as the trading API accepts), plus TradingView's spellings rewritten
+//     into it: "ES1!" (front month) is the root "ES", and "ESZ2026" is
+//     "ESZ26" (see ParseInstrument).
+//   - FLATPLACE's order_type defaults from the prices sent and its tif to
+//     DAY, as the trading API's flat place does; flatten_first on PLACE
+//     makes it a FlatPlace.
+//   - CLOSEPOSITION's qty may be a percentage of the position (qty=50%,
+//     Alert.QtyPercent); elsewhere qty is a whole number from 1 to 10000
+//     (also written 2.0).
+//   - Relative limit_price and stop_price (ticks, points, %, $) apply to
+//     the commands that place through PlaceOrderArgs (PLACE, FLATPLACE,
+//     CANCELREPLACE); CHANGE, REVERSEPOSITION and CANCELANDBRACKET take
+//     prices only (CANCELANDBRACKET's legs are prices around the open
+//     position, not offsets from an entry's fill). A price level has no
+//     sign: "-4" is refused, "-4 ticks" is a distance.
+//   - Brackets (take_profit, stop_loss, stop_loss_limit, stop_loss_stop)
+//     belong to PLACE and FLATPLACE. A distance's sign is optional; when
+//     written it must point the protective way (a BUY's take profit +,
+//     its stop loss -; a SELL's the reverse). Two levels must have the
+//     take profit on the profit side of the stop.
+//   - kill_switch is an alert of its own: key and kill_switch (on/off,
+//     true/false, yes/no, 1/0), no command and no other field (destination
+//     is accepted and means nothing there). Its Alert
+//     has Command "" and plans no calls.
+//   - start_time and end_time come together (an end before the start
+//     spans midnight), closing_only_after only with them and inside the
+//     window; rate_limit needs id. InWindow judges a time of day.
+//   - account= lists at most MaxAccounts accounts, each once (a repeat is
+//     an error, an empty item is skipped); FLATTENEVERYTHING and
+//     CANCELALLORDERS take no account and plan one call for every
+//     account (Account "").
+//   - CANCELORDERS needs instrument (CANCELALLORDERS cancels everything);
+//     FLATTEN without instrument flattens the account.
 package alertcmd
 
 import (
+	"bytes"
 	"encoding/json"
 	"time"
 )
@@ -201,7 +256,7 @@ func Parse(body []byte, contentType string) (Alert, error) {
 // redacted as text, where any "key" followed by '=' or ':' loses the
 // rest of its segment.
 func Redact(body []byte, contentType string) string {
-	if isJSON(body, contentType) {
+	if isJSON(bytes.TrimPrefix(body, []byte("\ufeff")), contentType) {
 		if s, ok := redactJSON(body); ok {
 			return s
 		}

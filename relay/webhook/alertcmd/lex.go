@@ -53,7 +53,7 @@ func lexText(body string) ([]pair, *Error) {
 			continue
 		}
 		k, v, ok := strings.Cut(s, "=")
-		k = strings.ToLower(strings.TrimSpace(k))
+		k = lowerASCII(strings.TrimSpace(k))
 		switch {
 		case !ok && strings.Contains(s, "{{"):
 			first = firstErr(first, placeholderError(""))
@@ -71,35 +71,62 @@ func lexText(body string) ([]pair, *Error) {
 // errJSONSyntax is a body that is not JSON.
 var errJSONSyntax = errors.New("syntax")
 
-// lexJSON reads the members of a JSON body: one object whose values are
-// strings, numbers or booleans. The pairs are valid only without an
-// error of the JSON syntax (syntax reports it): an alert whose JSON does
-// not parse has no key.
-func lexJSON(body []byte) (pairs []pair, syntax bool, _ *Error) {
+// validJSON reports whether body is a stream of one or more JSON values
+// and nothing else.
+func validJSON(body []byte) bool {
 	dec := json.NewDecoder(bytes.NewReader(body))
-	dec.UseNumber()
-	tok, err := dec.Token()
-	if err != nil {
+	n := 0
+	for {
+		var v json.RawMessage
+		switch err := dec.Decode(&v); {
+		case err == io.EOF:
+			return n > 0
+		case err != nil:
+			return false
+		}
+		n++
+	}
+}
+
+// lexJSON reads the members of a JSON body: one object whose values are
+// strings, numbers or booleans. A body that is not JSON has no pairs
+// (syntax is true): an alert whose JSON does not parse has no key. A body
+// of several alerts (an array, or objects one after the other) is an
+// error, with the pairs of its first object, so that its key is read.
+func lexJSON(body []byte) (pairs []pair, syntax bool, _ *Error) {
+	if !validJSON(body) {
 		return nil, true, errorf("", "the body is not valid JSON")
 	}
-	if d, ok := tok.(json.Delim); !ok || d != '{' {
-		if d == '[' {
-			return nil, false, errorf("", "one alert per request: the body is a JSON array; send one object")
+	dec := json.NewDecoder(bytes.NewReader(body))
+	dec.UseNumber()
+	tok, _ := dec.Token()
+	if d, ok := tok.(json.Delim); ok && d == '[' {
+		if tok, _ := dec.Token(); tok == json.Delim('{') {
+			pairs, _ = lexObject(dec)
 		}
+		return pairs, false, errorf("", "one alert per request: the body is a JSON array; send one object")
+	}
+	if d, ok := tok.(json.Delim); !ok || d != '{' {
 		return nil, false, errorf("", "a JSON body must be one object of fields")
 	}
+	pairs, first := lexObject(dec)
+	if dec.More() {
+		return pairs, false, errorf("", "one alert per request: the body holds more than one JSON value")
+	}
+	return pairs, false, first
+}
+
+// lexObject reads the members of an object whose '{' was just read, up
+// to its '}', from a decoder of valid JSON. It reports the first value
+// that is not a string, number or boolean.
+func lexObject(dec *json.Decoder) ([]pair, *Error) {
+	var pairs []pair
 	var first *Error
 	for dec.More() {
-		tok, err := dec.Token()
-		if err != nil {
-			return nil, true, errorf("", "the body is not valid JSON")
-		}
+		tok, _ := dec.Token()
 		name, _ := tok.(string)
-		k := strings.ToLower(strings.TrimSpace(name))
-		tok, err = dec.Token()
-		if err != nil {
-			return nil, true, errorf("", "the body is not valid JSON")
-		}
+		k := lowerASCII(strings.TrimSpace(name))
+		tok, _ = dec.Token()
 		switch v := tok.(type) {
 		case string:
 			pairs = append(pairs, pair{k, strings.TrimSpace(v)})
@@ -112,25 +139,22 @@ func lexJSON(body []byte) (pairs []pair, syntax bool, _ *Error) {
 				pairs = append(pairs, pair{k, "false"})
 			}
 		case nil:
-			first = firstErr(first, errorf(fieldName(k), "%s must be a string, a number or a boolean, not null", fieldName(k)))
+			first = firstErr(first, errorf(safeField(k), "%s must be a string, a number or a boolean, not null", fieldName(k)))
 		case json.Delim:
-			first = firstErr(first, errorf(fieldName(k), "%s must be a string, a number or a boolean: nested objects and arrays are not part of the language", fieldName(k)))
-			if err := skipNested(dec); err != nil {
-				return nil, true, errorf("", "the body is not valid JSON")
-			}
+			first = firstErr(first, errorf(safeField(k), "%s must be a string, a number or a boolean: nested objects and arrays are not part of the language", fieldName(k)))
+			_ = skipNested(dec)
 		}
 	}
-	if _, err := dec.Token(); err != nil { // the closing '}'
-		return nil, true, errorf("", "the body is not valid JSON")
+	_, _ = dec.Token() // the closing '}'
+	return pairs, first
+}
+
+// safeField is k for Error.Field when it may be repeated, else "".
+func safeField(k string) string {
+	if safeName(k) {
+		return k
 	}
-	switch _, err := dec.Token(); {
-	case err == io.EOF:
-	case err != nil:
-		return nil, true, errorf("", "the body is not valid JSON")
-	default:
-		return nil, false, errorf("", "one alert per request: the body holds more than one JSON value")
-	}
-	return pairs, false, first
+	return ""
 }
 
 // skipNested reads the rest of an object or array whose opening

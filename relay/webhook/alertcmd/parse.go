@@ -1,6 +1,7 @@
 package alertcmd
 
 import (
+	"bytes"
 	"strings"
 
 	"tradebridge/protocol"
@@ -239,6 +240,9 @@ func parseAccounts(v string) ([]string, *Error) {
 		if !validName(name, maxNameLen) {
 			return nil, errorf("account", "each account must be at most %d characters of printable text", maxNameLen)
 		}
+		if len(out) == MaxAccounts {
+			return nil, errorf("account", "account names more than %d accounts", MaxAccounts)
+		}
 		for _, o := range out {
 			if o == name {
 				return nil, errorf("account", "account names the same account twice")
@@ -248,9 +252,6 @@ func parseAccounts(v string) ([]string, *Error) {
 	}
 	if len(out) == 0 {
 		return nil, errorf("account", "account has no account name")
-	}
-	if len(out) > MaxAccounts {
-		return nil, errorf("account", "account names more than %d accounts", MaxAccounts)
 	}
 	return out, nil
 }
@@ -263,6 +264,7 @@ func parse(body []byte, contentType string) (Alert, *Error) {
 	if len(body) > MaxBody {
 		return a, errorf("", "the alert is longer than %d KiB", MaxBody>>10)
 	}
+	body = bytes.TrimPrefix(body, []byte("\ufeff")) // a byte order mark
 	var pairs []pair
 	var lexErr *Error
 	if isJSON(body, contentType) {
@@ -301,7 +303,7 @@ func parse(body []byte, contentType string) (Alert, *Error) {
 	var unknown []string
 	for _, p := range pairs {
 		if seen[p.key] {
-			return a, errorf(fieldName(p.key), "%s is given twice", fieldName(p.key))
+			return a, errorf(safeField(p.key), "%s is given twice", fieldName(p.key))
 		}
 		seen[p.key] = true
 		if strings.Contains(p.key, "{{") {

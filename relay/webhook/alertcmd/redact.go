@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"io"
 	"strings"
+	"unicode"
+	"unicode/utf8"
 )
 
 // redactText blanks the value of every segment that names the key: the
@@ -32,7 +34,7 @@ func redactText(body string) string {
 // redactSegment cuts seg after the first "key=" or "key:" whose "key" is
 // not part of a longer word.
 func redactSegment(seg string) string {
-	lower := strings.ToLower(seg)
+	lower := lowerASCII(seg) // byte for byte: indexes hold in seg
 	for from := 0; ; {
 		j := strings.Index(lower[from:], "key")
 		if j < 0 {
@@ -44,8 +46,12 @@ func redactSegment(seg string) string {
 			continue
 		}
 		k := j + 3
-		for k < len(lower) && (lower[k] == ' ' || lower[k] == '\t' || lower[k] == '"' || lower[k] == '\'') {
-			k++
+		for k < len(lower) {
+			r, n := utf8.DecodeRuneInString(lower[k:])
+			if !unicode.IsSpace(r) && r != '"' && r != '\'' {
+				break
+			}
+			k += n
 		}
 		if k < len(lower) && (lower[k] == '=' || lower[k] == ':') {
 			return seg[:k+1]
@@ -54,7 +60,7 @@ func redactSegment(seg string) string {
 }
 
 func isWordByte(c byte) bool {
-	return 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || c == '_' || c >= 0x80
+	return 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || c == '_'
 }
 
 // redactJSON replaces the value of every member named key (in any case,
@@ -147,4 +153,15 @@ func valueStart(body []byte, offset int) int {
 		}
 	}
 	return offset
+}
+
+// lowerASCII lower-cases ASCII letters only, keeping every byte's place.
+func lowerASCII(s string) string {
+	b := []byte(s)
+	for i, c := range b {
+		if 'A' <= c && c <= 'Z' {
+			b[i] = c + 'a' - 'A'
+		}
+	}
+	return string(b)
 }

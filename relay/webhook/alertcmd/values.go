@@ -374,7 +374,7 @@ func parsePositions(v string) (string, bool) {
 // STOP), STOPLIMIT, in any case, also with '_', '-' or spaces inside
 // ("stop_limit").
 func normalizeOrderType(v string) (string, bool) {
-	s := strings.ToUpper(strings.NewReplacer("_", "", "-", "", " ", "").Replace(v))
+	s := strings.ToUpper(typeSeparators.Replace(v))
 	switch s {
 	case "MARKET":
 		return protocol.OrderTypeMarket, true
@@ -387,6 +387,8 @@ func normalizeOrderType(v string) (string, bool) {
 	}
 	return "", false
 }
+
+var typeSeparators = strings.NewReplacer("_", "", "-", "", " ", "")
 
 // langOrderType is an order type as the language spells it.
 func langOrderType(t string) string {

@@ -1,0 +1,157 @@
+package alertcmd
+
+// The golden table's alerts: real-world alert messages as TradingView
+// sends them, placeholders already substituted. testKey is every alert's
+// secret key.
+
+const testKey = "s3cr3t-K3y-value-1234"
+
+type alertCase struct {
+	name, contentType, body string
+}
+
+const (
+	ctText = "text/plain; charset=utf-8"
+	ctJSON = "application/json; charset=utf-8"
+)
+
+var alertCases = []alertCase{
+	// PLACE, the order types and their prices.
+	{"place_market_lines", ctText, "key=" + testKey + ";\ncommand=PLACE;\naccount=Sim101;\ninstrument=ES 12-26;\naction=BUY;\nqty=1;\norder_type=MARKET;\ntif=DAY;\n"},
+	{"place_one_line_spaces", ctText, "key = " + testKey + " ; command = place ; account = Sim101 ; instrument = MNQ 03-27 ; action = sell ; qty = 3 ; order_type = market ; tif = gtc"},
+	{"place_crlf_no_semicolons", ctText, "key=" + testKey + "\r\ncommand=PLACE\r\naccount=Sim101\r\ninstrument=NQ 12-26\r\naction=BUY\r\nqty=2\r\norder_type=MARKET\r\ntif=DAY"},
+	{"place_mixed_case", ctText, "KEY=" + testKey + ";Command=Place;ACCOUNT=Sim101;Instrument=es1!;Action=Buy;QTY=2;Order_Type=Market;TIF=Day"},
+	{"place_blank_lines", ctText, "\n\nkey=" + testKey + ";\n\ncommand=PLACE;\n\n\naccount=Sim101;\ninstrument=ES1!;\n  \naction=SELL;\nqty=1;\norder_type=MARKET;\ntif=DAY;\n\n"},
+	{"place_trailing_semicolons", ctText, "key=" + testKey + ";;command=PLACE;;account=Sim101;instrument=MES1!;action=buy;qty=1;order_type=market;tif=day;;;"},
+	{"place_limit_close_substituted", ctText, "key=" + testKey + ";command=PLACE;account=Sim101;instrument=ES1!;action=buy;qty=1;order_type=LIMIT;limit_price=6012.25;tif=DAY;"},
+	{"place_limit_relative_ticks", ctText, "key=" + testKey + ";command=PLACE;account=Sim101;instrument=ES1!;action=BUY;qty=1;order_type=LIMIT;limit_price=-4 ticks;tif=DAY;"},
+	{"place_limit_relative_percent", ctText, "key=" + testKey + ";command=PLACE;account=Sim101;instrument=NQ1!;action=SELL;qty=1;order_type=LIMIT;limit_price=+0.25%;tif=GTC;"},
+	{"place_stopmarket", ctText, "key=" + testKey + ";command=PLACE;account=Sim101;instrument=ES 12-26;action=BUY;qty=1;order_type=STOPMARKET;stop_price=6020.5;tif=DAY;"},
+	{"place_stop_alias_relative", ctText, "key=" + testKey + ";command=PLACE;account=Sim101;instrument=ES 12-26;action=BUY;qty=1;order_type=stop;stop_price=8ticks;tif=DAY;"},
+	{"place_stoplimit", ctText, "key=" + testKey + ";command=PLACE;account=Sim101;instrument=CL 01-27;action=SELL;qty=2;order_type=STOPLIMIT;limit_price=71.48;stop_price=71.5;tif=DAY;"},
+	// Brackets.
+	{"place_brackets_ticks", ctText, "key=" + testKey + ";command=PLACE;account=Sim101;instrument=ES1!;action=BUY;qty=1;order_type=MARKET;tif=DAY;take_profit=20 ticks;stop_loss=10 ticks;"},
+	{"place_brackets_signed_sell", ctText, "key=" + testKey + ";command=PLACE;account=Sim101;instrument=NQ1!;action=SELL;qty=1;order_type=MARKET;tif=DAY;take_profit=-40 ticks;stop_loss=+20 ticks;"},
+	{"place_brackets_points_percent", ctText, "key=" + testKey + ";command=PLACE;account=Sim101;instrument=ES1!;action=BUY;qty=2;order_type=MARKET;tif=DAY;take_profit=4 points;stop_loss=-0.5%;"},
+	{"place_brackets_dollars", ctText, "key=" + testKey + ";command=PLACE;account=Sim101;instrument=MNQ1!;action=BUY;qty=1;order_type=MARKET;tif=DAY;take_profit=$250;stop_loss=100 dollars;"},
+	{"place_brackets_absolute", ctText, "key=" + testKey + ";command=PLACE;account=Sim101;instrument=ES 12-26;action=BUY;qty=1;order_type=MARKET;tif=DAY;take_profit=6040;stop_loss=6000.25;"},
+	{"place_stop_loss_limit", ctText, "key=" + testKey + ";command=PLACE;account=Sim101;instrument=ES1!;action=BUY;qty=1;order_type=MARKET;tif=DAY;take_profit=16 ticks;stop_loss_limit=-12 ticks;stop_loss_stop=-10 ticks;"},
+	{"place_limit_with_brackets_cancel_after", ctText, "key=" + testKey + ";command=PLACE;account=Sim101;instrument=ES1!;action=BUY;qty=3;order_type=LIMIT;limit_price=-2 ticks;tif=DAY;take_profit=3 pts;stop_loss=2 point;cancel_after=5;"},
+	// Options of PLACE.
+	{"place_atm_case_kept", ctText, "key=" + testKey + ";command=PLACE;account=Sim101;instrument=ES1!;action=BUY;qty=2;order_type=MARKET;tif=DAY;atm=My ATM 10/20;"},
+	{"place_strategy_alias", ctText, "key=" + testKey + ";command=PLACE;account=Sim101;instrument=ES1!;action=BUY;qty=1;order_type=MARKET;tif=DAY;strategy=Scalper;"},
+	{"place_flatten_first", ctText, "key=" + testKey + ";command=PLACE;account=Sim101;instrument=ES1!;action=SELL;qty=1;order_type=MARKET;tif=DAY;flatten_first=true;"},
+	{"place_flatten_first_yes", ctText, "key=" + testKey + ";command=PLACE;account=Sim101;instrument=ES1!;action=BUY;qty=1;order_type=MARKET;tif=DAY;flatten_first=Yes;"},
+	{"place_flatten_first_false", ctText, "key=" + testKey + ";command=PLACE;account=Sim101;instrument=ES1!;action=BUY;qty=1;order_type=MARKET;tif=DAY;flatten_first=false;"},
+	{"place_require_market_position", ctText, "key=" + testKey + ";command=PLACE;account=Sim101;instrument=ES1!;action=BUY;qty=1;order_type=MARKET;tif=DAY;require_market_position=Short/FLAT;"},
+	{"place_max_positions", ctText, "key=" + testKey + ";command=PLACE;account=Sim101;instrument=ES1!;action=BUY;qty=1;order_type=MARKET;tif=DAY;max_positions=2;"},
+	{"place_strategy_tag", ctText, "key=" + testKey + ";command=PLACE;account=Sim101;instrument=ES1!;action=BUY;qty=1;order_type=MARKET;tif=DAY;strategy_tag=TrendBot;"},
+	{"place_order_id", ctText, "key=" + testKey + ";command=PLACE;account=Sim101;instrument=ES1!;action=BUY;qty=1;order_type=LIMIT;limit_price=6001;tif=GTC;order_id=breakout-entry-1;"},
+	{"place_multi_account", ctText, "key=" + testKey + ";command=PLACE;account=Sim101, Sim102 ,APEX-123-01;instrument=MES1!;action=BUY;qty=1;order_type=MARKET;tif=DAY;stop_loss=10 ticks;"},
+	{"place_destination_broker", ctText, "key=" + testKey + ";command=PLACE;destination=broker;account=DEMO4471;instrument=MESZ6;action=BUY;qty=1;order_type=MARKET;tif=DAY;"},
+	{"place_destination_tradovate", ctText, "key=" + testKey + ";command=PLACE;destination=Tradovate;account=DEMO4471;instrument=MESZ26;action=SELL;qty=1;order_type=MARKET;tif=DAY;"},
+	{"place_delay", ctText, "key=" + testKey + ";command=PLACE;account=Sim101;instrument=ES1!;action=BUY;qty=1;order_type=MARKET;tif=DAY;delay=2.5;"},
+	{"place_rate_limit", ctText, "key=" + testKey + ";command=PLACE;account=Sim101;instrument=ES1!;action=BUY;qty=1;order_type=MARKET;tif=DAY;id=es-long;rate_limit=3/300;"},
+	{"place_rate_limit_per_minute", ctText, "key=" + testKey + ";command=PLACE;account=Sim101;instrument=ES1!;action=BUY;qty=1;order_type=MARKET;tif=DAY;id=scalps;rate_limit=5;"},
+	{"place_trading_window", ctText, "key=" + testKey + ";command=PLACE;account=Sim101;instrument=ES1!;action=BUY;qty=1;order_type=MARKET;tif=DAY;start_time=09:30;end_time=16:00;closing_only_after=15:45;"},
+	{"place_trading_window_ampm", ctText, "key=" + testKey + ";command=PLACE;account=Sim101;instrument=ES1!;action=BUY;qty=1;order_type=MARKET;tif=DAY;start_time=9:30 AM;end_time=4:00PM;"},
+	{"place_window_overnight", ctText, "key=" + testKey + ";command=PLACE;account=Sim101;instrument=ES1!;action=BUY;qty=1;order_type=MARKET;tif=DAY;start_time=18:00;end_time=16:00;closing_only_after=15:30;"},
+	{"place_bypass_trade_windows", ctText, "key=" + testKey + ";command=PLACE;account=Sim101;instrument=ES1!;action=BUY;qty=1;order_type=MARKET;tif=DAY;bypass_trade_windows=true;"},
+	{"place_strategy_alert_substituted", ctText, "key=" + testKey + ";\ncommand=PLACE;\naccount=Sim101;\ninstrument=NQ1!;\naction=sell;\nqty=2;\norder_type=MARKET;\ntif=DAY;\nflatten_first=true;\n"},
+	{"place_qty_decimal_zero", ctText, "key=" + testKey + ";command=PLACE;account=Sim101;instrument=ES1!;action=buy;qty=2.0;order_type=MARKET;tif=DAY;"},
+	{"place_month_code_lower_case", ctText, "key=" + testKey + ";command=PLACE;account=Sim101;instrument=esz6;action=BUY;qty=1;order_type=MARKET;tif=DAY;"},
+	{"place_tradingview_dated_ticker", ctText, "key=" + testKey + ";command=PLACE;account=Sim101;instrument=NQH2027;action=BUY;qty=1;order_type=MARKET;tif=DAY;"},
+	{"place_order_type_underscore", ctText, "key=" + testKey + ";command=PLACE;account=Sim101;instrument=ES1!;action=BUY;qty=1;order_type=Stop_Limit;limit_price=6001;stop_price=6000;tif=DAY;"},
+	// FLATPLACE.
+	{"flatplace_defaults", ctText, "key=" + testKey + ";command=FLATPLACE;account=Sim101;instrument=ES1!;action=BUY;qty=1;"},
+	{"flatplace_limit_by_price", ctText, "key=" + testKey + ";command=FLATPLACE;account=Sim101;instrument=ES1!;action=SELL;qty=1;limit_price=+2 ticks;"},
+	{"flatplace_full_with_brackets", ctText, "key=" + testKey + ";command=FLATPLACE;account=Sim101;instrument=ES1!;action=BUY;qty=2;order_type=MARKET;tif=GTC;take_profit=12 ticks;stop_loss=8 ticks;strategy_tag=Swing;"},
+	// CLOSEPOSITION, REVERSE, REVERSEPOSITION.
+	{"closeposition_whole", ctText, "key=" + testKey + ";command=CLOSEPOSITION;account=Sim101;instrument=ES1!;"},
+	{"closeposition_qty", ctText, "key=" + testKey + ";command=closeposition;account=Sim101;instrument=ES 12-26;qty=2;"},
+	{"closeposition_percent", ctText, "key=" + testKey + ";command=CLOSEPOSITION;account=Sim101;instrument=ES 12-26;qty=50%;"},
+	{"reverse", ctText, "key=" + testKey + ";command=REVERSE;account=Sim101;instrument=NQ1!;"},
+	{"reverseposition_market", ctText, "key=" + testKey + ";command=REVERSEPOSITION;account=Sim101;instrument=NQ1!;action=SELL;qty=1;order_type=MARKET;tif=DAY;"},
+	{"reverseposition_limit_atm", ctText, "key=" + testKey + ";command=REVERSEPOSITION;account=Sim101;instrument=NQ1!;action=BUY;qty=1;order_type=LIMIT;limit_price=21000.5;tif=DAY;atm=NQ-2to1;"},
+	// FLATTEN, FLATTENEVERYTHING.
+	{"flatten_instrument", ctText, "key=" + testKey + ";command=FLATTEN;account=Sim101;instrument=ES1!;"},
+	{"flatten_account", ctText, "key=" + testKey + ";command=FLATTEN;account=Sim101;"},
+	{"flatten_multi_account_tag", ctText, "key=" + testKey + ";command=FLATTEN;account=Sim101,Sim102;instrument=ES1!;strategy_tag=TrendBot;"},
+	{"flatteneverything", ctText, "key=" + testKey + ";command=FLATTENEVERYTHING;"},
+	// Orders: CANCEL, CANCELORDERS, CANCELALLORDERS, CHANGE, CANCELREPLACE.
+	{"cancel", ctText, "key=" + testKey + ";command=CANCEL;account=Sim101;order_id=breakout-entry-1;"},
+	{"cancelorders", ctText, "key=" + testKey + ";command=CANCELORDERS;account=Sim101;instrument=ES1!;"},
+	{"cancelallorders", ctText, "key=" + testKey + ";command=CANCELALLORDERS;"},
+	{"change_limit_price", ctText, "key=" + testKey + ";command=CHANGE;account=Sim101;order_id=breakout-entry-1;limit_price=6003.75;"},
+	{"change_qty_and_stop", ctText, "key=" + testKey + ";command=CHANGE;account=Sim101;order_id=abc123;qty=2;stop_price=5990;"},
+	{"cancelreplace", ctText, "key=" + testKey + ";command=CANCELREPLACE;account=Sim101;order_id=breakout-entry-1;instrument=ES1!;action=BUY;qty=1;order_type=LIMIT;limit_price=6001.5;tif=DAY;"},
+	{"cancelreplace_relative_cancel_after", ctText, "key=" + testKey + ";command=CANCELREPLACE;account=Sim101;order_id=e1;instrument=ES1!;action=SELL;qty=1;order_type=LIMIT;limit_price=+3 ticks;tif=DAY;cancel_after=2;"},
+	// CANCELANDBRACKET, CLOSESTRATEGY.
+	{"cancelandbracket", ctText, "key=" + testKey + ";command=CANCELANDBRACKET;account=Sim101;instrument=ES 12-26;action=BUY;qty=2;take_profit=6050;stop_loss=5990.5;"},
+	{"cancelandbracket_stop_only", ctText, "key=" + testKey + ";command=CANCELANDBRACKET;account=Sim101;instrument=ES 12-26;action=SELL;qty=1;stop_loss=6031;"},
+	{"closestrategy", ctText, "key=" + testKey + ";command=CLOSESTRATEGY;account=Sim101;strategy_id=c1f0e4a2;"},
+	// The kill switch.
+	{"kill_switch_on", ctText, "key=" + testKey + ";kill_switch=on;"},
+	{"kill_switch_off", ctText, "key=" + testKey + "\nkill_switch=OFF"},
+	// JSON bodies.
+	{"json_place", ctJSON, `{"key":"` + testKey + `","command":"PLACE","account":"Sim101","instrument":"ES1!","action":"buy","qty":"1","order_type":"MARKET","tif":"DAY"}`},
+	{"json_numbers_and_booleans", "application/json", `{"key":"` + testKey + `","command":"PLACE","account":"Sim101","instrument":"ES1!","action":"SELL","qty":2,"order_type":"LIMIT","limit_price":6012.25,"tif":"DAY","flatten_first":true,"max_positions":1}`},
+	{"json_sniffed_without_content_type", "", "  {\n  \"key\": \"" + testKey + "\",\n  \"command\": \"FLATTEN\",\n  \"account\": \"Sim101\"\n}\n"},
+	{"json_mixed_case_members", ctJSON, `{"Key":"` + testKey + `","COMMAND":"closeposition","Account":"Sim101","Instrument":"es 12-26","Qty":1}`},
+	{"json_brackets", ctJSON, `{"key":"` + testKey + `","command":"PLACE","account":"Sim101,Sim102","instrument":"MNQ1!","action":"BUY","qty":1,"order_type":"MARKET","tif":"DAY","take_profit":"30 ticks","stop_loss":"-15 ticks","strategy_tag":"ORB"}`},
+	{"json_kill_switch", ctJSON, `{"key":"` + testKey + `","kill_switch":true}`},
+	// Errors, with their details.
+	{"err_missing_qty", ctText, "key=" + testKey + ";command=PLACE;account=Sim101;instrument=ES1!;action=BUY;order_type=MARKET;tif=DAY;"},
+	{"err_missing_several", ctText, "key=" + testKey + ";command=PLACE;account=Sim101;instrument=ES1!;action=BUY;"},
+	{"err_missing_account", ctText, "key=" + testKey + ";command=FLATTEN;instrument=ES1!;"},
+	{"err_missing_command", ctText, "key=" + testKey + ";account=Sim101;instrument=ES1!;"},
+	{"err_missing_key", ctText, "command=FLATTEN;account=Sim101;"},
+	{"err_unknown_field", ctText, "key=" + testKey + ";command=PLACE;account=Sim101;instrument=ES1!;action=BUY;qty=1;order_type=MARKET;tif=DAY;stop_los=10 ticks;"},
+	{"err_unknown_fields", ctText, "key=" + testKey + ";command=PLACE;account=Sim101;instrument=ES1!;action=BUY;qty=1;order_type=MARKET;tif=DAY;take_proft=20 ticks;quantity=1;"},
+	{"err_unknown_field_not_echoed", ctText, "key=" + testKey + ";command=FLATTEN;account=Sim101;my secret note=1;"},
+	{"err_duplicate_field", ctText, "key=" + testKey + ";command=PLACE;account=Sim101;instrument=ES1!;action=BUY;qty=1;qty=2;order_type=MARKET;tif=DAY;"},
+	{"err_duplicate_alias", ctText, "key=" + testKey + ";command=PLACE;account=Sim101;instrument=ES1!;action=BUY;qty=1;order_type=MARKET;tif=DAY;atm=A;strategy=B;"},
+	{"err_placeholder_value", ctText, "key=" + testKey + ";command=PLACE;account=Sim101;instrument=ES1!;action=BUY;qty={{strategy.order.contracts}};order_type=MARKET;tif=DAY;"},
+	{"err_placeholder_whole_message", ctText, "{{strategy.order.alert_message}}"},
+	{"err_no_equals", ctText, "key=" + testKey + ";command=FLATTEN;account=Sim101;flatten everything now"},
+	{"err_empty_value", ctText, "key=" + testKey + ";command=PLACE;account=Sim101;instrument=ES1!;action=BUY;qty=1;order_type=MARKET;tif=DAY;stop_loss=;"},
+	{"err_bad_action", ctText, "key=" + testKey + ";command=PLACE;account=Sim101;instrument=ES1!;action=LONG;qty=1;order_type=MARKET;tif=DAY;"},
+	{"err_bad_command", ctText, "key=" + testKey + ";command=CLOSE;account=Sim101;instrument=ES1!;"},
+	{"err_qty_fraction", ctText, "key=" + testKey + ";command=PLACE;account=Sim101;instrument=ES1!;action=BUY;qty=1.5;order_type=MARKET;tif=DAY;"},
+	{"err_qty_zero", ctText, "key=" + testKey + ";command=PLACE;account=Sim101;instrument=ES1!;action=BUY;qty=0;order_type=MARKET;tif=DAY;"},
+	{"err_limit_without_price", ctText, "key=" + testKey + ";command=PLACE;account=Sim101;instrument=ES1!;action=BUY;qty=1;order_type=LIMIT;tif=DAY;"},
+	{"err_market_with_limit_price", ctText, "key=" + testKey + ";command=PLACE;account=Sim101;instrument=ES1!;action=BUY;qty=1;order_type=MARKET;limit_price=6000;tif=DAY;"},
+	{"err_signed_level", ctText, "key=" + testKey + ";command=PLACE;account=Sim101;instrument=ES1!;action=BUY;qty=1;order_type=LIMIT;limit_price=-4;tif=DAY;"},
+	{"err_bracket_wrong_sign_buy", ctText, "key=" + testKey + ";command=PLACE;account=Sim101;instrument=ES1!;action=BUY;qty=1;order_type=MARKET;tif=DAY;stop_loss=+10 ticks;"},
+	{"err_bracket_wrong_sign_sell", ctText, "key=" + testKey + ";command=PLACE;account=Sim101;instrument=ES1!;action=SELL;qty=1;order_type=MARKET;tif=DAY;take_profit=+10 ticks;"},
+	{"err_take_profit_below_stop", ctText, "key=" + testKey + ";command=PLACE;account=Sim101;instrument=ES1!;action=BUY;qty=1;order_type=MARKET;tif=DAY;take_profit=5990;stop_loss=6010;"},
+	{"err_atm_with_brackets", ctText, "key=" + testKey + ";command=PLACE;account=Sim101;instrument=ES1!;action=BUY;qty=1;order_type=MARKET;tif=DAY;atm=Scalper;stop_loss=10 ticks;"},
+	{"err_stop_loss_and_stop_loss_limit", ctText, "key=" + testKey + ";command=PLACE;account=Sim101;instrument=ES1!;action=BUY;qty=1;order_type=MARKET;tif=DAY;stop_loss=10 ticks;stop_loss_limit=12 ticks;"},
+	{"err_stop_loss_stop_alone", ctText, "key=" + testKey + ";command=PLACE;account=Sim101;instrument=ES1!;action=BUY;qty=1;order_type=MARKET;tif=DAY;stop_loss_stop=10 ticks;"},
+	{"err_cancel_after_market", ctText, "key=" + testKey + ";command=PLACE;account=Sim101;instrument=ES1!;action=BUY;qty=1;order_type=MARKET;tif=DAY;cancel_after=5;"},
+	{"err_cancel_after_range", ctText, "key=" + testKey + ";command=PLACE;account=Sim101;instrument=ES1!;action=BUY;qty=1;order_type=LIMIT;limit_price=6000;tif=DAY;cancel_after=90;"},
+	{"err_rate_limit_without_id", ctText, "key=" + testKey + ";command=FLATTEN;account=Sim101;rate_limit=1/60;"},
+	{"err_closing_only_without_window", ctText, "key=" + testKey + ";command=PLACE;account=Sim101;instrument=ES1!;action=BUY;qty=1;order_type=MARKET;tif=DAY;closing_only_after=15:45;"},
+	{"err_start_without_end", ctText, "key=" + testKey + ";command=FLATTEN;account=Sim101;start_time=09:30;"},
+	{"err_bad_time", ctText, "key=" + testKey + ";command=FLATTEN;account=Sim101;start_time=25:00;end_time=16:00;"},
+	{"err_kill_switch_with_command", ctText, "key=" + testKey + ";command=FLATTENEVERYTHING;kill_switch=on;"},
+	{"err_kill_switch_with_account", ctText, "key=" + testKey + ";kill_switch=on;account=Sim101;"},
+	{"err_delay_too_long", ctText, "key=" + testKey + ";command=FLATTEN;account=Sim101;delay=90;"},
+	{"err_bad_instrument", ctText, "key=" + testKey + ";command=FLATTEN;account=Sim101;instrument=ES 2026;"},
+	{"err_second_month_continuous", ctText, "key=" + testKey + ";command=FLATTEN;account=Sim101;instrument=ES2!;"},
+	{"err_duplicate_account", ctText, "key=" + testKey + ";command=FLATTEN;account=Sim101,Sim101;"},
+	{"err_brackets_on_closeposition", ctText, "key=" + testKey + ";command=CLOSEPOSITION;account=Sim101;instrument=ES1!;stop_loss=10 ticks;"},
+	{"err_account_on_flatteneverything", ctText, "key=" + testKey + ";command=FLATTENEVERYTHING;account=Sim101;"},
+	{"err_cancelorders_without_instrument", ctText, "key=" + testKey + ";command=CANCELORDERS;account=Sim101;"},
+	{"err_change_nothing", ctText, "key=" + testKey + ";command=CHANGE;account=Sim101;order_id=abc123;"},
+	{"err_change_relative", ctText, "key=" + testKey + ";command=CHANGE;account=Sim101;order_id=abc123;limit_price=-2 ticks;"},
+	{"err_cancelandbracket_relative", ctText, "key=" + testKey + ";command=CANCELANDBRACKET;account=Sim101;instrument=ES1!;action=BUY;qty=1;take_profit=20 ticks;"},
+	{"err_percent_qty_on_place", ctText, "key=" + testKey + ";command=PLACE;account=Sim101;instrument=ES1!;action=BUY;qty=50%;order_type=MARKET;tif=DAY;"},
+	{"err_destination", ctText, "key=" + testKey + ";command=FLATTEN;account=Sim101;destination=cloud;"},
+	{"err_json_array", ctJSON, `[{"key":"` + testKey + `","command":"FLATTEN","account":"Sim101"},{"key":"` + testKey + `","command":"FLATTEN","account":"Sim102"}]`},
+	{"err_json_two_objects", ctJSON, `{"key":"` + testKey + `","command":"FLATTEN","account":"Sim101"} {"key":"` + testKey + `","command":"FLATTEN","account":"Sim102"}`},
+	{"err_json_nested", ctJSON, `{"key":"` + testKey + `","command":"PLACE","account":"Sim101","instrument":"ES1!","action":"BUY","qty":1,"order_type":"MARKET","tif":"DAY","brackets":{"take_profit":"20 ticks"}}`},
+	{"err_json_nested_known", ctJSON, `{"key":"` + testKey + `","command":"FLATTEN","account":["Sim101","Sim102"]}`},
+	{"err_json_invalid", ctJSON, `{"key":"` + testKey + `","command":"FLATTEN","account":"Sim101",}`},
+	{"err_json_null", ctJSON, `{"key":"` + testKey + `","command":"FLATTEN","account":null}`},
+}
