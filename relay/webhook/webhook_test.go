@@ -304,3 +304,49 @@ func TestIDs(t *testing.T) {
 		}
 	}
 }
+
+// refusals records the budget refusals the door reports.
+type refusals struct {
+	mu  sync.Mutex
+	got []string
+}
+
+func (r *refusals) Refused(userID string, src protocol.ActivitySource, policy string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.got = append(r.got, userID+" "+src.Kind+" "+src.ID+" "+policy)
+}
+
+func (r *refusals) all() []string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return append([]string(nil), r.got...)
+}
+
+// A trading budget's refusal is told to the relay's Refusals with the
+// webhook as its source; a body over the limit is 413 and a body without
+// a key 401, nothing recorded.
+func TestRefusals(t *testing.T) {
+	t.Parallel()
+	var told refusals
+	e := newEnv(t, 1, func(o *webhook.Options) { o.Refusals = &told })
+	user := e.users["alice"]
+	wid := strings.TrimPrefix(e.hooks["alice"].URL, "/v1/send/")
+	require.Equal(t, http.StatusOK, e.send("alice", place).Code)
+	w := e.send("alice", place+";strategy_tag=x")
+	require.Equal(t, http.StatusTooManyRequests, w.Code, w.Body.String())
+	require.Equal(t, []string{user + " webhook " + wid + " trading"}, told.all())
+
+	big := httptest.NewRequest(http.MethodPost, e.hooks["alice"].URL, strings.NewReader("key="+e.hooks["alice"].Key+";"+
+		strings.Repeat("x", 64<<10)))
+	big.Header.Set("Content-Type", "text/plain")
+	rec := httptest.NewRecorder()
+	e.mux.ServeHTTP(rec, big)
+	require.Equal(t, http.StatusRequestEntityTooLarge, rec.Code, rec.Body.String())
+
+	nokey := httptest.NewRequest(http.MethodPost, e.hooks["alice"].URL, strings.NewReader(place))
+	rec = httptest.NewRecorder()
+	e.mux.ServeHTTP(rec, nokey)
+	require.Equal(t, http.StatusUnauthorized, rec.Code, rec.Body.String())
+	require.Len(t, e.alerts("alice"), 1)
+}
