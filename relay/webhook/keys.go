@@ -205,7 +205,6 @@ func (a authenticator) Authenticate(ctx context.Context, token string, want auth
 		rs.setRefusal(outcomeUnknownWebhook)
 		return auth.Principal{}, auth.ErrUnauthorized
 	}
-	rs.webhookID = w.ID
 	return auth.Principal{UserID: u.ID, UserName: u.Name, Plan: auth.Plan(u.Plan), Kind: want, TokenHash: w.ID,
 		ManagementClosed: u.ManagementClosed, Withheld: u.Withheld}, nil
 }

@@ -14,6 +14,7 @@ import (
 	"os"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"go.uber.org/zap"
@@ -48,7 +49,6 @@ type reqState struct {
 	contentType string
 	alert       alertcmd.Alert
 	parseErr    *alertcmd.Error
-	webhookID   string
 	refusal     string
 }
 
@@ -250,6 +250,7 @@ func (s *Server) receive(w http.ResponseWriter, r *http.Request, p auth.Principa
 		in.rec.Status, in.rec.Reason = store.WebhookFailed, rs.parseErr.Detail
 		in.fail = badAlert(rs.parseErr)
 	}
+	release := func() {}
 	if in.rec.Status == "" && a.RateLimit != nil {
 		// Counted and recorded under the user's lock, so that two
 		// alerts at once count each other.
@@ -257,7 +258,9 @@ func (s *Server) receive(w http.ResponseWriter, r *http.Request, p auth.Principa
 		if err != nil {
 			return // the caller left
 		}
-		defer unlock()
+		var once sync.Once
+		release = func() { once.Do(unlock) }
+		defer release()
 		rateID := cmpOr(a.ID, "*")
 		n, err := s.opts.Store.CountWebhookAlerts(ctx, p.UserID, rateID, now.Add(-a.RateLimit.Per))
 		if err != nil {
@@ -300,6 +303,7 @@ func (s *Server) receive(w http.ResponseWriter, r *http.Request, p auth.Principa
 			}
 			return store.Idempotent{Body: mustJSON(map[string]string{"alertId": AlertID(seq)})}
 		})
+	release()
 	if err != nil {
 		s.unavailable(w, err)
 		return
