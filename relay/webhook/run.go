@@ -224,7 +224,14 @@ func (s *Server) call(ctx context.Context, in *received, i int, c alertcmd.Call,
 			return failed(r, http.StatusConflict, errcode.TradovateNotLinked, "the broker family is not available on this relay")
 		}
 	} else if c.Exits {
-		if info, ok := s.opts.Desktop.Info(in.p.UserID); ok && info.Hello.ProtocolVersion < protocol.ExitsProtocolVersion {
+		// Never sent unless the agent is known to take them: an older
+		// one would drop the stop loss.
+		info, ok := s.opts.Desktop.Info(in.p.UserID)
+		switch {
+		case !ok:
+			return failed(r, http.StatusRequestTimeout, errcode.AddonDisconnected,
+				"the trading add-on is not connected: start the agent next to the platform")
+		case info.Hello.ProtocolVersion < protocol.ExitsProtocolVersion:
 			return failed(r, http.StatusConflict, errcode.AddonVersionUnsupported,
 				"this alert's exits, relative prices or cancel_after need a newer trading add-on: update the agent")
 		}
