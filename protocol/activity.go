@@ -180,7 +180,8 @@ const (
 	// (token_expired), env.
 	ActivityBrokerTokenExpired = "broker.tokenExpired"
 	// ActivityWebhookReceived: a TradingView alert was received: detail:
-	// webhookId, outcome.
+	// webhookId, outcome (the alert's final status: executed, blocked,
+	// failed), alertId (its id in the alert history).
 	ActivityWebhookReceived = "webhook.received"
 	// ActivityAlertSent: an alert reached a destination: detail:
 	// destinationId, destinationKind, entryId (absent for a test or a

@@ -4,7 +4,8 @@
 // (relay/tradeapi), the WebSocket stream API (relay/stream), the Management API
 // (relay/manage), the broker family (relay/broker), pairing a PC
 // (relay/pairing), the support staff's route (relay/support) with the agents' connection history
-// (relay/connhistory), the users' activity logs (relay/activity) and metrics (relay/metrics) into one HTTP server with
+// (relay/connhistory), the users' activity logs (relay/activity), the TradingView webhook
+// (relay/webhook) and metrics (relay/metrics) into one HTTP server with
 // timeouts and a graceful shutdown that also closes the stream sockets and
 // ends the tunnels.
 //
@@ -84,6 +85,7 @@ import (
 	"tradebridge/relay/support"
 	"tradebridge/relay/tradeapi"
 	"tradebridge/relay/tradecall"
+	"tradebridge/relay/webhook"
 )
 
 // Options configure a Relay.
@@ -149,6 +151,13 @@ type Options struct {
 	// and Logger in it are filled by the Relay. Its AllowPrivate and SMTP
 	// also rule the Management API's alert destinations.
 	Alerts alerts.Options
+	// Webhook tunes the TradingView webhook (POST /v1/send/{webhookId},
+	// GET /v1/api/webhook and its alerts): its Allow, DuplicateWindow and
+	// AnswerWithin; Store, Keys (the broker's), Admit, Refusals, IPBudget,
+	// Budget (the trading API's), Budgets, Desktop, Broker, Manage,
+	// Events, Metrics and Logger in it are filled by the Relay. Serve runs
+	// its sweeper.
+	Webhook webhook.Options
 
 	// ReadHeaderTimeout bounds the time to receive a request's headers.
 	// Default 10 s.
@@ -215,6 +224,7 @@ type Relay struct {
 	history  *connhistory.Writer
 	activity *activity.Recorder
 	alerts   *alerts.Dispatcher
+	webhook  *webhook.Server
 	events   *events.Bus
 	refusals *activity.Refusals // the users' budget refusals, aggregated for the activity log
 	metrics  *metrics.Metrics
@@ -321,6 +331,7 @@ func (b *build) run() (*Relay, error) {
 		b.brokerFamily,
 		b.alerting,
 		b.management,
+		b.webhookDoor,
 		b.supportRoute,
 		b.pairingRoutes,
 		b.activityRoute,
@@ -388,6 +399,7 @@ func (b *build) spine() error {
 	act.Store = b.opts.Store
 	act.Publisher = bus
 	act.Logger = b.log
+	act.AlsoPrune = b.opts.Store.PruneWebhookAlerts
 	if b.r.activity, err = activity.New(act); err != nil {
 		return err
 	}
@@ -553,6 +565,34 @@ func (b *build) management() error {
 	return nil
 }
 
+// webhookDoor builds the TradingView webhook: admitted over the
+// webhooks' keys with the trading budget, its calls through the agents'
+// hub or the broker family, its kill switch through the Management API.
+func (b *build) webhookDoor() error {
+	o := &b.opts
+	w := o.Webhook
+	w.Store = o.Store
+	w.Keys = b.keys
+	w.Admit = b.adm
+	w.Refusals = b.r.refusals
+	w.IPBudget = b.perIP
+	w.Budget = b.trading
+	w.Budgets = o.Budgets
+	w.Desktop = b.up
+	w.Broker = b.r.broker
+	w.Manage = b.r.manage
+	w.Events = b.entries()
+	w.Metrics = b.r.metrics
+	w.Logger = b.log
+	s, err := webhook.New(w)
+	if err != nil {
+		return err
+	}
+	b.undo.push(func() { _ = s.Close() })
+	b.r.webhook = s
+	return nil
+}
+
 // supportRoute builds the support staff's route.
 func (b *build) supportRoute() error {
 	sup := b.opts.Support
@@ -663,6 +703,7 @@ func (b *build) routes() error {
 	b.support.Register(mux)
 	b.pairing.Register(mux)
 	b.actLog.Register(mux)
+	r.webhook.Register(mux)
 	mux.addNotAllowed()
 	mux.ServeMux.HandleFunc("/", fallback(mux.ServeMux))
 	r.patterns = mux.patterns
@@ -848,6 +889,10 @@ func (r *Relay) Serve(ctx context.Context, ln net.Listener) error {
 	activityDone := make(chan struct{})
 	go func() { defer close(activityDone); _ = r.activity.Run(jctx) }()
 	defer func() { stopJanitor(); <-activityDone }()
+	// The delayed alerts whose node stopped are marked failed.
+	webhookDone := make(chan struct{})
+	go func() { defer close(webhookDone); _ = r.webhook.Run(jctx) }()
+	defer func() { stopJanitor(); <-webhookDone }()
 	// The budget refusals counted are published each minute; shutdown
 	// publishes the last ones before the spine closes.
 	refusalsDone := make(chan struct{})
@@ -902,6 +947,7 @@ func (r *Relay) shutdown(servers []*http.Server, hardStop context.CancelCauseFun
 	// agent, then the tunnels, which fails the calls still waiting on an
 	// agent (their outcome is recorded, then answered).
 	r.stream.Close()
+	_ = r.webhook.Close()
 	r.hub.Close()
 	r.broker.Close()
 	r.manage.Close()
@@ -985,6 +1031,7 @@ func (r *Relay) janitor(ctx context.Context) {
 // shutdown; it is idempotent.
 func (r *Relay) Close() error {
 	r.stream.Close()
+	_ = r.webhook.Close()
 	err := r.hub.Close()
 	r.broker.Close()
 	r.manage.Close()

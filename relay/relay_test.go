@@ -260,6 +260,14 @@ func TestLogsHoldNoTokens(t *testing.T) {
 	s.Do("GET", "/v1/api/accounts", tok, "")
 	s.Do("GET", "/v1/api/accounts", "tb_api_"+strings.Repeat("B", 43), "")
 	s.Do("POST", "/v1/api/accounts/Sim101/orders/place", tok, marketBuy)
+	// TradingView alerts: a good key, a wrong one, a body that does not
+	// parse.
+	hook := s.webhookOf("alice")
+	hook.send(placeES)
+	hook.send("command=NOPE")
+	wrong := hook
+	wrong.Key = "whk_" + strings.Repeat("c", 32)
+	wrong.send(placeES)
 	s.Restart()
 	require.Eventually(t, ra.Agent.Connected, testkit.Long, testkit.Tick)
 	var all bytes.Buffer
@@ -277,6 +285,8 @@ func TestLogsHoldNoTokens(t *testing.T) {
 		require.NotContains(t, all.String(), u.AgentToken[len("tb_agent_"):])
 	}
 	require.NotContains(t, all.String(), strings.Repeat("B", 43))
+	require.NotContains(t, all.String(), hook.Key)
+	require.NotContains(t, all.String(), wrong.Key)
 }
 
 // BenchmarkRoundTrip compares a trading call through the whole system (HTTP →

@@ -133,6 +133,15 @@ func TestEveryRouteEndToEnd(t *testing.T) {
 	r = call("GET", "/v1/api/activity?limit=5", "/v1/api/activity", "", 200)
 	require.Contains(t, data(r), "events")
 
+	// The TradingView webhook (its alerts are the subject of
+	// webhook_e2e_test.go).
+	r = call("GET", "/v1/api/webhook", "/v1/api/webhook", "", 200)
+	url, _ := data(r)["url"].(string)
+	key, _ := data(r)["key"].(string)
+	call("POST", url, "/v1/send/{webhookId}", `{"key":"`+key+`","command":"FLATTENEVERYTHING"}`, 200)
+	r = call("GET", "/v1/api/webhook/alerts?limit=5", "/v1/api/webhook/alerts", "", 200)
+	require.Len(t, data(r)["alerts"], 1)
+
 	// Every documented route was called.
 	doc := s.Do("GET", "/v1/api/openapi.json", "", "")
 	var spec struct {

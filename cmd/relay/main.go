@@ -37,6 +37,7 @@ import (
 	"tradebridge/relay/manage"
 	"tradebridge/relay/profile"
 	"tradebridge/relay/store"
+	"tradebridge/relay/webhook"
 )
 
 func main() {
@@ -60,7 +61,7 @@ func newRootCmd(stdout io.Writer) *cobra.Command {
 	root.PersistentFlags().String("store", envOr("RELAY_STORE", ""),
 		"the store: empty for SQLite in --data, or postgres://… for a PostgreSQL database shared by many relay nodes (env RELAY_STORE)")
 	root.AddCommand(newServeCmd(), newUsersCmd(stdout), newTokensCmd(stdout), newModesCmd(stdout), newBrokerCmd(stdout),
-		newSupportCmd(stdout), newAgentsCmd(stdout))
+		newSupportCmd(stdout), newAgentsCmd(stdout), newWebhookCmd(stdout))
 	return root
 }
 
@@ -78,6 +79,8 @@ func newServeCmd() *cobra.Command {
 		brokers                      brokerFlags
 		alerting                     alertFlags
 		budgets, bus, node           string
+		webhookAllow                 string
+		webhookDuplicates            time.Duration
 		activityRetention            = days(activity.DefaultRetention)
 	)
 	defaultShutdown, envErr := envDuration("RELAY_SHUTDOWN_TIMEOUT", relay.DefaultShutdownTimeout)
@@ -101,6 +104,13 @@ func newServeCmd() *cobra.Command {
 			}
 			if retentionErr != nil && !cmd.Flags().Changed("activity-retention") {
 				return fmt.Errorf("RELAY_ACTIVITY_RETENTION: %w", retentionErr)
+			}
+			allow, err := parseAllow(webhookAllow)
+			if err != nil {
+				return err
+			}
+			if webhookDuplicates <= 0 {
+				return errors.New("--webhook-duplicate-window must be positive")
 			}
 			modes, err := parseModes(managementMode, familiesDown)
 			if err != nil {
@@ -171,6 +181,7 @@ func newServeCmd() *cobra.Command {
 			opts.OperatorListener = opLn
 			opts.Broker = broker.Options{Keys: keys, Endpoints: endpoints, OAuth: oauth}
 			opts.Alerts = alertOpts
+			opts.Webhook = webhook.Options{Allow: allow, DuplicateWindow: webhookDuplicates}
 			r, err := relay.New(opts)
 			if err != nil {
 				return err
@@ -200,6 +211,11 @@ func newServeCmd() *cobra.Command {
 		"this node's name among the relay's nodes, distinct on each (env RELAY_NODE)")
 	cmd.Flags().Var(&activityRetention, "activity-retention",
 		"how long the users' activity log entries are kept: days (90d) or a duration (2160h) (env RELAY_ACTIVITY_RETENTION)")
+	cmd.Flags().StringVar(&webhookAllow, "webhook-allow", envOr("RELAY_WEBHOOK_ALLOW", ""),
+		"the only addresses TradingView alerts are taken from, comma-separated addresses or CIDR prefixes; empty takes them from "+
+			"every address; TradingView sends from "+TradingViewAddresses+" (env RELAY_WEBHOOK_ALLOW)")
+	cmd.Flags().DurationVar(&webhookDuplicates, "webhook-duplicate-window", webhook.DefaultDuplicateWindow,
+		"an alert whose text equals one the same user sent this recently is answered with the first one's answer and not run again")
 	logs.Register(cmd.Flags())
 	brokers.register(cmd.Flags())
 	alerting.register(cmd.Flags())

@@ -93,6 +93,10 @@ type Options struct {
 	// entries are written and published at most this much later. Default
 	// DefaultBatchDelay; negative writes at once.
 	BatchDelay time.Duration
+	// AlsoPrune, when set, is run with the log's prune, with the same
+	// time: what is kept as long as the log (the TradingView alert
+	// history, store.Store's PruneWebhookAlerts).
+	AlsoPrune func(ctx context.Context, before time.Time) (int, error)
 	// Disabled records nothing: Handle returns at once (Run still
 	// prunes), and the relay's doors build no entries at all. For
 	// measuring what the log costs the order path
@@ -629,6 +633,15 @@ func (r *Recorder) prune(ctx context.Context) {
 		r.log.Warn("pruning the activity log", zap.Error(err))
 	case n > 0:
 		r.log.Info("pruned the activity log", zap.Int("count", n))
+	}
+	if r.opts.AlsoPrune != nil {
+		n, err := r.opts.AlsoPrune(wctx, now.Add(-r.opts.Retention))
+		switch {
+		case err != nil && ctx.Err() == nil:
+			r.log.Warn("pruning with the activity log", zap.Error(err))
+		case n > 0:
+			r.log.Info("pruned with the activity log", zap.Int("count", n))
+		}
 	}
 	r.mu.Lock()
 	defer r.mu.Unlock()

@@ -265,6 +265,29 @@ func TestRecorderRetention(t *testing.T) {
 	require.NoError(t, <-done)
 }
 
+// AlsoPrune runs with each prune, with the same time.
+func TestRecorderAlsoPrune(t *testing.T) {
+	t.Parallel()
+	var mu sync.Mutex
+	var got []time.Time
+	f := newFixture(t, activity.Options{Retention: 24 * time.Hour, PruneEvery: testkit.Tick,
+		AlsoPrune: func(_ context.Context, before time.Time) (int, error) {
+			mu.Lock()
+			defer mu.Unlock()
+			got = append(got, before)
+			return 0, nil
+		}})
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- f.rec.Run(ctx) }()
+	require.Eventually(t, func() bool { mu.Lock(); defer mu.Unlock(); return len(got) > 0 }, testkit.Medium, testkit.Tick)
+	cancel()
+	require.NoError(t, <-done)
+	mu.Lock()
+	defer mu.Unlock()
+	require.Equal(t, testkit.Epoch.Add(-24*time.Hour), got[0])
+}
+
 func TestParseEntryID(t *testing.T) {
 	t.Parallel()
 	for _, tc := range []struct {

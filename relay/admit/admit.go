@@ -140,6 +140,10 @@ type Door struct {
 	// door's requests (protocol.SourceStream for the stream socket);
 	// "" means protocol.SourceAPI.
 	Source string
+	// SourceID, when set, names the source's id in the activity log (the
+	// TradingView webhook's id); nil means the token's id
+	// (auth.TokenID).
+	SourceID func(p auth.Principal) string
 }
 
 // Admitter admits requests at every door. It is safe for concurrent use.
@@ -431,11 +435,14 @@ func (a *Admitter) Refused(p auth.Principal, d *Door, policy string) {
 	if a.refusals == nil || p.Kind != auth.KindAPI {
 		return
 	}
-	src := protocol.SourceAPI
+	src := protocol.ActivitySource{Kind: protocol.SourceAPI, ID: auth.TokenID(p.TokenHash)}
 	if d != nil && d.Source != "" {
-		src = d.Source
+		src.Kind = d.Source
 	}
-	a.refusals.Refused(p.UserID, protocol.ActivitySource{Kind: src, ID: auth.TokenID(p.TokenHash)}, policy)
+	if d != nil && d.SourceID != nil {
+		src.ID = d.SourceID(p)
+	}
+	a.refusals.Refused(p.UserID, src, policy)
 }
 
 // Verify checks token against d's kind and plan, without HTTP: the

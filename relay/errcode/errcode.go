@@ -68,6 +68,10 @@ const (
 	EliteRequired = "elite_required"
 	// NotAvailable (403): the Management API is not open for the account.
 	NotAvailable = "not_available"
+	// AddressNotAllowed (403): the request came from an address outside
+	// the ones the operator allows at this door (relay serve
+	// --webhook-allow).
+	AddressNotAllowed = "address_not_allowed"
 )
 
 // 404 Not Found.

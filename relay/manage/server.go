@@ -263,30 +263,37 @@ func (s *Server) handler(rt *route) http.Handler {
 			return
 		}
 		defer a.done()
-		if rt.family == FamilyBroker {
-			if e := s.brokerLinked(r.Context(), a.p.UserID); e != nil {
-				writeErr(w, e)
-				return
-			}
-		}
-		if r.URL.RawQuery != "" {
-			writeErr(w, &httpapi.Error{Status: http.StatusBadRequest, Code: errcode.UnknownParameter,
-				Detail: "management routes take no query parameters"})
-			return
-		}
-		if a.in.err != nil {
-			writeErr(w, a.in.err)
-			return
-		}
-		switch rt.op {
-		case routeLimits:
-			httpapi.Write(w, http.StatusOK, currentLimits())
-		case routeList, routeGet:
-			s.read(w, r, rt, a.p.UserID, a.id)
-		default:
-			s.change(w, r, rt, a.p, a.id, a.in.body)
-		}
+		s.serveAdmitted(w, r, rt, a)
 	})
+}
+
+// serveAdmitted serves a request on rt once admitted: the broker link of
+// a route of the broker family, the query, the body's refusal, then the
+// read or the change.
+func (s *Server) serveAdmitted(w http.ResponseWriter, r *http.Request, rt *route, a admitted) {
+	if rt.family == FamilyBroker {
+		if e := s.brokerLinked(r.Context(), a.p.UserID); e != nil {
+			writeErr(w, e)
+			return
+		}
+	}
+	if r.URL.RawQuery != "" {
+		writeErr(w, &httpapi.Error{Status: http.StatusBadRequest, Code: errcode.UnknownParameter,
+			Detail: "management routes take no query parameters"})
+		return
+	}
+	if a.in.err != nil {
+		writeErr(w, a.in.err)
+		return
+	}
+	switch rt.op {
+	case routeLimits:
+		httpapi.Write(w, http.StatusOK, currentLimits())
+	case routeList, routeGet:
+		s.read(w, r, rt, a.p.UserID, a.id)
+	default:
+		s.change(w, r, rt, a.p, a.id, a.in.body)
+	}
 }
 
 // admitted is a request that passed admission.

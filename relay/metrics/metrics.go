@@ -39,6 +39,8 @@ type Metrics struct {
 	eventsDropped *prometheus.CounterVec
 
 	pairAttempts *prometheus.CounterVec
+
+	webhookAlerts *prometheus.CounterVec
 }
 
 // New returns a Metrics with the Go runtime and process collectors.
@@ -94,8 +96,12 @@ func New() *Metrics {
 			Name: "relay_agent_pair_attempts_total",
 			Help: "Attempts to exchange a pairing code for an agent token (POST /v1/agent/pair), by result: paired, invalid, rate_limited, bad_request, unavailable.",
 		}, []string{"result"}),
+		webhookAlerts: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "relay_webhook_alerts_total",
+			Help: "Requests to the TradingView webhook (POST /v1/send/{webhookId}), by outcome: the alert's status (executed, scheduled, running, blocked, failed), duplicate, or the refusal (address_not_allowed, unknown_webhook, wrong_key, rate_limited, plan_required, too_large, unavailable).",
+		}, []string{"outcome"}),
 	}
-	m.reg.MustRegister(m.eventsDropped, m.requests, m.latency, m.agents, m.connects, m.reconnects,
+	m.reg.MustRegister(m.webhookAlerts, m.eventsDropped, m.requests, m.latency, m.agents, m.connects, m.reconnects,
 		m.streamSockets, m.streamQuotes, m.streamConflated, m.streamCloses, m.connsRefused, m.pairAttempts,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return m
@@ -145,6 +151,9 @@ func (m *Metrics) EventsDropped(subscriber string, n int) {
 
 // PairAttempt counts an attempt to exchange a pairing code, by result.
 func (m *Metrics) PairAttempt(result string) { m.pairAttempts.WithLabelValues(result).Inc() }
+
+// WebhookAlert counts one request to the TradingView webhook by outcome.
+func (m *Metrics) WebhookAlert(outcome string) { m.webhookAlerts.WithLabelValues(outcome).Inc() }
 
 // StreamClosed counts a closed stream socket by the close code sent.
 func (m *Metrics) StreamClosed(code int) { m.streamCloses.WithLabelValues(strconv.Itoa(code)).Inc() }

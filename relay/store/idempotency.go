@@ -34,52 +34,56 @@ var errClaimVanished = errors.New("the record kept vanishing while it was claime
 func (s *sqlStore) ClaimIdempotent(ctx context.Context, rec Idempotent, staleBefore, expiredBefore time.Time) (Idempotent, bool, error) {
 	var got Idempotent
 	claimed := false
-	at := millis(rec.CreatedAt)
 	err := s.tx(ctx, func(tx conn) error {
-		// A row deleted between the insert and the read (purged) is
-		// inserted again: a few rounds at most.
-		for range 3 {
-			n, err := changed(tx.exec(ctx, qClaimNew, rec.UserID, rec.Key, rec.Fingerprint, IdemRunning, at, at))
-			if err != nil {
-				return err
-			}
-			if n == 1 {
-				got, claimed = newClaim(rec), true
-				return nil
-			}
-			var created, updated int64
-			err = tx.row(ctx, qClaimRead, rec.UserID, rec.Key).
-				Scan(&got.Fingerprint, &got.State, &got.Status, &got.Body, &created, &updated)
-			if errors.Is(err, sql.ErrNoRows) {
-				continue
-			}
-			if err != nil {
-				return err
-			}
-			if created < millis(expiredBefore) {
-				got, claimed = newClaim(rec), true
-				_, err = tx.exec(ctx, qClaimExpired, rec.Fingerprint, IdemRunning, at, at, rec.UserID, rec.Key)
-				return err
-			}
-			got.UserID, got.Key = rec.UserID, rec.Key
-			got.CreatedAt, got.UpdatedAt = fromMS(created), fromMS(updated)
-			if got.Fingerprint != rec.Fingerprint {
-				return nil // a different request under the same key: the caller refuses it
-			}
-			if got.State == IdemUnknown || (got.State == IdemRunning && updated < millis(staleBefore)) {
-				claimed = true
-				got.State, got.UpdatedAt = IdemRunning, rec.CreatedAt
-				_, err = tx.exec(ctx, qClaimAgain, IdemRunning, at, rec.UserID, rec.Key)
-				return err
-			}
-			return nil
-		}
-		return errClaimVanished
+		var err error
+		got, claimed, err = claimIn(ctx, tx, rec, staleBefore, expiredBefore)
+		return err
 	})
 	if err != nil {
 		return Idempotent{}, false, wrap("claim idempotency key", err)
 	}
 	return got, claimed, nil
+}
+
+// claimIn is ClaimIdempotent in the transaction tx.
+func claimIn(ctx context.Context, tx conn, rec Idempotent, staleBefore, expiredBefore time.Time) (got Idempotent, claimed bool, _ error) {
+	at := millis(rec.CreatedAt)
+	// A row deleted between the insert and the read (purged) is
+	// inserted again: a few rounds at most.
+	for range 3 {
+		n, err := changed(tx.exec(ctx, qClaimNew, rec.UserID, rec.Key, rec.Fingerprint, IdemRunning, at, at))
+		if err != nil {
+			return got, false, err
+		}
+		if n == 1 {
+			return newClaim(rec), true, nil
+		}
+		var created, updated int64
+		err = tx.row(ctx, qClaimRead, rec.UserID, rec.Key).
+			Scan(&got.Fingerprint, &got.State, &got.Status, &got.Body, &created, &updated)
+		if errors.Is(err, sql.ErrNoRows) {
+			continue
+		}
+		if err != nil {
+			return got, false, err
+		}
+		if created < millis(expiredBefore) {
+			_, err = tx.exec(ctx, qClaimExpired, rec.Fingerprint, IdemRunning, at, at, rec.UserID, rec.Key)
+			return newClaim(rec), true, err
+		}
+		got.UserID, got.Key = rec.UserID, rec.Key
+		got.CreatedAt, got.UpdatedAt = fromMS(created), fromMS(updated)
+		if got.Fingerprint != rec.Fingerprint {
+			return got, false, nil // a different request under the same key: the caller refuses it
+		}
+		if got.State == IdemUnknown || (got.State == IdemRunning && updated < millis(staleBefore)) {
+			got.State, got.UpdatedAt = IdemRunning, rec.CreatedAt
+			_, err = tx.exec(ctx, qClaimAgain, IdemRunning, at, rec.UserID, rec.Key)
+			return got, true, err
+		}
+		return got, false, nil
+	}
+	return got, false, errClaimVanished
 }
 
 // newClaim is the record of a key claimed afresh.

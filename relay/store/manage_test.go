@@ -408,7 +408,7 @@ func TestMigrateFromSchema3(t *testing.T) {
 	db, err := sql.Open("sqlite", filepath.Join(dir, store.FileName))
 	require.NoError(t, err)
 	for _, q := range []string{
-		"DROP TABLE alert_deliveries", "DROP TABLE activity", "DROP TABLE pairing_codes", "DROP TABLE oauth_states", "DROP TABLE broker_leases",
+		"DROP TABLE webhook_alerts", "DROP TABLE webhooks", "DROP TABLE alert_deliveries", "DROP TABLE activity", "DROP TABLE pairing_codes", "DROP TABLE oauth_states", "DROP TABLE broker_leases",
 		"DROP TABLE support_grants", "DROP TABLE support_tokens", "DROP TABLE agent_sessions",
 		"DROP TABLE broker_links", "DROP TABLE broker_state", "DROP TABLE broker_writes",
 		"DROP TABLE manage_resources", "DROP TABLE manage_config",
@@ -423,7 +423,7 @@ func TestMigrateFromSchema3(t *testing.T) {
 	s2 := open(t, dir)
 	v, err := s2.SchemaVersion(ctx)
 	require.NoError(t, err)
-	require.Equal(t, 10, v)
+	require.Equal(t, 11, v)
 	u, err := s2.User(ctx, "u1")
 	require.NoError(t, err)
 	require.Equal(t, store.User{ID: "u1", Name: "u1", Plan: "elite", CreatedAt: t0}, u)

@@ -472,6 +472,52 @@ type Store interface {
 	// pending and were last changed before a time; it returns how many.
 	PruneAlertDeliveries(ctx context.Context, before time.Time) (int, error)
 
+	// CreateWebhook stores w as the user's webhook unless the user has
+	// one, and returns the user's webhook and whether it is w (created).
+	// Two callers at once get the same webhook. ErrNotFound if the user
+	// does not exist; ErrConflict if w's id is another user's.
+	CreateWebhook(ctx context.Context, w Webhook) (got Webhook, created bool, err error)
+	// Webhook returns the user's webhook; ErrNotFound if none.
+	Webhook(ctx context.Context, userID string) (Webhook, error)
+	// LookupWebhook returns the webhook of the id, with its user, in one
+	// read; ErrNotFound if none.
+	LookupWebhook(ctx context.Context, webhookID string) (Webhook, User, error)
+	// RotateWebhook replaces the key of the user's webhook (its hash and
+	// sealed form) and returns the webhook; ErrNotFound if none.
+	RotateWebhook(ctx context.Context, userID, keyHash, keySealed string, at time.Time) (Webhook, error)
+	// AddWebhookAlert stores a received alert and returns its seq.
+	// ErrNotFound if the user does not exist.
+	AddWebhookAlert(ctx context.Context, a WebhookAlert) (seq int64, err error)
+	// UpdateWebhookAlert changes the outcome of the user's alert seq, only
+	// while its status is one of from (any status when from is empty),
+	// and reports whether it did.
+	UpdateWebhookAlert(ctx context.Context, userID string, seq int64, from []string, u WebhookAlertUpdate) (bool, error)
+	// ReceiveWebhookAlert, in one transaction, claims an alert's
+	// duplicate key as ClaimIdempotent does (never stale; created before
+	// expiredBefore counts as absent) and, when claimed, stores the alert
+	// a and records the key's State (default IdemRunning), Status and Body
+	// as answer gives them for its seq (got has them). Not claimed, it
+	// stores nothing and returns the record there.
+	ReceiveWebhookAlert(ctx context.Context, claim Idempotent, expiredBefore time.Time, a WebhookAlert,
+		answer func(seq int64) Idempotent) (seq int64, got Idempotent, claimed bool, err error)
+	// FinishWebhookAlert, in one transaction, is UpdateWebhookAlert and,
+	// when dup names a key, FinishIdempotent of dup.
+	FinishWebhookAlert(ctx context.Context, userID string, seq int64, from []string, u WebhookAlertUpdate, dup Idempotent) (bool, error)
+	// WebhookAlert returns one of the user's alerts; ErrNotFound if none.
+	WebhookAlert(ctx context.Context, userID string, seq int64) (WebhookAlert, error)
+	// ListWebhookAlerts returns up to limit of the user's alerts whose
+	// seq is below before (0: from the newest), newest first.
+	ListWebhookAlerts(ctx context.Context, userID string, before int64, limit int) ([]WebhookAlert, error)
+	// CountWebhookAlerts counts the user's alerts of the rate id received
+	// since a time.
+	CountWebhookAlerts(ctx context.Context, userID, rateID string, since time.Time) (int, error)
+	// OverdueWebhookAlerts returns up to limit alerts of every user still
+	// scheduled with a due time before dueBefore, the oldest due first.
+	OverdueWebhookAlerts(ctx context.Context, dueBefore time.Time, limit int) ([]WebhookAlert, error)
+	// PruneWebhookAlerts forgets the alerts received before a time (but
+	// the scheduled ones) and returns how many.
+	PruneWebhookAlerts(ctx context.Context, before time.Time) (int, error)
+
 	// Ping checks that the store answers.
 	Ping(ctx context.Context) error
 	// Close releases the store. It is idempotent.

@@ -185,7 +185,7 @@ func TestMigrateFromSchema6(t *testing.T) {
 	db, err := sql.Open("sqlite", filepath.Join(dir, store.FileName))
 	require.NoError(t, err)
 	for _, q := range []string{
-		"DROP TABLE alert_deliveries", "DROP TABLE activity", "DROP TABLE pairing_codes", "DROP TABLE oauth_states", "DROP TABLE broker_leases", "DROP INDEX agent_sessions_open",
+		"DROP TABLE webhook_alerts", "DROP TABLE webhooks", "DROP TABLE alert_deliveries", "DROP TABLE activity", "DROP TABLE pairing_codes", "DROP TABLE oauth_states", "DROP TABLE broker_leases", "DROP INDEX agent_sessions_open",
 		"ALTER TABLE agent_sessions DROP COLUMN node", "PRAGMA user_version = 6",
 		"INSERT INTO agent_sessions (session_id, user_id, connected_at) VALUES ('tun_1', 'u1', 1000)",
 	} {
@@ -197,7 +197,7 @@ func TestMigrateFromSchema6(t *testing.T) {
 	s2 := open(t, dir)
 	v, err := s2.SchemaVersion(ctx)
 	require.NoError(t, err)
-	require.Equal(t, 10, v)
+	require.Equal(t, 11, v)
 	n, err := s2.CloseOpenAgentSessions(ctx, "", t0, "relay_stopped")
 	require.NoError(t, err)
 	require.Equal(t, 1, n)

@@ -197,7 +197,8 @@ func TestOpenAPIMatchesRoutes(t *testing.T) {
 		for method, op := range ops {
 			if pkg, ok := op["x-route"]; ok {
 				// A route another package registers: the activity log's,
-				// and the Management API's alerts (openapi_alerts_test.go).
+				// the TradingView webhook's, and the Management API's
+				// alerts (openapi_alerts_test.go).
 				if pkg != "manage" {
 					others = append(others, strings.ToUpper(method)+" "+path)
 				}
@@ -217,7 +218,8 @@ func TestOpenAPIMatchesRoutes(t *testing.T) {
 	sort.Strings(documented)
 	sort.Strings(registered)
 	require.Equal(t, registered, documented)
-	require.Equal(t, []string{"GET /v1/api/activity"}, others)
+	sort.Strings(others)
+	require.Equal(t, []string{"GET /v1/api/activity", "GET /v1/api/webhook", "GET /v1/api/webhook/alerts", "POST /v1/send/{webhookId}"}, others)
 
 	// Every RPC function of the protocol is reachable over HTTP, but those
 	// a door calls for itself: CancelReplace is the TradingView webhook's

@@ -46,6 +46,9 @@ type Write struct {
 	// ("key:<Idempotency-Key>", "order:<orderId>"), or "" when it has
 	// none.
 	Key string
+	// SourceID, when set, is the source's id instead of the token's (the
+	// TradingView webhook's id).
+	SourceID string
 }
 
 // Activity publishes the activity log's entries of trading writes to the
@@ -151,6 +154,9 @@ func WriteEntry(w Write, o Outcome, at time.Time) (e protocol.ActivityEntry, ref
 		At:      at.UTC().Truncate(time.Millisecond),
 		Account: args.Account,
 		Source:  protocol.ActivitySource{Kind: source, ID: auth.TokenID(w.Principal.TokenHash)},
+	}
+	if w.SourceID != "" {
+		e.Source.ID = w.SourceID
 	}
 	var res writeResult
 	if o.Err == nil && !o.Gone {
