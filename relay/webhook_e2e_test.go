@@ -443,6 +443,31 @@ func TestWebhookBrokerFamily(t *testing.T) {
 	require.Eventually(t, func() bool { n, ok := s.brokerPosition(tok, "Sim101"); return ok && n == 2 }, engineWait, 10*time.Millisecond)
 	view := h.waitStatus(a.AlertID, store.WebhookExecuted)
 	require.Equal(t, "broker", view.Destination)
+
+	// Brackets on the broker family: the relay's own exits engine places
+	// the OCO pair once the entry filled.
+	r = h.send("command=PLACE;destination=broker;account=Sim102;instrument=ES 12-26;action=SELL;qty=1;order_type=MARKET;tif=DAY;" +
+		"take_profit=10 ticks;stop_loss=2 points")
+	require.Equal(t, http.StatusOK, r.Status, string(r.Raw))
+	entryID := h.answer(r).Results[0].OrderIDs[0]
+	var working []protocol.Order
+	require.Eventually(t, func() bool {
+		r := s.broker("GET", "accounts/Sim102/orders?activeOnly=true", tok, "")
+		var page struct {
+			Orders []protocol.Order `json:"orders"`
+		}
+		if r.Status != http.StatusOK || json.Unmarshal(r.Data, &page) != nil {
+			return false
+		}
+		working = page.Orders
+		return len(working) == 2
+	}, engineWait, 20*time.Millisecond, "the exits stand at the broker")
+	for _, o := range working {
+		require.NotEqual(t, entryID, o.OrderID)
+		require.Equal(t, protocol.ActionBuy, o.OrderAction)
+		require.Equal(t, 1, o.Quantity)
+		require.NotEmpty(t, o.Oco)
+	}
 }
 
 // A rotation (what relay webhook rotate runs, on the relay's key file)
