@@ -284,6 +284,10 @@ func encodeValue(enc *json.Encoder, buf *bytes.Buffer, v any) error {
 	return nil
 }
 
+// WriteRaw answers with a JSON body encoded earlier (an answer recorded
+// to be given again), with the headers of every response.
+func WriteRaw(w http.ResponseWriter, status int, body []byte) { send(w, status, body) }
+
 // send writes the headers every response carries, then status and body.
 func send(w http.ResponseWriter, status int, body []byte) {
 	h := w.Header()

@@ -514,6 +514,10 @@ type Store interface {
 	// OverdueWebhookAlerts returns up to limit alerts of every user still
 	// scheduled with a due time before dueBefore, the oldest due first.
 	OverdueWebhookAlerts(ctx context.Context, dueBefore time.Time, limit int) ([]WebhookAlert, error)
+	// StaleWebhookAlerts returns up to limit alerts of every user still
+	// running since before runningBefore (their last change), the oldest
+	// first.
+	StaleWebhookAlerts(ctx context.Context, runningBefore time.Time, limit int) ([]WebhookAlert, error)
 	// PruneWebhookAlerts forgets the alerts received before a time (but
 	// the scheduled ones) and returns how many.
 	PruneWebhookAlerts(ctx context.Context, before time.Time) (int, error)

@@ -1,6 +1,7 @@
 package store
 
 import (
+	"cmp"
 	"context"
 	"database/sql"
 	"errors"
@@ -96,6 +97,7 @@ var (
 	qListWebhookAlerts  = sqlText("SELECT " + webhookAlertColumns + " FROM webhook_alerts WHERE user_id = ? AND seq < ? ORDER BY seq DESC LIMIT ?")
 	qCountWebhookAlerts = sqlText("SELECT COUNT(*) FROM webhook_alerts WHERE user_id = ? AND rate_id = ? AND received_at >= ?")
 	qDueWebhookAlerts   = sqlText("SELECT " + webhookAlertColumns + " FROM webhook_alerts WHERE status = 'scheduled' AND due_at < ? ORDER BY due_at LIMIT ?")
+	qStaleWebhookAlerts = sqlText("SELECT " + webhookAlertColumns + " FROM webhook_alerts WHERE status = 'running' AND updated_at < ? ORDER BY updated_at LIMIT ?")
 	qPruneWebhookAlerts = sqlText("DELETE FROM webhook_alerts WHERE received_at < ? AND status <> 'scheduled'")
 )
 
@@ -256,18 +258,16 @@ func (s *sqlStore) OverdueWebhookAlerts(ctx context.Context, dueBefore time.Time
 	return out, wrap("list overdue webhook alerts", err)
 }
 
+// StaleWebhookAlerts implements Store.
+func (s *sqlStore) StaleWebhookAlerts(ctx context.Context, runningBefore time.Time, limit int) ([]WebhookAlert, error) {
+	out, err := all(ctx, s.conn, scanWebhookAlert, qStaleWebhookAlerts, millis(runningBefore), limit)
+	return out, wrap("list stale webhook alerts", err)
+}
+
 // PruneWebhookAlerts implements Store.
 func (s *sqlStore) PruneWebhookAlerts(ctx context.Context, before time.Time) (int, error) {
 	n, err := changed(s.exec(ctx, qPruneWebhookAlerts, millis(before)))
 	return n, wrap("prune webhook alerts", err)
-}
-
-// cmpOr returns a, or b when a is empty.
-func cmpOr(a, b string) string {
-	if a != "" {
-		return a
-	}
-	return b
 }
 
 // jsonArray stores a nil or empty JSON array as [].
@@ -311,7 +311,7 @@ func (s *sqlStore) ReceiveWebhookAlert(ctx context.Context, claim Idempotent, ex
 			return err
 		}
 		ans := answer(seq)
-		got.State, got.Status, got.Body = cmpOr(ans.State, IdemRunning), ans.Status, ans.Body
+		got.State, got.Status, got.Body = cmp.Or(ans.State, IdemRunning), ans.Status, ans.Body
 		_, err = tx.exec(ctx, qFinishIdem, got.State, got.Status, orNull(got.Body), millis(claim.CreatedAt), claim.UserID, claim.Key)
 		return err
 	})

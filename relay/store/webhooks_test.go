@@ -121,11 +121,21 @@ func TestWebhookAlerts(t *testing.T) {
 		over, err = s.OverdueWebhookAlerts(ctx, t0.Add(6*time.Second), 10)
 		require.NoError(t, err)
 		require.Empty(t, over)
+		stale, err := s.StaleWebhookAlerts(ctx, t0.Add(time.Hour), 10)
+		require.NoError(t, err)
+		require.Empty(t, stale, "none is running")
 
 		ok, err := s.UpdateWebhookAlert(ctx, "u1", seqs[1], []string{store.WebhookScheduled},
 			store.WebhookAlertUpdate{Status: store.WebhookRunning, At: t0.Add(6 * time.Second)})
 		require.NoError(t, err)
 		require.True(t, ok)
+		stale, err = s.StaleWebhookAlerts(ctx, t0.Add(7*time.Second), 10)
+		require.NoError(t, err)
+		require.Len(t, stale, 1, "running since its last change")
+		require.Equal(t, seqs[1], stale[0].Seq)
+		stale, err = s.StaleWebhookAlerts(ctx, t0.Add(6*time.Second), 10)
+		require.NoError(t, err)
+		require.Empty(t, stale)
 		ok, err = s.UpdateWebhookAlert(ctx, "u1", seqs[1], []string{store.WebhookScheduled},
 			store.WebhookAlertUpdate{Status: store.WebhookFailed, Reason: "late", At: t0})
 		require.NoError(t, err)

@@ -1,6 +1,7 @@
 package webhook
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"net/http"
@@ -93,7 +94,7 @@ func (s *Server) killSwitch(ctx context.Context, in *received, on bool) *failure
 		RetryAfter int    `json:"retryAfter"`
 	}
 	_ = json.Unmarshal(answer, &e)
-	return &failure{Status: status, Code: cmpOr(e.Error, errcode.InternalError), Detail: "kill_switch: " + e.Detail,
+	return &failure{Status: status, Code: cmp.Or(e.Error, errcode.InternalError), Detail: "kill_switch: " + e.Detail,
 		RetryAfter: e.RetryAfter}
 }
 
@@ -129,7 +130,7 @@ func (s *Server) runAndAnswer(w http.ResponseWriter, r *http.Request, in *receiv
 	case <-t.C:
 		s.count(store.WebhookRunning)
 		code, body := in.answerBody(store.WebhookRunning, nil, nil)
-		writeRaw(w, code, body)
+		httpapi.WriteRaw(w, code, body)
 	case <-r.Context().Done():
 	}
 }
@@ -370,21 +371,30 @@ func receivedEntry(webhookID string, seq int64, command, account, status string,
 	}
 }
 
-// sweep marks failed the scheduled alerts OverdueAfter past their due
-// time: the node that scheduled them stopped, and they are never run
-// late.
+// sweep marks failed the alerts whose node stopped: the scheduled ones
+// OverdueAfter past their due time, never run late, and the ones running
+// StaleAfter after they started, whose outcome nobody will learn.
 func (s *Server) sweep(ctx context.Context) {
 	now := s.opts.Clock()
-	list, err := s.opts.Store.OverdueWebhookAlerts(ctx, now.Add(-OverdueAfter), 100)
-	if err != nil {
-		if ctx.Err() == nil {
-			s.log.Warn("looking for overdue alerts", zap.Error(err))
+	overdue, err := s.opts.Store.OverdueWebhookAlerts(ctx, now.Add(-OverdueAfter), 100)
+	if err == nil {
+		s.fail(ctx, overdue, store.WebhookScheduled, ReasonStopped, now)
+		var stale []store.WebhookAlert
+		if stale, err = s.opts.Store.StaleWebhookAlerts(ctx, now.Add(-StaleAfter), 100); err == nil {
+			s.fail(ctx, stale, store.WebhookRunning, ReasonStoppedRunning, now)
 		}
-		return
 	}
+	if err != nil && ctx.Err() == nil {
+		s.log.Warn("looking for alerts whose node stopped", zap.Error(err))
+	}
+}
+
+// fail marks the alerts of list failed for reason, each while it is
+// still in status from, and publishes their webhook.received entries.
+func (s *Server) fail(ctx context.Context, list []store.WebhookAlert, from, reason string, now time.Time) {
 	for _, a := range list {
-		ok, err := s.opts.Store.UpdateWebhookAlert(ctx, a.UserID, a.Seq, []string{store.WebhookScheduled},
-			store.WebhookAlertUpdate{Status: store.WebhookFailed, Reason: ReasonStopped, At: now})
+		ok, err := s.opts.Store.UpdateWebhookAlert(ctx, a.UserID, a.Seq, []string{from},
+			store.WebhookAlertUpdate{Status: store.WebhookFailed, Reason: reason, At: now})
 		if err != nil || !ok {
 			continue
 		}
@@ -406,5 +416,12 @@ func (s *Server) sweep(ctx context.Context) {
 	}
 }
 
-// ReasonStopped is the reason of a scheduled alert its node did not run.
-const ReasonStopped = "the relay stopped before the delay ended; nothing was sent"
+// Reasons of the alerts the sweeper marks failed.
+const (
+	// ReasonStopped is the reason of a scheduled alert its node did not
+	// run.
+	ReasonStopped = "the relay stopped before the delay ended; nothing was sent"
+	// ReasonStoppedRunning is the reason of an alert whose node stopped
+	// while its calls ran.
+	ReasonStoppedRunning = "the relay stopped while the alert ran; its orders may or may not have been placed: check the account before sending it again"
+)

@@ -2,6 +2,7 @@ package webhook
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
@@ -261,7 +262,7 @@ func (s *Server) receive(w http.ResponseWriter, r *http.Request, p auth.Principa
 		var once sync.Once
 		release = func() { once.Do(unlock) }
 		defer release()
-		rateID := cmpOr(a.ID, "*")
+		rateID := cmp.Or(a.ID, "*")
 		n, err := s.opts.Store.CountWebhookAlerts(ctx, p.UserID, rateID, now.Add(-a.RateLimit.Per))
 		if err != nil {
 			s.unavailable(w, err)
@@ -361,7 +362,7 @@ func (s *Server) unavailable(w http.ResponseWriter, err error) {
 // running while the first still runs.
 func replay(w http.ResponseWriter, got store.Idempotent) {
 	if got.State == store.IdemDone && got.Status != 0 {
-		writeRaw(w, got.Status, got.Body)
+		httpapi.WriteRaw(w, got.Status, got.Body)
 		return
 	}
 	var first struct {
@@ -369,17 +370,6 @@ func replay(w http.ResponseWriter, got store.Idempotent) {
 	}
 	_ = json.Unmarshal(got.Body, &first)
 	httpapi.Write(w, http.StatusAccepted, Answer{AlertID: first.AlertID, Status: store.WebhookRunning, Results: []Result{}})
-}
-
-// writeRaw sends a JSON body recorded earlier.
-func writeRaw(w http.ResponseWriter, status int, body []byte) {
-	h := w.Header()
-	h.Set("Content-Type", "application/json")
-	h.Set("X-Content-Type-Options", "nosniff")
-	h.Set("Cache-Control", "no-store")
-	h.Set("Content-Length", strconv.Itoa(len(body)))
-	w.WriteHeader(status)
-	_, _ = w.Write(body)
 }
 
 // Answer is the data of an alert's answer.
@@ -441,7 +431,7 @@ func (s *Server) answer(w http.ResponseWriter, in *received, status string, resu
 	if f != nil && f.RetryAfter > 0 {
 		w.Header().Set("Retry-After", strconv.Itoa(f.RetryAfter))
 	}
-	writeRaw(w, code, body)
+	httpapi.WriteRaw(w, code, body)
 }
 
 // mustJSON encodes v, which always encodes.
@@ -456,12 +446,4 @@ func nonNil(s []string) []string {
 		return []string{}
 	}
 	return s
-}
-
-// cmpOr returns a, or b when a is empty.
-func cmpOr(a, b string) string {
-	if a != "" {
-		return a
-	}
-	return b
 }

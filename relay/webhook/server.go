@@ -34,6 +34,7 @@ type Store interface {
 	ListWebhookAlerts(ctx context.Context, userID string, before int64, limit int) ([]store.WebhookAlert, error)
 	CountWebhookAlerts(ctx context.Context, userID, rateID string, since time.Time) (int, error)
 	OverdueWebhookAlerts(ctx context.Context, dueBefore time.Time, limit int) ([]store.WebhookAlert, error)
+	StaleWebhookAlerts(ctx context.Context, runningBefore time.Time, limit int) ([]store.WebhookAlert, error)
 }
 
 // Manager runs the Management API's routes in process;
@@ -120,6 +121,11 @@ const (
 	// OverdueAfter is how late a scheduled alert may be before the
 	// sweeper marks it failed (its node stopped).
 	OverdueAfter = 30 * time.Second
+	// StaleAfter is how long an alert may stay running before the
+	// sweeper marks it failed (its node stopped during its calls): longer
+	// than any alert's calls can last (MaxAccounts calls of the longest
+	// CallTimeout).
+	StaleAfter = 30 * time.Minute
 )
 
 // ReadPolicy is the per-user budget of GET /v1/api/webhook and its
@@ -246,9 +252,11 @@ func (s *Server) Register(mux Mux) {
 	mux.Handle("GET "+AlertsPath, http.HandlerFunc(s.alerts))
 }
 
-// Run sweeps the scheduled alerts whose node stopped (OverdueAfter past
-// their due time) every SweepEvery, marking them failed, until ctx ends
-// or Close is called. It returns nil.
+// Run sweeps the alerts whose node stopped, every SweepEvery, until ctx
+// ends or Close is called, marking them failed: the scheduled ones
+// OverdueAfter past their due time (ReasonStopped: they are never run
+// late) and the ones still running StaleAfter after they started
+// (ReasonStoppedRunning: their outcome is unknown). It returns nil.
 func (s *Server) Run(ctx context.Context) error {
 	ctx, leave, ok := s.group.Enter(ctx)
 	if !ok {

@@ -261,6 +261,12 @@ func TestSweeperAndClose(t *testing.T) {
 	seq, err := e.st.AddWebhookAlert(context.Background(), store.WebhookAlert{UserID: user, ReceivedAt: wednesday.Add(-time.Minute),
 		Status: store.WebhookScheduled, DueAt: wednesday.Add(-webhook.OverdueAfter - time.Second), UpdatedAt: wednesday})
 	require.NoError(t, err)
+	running, err := e.st.AddWebhookAlert(context.Background(), store.WebhookAlert{UserID: user, ReceivedAt: wednesday.Add(-time.Hour),
+		Status: store.WebhookRunning, UpdatedAt: wednesday.Add(-webhook.StaleAfter - time.Second)})
+	require.NoError(t, err)
+	recent, err := e.st.AddWebhookAlert(context.Background(), store.WebhookAlert{UserID: user, ReceivedAt: wednesday,
+		Status: store.WebhookRunning, UpdatedAt: wednesday})
+	require.NoError(t, err)
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	go func() { defer close(done); _ = e.s.Run(ctx) }()
@@ -268,6 +274,13 @@ func TestSweeperAndClose(t *testing.T) {
 		a, err := e.st.WebhookAlert(context.Background(), user, seq)
 		return err == nil && a.Status == store.WebhookFailed && a.Reason == webhook.ReasonStopped
 	}, testkit.Long, testkit.Tick)
+	require.Eventually(t, func() bool {
+		a, err := e.st.WebhookAlert(context.Background(), user, running)
+		return err == nil && a.Status == store.WebhookFailed && a.Reason == webhook.ReasonStoppedRunning
+	}, testkit.Long, testkit.Tick, "an alert left running by a stopped node")
+	a, err := e.st.WebhookAlert(context.Background(), user, recent)
+	require.NoError(t, err)
+	require.Equal(t, store.WebhookRunning, a.Status, "an alert running now is left alone")
 	cancel()
 	<-done
 

@@ -28,3 +28,4 @@ CREATE TABLE webhook_alerts (
 CREATE INDEX webhook_alerts_user ON webhook_alerts(user_id, seq);
 CREATE INDEX webhook_alerts_rate ON webhook_alerts(user_id, rate_id, received_at) WHERE rate_id <> '';
 CREATE INDEX webhook_alerts_due ON webhook_alerts(status, due_at) WHERE status = 'scheduled';
+CREATE INDEX webhook_alerts_running ON webhook_alerts(updated_at) WHERE status = 'running';
