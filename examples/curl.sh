@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
 # A walk through the trading API with curl: list the accounts, read a quote,
 # place a market order with an Idempotency-Key, repeat it to see the replay,
-# read the positions, close half, flatten, and read what was done in the
-# activity log.
+# read the positions, close half, flatten, read what was done in the
+# activity log, then trade as a TradingView alert does: a market entry with
+# its take profit and stop loss sent to the user's webhook, its place in
+# the alert history, and a FLATTEN alert.
 #
 #   RELAY_URL  the relay's base URL (default http://127.0.0.1:8080, make demo's)
 #   API_TOKEN  an API token (tb_api_…; make demo prints one)
@@ -92,5 +94,43 @@ step "8. What was done on $account: the activity log, newest first"
 # The log is written just after each answer: give it a moment.
 sleep 1
 call GET "/activity?account=$account&limit=5"
+
+step "9. A TradingView alert: the user's webhook, then an entry with its exits"
+# GET /v1/api/webhook answers the webhook's URL and key; the key is a
+# secret like the token, so only the URL is printed.
+printf 'GET /webhook\n'
+status=$(printf 'Authorization: Bearer %s\n' "$API_TOKEN" | curl -sS -o "$bodyfile" -w '%{http_code}' -H @- "$api/webhook") || {
+  echo "curl could not reach $relay" >&2; exit 1; }
+hook=$(sed -n 's/.*"url":"\([^"]*\)".*/\1/p' "$bodyfile")
+hookkey=$(sed -n 's/.*"key":"\([^"]*\)".*/\1/p' "$bodyfile")
+if [ "$status" != 200 ] || [ -z "$hook" ] || [ -z "$hookkey" ]; then
+  echo "step failed with HTTP $status" >&2
+  exit 1
+fi
+printf '<- %s url %s (and the key, not printed)\n' "$status" "$hook"
+# alert TEXT: posts an alert's message as TradingView does (text/plain, no
+# token: the key in the message is the credential); the key's pair comes
+# first and is not printed.
+alert() {
+  local text=$1 status
+  printf 'POST %s\n   body key=…;%s\n' "$hook" "$text"
+  status=$(printf 'key=%s;%s' "$hookkey" "$text" | curl -sS -X POST -o "$bodyfile" -w '%{http_code}' \
+    -H 'Content-Type: text/plain' --data-binary @- "$relay$hook") || {
+    echo "curl could not reach $relay" >&2; exit 1; }
+  last=$(cat "$bodyfile")
+  printf '<- %s %s\n' "$status" "$last"
+  if [ "$status" != 200 ]; then
+    echo "step failed with HTTP $status" >&2
+    exit 1
+  fi
+}
+alert "command=PLACE;account=$account;instrument=$instrument;action=BUY;qty=1;order_type=MARKET;tif=DAY;take_profit=8 ticks;stop_loss=8 ticks;"
+sleep 1 # the exits go out once the entry's fill is seen
+call GET "/accounts/$account/orders?activeOnly=true"
+
+step "10. The alert history, then a FLATTEN alert (the position and its exits)"
+call GET "/webhook/alerts?limit=2"
+alert "command=FLATTEN;account=$account;instrument=$instrument;"
+call GET "/accounts/$account/positions"
 
 printf '\ndone\n'

@@ -52,6 +52,11 @@ if [ "$status" != 200 ]; then
   echo "the agent did not connect; logs in $work/" >&2; cat "$work/agent.log" >&2; exit 1
 fi
 
+# The user's TradingView webhook (made on first read): its URL and key.
+hook=$(curl -s -H "Authorization: Bearer $api_token" "$base/v1/api/webhook")
+hook_url=$(printf '%s' "$hook" | sed -n 's/.*"url":"\([^"]*\)".*/\1/p')
+hook_key=$(printf '%s' "$hook" | sed -n 's/.*"key":"\([^"]*\)".*/\1/p')
+
 cat <<MSG
 
 Relay on $base with an agent on the simulator (accounts Sim101, Sim102).
@@ -69,6 +74,10 @@ Try:
   curl -s -H "Authorization: Bearer $api_token" $base/v1/api/accounts/Sim101/positions
 
   curl -s -H "Authorization: Bearer $api_token" "$base/v1/api/activity?limit=5"    # what was done, newest first
+
+  curl -s -H 'Content-Type: text/plain' --data-binary \\
+    'key=$hook_key;command=PLACE;account=Sim101;instrument=ES;action=BUY;qty=1;order_type=MARKET;tif=DAY;take_profit=8 ticks;stop_loss=8 ticks;' \\
+    $base$hook_url    # a TradingView alert to the user's webhook (docs/webhooks.md)
 
   curl -s http://127.0.0.1:${operator_port}/metrics    # the operator's listener, loopback only
 
