@@ -3770,3 +3770,399 @@ class DefaultApi(object):
             _preload_content=params.get('_preload_content', True),
             _request_timeout=params.get('_request_timeout'),
             collection_formats=collection_formats)
+
+    def webhook(self, **kwargs):  # noqa: E501
+        """The caller's TradingView webhook: the URL and the key to paste into TradingView (made on first use)  # noqa: E501
+
+        Needs the pro plan; its own budget (policy webhook: 60 a minute, burst 20). The operator's relay webhook rotate issues a new key.  # noqa: E501
+        This method makes a synchronous HTTP request by default. To make an
+        asynchronous HTTP request, please pass async_req=True
+        >>> thread = api.webhook(async_req=True)
+        >>> result = thread.get()
+
+        :param async_req bool
+        :return: WebhookResponse
+                 If the method is called asynchronously,
+                 returns the request thread.
+        """
+        kwargs['_return_http_data_only'] = True
+        if kwargs.get('async_req'):
+            return self.webhook_with_http_info(**kwargs)  # noqa: E501
+        else:
+            (data) = self.webhook_with_http_info(**kwargs)  # noqa: E501
+            return data
+
+    def webhook_with_http_info(self, **kwargs):  # noqa: E501
+        """The caller's TradingView webhook: the URL and the key to paste into TradingView (made on first use)  # noqa: E501
+
+        Needs the pro plan; its own budget (policy webhook: 60 a minute, burst 20). The operator's relay webhook rotate issues a new key.  # noqa: E501
+        This method makes a synchronous HTTP request by default. To make an
+        asynchronous HTTP request, please pass async_req=True
+        >>> thread = api.webhook_with_http_info(async_req=True)
+        >>> result = thread.get()
+
+        :param async_req bool
+        :return: WebhookResponse
+                 If the method is called asynchronously,
+                 returns the request thread.
+        """
+
+        all_params = []  # noqa: E501
+        all_params.append('async_req')
+        all_params.append('_return_http_data_only')
+        all_params.append('_preload_content')
+        all_params.append('_request_timeout')
+
+        params = locals()
+        for key, val in six.iteritems(params['kwargs']):
+            if key not in all_params:
+                raise TypeError(
+                    "Got an unexpected keyword argument '%s'"
+                    " to method webhook" % key
+                )
+            params[key] = val
+        del params['kwargs']
+
+        collection_formats = {}
+
+        path_params = {}
+
+        query_params = []
+
+        header_params = {}
+
+        form_params = []
+        local_var_files = {}
+
+        body_params = None
+        # HTTP header `Accept`
+        header_params['Accept'] = self.api_client.select_header_accept(
+            ['application/json'])  # noqa: E501
+
+        # Authentication setting
+        auth_settings = ['bearer']  # noqa: E501
+
+        return self.api_client.call_api(
+            '/v1/api/webhook', 'GET',
+            path_params,
+            query_params,
+            header_params,
+            body=body_params,
+            post_params=form_params,
+            files=local_var_files,
+            response_type='WebhookResponse',  # noqa: E501
+            auth_settings=auth_settings,
+            async_req=params.get('async_req'),
+            _return_http_data_only=params.get('_return_http_data_only'),
+            _preload_content=params.get('_preload_content', True),
+            _request_timeout=params.get('_request_timeout'),
+            collection_formats=collection_formats)
+
+    def webhook_alerts(self, **kwargs):  # noqa: E501
+        """The TradingView alerts the caller's webhook received, newest first, with what each did  # noqa: E501
+
+        The caller's own alerts only, newest first; page with before=data.next until next is null. An alert that arrived with the right key but could not run is here as failed with its reason; a wrong key or an unknown webhook records nothing. Kept as long as the activity log.  # noqa: E501
+        This method makes a synchronous HTTP request by default. To make an
+        asynchronous HTTP request, please pass async_req=True
+        >>> thread = api.webhook_alerts(async_req=True)
+        >>> result = thread.get()
+
+        :param async_req bool
+        :param str before: an alert id (tva_…): only the alerts older than it; data.next of the previous page
+        :param int limit: the most alerts to answer
+        :return: WebhookAlertPageResponse
+                 If the method is called asynchronously,
+                 returns the request thread.
+        """
+        kwargs['_return_http_data_only'] = True
+        if kwargs.get('async_req'):
+            return self.webhook_alerts_with_http_info(**kwargs)  # noqa: E501
+        else:
+            (data) = self.webhook_alerts_with_http_info(**kwargs)  # noqa: E501
+            return data
+
+    def webhook_alerts_with_http_info(self, **kwargs):  # noqa: E501
+        """The TradingView alerts the caller's webhook received, newest first, with what each did  # noqa: E501
+
+        The caller's own alerts only, newest first; page with before=data.next until next is null. An alert that arrived with the right key but could not run is here as failed with its reason; a wrong key or an unknown webhook records nothing. Kept as long as the activity log.  # noqa: E501
+        This method makes a synchronous HTTP request by default. To make an
+        asynchronous HTTP request, please pass async_req=True
+        >>> thread = api.webhook_alerts_with_http_info(async_req=True)
+        >>> result = thread.get()
+
+        :param async_req bool
+        :param str before: an alert id (tva_…): only the alerts older than it; data.next of the previous page
+        :param int limit: the most alerts to answer
+        :return: WebhookAlertPageResponse
+                 If the method is called asynchronously,
+                 returns the request thread.
+        """
+
+        all_params = ['before', 'limit']  # noqa: E501
+        all_params.append('async_req')
+        all_params.append('_return_http_data_only')
+        all_params.append('_preload_content')
+        all_params.append('_request_timeout')
+
+        params = locals()
+        for key, val in six.iteritems(params['kwargs']):
+            if key not in all_params:
+                raise TypeError(
+                    "Got an unexpected keyword argument '%s'"
+                    " to method webhook_alerts" % key
+                )
+            params[key] = val
+        del params['kwargs']
+
+        collection_formats = {}
+
+        path_params = {}
+
+        query_params = []
+        if 'before' in params:
+            query_params.append(('before', params['before']))  # noqa: E501
+        if 'limit' in params:
+            query_params.append(('limit', params['limit']))  # noqa: E501
+
+        header_params = {}
+
+        form_params = []
+        local_var_files = {}
+
+        body_params = None
+        # HTTP header `Accept`
+        header_params['Accept'] = self.api_client.select_header_accept(
+            ['application/json'])  # noqa: E501
+
+        # Authentication setting
+        auth_settings = ['bearer']  # noqa: E501
+
+        return self.api_client.call_api(
+            '/v1/api/webhook/alerts', 'GET',
+            path_params,
+            query_params,
+            header_params,
+            body=body_params,
+            post_params=form_params,
+            files=local_var_files,
+            response_type='WebhookAlertPageResponse',  # noqa: E501
+            auth_settings=auth_settings,
+            async_req=params.get('async_req'),
+            _return_http_data_only=params.get('_return_http_data_only'),
+            _preload_content=params.get('_preload_content', True),
+            _request_timeout=params.get('_request_timeout'),
+            collection_formats=collection_formats)
+
+    def webhook_send(self, body, webhook_id, **kwargs):  # noqa: E501
+        """A TradingView alert: the command language's text (or its fields as JSON), with the webhook's key  # noqa: E501
+
+        What TradingView posts. No token: the webhook's id in the path and key=<key>; in the body admit it (401 for either wrong, nothing recorded). The operator may take alerts from some addresses only (403 address_not_allowed). Needs the pro plan; charged to the trading budget once per trading call. The same text within 2 s is a duplicate, answered with the first one's answer. A failed alert answers the first failure's status and code, with its alertId. The trader's guide, with every command and option: docs/webhooks.md.  # noqa: E501
+        This method makes a synchronous HTTP request by default. To make an
+        asynchronous HTTP request, please pass async_req=True
+        >>> thread = api.webhook_send(body, webhook_id, async_req=True)
+        >>> result = thread.get()
+
+        :param async_req bool
+        :param dict(str, object) body: (required)
+        :param str webhook_id: (required)
+        :return: WebhookAnswerResponse
+                 If the method is called asynchronously,
+                 returns the request thread.
+        """
+        kwargs['_return_http_data_only'] = True
+        if kwargs.get('async_req'):
+            return self.webhook_send_with_http_info(body, webhook_id, **kwargs)  # noqa: E501
+        else:
+            (data) = self.webhook_send_with_http_info(body, webhook_id, **kwargs)  # noqa: E501
+            return data
+
+    def webhook_send_with_http_info(self, body, webhook_id, **kwargs):  # noqa: E501
+        """A TradingView alert: the command language's text (or its fields as JSON), with the webhook's key  # noqa: E501
+
+        What TradingView posts. No token: the webhook's id in the path and key=<key>; in the body admit it (401 for either wrong, nothing recorded). The operator may take alerts from some addresses only (403 address_not_allowed). Needs the pro plan; charged to the trading budget once per trading call. The same text within 2 s is a duplicate, answered with the first one's answer. A failed alert answers the first failure's status and code, with its alertId. The trader's guide, with every command and option: docs/webhooks.md.  # noqa: E501
+        This method makes a synchronous HTTP request by default. To make an
+        asynchronous HTTP request, please pass async_req=True
+        >>> thread = api.webhook_send_with_http_info(body, webhook_id, async_req=True)
+        >>> result = thread.get()
+
+        :param async_req bool
+        :param dict(str, object) body: (required)
+        :param str webhook_id: (required)
+        :return: WebhookAnswerResponse
+                 If the method is called asynchronously,
+                 returns the request thread.
+        """
+
+        all_params = ['body', 'webhook_id']  # noqa: E501
+        all_params.append('async_req')
+        all_params.append('_return_http_data_only')
+        all_params.append('_preload_content')
+        all_params.append('_request_timeout')
+
+        params = locals()
+        for key, val in six.iteritems(params['kwargs']):
+            if key not in all_params:
+                raise TypeError(
+                    "Got an unexpected keyword argument '%s'"
+                    " to method webhook_send" % key
+                )
+            params[key] = val
+        del params['kwargs']
+        # verify the required parameter 'body' is set
+        if ('body' not in params or
+                params['body'] is None):
+            raise ValueError("Missing the required parameter `body` when calling `webhook_send`")  # noqa: E501
+        # verify the required parameter 'webhook_id' is set
+        if ('webhook_id' not in params or
+                params['webhook_id'] is None):
+            raise ValueError("Missing the required parameter `webhook_id` when calling `webhook_send`")  # noqa: E501
+
+        collection_formats = {}
+
+        path_params = {}
+        if 'webhook_id' in params:
+            path_params['webhookId'] = params['webhook_id']  # noqa: E501
+
+        query_params = []
+
+        header_params = {}
+
+        form_params = []
+        local_var_files = {}
+
+        body_params = None
+        if 'body' in params:
+            body_params = params['body']
+        # HTTP header `Accept`
+        header_params['Accept'] = self.api_client.select_header_accept(
+            ['application/json'])  # noqa: E501
+
+        # HTTP header `Content-Type`
+        header_params['Content-Type'] = self.api_client.select_header_content_type(  # noqa: E501
+            ['application/json', 'text/plain'])  # noqa: E501
+
+        # Authentication setting
+        auth_settings = []  # noqa: E501
+
+        return self.api_client.call_api(
+            '/v1/send/{webhookId}', 'POST',
+            path_params,
+            query_params,
+            header_params,
+            body=body_params,
+            post_params=form_params,
+            files=local_var_files,
+            response_type='WebhookAnswerResponse',  # noqa: E501
+            auth_settings=auth_settings,
+            async_req=params.get('async_req'),
+            _return_http_data_only=params.get('_return_http_data_only'),
+            _preload_content=params.get('_preload_content', True),
+            _request_timeout=params.get('_request_timeout'),
+            collection_formats=collection_formats)
+
+    def webhook_send(self, body, webhook_id, **kwargs):  # noqa: E501
+        """A TradingView alert: the command language's text (or its fields as JSON), with the webhook's key  # noqa: E501
+
+        What TradingView posts. No token: the webhook's id in the path and key=<key>; in the body admit it (401 for either wrong, nothing recorded). The operator may take alerts from some addresses only (403 address_not_allowed). Needs the pro plan; charged to the trading budget once per trading call. The same text within 2 s is a duplicate, answered with the first one's answer. A failed alert answers the first failure's status and code, with its alertId. The trader's guide, with every command and option: docs/webhooks.md.  # noqa: E501
+        This method makes a synchronous HTTP request by default. To make an
+        asynchronous HTTP request, please pass async_req=True
+        >>> thread = api.webhook_send(body, webhook_id, async_req=True)
+        >>> result = thread.get()
+
+        :param async_req bool
+        :param dict(str, object) body: (required)
+        :param str webhook_id: (required)
+        :return: WebhookAnswerResponse
+                 If the method is called asynchronously,
+                 returns the request thread.
+        """
+        kwargs['_return_http_data_only'] = True
+        if kwargs.get('async_req'):
+            return self.webhook_send_with_http_info(body, webhook_id, **kwargs)  # noqa: E501
+        else:
+            (data) = self.webhook_send_with_http_info(body, webhook_id, **kwargs)  # noqa: E501
+            return data
+
+    def webhook_send_with_http_info(self, body, webhook_id, **kwargs):  # noqa: E501
+        """A TradingView alert: the command language's text (or its fields as JSON), with the webhook's key  # noqa: E501
+
+        What TradingView posts. No token: the webhook's id in the path and key=<key>; in the body admit it (401 for either wrong, nothing recorded). The operator may take alerts from some addresses only (403 address_not_allowed). Needs the pro plan; charged to the trading budget once per trading call. The same text within 2 s is a duplicate, answered with the first one's answer. A failed alert answers the first failure's status and code, with its alertId. The trader's guide, with every command and option: docs/webhooks.md.  # noqa: E501
+        This method makes a synchronous HTTP request by default. To make an
+        asynchronous HTTP request, please pass async_req=True
+        >>> thread = api.webhook_send_with_http_info(body, webhook_id, async_req=True)
+        >>> result = thread.get()
+
+        :param async_req bool
+        :param dict(str, object) body: (required)
+        :param str webhook_id: (required)
+        :return: WebhookAnswerResponse
+                 If the method is called asynchronously,
+                 returns the request thread.
+        """
+
+        all_params = ['body', 'webhook_id']  # noqa: E501
+        all_params.append('async_req')
+        all_params.append('_return_http_data_only')
+        all_params.append('_preload_content')
+        all_params.append('_request_timeout')
+
+        params = locals()
+        for key, val in six.iteritems(params['kwargs']):
+            if key not in all_params:
+                raise TypeError(
+                    "Got an unexpected keyword argument '%s'"
+                    " to method webhook_send" % key
+                )
+            params[key] = val
+        del params['kwargs']
+        # verify the required parameter 'body' is set
+        if ('body' not in params or
+                params['body'] is None):
+            raise ValueError("Missing the required parameter `body` when calling `webhook_send`")  # noqa: E501
+        # verify the required parameter 'webhook_id' is set
+        if ('webhook_id' not in params or
+                params['webhook_id'] is None):
+            raise ValueError("Missing the required parameter `webhook_id` when calling `webhook_send`")  # noqa: E501
+
+        collection_formats = {}
+
+        path_params = {}
+        if 'webhook_id' in params:
+            path_params['webhookId'] = params['webhook_id']  # noqa: E501
+
+        query_params = []
+
+        header_params = {}
+
+        form_params = []
+        local_var_files = {}
+
+        body_params = None
+        if 'body' in params:
+            body_params = params['body']
+        # HTTP header `Accept`
+        header_params['Accept'] = self.api_client.select_header_accept(
+            ['application/json'])  # noqa: E501
+
+        # HTTP header `Content-Type`
+        header_params['Content-Type'] = self.api_client.select_header_content_type(  # noqa: E501
+            ['application/json', 'text/plain'])  # noqa: E501
+
+        # Authentication setting
+        auth_settings = []  # noqa: E501
+
+        return self.api_client.call_api(
+            '/v1/send/{webhookId}', 'POST',
+            path_params,
+            query_params,
+            header_params,
+            body=body_params,
+            post_params=form_params,
+            files=local_var_files,
+            response_type='WebhookAnswerResponse',  # noqa: E501
+            auth_settings=auth_settings,
+            async_req=params.get('async_req'),
+            _return_http_data_only=params.get('_return_http_data_only'),
+            _preload_content=params.get('_preload_content', True),
+            _request_timeout=params.get('_request_timeout'),
+            collection_formats=collection_formats)

@@ -75,7 +75,7 @@ export type ActivityEntry = {
     /**
      * what happened; each kind's detail keys are documented in docs/activity.md
      */
-    kind: 'order.placed' | 'order.changed' | 'order.refused' | 'order.replayed' | 'trading.blocked' | 'budget.refused' | 'config.changed' | 'copier.copied' | 'copier.halted' | 'monitor.tripped' | 'killSwitch.changed' | 'newsLockout.entered' | 'strategy.refused' | 'agent.connected' | 'agent.disconnected' | 'agent.updated' | 'broker.linked' | 'broker.unlinked' | 'broker.loginFailed' | 'broker.tokenExpired' | 'webhook.received' | 'alert.sent' | 'alert.failed';
+    kind: 'order.placed' | 'order.changed' | 'order.refused' | 'order.replayed' | 'trading.blocked' | 'budget.refused' | 'config.changed' | 'copier.copied' | 'copier.halted' | 'monitor.tripped' | 'killSwitch.changed' | 'newsLockout.entered' | 'strategy.refused' | 'exits.placed' | 'exits.failed' | 'agent.connected' | 'agent.disconnected' | 'agent.updated' | 'broker.linked' | 'broker.unlinked' | 'broker.loginFailed' | 'broker.tokenExpired' | 'webhook.received' | 'alert.sent' | 'alert.failed';
     source: ActivitySource;
     /**
      * one line for a person
@@ -138,7 +138,7 @@ export type AlertDestination = {
     /**
      * the activity kinds sent to the destination (never alert.sent or alert.failed)
      */
-    events: Array<'order.placed' | 'order.changed' | 'order.refused' | 'order.replayed' | 'trading.blocked' | 'budget.refused' | 'config.changed' | 'copier.copied' | 'copier.halted' | 'monitor.tripped' | 'killSwitch.changed' | 'newsLockout.entered' | 'strategy.refused' | 'agent.connected' | 'agent.disconnected' | 'agent.updated' | 'broker.linked' | 'broker.unlinked' | 'broker.loginFailed' | 'broker.tokenExpired' | 'webhook.received'>;
+    events: Array<'order.placed' | 'order.changed' | 'order.refused' | 'order.replayed' | 'trading.blocked' | 'budget.refused' | 'config.changed' | 'copier.copied' | 'copier.halted' | 'monitor.tripped' | 'killSwitch.changed' | 'newsLockout.entered' | 'strategy.refused' | 'exits.placed' | 'exits.failed' | 'agent.connected' | 'agent.disconnected' | 'agent.updated' | 'broker.linked' | 'broker.unlinked' | 'broker.loginFailed' | 'broker.tokenExpired' | 'webhook.received'>;
     /**
      * how long agent.disconnected waits: an agent back within it sends nothing
      */
@@ -182,7 +182,7 @@ export type AlertDestinationCreate = {
     /**
      * the activity kinds sent to the destination (never alert.sent or alert.failed)
      */
-    events: Array<'order.placed' | 'order.changed' | 'order.refused' | 'order.replayed' | 'trading.blocked' | 'budget.refused' | 'config.changed' | 'copier.copied' | 'copier.halted' | 'monitor.tripped' | 'killSwitch.changed' | 'newsLockout.entered' | 'strategy.refused' | 'agent.connected' | 'agent.disconnected' | 'agent.updated' | 'broker.linked' | 'broker.unlinked' | 'broker.loginFailed' | 'broker.tokenExpired' | 'webhook.received'>;
+    events: Array<'order.placed' | 'order.changed' | 'order.refused' | 'order.replayed' | 'trading.blocked' | 'budget.refused' | 'config.changed' | 'copier.copied' | 'copier.halted' | 'monitor.tripped' | 'killSwitch.changed' | 'newsLockout.entered' | 'strategy.refused' | 'exits.placed' | 'exits.failed' | 'agent.connected' | 'agent.disconnected' | 'agent.updated' | 'broker.linked' | 'broker.unlinked' | 'broker.loginFailed' | 'broker.tokenExpired' | 'webhook.received'>;
     /**
      * how long agent.disconnected waits: an agent back within it sends nothing
      */
@@ -204,7 +204,7 @@ export type AlertDestinationCreate = {
     /**
      * the activity kinds sent to the destination (never alert.sent or alert.failed)
      */
-    events: Array<'order.placed' | 'order.changed' | 'order.refused' | 'order.replayed' | 'trading.blocked' | 'budget.refused' | 'config.changed' | 'copier.copied' | 'copier.halted' | 'monitor.tripped' | 'killSwitch.changed' | 'newsLockout.entered' | 'strategy.refused' | 'agent.connected' | 'agent.disconnected' | 'agent.updated' | 'broker.linked' | 'broker.unlinked' | 'broker.loginFailed' | 'broker.tokenExpired' | 'webhook.received'>;
+    events: Array<'order.placed' | 'order.changed' | 'order.refused' | 'order.replayed' | 'trading.blocked' | 'budget.refused' | 'config.changed' | 'copier.copied' | 'copier.halted' | 'monitor.tripped' | 'killSwitch.changed' | 'newsLockout.entered' | 'strategy.refused' | 'exits.placed' | 'exits.failed' | 'agent.connected' | 'agent.disconnected' | 'agent.updated' | 'broker.linked' | 'broker.unlinked' | 'broker.loginFailed' | 'broker.tokenExpired' | 'webhook.received'>;
     /**
      * how long agent.disconnected waits: an agent back within it sends nothing
      */
@@ -230,7 +230,7 @@ export type AlertDestinationCreate = {
     /**
      * the activity kinds sent to the destination (never alert.sent or alert.failed)
      */
-    events: Array<'order.placed' | 'order.changed' | 'order.refused' | 'order.replayed' | 'trading.blocked' | 'budget.refused' | 'config.changed' | 'copier.copied' | 'copier.halted' | 'monitor.tripped' | 'killSwitch.changed' | 'newsLockout.entered' | 'strategy.refused' | 'agent.connected' | 'agent.disconnected' | 'agent.updated' | 'broker.linked' | 'broker.unlinked' | 'broker.loginFailed' | 'broker.tokenExpired' | 'webhook.received'>;
+    events: Array<'order.placed' | 'order.changed' | 'order.refused' | 'order.replayed' | 'trading.blocked' | 'budget.refused' | 'config.changed' | 'copier.copied' | 'copier.halted' | 'monitor.tripped' | 'killSwitch.changed' | 'newsLockout.entered' | 'strategy.refused' | 'exits.placed' | 'exits.failed' | 'agent.connected' | 'agent.disconnected' | 'agent.updated' | 'broker.linked' | 'broker.unlinked' | 'broker.loginFailed' | 'broker.tokenExpired' | 'webhook.received'>;
     /**
      * how long agent.disconnected waits: an agent back within it sends nothing
      */
@@ -248,7 +248,7 @@ export type AlertDestinationCreate = {
     /**
      * the activity kinds sent to the destination (never alert.sent or alert.failed)
      */
-    events: Array<'order.placed' | 'order.changed' | 'order.refused' | 'order.replayed' | 'trading.blocked' | 'budget.refused' | 'config.changed' | 'copier.copied' | 'copier.halted' | 'monitor.tripped' | 'killSwitch.changed' | 'newsLockout.entered' | 'strategy.refused' | 'agent.connected' | 'agent.disconnected' | 'agent.updated' | 'broker.linked' | 'broker.unlinked' | 'broker.loginFailed' | 'broker.tokenExpired' | 'webhook.received'>;
+    events: Array<'order.placed' | 'order.changed' | 'order.refused' | 'order.replayed' | 'trading.blocked' | 'budget.refused' | 'config.changed' | 'copier.copied' | 'copier.halted' | 'monitor.tripped' | 'killSwitch.changed' | 'newsLockout.entered' | 'strategy.refused' | 'exits.placed' | 'exits.failed' | 'agent.connected' | 'agent.disconnected' | 'agent.updated' | 'broker.linked' | 'broker.unlinked' | 'broker.loginFailed' | 'broker.tokenExpired' | 'webhook.received'>;
     /**
      * how long agent.disconnected waits: an agent back within it sends nothing
      */
@@ -288,7 +288,7 @@ export type AlertDestinationPatch = {
     /**
      * the activity kinds sent to the destination (never alert.sent or alert.failed)
      */
-    events?: Array<'order.placed' | 'order.changed' | 'order.refused' | 'order.replayed' | 'trading.blocked' | 'budget.refused' | 'config.changed' | 'copier.copied' | 'copier.halted' | 'monitor.tripped' | 'killSwitch.changed' | 'newsLockout.entered' | 'strategy.refused' | 'agent.connected' | 'agent.disconnected' | 'agent.updated' | 'broker.linked' | 'broker.unlinked' | 'broker.loginFailed' | 'broker.tokenExpired' | 'webhook.received'>;
+    events?: Array<'order.placed' | 'order.changed' | 'order.refused' | 'order.replayed' | 'trading.blocked' | 'budget.refused' | 'config.changed' | 'copier.copied' | 'copier.halted' | 'monitor.tripped' | 'killSwitch.changed' | 'newsLockout.entered' | 'strategy.refused' | 'exits.placed' | 'exits.failed' | 'agent.connected' | 'agent.disconnected' | 'agent.updated' | 'broker.linked' | 'broker.unlinked' | 'broker.loginFailed' | 'broker.tokenExpired' | 'webhook.received'>;
     /**
      * how long agent.disconnected waits: an agent back within it sends nothing
      */
@@ -329,7 +329,7 @@ export type AlertPayload = {
      * the activity entry's id (a test's or a summary's: the delivery's)
      */
     id: string;
-    kind: 'order.placed' | 'order.changed' | 'order.refused' | 'order.replayed' | 'trading.blocked' | 'budget.refused' | 'config.changed' | 'copier.copied' | 'copier.halted' | 'monitor.tripped' | 'killSwitch.changed' | 'newsLockout.entered' | 'strategy.refused' | 'agent.connected' | 'agent.disconnected' | 'agent.updated' | 'broker.linked' | 'broker.unlinked' | 'broker.loginFailed' | 'broker.tokenExpired' | 'webhook.received' | 'alert.test' | 'alert.summary';
+    kind: 'order.placed' | 'order.changed' | 'order.refused' | 'order.replayed' | 'trading.blocked' | 'budget.refused' | 'config.changed' | 'copier.copied' | 'copier.halted' | 'monitor.tripped' | 'killSwitch.changed' | 'newsLockout.entered' | 'strategy.refused' | 'exits.placed' | 'exits.failed' | 'agent.connected' | 'agent.disconnected' | 'agent.updated' | 'broker.linked' | 'broker.unlinked' | 'broker.loginFailed' | 'broker.tokenExpired' | 'webhook.received' | 'alert.test' | 'alert.summary';
     /**
      * one line for a person
      */
@@ -772,6 +772,128 @@ export type WatermarksResponse = {
 };
 
 /**
+ * The user's TradingView webhook: paste the relay's address followed by url into the alert's Webhook URL, and key=<key>; into its message.
+ */
+export type Webhook = {
+    /**
+     * the secret every alert's message carries (key=…;); relay webhook rotate replaces it
+     */
+    key: string;
+    /**
+     * the path alerts are sent to, on the relay's address
+     */
+    url: string;
+};
+
+/**
+ * An alert the webhook received with the right key, and what it did.
+ */
+export type WebhookAlert = {
+    accounts: Array<string>;
+    alertId: string;
+    /**
+     * the command ("" for a kill_switch alone, or one that did not parse)
+     */
+    command: string;
+    /**
+     * desktop (the agent) or broker (the Tradovate family); "" for one that did not parse
+     */
+    destination: string;
+    /**
+     * a delayed alert's due time
+     */
+    dueAt?: string;
+    /**
+     * why it was blocked or failed
+     */
+    reason: string;
+    receivedAt: string;
+    results: Array<WebhookResult>;
+    status: 'executed' | 'scheduled' | 'running' | 'blocked' | 'failed';
+    /**
+     * the alert's message, its key removed
+     */
+    text: string;
+};
+
+/**
+ * An alert as JSON: the command language's keys as members (matched without regard to case), values strings, numbers or booleans. Unknown keys are refused.
+ */
+export type WebhookAlertFields = {
+    /**
+     * one account, or several separated by commas
+     */
+    account?: string;
+    action?: 'BUY' | 'SELL';
+    command?: 'PLACE' | 'FLATPLACE' | 'CLOSEPOSITION' | 'REVERSE' | 'REVERSEPOSITION' | 'FLATTEN' | 'FLATTENEVERYTHING' | 'CANCEL' | 'CANCELORDERS' | 'CANCELALLORDERS' | 'CHANGE' | 'CANCELREPLACE' | 'CANCELANDBRACKET' | 'CLOSESTRATEGY';
+    destination?: 'desktop' | 'broker';
+    instrument?: string;
+    key: string;
+    order_type?: 'MARKET' | 'LIMIT' | 'STOPMARKET' | 'STOPLIMIT';
+    qty?: number | string;
+    tif?: 'DAY' | 'GTC';
+    [key: string]: unknown;
+};
+
+export type WebhookAlertPage = {
+    /**
+     * the alerts, newest first
+     */
+    alerts: Array<WebhookAlert>;
+    /**
+     * the before of the next page when this one is full; null when there is no older alert
+     */
+    next: string | null;
+};
+
+export type WebhookAlertPageResponse = {
+    data: WebhookAlertPage;
+    success: true;
+};
+
+/**
+ * An alert's answer: executed or blocked (200), scheduled or still running (202).
+ */
+export type WebhookAnswer = {
+    alertId: string;
+    /**
+     * a scheduled alert's due time
+     */
+    dueAt?: string;
+    results: Array<WebhookResult>;
+    status: 'executed' | 'scheduled' | 'running' | 'blocked' | 'failed';
+};
+
+export type WebhookAnswerResponse = {
+    data: WebhookAnswer;
+    success: true;
+};
+
+export type WebhookResponse = {
+    data: Webhook;
+    success: true;
+};
+
+/**
+ * What an alert did on one account ("" for a command of every account: FLATTENEVERYTHING, CANCELALLORDERS).
+ */
+export type WebhookResult = {
+    account: string;
+    /**
+     * why the call was blocked (market_position_mismatch, max_positions_reached, trading_blocked by the alert's closing_only_after) or failed (the trading API's code)
+     */
+    error?: {
+        code: string;
+        detail: string;
+    };
+    /**
+     * the orders placed or changed
+     */
+    orderIds: Array<string>;
+    status: 'executed' | 'blocked' | 'failed';
+};
+
+/**
  * A new destination, by kind.
  */
 export type AlertDestinationCreateWritable = {
@@ -782,7 +904,7 @@ export type AlertDestinationCreateWritable = {
     /**
      * the activity kinds sent to the destination (never alert.sent or alert.failed)
      */
-    events: Array<'order.placed' | 'order.changed' | 'order.refused' | 'order.replayed' | 'trading.blocked' | 'budget.refused' | 'config.changed' | 'copier.copied' | 'copier.halted' | 'monitor.tripped' | 'killSwitch.changed' | 'newsLockout.entered' | 'strategy.refused' | 'agent.connected' | 'agent.disconnected' | 'agent.updated' | 'broker.linked' | 'broker.unlinked' | 'broker.loginFailed' | 'broker.tokenExpired' | 'webhook.received'>;
+    events: Array<'order.placed' | 'order.changed' | 'order.refused' | 'order.replayed' | 'trading.blocked' | 'budget.refused' | 'config.changed' | 'copier.copied' | 'copier.halted' | 'monitor.tripped' | 'killSwitch.changed' | 'newsLockout.entered' | 'strategy.refused' | 'exits.placed' | 'exits.failed' | 'agent.connected' | 'agent.disconnected' | 'agent.updated' | 'broker.linked' | 'broker.unlinked' | 'broker.loginFailed' | 'broker.tokenExpired' | 'webhook.received'>;
     /**
      * how long agent.disconnected waits: an agent back within it sends nothing
      */
@@ -804,7 +926,7 @@ export type AlertDestinationCreateWritable = {
     /**
      * the activity kinds sent to the destination (never alert.sent or alert.failed)
      */
-    events: Array<'order.placed' | 'order.changed' | 'order.refused' | 'order.replayed' | 'trading.blocked' | 'budget.refused' | 'config.changed' | 'copier.copied' | 'copier.halted' | 'monitor.tripped' | 'killSwitch.changed' | 'newsLockout.entered' | 'strategy.refused' | 'agent.connected' | 'agent.disconnected' | 'agent.updated' | 'broker.linked' | 'broker.unlinked' | 'broker.loginFailed' | 'broker.tokenExpired' | 'webhook.received'>;
+    events: Array<'order.placed' | 'order.changed' | 'order.refused' | 'order.replayed' | 'trading.blocked' | 'budget.refused' | 'config.changed' | 'copier.copied' | 'copier.halted' | 'monitor.tripped' | 'killSwitch.changed' | 'newsLockout.entered' | 'strategy.refused' | 'exits.placed' | 'exits.failed' | 'agent.connected' | 'agent.disconnected' | 'agent.updated' | 'broker.linked' | 'broker.unlinked' | 'broker.loginFailed' | 'broker.tokenExpired' | 'webhook.received'>;
     /**
      * how long agent.disconnected waits: an agent back within it sends nothing
      */
@@ -834,7 +956,7 @@ export type AlertDestinationCreateWritable = {
     /**
      * the activity kinds sent to the destination (never alert.sent or alert.failed)
      */
-    events: Array<'order.placed' | 'order.changed' | 'order.refused' | 'order.replayed' | 'trading.blocked' | 'budget.refused' | 'config.changed' | 'copier.copied' | 'copier.halted' | 'monitor.tripped' | 'killSwitch.changed' | 'newsLockout.entered' | 'strategy.refused' | 'agent.connected' | 'agent.disconnected' | 'agent.updated' | 'broker.linked' | 'broker.unlinked' | 'broker.loginFailed' | 'broker.tokenExpired' | 'webhook.received'>;
+    events: Array<'order.placed' | 'order.changed' | 'order.refused' | 'order.replayed' | 'trading.blocked' | 'budget.refused' | 'config.changed' | 'copier.copied' | 'copier.halted' | 'monitor.tripped' | 'killSwitch.changed' | 'newsLockout.entered' | 'strategy.refused' | 'exits.placed' | 'exits.failed' | 'agent.connected' | 'agent.disconnected' | 'agent.updated' | 'broker.linked' | 'broker.unlinked' | 'broker.loginFailed' | 'broker.tokenExpired' | 'webhook.received'>;
     /**
      * how long agent.disconnected waits: an agent back within it sends nothing
      */
@@ -852,7 +974,7 @@ export type AlertDestinationCreateWritable = {
     /**
      * the activity kinds sent to the destination (never alert.sent or alert.failed)
      */
-    events: Array<'order.placed' | 'order.changed' | 'order.refused' | 'order.replayed' | 'trading.blocked' | 'budget.refused' | 'config.changed' | 'copier.copied' | 'copier.halted' | 'monitor.tripped' | 'killSwitch.changed' | 'newsLockout.entered' | 'strategy.refused' | 'agent.connected' | 'agent.disconnected' | 'agent.updated' | 'broker.linked' | 'broker.unlinked' | 'broker.loginFailed' | 'broker.tokenExpired' | 'webhook.received'>;
+    events: Array<'order.placed' | 'order.changed' | 'order.refused' | 'order.replayed' | 'trading.blocked' | 'budget.refused' | 'config.changed' | 'copier.copied' | 'copier.halted' | 'monitor.tripped' | 'killSwitch.changed' | 'newsLockout.entered' | 'strategy.refused' | 'exits.placed' | 'exits.failed' | 'agent.connected' | 'agent.disconnected' | 'agent.updated' | 'broker.linked' | 'broker.unlinked' | 'broker.loginFailed' | 'broker.tokenExpired' | 'webhook.received'>;
     /**
      * how long agent.disconnected waits: an agent back within it sends nothing
      */
@@ -887,7 +1009,7 @@ export type AlertDestinationPatchWritable = {
     /**
      * the activity kinds sent to the destination (never alert.sent or alert.failed)
      */
-    events?: Array<'order.placed' | 'order.changed' | 'order.refused' | 'order.replayed' | 'trading.blocked' | 'budget.refused' | 'config.changed' | 'copier.copied' | 'copier.halted' | 'monitor.tripped' | 'killSwitch.changed' | 'newsLockout.entered' | 'strategy.refused' | 'agent.connected' | 'agent.disconnected' | 'agent.updated' | 'broker.linked' | 'broker.unlinked' | 'broker.loginFailed' | 'broker.tokenExpired' | 'webhook.received'>;
+    events?: Array<'order.placed' | 'order.changed' | 'order.refused' | 'order.replayed' | 'trading.blocked' | 'budget.refused' | 'config.changed' | 'copier.copied' | 'copier.halted' | 'monitor.tripped' | 'killSwitch.changed' | 'newsLockout.entered' | 'strategy.refused' | 'exits.placed' | 'exits.failed' | 'agent.connected' | 'agent.disconnected' | 'agent.updated' | 'broker.linked' | 'broker.unlinked' | 'broker.loginFailed' | 'broker.tokenExpired' | 'webhook.received'>;
     /**
      * how long agent.disconnected waits: an agent back within it sends nothing
      */
@@ -3463,7 +3585,7 @@ export type ActivityData = {
          */
         account?: string;
         /**
-         * a comma-separated list of: order.placed, order.changed, order.refused, order.replayed, trading.blocked, budget.refused, config.changed, copier.copied, copier.halted, monitor.tripped, killSwitch.changed, newsLockout.entered, strategy.refused, agent.connected, agent.disconnected, agent.updated, broker.linked, broker.unlinked, broker.loginFailed, broker.tokenExpired, webhook.received, alert.sent, alert.failed
+         * a comma-separated list of: order.placed, order.changed, order.refused, order.replayed, trading.blocked, budget.refused, config.changed, copier.copied, copier.halted, monitor.tripped, killSwitch.changed, newsLockout.entered, strategy.refused, exits.placed, exits.failed, agent.connected, agent.disconnected, agent.updated, broker.linked, broker.unlinked, broker.loginFailed, broker.tokenExpired, webhook.received, alert.sent, alert.failed
          */
         kind?: string;
         /**
@@ -4982,3 +5104,213 @@ export type ListAllStrategiesStrategiesResponses = {
 };
 
 export type ListAllStrategiesStrategiesResponse = ListAllStrategiesStrategiesResponses[keyof ListAllStrategiesStrategiesResponses];
+
+export type WebhookData = {
+    body?: never;
+    path?: never;
+    query?: never;
+    url: '/v1/api/webhook';
+};
+
+export type WebhookErrors = {
+    /**
+     * the request is malformed, or the operation was refused (nothing was placed). Codes: `invalid_argument`, `unknown_parameter`, `unexpected_body`.
+     */
+    400: Error & {
+        error?: 'invalid_argument' | 'unknown_parameter' | 'unexpected_body';
+    };
+    /**
+     * missing, malformed, unknown or revoked API token. Codes: `unauthorized`.
+     */
+    401: Error & {
+        error?: 'unauthorized';
+    };
+    /**
+     * the user's plan lacks the trading API. Codes: `plan_required`.
+     */
+    403: Error & {
+        error?: 'plan_required';
+    };
+    /**
+     * the request budget is used up (policy, retryAfter, Retry-After). Codes: `rate_limited`, `too_many_concurrent_requests`.
+     */
+    429: Error & {
+        error?: 'rate_limited' | 'too_many_concurrent_requests';
+    };
+    /**
+     * the relay or the agent failed. Codes: `internal_error`.
+     */
+    500: Error & {
+        error?: 'internal_error';
+    };
+    /**
+     * the relay cannot check tokens right now, or (writes) the outcome is unknown: retry with the same key to learn it. Codes: `storage_unavailable`, `shutting_down`.
+     */
+    503: Error & {
+        error?: 'storage_unavailable' | 'shutting_down';
+    };
+};
+
+export type WebhookError = WebhookErrors[keyof WebhookErrors];
+
+export type WebhookResponses = {
+    /**
+     * the webhook (made on first use)
+     */
+    200: WebhookResponse;
+};
+
+export type WebhookResponse2 = WebhookResponses[keyof WebhookResponses];
+
+export type WebhookAlertsData = {
+    body?: never;
+    path?: never;
+    query?: {
+        /**
+         * an alert id (tva_…): only the alerts older than it; data.next of the previous page
+         */
+        before?: string;
+        /**
+         * sent as text
+         */
+        limit?: number;
+    };
+    url: '/v1/api/webhook/alerts';
+};
+
+export type WebhookAlertsErrors = {
+    /**
+     * the request is malformed, or the operation was refused (nothing was placed). Codes: `invalid_argument`, `unknown_parameter`, `unexpected_body`.
+     */
+    400: Error & {
+        error?: 'invalid_argument' | 'unknown_parameter' | 'unexpected_body';
+    };
+    /**
+     * missing, malformed, unknown or revoked API token. Codes: `unauthorized`.
+     */
+    401: Error & {
+        error?: 'unauthorized';
+    };
+    /**
+     * the user's plan lacks the trading API. Codes: `plan_required`.
+     */
+    403: Error & {
+        error?: 'plan_required';
+    };
+    /**
+     * the request budget is used up (policy, retryAfter, Retry-After). Codes: `rate_limited`, `too_many_concurrent_requests`.
+     */
+    429: Error & {
+        error?: 'rate_limited' | 'too_many_concurrent_requests';
+    };
+    /**
+     * the relay or the agent failed. Codes: `internal_error`.
+     */
+    500: Error & {
+        error?: 'internal_error';
+    };
+    /**
+     * the relay cannot check tokens right now, or (writes) the outcome is unknown: retry with the same key to learn it. Codes: `storage_unavailable`, `shutting_down`.
+     */
+    503: Error & {
+        error?: 'storage_unavailable' | 'shutting_down';
+    };
+};
+
+export type WebhookAlertsError = WebhookAlertsErrors[keyof WebhookAlertsErrors];
+
+export type WebhookAlertsResponses = {
+    /**
+     * the alerts, newest first
+     */
+    200: WebhookAlertPageResponse;
+};
+
+export type WebhookAlertsResponse = WebhookAlertsResponses[keyof WebhookAlertsResponses];
+
+export type WebhookSendData = {
+    body: WebhookAlertFields;
+    path: {
+        webhookId: string;
+    };
+    query?: never;
+    url: '/v1/send/{webhookId}';
+};
+
+export type WebhookSendErrors = {
+    /**
+     * the request is malformed, or the operation was refused (nothing was placed). Codes: `invalid_argument`, `missing_required_fields`, `trading_blocked`, `invalid_instrument`, `account_not_found`, `order_rejected`, `no_position`, `order_not_found`, `position_owned`, `invalid_argument`.
+     */
+    400: Error & {
+        error?: 'invalid_argument' | 'missing_required_fields' | 'trading_blocked' | 'invalid_instrument' | 'account_not_found' | 'order_rejected' | 'no_position' | 'order_not_found' | 'position_owned' | 'invalid_argument';
+    };
+    /**
+     * missing, malformed, unknown or revoked API token. Codes: `unauthorized`.
+     */
+    401: Error & {
+        error?: 'unauthorized';
+    };
+    /**
+     * the user's plan lacks the trading API. Codes: `address_not_allowed`, `plan_required`, `not_available`.
+     */
+    403: Error & {
+        error?: 'address_not_allowed' | 'plan_required' | 'not_available';
+    };
+    /**
+     * the user's agent is not connected, or dropped during a read; or the body was not received in time. Codes: `body_timeout`, `addon_disconnected`, `platform_unavailable`.
+     */
+    408: Error & {
+        error?: 'body_timeout' | 'addon_disconnected' | 'platform_unavailable';
+    };
+    /**
+     * a write with the same Idempotency-Key or orderId is still running. Codes: `addon_version_unsupported`, `tradovate_not_linked`, `account_identity_unresolved`, `request_in_progress`.
+     */
+    409: Error & {
+        error?: 'addon_version_unsupported' | 'tradovate_not_linked' | 'account_identity_unresolved' | 'request_in_progress';
+    };
+    /**
+     * the body is too large. Codes: `body_too_large`.
+     */
+    413: Error & {
+        error?: 'body_too_large';
+    };
+    /**
+     * the request budget is used up (policy, retryAfter, Retry-After). Codes: `rate_limited`, `too_many_concurrent_requests`.
+     */
+    429: Error & {
+        error?: 'rate_limited' | 'too_many_concurrent_requests';
+    };
+    /**
+     * the relay or the agent failed. Codes: `internal_error`.
+     */
+    500: Error & {
+        error?: 'internal_error';
+    };
+    /**
+     * the relay cannot check tokens right now, or (writes) the outcome is unknown: retry with the same key to learn it. Codes: `storage_unavailable`, `outcome_unknown`, `shutting_down`, `broker_unavailable`, `management_unavailable`, `management_read_only`.
+     */
+    503: Error & {
+        error?: 'storage_unavailable' | 'outcome_unknown' | 'shutting_down' | 'broker_unavailable' | 'management_unavailable' | 'management_read_only';
+    };
+    /**
+     * the agent did not answer in time. Codes: `deadline_exceeded`.
+     */
+    504: Error & {
+        error?: 'deadline_exceeded';
+    };
+};
+
+export type WebhookSendError = WebhookSendErrors[keyof WebhookSendErrors];
+
+export type WebhookSendResponses = {
+    /**
+     * executed, or blocked by the alert's own conditions (rate_limit, the trading window, require_market_position, max_positions)
+     */
+    200: WebhookAnswerResponse;
+    /**
+     * scheduled (delay=), or still running after 2.5 s: the outcome lands in the history
+     */
+    202: WebhookAnswerResponse;
+};
+
+export type WebhookSendResponse = WebhookSendResponses[keyof WebhookSendResponses];
