@@ -64,17 +64,17 @@ var (
 	// An entry of a user that exists, unless its ref is recorded: no
 	// row is returned then, and no foreign key fails (which would end a
 	// PostgreSQL transaction of several entries).
-	qAppendActivity = sqlText(`INSERT INTO activity (user_id, at, kind, class, account, source_kind, source_id, source_name,
+	qAppendActivity = sqlConst(`INSERT INTO activity (user_id, at, kind, class, account, source_kind, source_id, source_name,
 		summary, detail, ref) SELECT ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ? WHERE EXISTS (SELECT 1 FROM users WHERE id = ?)
 		ON CONFLICT DO NOTHING RETURNING seq`)
-	qActivityByRef = sqlText("SELECT seq FROM activity WHERE user_id = ? AND ref = ?")
+	qActivityByRef = sqlConst("SELECT seq FROM activity WHERE user_id = ? AND ref = ?")
 	// The last seq of the chunk of pruneChunk entries after a seq, and
 	// the deletion of its entries older than a time.
-	qPruneChunkEnd  = sqlText("SELECT MAX(seq) FROM (SELECT seq FROM activity WHERE seq > ? ORDER BY seq LIMIT ?) chunk")
-	qPruneActivity  = sqlText("DELETE FROM activity WHERE seq > ? AND seq <= ? AND at < ?")
-	qLatestActivity = sqlText("SELECT " + activityColumns + " FROM activity WHERE user_id = ? AND kind = ? ORDER BY seq DESC LIMIT 1")
+	qPruneChunkEnd  = sqlConst("SELECT MAX(seq) FROM (SELECT seq FROM activity WHERE seq > ? ORDER BY seq LIMIT ?) chunk")
+	qPruneActivity  = sqlConst("DELETE FROM activity WHERE seq > ? AND seq <= ? AND at < ?")
+	qLatestActivity = sqlConst("SELECT " + activityColumns + " FROM activity WHERE user_id = ? AND kind = ? ORDER BY seq DESC LIMIT 1")
 	// The user's entries of the class from the keep+1-th newest on.
-	qTrimActivity = sqlText(`DELETE FROM activity WHERE user_id = ? AND class = ? AND seq <= (
+	qTrimActivity = sqlConst(`DELETE FROM activity WHERE user_id = ? AND class = ? AND seq <= (
 		SELECT seq FROM activity WHERE user_id = ? AND class = ? ORDER BY seq DESC LIMIT 1 OFFSET ?)`)
 )
 

@@ -71,30 +71,30 @@ const alertColumns = `id, user_id, destination_id, entry_seq, kind, body, state,
 	created_at, updated_at`
 
 var (
-	qAlertByEntry  = sqlText("SELECT state FROM alert_deliveries WHERE destination_id = ? AND entry_seq = ? AND entry_seq > 0")
-	qAlertInWindow = sqlText(`SELECT COUNT(*) FROM alert_deliveries WHERE destination_id = ? AND created_at >= ? AND created_at < ?
+	qAlertByEntry  = sqlConst("SELECT state FROM alert_deliveries WHERE destination_id = ? AND entry_seq = ? AND entry_seq > 0")
+	qAlertInWindow = sqlConst(`SELECT COUNT(*) FROM alert_deliveries WHERE destination_id = ? AND created_at >= ? AND created_at < ?
 		AND state <> 'folded' AND kind <> 'alert.summary'`)
-	qAddAlert = sqlText(`INSERT INTO alert_deliveries (` + alertColumns + `)
+	qAddAlert = sqlConst(`INSERT INTO alert_deliveries (` + alertColumns + `)
 		VALUES (?, ?, ?, ?, ?, ?, ?, 0, ?, '', ?, ?) ON CONFLICT DO NOTHING`)
 	// The claim takes due rows whose lease is free or ended, and checks
 	// the same again on each row it updates, so that two nodes claiming
 	// at once never both take a row.
-	qClaimAlerts = sqlText(`UPDATE alert_deliveries SET lease_node = ?, lease_until = {now} + ?
+	qClaimAlerts = sqlConst(`UPDATE alert_deliveries SET lease_node = ?, lease_until = {now} + ?
 		WHERE id IN (SELECT id FROM alert_deliveries WHERE state = 'pending' AND next_at <= ? AND lease_until <= {now}
 			AND destination_id = ? ORDER BY next_at, created_at, id LIMIT ?)
 		AND state = 'pending' AND lease_until <= {now}
 		RETURNING ` + alertColumns)
-	qDueDestinations = sqlText(`SELECT destination_id, MIN(next_at) FROM alert_deliveries
+	qDueDestinations = sqlConst(`SELECT destination_id, MIN(next_at) FROM alert_deliveries
 		WHERE state = 'pending' AND next_at <= ? AND lease_until <= {now}
 		GROUP BY destination_id ORDER BY MIN(next_at) LIMIT ?`)
-	qFinishAlert = sqlText(`UPDATE alert_deliveries SET state = ?, attempts = ?, next_at = ?, last_error = ?, body = ?,
+	qFinishAlert = sqlConst(`UPDATE alert_deliveries SET state = ?, attempts = ?, next_at = ?, last_error = ?, body = ?,
 		updated_at = ?, lease_node = '', lease_until = 0 WHERE id = ? AND lease_node = ?`)
-	qAlertsOf = sqlText(`SELECT ` + alertColumns + ` FROM alert_deliveries WHERE user_id = ? AND destination_id = ?
+	qAlertsOf = sqlConst(`SELECT ` + alertColumns + ` FROM alert_deliveries WHERE user_id = ? AND destination_id = ?
 		ORDER BY created_at DESC, id DESC LIMIT ?`)
-	qAlert       = sqlText(`SELECT ` + alertColumns + ` FROM alert_deliveries WHERE user_id = ? AND id = ?`)
-	qFoldedKinds = sqlText(`SELECT kind, COUNT(*) FROM alert_deliveries WHERE destination_id = ? AND state = 'folded'
+	qAlert       = sqlConst(`SELECT ` + alertColumns + ` FROM alert_deliveries WHERE user_id = ? AND id = ?`)
+	qFoldedKinds = sqlConst(`SELECT kind, COUNT(*) FROM alert_deliveries WHERE destination_id = ? AND state = 'folded'
 		AND created_at >= ? AND created_at < ? GROUP BY kind ORDER BY kind`)
-	qPruneAlerts = sqlText("DELETE FROM alert_deliveries WHERE state <> 'pending' AND updated_at < ?")
+	qPruneAlerts = sqlConst("DELETE FROM alert_deliveries WHERE state <> 'pending' AND updated_at < ?")
 )
 
 // errAlertDelivery refuses a delivery without its ids, kind or body.

@@ -16,27 +16,27 @@ import (
 const brokerLinkColumns = "user_id, env, method, sealed, linked_at, updated_at"
 
 var (
-	qPutBrokerLink = sqlText(`INSERT INTO broker_links (` + brokerLinkColumns + `) VALUES (?, ?, ?, ?, ?, ?)
+	qPutBrokerLink = sqlConst(`INSERT INTO broker_links (` + brokerLinkColumns + `) VALUES (?, ?, ?, ?, ?, ?)
 		ON CONFLICT (user_id) DO UPDATE SET env = excluded.env, method = excluded.method, sealed = excluded.sealed,
 		  linked_at = excluded.linked_at, updated_at = excluded.updated_at`)
-	qBrokerLink         = sqlText("SELECT " + brokerLinkColumns + " FROM broker_links WHERE user_id = ?")
-	qBrokerLinks        = sqlText("SELECT " + brokerLinkColumns + " FROM broker_links ORDER BY user_id")
-	qBrokerLinkExists   = sqlText("SELECT 1 FROM broker_links WHERE user_id = ?")
-	qUpdateBrokerSealed = sqlText("UPDATE broker_links SET sealed = ?, updated_at = ? WHERE user_id = ?")
-	qSwapBrokerSealed   = sqlText("UPDATE broker_links SET sealed = ?, updated_at = ? WHERE user_id = ? AND sealed = ?")
-	qDeleteBrokerLink   = sqlText("DELETE FROM broker_links WHERE user_id = ?")
-	qDeleteUserState    = sqlText("DELETE FROM broker_state WHERE user_id = ?")
-	qDeleteUserWrites   = sqlText("DELETE FROM broker_writes WHERE user_id = ?")
-	qPutBrokerState     = sqlText(`INSERT INTO broker_state (user_id, bucket, key, value) VALUES (?, ?, ?, ?)
+	qBrokerLink         = sqlConst("SELECT " + brokerLinkColumns + " FROM broker_links WHERE user_id = ?")
+	qBrokerLinks        = sqlConst("SELECT " + brokerLinkColumns + " FROM broker_links ORDER BY user_id")
+	qBrokerLinkExists   = sqlConst("SELECT 1 FROM broker_links WHERE user_id = ?")
+	qUpdateBrokerSealed = sqlConst("UPDATE broker_links SET sealed = ?, updated_at = ? WHERE user_id = ?")
+	qSwapBrokerSealed   = sqlConst("UPDATE broker_links SET sealed = ?, updated_at = ? WHERE user_id = ? AND sealed = ?")
+	qDeleteBrokerLink   = sqlConst("DELETE FROM broker_links WHERE user_id = ?")
+	qDeleteUserState    = sqlConst("DELETE FROM broker_state WHERE user_id = ?")
+	qDeleteUserWrites   = sqlConst("DELETE FROM broker_writes WHERE user_id = ?")
+	qPutBrokerState     = sqlConst(`INSERT INTO broker_state (user_id, bucket, key, value) VALUES (?, ?, ?, ?)
 		ON CONFLICT (user_id, bucket, key) DO UPDATE SET value = excluded.value`)
-	qDeleteBrokerState = sqlText("DELETE FROM broker_state WHERE user_id = ? AND bucket = ? AND key = ?")
-	qLoadBrokerState   = sqlText("SELECT key, value FROM broker_state WHERE user_id = ? AND bucket = ?")
-	qBeginBrokerWrite  = sqlText("INSERT INTO broker_writes (user_id, id, fingerprint, at) VALUES (?, ?, ?, ?)")
-	qFinishBrokerWrite = sqlText(`UPDATE broker_writes SET done = TRUE, result = ?, err_code = ?, err_detail = ?
+	qDeleteBrokerState = sqlConst("DELETE FROM broker_state WHERE user_id = ? AND bucket = ? AND key = ?")
+	qLoadBrokerState   = sqlConst("SELECT key, value FROM broker_state WHERE user_id = ? AND bucket = ?")
+	qBeginBrokerWrite  = sqlConst("INSERT INTO broker_writes (user_id, id, fingerprint, at) VALUES (?, ?, ?, ?)")
+	qFinishBrokerWrite = sqlConst(`UPDATE broker_writes SET done = TRUE, result = ?, err_code = ?, err_detail = ?
 		WHERE user_id = ? AND id = ?`)
-	qLoadBrokerWrites = sqlText(`SELECT id, fingerprint, at, done, result, err_code, err_detail FROM broker_writes
+	qLoadBrokerWrites = sqlConst(`SELECT id, fingerprint, at, done, result, err_code, err_detail FROM broker_writes
 		WHERE user_id = ? AND at >= ? ORDER BY at, {journalOrder}`)
-	qPruneBrokerWrites = sqlText("DELETE FROM broker_writes WHERE user_id = ? AND at < ?")
+	qPruneBrokerWrites = sqlConst("DELETE FROM broker_writes WHERE user_id = ? AND at < ?")
 )
 
 // errNoSealed refuses a link without its sealed secrets.

@@ -10,16 +10,16 @@ import (
 // The outcomes of trading writes by idempotency key (idempotency).
 
 var (
-	qClaimNew = sqlText(`INSERT INTO idempotency (user_id, key, fingerprint, state, status, body, created_at, updated_at)
+	qClaimNew = sqlConst(`INSERT INTO idempotency (user_id, key, fingerprint, state, status, body, created_at, updated_at)
 		VALUES (?, ?, ?, ?, 0, NULL, ?, ?) ON CONFLICT (user_id, key) DO NOTHING`)
-	qClaimRead = sqlText(`SELECT fingerprint, state, status, body, created_at, updated_at
+	qClaimRead = sqlConst(`SELECT fingerprint, state, status, body, created_at, updated_at
 		FROM idempotency WHERE user_id = ? AND key = ?{forUpdate}`)
-	qClaimExpired = sqlText(`UPDATE idempotency SET fingerprint = ?, state = ?, status = 0, body = NULL, created_at = ?, updated_at = ?
+	qClaimExpired = sqlConst(`UPDATE idempotency SET fingerprint = ?, state = ?, status = 0, body = NULL, created_at = ?, updated_at = ?
 		WHERE user_id = ? AND key = ?`)
-	qClaimAgain = sqlText("UPDATE idempotency SET state = ?, updated_at = ? WHERE user_id = ? AND key = ?")
-	qFinishIdem = sqlText(`UPDATE idempotency SET state = ?, status = ?, body = ?, updated_at = ?
+	qClaimAgain = sqlConst("UPDATE idempotency SET state = ?, updated_at = ? WHERE user_id = ? AND key = ?")
+	qFinishIdem = sqlConst(`UPDATE idempotency SET state = ?, status = ?, body = ?, updated_at = ?
 		WHERE user_id = ? AND key = ?`)
-	qPurgeIdem = sqlText("DELETE FROM idempotency WHERE created_at < ?")
+	qPurgeIdem = sqlConst("DELETE FROM idempotency WHERE created_at < ?")
 )
 
 // errClaimVanished reports a record deleted under ClaimIdempotent again

@@ -18,17 +18,17 @@ import (
 var (
 	// The clock is read once: a lease has expired when it ends at or
 	// before now, excluded.expires_at less the ttl.
-	qAcquireLease = sqlText(`INSERT INTO broker_leases (user_id, node, expires_at) VALUES (?, ?, {now} + ?)
+	qAcquireLease = sqlConst(`INSERT INTO broker_leases (user_id, node, expires_at) VALUES (?, ?, {now} + ?)
 		ON CONFLICT (user_id) DO UPDATE SET node = excluded.node, expires_at = excluded.expires_at
 		WHERE broker_leases.node = excluded.node OR broker_leases.expires_at <= excluded.expires_at - ?`)
-	qReleaseLease      = sqlText("DELETE FROM broker_leases WHERE user_id = ? AND node = ?")
-	qLeaseHolder       = sqlText("SELECT node FROM broker_leases WHERE user_id = ? AND expires_at > {now}")
-	qLockUser          = sqlText("SELECT 1 FROM users WHERE id = ?{forNoKeyUpdate}")
-	qForgetExpiredAuth = sqlText("DELETE FROM oauth_states WHERE expires_at < {now}")
-	qForgetOldestAuth  = sqlText(`DELETE FROM oauth_states WHERE user_id = ? AND hash NOT IN (
+	qReleaseLease      = sqlConst("DELETE FROM broker_leases WHERE user_id = ? AND node = ?")
+	qLeaseHolder       = sqlConst("SELECT node FROM broker_leases WHERE user_id = ? AND expires_at > {now}")
+	qLockUser          = sqlConst("SELECT 1 FROM users WHERE id = ?{forNoKeyUpdate}")
+	qForgetExpiredAuth = sqlConst("DELETE FROM oauth_states WHERE expires_at < {now}")
+	qForgetOldestAuth  = sqlConst(`DELETE FROM oauth_states WHERE user_id = ? AND hash NOT IN (
 		SELECT hash FROM oauth_states WHERE user_id = ? ORDER BY expires_at DESC, hash DESC LIMIT ?)`)
-	qPutOAuthState  = sqlText("INSERT INTO oauth_states (hash, user_id, env, expires_at) VALUES (?, ?, ?, ?)")
-	qTakeOAuthState = sqlText("DELETE FROM oauth_states WHERE hash = ? RETURNING user_id, env, expires_at")
+	qPutOAuthState  = sqlConst("INSERT INTO oauth_states (hash, user_id, env, expires_at) VALUES (?, ?, ?, ?)")
+	qTakeOAuthState = sqlConst("DELETE FROM oauth_states WHERE hash = ? RETURNING user_id, env, expires_at")
 )
 
 // errLeaseTTL refuses a lease for no time at all.

@@ -16,20 +16,20 @@ import (
 const resourceColumns = "kind, id, version, body, created_at, updated_at"
 
 var (
-	qConfig         = sqlText("SELECT version, connections FROM manage_config WHERE user_id = ?")
-	qConfigVersion  = sqlText("SELECT version FROM manage_config WHERE user_id = ?")
-	qResources      = sqlText("SELECT " + resourceColumns + " FROM manage_resources WHERE user_id = ? ORDER BY kind, created_at, id")
-	qResource       = sqlText("SELECT " + resourceColumns + " FROM manage_resources WHERE user_id = ? AND kind = ? AND id = ?")
-	qResourceExists = sqlText("SELECT 1 FROM manage_resources WHERE user_id = ? AND kind = ? AND id = ?")
-	qCreateResource = sqlText(`INSERT INTO manage_resources (user_id, kind, id, version, body, created_at, updated_at)
+	qConfig         = sqlConst("SELECT version, connections FROM manage_config WHERE user_id = ?")
+	qConfigVersion  = sqlConst("SELECT version FROM manage_config WHERE user_id = ?")
+	qResources      = sqlConst("SELECT " + resourceColumns + " FROM manage_resources WHERE user_id = ? ORDER BY kind, created_at, id")
+	qResource       = sqlConst("SELECT " + resourceColumns + " FROM manage_resources WHERE user_id = ? AND kind = ? AND id = ?")
+	qResourceExists = sqlConst("SELECT 1 FROM manage_resources WHERE user_id = ? AND kind = ? AND id = ?")
+	qCreateResource = sqlConst(`INSERT INTO manage_resources (user_id, kind, id, version, body, created_at, updated_at)
 		VALUES (?, ?, ?, 1, ?, ?, ?)`)
-	qUpdateResource = sqlText(`UPDATE manage_resources SET version = version + 1, body = ?, updated_at = ?
+	qUpdateResource = sqlConst(`UPDATE manage_resources SET version = version + 1, body = ?, updated_at = ?
 		WHERE user_id = ? AND kind = ? AND id = ? AND version = ?`)
-	qDeleteResource = sqlText("DELETE FROM manage_resources WHERE user_id = ? AND kind = ? AND id = ? AND version = ?")
-	qBumpConfig     = sqlText(`INSERT INTO manage_config (user_id, version, updated_at) VALUES (?, 1, ?)
+	qDeleteResource = sqlConst("DELETE FROM manage_resources WHERE user_id = ? AND kind = ? AND id = ? AND version = ?")
+	qBumpConfig     = sqlConst(`INSERT INTO manage_config (user_id, version, updated_at) VALUES (?, 1, ?)
 		ON CONFLICT (user_id) DO UPDATE SET version = manage_config.version + 1, updated_at = excluded.updated_at
 		RETURNING version`)
-	qSetConnections = sqlText(`INSERT INTO manage_config (user_id, version, connections, updated_at) VALUES (?, 0, ?, {now})
+	qSetConnections = sqlConst(`INSERT INTO manage_config (user_id, version, connections, updated_at) VALUES (?, 0, ?, {now})
 		ON CONFLICT (user_id) DO UPDATE SET connections = excluded.connections, updated_at = excluded.updated_at`)
 )
 

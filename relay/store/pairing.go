@@ -13,11 +13,11 @@ import (
 // and redeems them.
 
 var (
-	qForgetExpiredCodes = sqlText("DELETE FROM pairing_codes WHERE expires_at < ?")
-	qForgetOldestCodes  = sqlText(`DELETE FROM pairing_codes WHERE user_id = ? AND hash NOT IN (
+	qForgetExpiredCodes = sqlConst("DELETE FROM pairing_codes WHERE expires_at < ?")
+	qForgetOldestCodes  = sqlConst(`DELETE FROM pairing_codes WHERE user_id = ? AND hash NOT IN (
 		SELECT hash FROM pairing_codes WHERE user_id = ? ORDER BY expires_at DESC, hash DESC LIMIT ?)`)
-	qPutPairingCode  = sqlText("INSERT INTO pairing_codes (hash, user_id, created_at, expires_at) VALUES (?, ?, ?, ?)")
-	qTakePairingCode = sqlText("DELETE FROM pairing_codes WHERE hash = ? RETURNING hash, user_id, created_at, expires_at")
+	qPutPairingCode  = sqlConst("INSERT INTO pairing_codes (hash, user_id, created_at, expires_at) VALUES (?, ?, ?, ?)")
+	qTakePairingCode = sqlConst("DELETE FROM pairing_codes WHERE hash = ? RETURNING hash, user_id, created_at, expires_at")
 )
 
 // PairingCode is the stored form of a one-time pairing code: the hash of

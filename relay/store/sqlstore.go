@@ -34,6 +34,12 @@ func openSQL(ctx context.Context, db *sql.DB, d *dialect, log *zap.Logger) (*sql
 		db.Close()
 		return nil, err
 	}
+	// Statements are cached once the schema stands: none is prepared
+	// over a table a migration still changes.
+	s.conn.stmts = newStmtCache(ctx, db, d)
+	if d == sqliteDialect {
+		s.conn.writers = make(writeGate, 1)
+	}
 	return s, nil
 }
 
@@ -44,11 +50,17 @@ func (s *sqlStore) tx(ctx context.Context, fn func(conn) error) error {
 }
 
 func (s *sqlStore) txWith(ctx context.Context, opts *sql.TxOptions, fn func(conn) error) error {
+	if opts == nil || !opts.ReadOnly {
+		if err := s.writers.enter(ctx); err != nil {
+			return err
+		}
+		defer s.writers.leave()
+	}
 	tx, err := s.db.BeginTx(ctx, opts)
 	if err != nil {
 		return err
 	}
-	if err := fn(conn{q: tx, d: s.d}); err != nil {
+	if err := fn(conn{q: tx, d: s.d, stmts: s.stmts, tx: tx}); err != nil {
 		_ = tx.Rollback()
 		return err
 	}

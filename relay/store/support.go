@@ -12,27 +12,27 @@ import (
 // connection history (agent_sessions).
 
 var (
-	qCreateSupportToken = sqlText("INSERT INTO support_tokens (hash, name, created_at) VALUES (?, ?, ?)")
-	qGrant              = sqlText("INSERT INTO support_grants (token_hash, user_id) VALUES (?, ?) ON CONFLICT DO NOTHING")
-	qSupportToken       = sqlText("SELECT name, created_at, revoked_at FROM support_tokens WHERE hash = ?")
-	qTokenGrants        = sqlText("SELECT user_id FROM support_grants WHERE token_hash = ? ORDER BY user_id")
-	qGrants             = sqlText("SELECT token_hash, user_id FROM support_grants ORDER BY token_hash, user_id")
-	qSupportTokens      = sqlText("SELECT hash, name, created_at, revoked_at FROM support_tokens ORDER BY created_at, hash")
-	qRevokeSupportToken = sqlText("UPDATE support_tokens SET revoked_at = COALESCE(revoked_at, ?) WHERE hash = ?")
-	qAddAgentSession    = sqlText(`INSERT INTO agent_sessions (session_id, user_id, connected_at, disconnected_at, reason,
+	qCreateSupportToken = sqlConst("INSERT INTO support_tokens (hash, name, created_at) VALUES (?, ?, ?)")
+	qGrant              = sqlConst("INSERT INTO support_grants (token_hash, user_id) VALUES (?, ?) ON CONFLICT DO NOTHING")
+	qSupportToken       = sqlConst("SELECT name, created_at, revoked_at FROM support_tokens WHERE hash = ?")
+	qTokenGrants        = sqlConst("SELECT user_id FROM support_grants WHERE token_hash = ? ORDER BY user_id")
+	qGrants             = sqlConst("SELECT token_hash, user_id FROM support_grants ORDER BY token_hash, user_id")
+	qSupportTokens      = sqlConst("SELECT hash, name, created_at, revoked_at FROM support_tokens ORDER BY created_at, hash")
+	qRevokeSupportToken = sqlConst("UPDATE support_tokens SET revoked_at = COALESCE(revoked_at, ?) WHERE hash = ?")
+	qAddAgentSession    = sqlConst(`INSERT INTO agent_sessions (session_id, user_id, connected_at, disconnected_at, reason,
 		agent_version, protocol_version, platform, remote_addr, node) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`)
-	qEndAgentSession = sqlText(`UPDATE agent_sessions SET disconnected_at = ?, reason = ?
+	qEndAgentSession = sqlConst(`UPDATE agent_sessions SET disconnected_at = ?, reason = ?
 		WHERE session_id = ? AND disconnected_at IS NULL`)
-	qAgentSessionExists = sqlText("SELECT 1 FROM agent_sessions WHERE session_id = ?")
-	qSetDiagnostics     = sqlText("UPDATE agent_sessions SET diagnostics = ?, diagnostics_at = ? WHERE session_id = ?")
-	qCloseOpenSessions  = sqlText(`UPDATE agent_sessions
+	qAgentSessionExists = sqlConst("SELECT 1 FROM agent_sessions WHERE session_id = ?")
+	qSetDiagnostics     = sqlConst("UPDATE agent_sessions SET diagnostics = ?, diagnostics_at = ? WHERE session_id = ?")
+	qCloseOpenSessions  = sqlConst(`UPDATE agent_sessions
 		SET disconnected_at = CASE WHEN connected_at > ? THEN connected_at ELSE ? END, reason = ?
 		WHERE disconnected_at IS NULL AND node = ?`)
-	qPruneAgentSessions = sqlText("DELETE FROM agent_sessions WHERE disconnected_at < ?")
-	qAgentSessions      = sqlText(`SELECT session_id, connected_at, disconnected_at, reason, agent_version, protocol_version,
+	qPruneAgentSessions = sqlConst("DELETE FROM agent_sessions WHERE disconnected_at < ?")
+	qAgentSessions      = sqlConst(`SELECT session_id, connected_at, disconnected_at, reason, agent_version, protocol_version,
 		platform, remote_addr, node FROM agent_sessions WHERE user_id = ? AND (disconnected_at IS NULL OR disconnected_at >= ?)
 		ORDER BY connected_at DESC, id DESC LIMIT ?`)
-	qLatestDiagnostics = sqlText(`SELECT session_id, diagnostics, diagnostics_at FROM agent_sessions
+	qLatestDiagnostics = sqlConst(`SELECT session_id, diagnostics, diagnostics_at FROM agent_sessions
 		WHERE user_id = ? AND diagnostics IS NOT NULL ORDER BY diagnostics_at DESC, id DESC LIMIT 1`)
 )
 

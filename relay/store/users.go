@@ -15,19 +15,19 @@ const userColumns = "users.id, users.name, users.plan, users.disabled, users.cre
 	" users.management_closed, users.withheld_features"
 
 var (
-	qInsertUser = sqlText(`INSERT INTO users (id, name, plan, disabled, created_at, management_closed, withheld_features)
+	qInsertUser = sqlConst(`INSERT INTO users (id, name, plan, disabled, created_at, management_closed, withheld_features)
 		VALUES (?, ?, ?, ?, ?, ?, ?)`)
-	qInsertToken     = sqlText("INSERT INTO tokens (hash, user_id, kind, profile, created_at) VALUES (?, ?, ?, ?, ?)")
-	qUserExists      = sqlText("SELECT 1 FROM users WHERE id = ?")
-	qUser            = sqlText("SELECT " + userColumns + " FROM users WHERE id = ?")
-	qSetUserAccess   = sqlText("UPDATE users SET management_closed = ?, withheld_features = ? WHERE id = ?")
-	qSetUserDisabled = sqlText("UPDATE users SET disabled = ? WHERE id = ?")
-	qLookupToken     = sqlText("SELECT " + userColumns + ", tokens.kind, tokens.profile, tokens.created_at, tokens.revoked_at" +
+	qInsertToken     = sqlConst("INSERT INTO tokens (hash, user_id, kind, profile, created_at) VALUES (?, ?, ?, ?, ?)")
+	qUserExists      = sqlConst("SELECT 1 FROM users WHERE id = ?")
+	qUser            = sqlConst("SELECT " + userColumns + " FROM users WHERE id = ?")
+	qSetUserAccess   = sqlConst("UPDATE users SET management_closed = ?, withheld_features = ? WHERE id = ?")
+	qSetUserDisabled = sqlConst("UPDATE users SET disabled = ? WHERE id = ?")
+	qLookupToken     = sqlConst("SELECT " + userColumns + ", tokens.kind, tokens.profile, tokens.created_at, tokens.revoked_at" +
 		" FROM tokens JOIN users ON users.id = tokens.user_id WHERE tokens.hash = ?")
-	qSetTokenProfile = sqlText("UPDATE tokens SET profile = ? WHERE hash = ?")
-	qListTokens      = sqlText("SELECT hash, kind, profile, created_at, revoked_at FROM tokens WHERE user_id = ? ORDER BY created_at, hash")
-	qRevokeToken     = sqlText("UPDATE tokens SET revoked_at = COALESCE(revoked_at, ?) WHERE hash = ?")
-	qRevokeTokens    = sqlText("UPDATE tokens SET revoked_at = ? WHERE user_id = ? AND revoked_at IS NULL AND (? = '' OR kind = ?)")
+	qSetTokenProfile = sqlConst("UPDATE tokens SET profile = ? WHERE hash = ?")
+	qListTokens      = sqlConst("SELECT hash, kind, profile, created_at, revoked_at FROM tokens WHERE user_id = ? ORDER BY created_at, hash")
+	qRevokeToken     = sqlConst("UPDATE tokens SET revoked_at = COALESCE(revoked_at, ?) WHERE hash = ?")
+	qRevokeTokens    = sqlConst("UPDATE tokens SET revoked_at = ? WHERE user_id = ? AND revoked_at IS NULL AND (? = '' OR kind = ?)")
 )
 
 // userExists reports ErrNotFound when the user does not exist.

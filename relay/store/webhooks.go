@@ -84,21 +84,21 @@ const webhookAlertColumns = `seq, user_id, received_at, text, command, accounts,
 	rate_id, due_at, updated_at`
 
 var (
-	qInsertWebhook = sqlText(`INSERT INTO webhooks (` + webhookColumns + `)
+	qInsertWebhook = sqlConst(`INSERT INTO webhooks (` + webhookColumns + `)
 		SELECT ?, ?, ?, ?, ?, ? WHERE EXISTS (SELECT 1 FROM users WHERE id = ?) ON CONFLICT (user_id) DO NOTHING`)
-	qWebhookByUser = sqlText("SELECT " + webhookColumns + " FROM webhooks WHERE user_id = ?")
-	qLookupWebhook = sqlText("SELECT " + userColumns + ", webhooks.key_hash, webhooks.key_sealed, webhooks.created_at, webhooks.rotated_at" +
+	qWebhookByUser = sqlConst("SELECT " + webhookColumns + " FROM webhooks WHERE user_id = ?")
+	qLookupWebhook = sqlConst("SELECT " + userColumns + ", webhooks.key_hash, webhooks.key_sealed, webhooks.created_at, webhooks.rotated_at" +
 		" FROM webhooks JOIN users ON users.id = webhooks.user_id WHERE webhooks.webhook_id = ?")
-	qRotateWebhook = sqlText("UPDATE webhooks SET key_hash = ?, key_sealed = ?, rotated_at = ? WHERE user_id = ?")
+	qRotateWebhook = sqlConst("UPDATE webhooks SET key_hash = ?, key_sealed = ?, rotated_at = ? WHERE user_id = ?")
 
-	qAddWebhookAlert = sqlText(`INSERT INTO webhook_alerts (user_id, received_at, text, command, accounts, destination, status,
+	qAddWebhookAlert = sqlConst(`INSERT INTO webhook_alerts (user_id, received_at, text, command, accounts, destination, status,
 		reason, results, rate_id, due_at, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING seq`)
-	qWebhookAlert       = sqlText("SELECT " + webhookAlertColumns + " FROM webhook_alerts WHERE user_id = ? AND seq = ?")
-	qListWebhookAlerts  = sqlText("SELECT " + webhookAlertColumns + " FROM webhook_alerts WHERE user_id = ? AND seq < ? ORDER BY seq DESC LIMIT ?")
-	qCountWebhookAlerts = sqlText("SELECT COUNT(*) FROM webhook_alerts WHERE user_id = ? AND rate_id = ? AND received_at >= ?")
-	qDueWebhookAlerts   = sqlText("SELECT " + webhookAlertColumns + " FROM webhook_alerts WHERE status = 'scheduled' AND due_at < ? ORDER BY due_at LIMIT ?")
-	qStaleWebhookAlerts = sqlText("SELECT " + webhookAlertColumns + " FROM webhook_alerts WHERE status = 'running' AND updated_at < ? ORDER BY updated_at LIMIT ?")
-	qPruneWebhookAlerts = sqlText("DELETE FROM webhook_alerts WHERE received_at < ? AND status <> 'scheduled'")
+	qWebhookAlert       = sqlConst("SELECT " + webhookAlertColumns + " FROM webhook_alerts WHERE user_id = ? AND seq = ?")
+	qListWebhookAlerts  = sqlConst("SELECT " + webhookAlertColumns + " FROM webhook_alerts WHERE user_id = ? AND seq < ? ORDER BY seq DESC LIMIT ?")
+	qCountWebhookAlerts = sqlConst("SELECT COUNT(*) FROM webhook_alerts WHERE user_id = ? AND rate_id = ? AND received_at >= ?")
+	qDueWebhookAlerts   = sqlConst("SELECT " + webhookAlertColumns + " FROM webhook_alerts WHERE status = 'scheduled' AND due_at < ? ORDER BY due_at LIMIT ?")
+	qStaleWebhookAlerts = sqlConst("SELECT " + webhookAlertColumns + " FROM webhook_alerts WHERE status = 'running' AND updated_at < ? ORDER BY updated_at LIMIT ?")
+	qPruneWebhookAlerts = sqlConst("DELETE FROM webhook_alerts WHERE received_at < ? AND status <> 'scheduled'")
 )
 
 // CreateWebhook implements Store.
