@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"errors"
 	"slices"
-	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -19,6 +18,7 @@ import (
 	"tradebridge/protocol"
 	"tradebridge/relay/agentcall"
 	"tradebridge/relay/events"
+	"tradebridge/relay/seqid"
 	"tradebridge/relay/store"
 	"tradebridge/relay/tradecall"
 )
@@ -559,26 +559,14 @@ func (r *Recorder) maybeTrim(ctx context.Context, userID, class string) {
 }
 
 // EntryID is the id of the entry of seq: "act_<seq>".
-func EntryID(seq int64) string { return "act_" + strconv.FormatInt(seq, 10) }
+func EntryID(seq int64) string { return seqid.Format(entryPrefix, seq) }
 
 // ParseEntryID returns the seq of an entry id, and false when id is not
 // one.
-func ParseEntryID(id string) (int64, bool) {
-	rest, ok := strings.CutPrefix(id, "act_")
-	if !ok || rest == "" || len(rest) > 19 || rest[0] == '0' {
-		return 0, false
-	}
-	for _, c := range rest {
-		if c < '0' || c > '9' {
-			return 0, false
-		}
-	}
-	n, err := strconv.ParseInt(rest, 10, 64)
-	if err != nil {
-		return 0, false
-	}
-	return n, true
-}
+func ParseEntryID(id string) (int64, bool) { return seqid.Parse(entryPrefix, id) }
+
+// entryPrefix is the prefix of the entries' ids.
+const entryPrefix = "act_"
 
 // Run prunes the log now and then every PruneEvery, until ctx ends or
 // Close is called, and returns nil. A Recorder runs once: ErrRunning if it

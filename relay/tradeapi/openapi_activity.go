@@ -15,8 +15,9 @@ import (
 // in the desktop family's documents, and its entries' schemas, which the
 // stream API's document (AsyncAPI: the activity frames) shares.
 
-// activityCodes are the error codes the activity route answers.
-var activityCodes = map[int][]string{
+// ownReadCodes are the error codes of the GET routes of the user's own
+// records: the activity log, the webhook and its alert history.
+var ownReadCodes = map[int][]string{
 	http.StatusBadRequest:          {errcode.InvalidArgument, errcode.UnknownParameter, errcode.UnexpectedBody},
 	http.StatusUnauthorized:        {errcode.Unauthorized},
 	http.StatusForbidden:           {errcode.PlanRequired},
@@ -111,7 +112,7 @@ func addActivityRoute(f *docFamily, schemas, paths object) error {
 		"content": object{"application/json": object{"schema": ref("ActivityPageResponse"),
 			"examples": object{"example": object{"value": example}}}},
 	}}
-	for st, codes := range activityCodes {
+	for st, codes := range ownReadCodes {
 		responses[strconv.Itoa(st)] = errorResponse(f.statuses, st, codes)
 	}
 	item, _ := paths[activity.Path].(object)

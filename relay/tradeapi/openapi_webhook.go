@@ -16,16 +16,6 @@ import (
 // its body instead of a token, and the two GET routes of the user's
 // webhook and its alert history.
 
-// webhookReadCodes are the error codes of the GET routes.
-var webhookReadCodes = map[int][]string{
-	http.StatusBadRequest:          {errcode.InvalidArgument, errcode.UnknownParameter, errcode.UnexpectedBody},
-	http.StatusUnauthorized:        {errcode.Unauthorized},
-	http.StatusForbidden:           {errcode.PlanRequired},
-	http.StatusTooManyRequests:     {errcode.RateLimited, errcode.TooManyConcurrentRequests},
-	http.StatusServiceUnavailable:  {errcode.StorageUnavailable, errcode.ShuttingDown},
-	http.StatusInternalServerError: {errcode.InternalError},
-}
-
 // webhookSendCodes are the error codes of POST /v1/send/{webhookId}: the
 // door's own, and those of the trading call that failed (the trading
 // API's, at the same statuses).
@@ -172,7 +162,7 @@ func addWebhookRoutes(f *docFamily, schemas, paths object) error {
 		item[method] = op
 	}
 
-	info := errors(webhookReadCodes)
+	info := errors(ownReadCodes)
 	info["200"] = object{
 		"description": "the webhook (made on first use)",
 		"headers":     rateHeaders,
@@ -196,7 +186,7 @@ func addWebhookRoutes(f *docFamily, schemas, paths object) error {
 		}
 		params = append(params, object{"name": p.Name, "in": p.In, "required": false, "description": p.Doc, "schema": s})
 	}
-	list := errors(webhookReadCodes)
+	list := errors(ownReadCodes)
 	list["200"] = object{
 		"description": "the alerts, newest first",
 		"headers":     rateHeaders,

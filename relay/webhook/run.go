@@ -7,7 +7,6 @@ import (
 	"net/http"
 	"slices"
 	"strconv"
-	"strings"
 	"time"
 
 	"go.uber.org/zap"
@@ -16,29 +15,21 @@ import (
 	"tradebridge/relay/errcode"
 	"tradebridge/relay/events"
 	"tradebridge/relay/httpapi"
+	"tradebridge/relay/seqid"
 	"tradebridge/relay/store"
 	"tradebridge/relay/tradecall"
 	"tradebridge/relay/webhook/alertcmd"
 )
 
 // AlertID is the id of the alert of seq: "tva_<seq>".
-func AlertID(seq int64) string { return "tva_" + strconv.FormatInt(seq, 10) }
+func AlertID(seq int64) string { return seqid.Format(alertPrefix, seq) }
 
 // ParseAlertID returns the seq of an alert id, and false when id is not
 // one.
-func ParseAlertID(id string) (int64, bool) {
-	rest, ok := strings.CutPrefix(id, "tva_")
-	if !ok || rest == "" || len(rest) > 19 || rest[0] == '0' {
-		return 0, false
-	}
-	for _, c := range rest {
-		if c < '0' || c > '9' {
-			return 0, false
-		}
-	}
-	n, err := strconv.ParseInt(rest, 10, 64)
-	return n, err == nil
-}
+func ParseAlertID(id string) (int64, bool) { return seqid.Parse(alertPrefix, id) }
+
+// alertPrefix is the prefix of the alerts' ids.
+const alertPrefix = "tva_"
 
 // Statuses of a Result.
 const (
