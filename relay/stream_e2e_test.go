@@ -230,13 +230,19 @@ func TestStreamSurvivesAgentRestart(t *testing.T) {
 
 	again := s.StartAgent("alice") // a new agent process, a new simulator
 	require.Equal(t, true, w.next("status")["agentConnected"])
+	// The price moves between two marks on every try: a move made before
+	// the new agent subscribed is lost, and a platform (NinjaTrader's
+	// market data) reports a price only when it changes.
+	marks := []float64{6200.5, 6200.75}
+	try := 0
 	require.Eventually(t, func() bool {
-		_ = again.Sim.SetPrice("ES 12-26", 6200.5)
+		try++
+		_ = again.Sim.SetPrice("ES 12-26", marks[try%2])
 		select {
 		case f := <-w.frames:
 			if f["type"] == "marketData" {
 				for _, q := range f["quotes"].([]any) {
-					if q.(map[string]any)["last"] == 6200.5 {
+					if last := q.(map[string]any)["last"]; last == marks[0] || last == marks[1] {
 						return true
 					}
 				}
