@@ -3,10 +3,8 @@ package webhook
 import (
 	"context"
 	"crypto/rand"
-	"crypto/sha256"
 	"crypto/subtle"
 	"encoding/base32"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"strings"
@@ -83,16 +81,10 @@ func ValidID(id string) bool {
 	return true
 }
 
-// hashKey is the stored form of a key: its hex SHA-256.
-func hashKey(key string) string {
-	sum := sha256.Sum256([]byte(key))
-	return hex.EncodeToString(sum[:])
-}
-
 // keyMatches compares key with a stored hash in constant time (of the
 // digests: the key's length says nothing).
 func keyMatches(key, stored string) bool {
-	return subtle.ConstantTimeCompare([]byte(hashKey(key)), []byte(stored)) == 1
+	return subtle.ConstantTimeCompare([]byte(auth.Hash(key)), []byte(stored)) == 1
 }
 
 // aad binds a sealed key to its user.
@@ -126,7 +118,7 @@ func Rotate(ctx context.Context, st KeyStore, keys *sealed.Keyring, userID strin
 	if err != nil {
 		return Info{}, fmt.Errorf("webhook: seal the key: %w", err)
 	}
-	w, err := st.RotateWebhook(ctx, userID, hashKey(key), s, now.UTC())
+	w, err := st.RotateWebhook(ctx, userID, auth.Hash(key), s, now.UTC())
 	if errors.Is(err, store.ErrNotFound) {
 		if w, err = create(ctx, st, keys, userID, now); err != nil {
 			return Info{}, err
@@ -148,7 +140,7 @@ func create(ctx context.Context, st KeyStore, keys *sealed.Keyring, userID strin
 		if err != nil {
 			return store.Webhook{}, fmt.Errorf("webhook: seal the key: %w", err)
 		}
-		w, _, err := st.CreateWebhook(ctx, store.Webhook{UserID: userID, ID: newID(), KeyHash: hashKey(key), KeySealed: s,
+		w, _, err := st.CreateWebhook(ctx, store.Webhook{UserID: userID, ID: newID(), KeyHash: auth.Hash(key), KeySealed: s,
 			CreatedAt: now.UTC()})
 		if errors.Is(err, store.ErrConflict) {
 			continue // an id drawn twice: draw again
