@@ -1,0 +1,86 @@
+// Package dashboard serves the traders' dashboard under /app: server-
+// rendered HTML from Go templates (html/template, which escapes every
+// value a user or an agent supplied), a small script and a stylesheet of
+// its own, embedded with go:embed, no Node build step. It is one more door
+// of the relay: its requests are admitted by package admit like every
+// other door's (the address's budget, a session of kind auth.KindSession
+// from the cookie, the door's budget), and what it does it asks of the
+// relay's own parts in process, with the session's user: the Management
+// API (manage.Server.Invoke: the kill switch), tokens (relay/auth),
+// pairing codes (relay/pairing), the agent's status (the hub, the
+// connection history), the trading reads (the hub, the broker family)
+// and the activity log (relay/activity). It implements no rule of its
+// own twice.
+//
+// # Routes
+//
+//	GET  /                       303 to /app
+//	GET  /app                    the home page: the agent's status, accounts, P&L, positions,
+//	                             working orders, the broker link, 30 days of connection history
+//	                             (303 to /app/signin without a session)
+//	GET  /app/status             the home page's status section alone (HTML fragment), which the
+//	                             page fetches again when the stream socket says something changed
+//	GET  /app/signin             the sign-in form (email, password)
+//	POST /app/signin             signs in: 303 to /app; 401 with the form again and one message
+//	GET  /app/signup             the sign-up form (relay serve --signup open), else a page saying
+//	                             sign-up is closed (404)
+//	POST /app/signup             signs up (free plan) and in: 303 to /app
+//	POST /app/signout            ends this session: 303 to /app/signin
+//	POST /app/signout-everywhere ends every session of the user
+//	GET  /app/reset              asks for a reset link by email (--smtp-url), or says to ask the operator
+//	POST /app/reset              sends the link; the same page whatever the email
+//	GET  /app/reset/{token}      the new-password form; POST sets it and signs in
+//	GET  /app/pair               "Add a PC"; POST /app/pair mints a code and shows it
+//	GET  /app/tokens             the user's tokens; POST /app/tokens makes an API token (name,
+//	                             profile) and shows it once; POST /app/tokens/{id}/revoke revokes
+//	GET  /app/activity           the activity log with filters, live
+//	POST /app/kill-switch        turns the kill switch on or off (enabled=true|false); answers
+//	                             JSON {"killSwitch":bool,"applied":bool} to fetch, or 303 back
+//	GET  /app/assets/{name}      app.js, app.css (immutable, versioned by content hash)
+//
+// # Stable names (a contract: tests and operators' scripts use them)
+//
+// Form inputs are named email, password, code, name (a token's name),
+// profile, csrf. Buttons' visible texts are exactly "Sign in", "Sign up",
+// "Sign out", "Add a PC", "New API token", "Revoke", "Kill switch".
+// Element ids and attributes:
+//
+//	#agent-status[data-state=online|offline]     the agent, live
+//	#agent-since #agent-version #agent-platform  since when, its version, its platform
+//	#agent-rtt #agent-last-disconnect            the tunnel's round trip, the last disconnect's reason
+//	#accounts tr[data-account=NAME]              one row per account, cells .cash .realized .unrealized
+//	#positions tr[data-account][data-instrument] open positions, cell .quantity
+//	#orders tr[data-order-id]                    working orders
+//	#broker-link[data-state=linked|unlinked|…]   the broker family's link
+//	#history tr                                  the connection history, newest first
+//	#kill-switch[data-state=on|off]              the kill switch button, on every page
+//	#pair-code #pair-command                     the minted code (XXXX-XXXX) and the agent pair line
+//	#tokens tr[data-token-id=ID]                 one row per token, with a Revoke button
+//	#new-token                                   a token made just now (shown once), with a Copy button
+//	#activity li[data-kind=KIND]                 the activity log's entries, newest first, live
+//	#form-error[role=alert]                      a form's refusal
+//	meta[name=csrf-token]                        the session's CSRF token, for fetch
+//
+// # Security
+//
+// The session cookie is tb_session (__Host-tb_session over https):
+// HttpOnly, SameSite=Lax, Path=/, Secure except for http://127.0.0.1 and
+// http://localhost. A POST is accepted only with the session's CSRF
+// token (account.CSRFToken; form field csrf or header X-CSRF-Token) and,
+// before there is a session (sign-in, sign-up, reset), only from the
+// dashboard's own origin (Origin, else Sec-Fetch-Site). Every answer
+// carries Content-Security-Policy "default-src 'none'; script-src 'self';
+// style-src 'self'; img-src 'self' data:; connect-src 'self'; form-action
+// 'self'; frame-ancestors 'none'; base-uri 'none'",
+// X-Content-Type-Options: nosniff, Referrer-Policy: same-origin and
+// Cache-Control: no-store (assets excepted). Another user's resource is
+// 404, as a missing one.
+//
+// # Live updates
+//
+// A page opens the stream socket (/ws/stream) as any client would, with
+// its session cookie instead of a token (the stream's session door:
+// same origin only, every plan, read-only: no rpc), subscribes to the
+// activity log and P&L, and fetches /app/status again on each status
+// frame and every few seconds while the agent is online.
+package dashboard
