@@ -44,10 +44,13 @@ const (
 	// KindSupport tokens read, for support staff, the agent diagnostics
 	// and connection history of the users they are granted.
 	KindSupport Kind = "support"
+	// KindSession tokens are the dashboard's sessions (package
+	// relay/account): the cookie's value, never issued by the CLI.
+	KindSession Kind = "session"
 )
 
 // kinds are the token kinds, for ParseKind.
-var kinds = []Kind{KindAPI, KindAgent, KindSupport}
+var kinds = []Kind{KindAPI, KindAgent, KindSupport, KindSession}
 
 // prefix returns the token text prefix of the kind.
 func (k Kind) prefix() string { return "tb_" + string(k) + "_" }
