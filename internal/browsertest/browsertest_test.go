@@ -38,7 +38,8 @@ func site(t *testing.T) string {
 	}
 	mux.HandleFunc("GET /{$}", page(`<form action="/next" method="get">
 <label>Name <input name="name"></label> <button>Go on</button></form>
-<button id="hold" type="button" data-held="0">Hold me</button>`))
+<button id="hold" type="button" data-held="0">Hold me</button>
+<button id="tap" type="button" data-taps="0">Tap me</button> <a href="/next?name=link">A link</a>`))
 	mux.HandleFunc("GET /next", func(w http.ResponseWriter, r *http.Request) {
 		page(`<p id="greeting" data-name="`+r.URL.Query().Get("name")+`">Hello</p>`)(w, r)
 	})
@@ -53,6 +54,8 @@ if (b) {
 	b.addEventListener('pointerdown', () => { down = performance.now(); });
 	b.addEventListener('pointerup', () => { b.dataset.held = String(Math.round(performance.now() - down)); });
 }
+const tap = document.getElementById('tap');
+if (tap) { tap.addEventListener('click', () => { tap.dataset.taps = String(Number(tap.dataset.taps) + 1); }); }
 if (location.pathname === '/throws') { throw new Error('thrown on purpose'); }
 `)
 	})
@@ -93,6 +96,13 @@ func TestPhoneViewportAndScreenshot(t *testing.T) {
 	tab.Navigate(base + "/")
 	require.Equal(t, 375, browsertest.Eval[int](tab, "window.innerWidth"))
 	require.LessOrEqual(t, tab.ScrollWidth(), 375)
+	tab.Tap("#tap")
+	tab.Tap("#tap")
+	tab.WaitFor(time.Second, "two taps", `document.getElementById('tap').dataset.taps === '2'`)
+	tab.Click("", "Tap me")
+	tab.WaitFor(time.Second, "a click", `document.getElementById('tap').dataset.taps === '3'`)
+	tab.Submit("", "A link")
+	require.Equal(t, "link", mustAttr(t, tab, "#greeting", "data-name"))
 	tab.Navigate(base + "/wide")
 	require.Equal(t, 900+8, tab.ScrollWidth(), "the page's width, from its left margin")
 
@@ -172,4 +182,11 @@ func (f *fakeT) Skip(args ...any) {
 func (f *fakeT) Fatal(args ...any) {
 	*f.fail = true
 	runtime.Goexit()
+}
+
+func mustAttr(t *testing.T, tab *browsertest.Tab, sel, name string) string {
+	t.Helper()
+	v, ok := tab.Attr(sel, name)
+	require.True(t, ok, "%s has no %s", sel, name)
+	return v
 }
