@@ -1,0 +1,188 @@
+package browser_test
+
+import (
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"tradebridge/internal/browsertest"
+	"tradebridge/internal/testkit"
+	"tradebridge/protocol"
+)
+
+// A trader signs up (sign-up open), lands on the home page signed in,
+// signs out, is refused with a wrong password (and stays signed out), and
+// signs in again.
+func TestSignUpSignOutSignIn(t *testing.T) {
+	t.Parallel()
+	d := newDash(t, browsertest.Desktop)
+	d.page("/")
+	d.at("/app/signin") // / → /app → the sign-in page, with no session
+	d.tab.Screenshot("signin")
+
+	const email, password = "trader@example.com", "a long enough passphrase"
+	d.page("/app/signup")
+	d.tab.Fill("email", email)
+	d.tab.Fill("password", password)
+	d.tab.Submit("", "Sign up")
+	d.at("/app")
+	require.Equal(t, "offline", d.state("#agent-status"), "no PC paired yet")
+	require.Equal(t, "off", d.state("#kill-switch"))
+
+	d.tab.Submit("", "Sign out")
+	d.at("/app/signin")
+	d.page("/app")
+	d.at("/app/signin")
+
+	d.tab.Fill("email", email)
+	d.tab.Fill("password", "not the passphrase")
+	d.tab.Submit("", "Sign in")
+	role, _ := d.tab.Attr("#form-error", "role")
+	require.Equal(t, "alert", role)
+	require.NotEmpty(t, d.tab.Text("#form-error"))
+	require.Zero(t, d.tab.Count("#kill-switch"), "still signed out")
+	d.page("/app")
+	d.at("/app/signin")
+
+	d.signIn(email, password)
+	d.noProblems("status of 401") // the wrong password's page
+}
+
+// The main flow, on a laptop and on a phone: sign in, add a PC from the
+// page (agent pair with the code shown, then agent run), the status
+// turning online without a reload with the simulator's accounts, a
+// position flattened by the kill switch (held on the laptop, tapped twice
+// on the phone), and the activity page showing it. On the phone no page
+// is wider than the screen.
+func TestAddAPCAndKillSwitch(t *testing.T) {
+	t.Parallel()
+	for _, c := range []struct {
+		name  string
+		vp    browsertest.Viewport
+		shots string // the screenshots' prefix
+	}{
+		{"laptop", browsertest.Desktop, ""},
+		{"phone", browsertest.Phone, "phone-"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			t.Parallel()
+			phone := c.vp.Mobile
+			d := newDash(t, c.vp)
+			fits := func(page string) {
+				if phone {
+					d.narrow(int(c.vp.Width), page)
+				}
+			}
+			d.signInAs("bob")
+			bob := d.Users["bob"]
+			require.Equal(t, "offline", d.state("#agent-status"))
+			fits("the home page")
+
+			code := d.pairCode()
+			d.tab.Screenshot(c.shots + "pair")
+			fits("the pairing page")
+
+			p := newPC(t)
+			require.Equal(t, bob.UserID, p.pair(d.Base, code), "the code pairs the PC with the signed-in user")
+
+			d.page("/app")
+			require.Equal(t, "offline", d.state("#agent-status"))
+			d.markNoReload()
+			p.run(d.Base)
+			require.Eventually(t, func() bool { return d.Relay().Hub().Connected(bob.UserID) }, testkit.Long, testkit.Tick,
+				"agent run connects with the paired token")
+			d.tab.WaitFor(5*time.Second, "the status to turn online without a reload",
+				`document.querySelector('#agent-status').dataset.state === 'online'`)
+			d.stillSamePage()
+			require.Contains(t, strings.ToLower(d.tab.Text("#agent-platform")), "sim")
+			d.tab.WaitVisible(`#accounts tr[data-account="Sim101"]`)
+
+			// A position, then the kill switch.
+			d.buy(bob.APIToken, "Sim101", 1)
+			d.tab.WaitFor(testkit.Long, "the position on the page",
+				`document.querySelector('#positions tr[data-account="Sim101"]') !== null`)
+			d.tab.Screenshot(c.shots + "home")
+			fits("the home page, online")
+			if phone {
+				d.tab.Tap("#kill-switch")
+				d.tab.Tap("#kill-switch") // the second tap confirms
+			} else {
+				d.tab.Hold("#kill-switch", 1600*time.Millisecond)
+			}
+			d.tab.WaitFor(testkit.Medium, "the kill switch to be on",
+				`document.querySelector('#kill-switch').dataset.state === 'on'`)
+			require.Eventually(t, func() bool { return d.count("/v1/api/accounts/Sim101/positions", bob.APIToken) == 0 },
+				testkit.Long, 50*time.Millisecond, "the kill switch flattens the simulator's positions")
+			d.tab.WaitFor(testkit.Long, "the page to show no position",
+				`document.querySelectorAll('#positions tr[data-account]').length === 0`)
+			r := d.Do("POST", "/v1/api/accounts/Sim101/orders/place", bob.APIToken,
+				`{"action":"Buy","instrument":"ES","orderType":"Market","quantity":1,"timeInForce":"Day"}`)
+			require.Equal(t, 400, r.Status, "entries are refused while the kill switch is on: %s", r.Raw)
+
+			d.page("/app/activity")
+			d.tab.WaitVisible(fmt.Sprintf(`#activity li[data-kind=%q]`, protocol.ActivityKillSwitchChanged))
+			d.tab.Screenshot(c.shots + "activity")
+			fits("the activity page")
+			d.page("/app/tokens")
+			fits("the tokens page")
+			if !phone {
+				d.tab.Screenshot("tokens")
+			}
+			require.Equal(t, "on", d.state("#kill-switch"), "the kill switch is on every page")
+			d.noProblems()
+		})
+	}
+}
+
+// An API token made on the tokens page is shown once, works, and stops
+// working once revoked there.
+func TestTokens(t *testing.T) {
+	t.Parallel()
+	d := newDash(t, browsertest.Desktop)
+	d.StartAgent("bob")
+	d.signInAs("bob")
+	d.page("/app/tokens")
+	d.tab.Fill("name", "my bot")
+	d.tab.Submit("", "New API token")
+	d.tab.WaitVisible("#new-token")
+	tok := d.apiTokenIn("#new-token")
+	require.Contains(t, d.tab.Text("#new-token"), "Copy", "a copy button")
+
+	r := d.Do("GET", "/v1/api/accounts", tok, "")
+	require.Equal(t, 200, r.Status, "the new token works: %s", r.Raw)
+
+	d.page("/app/tokens")
+	require.Zero(t, d.tab.Count("#new-token"), "shown once")
+	require.NotContains(t, browsertest.Eval[string](d.tab, "document.documentElement.outerHTML"), tok)
+	id := browsertest.Eval[string](d.tab, `(Array.from(document.querySelectorAll('#tokens tr[data-token-id]'))
+		.find(r => r.innerText.includes('my bot')) || {dataset: {}}).dataset.tokenId || ''`)
+	require.NotEmpty(t, id, "the token's row")
+	row := fmt.Sprintf(`#tokens tr[data-token-id=%q]`, id)
+	d.tab.Submit(row, "Revoke")
+	d.tab.WaitFor(testkit.Medium, "the row to show the token revoked",
+		fmt.Sprintf(`/revoked/i.test(document.querySelector(%q).innerText)`, row))
+	require.Eventually(t, func() bool { return d.Do("GET", "/v1/api/accounts", tok, "").Status == 401 },
+		testkit.Medium, testkit.Tick, "the revoked token is refused")
+	d.noProblems()
+}
+
+// A name the user typed with markup in it is shown as text: no element is
+// made of it and no script of it runs.
+func TestMarkupShownAsText(t *testing.T) {
+	t.Parallel()
+	d := newDash(t, browsertest.Desktop)
+	d.signInAs("bob")
+	const name = `<b id="injected">x</b><img src=x onerror="document.title='pwned'">`
+	d.page("/app/tokens")
+	d.tab.Fill("name", name)
+	d.tab.Submit("", "New API token")
+	d.page("/app/tokens")
+	d.tab.WaitFor(testkit.Medium, "the token's row",
+		fmt.Sprintf(`document.querySelector('#tokens').innerText.includes(%q)`, name))
+	require.Zero(t, d.tab.Count("#injected"))
+	require.Zero(t, d.tab.Count("#tokens img"))
+	require.NotEqual(t, "pwned", browsertest.Eval[string](d.tab, "document.title"))
+}
