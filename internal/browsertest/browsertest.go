@@ -300,19 +300,21 @@ func (tab *Tab) WaitVisible(sel string) {
 	tab.Do("waiting for "+sel, chromedp.WaitVisible(chromedp.CSS(sel)))
 }
 
-// buttonJS finds the first button, submit input or link in scope (a CSS
-// selector; the document when empty) whose visible text is text, scrolls
-// it to the middle of the viewport and returns its centre; null when there
-// is none.
+// buttonJS finds, in scope (a CSS selector; the document when empty), the
+// first visible button or submit input whose text is text, else the first
+// such link; it scrolls it to the middle of the viewport and returns its
+// centre, or null when there is none.
 const buttonJS = `((scope, text) => {
 	const root = scope ? document.querySelector(scope) : document;
 	if (!root) return null;
-	for (const b of root.querySelectorAll('button, input[type=submit], a[href]')) {
-		const label = (b.tagName === 'INPUT' ? b.value : b.innerText).trim();
-		if (label !== text || b.offsetParent === null) continue;
-		b.scrollIntoView({block: 'center', inline: 'center'});
-		const r = b.getBoundingClientRect();
-		return [r.x + r.width / 2, r.y + r.height / 2];
+	for (const sel of ['button, input[type=submit]', 'a[href]']) {
+		for (const b of root.querySelectorAll(sel)) {
+			const label = (b.tagName === 'INPUT' ? b.value : b.innerText).trim();
+			if (label !== text || b.offsetParent === null) continue;
+			b.scrollIntoView({block: 'center', inline: 'center'});
+			const r = b.getBoundingClientRect();
+			return [r.x + r.width / 2, r.y + r.height / 2];
+		}
 	}
 	return null;
 })(%s, %s)`
@@ -351,9 +353,9 @@ func (tab *Tab) element(scope, text string) (x, y float64) {
 	return at[0], at[1]
 }
 
-// Click clicks, with the mouse, the button or link whose visible text is
-// text (within the element scope matches, when scope is not empty). It
-// does not wait for what follows: see Submit.
+// Click clicks, with the mouse, the button (else the link) whose visible
+// text is text, within the element scope matches when scope is not empty.
+// It does not wait for what follows: see Submit.
 func (tab *Tab) Click(scope, text string) {
 	tab.t.Helper()
 	x, y := tab.element(scope, text)
@@ -367,8 +369,8 @@ func (tab *Tab) ClickElement(sel string) {
 	tab.Do("clicking "+sel, chromedp.MouseClickXY(x, y))
 }
 
-// Submit clicks the button or link whose visible text is text (within
-// scope) and waits for the page it leads to to load.
+// Submit clicks the button (else the link) whose visible text is text,
+// within scope, and waits for the page it leads to to load.
 func (tab *Tab) Submit(scope, text string) {
 	tab.t.Helper()
 	x, y := tab.element(scope, text)
