@@ -324,18 +324,18 @@ type Credentials struct {
 	AgentToken string `json:"agentToken"`
 }
 
-// maxNameLen bounds a user's name.
-const maxNameLen = 100
+// MaxUserName bounds a user's name, in bytes.
+const MaxUserName = 100
 
 // CreateUser creates a user with one API token and one agent token.
 func CreateUser(ctx context.Context, st store.Store, name string, plan Plan, now time.Time) (Credentials, error) {
-	if name == "" || len(name) > maxNameLen {
-		return Credentials{}, fmt.Errorf("auth: a user name must have 1 to %d bytes", maxNameLen)
+	if name == "" || len(name) > MaxUserName {
+		return Credentials{}, fmt.Errorf("auth: a user name must have 1 to %d bytes", MaxUserName)
 	}
 	if _, err := ParsePlan(string(plan)); err != nil {
 		return Credentials{}, err
 	}
-	id, err := newUserID()
+	id, err := NewUserID()
 	if err != nil {
 		return Credentials{}, err
 	}
@@ -526,7 +526,9 @@ func RevokeUserTokens(ctx context.Context, st store.Store, userID string, k Kind
 	return st.RevokeUserTokens(ctx, userID, string(k), now.UTC())
 }
 
-func newUserID() (string, error) {
+// NewUserID returns a fresh random user id: "usr_" and 9 random bytes in
+// unpadded base64url.
+func NewUserID() (string, error) {
 	var b [9]byte
 	if _, err := rand.Read(b[:]); err != nil {
 		return "", fmt.Errorf("auth: random: %w", err)
