@@ -100,6 +100,11 @@ func TestHashAndVerify(t *testing.T) {
 	require.False(t, r.s.Verify(h, goodPassword+" "), "not trimmed, exact")
 	require.False(t, r.s.Verify(h, ""))
 
+	// The dummy a refused sign-in verifies costs what a real hash does.
+	p, _, _, err := parseHash(r.s.dummy)
+	require.NoError(t, err)
+	require.Equal(t, small, p)
+
 	// A hash keeps its parameters: a service of other defaults verifies it.
 	other := newRig(t, func(o *Options) { o.Argon2 = Argon2Params{Memory: 128, Time: 2, Threads: 1} })
 	require.True(t, other.s.Verify(h, goodPassword))
