@@ -174,6 +174,10 @@ func charge(l *budget.Limiter, key string) error {
 	return nil
 }
 
+// CheckEmail returns the email as it is stored (trimmed, lowercased), or
+// ErrInvalidEmail when it is not one plain address.
+func CheckEmail(email string) (string, error) { return validEmail(email) }
+
 // validEmail returns the normalized email, or ErrInvalidEmail.
 func validEmail(email string) (string, error) {
 	e := store.NormalizeEmail(email)

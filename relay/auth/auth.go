@@ -329,6 +329,14 @@ const MaxUserName = 100
 
 // CreateUser creates a user with one API token and one agent token.
 func CreateUser(ctx context.Context, st store.Store, name string, plan Plan, now time.Time) (Credentials, error) {
+	return CreateUserWithLogin(ctx, st, name, plan, "", "", now)
+}
+
+// CreateUserWithLogin is CreateUser for a user with an email (normalized
+// as store.NormalizeEmail; "" for none) and a password hash (package
+// relay/account's; "" for none), all or nothing: store.ErrConflict when
+// another user has the email.
+func CreateUserWithLogin(ctx context.Context, st store.Store, name string, plan Plan, email, passwordHash string, now time.Time) (Credentials, error) {
 	if name == "" || len(name) > MaxUserName {
 		return Credentials{}, fmt.Errorf("auth: a user name must have 1 to %d bytes", MaxUserName)
 	}
@@ -348,7 +356,7 @@ func CreateUser(ctx context.Context, st store.Store, name string, plan Plan, now
 		return Credentials{}, err
 	}
 	now = now.UTC().Truncate(time.Millisecond)
-	err = st.CreateUser(ctx, store.User{ID: id, Name: name, Plan: string(plan), CreatedAt: now},
+	err = st.CreateUser(ctx, store.User{ID: id, Name: name, Plan: string(plan), CreatedAt: now, Email: email, PasswordHash: passwordHash},
 		store.Token{Hash: Hash(apiTok), UserID: id, Kind: string(KindAPI), CreatedAt: now},
 		store.Token{Hash: Hash(agentTok), UserID: id, Kind: string(KindAgent), CreatedAt: now})
 	if err != nil {
