@@ -2,6 +2,7 @@ package store_test
 
 import (
 	"context"
+	"sync"
 	"testing"
 	"time"
 
@@ -189,5 +190,32 @@ func TestPasswordResets(t *testing.T) {
 		user, err = s.TakePasswordReset(ctx, "r-u2", t0.Add(20*time.Minute))
 		require.NoError(t, err, "another user's live link stays")
 		require.Equal(t, "u2", user)
+	})
+}
+
+// Of two nodes taking one reset link at once, one gets it.
+func TestPasswordResetTakenOnce(t *testing.T) {
+	t.Parallel()
+	eachShared(t, []string{"u1"}, func(t *testing.T, stores []store.Store) {
+		ctx := context.Background()
+		for round := range 5 {
+			hash := "r" + string(rune('0'+round))
+			require.NoError(t, stores[0].PutPasswordReset(ctx, store.PasswordReset{Hash: hash, UserID: "u1", CreatedAt: t0, Expires: t0.Add(time.Hour)}))
+			errs := make([]error, len(stores))
+			var wg sync.WaitGroup
+			for i, s := range stores {
+				wg.Go(func() { _, errs[i] = s.TakePasswordReset(ctx, hash, t0) })
+			}
+			wg.Wait()
+			var won int
+			for _, err := range errs {
+				if err == nil {
+					won++
+				} else {
+					require.ErrorIs(t, err, store.ErrNotFound)
+				}
+			}
+			require.Equal(t, 1, won, "round %d", round)
+		}
 	})
 }

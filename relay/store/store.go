@@ -3,8 +3,9 @@
 // resources, each user's broker link with the state of the trading the
 // relay runs over it, the support staff's tokens and what they grant, and
 // the agents' connection history with their latest diagnostics, and the
-// one-time codes that pair a PC's agent with a user, and each user's
-// activity log. It is the
+// one-time codes that pair a PC's agent with a user, each user's
+// activity log, and the traders' accounts (a user's email and password
+// hash, the dashboard's sessions and password-reset links). It is the
 // only package that talks to the database; the relay's other packages see
 // the Store interface.
 //
