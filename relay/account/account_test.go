@@ -444,7 +444,10 @@ func TestPasswordReset(t *testing.T) {
 	link := regexp.MustCompile(`https://relay\.example/app/reset/([A-Za-z0-9_-]{43})\r\n`).FindStringSubmatch(string(m.Data))
 	require.NotNil(t, link, string(m.Data))
 	token := link[1]
+	require.Contains(t, string(m.Data), "within 30 minutes")
 	r.s.Close() // every mail sent: none more for nobody@
+	require.ErrorIs(t, r.s.RequestReset(ctx, "alice@example.com", "10.0.0.9", "https://relay.example"), ErrResetUnavailable,
+		"no mail once closed")
 	require.Len(t, mail.Messages(), 1, "no mail for an unknown email")
 	for _, e := range r.logs.All() {
 		require.NotContains(t, strings.Join(fieldValues(e), " ")+e.Message, token)

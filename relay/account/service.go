@@ -81,9 +81,12 @@ type Service struct {
 
 	signInIP, signInAccount, signUpIP, resetIP *budget.Limiter
 
-	// mailCtx ends at Close; mails are the reset mails being sent.
+	// mailCtx ends at Close; mails are the reset mails being sent, which
+	// start only while closed is false (under mu).
 	mailCtx  context.Context
 	stopMail context.CancelFunc
+	mu       sync.Mutex
+	closed   bool
 	mails    sync.WaitGroup
 }
 
@@ -152,6 +155,9 @@ func New(opts Options) (*Service, error) {
 // Close stops the reset mails being sent and waits for them. It is
 // idempotent.
 func (s *Service) Close() {
+	s.mu.Lock()
+	s.closed = true
+	s.mu.Unlock()
 	s.stopMail()
 	s.mails.Wait()
 }
@@ -348,10 +354,14 @@ var resetTokenLen = base64.RawURLEncoding.EncodedLen(32)
 // token valid for ResetTTL, to the user of the email, if there is one
 // (enabled, with that email). It answers the same for every well-formed
 // email, known or not, and sends the mail in the background so that its
-// timing does not tell either. ErrResetUnavailable without SMTP,
+// timing does not tell either. ErrResetUnavailable without SMTP (or
+// once the Service is closed),
 // ErrInvalidEmail, *LimitedError ("reset-ip").
 func (s *Service) RequestReset(ctx context.Context, email, clientAddr, linkBase string) error {
-	if !s.opts.SMTP.Enabled() {
+	s.mu.Lock()
+	closed := s.closed
+	s.mu.Unlock()
+	if !s.opts.SMTP.Enabled() || closed {
 		return ErrResetUnavailable
 	}
 	e, err := validEmail(email)
@@ -383,8 +393,13 @@ func (s *Service) RequestReset(ctx context.Context, email, clientAddr, linkBase 
 	}
 	link := strings.TrimSuffix(linkBase, "/") + "/app/reset/" + tok
 	text := "Someone, hopefully you, asked to reset the password of your tradebridge account.\n\n" +
-		"To choose a new password, open this link within " + s.opts.ResetTTL.String() + ":\n\n" + link + "\n\n" +
+		"To choose a new password, open this link within " + spell(s.opts.ResetTTL) + ":\n\n" + link + "\n\n" +
 		"It works once. If you did not ask, ignore this email: your password stays as it is.\n"
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		return ErrResetUnavailable
+	}
 	s.mails.Add(1)
 	go func() {
 		defer s.mails.Done()
@@ -432,4 +447,16 @@ func (s *Service) Reset(ctx context.Context, token, password string) (Session, e
 	}
 	s.log.Info("password reset", zap.String("user", userID))
 	return s.newSession(ctx, userID)
+}
+
+// spell words a duration for a person: "1 hour", "30 minutes".
+func spell(d time.Duration) string {
+	n, unit := int64(d/time.Minute), "minute"
+	if d >= time.Hour && d%time.Hour == 0 {
+		n, unit = int64(d/time.Hour), "hour"
+	}
+	if n != 1 {
+		unit += "s"
+	}
+	return fmt.Sprintf("%d %s", n, unit)
 }
