@@ -3,8 +3,10 @@ package account
 import (
 	"context"
 	"errors"
+	"fmt"
 	"regexp"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -508,4 +510,33 @@ func TestPasswordResetRefusals(t *testing.T) {
 
 	none := newRig(t, nil)
 	require.ErrorIs(t, none.s.RequestReset(ctx, "alice@example.com", "10.0.0.1", "https://relay.example"), ErrResetUnavailable)
+}
+
+// At most Options.MaxHashing passwords are hashed at once, however many
+// sign-ins arrive together.
+func TestHashingIsBounded(t *testing.T) {
+	t.Parallel()
+	r := newRig(t, func(o *Options) { o.MaxHashing = 2 })
+	var running, most atomic.Int32
+	release := make(chan struct{})
+	r.s.kdf = func(password, salt []byte, time, memory uint32, threads uint8, keyLen uint32) []byte {
+		n := running.Add(1)
+		for {
+			m := most.Load()
+			if n <= m || most.CompareAndSwap(m, n) {
+				break
+			}
+		}
+		<-release
+		running.Add(-1)
+		return argon2.IDKey(password, salt, time, memory, threads, keyLen)
+	}
+	var wg sync.WaitGroup
+	for i := range 6 {
+		wg.Go(func() { r.s.Verify(r.s.dummy, fmt.Sprint("password-", i)) })
+	}
+	require.Eventually(t, func() bool { return running.Load() == 2 }, testkit.Long, testkit.Tick)
+	close(release)
+	wg.Wait()
+	require.Equal(t, int32(2), most.Load(), "two at a time, never more")
 }

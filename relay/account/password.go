@@ -26,6 +26,18 @@ type Argon2Params struct {
 // DefaultArgon2 are RFC 9106's second recommended parameters.
 var DefaultArgon2 = Argon2Params{Memory: 64 * 1024, Time: 3, Threads: 2}
 
+// DefaultMaxHashing is Options.MaxHashing's default: four passwords hashed
+// at once, 256 MiB with DefaultArgon2.
+const DefaultMaxHashing = 4
+
+// derive runs the key derivation once a place among Options.MaxHashing is
+// free.
+func (s *Service) derive(password, salt []byte, p Argon2Params, n uint32) []byte {
+	s.hashing <- struct{}{}
+	defer func() { <-s.hashing }()
+	return s.kdf(password, salt, p.Time, p.Memory, p.Threads, n)
+}
+
 // The lengths of a hash's salt and key, in bytes.
 const (
 	saltLen = 16
@@ -71,7 +83,7 @@ func (s *Service) hash(password string) (string, error) {
 	if _, err := rand.Read(salt); err != nil {
 		return "", fmt.Errorf("account: random: %w", err)
 	}
-	key := s.kdf([]byte(password), salt, p.Time, p.Memory, p.Threads, keyLen)
+	key := s.derive([]byte(password), salt, p, keyLen)
 	return fmt.Sprintf("$argon2id$v=%d$m=%d,t=%d,p=%d$%s$%s", argon2.Version, p.Memory, p.Time, p.Threads,
 		base64.RawStdEncoding.EncodeToString(salt), base64.RawStdEncoding.EncodeToString(key)), nil
 }
@@ -84,7 +96,7 @@ func (s *Service) Verify(hash, password string) bool {
 	if err != nil {
 		return false
 	}
-	got := s.kdf([]byte(password), salt, p.Time, p.Memory, p.Threads, uint32(len(want)))
+	got := s.derive([]byte(password), salt, p, uint32(len(want)))
 	return subtle.ConstantTimeCompare(got, want) == 1
 }
 

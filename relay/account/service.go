@@ -61,6 +61,11 @@ type Options struct {
 	// Argon2 are the parameters of new password hashes. Zero fields are
 	// DefaultArgon2's.
 	Argon2 Argon2Params
+	// MaxHashing bounds the passwords hashed at once (sign-ins, sign-ups,
+	// resets; each holds Argon2.Memory while it runs), so that a burst of
+	// sign-ins from many addresses waits its turn instead of taking the
+	// relay's memory. Default DefaultMaxHashing.
+	MaxHashing int
 	// Now is the clock (sessions, links and the budgets); nil means
 	// time.Now.
 	Now func() time.Time
@@ -80,6 +85,8 @@ type Service struct {
 	dummy string
 
 	signInIP, signInAccount, signUpIP, resetIP *budget.Limiter
+	// hashing holds a place per password being hashed (Options.MaxHashing).
+	hashing chan struct{}
 
 	// mailCtx ends at Close; mails are the reset mails being sent, which
 	// start only while closed is false (under mu).
@@ -126,13 +133,19 @@ func New(opts Options) (*Service, error) {
 		opts.Argon2.Threads > maxThreads {
 		return nil, errors.New("account: Options.Argon2 is out of bounds")
 	}
+	if opts.MaxHashing < 0 {
+		return nil, errors.New("account: Options.MaxHashing must not be negative")
+	}
+	if opts.MaxHashing == 0 {
+		opts.MaxHashing = DefaultMaxHashing
+	}
 	if opts.Now == nil {
 		opts.Now = time.Now
 	}
 	if opts.Logger == nil {
 		opts.Logger = zap.NewNop()
 	}
-	s := &Service{opts: opts, log: opts.Logger, kdf: argon2.IDKey}
+	s := &Service{opts: opts, log: opts.Logger, kdf: argon2.IDKey, hashing: make(chan struct{}, opts.MaxHashing)}
 	clock := func() int64 { return opts.Now().UnixNano() }
 	for _, l := range []struct {
 		into **budget.Limiter
