@@ -63,6 +63,7 @@ import (
 	"go.uber.org/zap"
 
 	"tradebridge/protocol"
+	"tradebridge/relay/account"
 	"tradebridge/relay/activity"
 	"tradebridge/relay/admit"
 	"tradebridge/relay/agentcall"
@@ -151,6 +152,11 @@ type Options struct {
 	// and Logger in it are filled by the Relay. Its AllowPrivate and SMTP
 	// also rule the Management API's alert destinations.
 	Alerts alerts.Options
+	// Account tunes the traders' accounts (package relay/account: sign-up,
+	// sign-in, the dashboard's sessions, password resets); Store, Logger,
+	// Budgets and SMTP (Alerts.SMTP: one mail server) in it are filled by
+	// the Relay, and its SessionIdle rules the sessions' admission too.
+	Account account.Options
 	// Webhook tunes the TradingView webhook (POST /v1/send/{webhookId},
 	// GET /v1/api/webhook and its alerts): its Allow, DuplicateWindow and
 	// AnswerWithin; Store, Keys (the broker's), Admit, Refusals, IPBudget,
@@ -224,6 +230,7 @@ type Relay struct {
 	history  *connhistory.Writer
 	activity *activity.Recorder
 	alerts   *alerts.Dispatcher
+	account  *account.Service
 	webhook  *webhook.Server
 	events   *events.Bus
 	refusals *activity.Refusals // the users' budget refusals, aggregated for the activity log
@@ -330,6 +337,7 @@ func (b *build) run() (*Relay, error) {
 		b.doors,
 		b.brokerFamily,
 		b.alerting,
+		b.accounts,
 		b.management,
 		b.webhookDoor,
 		b.supportRoute,
@@ -353,7 +361,8 @@ func (b *build) admission() error {
 	if b.r.guard, err = httpapi.NewGuard(httpapi.GuardOptions{BodyTimeout: o.BodyTimeout, UnreadBodyGrace: o.UnreadBodyGrace, WriteTimeout: o.WriteTimeout}); err != nil {
 		return err
 	}
-	if b.authn, err = auth.New(auth.Options{Store: o.Store, CacheTTL: o.AuthCacheTTL, Logger: b.log.Named("auth")}); err != nil {
+	if b.authn, err = auth.New(auth.Options{Store: o.Store, CacheTTL: o.AuthCacheTTL, SessionIdle: o.Account.SessionIdle,
+		Logger: b.log.Named("auth")}); err != nil {
 		return err
 	}
 	if b.trading, err = budget.New(budget.Options{Policy: o.TradingBudget, Backend: o.Budgets}); err != nil {
@@ -534,6 +543,23 @@ func (b *build) alerting() error {
 	}
 	b.undo.push(func() { _ = d.Close() })
 	b.r.alerts = d
+	return nil
+}
+
+// accounts builds the traders' accounts, which mail their reset links
+// through the alerts' mail server.
+func (b *build) accounts() error {
+	aopts := b.opts.Account
+	aopts.Store = b.opts.Store
+	aopts.Budgets = b.opts.Budgets
+	aopts.SMTP = b.opts.Alerts.SMTP
+	aopts.Logger = b.log.Named("account")
+	a, err := account.New(aopts)
+	if err != nil {
+		return err
+	}
+	b.undo.push(a.Close)
+	b.r.account = a
 	return nil
 }
 
@@ -810,6 +836,9 @@ func (r *Relay) Events() *events.Bus { return r.events }
 // Activity returns the relay's activity log recorder.
 func (r *Relay) Activity() *activity.Recorder { return r.activity }
 
+// Account returns the traders' accounts (sign-in, sessions, passwords).
+func (r *Relay) Account() *account.Service { return r.account }
+
 // Stream returns the relay's WebSocket stream server.
 func (r *Relay) Stream() *stream.Server { return r.stream }
 
@@ -1009,7 +1038,8 @@ func shutdownAll(servers []*http.Server, timeout time.Duration) bool {
 	return ok
 }
 
-// janitor deletes expired idempotency records every hour until ctx ends.
+// janitor deletes expired idempotency records and the dashboard's ended
+// sessions every hour until ctx ends.
 func (r *Relay) janitor(ctx context.Context) {
 	t := time.NewTicker(time.Hour)
 	defer t.Stop()
@@ -1018,6 +1048,11 @@ func (r *Relay) janitor(ctx context.Context) {
 			r.log.Warn("purging idempotency records", zap.Error(err))
 		} else if n > 0 {
 			r.log.Info("purged idempotency records", zap.Int("count", n))
+		}
+		if n, err := r.account.PruneSessions(ctx); err != nil && ctx.Err() == nil {
+			r.log.Warn("pruning ended sessions", zap.Error(err))
+		} else if n > 0 {
+			r.log.Info("pruned ended sessions", zap.Int("count", n))
 		}
 		select {
 		case <-ctx.Done():
@@ -1040,6 +1075,7 @@ func (r *Relay) Close() error {
 	r.drainSpine()
 	r.events.Close()
 	_ = r.alerts.Close()
+	r.account.Close()
 	r.history.Close()
 	r.activity.Close()
 	return err
