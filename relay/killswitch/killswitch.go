@@ -168,7 +168,7 @@ func (g *Gate) known(ctx context.Context, userID string) known {
 	defer cancel()
 	on, version, err := g.opts.Lookup(ctx, userID)
 	if err != nil {
-		g.log.Warn("reading a user's kill switch failed", zap.Error(err))
+		g.log.Warn("reading a user's kill switch failed", zap.String("user", userID), zap.Error(err))
 		return k
 	}
 	g.mu.Lock()
