@@ -15,6 +15,11 @@
 // an agent sends, its tunnel holds at most Options.TunnelMemoryBound bytes
 // of the relay's memory.
 //
+// A new tunnel may be prepared before any other call reaches it
+// (Options.Prepare: the relay pushes the user's stored configuration), and
+// each tunnel remembers the configuration version its agent acknowledged
+// (agentcall.Info.ConfigApplied).
+//
 // # History and diagnostics
 //
 // Options.Events learns the tunnels' history: a session's start (once
