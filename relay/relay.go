@@ -77,6 +77,7 @@ import (
 	"tradebridge/relay/events"
 	"tradebridge/relay/httpapi"
 	"tradebridge/relay/hub"
+	"tradebridge/relay/killswitch"
 	"tradebridge/relay/manage"
 	"tradebridge/relay/metrics"
 	"tradebridge/relay/pairing"
@@ -318,12 +319,14 @@ type build struct {
 	trading *budget.Limiter // the trading budget of HTTP and the socket
 	perIP   *budget.Limiter // one per-address budget for every door
 	up      agentcall.Caller
-	trade   *tradeapi.API // the desktop family's trading routes
-	broker  *tradeapi.API // the broker family's trading routes
-	support *support.Server
-	pairing *pairing.Server
-	actLog  *activity.Server // GET /v1/api/activity
-	keys    *sealed.Keyring  // the broker's, which seal the alerts' secrets too
+	// killGate is up's gate of the kill switch (relay/killswitch).
+	killGate *killswitch.Gate
+	trade    *tradeapi.API // the desktop family's trading routes
+	broker   *tradeapi.API // the broker family's trading routes
+	support  *support.Server
+	pairing  *pairing.Server
+	actLog   *activity.Server // GET /v1/api/activity
+	keys     *sealed.Keyring  // the broker's, which seal the alerts' secrets too
 }
 
 // run runs the steps in order.
@@ -435,6 +438,12 @@ func (b *build) tunnels() error {
 	hopts.Logger = b.log
 	hopts.Metrics = b.r.metrics
 	hopts.Events = b.r.events
+	// A new tunnel gets the user's stored configuration (a kill switch
+	// turned on while the agent was offline) before any other call.
+	r := b.r
+	hopts.Prepare = func(ctx context.Context, userID string, info agentcall.Info, call hub.CallFunc) {
+		r.manage.PrepareTunnel(ctx, userID, info, call)
+	}
 	h, err := hub.New(hopts)
 	if err != nil {
 		return err
@@ -462,10 +471,16 @@ func (b *build) nodes() error {
 }
 
 // doors builds the desktop family's trading routes and the stream socket,
-// over one trading budget and one store of keyed writes.
+// over one trading budget and one store of keyed writes. Every desktop
+// call goes through the kill switch's gate, which refuses a user's
+// entries while a kill switch stored on waits for the agent.
 func (b *build) doors() error {
 	var err error
 	o := &b.opts
+	if b.killGate, err = killswitch.New(killswitch.Options{Caller: b.up, Lookup: manage.KillSwitches(o.Store, b.log), Logger: b.log}); err != nil {
+		return err
+	}
+	b.up = b.killGate
 	if b.trade, err = tradeapi.New(tradeapi.Options{Caller: b.up, Auth: b.authn, Admit: b.adm, Idempotency: o.Store, Budget: b.trading, IPBudget: b.perIP, Logger: b.log,
 		Events: b.entries()}); err != nil {
 		return err
@@ -579,6 +594,7 @@ func (b *build) management() error {
 	mopts.Alerts = b.r.alerts
 	mopts.AlertsAllowPrivate = b.r.alerts.AllowPrivate()
 	mopts.EmailEnabled = b.r.alerts.EmailEnabled()
+	mopts.KillSwitch = b.killGate
 	if mopts.BodyTimeout == 0 {
 		mopts.BodyTimeout = o.BodyTimeout
 	}
