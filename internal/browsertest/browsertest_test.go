@@ -45,6 +45,10 @@ func site(t *testing.T) string {
 	})
 	mux.HandleFunc("GET /wide", page(`<div style="width:900px">wide</div>`))
 	mux.HandleFunc("GET /throws", page(`<p>throws</p>`))
+	mux.HandleFunc("GET /csp", func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Security-Policy", "default-src 'none'; script-src 'self'")
+		page(`<script>document.title = 'ran'</script>`)(w, r)
+	})
 	mux.HandleFunc("GET /page.js", func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "text/javascript")
 		io.WriteString(w, `
@@ -124,6 +128,12 @@ func TestProblemsAreRecorded(t *testing.T) {
 	tab.WaitFor(5*time.Second, "the exception to be recorded", "true")
 	require.Eventually(t, func() bool { return len(tab.Problems()) > 0 }, 5*time.Second, 10*time.Millisecond)
 	require.Contains(t, tab.Problems()[0], "thrown on purpose")
+
+	// A script the page's Content-Security-Policy refuses is a problem.
+	tab.Navigate(base + "/csp")
+	require.Eventually(t, func() bool { return len(tab.Problems()) > 1 }, 5*time.Second, 10*time.Millisecond)
+	require.Contains(t, tab.Problems()[1], "Content Security Policy")
+	require.NotEqual(t, "ran", browsertest.Eval[string](tab, "document.title"), "the inline script did not run")
 }
 
 func TestScreenshotsFlagFolder(t *testing.T) {

@@ -2,6 +2,10 @@ package browser_test
 
 import (
 	"fmt"
+	"html"
+	"net/http"
+	"net/http/httptest"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -76,6 +80,8 @@ func TestAddAPCAndKillSwitch(t *testing.T) {
 					d.narrow(int(c.vp.Width), page)
 				}
 			}
+			d.page("/app/signin")
+			fits("the sign-in page")
 			d.signInAs("bob")
 			bob := d.Users["bob"]
 			require.Equal(t, "offline", d.state("#agent-status"))
@@ -186,4 +192,49 @@ func TestMarkupShownAsText(t *testing.T) {
 	require.Zero(t, d.tab.Count("#injected"))
 	require.Zero(t, d.tab.Count("#tokens img"))
 	require.NotEqual(t, "pwned", browsertest.Eval[string](d.tab, "document.title"))
+}
+
+// A form on another site that posts to the dashboard is refused, though
+// the browser sends the session's cookie with it (another port of the
+// same host is the same site): the kill switch without the session's CSRF
+// token, and a sign-in (which would sign the browser in as someone else)
+// from another origin.
+func TestCrossSiteFormsRefused(t *testing.T) {
+	t.Parallel()
+	d := newDash(t, browsertest.Desktop)
+	email, password := setPassword(t, d.System, "bob")
+	other := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/html; charset=utf-8")
+		fmt.Fprintf(w, `<!doctype html><title>A prize</title>
+<form method="post" action="%[1]s/app/kill-switch"><input type="hidden" name="enabled" value="true"><button>Win a prize</button></form>
+<form method="post" action="%[1]s/app/signin"><input type="hidden" name="email" value="%[2]s">
+<input type="hidden" name="password" value="%[3]s"><button>Win another</button></form>`,
+			d.Base, html.EscapeString(email), html.EscapeString(password))
+	}))
+	t.Cleanup(other.Close)
+
+	// refused checks that the browser got a 403 for the post to path.
+	refused := func(path string) {
+		t.Helper()
+		require.True(t, slices.ContainsFunc(d.tab.Problems(), func(p string) bool {
+			return strings.Contains(p, "status of 403") && strings.HasSuffix(p, "("+d.Base+path+")")
+		}), "the post to %s is refused: %v", path, d.tab.Problems())
+	}
+
+	// Signed out: the other site's sign-in form does not sign the browser in.
+	d.tab.Navigate(other.URL)
+	d.tab.Submit("", "Win another")
+	refused("/app/signin")
+	d.page("/app")
+	d.at("/app/signin")
+
+	// Signed in: the other site's kill-switch form changes nothing.
+	d.signIn(email, password)
+	d.tab.Navigate(other.URL)
+	d.tab.Submit("", "Win a prize")
+	refused("/app/kill-switch")
+	d.page("/app")
+	d.at("/app")
+	require.Equal(t, "off", d.state("#kill-switch"), "the cross-site post turned nothing on")
+	d.noProblems("status of 403") // the refusals' pages
 }

@@ -10,8 +10,10 @@
 // made and revoked; the kill switch held (and tapped twice, on a phone)
 // flattening the simulator's positions, which the activity page shows;
 // the same flow at a phone's 375×812 viewport with nothing wider than the
-// screen; and a name holding markup shown as text. Each case has a relay
-// of its own, so they run in parallel.
+// screen; a name holding markup shown as text; and forms on another site
+// posting to the dashboard refused. Each case has a relay of its own, so
+// they run in parallel. A page's uncaught exception or console error (a
+// Content-Security-Policy violation among them) fails its case.
 //
 // Each page's screenshot is written under the test's temporary folder;
 // the README's ones come from
