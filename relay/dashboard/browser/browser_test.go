@@ -134,9 +134,6 @@ func TestAddAPCAndKillSwitch(t *testing.T) {
 			fits("the activity page")
 			d.page("/app/tokens")
 			fits("the tokens page")
-			if !phone {
-				d.tab.Screenshot("tokens")
-			}
 			require.Equal(t, "on", d.state("#kill-switch"), "the kill switch is on every page")
 			d.noProblems()
 		})
@@ -156,6 +153,7 @@ func TestTokens(t *testing.T) {
 	d.tab.WaitVisible("#new-token")
 	tok := d.apiTokenIn("#new-token")
 	require.Contains(t, d.tab.Text("#new-token"), "Copy", "a copy button")
+	d.tab.Screenshot("tokens")
 
 	r := d.Do("GET", "/v1/api/accounts", tok, "")
 	require.Equal(t, 200, r.Status, "the new token works: %s", r.Raw)
