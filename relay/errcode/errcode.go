@@ -72,6 +72,10 @@ const (
 	// the ones the operator allows at this door (relay serve
 	// --webhook-allow).
 	AddressNotAllowed = "address_not_allowed"
+	// ReadOnlySocket (403): the stream socket was opened with the
+	// dashboard's session (the stream's session door), which reads only:
+	// its rpc frames run nothing.
+	ReadOnlySocket = "read_only_socket"
 )
 
 // 404 Not Found.
