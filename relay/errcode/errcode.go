@@ -76,6 +76,13 @@ const (
 	// dashboard's session (the stream's session door), which reads only:
 	// its rpc frames run nothing.
 	ReadOnlySocket = "read_only_socket"
+	// OriginNotAllowed (403): a request that rides on the dashboard's
+	// session cookie came from a page of another origin (the dashboard's
+	// forms before there is a session, the stream's session door).
+	OriginNotAllowed = "origin_not_allowed"
+	// CSRFTokenInvalid (403): a state-changing request of the dashboard
+	// without its session's CSRF token, or with another one.
+	CSRFTokenInvalid = "csrf_token_invalid"
 )
 
 // 404 Not Found.
