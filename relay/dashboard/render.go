@@ -73,8 +73,9 @@ func loadPages() (*pages, error) {
 			}
 			return ""
 		},
-		"when":  when,
-		"money": money,
+		"when":     when,
+		"platform": platformName,
+		"money":    money,
 	}
 	base, err := template.New("layout.html").Funcs(funcs).ParseFS(templateFS, "templates/layout.html", "templates/status.html")
 	if err != nil {

@@ -52,6 +52,14 @@ func platformName(p string) string {
 	return p
 }
 
+// rtt formats the tunnel's round trip.
+func rtt(ms float64) string {
+	if ms < 1 {
+		return "under 1 ms"
+	}
+	return fmt.Sprintf("%.0f ms", ms)
+}
+
 // readStatus reads the user's agent, accounts and broker link. What it
 // cannot read is left empty and named in Problem; the page shows the rest.
 func (s *Server) readStatus(ctx context.Context, userID string) *statusView {
@@ -72,7 +80,7 @@ func (s *Server) readStatus(ctx context.Context, userID string) *statusView {
 			}
 		}
 		if ans.Diagnostics != nil && ans.Diagnostics.Tunnel.RTTMillis > 0 {
-			v.RTT = fmt.Sprintf("%.0f ms", ans.Diagnostics.Tunnel.RTTMillis)
+			v.RTT = rtt(ans.Diagnostics.Tunnel.RTTMillis)
 		}
 		if a := ans.Agent; ans.Connected && a != nil {
 			v.Online, v.State = true, "online"
