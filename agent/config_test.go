@@ -11,6 +11,7 @@ import (
 
 	"tradebridge/internal/testkit"
 	"tradebridge/protocol"
+	"tradebridge/trading/bridge"
 	"tradebridge/trading/bridge/sim"
 	"tradebridge/trading/ops"
 )
@@ -152,6 +153,40 @@ func TestGateThroughTheDispatcher(t *testing.T) {
 	require.NotNil(t, perr, "selling through the position opens a short")
 	_, perr = place("Sell", 1)
 	require.Nil(t, perr, "reducing passes")
+}
+
+// A configuration that turns the kill switch on with flattenOnKill is
+// flattened before ApplyConfig answers (the agent is not even running its
+// engines here); one that only keeps it on does not flatten again.
+func TestApplyConfigFlattensBeforeAnswering(t *testing.T) {
+	t.Parallel()
+	a, p := newTestAgent(t, nil)
+	place := func(account string) {
+		b, _ := json.Marshal(map[string]any{"account": account, "action": "Buy", "instrument": "ES 12-26",
+			"orderType": "Market", "quantity": 2, "timeInForce": "Day"})
+		_, perr := call(a, protocol.FnPlaceOrder, string(b))
+		require.Nil(t, perr)
+	}
+	place("Sim101")
+	place("Sim102")
+	_, perr := call(a, protocol.FnApplyConfig, `{"version":1,"controls":{"killSwitch":true,"flattenOnKill":true}}`)
+	require.Nil(t, perr)
+	for _, account := range []string{"Sim101", "Sim102"} {
+		ps, err := p.Positions(t.Context(), account)
+		require.NoError(t, err)
+		require.Empty(t, ps, account)
+	}
+
+	// A later configuration that keeps the switch on does not flatten: a
+	// position taken by hand meanwhile stays.
+	_, err := p.SubmitOrder(t.Context(), bridge.OrderRequest{Account: "Sim101", Instrument: "ES 12-26", Action: "Buy",
+		OrderType: "Market", Quantity: 1, TimeInForce: "Day"})
+	require.NoError(t, err)
+	_, perr = call(a, protocol.FnApplyConfig, `{"version":2,"controls":{"killSwitch":true,"flattenOnKill":true}}`)
+	require.Nil(t, perr)
+	ps, err := p.Positions(t.Context(), "Sim101")
+	require.NoError(t, err)
+	require.Len(t, ps, 1)
 }
 
 // Close stops everything Run started (the platform's loop, the event

@@ -32,7 +32,13 @@ func (a *Agent) register() error {
 // before it is applied and acknowledged, so an agent that restarts runs it
 // even before it reaches the relay again. It is not a write of the
 // exactly-once kind: a repeated push changes nothing by its version.
-func (a *Agent) applyConfig(_ context.Context, cfg protocol.Config) (protocol.ConfigApplied, error) {
+//
+// A configuration that turns the kill switch on with flattenOnKill is
+// flattened before the answer: the controls engine's Tick runs once here
+// (the engine's own Run does not flatten twice, and retries a flatten
+// that failed), so that the relay, which pushes the stored configuration
+// before any other call on connect, serves nothing before the flatten.
+func (a *Agent) applyConfig(ctx context.Context, cfg protocol.Config) (protocol.ConfigApplied, error) {
 	if cfg.Version <= 0 {
 		return protocol.ConfigApplied{}, protocol.NewError(protocol.CodeInvalidArgument, "the configuration's version must be at least 1")
 	}
@@ -48,6 +54,9 @@ func (a *Agent) applyConfig(_ context.Context, cfg protocol.Config) (protocol.Co
 		a.log.Info("management configuration applied", zap.Int64("version", v),
 			zap.Int("copiers", len(cfg.Copiers)), zap.Int("monitors", len(cfg.Monitors)),
 			zap.Bool("killSwitch", cfg.Controls.KillSwitch))
+		if cfg.Controls.KillSwitch && cfg.Controls.FlattenOnKill {
+			a.stack.Controls.Tick(ctx)
+		}
 	}
 	return protocol.ConfigApplied{Version: v}, nil
 }

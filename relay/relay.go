@@ -64,6 +64,7 @@ import (
 	"go.uber.org/zap"
 
 	"tradebridge/protocol"
+	"tradebridge/relay/account"
 	"tradebridge/relay/activity"
 	"tradebridge/relay/admit"
 	"tradebridge/relay/agentcall"
@@ -78,6 +79,7 @@ import (
 	"tradebridge/relay/events"
 	"tradebridge/relay/httpapi"
 	"tradebridge/relay/hub"
+	"tradebridge/relay/killswitch"
 	"tradebridge/relay/manage"
 	"tradebridge/relay/metrics"
 	"tradebridge/relay/pairing"
@@ -153,11 +155,16 @@ type Options struct {
 	// and Logger in it are filled by the Relay. Its AllowPrivate and SMTP
 	// also rule the Management API's alert destinations.
 	Alerts alerts.Options
+	// Account tunes the traders' accounts (package relay/account: sign-up,
+	// sign-in, the dashboard's sessions, password resets); Store, Logger,
+	// Budgets and SMTP (Alerts.SMTP: one mail server) in it are filled by
+	// the Relay, and its SessionIdle rules the sessions' admission too.
+	Account account.Options
 	// Dashboard tunes the traders' dashboard (/app, package
-	// relay/dashboard): its Accounts, Signup and EmailReset; Admit,
-	// IPBudget, Budgets, Tokens, Pairing, Hub, Agent, Broker, Manage,
-	// Activity and Logger in it are filled by the Relay. Without
-	// Accounts the dashboard is not served.
+	// relay/dashboard): its Budget and CallTimeout; Accounts (the
+	// relay's, Options.Account), Signup and EmailReset (the accounts'),
+	// Admit, IPBudget, Budgets, Tokens, Pairing, Hub, Agent, Broker,
+	// Manage, Activity and Logger in it are filled by the Relay.
 	Dashboard dashboard.Options
 	// Webhook tunes the TradingView webhook (POST /v1/send/{webhookId},
 	// GET /v1/api/webhook and its alerts): its Allow, DuplicateWindow and
@@ -232,6 +239,7 @@ type Relay struct {
 	history  *connhistory.Writer
 	activity *activity.Recorder
 	alerts   *alerts.Dispatcher
+	account  *account.Service
 	webhook  *webhook.Server
 	events   *events.Bus
 	refusals *activity.Refusals // the users' budget refusals, aggregated for the activity log
@@ -319,13 +327,15 @@ type build struct {
 	trading *budget.Limiter // the trading budget of HTTP and the socket
 	perIP   *budget.Limiter // one per-address budget for every door
 	up      agentcall.Caller
-	trade   *tradeapi.API // the desktop family's trading routes
-	broker  *tradeapi.API // the broker family's trading routes
-	support *support.Server
-	pairing *pairing.Server
-	actLog  *activity.Server  // GET /v1/api/activity
-	dash    *dashboard.Server // /app; nil when not served
-	keys    *sealed.Keyring   // the broker's, which seal the alerts' secrets too
+	// killGate is up's gate of the kill switch (relay/killswitch).
+	killGate *killswitch.Gate
+	trade    *tradeapi.API // the desktop family's trading routes
+	broker   *tradeapi.API // the broker family's trading routes
+	support  *support.Server
+	pairing  *pairing.Server
+	actLog   *activity.Server  // GET /v1/api/activity
+	dash     *dashboard.Server // /app
+	keys     *sealed.Keyring   // the broker's, which seal the alerts' secrets too
 }
 
 // run runs the steps in order.
@@ -339,6 +349,7 @@ func (b *build) run() (*Relay, error) {
 		b.doors,
 		b.brokerFamily,
 		b.alerting,
+		b.accounts,
 		b.management,
 		b.webhookDoor,
 		b.supportRoute,
@@ -363,7 +374,8 @@ func (b *build) admission() error {
 	if b.r.guard, err = httpapi.NewGuard(httpapi.GuardOptions{BodyTimeout: o.BodyTimeout, UnreadBodyGrace: o.UnreadBodyGrace, WriteTimeout: o.WriteTimeout}); err != nil {
 		return err
 	}
-	if b.authn, err = auth.New(auth.Options{Store: o.Store, CacheTTL: o.AuthCacheTTL, Logger: b.log.Named("auth")}); err != nil {
+	if b.authn, err = auth.New(auth.Options{Store: o.Store, CacheTTL: o.AuthCacheTTL, SessionIdle: o.Account.SessionIdle,
+		Logger: b.log.Named("auth")}); err != nil {
 		return err
 	}
 	if b.trading, err = budget.New(budget.Options{Policy: o.TradingBudget, Backend: o.Budgets}); err != nil {
@@ -436,6 +448,12 @@ func (b *build) tunnels() error {
 	hopts.Logger = b.log
 	hopts.Metrics = b.r.metrics
 	hopts.Events = b.r.events
+	// A new tunnel gets the user's stored configuration (a kill switch
+	// turned on while the agent was offline) before any other call.
+	r := b.r
+	hopts.Prepare = func(ctx context.Context, userID string, info agentcall.Info, call hub.CallFunc) {
+		r.manage.PrepareTunnel(ctx, userID, info, call)
+	}
 	h, err := hub.New(hopts)
 	if err != nil {
 		return err
@@ -463,10 +481,16 @@ func (b *build) nodes() error {
 }
 
 // doors builds the desktop family's trading routes and the stream socket,
-// over one trading budget and one store of keyed writes.
+// over one trading budget and one store of keyed writes. Every desktop
+// call goes through the kill switch's gate, which refuses a user's
+// entries while a kill switch stored on waits for the agent.
 func (b *build) doors() error {
 	var err error
 	o := &b.opts
+	if b.killGate, err = killswitch.New(killswitch.Options{Caller: b.up, Lookup: manage.KillSwitches(o.Store, b.log), Logger: b.log}); err != nil {
+		return err
+	}
+	b.up = b.killGate
 	if b.trade, err = tradeapi.New(tradeapi.Options{Caller: b.up, Auth: b.authn, Admit: b.adm, Idempotency: o.Store, Budget: b.trading, IPBudget: b.perIP, Logger: b.log,
 		Events: b.entries()}); err != nil {
 		return err
@@ -549,6 +573,23 @@ func (b *build) alerting() error {
 	return nil
 }
 
+// accounts builds the traders' accounts, which mail their reset links
+// through the alerts' mail server.
+func (b *build) accounts() error {
+	aopts := b.opts.Account
+	aopts.Store = b.opts.Store
+	aopts.Budgets = b.opts.Budgets
+	aopts.SMTP = b.opts.Alerts.SMTP
+	aopts.Logger = b.log.Named("account")
+	a, err := account.New(aopts)
+	if err != nil {
+		return err
+	}
+	b.undo.push(a.Close)
+	b.r.account = a
+	return nil
+}
+
 // management builds the Management API.
 func (b *build) management() error {
 	o := &b.opts
@@ -565,6 +606,7 @@ func (b *build) management() error {
 	mopts.Alerts = b.r.alerts
 	mopts.AlertsAllowPrivate = b.r.alerts.AllowPrivate()
 	mopts.EmailEnabled = b.r.alerts.EmailEnabled()
+	mopts.KillSwitch = b.killGate
 	if mopts.BodyTimeout == 0 {
 		mopts.BodyTimeout = o.BodyTimeout
 	}
@@ -648,9 +690,9 @@ func (b *build) activityRoute() error {
 func (b *build) dashboardRoutes() error {
 	o := &b.opts
 	d := o.Dashboard
-	if d.Accounts == nil {
-		return nil
-	}
+	d.Accounts = b.r.account
+	d.Signup = b.r.account.Signup()
+	d.EmailReset = b.r.account.ResetByEmail()
 	d.Admit = b.adm
 	d.IPBudget = b.perIP
 	d.Budgets = o.Budgets
@@ -741,9 +783,7 @@ func (b *build) routes() error {
 	b.pairing.Register(mux)
 	b.actLog.Register(mux)
 	r.webhook.Register(mux)
-	if b.dash != nil {
-		b.dash.Register(mux)
-	}
+	b.dash.Register(mux)
 	mux.addNotAllowed()
 	mux.ServeMux.HandleFunc("/", fallback(mux.ServeMux))
 	r.patterns = mux.patterns
@@ -849,6 +889,9 @@ func (r *Relay) Events() *events.Bus { return r.events }
 
 // Activity returns the relay's activity log recorder.
 func (r *Relay) Activity() *activity.Recorder { return r.activity }
+
+// Account returns the traders' accounts (sign-in, sessions, passwords).
+func (r *Relay) Account() *account.Service { return r.account }
 
 // Stream returns the relay's WebSocket stream server.
 func (r *Relay) Stream() *stream.Server { return r.stream }
@@ -1049,7 +1092,8 @@ func shutdownAll(servers []*http.Server, timeout time.Duration) bool {
 	return ok
 }
 
-// janitor deletes expired idempotency records every hour until ctx ends.
+// janitor deletes expired idempotency records and the dashboard's ended
+// sessions every hour until ctx ends.
 func (r *Relay) janitor(ctx context.Context) {
 	t := time.NewTicker(time.Hour)
 	defer t.Stop()
@@ -1058,6 +1102,11 @@ func (r *Relay) janitor(ctx context.Context) {
 			r.log.Warn("purging idempotency records", zap.Error(err))
 		} else if n > 0 {
 			r.log.Info("purged idempotency records", zap.Int("count", n))
+		}
+		if n, err := r.account.PruneSessions(ctx); err != nil && ctx.Err() == nil {
+			r.log.Warn("pruning ended sessions", zap.Error(err))
+		} else if n > 0 {
+			r.log.Info("pruned ended sessions", zap.Int("count", n))
 		}
 		select {
 		case <-ctx.Done():
@@ -1080,6 +1129,7 @@ func (r *Relay) Close() error {
 	r.drainSpine()
 	r.events.Close()
 	_ = r.alerts.Close()
+	r.account.Close()
 	r.history.Close()
 	r.activity.Close()
 	return err

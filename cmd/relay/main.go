@@ -8,6 +8,7 @@
 package main
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
@@ -30,6 +31,7 @@ import (
 	"tradebridge/cmd/internal/logflags"
 	"tradebridge/protocol"
 	"tradebridge/relay"
+	"tradebridge/relay/account"
 	"tradebridge/relay/activity"
 	"tradebridge/relay/auth"
 	"tradebridge/relay/broker"
@@ -81,6 +83,7 @@ func newServeCmd() *cobra.Command {
 		budgets, bus, node           string
 		webhookAllow                 string
 		webhookDuplicates            time.Duration
+		signup                       string
 		activityRetention            = days(activity.DefaultRetention)
 	)
 	defaultShutdown, envErr := envDuration("RELAY_SHUTDOWN_TIMEOUT", relay.DefaultShutdownTimeout)
@@ -111,6 +114,9 @@ func newServeCmd() *cobra.Command {
 			}
 			if webhookDuplicates <= 0 {
 				return errors.New("--webhook-duplicate-window must be positive")
+			}
+			if signup != string(account.SignupOpen) && signup != string(account.SignupClosed) {
+				return errors.New("--signup must be open or closed")
 			}
 			modes, err := parseModes(managementMode, familiesDown)
 			if err != nil {
@@ -181,6 +187,7 @@ func newServeCmd() *cobra.Command {
 			opts.OperatorListener = opLn
 			opts.Broker = broker.Options{Keys: keys, Endpoints: endpoints, OAuth: oauth}
 			opts.Alerts = alertOpts
+			opts.Account = account.Options{Signup: account.Signup(signup)}
 			opts.Webhook = webhook.Options{Allow: allow, DuplicateWindow: webhookDuplicates}
 			r, err := relay.New(opts)
 			if err != nil {
@@ -216,6 +223,8 @@ func newServeCmd() *cobra.Command {
 			"every address; TradingView sends from "+TradingViewAddresses+" (env RELAY_WEBHOOK_ALLOW)")
 	cmd.Flags().DurationVar(&webhookDuplicates, "webhook-duplicate-window", webhook.DefaultDuplicateWindow,
 		"an alert whose text equals one the same user sent this recently is answered with the first one's answer and not run again")
+	cmd.Flags().StringVar(&signup, "signup", envOr("RELAY_SIGNUP", string(account.SignupClosed)),
+		"open: anyone may sign up on the dashboard, on the free plan; closed: the operator creates users (relay users add) (env RELAY_SIGNUP)")
 	logs.Register(cmd.Flags())
 	brokers.register(cmd.Flags())
 	alerting.register(cmd.Flags())
@@ -253,21 +262,41 @@ func (d *days) Type() string { return "duration" }
 
 func newUsersCmd(stdout io.Writer) *cobra.Command {
 	users := &cobra.Command{Use: "users", Short: "Administer users"}
-	var name, plan, data string
+	var name, plan, data, email string
+	var passwordStdin bool
 	add := &cobra.Command{
 		Use:   "add",
 		Short: `Create a user and print {"userId","apiToken","agentToken"} as JSON`,
 		Long: "Create a user with one API token (for bot authors) and one agent token (for the\n" +
 			"trader's agent), and print them once as a JSON object on standard output.\n" +
-			"Only their SHA-256 hashes are stored.",
+			"Only their SHA-256 hashes are stored. --email gives the user the email the\n" +
+			"dashboard signs in with; --password-stdin reads the password (10 to 256\n" +
+			"characters) from the first line of standard input, stored as an argon2id hash.",
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			p, err := auth.ParsePlan(plan)
 			if err != nil {
 				return fmt.Errorf("--plan must be free, pro or elite")
 			}
+			if email != "" {
+				if email, err = account.CheckEmail(email); err != nil {
+					return errors.New("--email is not an email address")
+				}
+			}
+			if passwordStdin && email == "" {
+				return errors.New("--password-stdin needs --email: the dashboard signs in with both")
+			}
 			return withStore(cmd, data, func(ctx context.Context, st store.Store) error {
-				creds, err := auth.CreateUser(ctx, st, name, p, time.Now())
+				var hash string
+				if passwordStdin {
+					if hash, err = readPasswordHash(cmd, st); err != nil {
+						return err
+					}
+				}
+				creds, err := auth.CreateUserWithLogin(ctx, st, name, p, email, hash, time.Now())
+				if errors.Is(err, store.ErrConflict) && email != "" {
+					return errors.New("another user has that email")
+				}
 				if err != nil {
 					return err
 				}
@@ -278,9 +307,87 @@ func newUsersCmd(stdout io.Writer) *cobra.Command {
 	add.Flags().StringVar(&name, "name", "", "the user's name (required)")
 	add.Flags().StringVar(&plan, "plan", "pro", "plan: free, pro or elite")
 	add.Flags().StringVar(&data, "data", envOr("RELAY_DATA", "./relay-data"), "data directory (env RELAY_DATA)")
+	add.Flags().StringVar(&email, "email", "", "the user's email, to sign in to the dashboard with")
+	add.Flags().BoolVar(&passwordStdin, "password-stdin", false, "read the user's dashboard password from the first line of standard input (needs --email)")
 	_ = add.MarkFlagRequired("name")
-	users.AddCommand(add, newUsersAccessCmd(stdout))
+	users.AddCommand(add, newUsersAccessCmd(stdout), newUsersPasswordCmd(stdout))
 	return users
+}
+
+// readPasswordHash reads a password from the first line of the command's
+// standard input and hashes it as package relay/account does.
+func readPasswordHash(cmd *cobra.Command, st store.Store) (string, error) {
+	pw, err := readPassword(cmd)
+	if err != nil {
+		return "", err
+	}
+	svc, err := account.New(account.Options{Store: st})
+	if err != nil {
+		return "", err
+	}
+	defer svc.Close()
+	hash, err := svc.Hash(pw)
+	if errors.Is(err, account.ErrWeakPassword) {
+		return "", fmt.Errorf("the password must be %d to %d characters", account.MinPassword, account.MaxPassword)
+	}
+	return hash, err
+}
+
+// readPassword reads one line of standard input, without its line end.
+func readPassword(cmd *cobra.Command) (string, error) {
+	line, err := bufio.NewReader(io.LimitReader(cmd.InOrStdin(), 4*account.MaxPassword+2)).ReadString('\n')
+	if err != nil && !errors.Is(err, io.EOF) {
+		return "", fmt.Errorf("reading the password from standard input: %w", err)
+	}
+	line = strings.TrimSuffix(strings.TrimSuffix(line, "\n"), "\r")
+	if line == "" {
+		return "", errors.New("no password on standard input")
+	}
+	return line, nil
+}
+
+func newUsersPasswordCmd(stdout io.Writer) *cobra.Command {
+	var data, user string
+	var passwordStdin bool
+	cmd := &cobra.Command{
+		Use:   "password",
+		Short: `Set a user's dashboard password and print {"userId","passwordSet":true}`,
+		Long: "Set the password a user signs in to the dashboard with, read from the first line of\n" +
+			"standard input (--password-stdin; 10 to 256 characters), and sign the user out of\n" +
+			"every session. This is the password reset when the relay sends no mail (--smtp-url).",
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if !passwordStdin {
+				return errors.New("--password-stdin is required: the password is read from standard input, never an argument")
+			}
+			pw, err := readPassword(cmd)
+			if err != nil {
+				return err
+			}
+			return withStore(cmd, data, func(ctx context.Context, st store.Store) error {
+				svc, err := account.New(account.Options{Store: st})
+				if err != nil {
+					return err
+				}
+				defer svc.Close()
+				err = svc.SetPassword(ctx, user, pw)
+				switch {
+				case errors.Is(err, account.ErrWeakPassword):
+					return fmt.Errorf("the password must be %d to %d characters", account.MinPassword, account.MaxPassword)
+				case errors.Is(err, store.ErrNotFound):
+					return errors.New("no such user")
+				case err != nil:
+					return err
+				}
+				return printJSON(stdout, map[string]any{"userId": user, "passwordSet": true})
+			})
+		},
+	}
+	cmd.Flags().StringVar(&data, "data", envOr("RELAY_DATA", "./relay-data"), "data directory (env RELAY_DATA)")
+	cmd.Flags().StringVar(&user, "user", "", "the user's id (required)")
+	cmd.Flags().BoolVar(&passwordStdin, "password-stdin", false, "read the password from the first line of standard input (required)")
+	_ = cmd.MarkFlagRequired("user")
+	return cmd
 }
 
 // userAccess is what relay users access prints.

@@ -60,6 +60,10 @@ type Info struct {
 	// change it.
 	Diagnostics   *protocol.Diagnostics
 	DiagnosticsAt time.Time
+	// ConfigApplied is the highest management configuration version the
+	// agent acknowledged on this tunnel (protocol.FnApplyConfig's
+	// answer); 0 before the first acknowledgement.
+	ConfigApplied int64
 }
 
 type traceKey struct{}

@@ -2,8 +2,6 @@ package alerts_test
 
 import (
 	"context"
-	"crypto/tls"
-	"crypto/x509"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -16,8 +14,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/emersion/go-sasl"
-	"github.com/emersion/go-smtp"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"go.uber.org/goleak"
@@ -28,6 +24,7 @@ import (
 	"tradebridge/internal/testkit"
 	"tradebridge/protocol"
 	"tradebridge/relay/alerts"
+	"tradebridge/relay/alerts/smtptest"
 	"tradebridge/relay/events"
 	"tradebridge/relay/sealed"
 	"tradebridge/relay/store"
@@ -561,104 +558,27 @@ func TestSecretsNeverInLogsOrOutcomes(t *testing.T) {
 	}
 }
 
-// smtpBackend is a go-smtp server's backend that records the messages and
-// whether they came over TLS, with AUTH PLAIN for one user.
-type smtpBackend struct {
-	mu   sync.Mutex
-	msgs []smtpMsg
-	got  chan smtpMsg
-}
-
-type smtpMsg struct {
-	from, to, user string
-	data           []byte
-	tls            bool
-}
-
-type smtpSession struct {
-	be   *smtpBackend
-	conn *smtp.Conn
-	msg  smtpMsg
-}
-
-func (b *smtpBackend) NewSession(c *smtp.Conn) (smtp.Session, error) {
-	return &smtpSession{be: b, conn: c}, nil
-}
-
-func (s *smtpSession) AuthMechanisms() []string { return []string{sasl.Plain} }
-
-func (s *smtpSession) Auth(string) (sasl.Server, error) {
-	return sasl.NewPlainServer(func(identity, user, pass string) error {
-		if user != "relay" || pass != "p4ss" {
-			return fmt.Errorf("bad credentials")
-		}
-		s.msg.user = user
-		return nil
-	}), nil
-}
-
-func (s *smtpSession) Mail(from string, _ *smtp.MailOptions) error { s.msg.from = from; return nil }
-func (s *smtpSession) Rcpt(to string, _ *smtp.RcptOptions) error   { s.msg.to = to; return nil }
-func (s *smtpSession) Data(r io.Reader) error {
-	b, err := io.ReadAll(r)
-	if err != nil {
-		return err
-	}
-	s.msg.data = b
-	_, s.msg.tls = s.conn.TLSConnectionState()
-	s.be.mu.Lock()
-	s.be.msgs = append(s.be.msgs, s.msg)
-	s.be.mu.Unlock()
-	s.be.got <- s.msg
-	return nil
-}
-func (s *smtpSession) Reset()        {}
-func (s *smtpSession) Logout() error { return nil }
-
 // A go-smtp server offering STARTTLS on a test certificate receives the
 // email, over TLS, authenticated; the password is never logged.
 func TestEmailThroughSMTPWithStartTLS(t *testing.T) {
 	t.Parallel()
 	r := newRig(t)
-	certSrv := httptest.NewUnstartedServer(http.NotFoundHandler())
-	certSrv.StartTLS()
-	cert := certSrv.TLS.Certificates
-	roots := x509.NewCertPool()
-	roots.AddCert(certSrv.Certificate())
-	certSrv.Close()
-
-	be := &smtpBackend{got: make(chan smtpMsg, 4)}
-	srv := smtp.NewServer(be)
-	srv.Domain = "localhost"
-	srv.TLSConfig = &tls.Config{Certificates: cert}
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	require.NoError(t, err)
-	go func() { _ = srv.Serve(l) }()
-	t.Cleanup(func() { _ = srv.Close() })
-
-	d := r.dispatcher(func(o *alerts.Options) {
-		o.SMTP = alerts.SMTP{URL: "smtp://relay:p4ss@" + l.Addr().String(), From: "alerts@relay.example",
-			TLS: &tls.Config{RootCAs: roots, ServerName: "example.com"}, RequireTLS: true}
-	})
+	mail := smtptest.Start(t)
+	d := r.dispatcher(func(o *alerts.Options) { o.SMTP = mail.SMTP("alerts@relay.example") })
 	require.True(t, d.EmailEnabled())
 	r.destination(alerts.Destination{Kind: alerts.KindEmail, To: "trader@example.com", Events: []string{"monitor.tripped"}}, alerts.Secrets{})
 	d.Handle(context.Background(), r.recorded("monitor.tripped", "Monitor tripped on Sim101"))
 
-	var m smtpMsg
-	select {
-	case m = <-be.got:
-	case <-time.After(testkit.Medium):
-		t.Fatal("no email")
-	}
-	require.True(t, m.tls, "STARTTLS")
-	require.Equal(t, "relay", m.user)
-	require.Equal(t, "alerts@relay.example", m.from)
-	require.Equal(t, "trader@example.com", m.to)
-	require.Contains(t, string(m.data), "Subject: [tradebridge] [monitor.tripped] Sim101: Monitor tripped on Sim101")
-	require.Contains(t, string(m.data), alerts.HeaderDelivery+": dlv_")
+	m := mail.Next(t, testkit.Medium)
+	require.True(t, m.TLS, "STARTTLS")
+	require.Equal(t, smtptest.User, m.User)
+	require.Equal(t, "alerts@relay.example", m.From)
+	require.Equal(t, "trader@example.com", m.To)
+	require.Contains(t, string(m.Data), "Subject: [tradebridge] [monitor.tripped] Sim101: Monitor tripped on Sim101")
+	require.Contains(t, string(m.Data), alerts.HeaderDelivery+": dlv_")
 	require.Eventually(t, func() bool { return len(r.outcomes(protocol.ActivityAlertSent)) == 1 }, testkit.Medium, testkit.Tick)
 	for _, e := range r.logs.All() {
-		require.NotContains(t, e.Message+fmt.Sprint(e.ContextMap()), "p4ss")
+		require.NotContains(t, e.Message+fmt.Sprint(e.ContextMap()), smtptest.Password)
 	}
 }
 
@@ -747,4 +667,22 @@ func TestDestinationReadOverlappingAChange(t *testing.T) {
 	<-done
 	d.Handle(ctx, r.recorded("monitor.tripped", "after the destination"))
 	require.Contains(t, string(rc.next(t).body), "after the destination")
+}
+
+// Send mails plain text through the server: STARTTLS, authenticated, the
+// subject on one line; without a server, or to a non-address, it refuses.
+func TestSend(t *testing.T) {
+	t.Parallel()
+	mail := smtptest.Start(t)
+	ctx := context.Background()
+	s := mail.SMTP("relay@relay.example")
+	require.NoError(t, s.Send(ctx, "trader@example.com", "Reset\r\nBcc: x@example.com", "line one\nline two"))
+	m := mail.Next(t, testkit.Medium)
+	require.True(t, m.TLS)
+	require.Equal(t, "trader@example.com", m.To)
+	require.Contains(t, string(m.Data), "Subject: Reset  Bcc: x@example.com\r\n", "no header injection")
+	require.Contains(t, string(m.Data), "\r\n\r\nline one\r\nline two")
+	require.ErrorIs(t, alerts.SMTP{}.Send(ctx, "trader@example.com", "s", "t"), alerts.ErrSMTPDisabled)
+	require.Error(t, s.Send(ctx, "Trader <trader@example.com>", "s", "t"))
+	require.Len(t, mail.Messages(), 1)
 }

@@ -383,24 +383,6 @@ func (s SMTP) Check() error {
 
 // emailMessage is the RFC 5322 message of a delivery.
 func emailMessage(from, to string, m *Message, now time.Time) []byte {
-	var b bytes.Buffer
-	var id [12]byte
-	_, _ = rand.Read(id[:])
-	subject := clip(strings.Map(func(r rune) rune {
-		if r == '\r' || r == '\n' {
-			return ' '
-		}
-		return r
-	}, "[tradebridge] "+m.title()), 200)
-	fmt.Fprintf(&b, "From: %s\r\n", from)
-	fmt.Fprintf(&b, "To: %s\r\n", to)
-	// A subject that is not ASCII is encoded as RFC 2047 words (ASCII
-	// is left as it is).
-	fmt.Fprintf(&b, "Subject: %s\r\n", mime.QEncoding.Encode("utf-8", subject))
-	fmt.Fprintf(&b, "Date: %s\r\n", now.UTC().Format(time.RFC1123Z))
-	fmt.Fprintf(&b, "Message-ID: <%s@tradebridge>\r\n", hex.EncodeToString(id[:]))
-	fmt.Fprintf(&b, "%s: %s\r\n", HeaderDelivery, m.DeliveryID)
-	b.WriteString("MIME-Version: 1.0\r\nContent-Type: text/plain; charset=utf-8\r\nContent-Transfer-Encoding: 8bit\r\n\r\n")
 	text := m.Summary + "\r\n\r\nKind: " + m.Kind + "\r\n"
 	if m.Account != "" {
 		text += "Account: " + m.Account + "\r\n"
@@ -410,8 +392,56 @@ func emailMessage(from, to string, m *Message, now time.Time) []byte {
 		text += "Detail: " + d + "\r\n"
 	}
 	text += "Delivery: " + m.DeliveryID + "\r\n"
+	return plainMessage(from, to, "[tradebridge] "+m.title(), text, now, HeaderDelivery+": "+m.DeliveryID)
+}
+
+// plainMessage is an RFC 5322 message of plain UTF-8 text, with the
+// extra header lines given: its subject on one line (line breaks become
+// spaces; at most 200 characters; RFC 2047 words when not ASCII), its
+// text's lines ended by CRLF.
+func plainMessage(from, to, subject, text string, now time.Time, headers ...string) []byte {
+	var b bytes.Buffer
+	var id [12]byte
+	_, _ = rand.Read(id[:])
+	subject = clip(strings.Map(func(r rune) rune {
+		if r == '\r' || r == '\n' {
+			return ' '
+		}
+		return r
+	}, subject), 200)
+	fmt.Fprintf(&b, "From: %s\r\n", from)
+	fmt.Fprintf(&b, "To: %s\r\n", to)
+	fmt.Fprintf(&b, "Subject: %s\r\n", mime.QEncoding.Encode("utf-8", subject))
+	fmt.Fprintf(&b, "Date: %s\r\n", now.UTC().Format(time.RFC1123Z))
+	fmt.Fprintf(&b, "Message-ID: <%s@tradebridge>\r\n", hex.EncodeToString(id[:]))
+	for _, h := range headers {
+		b.WriteString(h + "\r\n")
+	}
+	b.WriteString("MIME-Version: 1.0\r\nContent-Type: text/plain; charset=utf-8\r\nContent-Transfer-Encoding: 8bit\r\n\r\n")
 	b.WriteString(strings.ReplaceAll(strings.ReplaceAll(text, "\r\n", "\n"), "\n", "\r\n"))
 	return b.Bytes()
+}
+
+// SendTimeout bounds Send: dialing the server and the whole exchange.
+const SendTimeout = 30 * time.Second
+
+// ErrSMTPDisabled refuses Send without a mail server (SMTP.Enabled).
+var ErrSMTPDisabled = errors.New("alerts: no SMTP server is configured")
+
+// Send sends one plain-text email to one address through the operator's
+// server, as the email destinations' deliveries are sent (STARTTLS, AUTH
+// PLAIN): for the relay's own mail, such as package relay/account's
+// password-reset links. Its error names the failure's kind only, never
+// the server's credentials or the message.
+func (s SMTP) Send(ctx context.Context, to, subject, text string) error {
+	if !s.Enabled() {
+		return ErrSMTPDisabled
+	}
+	if !ValidEmail(to) {
+		return errors.New("alerts: the recipient is not an email address")
+	}
+	now := time.Now()
+	return sendRaw(ctx, s, SendTimeout, to, plainMessage(s.From, to, subject, text, now), now)
 }
 
 // sendEmail sends the message through the operator's server with
@@ -419,6 +449,12 @@ func emailMessage(from, to string, m *Message, now time.Time) []byte {
 // from the start (smtps://), then AUTH PLAIN when the URL has a user. A
 // 5xx answer is a refusal for good, other failures worth another attempt.
 func sendEmail(ctx context.Context, s SMTP, timeout time.Duration, to string, m *Message, now time.Time) error {
+	return sendRaw(ctx, s, timeout, to, emailMessage(s.From, to, m, now), now)
+}
+
+// sendRaw sends msg, an RFC 5322 message, to one address as sendEmail
+// says.
+func sendRaw(ctx context.Context, s SMTP, timeout time.Duration, to string, msg []byte, now time.Time) error {
 	addr, implicit, user, pass, err := s.parsed()
 	if err != nil {
 		return &sendError{reason: "smtp_misconfigured"}
@@ -487,7 +523,7 @@ func sendEmail(ctx context.Context, s SMTP, timeout time.Duration, to string, m 
 			}
 		}
 	}
-	if err := c.SendMail(s.From, []string{to}, bytes.NewReader(emailMessage(s.From, to, m, now))); err != nil {
+	if err := c.SendMail(s.From, []string{to}, bytes.NewReader(msg)); err != nil {
 		return smtpErr(err)
 	}
 	_ = c.Quit()

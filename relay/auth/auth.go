@@ -10,6 +10,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+	"unicode"
+	"unicode/utf8"
 
 	"github.com/hashicorp/golang-lru/v2/simplelru"
 	"go.uber.org/zap"
@@ -124,7 +126,17 @@ type Options struct {
 	Logger *zap.Logger
 	// Now is the clock; nil means time.Now.
 	Now func() time.Time
+	// SessionIdle is how long a dashboard session (KindSession) may go
+	// unused before it is refused. Zero means DefaultSessionIdle.
+	SessionIdle time.Duration
 }
+
+// DefaultSessionIdle is Options.SessionIdle's default: 7 days.
+const DefaultSessionIdle = 7 * 24 * time.Hour
+
+// SessionTouchEvery is how often, at most, a session's last-seen time is
+// written: a request within a minute of the last write writes nothing.
+const SessionTouchEvery = time.Minute
 
 // Authenticator checks tokens against the store. It is safe for concurrent
 // use and starts no goroutines.
@@ -162,6 +174,9 @@ func New(opts Options) (*Authenticator, error) {
 	if opts.Now == nil {
 		opts.Now = time.Now
 	}
+	if opts.SessionIdle <= 0 {
+		opts.SessionIdle = DefaultSessionIdle
+	}
 	accepted, err := simplelru.NewLRU[string, verdict](opts.CacheSize, nil)
 	if err != nil {
 		return nil, fmt.Errorf("auth: cache: %w", err)
@@ -181,6 +196,9 @@ func (a *Authenticator) Authenticate(ctx context.Context, token string, want Kin
 	}
 	hash := Hash(token)
 	now := a.opts.Now()
+	if want == KindSession {
+		return a.lookupSession(ctx, hash, now)
+	}
 	if v, hit := a.cached(hash, now); hit {
 		if !v.ok {
 			return Principal{}, ErrUnauthorized
@@ -216,6 +234,31 @@ func (a *Authenticator) lookup(ctx context.Context, hash string, want Kind) (Pri
 	}
 	return Principal{UserID: u.ID, UserName: u.Name, Plan: Plan(u.Plan), Kind: want, Profile: prof, TokenHash: hash,
 		ManagementClosed: u.ManagementClosed, Withheld: u.Withheld}, nil
+}
+
+// lookupSession returns the principal of a dashboard session, read from
+// the store every time (never cached: a sign-out holds at once on every
+// node), and records its last-seen time when the last record is a minute
+// old or more.
+func (a *Authenticator) lookupSession(ctx context.Context, hash string, now time.Time) (Principal, error) {
+	s, u, err := a.opts.Store.LookupSession(ctx, hash)
+	switch {
+	case errors.Is(err, store.ErrNotFound):
+		return Principal{}, ErrUnauthorized
+	case err != nil:
+		a.log.Warn("session lookup failed", zap.Error(err))
+		return Principal{}, fmt.Errorf("%w: %v", ErrStoreUnavailable, err)
+	case u.Disabled, !now.Before(s.Expires), now.Sub(s.LastSeenAt) > a.opts.SessionIdle:
+		return Principal{}, ErrUnauthorized
+	}
+	if now.Sub(s.LastSeenAt) >= SessionTouchEvery {
+		if err := a.opts.Store.TouchSession(ctx, hash, now); err != nil && !errors.Is(err, store.ErrNotFound) {
+			// The session is valid; its idle clock is only late.
+			a.log.Warn("recording a session's last use failed", zap.Error(err))
+		}
+	}
+	return Principal{UserID: u.ID, UserName: u.Name, Plan: Plan(u.Plan), Kind: KindSession, Profile: profile.Standard,
+		TokenHash: hash, ManagementClosed: u.ManagementClosed, Withheld: u.Withheld}, nil
 }
 
 // lookupSupport returns the principal of a support token.
@@ -281,18 +324,26 @@ type Credentials struct {
 	AgentToken string `json:"agentToken"`
 }
 
-// maxNameLen bounds a user's name.
-const maxNameLen = 100
+// MaxUserName bounds a user's name, in bytes.
+const MaxUserName = 100
 
 // CreateUser creates a user with one API token and one agent token.
 func CreateUser(ctx context.Context, st store.Store, name string, plan Plan, now time.Time) (Credentials, error) {
-	if name == "" || len(name) > maxNameLen {
-		return Credentials{}, fmt.Errorf("auth: a user name must have 1 to %d bytes", maxNameLen)
+	return CreateUserWithLogin(ctx, st, name, plan, "", "", now)
+}
+
+// CreateUserWithLogin is CreateUser for a user with an email (normalized
+// as store.NormalizeEmail; "" for none) and a password hash (package
+// relay/account's; "" for none), all or nothing: store.ErrConflict when
+// another user has the email.
+func CreateUserWithLogin(ctx context.Context, st store.Store, name string, plan Plan, email, passwordHash string, now time.Time) (Credentials, error) {
+	if name == "" || len(name) > MaxUserName {
+		return Credentials{}, fmt.Errorf("auth: a user name must have 1 to %d bytes", MaxUserName)
 	}
 	if _, err := ParsePlan(string(plan)); err != nil {
 		return Credentials{}, err
 	}
-	id, err := newUserID()
+	id, err := NewUserID()
 	if err != nil {
 		return Credentials{}, err
 	}
@@ -305,7 +356,7 @@ func CreateUser(ctx context.Context, st store.Store, name string, plan Plan, now
 		return Credentials{}, err
 	}
 	now = now.UTC().Truncate(time.Millisecond)
-	err = st.CreateUser(ctx, store.User{ID: id, Name: name, Plan: string(plan), CreatedAt: now},
+	err = st.CreateUser(ctx, store.User{ID: id, Name: name, Plan: string(plan), CreatedAt: now, Email: email, PasswordHash: passwordHash},
 		store.Token{Hash: Hash(apiTok), UserID: id, Kind: string(KindAPI), CreatedAt: now},
 		store.Token{Hash: Hash(agentTok), UserID: id, Kind: string(KindAgent), CreatedAt: now})
 	if err != nil {
@@ -318,6 +369,24 @@ func CreateUser(ctx context.Context, st store.Store, name string, plan Plan, now
 // the response profile prof (API tokens only; "" is the standard one);
 // store.ErrNotFound if there is no such user.
 func IssueToken(ctx context.Context, st store.Store, userID string, k Kind, prof profile.Profile, now time.Time) (string, error) {
+	return IssueNamedToken(ctx, st, userID, k, prof, "", now)
+}
+
+// MaxTokenName bounds a token's name, in characters.
+const MaxTokenName = 100
+
+// ErrTokenName refuses a token name that is too long or holds control
+// characters.
+var ErrTokenName = fmt.Errorf("auth: a token's name has at most %d characters and no control characters", MaxTokenName)
+
+// IssueNamedToken is IssueToken with a name for the token (what the user
+// calls it on the dashboard's tokens page; "" for none), trimmed.
+// ErrTokenName for a name too long or with control characters.
+func IssueNamedToken(ctx context.Context, st store.Store, userID string, k Kind, prof profile.Profile, name string, now time.Time) (string, error) {
+	name = strings.TrimSpace(name)
+	if utf8.RuneCountInString(name) > MaxTokenName || !utf8.ValidString(name) || strings.ContainsFunc(name, unicode.IsControl) {
+		return "", ErrTokenName
+	}
 	if !k.Valid() {
 		return "", fmt.Errorf("auth: unknown token kind %q", k)
 	}
@@ -337,7 +406,8 @@ func IssueToken(ctx context.Context, st store.Store, userID string, k Kind, prof
 	if err != nil {
 		return "", err
 	}
-	err = st.AddToken(ctx, store.Token{Hash: Hash(tok), UserID: userID, Kind: string(k), Profile: string(prof), CreatedAt: now.UTC()})
+	err = st.AddToken(ctx, store.Token{Hash: Hash(tok), UserID: userID, Kind: string(k), Profile: string(prof), Name: name,
+		CreatedAt: now.UTC()})
 	if err != nil {
 		return "", err
 	}
@@ -373,8 +443,10 @@ func SetTokenProfile(ctx context.Context, st store.Store, token string, prof pro
 // response profile, when it was issued and revoked, and the first 12 hex
 // digits of its hash, which `relay tokens list` shows to tell tokens apart.
 type TokenInfo struct {
-	ID        string `json:"id"`
-	Kind      Kind   `json:"kind"`
+	ID   string `json:"id"`
+	Kind Kind   `json:"kind"`
+	// Name is what the user called the token; "" when unnamed.
+	Name      string `json:"name,omitempty"`
 	Profile   string `json:"profile,omitempty"`
 	CreatedAt string `json:"createdAt"`
 	RevokedAt string `json:"revokedAt,omitempty"`
@@ -389,7 +461,7 @@ func ListTokens(ctx context.Context, st store.Store, userID string) ([]TokenInfo
 	}
 	out := make([]TokenInfo, 0, len(ts))
 	for _, t := range ts {
-		ti := TokenInfo{ID: TokenID(t.Hash), Kind: Kind(t.Kind), CreatedAt: t.CreatedAt.UTC().Format(time.RFC3339)}
+		ti := TokenInfo{ID: TokenID(t.Hash), Kind: Kind(t.Kind), Name: t.Name, CreatedAt: t.CreatedAt.UTC().Format(time.RFC3339)}
 		if ti.Kind == KindAPI {
 			ti.Profile = t.Profile
 		}
@@ -401,18 +473,53 @@ func ListTokens(ctx context.Context, st store.Store, userID string) ([]TokenInfo
 	return out, nil
 }
 
-// RevokeToken revokes a token of any kind, support tokens included;
-// store.ErrNotFound if it was never issued. A running relay stops
-// accepting it within its cache TTL.
+// RevokeToken revokes a token of any kind, support tokens included (a
+// session is ended); store.ErrNotFound if it was never issued. A running
+// relay stops accepting it within its cache TTL (a session at once).
 func RevokeToken(ctx context.Context, st store.Store, token string, now time.Time) error {
 	k, ok := ParseKind(token)
 	if !ok {
 		return fmt.Errorf("auth: malformed token: %w", store.ErrNotFound)
 	}
-	if k == KindSupport {
+	switch k {
+	case KindSupport:
 		return st.RevokeSupportToken(ctx, Hash(token), now.UTC())
+	case KindSession:
+		if _, _, err := st.LookupSession(ctx, Hash(token)); err != nil {
+			return err
+		}
+		return st.DeleteSession(ctx, Hash(token))
 	}
 	return st.RevokeToken(ctx, Hash(token), now.UTC())
+}
+
+// ErrNoSuchToken refuses RevokeUserToken an id that is none of the
+// user's tokens: it matches store.ErrNotFound too, and says nothing of
+// whose the id might be.
+var ErrNoSuchToken = fmt.Errorf("auth: no such token: %w", store.ErrNotFound)
+
+// RevokeUserToken revokes the user's token whose id (TokenID) is id;
+// revoking a revoked token changes nothing. ErrNoSuchToken when the user
+// has no token of that id (another user's token included), or the user
+// does not exist. A running relay stops accepting it within its cache
+// TTL.
+func RevokeUserToken(ctx context.Context, st store.Store, userID, id string, now time.Time) error {
+	if len(id) != 12 {
+		return ErrNoSuchToken
+	}
+	ts, err := st.ListTokens(ctx, userID)
+	if errors.Is(err, store.ErrNotFound) {
+		return ErrNoSuchToken
+	}
+	if err != nil {
+		return err
+	}
+	for _, t := range ts {
+		if TokenID(t.Hash) == id {
+			return st.RevokeToken(ctx, t.Hash, now.UTC())
+		}
+	}
+	return ErrNoSuchToken
 }
 
 // RevokeUserTokens revokes a user's valid tokens of the kind (all kinds when
@@ -427,7 +534,9 @@ func RevokeUserTokens(ctx context.Context, st store.Store, userID string, k Kind
 	return st.RevokeUserTokens(ctx, userID, string(k), now.UTC())
 }
 
-func newUserID() (string, error) {
+// NewUserID returns a fresh random user id: "usr_" and 9 random bytes in
+// unpadded base64url.
+func NewUserID() (string, error) {
 	var b [9]byte
 	if _, err := rand.Read(b[:]); err != nil {
 		return "", fmt.Errorf("auth: random: %w", err)

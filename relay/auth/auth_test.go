@@ -17,7 +17,7 @@ import (
 )
 
 func TestTokenFormat(t *testing.T) {
-	for _, k := range []auth.Kind{auth.KindAPI, auth.KindAgent, auth.KindSupport} {
+	for _, k := range []auth.Kind{auth.KindAPI, auth.KindAgent, auth.KindSupport, auth.KindSession} {
 		tok, err := auth.NewToken(k)
 		require.NoError(t, err)
 		require.True(t, strings.HasPrefix(tok, "tb_"+string(k)+"_"))

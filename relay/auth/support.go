@@ -13,7 +13,7 @@ import (
 // Errors of IssueSupportToken.
 var (
 	// ErrSupportName refuses a support token's name: 1 to 100 bytes.
-	ErrSupportName = fmt.Errorf("auth: a support token's name must have 1 to %d bytes", maxNameLen)
+	ErrSupportName = fmt.Errorf("auth: a support token's name must have 1 to %d bytes", MaxUserName)
 	// ErrNoGrants refuses a support token that would grant nothing.
 	ErrNoGrants = errors.New("auth: a support token must be granted at least one user")
 	// ErrTooManyGrants refuses a support token granted more than
@@ -32,7 +32,7 @@ const MaxGrants = 100
 // does not exist. Grants never change: to change them, issue a new token
 // and revoke the old one.
 func IssueSupportToken(ctx context.Context, st store.Store, name string, grants []string, now time.Time) (string, error) {
-	if name == "" || len(name) > maxNameLen {
+	if name == "" || len(name) > MaxUserName {
 		return "", ErrSupportName
 	}
 	gs := slices.Compact(slices.Sorted(slices.Values(grants)))

@@ -20,6 +20,14 @@
 // Authenticator caches each verdict for a short time (CacheTTL, 2 seconds
 // by default) so that a burst of calls costs one store read; a revoked token
 // therefore stops working within CacheTTL.
+//
+// A dashboard session ("tb_session_", package relay/account) is a token
+// too, kept in the store's sessions table rather than with the tokens:
+// Authenticate looks it up on every request, never caching it, so that a
+// sign-out holds at once on every relay node; it refuses a session past
+// its absolute expiry, idle longer than Options.SessionIdle, or of a
+// disabled user, and records the session's last-seen time at most once a
+// minute.
 package auth
 
 import (
@@ -29,6 +37,7 @@ import (
 	"encoding/hex"
 	"fmt"
 	"net/http"
+	"slices"
 	"strings"
 )
 
@@ -55,16 +64,19 @@ var kinds = []Kind{KindAPI, KindAgent, KindSupport, KindSession}
 // prefix returns the token text prefix of the kind.
 func (k Kind) prefix() string { return "tb_" + string(k) + "_" }
 
-// Valid reports whether k is a known kind.
+// Valid reports whether k is a kind a user's or support staff's token is
+// issued as by the operator: api, agent or support. A session
+// (KindSession) is not: package relay/account makes those at sign-in.
 func (k Kind) Valid() bool { return k == KindAPI || k == KindAgent || k == KindSupport }
 
 // secretLen is the length of the random part of a token: 32 bytes in
 // unpadded base64url.
 var secretLen = base64.RawURLEncoding.EncodedLen(32)
 
-// NewToken returns a fresh random token of the kind.
+// NewToken returns a fresh random token of the kind, KindSession
+// included.
 func NewToken(k Kind) (string, error) {
-	if !k.Valid() {
+	if !slices.Contains(kinds, k) {
 		return "", fmt.Errorf("auth: unknown token kind %q", k)
 	}
 	var b [32]byte

@@ -266,6 +266,7 @@ func TestClusterInfo(t *testing.T) {
 	require.True(t, want.DiagnosticsAt.Equal(got.DiagnosticsAt))
 	want.ConnectedAt, got.ConnectedAt, want.DiagnosticsAt, got.DiagnosticsAt = time.Time{}, time.Time{}, time.Time{}, time.Time{}
 	require.Equal(t, want, got)
+	require.Equal(t, int64(7), got.ConfigApplied, "the version the agent acknowledged travels")
 	a.hub.disconnect("u")
 	require.Eventually(t, func() bool { return !b.cl.Connected("u") }, testkit.Medium, 5*time.Millisecond)
 }

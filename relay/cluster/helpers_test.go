@@ -71,7 +71,7 @@ func (f *fakeHub) connect(user string, at time.Time) string {
 		Hello: protocol.Hello{ProtocolVersion: protocol.ProtocolVersion, AgentVersion: "test", Platform: "sim",
 			Connections: []protocol.Connection{{Name: "Sim", Status: "Connected", Accounts: []string{"Sim101"}}}},
 		Diagnostics:   &protocol.Diagnostics{AgentVersion: "test", OS: "linux/amd64"},
-		DiagnosticsAt: at.Add(time.Second)})
+		DiagnosticsAt: at.Add(time.Second), ConfigApplied: 7})
 	return s
 }
 

@@ -249,16 +249,17 @@ type infoMsg struct {
 	RemoteAddr    string                `json:"remoteAddr,omitempty"`
 	Diagnostics   *protocol.Diagnostics `json:"diagnostics,omitempty"`
 	DiagnosticsAt time.Time             `json:"diagnosticsAt,omitzero"`
+	ConfigApplied int64                 `json:"configApplied,omitempty"`
 }
 
 func infoToWire(i agentcall.Info) infoMsg {
 	return infoMsg{SessionID: i.SessionID, Hello: i.Hello, ConnectedAt: i.ConnectedAt, RemoteAddr: i.RemoteAddr,
-		Diagnostics: i.Diagnostics, DiagnosticsAt: i.DiagnosticsAt}
+		Diagnostics: i.Diagnostics, DiagnosticsAt: i.DiagnosticsAt, ConfigApplied: i.ConfigApplied}
 }
 
 func (m infoMsg) info() agentcall.Info {
 	return agentcall.Info{SessionID: m.SessionID, Hello: m.Hello, ConnectedAt: m.ConnectedAt, RemoteAddr: m.RemoteAddr,
-		Diagnostics: m.Diagnostics, DiagnosticsAt: m.DiagnosticsAt}
+		Diagnostics: m.Diagnostics, DiagnosticsAt: m.DiagnosticsAt, ConfigApplied: m.ConfigApplied}
 }
 
 // token encodes s as one subject token.

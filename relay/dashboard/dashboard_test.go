@@ -266,8 +266,14 @@ func TestMarkupIsText(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
 	alice, csrf := e.signIn(aliceEmail)
+	// A token's name, in the list.
+	r := e.post("/app/tokens", alice, url.Values{"name": {`<script>alert("x")</script>`}, "csrf": {csrf}})
+	require.Equal(t, http.StatusOK, r.StatusCode)
+	list := e.do(http.MethodGet, "/app/tokens", alice, nil).Body
+	require.NotContains(t, list, `<script>alert`)
+	require.Contains(t, list, `&lt;script&gt;alert(&#34;x&#34;)&lt;/script&gt;`)
 	// A refused name is shown again in the form, escaped.
-	r := e.post("/app/tokens", alice, url.Values{"name": {"<script>alert(1)</script>"}, "profile": {"fancy"}, "csrf": {csrf}})
+	r = e.post("/app/tokens", alice, url.Values{"name": {"<script>alert(1)</script>"}, "profile": {"fancy"}, "csrf": {csrf}})
 	require.Equal(t, http.StatusBadRequest, r.StatusCode)
 	require.NotContains(t, r.Body, "<script>alert(1)</script>")
 	require.Contains(t, r.Body, "&lt;script&gt;alert(1)&lt;/script&gt;")
@@ -332,7 +338,7 @@ func TestKillSwitch(t *testing.T) {
 	require.Equal(t, aliceID, puts[0].P.UserID)
 	require.Equal(t, protocol.SourceDashboard, puts[0].Src.Kind)
 	require.Regexp(t, `^[0-9a-f]{12}$`, puts[0].Src.ID, "the session's id, never its secret")
-	require.JSONEq(t, `{"enabled":true}`, puts[0].Body)
+	require.JSONEq(t, `{"enabled":true,"flattenOnKill":true}`, puts[0].Body, "turning it on flattens")
 	require.Contains(t, e.do(http.MethodGet, "/app", alice, nil).Body, `data-state="on"`)
 
 	// Bob's PC is off: recorded, not applied.

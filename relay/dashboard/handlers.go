@@ -477,7 +477,10 @@ func (s *Server) killSwitch(w http.ResponseWriter, r *http.Request, sess *sessio
 // killBody is the Management API's kill switch body: turning it on
 // flattens every account too.
 func killBody(enabled bool) map[string]bool {
-	return map[string]bool{"enabled": enabled}
+	if enabled {
+		return map[string]bool{"enabled": true, "flattenOnKill": true}
+	}
+	return map[string]bool{"enabled": false}
 }
 
 // killRefused answers a refused kill switch: the Management API's error

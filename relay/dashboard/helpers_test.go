@@ -166,7 +166,8 @@ func (f *fakeTokens) Issue(_ context.Context, userID, name string, prof profile.
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.tokens[userID] = append(f.tokens[userID], fakeToken{
-		info: auth.TokenInfo{ID: auth.TokenID(auth.Hash(tok)), Kind: auth.KindAPI, Profile: string(prof), CreatedAt: time.Now().UTC().Format(time.RFC3339)},
+		info: auth.TokenInfo{ID: auth.TokenID(auth.Hash(tok)), Kind: auth.KindAPI, Name: name, Profile: string(prof),
+			CreatedAt: time.Now().UTC().Format(time.RFC3339)},
 		name: name, token: tok})
 	return tok, nil
 }

@@ -10,7 +10,7 @@ import (
 )
 
 // tokenName is the name a token was given, "" for none.
-func tokenName(auth.TokenInfo) string { return "" }
+func tokenName(t auth.TokenInfo) string { return t.Name }
 
 // StoreTokens are the user's tokens in the store, through relay/auth's
 // functions (those the operator's `relay tokens` commands use).
@@ -32,21 +32,13 @@ func (t StoreTokens) List(ctx context.Context, userID string) ([]auth.TokenInfo,
 	return auth.ListTokens(ctx, t.Store, userID)
 }
 
-// Issue implements Tokens.
-func (t StoreTokens) Issue(ctx context.Context, userID, _ string, prof profile.Profile) (string, error) {
-	return auth.IssueToken(ctx, t.Store, userID, auth.KindAPI, prof, t.now())
+// Issue implements Tokens: a named API token.
+func (t StoreTokens) Issue(ctx context.Context, userID, name string, prof profile.Profile) (string, error) {
+	return auth.IssueNamedToken(ctx, t.Store, userID, auth.KindAPI, prof, name, t.now())
 }
 
-// Revoke implements Tokens.
+// Revoke implements Tokens (auth.ErrNoSuchToken, a store.ErrNotFound, for
+// an id that is none of the user's).
 func (t StoreTokens) Revoke(ctx context.Context, userID, id string) error {
-	ts, err := t.Store.ListTokens(ctx, userID)
-	if err != nil {
-		return err
-	}
-	for _, tok := range ts {
-		if auth.TokenID(tok.Hash) == id {
-			return t.Store.RevokeToken(ctx, tok.Hash, t.now().UTC())
-		}
-	}
-	return store.ErrNotFound
+	return auth.RevokeUserToken(ctx, t.Store, userID, id, t.now())
 }

@@ -72,6 +72,12 @@ type agentConn struct {
 	sess *yamux.Session
 	rpc  *rpcStream
 
+	// ready is closed once Options.Prepare is over: Call waits for it.
+	ready chan struct{}
+	// applied is the highest configuration version the agent
+	// acknowledged on this tunnel (Info.ConfigApplied).
+	applied atomic.Int64
+
 	closeOnce sync.Once
 	done      chan struct{} // closed when the tunnel is finished
 	// why, closeCode and closeText are the first close's: the history's
@@ -165,6 +171,7 @@ func (h *Hub) newAgentConn(ctx context.Context, ws *websocket.Conn, p auth.Princ
 		conn:       transport.NewConn(ctx, ws),
 		done:       make(chan struct{}),
 		started:    make(chan struct{}),
+		ready:      make(chan struct{}),
 
 		streamCalls: make(chan struct{}, h.opts.MaxStreamCalls),
 	}
@@ -304,7 +311,61 @@ func (c *agentConn) begin(control net.Conn, version int) bool {
 	c.hub.report(agentcall.SessionEvent{Kind: agentcall.SessionStarted, UserID: c.userID, SessionID: c.sessionID, At: c.connectedAt,
 		AgentVersion: hello.AgentVersion, ProtocolVersion: version, Platform: hello.Platform, RemoteAddr: c.remoteAddr})
 	close(c.started)
+	c.prepare()
 	return true
+}
+
+// prepare runs Options.Prepare on a goroutine of the tunnel, and lets the
+// other calls through (closes ready) once it is over.
+func (c *agentConn) prepare() {
+	h := c.hub
+	if h.opts.Prepare == nil || !c.hold() {
+		close(c.ready)
+		return
+	}
+	go func() {
+		defer c.wg.Done()
+		defer close(c.ready)
+		ctx, cancel := context.WithTimeout(h.ctx, h.opts.PrepareTimeout)
+		defer cancel()
+		h.opts.Prepare(ctx, c.userID, c.info(), func(ctx context.Context, fn string, args json.RawMessage) (json.RawMessage, error) {
+			return c.call(ctx, protocol.Request{Fn: fn, Args: args})
+		})
+	}()
+}
+
+// info returns what Info tells of the tunnel.
+func (c *agentConn) info() agentcall.Info {
+	info := agentcall.Info{SessionID: c.sessionID, ConnectedAt: c.connectedAt, RemoteAddr: c.remoteAddr,
+		ConfigApplied: c.applied.Load()}
+	c.helloMu.Lock()
+	info.Hello, info.Diagnostics, info.DiagnosticsAt = c.hello, c.diag, c.diagAt
+	c.helloMu.Unlock()
+	return info
+}
+
+// call sends req on the tunnel and waits for its answer; it notes the
+// configuration version an FnApplyConfig answer acknowledges.
+func (c *agentConn) call(ctx context.Context, req protocol.Request) (json.RawMessage, error) {
+	var res json.RawMessage
+	var err error
+	if dedicatedStream(req.Fn) {
+		res, err = c.callOnOwnStream(ctx, req)
+	} else {
+		res, err = c.rpc.call(ctx, req)
+	}
+	if err == nil && req.Fn == protocol.FnApplyConfig {
+		var ack protocol.ConfigApplied
+		if json.Unmarshal(res, &ack) == nil {
+			for {
+				cur := c.applied.Load()
+				if ack.Version <= cur || c.applied.CompareAndSwap(cur, ack.Version) {
+					break
+				}
+			}
+		}
+	}
+	return res, err
 }
 
 // sessionClosed closes the tunnel after yamux ended the session on its

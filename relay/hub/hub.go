@@ -15,6 +15,11 @@
 // an agent sends, its tunnel holds at most Options.TunnelMemoryBound bytes
 // of the relay's memory.
 //
+// A new tunnel may be prepared before any other call reaches it
+// (Options.Prepare: the relay pushes the user's stored configuration), and
+// each tunnel remembers the configuration version its agent acknowledged
+// (agentcall.Info.ConfigApplied).
+//
 // # History and diagnostics
 //
 // Options.Events learns the tunnels' history: a session's start (once
@@ -146,7 +151,27 @@ type Options struct {
 	// that streams quotes of 250 instruments at 20 a second each; at
 	// least the largest event (64 KiB) plus EventOverhead.
 	EventBytesPerSecond int
+	// Prepare, when set, runs on every new tunnel once its Welcome is
+	// written, before any other call reaches the agent: the tunnel is
+	// registered (Connected and Info see it, its status true is
+	// published), but Call waits until Prepare returns or PrepareTimeout
+	// passes, whichever comes first. call runs an RPC function on this
+	// tunnel alone. The relay's Management API pushes the user's stored
+	// configuration with it, so that a kill switch turned on while the
+	// agent was offline is applied before the agent serves anything
+	// else. Prepare runs on a goroutine of the tunnel and must return
+	// once ctx ends (at PrepareTimeout, or when the hub closes).
+	Prepare func(ctx context.Context, userID string, info agentcall.Info, call CallFunc)
+	// PrepareTimeout bounds Prepare. Default DefaultPrepareTimeout.
+	PrepareTimeout time.Duration
 }
+
+// CallFunc runs the RPC function fn with args on one tunnel's agent
+// (Options.Prepare).
+type CallFunc func(ctx context.Context, fn string, args json.RawMessage) (json.RawMessage, error)
+
+// DefaultPrepareTimeout is Options.PrepareTimeout's default.
+const DefaultPrepareTimeout = 5 * time.Second
 
 // Defaults of Options.
 const (
@@ -237,6 +262,9 @@ func New(opts Options) (*Hub, error) {
 	if opts.DiagnosticsHistoryEvery <= 0 {
 		opts.DiagnosticsHistoryEvery = 10 * time.Second
 	}
+	if opts.PrepareTimeout <= 0 {
+		opts.PrepareTimeout = DefaultPrepareTimeout
+	}
 	if opts.EventsPerSecond <= 0 {
 		opts.EventsPerSecond = DefaultEventsPerSecond
 	}
@@ -321,15 +349,12 @@ func (h *Hub) Info(userID string) (agentcall.Info, bool) {
 	if !ok {
 		return agentcall.Info{}, false
 	}
-	info := agentcall.Info{SessionID: c.sessionID, ConnectedAt: c.connectedAt, RemoteAddr: c.remoteAddr}
-	c.helloMu.Lock()
-	info.Hello, info.Diagnostics, info.DiagnosticsAt = c.hello, c.diag, c.diagAt
-	c.helloMu.Unlock()
-	return info, true
+	return c.info(), true
 }
 
 // Call runs the RPC function fn with args on userID's agent and returns its
 // result. requestID, when set, makes a write run at most once on the agent.
+// A call to a tunnel that Options.Prepare still prepares waits for it.
 // The request id agentcall.WithTrace put in ctx travels along as Request.Trace,
 // and protocol.CallOptions in ctx as Request.BypassWindows.
 // Errors: agentcall.ErrNotConnected, agentcall.ErrConnectionLost, agentcall.ErrTimeout, agentcall.ErrClosed, or the
@@ -346,12 +371,20 @@ func (h *Hub) Call(ctx context.Context, userID, fn, requestID string, args json.
 		ctx, cancel = context.WithTimeout(ctx, h.opts.DefaultTimeout)
 		defer cancel()
 	}
+	select {
+	case <-c.ready:
+	default:
+		select {
+		case <-c.ready:
+		case <-c.done:
+			return nil, agentcall.ErrNotConnected // nothing was sent
+		case <-ctx.Done():
+			return nil, ctxError(ctx)
+		}
+	}
 	req := protocol.Request{Fn: fn, RequestID: requestID, Args: args, Trace: agentcall.TraceFrom(ctx),
 		BypassWindows: protocol.CallOptionsOf(ctx).BypassWindows}
-	if dedicatedStream(fn) {
-		return c.callOnOwnStream(ctx, req)
-	}
-	return c.rpc.call(ctx, req)
+	return c.call(ctx, req)
 }
 
 // Evict ends userID's tunnel of session sessionID with

@@ -55,6 +55,11 @@ func (h *echoHandler) Handle(ctx context.Context, req *protocol.Request) (json.R
 	case "Options":
 		out, _ := json.Marshal(map[string]any{"bypassWindows": req.BypassWindows})
 		return out, nil
+	case protocol.FnApplyConfig:
+		var cfg protocol.Config
+		_ = json.Unmarshal(req.Args, &cfg)
+		out, _ := json.Marshal(protocol.ConfigApplied{Version: cfg.Version})
+		return out, nil
 	}
 	out, _ := json.Marshal(map[string]any{"agent": h.name, "fn": req.Fn, "args": req.Args})
 	return out, nil

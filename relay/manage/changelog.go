@@ -227,18 +227,51 @@ func accountOf(after, before map[string]json.RawMessage) string {
 	return ""
 }
 
+// killSummary is the summary of a change of the kill switch, alone or
+// with flattenOnKill.
+func killSummary(kind string, changes []FieldChange) (string, bool) {
+	if kind != controlsKind.Name || len(changes) == 0 || len(changes) > 2 {
+		return "", false
+	}
+	var kill, flatten *FieldChange
+	for i := range changes {
+		switch changes[i].Field {
+		case "killSwitch":
+			kill = &changes[i]
+		case "flattenOnKill":
+			flatten = &changes[i]
+		default:
+			return "", false
+		}
+	}
+	if kill == nil {
+		return "", false
+	}
+	s := "Kill switch turned off"
+	if string(kill.After) == "true" {
+		s = "Kill switch turned on"
+	}
+	switch {
+	case flatten == nil:
+	case string(flatten.After) == "true":
+		s += ", flatten on kill on"
+	default:
+		s += ", flatten on kill off"
+	}
+	return s, true
+}
+
 // maxSummaryFields bounds the fields a summary names (detail has them
 // all).
 const maxSummaryFields = 6
 
 // changeSummary is one line: "Updated monitor mon_1: maxDailyLoss,
-// active", "Created copier cop_1", "Kill switch turned on".
+// active", "Created copier cop_1", "Kill switch turned on", "Kill switch
+// turned on, flatten on kill on" (the kill switch's PUT that changed
+// flattenOnKill too).
 func changeSummary(kind, id, op string, changes []FieldChange) string {
-	if kind == controlsKind.Name && len(changes) == 1 && changes[0].Field == "killSwitch" {
-		if string(changes[0].After) == "true" {
-			return "Kill switch turned on"
-		}
-		return "Kill switch turned off"
+	if s, ok := killSummary(kind, changes); ok {
+		return s
 	}
 	var s string
 	switch op {

@@ -460,7 +460,8 @@ func TestKillSwitch(t *testing.T) {
 		{`{}`, []map[string]any{{"path": "enabled", "code": errcode.FieldCodeRequired}}},
 		{`{"enabled":"yes"}`, []map[string]any{{"path": "enabled", "code": errcode.FieldCodeWrongType}}},
 		{`{"enabled":null}`, []map[string]any{{"path": "enabled", "code": errcode.FieldCodeWrongType}}},
-		{`{"enabled":false,"flattenOnKill":true}`, []map[string]any{{"path": "flattenOnKill", "code": errcode.FieldCodeUnknownField}}},
+		{`{"enabled":false,"flattenOnKill":"yes"}`, []map[string]any{{"path": "flattenOnKill", "code": errcode.FieldCodeWrongType}}},
+		{`{"enabled":false,"blockAllSignals":true}`, []map[string]any{{"path": "blockAllSignals", "code": errcode.FieldCodeUnknownField}}},
 		{`[true]`, []map[string]any{{"path": "", "code": errcode.FieldCodeWrongType}}},
 	} {
 		r := e.do(http.MethodPut, "/controls/kill-switch", tokElite, tc.body)

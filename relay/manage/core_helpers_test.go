@@ -299,6 +299,7 @@ type errBody struct {
 	Meta       map[string]string `json:"meta"`
 	Data       json.RawMessage   `json:"data"`
 	Changed    *bool             `json:"changed"`
+	Applied    *bool             `json:"applied"`
 }
 
 func (r resp) body(t testing.TB) errBody {

@@ -4,6 +4,8 @@ import (
 	"context"
 	"encoding/json"
 	"net/http"
+	"slices"
+	"sync"
 	"testing"
 	"time"
 
@@ -20,7 +22,8 @@ import (
 // A change of a kind the agent acts on needs the agent connected (409
 // addon_disconnected) with the configuration protocol (409
 // addon_version_unsupported); nothing is stored. A kind of the relay
-// alone (account groups) needs no agent and pushes nothing.
+// alone (account groups) needs no agent and pushes nothing. The kill
+// switch is the exception: see TestKillSwitchOffline.
 func TestAgentNeeded(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t, nil)
@@ -32,8 +35,6 @@ func TestAgentNeeded(t *testing.T) {
 	require.Equal(t, errcode.AddonDisconnected, r.code(t))
 	_, ok := e.store.stored("u1", controlsKind.Name, ctlID)
 	require.False(t, ok, "nothing stored")
-	r = e.do(http.MethodPut, "/controls/kill-switch", tokElite, `{"enabled":true}`)
-	require.Equal(t, errcode.AddonDisconnected, r.code(t))
 
 	r = e.do(http.MethodPost, "/desktop/account-groups", tokElite, `{"name":"Offline","destination":"desktop","accounts":[]}`)
 	require.Equal(t, http.StatusCreated, r.Code, "groups live in the relay only")
@@ -296,4 +297,136 @@ type fakeLinks struct{}
 
 func (fakeLinks) Linked(context.Context, string) (bool, []string, error) {
 	return true, []string{"TV1"}, nil
+}
+
+// fakeKills records what the Management API tells the kill switch's gate.
+type fakeKills struct {
+	mu  sync.Mutex
+	set []killSet
+}
+
+type killSet struct {
+	user    string
+	on      bool
+	version int64
+}
+
+func (f *fakeKills) Set(userID string, on bool, version int64) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.set = append(f.set, killSet{userID, on, version})
+}
+
+func (f *fakeKills) all() []killSet {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return slices.Clone(f.set)
+}
+
+// The kill switch is accepted in both directions while the agent is
+// offline, or connected too old for the configuration: stored, the
+// configuration version bumped, the gate told, answered applied false,
+// pushed nothing. Connected, it is pushed and answered applied true; a
+// push the agent does not acknowledge is still stored and answered
+// applied false. flattenOnKill rides along when sent.
+func TestKillSwitchOffline(t *testing.T) {
+	t.Parallel()
+	kills := &fakeKills{}
+	e := newEnv(t, func(o *Options) { o.KillSwitch = kills })
+	ctlID := singletonID("u1", controlsKind.Name)
+	controls := func() protocol.Controls {
+		t.Helper()
+		b, ok := e.store.stored("u1", controlsKind.Name, ctlID)
+		require.True(t, ok)
+		var c protocol.Controls
+		require.NoError(t, json.Unmarshal(b.Body, &c))
+		return c
+	}
+
+	e.hub.disconnect("u1")
+	r := e.do(http.MethodPut, "/controls/kill-switch", tokElite, `{"enabled":true,"flattenOnKill":true}`)
+	require.Equal(t, http.StatusOK, r.Code, string(r.Body))
+	b := r.body(t)
+	require.True(t, *b.Changed)
+	require.False(t, *b.Applied)
+	require.True(t, controls().KillSwitch)
+	require.True(t, controls().FlattenOnKill)
+	require.Empty(t, e.hub.pushes("u1"))
+	require.Equal(t, []killSet{{"u1", true, 1}}, kills.all())
+
+	r = e.do(http.MethodPut, "/controls/kill-switch", tokElite, `{"enabled":true}`)
+	require.Equal(t, http.StatusOK, r.Code, string(r.Body))
+	require.False(t, *r.body(t).Changed)
+	require.False(t, *r.body(t).Applied)
+
+	e.hub.connect("u1", protocol.ConfigProtocolVersion-1)
+	r = e.do(http.MethodPut, "/controls/kill-switch", tokElite, `{"enabled":false}`)
+	require.Equal(t, http.StatusOK, r.Code, string(r.Body))
+	require.False(t, *r.body(t).Applied)
+	require.False(t, controls().KillSwitch)
+	require.True(t, controls().FlattenOnKill, "kept when not sent")
+	require.Empty(t, e.hub.pushes("u1"))
+	require.Equal(t, killSet{"u1", false, 2}, kills.all()[1])
+
+	r = e.do(http.MethodPatch, "/controls", tokElite, `{"blockAllSignals":true}`)
+	require.Equal(t, errcode.AddonVersionUnsupported, r.code(t), "other controls still need the agent")
+
+	e.hub.connect("u1", protocol.ConfigProtocolVersion)
+	r = e.do(http.MethodPut, "/controls/kill-switch", tokElite, `{"enabled":true,"flattenOnKill":false}`)
+	require.Equal(t, http.StatusOK, r.Code, string(r.Body))
+	require.True(t, *r.body(t).Applied)
+	pushes := e.hub.pushes("u1")
+	require.Len(t, pushes, 1)
+	require.True(t, pushes[0].Controls.KillSwitch)
+	require.False(t, pushes[0].Controls.FlattenOnKill)
+	require.Equal(t, int64(3), pushes[0].Version)
+
+	e.hub.setCall(func(context.Context, string, string, json.RawMessage) (json.RawMessage, error) {
+		return nil, agentcall.ErrConnectionLost
+	})
+	r = e.do(http.MethodPut, "/controls/kill-switch", tokElite, `{"enabled":false}`)
+	require.Equal(t, http.StatusOK, r.Code, string(r.Body))
+	require.False(t, *r.body(t).Applied, "stored, not acknowledged")
+	require.False(t, controls().KillSwitch)
+	require.Equal(t, killSet{"u1", false, 4}, kills.all()[3])
+}
+
+// PrepareTunnel pushes the stored configuration on the new tunnel's call
+// alone; nothing when nothing was configured or the agent is too old.
+func TestPrepareTunnel(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, nil)
+	ctx := context.Background()
+	var got []protocol.Config
+	call := func(_ context.Context, fn string, args json.RawMessage) (json.RawMessage, error) {
+		require.Equal(t, protocol.FnApplyConfig, fn)
+		var cfg protocol.Config
+		require.NoError(t, json.Unmarshal(args, &cfg))
+		got = append(got, cfg)
+		return json.RawMessage(`{"version":1}`), nil
+	}
+	info := agentcall.Info{Hello: protocol.Hello{ProtocolVersion: protocol.ConfigProtocolVersion}}
+	e.s.PrepareTunnel(ctx, "u1", info, call)
+	require.Empty(t, got, "nothing configured")
+
+	e.hub.disconnect("u1")
+	r := e.do(http.MethodPut, "/controls/kill-switch", tokElite, `{"enabled":true,"flattenOnKill":true}`)
+	require.Equal(t, http.StatusOK, r.Code, string(r.Body))
+	old := agentcall.Info{Hello: protocol.Hello{ProtocolVersion: protocol.ConfigProtocolVersion - 1}}
+	e.s.PrepareTunnel(ctx, "u1", old, call)
+	require.Empty(t, got, "too old for the configuration")
+	e.s.PrepareTunnel(ctx, "u1", info, call)
+	require.Len(t, got, 1)
+	require.Equal(t, int64(1), got[0].Version)
+	require.True(t, got[0].Controls.KillSwitch)
+	require.True(t, got[0].Controls.FlattenOnKill)
+
+	on, version, err := KillSwitches(e.store, nil)(ctx, "u1")
+	require.NoError(t, err)
+	require.True(t, on)
+	require.Equal(t, int64(1), version)
+	on, version, err = KillSwitches(e.store, nil)(ctx, "u2")
+	require.NoError(t, err)
+	require.False(t, on)
+	require.Zero(t, version)
 }

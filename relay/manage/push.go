@@ -58,6 +58,13 @@ func (s *Server) agentReady(userID string) *httpapi.Error {
 	return nil
 }
 
+// agentRuns reports whether the user's agent acknowledged, on its live
+// tunnel, configuration version version or a newer one.
+func (s *Server) agentRuns(userID string, version int64) bool {
+	info, ok := s.opts.Hub.Info(userID)
+	return ok && info.ConfigApplied >= version
+}
+
 // outcomeUnknown is the 503 of a change stored but not acknowledged by
 // the agent.
 func outcomeUnknown() *httpapi.Error {
@@ -195,10 +202,56 @@ func (s *Server) reconnectPush(userID string) {
 		}
 		return
 	}
-	if st.snap.ConfigVersion == 0 {
-		return // nothing was ever configured
+	if st.snap.ConfigVersion == 0 || s.agentRuns(userID, st.snap.ConfigVersion) {
+		return // nothing was ever configured, or PrepareTunnel pushed it
 	}
 	_ = s.push(ctx, userID, configOf(st))
+}
+
+// PrepareTunnel pushes the user's stored configuration to a new tunnel
+// before any other call reaches it (the hub's Options.Prepare): an agent
+// that was offline when its kill switch was turned on applies it, and
+// flattens, before it serves anything else. It takes no write lock: a
+// change under way waits for the tunnel, and the agent ignores a
+// configuration older than the one it runs. It returns when ctx ends;
+// HandleStatus pushes again when this push was not acknowledged.
+func (s *Server) PrepareTunnel(ctx context.Context, userID string, info agentcall.Info, call func(context.Context, string, json.RawMessage) (json.RawMessage, error)) {
+	if info.Hello.ProtocolVersion < protocol.ConfigProtocolVersion {
+		return
+	}
+	st, err := s.load(ctx, userID)
+	if err != nil {
+		if ctx.Err() == nil {
+			s.log.Warn("loading management state for a new tunnel", zap.Error(err))
+		}
+		return
+	}
+	if st.snap.ConfigVersion == 0 {
+		return
+	}
+	args, err := json.Marshal(configOf(st))
+	if err != nil {
+		return
+	}
+	if _, err := call(ctx, protocol.FnApplyConfig, args); err != nil {
+		s.log.Info("configuration push on connect not acknowledged", zap.Int64("version", st.snap.ConfigVersion), zap.Error(err))
+	}
+}
+
+// KillSwitches returns the reader of a user's stored kill switch and the
+// configuration version it is stored in (relay/killswitch's Lookup).
+func KillSwitches(st Store, log *zap.Logger) func(ctx context.Context, userID string) (bool, int64, error) {
+	if log == nil {
+		log = zap.NewNop()
+	}
+	ss := newStoredState(st, log.Named("manage"))
+	return func(ctx context.Context, userID string) (bool, int64, error) {
+		state, _, err := ss.read(ctx, userID)
+		if err != nil {
+			return false, 0, err
+		}
+		return state.snap.Controls.KillSwitch, state.snap.ConfigVersion, nil
+	}
 }
 
 // HandleEvent stores a state reported on the event spine (the relay

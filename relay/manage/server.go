@@ -111,6 +111,18 @@ type Options struct {
 	// EmailEnabled reports that the operator configured an SMTP server;
 	// false refuses email destinations (409 email_unavailable).
 	EmailEnabled bool
+	// KillSwitch learns each user's stored kill switch after every change
+	// of the user's kill switch (relay/killswitch's Gate, which refuses
+	// entries while the agent has not applied it); nil tells no one.
+	KillSwitch KillSwitchCache
+}
+
+// KillSwitchCache keeps the users' stored kill switches;
+// *killswitch.Gate implements it.
+type KillSwitchCache interface {
+	// Set records the user's stored switch, on or off, stored in
+	// configuration version version.
+	Set(userID string, on bool, version int64)
 }
 
 // Defaults of Options.
@@ -381,12 +393,19 @@ func (s *Server) read(w http.ResponseWriter, r *http.Request, rt *route, userID,
 // writeResource answers one resource with its ETag (header and
 // meta.etag), and changed when not nil.
 func writeResource(w http.ResponseWriter, status int, v any, version int64, changed *bool) {
-	tag := etagOf(version)
-	w.Header().Set("ETag", tag)
-	top := map[string]any{"meta": map[string]string{"etag": tag}}
+	top := map[string]any{}
 	if changed != nil {
 		top["changed"] = *changed
 	}
+	writeResourceTop(w, status, v, version, top)
+}
+
+// writeResourceTop answers one resource with its ETag and the members of
+// top beside data and meta.
+func writeResourceTop(w http.ResponseWriter, status int, v any, version int64, top map[string]any) {
+	tag := etagOf(version)
+	w.Header().Set("ETag", tag)
+	top["meta"] = map[string]string{"etag": tag}
 	httpapi.WriteWithTop(w, status, v, top)
 }
 
@@ -467,6 +486,10 @@ func (s *Server) change(w http.ResponseWriter, r *http.Request, rt *route, p aut
 		return
 	}
 	if !out.changed {
+		if rt.op == routeKill {
+			writeResourceTop(w, status, out.value, out.version, map[string]any{"changed": false, "applied": s.agentRuns(userID, st.snap.ConfigVersion)})
+			return
+		}
 		changed := false
 		writeResource(w, status, out.value, out.version, &changed)
 		return
@@ -475,10 +498,15 @@ func (s *Server) change(w http.ResponseWriter, r *http.Request, rt *route, p aut
 	// user's broker engines act on it too (the controls and the news
 	// lockout with a broker login linked): then it is stored, run by the
 	// broker engines at once, and pushed to the agent when it connects.
+	// The kill switch is stored whatever the agent's state, in both
+	// directions: the relay refuses the user's entries until the agent
+	// applies it (relay/killswitch), which it does on connect.
 	agentOnline := true
 	if k.needsAgent() {
 		if e := s.agentReady(userID); e != nil {
-			if e.Code != errcode.AddonDisconnected || !brokerKinds[k.name()] || !st.snap.BrokerLinked {
+			offlineOK := rt.op == routeKill ||
+				(e.Code == errcode.AddonDisconnected && brokerKinds[k.name()] && st.snap.BrokerLinked)
+			if !offlineOK {
 				writeErr(w, e)
 				return
 			}
@@ -508,13 +536,27 @@ func (s *Server) change(w http.ResponseWriter, r *http.Request, rt *route, p aut
 	if k.name() == alerts.ResourceKind && s.opts.Alerts != nil {
 		s.opts.Alerts.Changed(userID)
 	}
+	if rt.op == routeKill && s.opts.KillSwitch != nil {
+		s.opts.KillSwitch.Set(userID, st.snap.Controls.KillSwitch, cv)
+	}
+	applied := false
 	if k.needsAgent() && agentOnline {
-		if e := s.push(ctx, userID, configOf(st)); e != nil {
+		e := s.push(ctx, userID, configOf(st))
+		switch {
+		case e == nil:
+			applied = true
+		case rt.op != routeKill:
 			writeErr(w, e)
 			return
 		}
+		// A kill switch the agent did not acknowledge is in force in
+		// the relay all the same: answered as not applied yet.
 	}
 	changed := true
+	if rt.op == routeKill {
+		writeResourceTop(w, status, out.value, out.version+1, map[string]any{"changed": true, "applied": applied})
+		return
+	}
 	if out.deleted {
 		httpapi.WriteWithTop(w, status, Deleted{ID: out.id, Deleted: true}, map[string]any{"changed": true})
 		return
@@ -542,8 +584,9 @@ func emptyObject(body []byte) *httpapi.Error {
 	return fe.err()
 }
 
-// killBody reads PUT controls/kill-switch's body, exactly {"enabled":
-// bool}, into the controls change it makes: {"killSwitch": bool}.
+// killBody reads PUT controls/kill-switch's body, {"enabled": bool} with
+// an optional "flattenOnKill": bool, into the controls change it makes:
+// {"killSwitch": bool} (with "flattenOnKill" when sent).
 func killBody(body []byte) ([]byte, *httpapi.Error) {
 	var fe fieldErrs
 	doc, err := decodeBody(body)
@@ -564,14 +607,22 @@ func killBody(body []byte) ([]byte, *httpapi.Error) {
 			fe.add("enabled", errcode.FieldCodeWrongType)
 		}
 	}
+	flatten, withFlatten := m["flattenOnKill"]
+	if _, isBool := flatten.(bool); withFlatten && !isBool {
+		fe.add("flattenOnKill", errcode.FieldCodeWrongType)
+	}
 	for _, k := range sortedKeys(m) {
-		if k != "enabled" {
+		if k != "enabled" && k != "flattenOnKill" {
 			fe.add(httpapi.SafePath(k), errcode.FieldCodeUnknownField)
 		}
 	}
 	if e := fe.err(); e != nil {
 		return nil, e
 	}
-	b, _ := json.Marshal(map[string]bool{"killSwitch": enabled.(bool)})
+	change := map[string]bool{"killSwitch": enabled.(bool)}
+	if withFlatten {
+		change["flattenOnKill"] = flatten.(bool)
+	}
+	b, _ := json.Marshal(change)
 	return b, nil
 }

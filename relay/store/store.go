@@ -3,8 +3,9 @@
 // resources, each user's broker link with the state of the trading the
 // relay runs over it, the support staff's tokens and what they grant, and
 // the agents' connection history with their latest diagnostics, and the
-// one-time codes that pair a PC's agent with a user, and each user's
-// activity log. It is the
+// one-time codes that pair a PC's agent with a user, each user's
+// activity log, and the traders' accounts (a user's email and password
+// hash, the dashboard's sessions and password-reset links). It is the
 // only package that talks to the database; the relay's other packages see
 // the Store interface.
 //
@@ -55,6 +56,12 @@ type User struct {
 	// plan_required): the families "desktop" and "tv" and kind names
 	// ("copier", "monitor", …). Nil when none.
 	Withheld []string
+	// Email is the user's email, lowercased (NormalizeEmail); "" when
+	// none. No two users have one email.
+	Email string
+	// PasswordHash is the user's password as package relay/account hashed
+	// it (an argon2id PHC string); "" when the user has no password.
+	PasswordHash string
 }
 
 // Token is the stored form of an API or agent token: its hash, never its
@@ -65,7 +72,10 @@ type Token struct {
 	Kind   string
 	// Profile is an API token's response profile ("standard" or
 	// "compatible"); empty means standard.
-	Profile   string
+	Profile string
+	// Name is what the user called the token (the dashboard's tokens
+	// page); "" when unnamed.
+	Name      string
 	CreatedAt time.Time
 	// RevokedAt is the zero time while the token is valid.
 	RevokedAt time.Time
@@ -228,13 +238,49 @@ type BrokerWrite struct {
 // concurrent use; every method that returns nil has made its change durable.
 type Store interface {
 	// CreateUser stores u with its first tokens, all or nothing.
-	// ErrConflict if the id or a token hash exists.
+	// ErrConflict if the id, the email or a token hash exists.
 	CreateUser(ctx context.Context, u User, tokens ...Token) error
 	// User returns the user with the id; ErrNotFound if there is none.
 	User(ctx context.Context, id string) (User, error)
 	// SetUserDisabled disables or re-enables a user; ErrNotFound if there
 	// is none.
 	SetUserDisabled(ctx context.Context, id string, disabled bool) error
+	// UserByEmail returns the user with the email (compared as
+	// NormalizeEmail gives it); ErrNotFound if there is none.
+	UserByEmail(ctx context.Context, email string) (User, error)
+	// SetUserEmail sets the user's email ("" removes it); ErrConflict if
+	// another user has it, ErrNotFound if there is no such user.
+	SetUserEmail(ctx context.Context, userID, email string) error
+	// SetUserPassword sets the user's password hash ("" removes the
+	// password); ErrNotFound if there is no such user.
+	SetUserPassword(ctx context.Context, userID, hash string) error
+
+	// CreateSession stores a dashboard session. ErrConflict if the hash
+	// exists, ErrNotFound if the user does not.
+	CreateSession(ctx context.Context, s Session) error
+	// LookupSession returns the session with the hash and its user,
+	// expired or not; ErrNotFound if there is none.
+	LookupSession(ctx context.Context, hash string) (Session, User, error)
+	// TouchSession sets the session's last-seen time; ErrNotFound if
+	// there is no such session.
+	TouchSession(ctx context.Context, hash string, at time.Time) error
+	// DeleteSession forgets the session; a missing one is no error.
+	DeleteSession(ctx context.Context, hash string) error
+	// DeleteUserSessions forgets every session of the user and returns
+	// how many.
+	DeleteUserSessions(ctx context.Context, userID string) (int, error)
+	// PruneSessions forgets the sessions past their absolute expiry at
+	// expiredAt or last seen before idleBefore, and returns how many.
+	PruneSessions(ctx context.Context, expiredAt, idleBefore time.Time) (int, error)
+	// PutPasswordReset stores a password-reset link, forgetting the
+	// user's other links and every link expired at r.CreatedAt first.
+	// ErrConflict if the hash exists, ErrNotFound if the user does not.
+	PutPasswordReset(ctx context.Context, r PasswordReset) error
+	// TakePasswordReset returns the user of the reset link with the hash
+	// and forgets the link, in one statement (a link is used once);
+	// ErrNotFound if there is none or it expired before now (an expired
+	// link is forgotten all the same).
+	TakePasswordReset(ctx context.Context, hash string, now time.Time) (userID string, err error)
 	// AddToken stores a token for an existing user; ErrNotFound if the user
 	// does not exist, ErrConflict if the hash does.
 	AddToken(ctx context.Context, t Token) error

@@ -12,20 +12,20 @@ import (
 // Users and their tokens (users, tokens).
 
 const userColumns = "users.id, users.name, users.plan, users.disabled, users.created_at," +
-	" users.management_closed, users.withheld_features"
+	" users.management_closed, users.withheld_features, users.email, users.password_hash"
 
 var (
-	qInsertUser = sqlConst(`INSERT INTO users (id, name, plan, disabled, created_at, management_closed, withheld_features)
-		VALUES (?, ?, ?, ?, ?, ?, ?)`)
-	qInsertToken     = sqlConst("INSERT INTO tokens (hash, user_id, kind, profile, created_at) VALUES (?, ?, ?, ?, ?)")
+	qInsertUser = sqlConst(`INSERT INTO users (id, name, plan, disabled, created_at, management_closed, withheld_features,
+		email, password_hash) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`)
+	qInsertToken     = sqlConst("INSERT INTO tokens (hash, user_id, kind, profile, name, created_at) VALUES (?, ?, ?, ?, ?, ?)")
 	qUserExists      = sqlConst("SELECT 1 FROM users WHERE id = ?")
 	qUser            = sqlConst("SELECT " + userColumns + " FROM users WHERE id = ?")
 	qSetUserAccess   = sqlConst("UPDATE users SET management_closed = ?, withheld_features = ? WHERE id = ?")
 	qSetUserDisabled = sqlConst("UPDATE users SET disabled = ? WHERE id = ?")
-	qLookupToken     = sqlConst("SELECT " + userColumns + ", tokens.kind, tokens.profile, tokens.created_at, tokens.revoked_at" +
+	qLookupToken     = sqlConst("SELECT " + userColumns + ", tokens.kind, tokens.profile, tokens.name, tokens.created_at, tokens.revoked_at" +
 		" FROM tokens JOIN users ON users.id = tokens.user_id WHERE tokens.hash = ?")
 	qSetTokenProfile = sqlConst("UPDATE tokens SET profile = ? WHERE hash = ?")
-	qListTokens      = sqlConst("SELECT hash, kind, profile, created_at, revoked_at FROM tokens WHERE user_id = ? ORDER BY created_at, hash")
+	qListTokens      = sqlConst("SELECT hash, kind, profile, name, created_at, revoked_at FROM tokens WHERE user_id = ? ORDER BY created_at, hash")
 	qRevokeToken     = sqlConst("UPDATE tokens SET revoked_at = COALESCE(revoked_at, ?) WHERE hash = ?")
 	qRevokeTokens    = sqlConst("UPDATE tokens SET revoked_at = ? WHERE user_id = ? AND revoked_at IS NULL AND (? = '' OR kind = ?)")
 )
@@ -41,7 +41,7 @@ func userExists(ctx context.Context, c conn, userID string) error {
 }
 
 func insertToken(ctx context.Context, c conn, t Token) error {
-	_, err := c.exec(ctx, qInsertToken, t.Hash, t.UserID, t.Kind, profileOrDefault(t.Profile), millis(t.CreatedAt))
+	_, err := c.exec(ctx, qInsertToken, t.Hash, t.UserID, t.Kind, profileOrDefault(t.Profile), t.Name, millis(t.CreatedAt))
 	return c.d.noUser(c.d.conflict(err))
 }
 
@@ -57,7 +57,8 @@ func profileOrDefault(p string) string {
 func (s *sqlStore) CreateUser(ctx context.Context, u User, tokens ...Token) error {
 	err := s.tx(ctx, func(tx conn) error {
 		_, err := tx.exec(ctx, qInsertUser,
-			u.ID, u.Name, u.Plan, u.Disabled, millis(u.CreatedAt), u.ManagementClosed, encodeFeatures(u.Withheld))
+			u.ID, u.Name, u.Plan, u.Disabled, millis(u.CreatedAt), u.ManagementClosed, encodeFeatures(u.Withheld),
+			nullable(NormalizeEmail(u.Email)), nullable(u.PasswordHash))
 		if err != nil {
 			return tx.d.conflict(err)
 		}
@@ -78,7 +79,8 @@ func scanUser(row scanner, extra ...any) (User, error) {
 	var u User
 	var created int64
 	var withheld string
-	dest := append([]any{&u.ID, &u.Name, &u.Plan, &u.Disabled, &created, &u.ManagementClosed, &withheld}, extra...)
+	var email, password sql.NullString
+	dest := append([]any{&u.ID, &u.Name, &u.Plan, &u.Disabled, &created, &u.ManagementClosed, &withheld, &email, &password}, extra...)
 	if err := row.Scan(dest...); err != nil {
 		if errors.Is(err, sql.ErrNoRows) {
 			return User{}, ErrNotFound
@@ -86,6 +88,7 @@ func scanUser(row scanner, extra ...any) (User, error) {
 		return User{}, err
 	}
 	u.CreatedAt = fromMS(created)
+	u.Email, u.PasswordHash = email.String, password.String
 	var err error
 	if u.Withheld, err = decodeFeatures(withheld); err != nil {
 		return User{}, err
@@ -146,7 +149,7 @@ func (s *sqlStore) LookupToken(ctx context.Context, hash string) (Token, User, e
 	t := Token{Hash: hash}
 	var created int64
 	var revoked sql.NullInt64
-	u, err := scanUser(s.row(ctx, qLookupToken, hash), &t.Kind, &t.Profile, &created, &revoked)
+	u, err := scanUser(s.row(ctx, qLookupToken, hash), &t.Kind, &t.Profile, &t.Name, &created, &revoked)
 	if err != nil {
 		return Token{}, User{}, wrap("look up token", err)
 	}
@@ -170,7 +173,7 @@ func (s *sqlStore) ListTokens(ctx context.Context, userID string) ([]Token, erro
 		t := Token{UserID: userID}
 		var created int64
 		var revoked sql.NullInt64
-		err := row.Scan(&t.Hash, &t.Kind, &t.Profile, &created, &revoked)
+		err := row.Scan(&t.Hash, &t.Kind, &t.Profile, &t.Name, &created, &revoked)
 		t.CreatedAt, t.RevokedAt = fromMS(created), fromMillis(revoked)
 		return t, err
 	}, qListTokens, userID)

@@ -494,13 +494,16 @@ func isWrite(fn string) bool {
 
 // addOtherRoutes adds, to the desktop family's document, the routes other
 // packages serve: the activity log (relay/activity), the TradingView
-// webhook (relay/webhook) and the Management API's alert destinations
-// (relay/manage).
+// webhook (relay/webhook) and the Management API's alert destinations and
+// kill switch (relay/manage).
 func addOtherRoutes(f *docFamily, schemas, paths object) error {
 	if err := addActivityRoute(f, schemas, paths); err != nil {
 		return err
 	}
 	if err := addWebhookRoutes(f, schemas, paths); err != nil {
+		return err
+	}
+	if err := addKillSwitchRoute(f, schemas, paths); err != nil {
 		return err
 	}
 	return addAlertRoutes(f, schemas, paths)

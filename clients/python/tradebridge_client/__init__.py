@@ -16,6 +16,7 @@ from __future__ import absolute_import
 
 # import apis into sdk package
 from tradebridge_client.api.alerts_api import AlertsApi
+from tradebridge_client.api.controls_api import ControlsApi
 from tradebridge_client.api.default_api import DefaultApi
 # import ApiClient
 from tradebridge_client.api_client import ApiClient
@@ -55,6 +56,7 @@ from tradebridge_client.models.bracket_result import BracketResult
 from tradebridge_client.models.bracket_result_write_response import BracketResultWriteResponse
 from tradebridge_client.models.cancelled import Cancelled
 from tradebridge_client.models.cancelled_write_response import CancelledWriteResponse
+from tradebridge_client.models.controls import Controls
 from tradebridge_client.models.error import Error
 from tradebridge_client.models.error_meta import ErrorMeta
 from tradebridge_client.models.execution import Execution
@@ -67,6 +69,8 @@ from tradebridge_client.models.id_close_body import IdCloseBody
 from tradebridge_client.models.inline_response200 import InlineResponse200
 from tradebridge_client.models.inline_response2001 import InlineResponse2001
 from tradebridge_client.models.inline_response2002 import InlineResponse2002
+from tradebridge_client.models.inline_response2003 import InlineResponse2003
+from tradebridge_client.models.inline_response2003_meta import InlineResponse2003Meta
 from tradebridge_client.models.inline_response201 import InlineResponse201
 from tradebridge_client.models.inline_response202 import InlineResponse202
 from tradebridge_client.models.inline_response400 import InlineResponse400
@@ -116,10 +120,12 @@ from tradebridge_client.models.inline_response5032 import InlineResponse5032
 from tradebridge_client.models.inline_response5033 import InlineResponse5033
 from tradebridge_client.models.inline_response5034 import InlineResponse5034
 from tradebridge_client.models.inline_response5035 import InlineResponse5035
+from tradebridge_client.models.inline_response5036 import InlineResponse5036
 from tradebridge_client.models.inline_response504 import InlineResponse504
 from tradebridge_client.models.inline_response5041 import InlineResponse5041
 from tradebridge_client.models.instrument_info import InstrumentInfo
 from tradebridge_client.models.instrument_info_response import InstrumentInfoResponse
+from tradebridge_client.models.kill_switch_change import KillSwitchChange
 from tradebridge_client.models.market_bars_body import MarketBarsBody
 from tradebridge_client.models.one_of_alert_destination_create import OneOfAlertDestinationCreate
 from tradebridge_client.models.order import Order

@@ -54,11 +54,14 @@ const (
 	retryMax = 30 * time.Second
 )
 
-// The gate's refusals. Reasons are fixed sentences: they never repeat the
-// configuration's text (an event's title shows in Status only).
+// KillBlock is the kill switch's refusal, which the relay gives too while
+// a switch stored on waits for the agent (relay/killswitch).
+var KillBlock = &ops.Block{Rule: ops.RuleKillSwitch,
+	Reason: "the kill switch is on: orders that open or add to a position are refused"}
+
+// The gate's other refusals. Reasons are fixed sentences: they never
+// repeat the configuration's text (an event's title shows in Status only).
 var (
-	killBlock = &ops.Block{Rule: ops.RuleKillSwitch,
-		Reason: "the kill switch is on: orders that open or add to a position are refused"}
 	blockAllBlock = &ops.Block{Rule: ops.RuleBlockAllSignals,
 		Reason: "signals are blocked on every account: orders from the API are refused"}
 	newsBlock = &ops.Block{Rule: ops.RuleNewsLockout,
@@ -406,7 +409,7 @@ func (e *Engine) Check(account, instrument string, src ops.Source) ops.Verdict {
 	s := e.snapshot()
 	var v ops.Verdict
 	if s.kill {
-		v.Entries = killBlock
+		v.Entries = KillBlock
 	}
 	if s.blockAll && src.API() {
 		v.Any = blockAllBlock

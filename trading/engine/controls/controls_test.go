@@ -377,12 +377,12 @@ func TestCheck(t *testing.T) {
 		entries    *ops.Block
 	}{
 		{"nothing", protocol.Config{}, inWindow, es, ops.SourceAPI, nil, nil},
-		{"kill switch, copier", protocol.Config{Controls: protocol.Controls{KillSwitch: true}}, start, es, ops.SourceCopier, nil, killBlock},
-		{"kill switch, engine", protocol.Config{Controls: protocol.Controls{KillSwitch: true}}, start, es, ops.SourceEngine, nil, killBlock},
+		{"kill switch, copier", protocol.Config{Controls: protocol.Controls{KillSwitch: true}}, start, es, ops.SourceCopier, nil, KillBlock},
+		{"kill switch, engine", protocol.Config{Controls: protocol.Controls{KillSwitch: true}}, start, es, ops.SourceEngine, nil, KillBlock},
 		{"block all, api", protocol.Config{Controls: protocol.Controls{BlockAllSignals: true}}, start, es, ops.SourceAPI, blockAllBlock, nil},
 		{"block all, copier", protocol.Config{Controls: protocol.Controls{BlockAllSignals: true}}, start, es, ops.SourceCopier, nil, nil},
 		{"all three", protocol.Config{Controls: protocol.Controls{KillSwitch: true, BlockAllSignals: true}, NewsLockout: news(protocol.NewsBlock)},
-			inWindow, es, ops.SourceAPI, blockAllBlock, killBlock},
+			inWindow, es, ops.SourceAPI, blockAllBlock, KillBlock},
 		{"block all and news", protocol.Config{Controls: protocol.Controls{BlockAllSignals: true}, NewsLockout: news(protocol.NewsBlock)},
 			inWindow, es, ops.SourceAPI, blockAllBlock, newsBlock},
 		{"news, copier", protocol.Config{NewsLockout: news(protocol.NewsFlatten)}, inWindow, nq, ops.SourceCopier, nil, newsBlock},

@@ -437,6 +437,18 @@ export type CancelledWriteResponse = {
 };
 
 /**
+ * The user's account-wide switches.
+ */
+export type Controls = {
+    blockAllSignals: boolean;
+    createdAt?: string;
+    flattenOnKill: boolean;
+    id: string;
+    killSwitch: boolean;
+    updatedAt?: string;
+};
+
+/**
  * An error, in both profiles. Nothing in it repeats what the caller sent.
  */
 export type Error = {
@@ -547,6 +559,17 @@ export type InstrumentInfo = {
 export type InstrumentInfoResponse = {
     data: InstrumentInfo;
     success: true;
+};
+
+export type KillSwitchChange = {
+    /**
+     * true turns the kill switch on, false off
+     */
+    enabled: boolean;
+    /**
+     * when sent, sets the controls' flattenOnKill in the same change: the switch turning on flattens every account
+     */
+    flattenOnKill?: boolean;
 };
 
 export type Order = {
@@ -4408,6 +4431,116 @@ export type TestAlertDestinationResponses = {
 };
 
 export type TestAlertDestinationResponse = TestAlertDestinationResponses[keyof TestAlertDestinationResponses];
+
+export type SetKillSwitchData = {
+    body: KillSwitchChange;
+    path?: never;
+    query?: never;
+    url: '/v1/api/manage/controls/kill-switch';
+};
+
+export type SetKillSwitchErrors = {
+    /**
+     * the request is malformed, or the operation was refused (nothing was placed). Codes: `unknown_parameter`, `invalid_path`, `invalid_json`, `unexpected_body`.
+     */
+    400: Error & {
+        error?: 'unknown_parameter' | 'invalid_path' | 'invalid_json' | 'unexpected_body';
+    };
+    /**
+     * missing, malformed, unknown or revoked API token. Codes: `unauthorized`.
+     */
+    401: Error & {
+        error?: 'unauthorized';
+    };
+    /**
+     * the user's plan lacks the trading API. Codes: `elite_required`, `not_available`, `plan_required`.
+     */
+    403: Error & {
+        error?: 'elite_required' | 'not_available' | 'plan_required';
+    };
+    /**
+     * the user's agent is not connected, or dropped during a read; or the body was not received in time. Codes: `body_timeout`.
+     */
+    408: Error & {
+        error?: 'body_timeout';
+    };
+    /**
+     * a write with the same Idempotency-Key or orderId is still running. Codes: `concurrent_modification`.
+     */
+    409: Error & {
+        error?: 'concurrent_modification';
+    };
+    /**
+     * If-Match did not match the resource's current ETag (Management API). Codes: `precondition_failed`.
+     */
+    412: Error & {
+        error?: 'precondition_failed';
+    };
+    /**
+     * the body is too large. Codes: `body_too_large`.
+     */
+    413: Error & {
+        error?: 'body_too_large';
+    };
+    /**
+     * the body is not application/json. Codes: `unsupported_content_type`.
+     */
+    415: Error & {
+        error?: 'unsupported_content_type';
+    };
+    /**
+     * the Idempotency-Key was used for a different request. Codes: `validation_failed`.
+     */
+    422: Error & {
+        error?: 'validation_failed';
+    };
+    /**
+     * the request budget is used up (policy, retryAfter, Retry-After). Codes: `rate_limited`, `too_many_concurrent_requests`.
+     */
+    429: Error & {
+        error?: 'rate_limited' | 'too_many_concurrent_requests';
+    };
+    /**
+     * the relay or the agent failed. Codes: `internal_error`.
+     */
+    500: Error & {
+        error?: 'internal_error';
+    };
+    /**
+     * the relay cannot check tokens right now, or (writes) the outcome is unknown: retry with the same key to learn it. Codes: `storage_unavailable`, `management_unavailable`, `management_read_only`.
+     */
+    503: Error & {
+        error?: 'storage_unavailable' | 'management_unavailable' | 'management_read_only';
+    };
+};
+
+export type SetKillSwitchError = SetKillSwitchErrors[keyof SetKillSwitchErrors];
+
+export type SetKillSwitchResponses = {
+    /**
+     * success (in both profiles)
+     */
+    200: {
+        /**
+         * whether the user's agent runs the configuration that carries the switch; false: stored, and applied when the agent connects
+         */
+        applied: boolean;
+        /**
+         * false when the switch already was as asked (nothing stored)
+         */
+        changed: boolean;
+        data: Controls;
+        meta: {
+            /**
+             * the controls' ETag, also in the ETag header
+             */
+            etag: string;
+        };
+        success: true;
+    };
+};
+
+export type SetKillSwitchResponse = SetKillSwitchResponses[keyof SetKillSwitchResponses];
 
 export type GetBarsMarketBarsData = {
     body: {
