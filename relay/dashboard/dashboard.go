@@ -17,7 +17,6 @@ import (
 	"tradebridge/relay/account"
 	"tradebridge/relay/activity"
 	"tradebridge/relay/admit"
-	"tradebridge/relay/agentcall"
 	"tradebridge/relay/auth"
 	"tradebridge/relay/broker"
 	"tradebridge/relay/budget"
@@ -51,9 +50,10 @@ type Tokens interface {
 	Revoke(ctx context.Context, userID, id string) error
 }
 
-// Hub reaches the user's agent; *hub.Hub (or the cluster) implements it.
+// Hub calls the user's agent (its P&L and orders); *hub.Hub (or the
+// cluster) implements it. What the relay knows of the tunnel comes from
+// AgentView.
 type Hub interface {
-	Info(userID string) (agentcall.Info, bool)
 	Call(ctx context.Context, userID, fn, requestID string, args json.RawMessage) (json.RawMessage, error)
 }
 
@@ -348,11 +348,11 @@ func (s *Server) fetch(h func(http.ResponseWriter, *http.Request, *session)) fun
 func (s *Server) signedIn(fetch bool, h func(http.ResponseWriter, *http.Request, *session)) func(http.ResponseWriter, *http.Request) {
 	return func(w http.ResponseWriter, r *http.Request) {
 		setHeaders(w)
-		fetch := fetch || wantsJSON(r)
+		asJSON := fetch || wantsJSON(r)
 		cw := &capture{header: w.Header().Clone()}
 		ad, ok := s.opts.Admit.Admit(cw, r, &s.door)
 		if !ok {
-			if cw.status == http.StatusUnauthorized && !fetch {
+			if cw.status == http.StatusUnauthorized && !asJSON {
 				if SessionToken(r) != "" {
 					clearSession(w, r)
 				}

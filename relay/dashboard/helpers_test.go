@@ -187,8 +187,6 @@ func (f *fakeTokens) Revoke(_ context.Context, userID, id string) error {
 // fakeHub is alice's agent, online, with one account and one position.
 type fakeHub struct{}
 
-func (fakeHub) Info(string) (agentcall.Info, bool) { return agentcall.Info{}, false }
-
 func (fakeHub) Call(_ context.Context, userID, fn, _ string, _ json.RawMessage) (json.RawMessage, error) {
 	if userID != aliceID {
 		return nil, agentcall.ErrNotConnected
