@@ -189,3 +189,34 @@ func TestDashboardEndToEnd(t *testing.T) {
 	require.Equal(t, http.StatusOK, positions.Status)
 	require.Contains(t, string(positions.Data), `"count":0`, "the read-only socket placed nothing")
 }
+
+// Sign-in attempts are budgeted: past the budget the dashboard answers
+// 429 with Retry-After and a sentence, the same for a known and an
+// unknown email, and a right password does not get through either.
+func TestDashboardSignInBudget(t *testing.T) {
+	t.Parallel()
+	s := dashSystem(t)
+	s.dashSignIn("alice")
+	limited := 0
+	for i := range 20 {
+		email := "alice@example.com"
+		if i%2 == 1 {
+			email = "nobody@example.com"
+		}
+		r := s.dash(http.MethodPost, "/app/signin", "", url.Values{"email": {email}, "password": {"not the password"}})
+		switch r.StatusCode {
+		case http.StatusUnauthorized:
+			require.Zero(t, limited, "a refusal for the budget is not followed by a verdict")
+		case http.StatusTooManyRequests:
+			limited++
+			require.NotEmpty(t, r.Header.Get("Retry-After"))
+			require.Contains(t, r.Body, `id="form-error" role="alert"`)
+		default:
+			t.Fatalf("attempt %d: %d", i, r.StatusCode)
+		}
+	}
+	require.Greater(t, limited, 0)
+	r := s.dash(http.MethodPost, "/app/signin", "", url.Values{"email": {"alice@example.com"}, "password": {dashPassword}})
+	require.Equal(t, http.StatusTooManyRequests, r.StatusCode)
+	require.Empty(t, r.Cookies())
+}
