@@ -295,7 +295,7 @@ func (s *Server) renderTokens(w http.ResponseWriter, r *http.Request, sess *sess
 	}
 	for _, t := range list {
 		tv.Tokens = append(tv.Tokens, tokenRow{ID: t.ID, Kind: string(t.Kind), Name: tokenName(t), Profile: t.Profile,
-			Created: t.CreatedAt, Revoked: t.RevokedAt})
+			Created: shownTime(t.CreatedAt), Revoked: shownTime(t.RevokedAt)})
 	}
 	v := &view{Title: "Tokens", Nav: "tokens", Error: formErr, Data: tv}
 	s.signedView(r, sess, v)
@@ -327,6 +327,16 @@ func (s *Server) newToken(w http.ResponseWriter, r *http.Request, sess *session)
 		return
 	}
 	s.renderTokens(w, r, sess, http.StatusOK, tokensView{New: tok}, "")
+}
+
+// shownTime shows an RFC 3339 time of relay/auth as the pages show
+// times; "" stays "".
+func shownTime(s string) string {
+	t, err := time.Parse(time.RFC3339, s)
+	if err != nil {
+		return s
+	}
+	return when(t)
 }
 
 // validTokenName reports a token name of 1 to MaxTokenName characters of
