@@ -5,7 +5,8 @@
 // (relay/manage), the broker family (relay/broker), pairing a PC
 // (relay/pairing), the support staff's route (relay/support) with the agents' connection history
 // (relay/connhistory), the users' activity logs (relay/activity), the TradingView webhook
-// (relay/webhook) and metrics (relay/metrics) into one HTTP server with
+// (relay/webhook), the traders' dashboard (relay/dashboard) and metrics
+// (relay/metrics) into one HTTP server with
 // timeouts and a graceful shutdown that also closes the stream sockets and
 // ends the tunnels.
 //
@@ -73,6 +74,7 @@ import (
 	"tradebridge/relay/budget"
 	"tradebridge/relay/cluster"
 	"tradebridge/relay/connhistory"
+	"tradebridge/relay/dashboard"
 	"tradebridge/relay/errcode"
 	"tradebridge/relay/events"
 	"tradebridge/relay/httpapi"
@@ -158,6 +160,12 @@ type Options struct {
 	// Budgets and SMTP (Alerts.SMTP: one mail server) in it are filled by
 	// the Relay, and its SessionIdle rules the sessions' admission too.
 	Account account.Options
+	// Dashboard tunes the traders' dashboard (/app, package
+	// relay/dashboard): its Budget and CallTimeout; Accounts (the
+	// relay's, Options.Account), Signup and EmailReset (the accounts'),
+	// Admit, IPBudget, Budgets, Tokens, Pairing, Hub, Agent, Broker,
+	// Manage, Activity and Logger in it are filled by the Relay.
+	Dashboard dashboard.Options
 	// Webhook tunes the TradingView webhook (POST /v1/send/{webhookId},
 	// GET /v1/api/webhook and its alerts): its Allow, DuplicateWindow and
 	// AnswerWithin; Store, Keys (the broker's), Admit, Refusals, IPBudget,
@@ -325,8 +333,9 @@ type build struct {
 	broker   *tradeapi.API // the broker family's trading routes
 	support  *support.Server
 	pairing  *pairing.Server
-	actLog   *activity.Server // GET /v1/api/activity
-	keys     *sealed.Keyring  // the broker's, which seal the alerts' secrets too
+	actLog   *activity.Server  // GET /v1/api/activity
+	dash     *dashboard.Server // /app
+	keys     *sealed.Keyring   // the broker's, which seal the alerts' secrets too
 }
 
 // run runs the steps in order.
@@ -346,6 +355,7 @@ func (b *build) run() (*Relay, error) {
 		b.supportRoute,
 		b.pairingRoutes,
 		b.activityRoute,
+		b.dashboardRoutes,
 		b.subscribe,
 		b.routes,
 	} {
@@ -500,6 +510,8 @@ func (b *build) doors() error {
 	sopts.Logger = b.log
 	sopts.Events = b.entries()
 	sopts.Metrics = b.r.metrics
+	// The dashboard's pages open the socket with their session cookie.
+	sopts.SessionToken = dashboard.SessionToken
 	st, err := stream.New(sopts)
 	if err != nil {
 		return err
@@ -672,6 +684,31 @@ func (b *build) activityRoute() error {
 	return err
 }
 
+// dashboardRoutes builds the traders' dashboard: one more door over the
+// relay's own parts (the Management API, pairing, tokens, the agents'
+// hub, the support route's view of an agent, the activity log).
+func (b *build) dashboardRoutes() error {
+	o := &b.opts
+	d := o.Dashboard
+	d.Accounts = b.r.account
+	d.Signup = b.r.account.Signup()
+	d.EmailReset = b.r.account.ResetByEmail()
+	d.Admit = b.adm
+	d.IPBudget = b.perIP
+	d.Budgets = o.Budgets
+	d.Tokens = dashboard.StoreTokens{Store: o.Store}
+	d.Pairing = o.Store
+	d.Hub = b.up
+	d.Agent = b.support
+	d.Broker = b.r.broker
+	d.Manage = b.r.manage
+	d.Activity = o.Store
+	d.Logger = b.log
+	var err error
+	b.dash, err = dashboard.New(d)
+	return err
+}
+
 // activityWorkers is how many of the spine's goroutines write activity
 // entries (each of another user at a time).
 const activityWorkers = 2
@@ -746,6 +783,7 @@ func (b *build) routes() error {
 	b.pairing.Register(mux)
 	b.actLog.Register(mux)
 	r.webhook.Register(mux)
+	b.dash.Register(mux)
 	mux.addNotAllowed()
 	mux.ServeMux.HandleFunc("/", fallback(mux.ServeMux))
 	r.patterns = mux.patterns

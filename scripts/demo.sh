@@ -16,7 +16,13 @@ work=.demo
 rm -rf "$work"
 mkdir -p "$work"
 
-creds=$(bin/relay users add --data "$work/data" --name demo --plan pro)
+# The demo user signs in to the dashboard with this email and password
+# (a fixed password: the demo is local). The elite plan opens the
+# Management API too.
+demo_email=demo@example.com
+demo_password=demo-password-1
+creds=$(printf '%s\n' "$demo_password" | bin/relay users add --data "$work/data" --name demo --plan elite \
+  --email "$demo_email" --password-stdin)
 field() { printf '%s' "$creds" | sed -n "s/.*\"$1\":\"\([^\"]*\)\".*/\1/p"; }
 api_token=$(field apiToken)
 agent_token=$(field agentToken)
@@ -61,6 +67,10 @@ cat <<MSG
 
 Relay on $base with an agent on the simulator (accounts Sim101, Sim102).
 Logs: $work/relay.log, $work/agent.log
+
+Dashboard: $base/app   (docs/dashboard.md)
+  email:    $demo_email
+  password: $demo_password
 API token (standard profile):   $api_token
 API token (compatible profile): $compat_token   (see "Porting a bot" in the README)
 

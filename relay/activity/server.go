@@ -147,12 +147,12 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		httpapi.WriteError(w, e.Status, *e)
 		return
 	}
-	q, e := query(args)
+	q, e := Query(args)
 	if e != nil {
 		httpapi.WriteError(w, e.Status, *e)
 		return
 	}
-	recs, err := s.opts.Store.ListActivity(r.Context(), ad.Principal.UserID, q)
+	page, err := ReadPage(r.Context(), s.opts.Store, ad.Principal.UserID, q)
 	if err != nil {
 		if r.Context().Err() == nil {
 			s.log.Warn("reading the activity log", zap.Error(err))
@@ -160,6 +160,16 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		httpapi.WriteError(w, http.StatusServiceUnavailable, httpapi.Error{Code: errcode.StorageUnavailable,
 			Detail: "the relay cannot read its store right now; retry shortly", RetryAfter: 5})
 		return
+	}
+	httpapi.Write(w, http.StatusOK, page)
+}
+
+// ReadPage reads the page of userID's log that q selects, newest first:
+// what the route answers, and what the dashboard's activity page shows.
+func ReadPage(ctx context.Context, st Reader, userID string, q store.ActivityQuery) (Page, error) {
+	recs, err := st.ListActivity(ctx, userID, q)
+	if err != nil {
+		return Page{}, err
 	}
 	page := Page{Events: make([]protocol.ActivityEntry, 0, len(recs))}
 	for _, rec := range recs {
@@ -169,12 +179,12 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		next := EntryID(recs[len(recs)-1].Seq)
 		page.Next = &next
 	}
-	httpapi.Write(w, http.StatusOK, page)
+	return page, nil
 }
 
-// query reads the typed arguments (tradecall.ParseHTTP's) as a store
-// query.
-func query(args map[string]any) (store.ActivityQuery, *httpapi.Error) {
+// Query reads the typed arguments of Endpoint (tradecall.ParseHTTP's) as
+// a store query: the route's and the dashboard's activity page's.
+func Query(args map[string]any) (store.ActivityQuery, *httpapi.Error) {
 	q := store.ActivityQuery{Limit: DefaultLimit}
 	if n, ok := args["limit"].(int64); ok {
 		q.Limit = int(n)

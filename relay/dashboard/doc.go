@@ -35,7 +35,9 @@
 //	                             profile) and shows it once; POST /app/tokens/{id}/revoke revokes
 //	GET  /app/activity           the activity log with filters, live
 //	POST /app/kill-switch        turns the kill switch on or off (enabled=true|false); answers
-//	                             JSON {"killSwitch":bool,"applied":bool} to fetch, or 303 back
+//	                             JSON {"killSwitch":bool,"applied":bool} to fetch (Accept:
+//	                             application/json; the relay's {"success":true,"data":{…}}
+//	                             with the two members at the top level too), or 303 back
 //	GET  /app/assets/{name}      app.js, app.css (immutable, versioned by content hash)
 //
 // # Stable names (a contract: tests and operators' scripts use them)
@@ -68,7 +70,9 @@
 // http://localhost. A POST is accepted only with the session's CSRF
 // token (account.CSRFToken; form field csrf or header X-CSRF-Token) and,
 // before there is a session (sign-in, sign-up, reset), only from the
-// dashboard's own origin (Origin, else Sec-Fetch-Site). Every answer
+// dashboard's own origin (Origin, else Sec-Fetch-Site). Refusals are 403
+// csrf_token_invalid and origin_not_allowed (JSON to a fetch, a page
+// otherwise). Every answer
 // carries Content-Security-Policy "default-src 'none'; script-src 'self';
 // style-src 'self'; img-src 'self' data:; connect-src 'self'; form-action
 // 'self'; frame-ancestors 'none'; base-uri 'none'",

@@ -72,6 +72,17 @@ const (
 	// the ones the operator allows at this door (relay serve
 	// --webhook-allow).
 	AddressNotAllowed = "address_not_allowed"
+	// ReadOnlySocket (403): the stream socket was opened with the
+	// dashboard's session (the stream's session door), which reads only:
+	// its rpc frames run nothing.
+	ReadOnlySocket = "read_only_socket"
+	// OriginNotAllowed (403): a request that rides on the dashboard's
+	// session cookie came from a page of another origin (the dashboard's
+	// forms before there is a session, the stream's session door).
+	OriginNotAllowed = "origin_not_allowed"
+	// CSRFTokenInvalid (403): a state-changing request of the dashboard
+	// without its session's CSRF token, or with another one.
+	CSRFTokenInvalid = "csrf_token_invalid"
 )
 
 // 404 Not Found.

@@ -34,6 +34,25 @@
 // (30 s) and closes with 1008 when the token was revoked or the plan no
 // longer includes the API.
 //
+// # The dashboard's sockets (the session door)
+//
+// The dashboard's pages (package relay/dashboard) open the socket as any
+// client would, but with the session cookie the browser sends instead of
+// a token: an upgrade with no Authorization header and no token parameter
+// that carries a session (Options.SessionToken) is admitted by
+// SessionDoor. Its Origin must be the relay's own (the request's Host,
+// scheme https, or http when the request did not come over TLS): any
+// other origin, none, or "null" is 403 origin_not_allowed before the
+// session is looked at, so no other site's page can ride on the cookie.
+// Then, as for a token: 401 unauthorized for a session unknown, expired
+// or signed out, the user's trading budget (one request), the socket
+// limit. Every plan is admitted. Such a socket reads only: status,
+// subscribe, streamPnl and the activity log work as for a token, and an
+// rpc frame is answered {success:false, error:"read_only_socket"} and
+// runs nothing. Its re-verification checks the session (its own kind)
+// every ReverifyInterval and closes the socket with 1008 "dashboard
+// session ended" once it was signed out or expired.
+//
 // # Client frames
 //
 // Each client frame is one JSON object in a text message of at most

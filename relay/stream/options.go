@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"net/http"
 	"time"
 
 	"go.uber.org/zap"
@@ -123,6 +124,12 @@ type Options struct {
 	Metrics Metrics
 	// Clock drives P&L streaming. Default: the real clock.
 	Clock Clock
+	// SessionToken, when set, opens the stream's session door: it reads
+	// the dashboard's session from an upgrade request that carries no API
+	// token (the cookie; "" when none), and such an upgrade is admitted by
+	// SessionDoor (same origin only, every plan, read-only). The relay
+	// passes dashboard.SessionToken. Nil means no session door.
+	SessionToken func(r *http.Request) string
 
 	// MaxSocketsPerUser bounds one user's open sockets; one more is
 	// accepted and closed at once with 1008. Default 5.

@@ -41,14 +41,34 @@ var Door = func() admit.Door {
 	return d
 }()
 
+// SessionDoor is the upgrade's admission policy for the dashboard's pages
+// (the stream's session door): the client address's budget, no API token
+// (no Authorization header, no token parameter) but the dashboard's
+// session (Options.SessionToken) from a page of the relay's own origin
+// (else 403 origin_not_allowed, before the session is looked at), every
+// plan, and the user's trading budget, as for a token. Its sockets read
+// only: an rpc frame is answered read_only_socket and runs nothing. New
+// fills in the budgets.
+var SessionDoor = admit.Door{
+	Name:               "stream-session",
+	Kind:               auth.KindSession,
+	Token:              sessionUpgradeToken,
+	Source:             protocol.SourceStream,
+	MissingTokenDetail: "an API token or a dashboard session is required",
+	InvalidTokenDetail: "the dashboard session is missing, expired or signed out",
+}
+
 // Server serves GET /ws/stream. Create it with New; it is an http.Handler.
 type Server struct {
-	opts   Options
-	log    *zap.Logger
-	door   admit.Door
-	keyed  *tradecall.KeyedWrites // rpc writes with a key
-	ctx    context.Context        // ends when the Server closes
-	cancel context.CancelFunc
+	opts Options
+	log  *zap.Logger
+	door admit.Door
+	// sessionDoor admits the dashboard's sockets (SessionDoor); unused
+	// without Options.SessionToken.
+	sessionDoor admit.Door
+	keyed       *tradecall.KeyedWrites // rpc writes with a key
+	ctx         context.Context        // ends when the Server closes
+	cancel      context.CancelFunc
 
 	mu     sync.RWMutex
 	users  map[string]*user
@@ -82,16 +102,20 @@ func New(opts Options) (*Server, error) {
 	door := Door
 	door.IP = opts.IPBudget
 	door.Budgets = []*budget.Limiter{opts.Budget}
+	sdoor := SessionDoor
+	sdoor.IP = opts.IPBudget
+	sdoor.Budgets = []*budget.Limiter{opts.Budget}
 	ctx, cancel := context.WithCancel(context.Background())
 	return &Server{
-		opts:     opts,
-		log:      opts.Logger.Named("stream"),
-		door:     door,
-		keyed:    keyed,
-		ctx:      ctx,
-		cancel:   cancel,
-		users:    make(map[string]*user),
-		activity: tradecall.NewActivity(opts.Events, opts.Clock.Now),
+		opts:        opts,
+		log:         opts.Logger.Named("stream"),
+		door:        door,
+		sessionDoor: sdoor,
+		keyed:       keyed,
+		ctx:         ctx,
+		cancel:      cancel,
+		users:       make(map[string]*user),
+		activity:    tradecall.NewActivity(opts.Events, opts.Clock.Now),
 	}, nil
 }
 
@@ -263,13 +287,20 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	// The token may travel in the query string; no later step, log or
 	// metric may see it there. Door.Token finds it in r's context.
 	token, qerr := takeToken(r)
+	door := &s.door
+	if token == "" && qerr == nil && s.opts.SessionToken != nil && len(r.Header.Values("Authorization")) == 0 {
+		if session := s.opts.SessionToken(r); session != "" {
+			// The dashboard's page: its session, from its own origin.
+			door, token = &s.sessionDoor, session
+		}
+	}
 	r = r.WithContext(context.WithValue(r.Context(), takenKey{}, taken{token: token, err: qerr}))
 	if !isUpgrade(r) {
 		// The answer, 426 or an earlier refusal, names the protocol this
 		// path serves.
 		w.Header().Set("Upgrade", "websocket")
 	}
-	ad, ok := s.opts.Admit.Admit(w, r, &s.door)
+	ad, ok := s.opts.Admit.Admit(w, r, door)
 	if !ok {
 		return
 	}
@@ -306,7 +337,7 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		}
 		return
 	}
-	newSocket(s, u, ws, p, token).serve()
+	newSocket(s, u, ws, p, token, door).serve()
 }
 
 // reserve counts a socket against its user's limit. over reports a socket
@@ -355,6 +386,22 @@ func upgradeToken(r *http.Request) (string, *httpapi.Error) {
 		return "", t.err
 	}
 	return t.token, nil
+}
+
+// sessionUpgradeToken is SessionDoor.Token: upgradeToken's refusals, then
+// 403 origin_not_allowed unless the page that opens the socket is of the
+// relay's own origin (SameOrigin), so that no other site's page rides on
+// the cookie.
+func sessionUpgradeToken(r *http.Request) (string, *httpapi.Error) {
+	token, e := upgradeToken(r)
+	if e != nil {
+		return "", e
+	}
+	if !httpapi.SameOrigin(r) {
+		return "", &httpapi.Error{Status: http.StatusForbidden, Code: errcode.OriginNotAllowed,
+			Detail: "a dashboard session opens the stream only from the dashboard's own pages"}
+	}
+	return token, nil
 }
 
 // takeToken returns the request's API token, from the Authorization header

@@ -15,6 +15,7 @@ import (
 	"go.uber.org/zap"
 
 	"tradebridge/protocol"
+	"tradebridge/relay/admit"
 	"tradebridge/relay/auth"
 	"tradebridge/relay/errcode"
 	"tradebridge/relay/tradecall"
@@ -41,6 +42,12 @@ type socket struct {
 	id    string
 	p     auth.Principal
 	token string // to re-verify; never logged
+	// door admitted the socket (Door, or SessionDoor for the dashboard's
+	// pages); its re-verification and budget refusals use it.
+	door *admit.Door
+	// readOnly: a dashboard session's socket, whose rpc frames run
+	// nothing.
+	readOnly bool
 
 	ctx    context.Context // the socket's life: RPCs run under it
 	cancel context.CancelFunc
@@ -108,7 +115,7 @@ type mdSlot struct {
 	removed bool
 }
 
-func newSocket(s *Server, u *user, ws *websocket.Conn, p auth.Principal, token string) *socket {
+func newSocket(s *Server, u *user, ws *websocket.Conn, p auth.Principal, token string, door *admit.Door) *socket {
 	ctxCap := s.opts.MaxInFlight + 16
 	sk := &socket{
 		srv:         s,
@@ -117,6 +124,8 @@ func newSocket(s *Server, u *user, ws *websocket.Conn, p auth.Principal, token s
 		id:          newID("sock_"),
 		p:           p,
 		token:       token,
+		door:        door,
+		readOnly:    door.Kind == auth.KindSession,
 		ctrl:        make(chan []byte, ctxCap),
 		tokens:      make(chan struct{}, ctxCap),
 		wake:        make(chan struct{}, 1),
@@ -269,13 +278,17 @@ func (sk *socket) shutdown() {
 func (sk *socket) reverify() {
 	ctx, cancel := context.WithTimeout(sk.ctx, 5*time.Second)
 	defer cancel()
-	p, e := sk.srv.opts.Admit.Verify(ctx, &sk.srv.door, sk.token)
+	p, e := sk.srv.opts.Admit.Verify(ctx, sk.door, sk.token)
 	switch {
 	case e != nil && e.Status == http.StatusServiceUnavailable:
 		// The store could not say; the token may well be valid.
 		sk.log.Warn("re-verifying stream token", zap.String("error", e.Detail))
 	case e != nil, p.UserID != sk.p.UserID:
 		sk.log.Info("stream token no longer valid; closing socket")
+		if sk.readOnly {
+			sk.end(websocket.StatusPolicyViolation, "dashboard session ended")
+			return
+		}
 		sk.end(websocket.StatusPolicyViolation, "API token revoked or plan changed")
 	}
 }
@@ -361,7 +374,7 @@ func (sk *socket) handle(typ websocket.MessageType, data []byte) {
 		if d := sk.srv.opts.SubscriptionBudget.Allow(sk.p.UserID); !d.Allowed {
 			sk.refuse(&frameError{code: errcode.RateLimited, detail: "the subscription budget is used up; wait retryAfter seconds",
 				retryAfter: d.RetryAfterSeconds(), policy: pol.Name}, f.id, false)
-			sk.srv.opts.Admit.Refused(sk.p, &sk.srv.door, pol.Name)
+			sk.srv.opts.Admit.Refused(sk.p, sk.door, pol.Name)
 			return
 		}
 		sk.user.subscription(sk, f.action == actionSubscribe, names, f.id)
@@ -388,6 +401,12 @@ func (sk *socket) handle(typ websocket.MessageType, data []byte) {
 		sk.setActivity(false)
 		sk.reply(mustJSON(idOnly{Type: typeActivityUnsubscribed, ID: f.id}))
 	case actionRPC:
+		if sk.readOnly {
+			sk.badInRow = 0
+			sk.refuse(&frameError{code: errcode.ReadOnlySocket,
+				detail: "this socket was opened with a dashboard session and only reads; rpc needs an API token"}, f.id, true)
+			return
+		}
 		sk.rpc(f)
 	}
 }
@@ -411,7 +430,7 @@ func (sk *socket) rpc(f clientFrame) {
 	if d := b.Allow(sk.p.UserID); !d.Allowed {
 		sk.refuse(&frameError{code: errcode.RateLimited, detail: "the request budget is used up; wait retryAfter seconds",
 			retryAfter: d.RetryAfterSeconds(), policy: b.Policy().Name}, f.id, true)
-		sk.srv.opts.Admit.Refused(sk.p, &sk.srv.door, b.Policy().Name)
+		sk.srv.opts.Admit.Refused(sk.p, sk.door, b.Policy().Name)
 		return
 	}
 	call, he := tradecall.PrepareSocketCall(fn, f.fields["args"])

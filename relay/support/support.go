@@ -25,6 +25,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"net/http"
 	"regexp"
 	"time"
@@ -263,6 +264,20 @@ func (s *Server) answer(ctx context.Context, p auth.Principal, userID string) (*
 		s.log.Warn("support read: reading the user", zap.Error(err))
 		return nil, resultUnavailable, unavailable()
 	}
+	ans, err := s.Read(ctx, userID)
+	if err != nil {
+		s.log.Warn("support read: reading the store", zap.Error(err))
+		return nil, resultUnavailable, unavailable()
+	}
+	return ans, resultOK, nil
+}
+
+// Read reads userID's agent as the relay sees it now, its latest
+// diagnostics and its connection history: what the support route answers
+// for a user its token is granted, and what the dashboard shows a user of
+// their own agent (one function, two doors; each door admits its caller
+// and decides whose agent it may read). The error is the store's failure.
+func (s *Server) Read(ctx context.Context, userID string) (*Answer, error) {
 	ans := &Answer{UserID: userID, DiagnosticsSource: SourceNone, History: []Entry{}}
 	info, connected := s.opts.Hub.Info(userID)
 	if connected {
@@ -292,14 +307,12 @@ func (s *Server) answer(ctx context.Context, p auth.Principal, userID string) (*
 				ans.setDiagnostics(&d, sd.At, SourceStored)
 			}
 		case !errors.Is(err, store.ErrNotFound):
-			s.log.Warn("support read: reading the stored diagnostics", zap.Error(err))
-			return nil, resultUnavailable, unavailable()
+			return nil, fmt.Errorf("reading the stored diagnostics: %w", err)
 		}
 	}
 	sessions, err := s.opts.Store.AgentSessions(ctx, userID, s.opts.Now().Add(-s.opts.Retention), s.opts.HistoryLimit)
 	if err != nil {
-		s.log.Warn("support read: reading the connection history", zap.Error(err))
-		return nil, resultUnavailable, unavailable()
+		return nil, fmt.Errorf("reading the connection history: %w", err)
 	}
 	for _, a := range sessions {
 		e := Entry{SessionID: a.SessionID, ConnectedAt: a.ConnectedAt.UTC(), Reason: a.Reason, AgentVersion: a.AgentVersion,
@@ -310,7 +323,7 @@ func (s *Server) answer(ctx context.Context, p auth.Principal, userID string) (*
 		}
 		ans.History = append(ans.History, e)
 	}
-	return ans, resultOK, nil
+	return ans, nil
 }
 
 // live asks the connected agent for fresh diagnostics.

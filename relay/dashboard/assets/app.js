@@ -1,0 +1,227 @@
+// The dashboard's script: the kill switch's confirmation, copy buttons,
+// and live updates over the stream socket (read-only, opened with the
+// session cookie). Plain JavaScript, no library; the pages work without
+// it, only less live.
+(function () {
+  "use strict";
+
+  var meta = document.querySelector('meta[name="csrf-token"]');
+  var csrf = meta ? meta.getAttribute("content") : "";
+
+  // ---- Copy buttons: <button data-copy="#id"> copies #id's text. ----
+  document.addEventListener("click", function (ev) {
+    var b = ev.target.closest ? ev.target.closest("button[data-copy]") : null;
+    if (!b) return;
+    var el = document.querySelector(b.getAttribute("data-copy"));
+    if (!el) return;
+    var text = el.textContent.trim();
+    var done = function () {
+      var was = b.textContent;
+      b.textContent = "Copied";
+      setTimeout(function () { b.textContent = was; }, 1500);
+    };
+    if (navigator.clipboard && navigator.clipboard.writeText) {
+      navigator.clipboard.writeText(text).then(done, function () { selectText(el); });
+    } else {
+      selectText(el);
+    }
+  });
+
+  function selectText(el) {
+    var r = document.createRange();
+    r.selectNodeContents(el);
+    var s = window.getSelection();
+    s.removeAllRanges();
+    s.addRange(r);
+  }
+
+  // ---- The kill switch: hold 1.5 s, or tap twice within 3 s. ----
+  var HOLD_MS = 1500, TAP_MS = 3000;
+  var kill = document.getElementById("kill-switch");
+  var killForm = document.getElementById("kill-form");
+  var killStatus = document.getElementById("kill-status");
+  var bar = document.querySelector(".kill-bar");
+  if (kill && killForm) {
+    var holdTimer = null, armedUntil = 0, armTimer = null, held = false, busy = false;
+
+    var say = function (text) { if (killStatus) killStatus.textContent = text; };
+    var idle = function () {
+      var on = kill.getAttribute("data-state") === "on";
+      say(on ? "On: new entries are refused. Hold or tap twice to turn it off."
+             : "Off. Hold for 1.5 s, or tap twice, to stop trading and flatten every account.");
+    };
+    var disarm = function () {
+      armedUntil = 0;
+      kill.classList.remove("armed");
+      if (armTimer) { clearTimeout(armTimer); armTimer = null; }
+    };
+    var stopHold = function () {
+      if (holdTimer) { clearTimeout(holdTimer); holdTimer = null; }
+      if (bar) bar.classList.remove("running");
+    };
+    var send = function () {
+      if (busy) return;
+      busy = true;
+      disarm();
+      stopHold();
+      var enabled = kill.getAttribute("data-state") !== "on";
+      say(enabled ? "Turning the kill switch on…" : "Turning the kill switch off…");
+      var body = new URLSearchParams();
+      body.set("enabled", enabled ? "true" : "false");
+      body.set("csrf", csrf);
+      fetch("/app/kill-switch", {
+        method: "POST", body: body, credentials: "same-origin",
+        headers: { "Accept": "application/json", "X-CSRF-Token": csrf }
+      }).then(function (res) {
+        return res.json().then(function (j) { return { ok: res.ok, status: res.status, j: j }; });
+      }).then(function (r) {
+        busy = false;
+        if (r.status === 401) { location.assign("/app/signin"); return; }
+        if (!r.ok) {
+          say("Not changed: " + ((r.j && r.j.detail) || "the relay refused it") + ".");
+          return;
+        }
+        var on = !!r.j.killSwitch;
+        kill.setAttribute("data-state", on ? "on" : "off");
+        var input = killForm.querySelector('input[name="enabled"]');
+        if (input) input.value = on ? "false" : "true";
+        if (on) {
+          say(r.j.applied ? "On: your PC stopped trading and flattened every account."
+                          : "On: recorded. Your PC is offline; it applies it (flattens) as soon as it connects. New entries are refused now.");
+        } else {
+          say(r.j.applied ? "Off: trading is allowed again." : "Off: recorded; your PC applies it when it connects.");
+        }
+      }).catch(function () {
+        busy = false;
+        say("The relay did not answer. Check the state before trying again.");
+      });
+    };
+
+    kill.addEventListener("pointerdown", function (ev) {
+      if (ev.button !== undefined && ev.button !== 0) return;
+      held = false;
+      stopHold();
+      if (bar) { void bar.offsetWidth; bar.classList.add("running"); }
+      say("Keep holding…");
+      holdTimer = setTimeout(function () { holdTimer = null; held = true; send(); }, HOLD_MS);
+    });
+    ["pointerup", "pointerleave", "pointercancel"].forEach(function (t) {
+      kill.addEventListener(t, function () {
+        if (holdTimer) { stopHold(); if (!armedUntil) idle(); }
+      });
+    });
+    kill.addEventListener("contextmenu", function (ev) { ev.preventDefault(); });
+    // A click is a tap (or Enter, or Space): the first arms, a second
+    // within 3 s confirms. A completed hold's click is not a tap.
+    killForm.addEventListener("submit", function (ev) {
+      ev.preventDefault();
+      if (held) { held = false; return; }
+      var now = Date.now();
+      if (armedUntil && now <= armedUntil) { send(); return; }
+      armedUntil = now + TAP_MS;
+      kill.classList.add("armed");
+      say("Tap again to confirm");
+      armTimer = setTimeout(function () { disarm(); idle(); }, TAP_MS);
+    });
+  }
+
+  if (!csrf) return; // not signed in: nothing live
+
+  // ---- Live updates over the stream socket. ----
+  var status = document.getElementById("status");
+  var activity = document.getElementById("activity");
+  var refetching = false, lastFetch = 0;
+
+  function refetchStatus() {
+    if (!status || refetching) return;
+    refetching = true;
+    lastFetch = Date.now();
+    fetch("/app/status", { credentials: "same-origin", headers: { "Accept": "text/html" } }).then(function (res) {
+      if (res.status === 401) { location.assign("/app/signin"); return null; }
+      return res.ok ? res.text() : null;
+    }).then(function (html) {
+      refetching = false;
+      if (html !== null && html !== undefined) {
+        var focused = document.activeElement && status.contains(document.activeElement);
+        status.innerHTML = html;
+        if (focused) status.focus();
+      }
+    }).catch(function () { refetching = false; });
+  }
+
+  // While the agent is online, the status is fetched again every few
+  // seconds (positions and orders change without a status frame).
+  setInterval(function () {
+    var a = document.getElementById("agent-status");
+    if (a && a.getAttribute("data-state") === "online" && Date.now() - lastFetch > 4000 && !document.hidden) refetchStatus();
+  }, 5000);
+
+  function setCell(row, cls, value) {
+    var c = row.querySelector("." + cls);
+    if (c && typeof value === "number") c.textContent = value.toFixed(2);
+  }
+
+  function onPnl(f) {
+    (f.accounts || []).forEach(function (a) {
+      var rows = document.querySelectorAll("#accounts tr[data-account]");
+      for (var i = 0; i < rows.length; i++) {
+        if (rows[i].getAttribute("data-account") !== a.account) continue;
+        setCell(rows[i], "cash", a.cashValue);
+        setCell(rows[i], "realized", a.realizedProfitLoss);
+        setCell(rows[i], "unrealized", a.unrealizedProfitLoss);
+      }
+    });
+  }
+
+  function onActivity(e) {
+    if (!activity || activity.getAttribute("data-live") !== "on" || !e) return;
+    var kind = activity.getAttribute("data-kind"), acct = activity.getAttribute("data-account");
+    if (kind && e.kind !== kind) return;
+    if (acct && e.account !== acct) return;
+    var empty = activity.querySelector("li.empty");
+    if (empty) empty.remove();
+    var li = document.createElement("li");
+    li.setAttribute("data-kind", e.kind);
+    var t = document.createElement("time");
+    t.setAttribute("datetime", e.at);
+    t.textContent = String(e.at).replace("T", " ").replace(/\.\d+/, "").replace("Z", " UTC");
+    li.appendChild(t);
+    var add = function (cls, text) {
+      if (!text) return;
+      li.appendChild(document.createTextNode(" "));
+      var s = document.createElement("span");
+      s.className = cls;
+      s.textContent = text;
+      li.appendChild(s);
+    };
+    add("kind", e.kind);
+    add("account", e.account);
+    add("summary", e.summary);
+    add("source", e.source && e.source.kind);
+    activity.insertBefore(li, activity.firstChild);
+  }
+
+  var delay = 1000;
+  function connect() {
+    if (!status && !activity) return;
+    var ws = new WebSocket((location.protocol === "https:" ? "wss://" : "ws://") + location.host + "/ws/stream");
+    ws.onopen = function () {
+      delay = 1000;
+      if (status) ws.send(JSON.stringify({ action: "streamPnl", enabled: true, interval: 1000 }));
+      if (activity) ws.send(JSON.stringify({ action: "subscribeActivity" }));
+    };
+    ws.onmessage = function (m) {
+      var f;
+      try { f = JSON.parse(m.data); } catch (e) { return; }
+      if (f.type === "status") refetchStatus();
+      else if (f.type === "pnlUpdate") onPnl(f);
+      else if (f.type === "activity") onActivity(f.event);
+    };
+    ws.onclose = function (ev) {
+      if (ev.code === 1008 && /session/.test(ev.reason || "")) { location.assign("/app/signin"); return; }
+      setTimeout(connect, delay);
+      delay = Math.min(delay * 2, 30000);
+    };
+  }
+  connect();
+})();
