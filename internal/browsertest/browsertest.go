@@ -389,9 +389,21 @@ func (tab *Tab) Tap(sel string) {
 // d, and lets it go.
 func (tab *Tab) Hold(sel string, d time.Duration) {
 	tab.t.Helper()
+	tab.HoldUntil(sel, d, "", "")
+}
+
+// HoldUntil is Hold that, after d, keeps holding until the JavaScript
+// expression cond is true (up to testkit.Medium more; it fails the test
+// with what otherwise), as a person holds a button until it reacts: on a
+// loaded machine the page's own timer may fire after d.
+func (tab *Tab) HoldUntil(sel string, d time.Duration, what, cond string) {
+	tab.t.Helper()
 	x, y := tab.element(sel, "")
 	tab.Do("pressing "+sel, chromedp.MouseEvent(chromedp.MousePressed, x, y, chromedp.ButtonLeft, chromedp.ClickCount(1)))
 	time.Sleep(d)
+	if cond != "" {
+		tab.WaitFor(testkit.Medium, what, cond)
+	}
 	tab.Do("releasing "+sel, chromedp.MouseEvent(chromedp.MouseReleased, x, y, chromedp.ButtonLeft, chromedp.ClickCount(1)))
 }
 

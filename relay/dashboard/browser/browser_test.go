@@ -17,6 +17,9 @@ import (
 	"tradebridge/protocol"
 )
 
+// killOn is true when the page shows the kill switch on.
+const killOn = `document.querySelector('#kill-switch').dataset.state === 'on'`
+
 // A trader signs up (sign-up open), lands on the home page signed in,
 // signs out, is refused with a wrong password (and stays signed out), and
 // signs in again.
@@ -116,10 +119,9 @@ func TestAddAPCAndKillSwitch(t *testing.T) {
 				d.tab.Tap("#kill-switch")
 				d.tab.Tap("#kill-switch") // the second tap confirms
 			} else {
-				d.tab.Hold("#kill-switch", 1600*time.Millisecond)
+				d.tab.HoldUntil("#kill-switch", 1600*time.Millisecond, "the kill switch to be on", killOn)
 			}
-			d.tab.WaitFor(testkit.Medium, "the kill switch to be on",
-				`document.querySelector('#kill-switch').dataset.state === 'on'`)
+			d.tab.WaitFor(testkit.Medium, "the kill switch to be on", killOn)
 			require.Eventually(t, func() bool { return d.count("/v1/api/accounts/Sim101/positions", bob.APIToken) == 0 },
 				testkit.Long, 50*time.Millisecond, "the kill switch flattens the simulator's positions")
 			d.tab.WaitFor(testkit.Long, "the page to show no position",
