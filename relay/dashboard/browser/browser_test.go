@@ -238,3 +238,21 @@ func TestCrossSiteFormsRefused(t *testing.T) {
 	require.Equal(t, "off", d.state("#kill-switch"), "the cross-site post turned nothing on")
 	d.noProblems("status of 403") // the refusals' pages
 }
+
+// The kill switch turned on while the PC is off is recorded, the page says
+// so, and the relay refuses the user's entries at once.
+func TestKillSwitchWhileThePCIsOff(t *testing.T) {
+	t.Parallel()
+	d := newDash(t, browsertest.Desktop)
+	d.signInAs("bob")
+	require.Equal(t, "offline", d.state("#agent-status"))
+	d.tab.HoldUntil("#kill-switch", 1600*time.Millisecond, "the kill switch to be on", killOn)
+	require.Contains(t, d.tab.Text("#kill-status"), "offline", "the page says the PC applies it when it connects")
+	r := d.Do("POST", "/v1/api/accounts/Sim101/orders/place", d.Users["bob"].APIToken,
+		`{"action":"Buy","instrument":"ES","orderType":"Market","quantity":1,"timeInForce":"Day"}`)
+	require.Equal(t, 400, r.Status, "%s", r.Raw)
+	require.Equal(t, "trading_blocked", r.Error, "%s", r.Raw)
+	d.page("/app")
+	require.Equal(t, "on", d.state("#kill-switch"), "stored: the next page shows it on")
+	d.noProblems()
+}

@@ -8,7 +8,8 @@
 // The cases: signing up, out and in again, and a wrong password; adding a
 // PC (its status turns online on the page, without a reload); API tokens
 // made and revoked; the kill switch held (and tapped twice, on a phone)
-// flattening the simulator's positions, which the activity page shows;
+// flattening the simulator's positions, which the activity page shows,
+// and turned on while the PC is off (recorded, entries refused at once);
 // the same flow at a phone's 375×812 viewport with nothing wider than the
 // screen; a name holding markup shown as text; and forms on another site
 // posting to the dashboard refused. Each case has a relay of its own, so
