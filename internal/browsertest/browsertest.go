@@ -169,9 +169,12 @@ func New(t testing.TB, vp Viewport) *Tab {
 		readers.Wait()
 	})
 
-	// The first action starts the browser: with no deadline, which would
-	// stop the browser with it.
+	// Events above started the browser, with no deadline (which would stop
+	// the browser with it); this is the first action on the tab.
 	emulate := []chromedp.EmulateViewportOption{chromedp.EmulatePortrait}
+	if vp.Width > vp.Height {
+		emulate[0] = chromedp.EmulateLandscape
+	}
 	if vp.Mobile {
 		emulate = append(emulate, chromedp.EmulateMobile)
 	}
