@@ -8,8 +8,8 @@
 // test runs it): Debian's python3 packages for /usr/bin/python3, and npm ci in
 // clients/typescript and clients/python/generator. A test whose tool is
 // missing skips with a message saying how to install it, except under CI
-// (CI set), where it fails. The browser test needs Debian's chromium, which
-// make test installs too.
+// (CI set), where it fails (testkit.MissingTool). The browser test needs
+// Debian's chromium (internal/browsertest), which make test installs too.
 //
 // The simulator keeps CME Globex hours, so each agent starts its simulator
 // inside them (agent run --sim-start, see simStart): the examples trade at
@@ -41,6 +41,9 @@ import (
 
 	"github.com/stretchr/testify/require"
 	"go.uber.org/goleak"
+
+	"tradebridge/internal/browsertest"
+	"tradebridge/internal/testkit"
 )
 
 // bin holds the relay and agent commands built by TestMain.
@@ -243,17 +246,6 @@ func simStart(now time.Time) string {
 	return t.Format(time.RFC3339)
 }
 
-// missing skips t, or fails it under CI, where make test installs every
-// tool these tests need.
-func missing(t *testing.T, format string, args ...any) {
-	t.Helper()
-	msg := fmt.Sprintf(format, args...) + " (scripts/test-deps.sh installs it; make test runs that)"
-	if os.Getenv("CI") != "" {
-		t.Fatal(msg)
-	}
-	t.Skip(msg)
-}
-
 // python returns the interpreter of the Python examples: $TB_PYTHON, else
 // the system /usr/bin/python3, whose Debian packages scripts/test-deps.sh
 // installs. It skips t when the interpreter lacks a module.
@@ -264,10 +256,10 @@ func python(t *testing.T, modules ...string) string {
 		py = "/usr/bin/python3"
 	}
 	if _, err := exec.LookPath(py); err != nil {
-		missing(t, "%s not found", py)
+		testkit.MissingTool(t, "%s not found", py)
 	}
 	if out, err := exec.Command(py, "-c", "import "+strings.Join(modules, ", ")).CombinedOutput(); err != nil {
-		missing(t, "%s cannot import %s: %s", py, strings.Join(modules, ", "), bytes.TrimSpace(out))
+		testkit.MissingTool(t, "%s cannot import %s: %s", py, strings.Join(modules, ", "), bytes.TrimSpace(out))
 	}
 	return py
 }
@@ -324,7 +316,7 @@ func clientEnv(e *env, token string) []string {
 
 func TestCurlWalkthrough(t *testing.T) {
 	if _, err := exec.LookPath("curl"); err != nil {
-		missing(t, "curl not found")
+		testkit.MissingTool(t, "curl not found")
 	}
 	e := start(t, false)
 	out, err := run(t, 60*time.Second, repo, clientEnv(e, e.apiToken), "bash", "examples/curl.sh")
@@ -464,10 +456,10 @@ func nodeTools(t *testing.T, dir string) string {
 	t.Helper()
 	node, err := exec.LookPath("node")
 	if err != nil {
-		missing(t, "node not found")
+		testkit.MissingTool(t, "node not found")
 	}
 	if _, err := os.Stat(filepath.Join(dir, "node_modules", ".package-lock.json")); err != nil {
-		missing(t, "the npm packages of %s are not installed", dir)
+		testkit.MissingTool(t, "the npm packages of %s are not installed", dir)
 	}
 	return node
 }
@@ -475,13 +467,7 @@ func nodeTools(t *testing.T, dir string) string {
 // TestQuotesPage loads examples/quotes.html in headless Chromium with the
 // relay and a token in the URL fragment, and checks that quotes appear.
 func TestQuotesPage(t *testing.T) {
-	chromium := os.Getenv("TB_CHROMIUM")
-	if chromium == "" {
-		chromium = "/usr/bin/chromium"
-	}
-	if _, err := exec.LookPath(chromium); err != nil {
-		missing(t, "%s not found: make test (scripts/test-deps.sh) installs Debian's chromium", chromium)
-	}
+	chromium := browsertest.Chromium(t)
 	e := start(t, false)
 	page := (&url.URL{Scheme: "file", Path: filepath.Join(repo, "examples", "quotes.html")}).String() +
 		"#" + url.Values{"relay": {e.url}, "instruments": {"ES,NQ"}, "token": {e.apiToken}}.Encode()
@@ -512,10 +498,9 @@ func dumpDOM(t *testing.T, chromium, page string) []byte {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, chromium,
-		"--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-		"--disable-background-networking", "--disable-component-update", "--disable-sync",
+	args := append(browsertest.Flags[:len(browsertest.Flags):len(browsertest.Flags)],
 		"--user-data-dir="+t.TempDir(), "--virtual-time-budget=4000", "--dump-dom", page)
+	cmd := exec.CommandContext(ctx, chromium, args...)
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
 	cmd.WaitDelay = 5 * time.Second

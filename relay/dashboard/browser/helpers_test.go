@@ -1,0 +1,229 @@
+package browser_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"tradebridge/internal/browsertest"
+	"tradebridge/internal/systemtest"
+	"tradebridge/internal/testkit"
+	"tradebridge/relay"
+)
+
+// dash is a relay serving the dashboard, with sign-up open, and the test's
+// browser tab.
+type dash struct {
+	*systemtest.System
+	t   *testing.T
+	tab *browsertest.Tab
+}
+
+// newDash starts a relay and a browser at vp for t.
+func newDash(t *testing.T, vp browsertest.Viewport) *dash {
+	t.Helper()
+	tab := browsertest.New(t, vp) // first: it skips when there is no chromium
+	s := systemtest.NewWith(t, func(o *relay.Options) {
+		// An agent's revoked token, or a user's, stops at once.
+		o.Hub.ReverifyInterval = 200 * time.Millisecond
+		openSignup(o)
+	})
+	return &dash{System: s, t: t, tab: tab}
+}
+
+// page loads the dashboard's path.
+func (d *dash) page(path string) {
+	d.t.Helper()
+	d.tab.Navigate(d.Base + path)
+}
+
+// at fails the test unless the tab shows the dashboard's path (its query
+// ignored).
+func (d *dash) at(path string) {
+	d.t.Helper()
+	loc, _, _ := strings.Cut(d.tab.Location(), "?")
+	require.Equal(d.t, d.Base+path, loc)
+}
+
+// signIn signs in on the sign-in page and checks that it lands on /app.
+func (d *dash) signIn(email, password string) {
+	d.t.Helper()
+	d.page("/app/signin")
+	d.tab.Fill("email", email)
+	d.tab.Fill("password", password)
+	d.tab.Submit("", "Sign in")
+	d.at("/app")
+	d.tab.WaitVisible("#kill-switch")
+}
+
+// signInAs gives the test's user (systemtest's alice, bob or carol) an
+// email and password and signs in with them.
+func (d *dash) signInAs(user string) {
+	d.t.Helper()
+	email, password := setPassword(d.t, d.System, user)
+	d.signIn(email, password)
+}
+
+// state returns the data-state of the element sel matches.
+func (d *dash) state(sel string) string {
+	d.t.Helper()
+	v, _ := d.tab.Attr(sel, "data-state")
+	return v
+}
+
+// noProblems fails the test when the pages had uncaught exceptions or
+// console errors (a refused script, a Content-Security-Policy violation),
+// except those holding one of expected (a page answered 401 on purpose).
+func (d *dash) noProblems(expected ...string) {
+	d.t.Helper()
+	var left []string
+	for _, p := range d.tab.Problems() {
+		if !slices.ContainsFunc(expected, func(e string) bool { return strings.Contains(p, e) }) {
+			left = append(left, p)
+		}
+	}
+	require.Empty(d.t, left, "the pages' exceptions and console errors")
+}
+
+// narrow fails the test when the page scrolls sideways at the tab's width.
+func (d *dash) narrow(width int, page string) {
+	d.t.Helper()
+	require.LessOrEqual(d.t, d.tab.ScrollWidth(), width, "%s is wider than the screen", page)
+}
+
+// markNoReload marks the page, so that stillSamePage can tell it was not
+// loaded again.
+func (d *dash) markNoReload() {
+	d.t.Helper()
+	browsertest.Eval[bool](d.tab, "(window.__browserTestMark = true)")
+}
+
+func (d *dash) stillSamePage() {
+	d.t.Helper()
+	require.True(d.t, browsertest.Eval[bool](d.tab, "window.__browserTestMark === true"), "the page was loaded again")
+}
+
+// pairCode presses "Add a PC" and returns the code the page shows.
+func (d *dash) pairCode() string {
+	d.t.Helper()
+	d.page("/app/pair")
+	d.tab.Submit("main", "Add a PC")
+	code := d.tab.Text("#pair-code")
+	require.Regexp(d.t, `^[A-Z0-9]{4}-[A-Z0-9]{4}$`, code)
+	require.Contains(d.t, d.tab.Text("#pair-command"), "agent pair "+code)
+	return code
+}
+
+// pc is a trader's PC: the agent's command run with a data folder of its
+// own.
+type pc struct {
+	t    *testing.T
+	dir  string // --data
+	logs string
+}
+
+func newPC(t *testing.T) *pc {
+	return &pc{t: t, dir: t.TempDir(), logs: t.TempDir()}
+}
+
+// pair runs agent pair CODE --relay URL --data DIR and returns the user it
+// paired with.
+func (p *pc) pair(relayURL, code string) string {
+	p.t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), testkit.Long)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, agentBin, "pair", code, "--relay", relayURL, "--data", p.dir)
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	require.NoError(p.t, err, "agent pair: %s", stderr.String())
+	var paired struct {
+		Paired bool   `json:"paired"`
+		UserID string `json:"userId"`
+	}
+	require.NoError(p.t, json.Unmarshal(out, &paired), "%s", out)
+	require.True(p.t, paired.Paired, "%s", out)
+	return paired.UserID
+}
+
+// run starts agent run --relay URL --data DIR on the simulator, standing
+// at systemtest.SimStart (the market open); it is stopped at the test's
+// cleanup.
+func (p *pc) run(relayURL string) {
+	p.t.Helper()
+	logFile := filepath.Join(p.logs, "agent.log")
+	f, err := os.Create(logFile)
+	require.NoError(p.t, err)
+	cmd := exec.Command(agentBin, "run", "--relay", relayURL, "--data", p.dir, "--platform", "sim",
+		"--sim-start", systemtest.SimStart.Format(time.RFC3339))
+	cmd.Stdout, cmd.Stderr = f, f
+	require.NoError(p.t, cmd.Start())
+	p.t.Cleanup(func() {
+		defer f.Close()
+		_ = cmd.Process.Signal(syscall.SIGTERM)
+		done := make(chan error, 1)
+		go func() { done <- cmd.Wait() }()
+		select {
+		case <-done:
+		case <-time.After(testkit.Long):
+			p.t.Errorf("agent run did not stop within %v of SIGTERM; killed", testkit.Long)
+			_ = cmd.Process.Kill()
+			<-done
+		}
+		if p.t.Failed() {
+			b, _ := os.ReadFile(logFile)
+			if len(b) > 4000 {
+				b = b[len(b)-4000:]
+			}
+			p.t.Logf("agent.log:\n%s", b)
+		}
+	})
+}
+
+// count returns data.count of a GET of the trading API that answers 200.
+func (d *dash) count(path, token string) int {
+	d.t.Helper()
+	r := d.Do("GET", path, token, "")
+	require.Equal(d.t, 200, r.Status, "GET %s: %s", path, r.Raw)
+	var data struct {
+		Count int `json:"count"`
+	}
+	require.NoError(d.t, json.Unmarshal(r.Data, &data), "%s", r.Raw)
+	return data.Count
+}
+
+// buy buys quantity ES at market on the account with token, and waits for
+// the position.
+func (d *dash) buy(token, account string, quantity int) {
+	d.t.Helper()
+	r := d.Do("POST", "/v1/api/accounts/"+account+"/orders/place", token,
+		fmt.Sprintf(`{"action":"Buy","instrument":"ES","orderType":"Market","quantity":%d,"timeInForce":"Day"}`, quantity))
+	require.Equal(d.t, 200, r.Status, "placing an order: %s", r.Raw)
+	require.Eventually(d.t, func() bool { return d.count("/v1/api/accounts/"+account+"/positions", token) == 1 },
+		testkit.Long, 50*time.Millisecond, "the position opens")
+}
+
+// apiToken is the first API token in the text of the element sel matches
+// (its value when it is a form field).
+var apiTokenRE = regexp.MustCompile(`tb_api_[A-Za-z0-9_-]+`)
+
+func (d *dash) apiTokenIn(sel string) string {
+	d.t.Helper()
+	html := browsertest.Eval[string](d.tab, fmt.Sprintf(`(() => { const e = document.querySelector(%q); if (!e) return '';
+		return e.innerText + ' ' + Array.from(e.querySelectorAll('input, textarea')).map(i => i.value).join(' '); })()`, sel))
+	tok := apiTokenRE.FindString(html)
+	require.NotEmpty(d.t, tok, "no API token in %s", sel)
+	return tok
+}
