@@ -296,11 +296,11 @@ func TestHome(t *testing.T) {
 		require.Contains(t, b, `<dd id="agent-version">1.2.3</dd>`, path)
 		require.Contains(t, b, `<dd id="agent-rtt">12 ms</dd>`, path)
 		require.Contains(t, b, `<dd id="agent-last-disconnect">connection_lost</dd>`, path)
-		require.Regexp(t, `<tr data-account="Sim101">.*<td class="cash num">100000.00</td><td class="realized num">12.50</td><td class="unrealized num">-3.25</td>`, b)
+		require.Regexp(t, `<tr data-account="Sim101">.*<td class="cash num" data-label="Cash">100000.00</td><td class="realized num" data-label="Realized">12.50</td><td class="unrealized num" data-label="Unrealized">-3.25</td>`, b)
 		require.Contains(t, b, `data-account="Sim101" data-instrument="ES 12-26"`)
 		require.Contains(t, b, `data-order-id="ord-1"`)
 		require.NotContains(t, b, `data-order-id="ord-2"`, "a filled order is not working")
-		require.Contains(t, b, `<table id="history">`)
+		require.Contains(t, b, `<table id="history" class="stacked">`)
 	}
 	home := e.do(http.MethodGet, "/app", alice, nil).Body
 	require.Contains(t, home, `<button id="kill-switch" type="submit" data-state="off"`)
