@@ -12,6 +12,7 @@ import (
 	"github.com/coder/websocket"
 	"github.com/stretchr/testify/require"
 
+	"tradebridge/internal/systemtest"
 	"tradebridge/internal/testkit"
 	"tradebridge/relay"
 	"tradebridge/relay/account"
@@ -105,7 +106,8 @@ func TestDashboardEndToEnd(t *testing.T) {
 	home := s.dash(http.MethodGet, "/app", alice, nil)
 	require.Equal(t, http.StatusOK, home.StatusCode)
 	require.Contains(t, home.Body, `id="agent-status" data-state="online"`)
-	require.Contains(t, home.Body, `<dd id="agent-platform">Simulator</dd>`)
+	platform := map[string]string{"sim": "Simulator", "ninjatrader": "NinjaTrader 8"}[systemtest.PlatformUnderTest]
+	require.Contains(t, home.Body, `<dd id="agent-platform">`+platform+`</dd>`)
 	require.Contains(t, home.Body, `<tr data-account="Sim101">`)
 	require.Contains(t, s.dash(http.MethodGet, "/app", bob, nil).Body, `id="agent-status" data-state="offline"`)
 
