@@ -43,7 +43,7 @@ type rig struct {
 	authn *auth.Authenticator
 }
 
-func newRig(t *testing.T, edit func(*Options)) *rig {
+func newRig(t testing.TB, edit func(*Options)) *rig {
 	t.Helper()
 	r := &rig{st: storetest.Open(t, "sqlite"), clock: testkit.NewClock(testkit.Epoch)}
 	core, logs := observer.New(zap.DebugLevel)
@@ -66,7 +66,7 @@ func newRig(t *testing.T, edit func(*Options)) *rig {
 }
 
 // user makes a user with the email and password through the store.
-func (r *rig) user(t *testing.T, email, password string) string {
+func (r *rig) user(t testing.TB, email, password string) string {
 	t.Helper()
 	id, err := auth.NewUserID()
 	require.NoError(t, err)
