@@ -15,8 +15,9 @@
 # Go 1.26's fuzzing coordinator can fail a target with a bare "context
 # deadline exceeded" as -fuzztime ends on a loaded machine, having found
 # nothing (go.dev/issue/75804, fixed in Go 1.27). Such a run, with no
-# failing input written and no panic, is run once more; any other failure,
-# or that one twice, stops the script.
+# failing input written and no panic, is run again, up to twice more, with
+# one fuzzing worker (less load as -fuzztime ends); any other failure, or
+# that one three times, stops the script.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -64,13 +65,15 @@ echo "fuzz: ${#targets[@]} targets, $FUZZTIME each"
 for t in "${targets[@]}"; do
 	read -r pkg name <<<"$t"
 	echo "fuzz: $name ($pkg)"
-	for attempt in 1 2; do
+	workers=("${parallel[@]}")
+	for attempt in 1 2 3; do
 		status=0
-		"$GO" test -run '^$' -fuzz "^${name}\$" -fuzztime "$FUZZTIME" "${parallel[@]}" "$pkg" 2>&1 | tee "$out" || status=$?
+		"$GO" test -run '^$' -fuzz "^${name}\$" -fuzztime "$FUZZTIME" "${workers[@]}" "$pkg" 2>&1 | tee "$out" || status=$?
 		[[ $status -ne 0 ]] || break
-		if [[ $attempt -eq 1 ]] && grep -q 'context deadline exceeded' "$out" &&
+		if [[ $attempt -lt 3 ]] && grep -q 'context deadline exceeded' "$out" &&
 			! grep -qE 'Failing input written|panic:' "$out"; then
-			echo "fuzz: $name ended with the fuzzing engine's deadline error and no finding (go.dev/issue/75804); running it again"
+			echo "fuzz: $name ended with the fuzzing engine's deadline error and no finding (go.dev/issue/75804); running it again with one worker"
+			workers=(-parallel 1)
 			continue
 		fi
 		exit "$status"
