@@ -1,18 +1,14 @@
 package relay_test
 
 import (
-	"crypto/tls"
-	"crypto/x509"
 	"encoding/json"
 	"io"
-	"net"
 	"net/http"
 	"net/http/httptest"
 	"strings"
 	"testing"
 	"time"
 
-	"github.com/emersion/go-smtp"
 	"github.com/stretchr/testify/require"
 
 	"tradebridge/internal/systemtest"
@@ -20,6 +16,7 @@ import (
 	"tradebridge/protocol"
 	"tradebridge/relay"
 	"tradebridge/relay/alerts"
+	"tradebridge/relay/alerts/smtptest"
 	"tradebridge/relay/events"
 )
 
@@ -131,10 +128,10 @@ func TestAlertsChatAndEmailEndToEnd(t *testing.T) {
 		hits <- hit{r.URL.Path, b}
 	}))
 	t.Cleanup(fake.Close)
-	mail := newMailServer(t)
+	mail := smtptest.Start(t)
 	sys := systemtest.NewWith(t, func(o *relay.Options) {
 		o.Alerts.DiscordURL, o.Alerts.TelegramURL = fake.URL, fake.URL
-		o.Alerts.SMTP = alerts.SMTP{URL: "smtp://" + mail.addr, From: "alerts@relay.example", TLS: mail.tls, RequireTLS: true}
+		o.Alerts.SMTP = mail.SMTP("alerts@relay.example")
 	})
 	bob := sys.Users["bob"]
 	for _, body := range []string{
@@ -163,14 +160,10 @@ func TestAlertsChatAndEmailEndToEnd(t *testing.T) {
 	var tg alerts.TelegramBody
 	require.NoError(t, json.Unmarshal(got["/bot123456789:AAbbCCddEEffGGhhIIjjKKllMMnnOOppQQ/sendMessage"], &tg), "sendMessage: %v", got)
 	require.Equal(t, "-1001", tg.ChatID)
-	select {
-	case m := <-mail.got:
-		require.True(t, m.tls)
-		require.Equal(t, "trader@example.com", m.to)
-		require.Contains(t, string(m.data), "copier.halted")
-	case <-time.After(testkit.Medium):
-		t.Fatal("no email")
-	}
+	m := mail.Next(t, testkit.Medium)
+	require.True(t, m.TLS)
+	require.Equal(t, "trader@example.com", m.To)
+	require.Contains(t, string(m.Data), "copier.halted")
 }
 
 // agent.disconnected waits the destination's grace: an agent that goes
@@ -224,59 +217,4 @@ func TestAlertsAgentDisconnectedGraceEndToEnd(t *testing.T) {
 		t.Fatalf("alerted twice: %s", p.Summary)
 	case <-time.After(300 * time.Millisecond):
 	}
-}
-
-// mailServer is a go-smtp server on loopback offering STARTTLS on a test
-// certificate.
-type mailServer struct {
-	addr string
-	tls  *tls.Config // the client's: the test certificate's roots
-	got  chan mailMsg
-}
-
-type mailMsg struct {
-	to   string
-	data []byte
-	tls  bool
-}
-
-type mailSession struct {
-	srv  *mailServer
-	conn *smtp.Conn
-	to   string
-}
-
-func (s *mailSession) Reset()                                    {}
-func (s *mailSession) Logout() error                             { return nil }
-func (s *mailSession) Mail(string, *smtp.MailOptions) error      { return nil }
-func (s *mailSession) Rcpt(to string, _ *smtp.RcptOptions) error { s.to = to; return nil }
-func (s *mailSession) Data(r io.Reader) error {
-	b, err := io.ReadAll(r)
-	if err != nil {
-		return err
-	}
-	_, secure := s.conn.TLSConnectionState()
-	s.srv.got <- mailMsg{to: s.to, data: b, tls: secure}
-	return nil
-}
-
-func newMailServer(t *testing.T) *mailServer {
-	t.Helper()
-	certSrv := httptest.NewUnstartedServer(http.NotFoundHandler())
-	certSrv.StartTLS()
-	certs := certSrv.TLS.Certificates
-	roots := x509.NewCertPool()
-	roots.AddCert(certSrv.Certificate())
-	certSrv.Close()
-	ms := &mailServer{tls: &tls.Config{RootCAs: roots, ServerName: "example.com"}, got: make(chan mailMsg, 4)}
-	srv := smtp.NewServer(smtp.BackendFunc(func(c *smtp.Conn) (smtp.Session, error) { return &mailSession{srv: ms, conn: c}, nil }))
-	srv.Domain = "localhost"
-	srv.TLSConfig = &tls.Config{Certificates: certs}
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	require.NoError(t, err)
-	ms.addr = l.Addr().String()
-	done := make(chan struct{})
-	go func() { defer close(done); _ = srv.Serve(l) }()
-	t.Cleanup(func() { _ = srv.Close(); <-done })
-	return ms
 }

@@ -45,9 +45,6 @@ type socket struct {
 	// door admitted the socket (Door, or SessionDoor for the dashboard's
 	// pages); its re-verification and budget refusals use it.
 	door *admit.Door
-	// readOnly: a dashboard session's socket, whose rpc frames run
-	// nothing.
-	readOnly bool
 
 	ctx    context.Context // the socket's life: RPCs run under it
 	cancel context.CancelFunc
@@ -115,6 +112,10 @@ type mdSlot struct {
 	removed bool
 }
 
+// readOnly reports a dashboard session's socket, whose rpc frames run
+// nothing.
+func (sk *socket) readOnly() bool { return sk.door.Kind == auth.KindSession }
+
 func newSocket(s *Server, u *user, ws *websocket.Conn, p auth.Principal, token string, door *admit.Door) *socket {
 	ctxCap := s.opts.MaxInFlight + 16
 	sk := &socket{
@@ -125,7 +126,6 @@ func newSocket(s *Server, u *user, ws *websocket.Conn, p auth.Principal, token s
 		p:           p,
 		token:       token,
 		door:        door,
-		readOnly:    door.Kind == auth.KindSession,
 		ctrl:        make(chan []byte, ctxCap),
 		tokens:      make(chan struct{}, ctxCap),
 		wake:        make(chan struct{}, 1),
@@ -285,7 +285,7 @@ func (sk *socket) reverify() {
 		sk.log.Warn("re-verifying stream token", zap.String("error", e.Detail))
 	case e != nil, p.UserID != sk.p.UserID:
 		sk.log.Info("stream token no longer valid; closing socket")
-		if sk.readOnly {
+		if sk.readOnly() {
 			sk.end(websocket.StatusPolicyViolation, "dashboard session ended")
 			return
 		}
@@ -401,7 +401,7 @@ func (sk *socket) handle(typ websocket.MessageType, data []byte) {
 		sk.setActivity(false)
 		sk.reply(mustJSON(idOnly{Type: typeActivityUnsubscribed, ID: f.id}))
 	case actionRPC:
-		if sk.readOnly {
+		if sk.readOnly() {
 			sk.badInRow = 0
 			sk.refuse(&frameError{code: errcode.ReadOnlySocket,
 				detail: "this socket was opened with a dashboard session and only reads; rpc needs an API token"}, f.id, true)
