@@ -40,6 +40,8 @@ type Principal struct {
 	// Profile is the response profile of an API token: how trading
 	// results are shaped for this caller.
 	Profile profile.Profile
+	// Scope is an API token's scope (Allows); "" for other kinds.
+	Scope Scope
 	// TokenHash identifies the token (its stored hash) without revealing
 	// it.
 	TokenHash string

@@ -83,6 +83,12 @@ const (
 	// CSRFTokenInvalid (403): a state-changing request of the dashboard
 	// without its session's CSRF token, or with another one.
 	CSRFTokenInvalid = "csrf_token_invalid"
+	// InsufficientScope (403): the API token's scope does not cover the
+	// request: a read token asked for a write (an order, a flatten, a
+	// change of the Management API's resources). The detail names the
+	// scope needed; HTTP answers also carry WWW-Authenticate: Bearer
+	// error="insufficient_scope", scope="trade" (RFC 6750).
+	InsufficientScope = "insufficient_scope"
 )
 
 // 404 Not Found.
