@@ -17,12 +17,11 @@ package tradeapi
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"net/http"
 	"strings"
+	"sync"
 	"time"
 
 	"go.uber.org/zap"
@@ -135,6 +134,13 @@ var brokerEndpoints = func() []endpoint {
 	}
 	return out
 }()
+
+var brokerTable = sync.OnceValue(func() *tradecall.Table { return tradecall.NewTable(brokerEndpoints) })
+
+// BrokerTable returns the broker family's route table by function (its
+// order types with the trailing ones), built once: the functions the
+// routes under BrokerPrefix call.
+func BrokerTable() *tradecall.Table { return brokerTable() }
 
 // BrokerRoutes lists the broker family's routes as method and path pattern
 // pairs ("GET", "/v1/api/tv/accounts").
@@ -297,7 +303,7 @@ func (a *API) serve(w http.ResponseWriter, r *http.Request, p auth.Principal, ep
 		return
 	}
 	if key == "" {
-		a.call(w, r, p, fn, newRequestID(), raw)
+		a.call(w, r, p, fn, tradecall.NewRequestID(), raw)
 		return
 	}
 	a.idempotentCall(w, r, p, fn, key, raw)
@@ -315,14 +321,6 @@ func (a *API) authenticated(h handlerFunc) http.Handler {
 		defer ad.Done()
 		h(w, r, ad.Principal)
 	})
-}
-
-// newRequestID names a write that has no idempotency key, so that the
-// agent still runs it at most once however the tunnel behaves.
-func newRequestID() string {
-	var b [16]byte
-	_, _ = rand.Read(b[:])
-	return "rly:" + hex.EncodeToString(b[:])
 }
 
 // call forwards one RPC and writes the outcome in the caller's response
