@@ -77,6 +77,36 @@ func RequestExample(opID string) (v RequestExampleValue, ok bool) {
 	return v, true
 }
 
+// RequestExampleArgs returns the recorded request of operation opID
+// (RequestExample) in the form a call by function takes its arguments
+// (tradecall.Table.Prepare, the MCP tools): the path parameters, the
+// query parameters typed as their schemas are, and the body's members in
+// one object. ok is false when none is recorded.
+func RequestExampleArgs(opID string) (args map[string]any, ok bool) {
+	ex, ok := RequestExample(opID)
+	if !ok {
+		return nil, false
+	}
+	args = map[string]any{}
+	for i := range endpoints {
+		ep := &endpoints[i]
+		if operationID(ep) != opID {
+			continue
+		}
+		for _, p := range ep.Params {
+			if p.In == inPath || p.In == inQuery {
+				if v := exampleValue(p, ex); v != nil {
+					args[p.Name] = v
+				}
+			}
+		}
+	}
+	for k, v := range ex.Body {
+		args[k] = v
+	}
+	return args, true
+}
+
 // OperationFunctions maps the operationId of each desktop route's
 // operation to the RPC function the route calls (its x-rpc).
 func OperationFunctions() map[string]string {
@@ -108,6 +138,12 @@ func paramExample(p param, opID string) any {
 	if !ok {
 		return nil
 	}
+	return exampleValue(p, ex)
+}
+
+// exampleValue is the value of path or query parameter p in request ex,
+// typed as p's schema is, or nil when ex has none.
+func exampleValue(p param, ex RequestExampleValue) any {
 	m := ex.Query
 	if p.In == inPath {
 		m = ex.Path
