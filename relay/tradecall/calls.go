@@ -94,7 +94,7 @@ func (c *Calls) Run(ctx context.Context, p auth.Principal, call SocketCall) Outc
 	gone := ctx.Err() != nil
 	if err != nil && !gone {
 		if _, ok := CallError(err, call.Write); !ok {
-			c.log.Error(c.source+" call failed", zap.String("fn", call.Fn), zap.Error(err))
+			c.log.Error(c.source+" call failed", zap.String("user", p.UserID), zap.String("fn", call.Fn), zap.Error(err))
 		}
 	}
 	return CallOutcome(call.Fn, res, err, gone)

@@ -51,7 +51,9 @@ func TestObjectSchema(t *testing.T) {
 		return tradecall.Param{Name: name, In: tradecall.InBody, Type: tradecall.TString, Required: required, Aliases: aliases}
 	}
 	prop := map[string]any{"type": "string"}
-	alias := func(of string) map[string]any { return map[string]any{"type": "string", "description": "alias of " + of} }
+	alias := func(of string) map[string]any {
+		return map[string]any{"type": "string", "description": "alias of " + of}
+	}
 	req := func(name string) map[string]any { return map[string]any{"required": []string{name}} }
 	for _, tc := range []struct {
 		name   string
