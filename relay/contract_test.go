@@ -25,7 +25,7 @@ import (
 	"tradebridge/relay/tradeapi"
 )
 
-var updateExamples = flag.Bool("update", false, "record the OpenAPI documents' success examples (relay/tradeapi/testdata/examples)")
+var updateExamples = flag.Bool("update", false, "record the OpenAPI documents' request and success examples (relay/tradeapi/testdata/examples)")
 
 // useProfile switches user's API token to response profile p.
 func (s *system) useProfile(user string, p profile.Profile) {
@@ -65,6 +65,8 @@ type exchange struct {
 	status int
 	body   map[string]any
 	raw    []byte
+	// request is what was sent, as the request examples record it.
+	request tradeapi.RequestExampleValue
 }
 
 // check sends one request with token and validates the request and the
@@ -73,6 +75,7 @@ func (c contract) check(t *testing.T, s *system, token, method, path, body strin
 	t.Helper()
 	req, err := s.NewRequest(method, path, token, body, header...)
 	require.NoError(t, err)
+	sent := req.URL.Query() // before the validation fills in defaults
 	route, params, err := c.router.FindRoute(req)
 	require.NoError(t, err, "%s %s is a documented route", method, path)
 	in := &openapi3filter.RequestValidationInput{Request: req, PathParams: params, Route: route,
@@ -99,6 +102,18 @@ func (c contract) check(t *testing.T, s *system, token, method, path, body strin
 	require.NoError(t, openapi3filter.ValidateResponse(context.Background(), out), "%s %s answered %d %s", method, path, resp.StatusCode, raw)
 	ex := exchange{route: method + " " + route.Path, status: resp.StatusCode, raw: raw}
 	require.NoError(t, json.Unmarshal(raw, &ex.body), string(raw))
+	if len(params) > 0 {
+		ex.request.Path = params
+	}
+	for name, v := range sent {
+		if ex.request.Query == nil {
+			ex.request.Query = map[string]string{}
+		}
+		ex.request.Query[name] = v[0]
+	}
+	if body != "" {
+		require.NoError(t, json.Unmarshal([]byte(body), &ex.request.Body))
+	}
 	return ex
 }
 
@@ -127,6 +142,7 @@ func TestContractEndToEnd(t *testing.T) {
 			c := loadContract(t, s, tc.path)
 			tok := s.Users[tc.user].APIToken
 			examples := map[string][]byte{}
+			requests := map[string]tradeapi.RequestExampleValue{}
 			call := func(method, path, body string, want int, header ...string) exchange {
 				t.Helper()
 				ex := c.check(t, s, tok, method, path, body, header...)
@@ -140,6 +156,7 @@ func TestContractEndToEnd(t *testing.T) {
 					}
 					if _, ok := examples[ex.route]; !ok {
 						examples[ex.route] = ex.raw
+						requests[ex.route] = ex.request
 					}
 				}
 				return ex
@@ -196,7 +213,29 @@ func TestContractEndToEnd(t *testing.T) {
 				require.Equal(t, shapeOf(t, recorded), shapeOf(t, raw),
 					"%s answers in another shape than its recorded example: check the change, then go test ./relay -run TestContractEndToEnd -update", route)
 			}
+			if tc.p == profile.Standard {
+				recordRequests(t, ops, requests)
+			}
 		})
+	}
+}
+
+// recordRequests records, with -update, the request of each operation's
+// first success as its request example (the OpenAPI documents show it);
+// otherwise it checks that every operation has one recorded.
+func recordRequests(t *testing.T, ops map[string]string, requests map[string]tradeapi.RequestExampleValue) {
+	t.Helper()
+	for route, op := range ops {
+		file := filepath.Join("tradeapi", filepath.FromSlash(tradeapi.RequestExampleFile(op)))
+		if !*updateExamples {
+			_, err := os.Stat(file)
+			require.NoError(t, err, "%s: record the request examples with go test ./relay -run TestContractEndToEnd -update", route)
+			continue
+		}
+		raw, err := json.MarshalIndent(requests[route], "", "  ")
+		require.NoError(t, err)
+		require.NoError(t, os.MkdirAll(filepath.Dir(file), 0o755))
+		require.NoError(t, os.WriteFile(file, append(raw, '\n'), 0o644))
 	}
 }
 

@@ -66,17 +66,14 @@ type Server struct {
 	// sessionDoor admits the dashboard's sockets (SessionDoor); unused
 	// without Options.SessionToken.
 	sessionDoor admit.Door
-	keyed       *tradecall.KeyedWrites // rpc writes with a key
-	ctx         context.Context        // ends when the Server closes
+	calls       *tradecall.Calls // runs the rpc calls and records the writes
+	ctx         context.Context  // ends when the Server closes
 	cancel      context.CancelFunc
 
 	mu     sync.RWMutex
 	users  map[string]*user
 	closed bool
 	wg     sync.WaitGroup // sockets, user loops, their calls
-
-	// activity records the rpc writes; nil records nothing.
-	activity *tradecall.Activity
 
 	stats struct {
 		sockets         atomic.Int64
@@ -99,6 +96,11 @@ func New(opts Options) (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
+	calls, err := tradecall.NewCalls(tradecall.CallsOptions{Caller: opts.Upstream, Keyed: keyed, Events: opts.Events, Now: opts.Clock.Now,
+		Source: protocol.SourceStream, CallTimeout: opts.CallTimeout, Logger: opts.Logger.Named("stream")})
+	if err != nil {
+		return nil, err
+	}
 	door := Door
 	door.IP = opts.IPBudget
 	door.Budgets = []*budget.Limiter{opts.Budget}
@@ -111,11 +113,10 @@ func New(opts Options) (*Server, error) {
 		log:         opts.Logger.Named("stream"),
 		door:        door,
 		sessionDoor: sdoor,
-		keyed:       keyed,
+		calls:       calls,
 		ctx:         ctx,
 		cancel:      cancel,
 		users:       make(map[string]*user),
-		activity:    tradecall.NewActivity(opts.Events, opts.Clock.Now),
 	}, nil
 }
 

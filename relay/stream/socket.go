@@ -14,7 +14,6 @@ import (
 	"github.com/coder/websocket"
 	"go.uber.org/zap"
 
-	"tradebridge/protocol"
 	"tradebridge/relay/admit"
 	"tradebridge/relay/auth"
 	"tradebridge/relay/errcode"
@@ -444,44 +443,13 @@ func (sk *socket) rpc(f clientFrame) {
 	go func() {
 		defer sk.calls.Done()
 		defer sk.inflight.Add(-1)
-		if call.Write && call.Key != "" {
-			// The HTTP API's rule, on the same store: a repeat within
-			// 24 h is answered with the recorded outcome.
-			o := sk.srv.keyed.Run(sk.ctx, sk.p.UserID, call.Fn, call.Key, call.Args)
-			sk.answer(f.id, o)
-			sk.record(call, o)
-			return
-		}
-		requestID := ""
-		if call.Write {
-			requestID = newID("rly:")
-		}
-		ctx, cancel := context.WithTimeout(sk.ctx, sk.srv.opts.CallTimeout)
-		defer cancel()
-		res, err := sk.srv.opts.Upstream.Call(ctx, sk.p.UserID, call.Fn, requestID, call.Args)
-		if call.Write {
-			// Recorded once the reply is queued (below, deferred).
-			defer sk.record(call, tradecall.CallOutcome(call.Fn, res, err, sk.ctx.Err() != nil))
-		}
-		if err == nil {
-			sk.answer(f.id, tradecall.Outcome{Fn: call.Fn, Result: res})
-			return
-		}
-		if e, ok := tradecall.CallError(err, call.Write); ok {
-			sk.answer(f.id, tradecall.Outcome{Err: &e})
-			return
-		}
-		if sk.ctx.Err() != nil {
-			return // the socket is closing; nobody to answer
-		}
-		sk.log.Error("stream call failed", zap.String("fn", call.Fn), zap.Error(err))
-		sk.reply((&frameError{code: errcode.InternalError, detail: "the relay failed to complete the call"}).encode(f.id, true))
+		// A keyed write follows the HTTP API's rule, on the same store:
+		// a repeat within 24 h is answered with the recorded outcome.
+		o := sk.srv.calls.Run(sk.ctx, sk.p, call)
+		sk.answer(f.id, o)
+		// Recorded once the reply is queued.
+		sk.srv.calls.Record(sk.p, call, o)
 	}()
-}
-
-// record publishes the activity log's entry of an rpc write.
-func (sk *socket) record(call tradecall.SocketCall, o tradecall.Outcome) {
-	sk.srv.activity.Record(tradecall.Write{Principal: sk.p, Source: protocol.SourceStream, Fn: call.Fn, Args: call.Args, Key: call.Key}, o)
 }
 
 // answer sends the rpc reply of an outcome: the result rendered in the

@@ -17,12 +17,11 @@ package tradeapi
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"net/http"
 	"strings"
+	"sync"
 	"time"
 
 	"go.uber.org/zap"
@@ -136,6 +135,13 @@ var brokerEndpoints = func() []endpoint {
 	return out
 }()
 
+var brokerTable = sync.OnceValue(func() *tradecall.Table { return tradecall.NewTable(brokerEndpoints) })
+
+// BrokerTable returns the broker family's route table by function (its
+// order types with the trailing ones), built once: the functions the
+// routes under BrokerPrefix call.
+func BrokerTable() *tradecall.Table { return brokerTable() }
+
 // BrokerRoutes lists the broker family's routes as method and path pattern
 // pairs ("GET", "/v1/api/tv/accounts").
 func BrokerRoutes() [][2]string {
@@ -177,8 +183,7 @@ type API struct {
 	opts      Options
 	log       *zap.Logger
 	door      admit.Door
-	keyed     *tradecall.KeyedWrites
-	activity  *tradecall.Activity // nil: nothing recorded
+	calls     *tradecall.Calls // runs the calls, records the writes
 	endpoints []endpoint
 }
 
@@ -220,10 +225,14 @@ func New(opts Options) (*API, error) {
 	if err != nil {
 		return nil, err
 	}
-	a := &API{opts: opts, log: opts.Logger.Named("api"), door: Door, keyed: keyed, endpoints: endpoints,
-		activity: tradecall.NewActivity(opts.Events, opts.Now)}
+	a := &API{opts: opts, log: opts.Logger.Named("api"), door: Door, endpoints: endpoints}
 	if opts.Family == FamilyBroker {
 		a.log, a.door, a.endpoints = opts.Logger.Named("api").Named("tv"), BrokerDoor, brokerEndpoints
+	}
+	a.calls, err = tradecall.NewCalls(tradecall.CallsOptions{Caller: opts.Caller, Keyed: keyed, Events: opts.Events, Now: opts.Now,
+		Source: protocol.SourceAPI, Family: opts.Family, CallTimeout: opts.CallTimeout, Logger: a.log})
+	if err != nil {
+		return nil, err
 	}
 	a.door.IP = opts.IPBudget
 	a.door.Budgets = []*budget.Limiter{opts.Budget}
@@ -287,20 +296,26 @@ func (a *API) serve(w http.ResponseWriter, r *http.Request, p auth.Principal, ep
 		httpapi.WriteError(w, http.StatusInternalServerError, httpapi.Error{Code: errcode.InternalError, Detail: "the relay failed to encode the request"})
 		return
 	}
-	if f, _ := protocol.LookupFunction(fn); !f.Write {
-		a.call(w, r, p, fn, "", raw)
-		return
+	call := tradecall.SocketCall{Fn: fn, Args: raw}
+	if f, _ := protocol.LookupFunction(fn); f.Write {
+		key, e := idempotencyKey(r, ep, args)
+		if e != nil {
+			httpapi.WriteError(w, e.Status, *e)
+			return
+		}
+		call.Write, call.Key = true, key
 	}
-	key, e := idempotencyKey(r, ep, args)
-	if e != nil {
-		httpapi.WriteError(w, e.Status, *e)
-		return
+	// A keyed write is answered its recorded outcome when it is a repeat
+	// (see tradecall.KeyedWrites); any other call runs once.
+	o := a.calls.Run(r.Context(), p, call)
+	a.writeOutcome(w, p, o)
+	if call.Write {
+		// The answer is sent first (a flush; it has its Content-Length),
+		// so that nothing the log does runs before the caller can read
+		// it.
+		_ = http.NewResponseController(w).Flush()
+		a.calls.Record(p, call, o)
 	}
-	if key == "" {
-		a.call(w, r, p, fn, newRequestID(), raw)
-		return
-	}
-	a.idempotentCall(w, r, p, fn, key, raw)
 }
 
 // authenticated admits a request (Door) before h runs. Every response to
@@ -317,46 +332,6 @@ func (a *API) authenticated(h handlerFunc) http.Handler {
 	})
 }
 
-// newRequestID names a write that has no idempotency key, so that the
-// agent still runs it at most once however the tunnel behaves.
-func newRequestID() string {
-	var b [16]byte
-	_, _ = rand.Read(b[:])
-	return "rly:" + hex.EncodeToString(b[:])
-}
-
-// call forwards one RPC and writes the outcome in the caller's response
-// profile.
-func (a *API) call(w http.ResponseWriter, r *http.Request, p auth.Principal, fn, requestID string, args json.RawMessage) {
-	ctx, cancel := context.WithTimeout(r.Context(), a.opts.CallTimeout)
-	defer cancel()
-	result, err := a.opts.Caller.Call(ctx, p.UserID, fn, requestID, args)
-	if err != nil {
-		a.writeCallError(w, r, p, fn, err)
-	} else {
-		a.writeResult(w, p, fn, result)
-	}
-	if requestID != "" {
-		a.record(w, a.write(p, fn, "", args), tradecall.CallOutcome(fn, result, err, r.Context().Err() != nil))
-	}
-}
-
-// record records a write in the activity log once its caller has the
-// answer: the answer is sent first (a flush; it has its Content-Length),
-// so that nothing the log does runs before the caller can read it.
-func (a *API) record(w http.ResponseWriter, wr tradecall.Write, o tradecall.Outcome) {
-	if a.activity == nil {
-		return
-	}
-	_ = http.NewResponseController(w).Flush()
-	a.activity.Record(wr, o)
-}
-
-// write describes a write of this family for the activity log.
-func (a *API) write(p auth.Principal, fn, key string, args json.RawMessage) tradecall.Write {
-	return tradecall.Write{Principal: p, Source: protocol.SourceAPI, Family: a.opts.Family, Fn: fn, Args: args, Key: key}
-}
-
 // writeResult answers with fn's result in the caller's response profile.
 func (a *API) writeResult(w http.ResponseWriter, p auth.Principal, fn string, result json.RawMessage) {
 	reply, e := tradecall.Render(a.log, p.Profile, fn, result)
@@ -365,20 +340,4 @@ func (a *API) writeResult(w http.ResponseWriter, p auth.Principal, fn string, re
 		return
 	}
 	httpapi.WriteMembers(w, http.StatusOK, reply.AppendTo)
-}
-
-// writeCallError maps a failed call to its status and code.
-func (a *API) writeCallError(w http.ResponseWriter, r *http.Request, p auth.Principal, fn string, err error) {
-	f, _ := protocol.LookupFunction(fn)
-	if e, ok := tradecall.CallError(err, f.Write); ok {
-		httpapi.WriteError(w, e.Status, e)
-		return
-	}
-	if r.Context().Err() != nil {
-		// The caller went away; there is nobody to answer.
-		a.log.Debug("caller left before the answer", zap.String("user", p.UserID), zap.String("fn", fn))
-		return
-	}
-	a.log.Error("call failed", zap.String("user", p.UserID), zap.String("fn", fn), zap.Error(err))
-	httpapi.WriteError(w, http.StatusInternalServerError, httpapi.Error{Code: errcode.InternalError, Detail: "the relay failed to complete the call"})
 }

@@ -1,7 +1,6 @@
 package tradeapi
 
 import (
-	"encoding/json"
 	"net/http"
 
 	"tradebridge/relay/auth"
@@ -44,17 +43,9 @@ func argsError(code, detail string) *httpapi.Error {
 
 // ---- The HTTP door ----
 
-// idempotentCall runs a keyed write from an HTTP route and answers with
-// its outcome (see tradecall.KeyedWrites).
-func (a *API) idempotentCall(w http.ResponseWriter, r *http.Request, p auth.Principal, fn, key string, args json.RawMessage) {
-	o := a.keyed.Run(r.Context(), p.UserID, fn, key, args)
-	a.writeOutcome(w, p, o)
-	a.record(w, a.write(p, fn, key, args), o)
-}
-
-// writeOutcome answers with a keyed write's outcome: the rendered result
-// in the caller's profile, or the error; a replay carries
-// Idempotent-Replayed: true.
+// writeOutcome answers with a call's outcome: the rendered result in the
+// caller's profile, or the error; a replay of a keyed write carries
+// Idempotent-Replayed: true; nothing when the caller left.
 func (a *API) writeOutcome(w http.ResponseWriter, p auth.Principal, o tradecall.Outcome) {
 	if o.Gone {
 		return

@@ -12,6 +12,7 @@ import (
 
 	"tradebridge/protocol"
 	"tradebridge/relay/profile"
+	"tradebridge/relay/tradecall"
 )
 
 // The machine-readable contracts, served without a token. Both OpenAPI
@@ -204,30 +205,20 @@ func operationID(ep *endpoint) string {
 // success.
 func (f *docFamily) operation(ep *endpoint, success object) object {
 	var params []any
-	body := object{}
-	var bodyRequired []string
-	var bodyEither [][]string // at least one of each group
+	var body []param
 	for _, p := range ep.Params {
 		switch p.In {
 		case inPath, inQuery:
-			params = append(params, object{
+			o := object{
 				"name": p.Name, "in": p.In, "required": p.Required || p.In == inPath,
-				"description": p.Doc, "schema": schema(p, true),
-			})
+				"description": p.Doc, "schema": tradecall.ParamSchema(p, true),
+			}
+			if ex := paramExample(p, operationID(ep)); ex != nil {
+				o["example"] = ex
+			}
+			params = append(params, o)
 		case inBody:
-			body[p.Name] = schema(p, false)
-			for _, alias := range p.Aliases {
-				s := schema(p, false)
-				s["description"] = "alias of " + p.Name
-				body[alias] = s
-			}
-			switch {
-			case p.Required && len(p.Aliases) > 0:
-				// The field or one of its aliases.
-				bodyEither = append(bodyEither, append([]string{p.Name}, p.Aliases...))
-			case p.Required:
-				bodyRequired = append(bodyRequired, p.Name)
-			}
+			body = append(body, p)
 		}
 	}
 	responses := object{"200": success}
@@ -240,41 +231,26 @@ func (f *docFamily) operation(ep *endpoint, success object) object {
 		"x-rpc":       ep.Fn,
 		"responses":   responses,
 	}
-	if ep.Choose != nil && ep.Fn == protocol.FnFlatten {
-		op["x-rpc-alternatives"] = []string{protocol.FnFlattenEverything}
-		op["description"] = "With no body (or an empty object), FlattenEverything: every position and working order of every account."
+	if len(ep.Alternatives) > 0 {
+		var fns, notes []string
+		for _, a := range ep.Alternatives {
+			fns = append(fns, a.Fn)
+			notes = append(notes, a.Summary+" ("+a.Fn+")")
+		}
+		op["x-rpc-alternatives"] = fns
+		op["description"] = "With no body (or an empty object): " + strings.Join(notes, "; ") + "."
 	}
 	if len(params) > 0 {
 		op["parameters"] = params
 	}
 	if ep.Method == http.MethodPost {
-		s := object{"type": "object", "additionalProperties": false, "properties": body}
-		if len(bodyRequired) > 0 {
-			s["required"] = bodyRequired
-		}
-		for _, g := range ep.OneOf {
-			if ep.Param(g[0], inBody) != nil {
-				bodyEither = append(bodyEither, g)
-			}
-		}
-		var groups []any
-		for _, g := range bodyEither {
-			var alts []any
-			for _, name := range g {
-				alts = append(alts, object{"required": []string{name}})
-			}
-			groups = append(groups, object{"anyOf": alts})
-		}
-		switch len(groups) {
-		case 0:
-		case 1:
-			s["anyOf"] = groups[0].(object)["anyOf"]
-		default:
-			s["allOf"] = groups
-		}
+		s := tradecall.ObjectSchema(body, ep.OneOf)
+		_, req := s["required"]
+		_, any1 := s["anyOf"]
+		_, all := s["allOf"]
 		op["requestBody"] = object{
-			"required": len(bodyRequired)+len(bodyEither) > 0,
-			"content":  object{"application/json": object{"schema": s}},
+			"required": req || any1 || all,
+			"content":  object{"application/json": requestContent(s, operationID(ep))},
 		}
 		if isWrite(ep.Fn) {
 			op["parameters"] = append(params, object{
@@ -453,38 +429,6 @@ func header(h int, required bool) object {
 		o["required"] = true
 	}
 	return o
-}
-
-func schema(p param, text bool) object {
-	s := object{"type": p.Type}
-	if text && p.Type != tString {
-		s["description"] = "sent as text"
-	}
-	if len(p.Enum) > 0 {
-		s["enum"] = p.Enum
-		s["description"] = "matched without regard to case"
-	}
-	if p.Default != nil {
-		s["default"] = p.Default
-	}
-	if p.Min != 0 || p.Max != 0 {
-		if p.Type == tString {
-			s["maxLength"] = p.Max
-		} else {
-			s["minimum"], s["maximum"] = p.Min, p.Max
-		}
-	}
-	switch p.Format {
-	case formatInstrument:
-		s["pattern"] = protocol.InstrumentPattern
-	case formatTime:
-		s["format"] = "date-time"
-	case formatPositionList:
-		s["pattern"] = `^(flat|long|short)(,(flat|long|short))*$`
-	case "integer-text":
-		s["pattern"] = `^[0-9]+$`
-	}
-	return s
 }
 
 func isWrite(fn string) bool {

@@ -9,6 +9,7 @@ import (
 	"tradebridge/protocol"
 	"tradebridge/relay/activity"
 	"tradebridge/relay/errcode"
+	"tradebridge/relay/tradecall"
 )
 
 // The activity log's route (GET /v1/api/activity, package relay/activity)
@@ -88,7 +89,7 @@ func addActivityRoute(f *docFamily, schemas, paths object) error {
 	ep := &activity.Endpoint
 	var params []any
 	for _, p := range ep.Params {
-		s := schema(p, true)
+		s := tradecall.ParamSchema(p, true)
 		switch p.Name {
 		case "kind":
 			s["description"] = "a comma-separated list of: " + strings.Join(protocol.ActivityKinds, ", ")

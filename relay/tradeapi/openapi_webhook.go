@@ -7,6 +7,7 @@ import (
 
 	"tradebridge/protocol"
 	"tradebridge/relay/errcode"
+	"tradebridge/relay/tradecall"
 	"tradebridge/relay/webhook"
 	"tradebridge/relay/webhook/alertcmd"
 )
@@ -180,7 +181,7 @@ func addWebhookRoutes(f *docFamily, schemas, paths object) error {
 
 	var params []any
 	for _, p := range webhook.AlertsEndpoint.Params {
-		s := schema(p, true)
+		s := tradecall.ParamSchema(p, true)
 		if p.Name == "before" {
 			s["pattern"] = alertIDPattern
 		}

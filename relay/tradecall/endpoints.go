@@ -24,6 +24,16 @@ type Endpoint struct {
 	// Choose picks another function for some arguments (POST
 	// /positions/flatten with no filters is FlattenEverything).
 	Choose func(args map[string]any) string
+	// Alternatives are the functions Choose may pick instead of Fn.
+	Alternatives []Alternative
+}
+
+// Alternative is a function a route's Choose may call instead of its Fn.
+type Alternative struct {
+	// Fn is the function.
+	Fn string
+	// Summary says what it does, as a sentence.
+	Summary string
 }
 
 // Where a parameter travels.
@@ -219,7 +229,8 @@ var endpoints = []Endpoint{
 				return protocol.FnFlattenEverything
 			}
 			return protocol.FnFlatten
-		}},
+		},
+		Alternatives: []Alternative{{Fn: protocol.FnFlattenEverything, Summary: "Flatten every position and cancel every working order of every account"}}},
 	{Method: "POST", Path: "/v1/api/orders/cancelall", Fn: protocol.FnCancelAllOrders, Summary: "Cancel every working order of every account"},
 	{Method: "POST", Path: "/v1/api/accounts/{account}/positions/flatten", Fn: protocol.FnFlatten, Summary: "Flatten the account's positions",
 		Params: []Param{pAccount, bInstrument, bCancelOrders, bForce, bStrategyTag, bStrategyTagMod}},

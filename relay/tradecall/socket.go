@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"encoding/json"
 	"net/http"
-	"sync"
 
 	"tradebridge/protocol"
 	"tradebridge/relay/errcode"
@@ -48,9 +47,14 @@ type SocketCall struct {
 func PrepareSocketCall(api string, args json.RawMessage) (SocketCall, *httpapi.Error) {
 	f, ok := protocol.LookupFunction(api)
 	if !ok || f.Internal {
-		return SocketCall{}, &httpapi.Error{Status: http.StatusNotFound, Code: errcode.UnknownFunction,
-			Detail: "api must name a public RPC function of the trading API"}
+		return SocketCall{}, unknownFunction()
 	}
+	return Desktop().prepare(api, args)
+}
+
+// prepare checks args against the routes of t that call api; a function
+// no route calls directly (FlattenEverything) takes no arguments.
+func (t *Table) prepare(api string, args json.RawMessage) (SocketCall, *httpapi.Error) {
 	obj := map[string]json.RawMessage{}
 	args = bytes.TrimSpace(args)
 	if len(args) > 0 && !bytes.Equal(args, []byte("null")) {
@@ -76,7 +80,7 @@ func PrepareSocketCall(api string, args json.RawMessage) (SocketCall, *httpapi.E
 			key = "key:" + k
 		}
 	}
-	cands := socketEndpoints()[api]
+	cands := t.byFn[api]
 	if len(cands) == 0 {
 		// A function no route calls directly (FlattenEverything) takes
 		// no arguments.
@@ -198,21 +202,4 @@ func lenientEndpoint(cands []*Endpoint) *Endpoint {
 		}
 	}
 	return best
-}
-
-var (
-	socketEndpointsOnce sync.Once
-	socketEndpointsByFn map[string][]*Endpoint
-)
-
-// socketEndpoints indexes the endpoint table by function, in table order.
-func socketEndpoints() map[string][]*Endpoint {
-	socketEndpointsOnce.Do(func() {
-		socketEndpointsByFn = make(map[string][]*Endpoint)
-		for i := range endpoints {
-			ep := &endpoints[i]
-			socketEndpointsByFn[ep.Fn] = append(socketEndpointsByFn[ep.Fn], ep)
-		}
-	})
-	return socketEndpointsByFn
 }

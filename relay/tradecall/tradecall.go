@@ -1,11 +1,14 @@
-// Package tradecall runs a trading RPC for either door, the HTTP routes
-// (package api) and the WebSocket form of RPC (package stream): arguments
-// checked against the one route table (Endpoints, ParseHTTP,
-// PrepareSocketCall), exactly-once writes by key (KeyedWrites), results
-// rendered in the caller's response profile (Render), call failures
-// mapped to codes (CallError), and each write's entry in the user's
-// activity log (Activity), so that a call reads the same whichever door
-// it came in by.
+// Package tradecall runs a trading RPC for every door, the HTTP routes
+// (package tradeapi), the WebSocket form of RPC (package stream) and the
+// MCP tools: arguments checked against the one route table (Endpoints,
+// ParseHTTP; by function through a Table: Desktop, Table.Prepare,
+// PrepareSocketCall), the JSON Schemas of the parameters (ParamSchema,
+// ObjectSchema, Table.ArgsSchema), calls run by one runner (Calls) with
+// exactly-once writes by key (KeyedWrites), results rendered in the
+// caller's response profile (Render), call failures mapped to codes
+// (CallError), and each write's entry in the user's activity log
+// (Activity), so that a call reads the same whichever door it came in
+// by.
 package tradecall
 
 import (

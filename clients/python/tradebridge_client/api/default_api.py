@@ -1345,7 +1345,7 @@ class DefaultApi(object):
     def flatten_positions_flatten(self, **kwargs):  # noqa: E501
         """Flatten positions; with no filters, everything  # noqa: E501
 
-        With no body (or an empty object), FlattenEverything: every position and working order of every account.  # noqa: E501
+        With no body (or an empty object): Flatten every position and cancel every working order of every account (FlattenEverything).  # noqa: E501
         This method makes a synchronous HTTP request by default. To make an
         asynchronous HTTP request, please pass async_req=True
         >>> thread = api.flatten_positions_flatten(async_req=True)
@@ -1368,7 +1368,7 @@ class DefaultApi(object):
     def flatten_positions_flatten_with_http_info(self, **kwargs):  # noqa: E501
         """Flatten positions; with no filters, everything  # noqa: E501
 
-        With no body (or an empty object), FlattenEverything: every position and working order of every account.  # noqa: E501
+        With no body (or an empty object): Flatten every position and cancel every working order of every account (FlattenEverything).  # noqa: E501
         This method makes a synchronous HTTP request by default. To make an
         asynchronous HTTP request, please pass async_req=True
         >>> thread = api.flatten_positions_flatten_with_http_info(async_req=True)

@@ -61,6 +61,7 @@ class IdCloseBody(object):
     def force(self):
         """Gets the force of this IdCloseBody.  # noqa: E501
 
+        act also on positions and orders owned by another strategy tag  # noqa: E501
 
         :return: The force of this IdCloseBody.  # noqa: E501
         :rtype: bool
@@ -71,6 +72,7 @@ class IdCloseBody(object):
     def force(self, force):
         """Sets the force of this IdCloseBody.
 
+        act also on positions and orders owned by another strategy tag  # noqa: E501
 
         :param force: The force of this IdCloseBody.  # noqa: E501
         :type: bool
@@ -82,6 +84,7 @@ class IdCloseBody(object):
     def signal_name(self):
         """Gets the signal_name of this IdCloseBody.  # noqa: E501
 
+        signal name of the exit orders  # noqa: E501
 
         :return: The signal_name of this IdCloseBody.  # noqa: E501
         :rtype: str
@@ -92,6 +95,7 @@ class IdCloseBody(object):
     def signal_name(self, signal_name):
         """Sets the signal_name of this IdCloseBody.
 
+        signal name of the exit orders  # noqa: E501
 
         :param signal_name: The signal_name of this IdCloseBody.  # noqa: E501
         :type: str
@@ -103,6 +107,7 @@ class IdCloseBody(object):
     def strategy_id(self):
         """Gets the strategy_id of this IdCloseBody.  # noqa: E501
 
+        the strategy id again, as some clients send it  # noqa: E501
 
         :return: The strategy_id of this IdCloseBody.  # noqa: E501
         :rtype: str
@@ -113,6 +118,7 @@ class IdCloseBody(object):
     def strategy_id(self, strategy_id):
         """Sets the strategy_id of this IdCloseBody.
 
+        the strategy id again, as some clients send it  # noqa: E501
 
         :param strategy_id: The strategy_id of this IdCloseBody.  # noqa: E501
         :type: str
@@ -124,6 +130,7 @@ class IdCloseBody(object):
     def strategy_tag(self):
         """Gets the strategy_tag of this IdCloseBody.  # noqa: E501
 
+        the strategy tag that owns the position share  # noqa: E501
 
         :return: The strategy_tag of this IdCloseBody.  # noqa: E501
         :rtype: str
@@ -134,6 +141,7 @@ class IdCloseBody(object):
     def strategy_tag(self, strategy_tag):
         """Sets the strategy_tag of this IdCloseBody.
 
+        the strategy tag that owns the position share  # noqa: E501
 
         :param strategy_tag: The strategy_tag of this IdCloseBody.  # noqa: E501
         :type: str

@@ -95,6 +95,7 @@ class MarketBarsBody(object):
     def days_back(self):
         """Gets the days_back of this MarketBarsBody.  # noqa: E501
 
+        days of history  # noqa: E501
 
         :return: The days_back of this MarketBarsBody.  # noqa: E501
         :rtype: int
@@ -105,6 +106,7 @@ class MarketBarsBody(object):
     def days_back(self, days_back):
         """Sets the days_back of this MarketBarsBody.
 
+        days of history  # noqa: E501
 
         :param days_back: The days_back of this MarketBarsBody.  # noqa: E501
         :type: int
@@ -116,6 +118,7 @@ class MarketBarsBody(object):
     def dividend_adjust(self):
         """Gets the dividend_adjust of this MarketBarsBody.  # noqa: E501
 
+        accepted for compatibility; futures pay no dividends  # noqa: E501
 
         :return: The dividend_adjust of this MarketBarsBody.  # noqa: E501
         :rtype: bool
@@ -126,6 +129,7 @@ class MarketBarsBody(object):
     def dividend_adjust(self, dividend_adjust):
         """Sets the dividend_adjust of this MarketBarsBody.
 
+        accepted for compatibility; futures pay no dividends  # noqa: E501
 
         :param dividend_adjust: The dividend_adjust of this MarketBarsBody.  # noqa: E501
         :type: bool
@@ -137,6 +141,7 @@ class MarketBarsBody(object):
     def _from(self):
         """Gets the _from of this MarketBarsBody.  # noqa: E501
 
+        start, RFC 3339  # noqa: E501
 
         :return: The _from of this MarketBarsBody.  # noqa: E501
         :rtype: datetime
@@ -147,6 +152,7 @@ class MarketBarsBody(object):
     def _from(self, _from):
         """Sets the _from of this MarketBarsBody.
 
+        start, RFC 3339  # noqa: E501
 
         :param _from: The _from of this MarketBarsBody.  # noqa: E501
         :type: datetime
@@ -158,6 +164,7 @@ class MarketBarsBody(object):
     def instrument(self):
         """Gets the instrument of this MarketBarsBody.  # noqa: E501
 
+        instrument, e.g. ES 12-26  # noqa: E501
 
         :return: The instrument of this MarketBarsBody.  # noqa: E501
         :rtype: str
@@ -168,6 +175,7 @@ class MarketBarsBody(object):
     def instrument(self, instrument):
         """Sets the instrument of this MarketBarsBody.
 
+        instrument, e.g. ES 12-26  # noqa: E501
 
         :param instrument: The instrument of this MarketBarsBody.  # noqa: E501
         :type: str
@@ -181,6 +189,7 @@ class MarketBarsBody(object):
     def limit(self):
         """Gets the limit of this MarketBarsBody.  # noqa: E501
 
+        most recent bars kept (default 5000)  # noqa: E501
 
         :return: The limit of this MarketBarsBody.  # noqa: E501
         :rtype: int
@@ -191,6 +200,7 @@ class MarketBarsBody(object):
     def limit(self, limit):
         """Sets the limit of this MarketBarsBody.
 
+        most recent bars kept (default 5000)  # noqa: E501
 
         :param limit: The limit of this MarketBarsBody.  # noqa: E501
         :type: int
@@ -202,6 +212,7 @@ class MarketBarsBody(object):
     def merge_policy(self):
         """Gets the merge_policy of this MarketBarsBody.  # noqa: E501
 
+        accepted for compatibility  # noqa: E501
 
         :return: The merge_policy of this MarketBarsBody.  # noqa: E501
         :rtype: str
@@ -212,6 +223,7 @@ class MarketBarsBody(object):
     def merge_policy(self, merge_policy):
         """Sets the merge_policy of this MarketBarsBody.
 
+        accepted for compatibility  # noqa: E501
 
         :param merge_policy: The merge_policy of this MarketBarsBody.  # noqa: E501
         :type: str
@@ -223,6 +235,7 @@ class MarketBarsBody(object):
     def period(self):
         """Gets the period of this MarketBarsBody.  # noqa: E501
 
+        bar period (default 1)  # noqa: E501
 
         :return: The period of this MarketBarsBody.  # noqa: E501
         :rtype: int
@@ -233,6 +246,7 @@ class MarketBarsBody(object):
     def period(self, period):
         """Sets the period of this MarketBarsBody.
 
+        bar period (default 1)  # noqa: E501
 
         :param period: The period of this MarketBarsBody.  # noqa: E501
         :type: int
@@ -244,7 +258,7 @@ class MarketBarsBody(object):
     def period_type(self):
         """Gets the period_type of this MarketBarsBody.  # noqa: E501
 
-        matched without regard to case  # noqa: E501
+        tick, second, minute (default), day, week or month (matched without regard to case)  # noqa: E501
 
         :return: The period_type of this MarketBarsBody.  # noqa: E501
         :rtype: str
@@ -255,7 +269,7 @@ class MarketBarsBody(object):
     def period_type(self, period_type):
         """Sets the period_type of this MarketBarsBody.
 
-        matched without regard to case  # noqa: E501
+        tick, second, minute (default), day, week or month (matched without regard to case)  # noqa: E501
 
         :param period_type: The period_type of this MarketBarsBody.  # noqa: E501
         :type: str
@@ -273,6 +287,7 @@ class MarketBarsBody(object):
     def split_adjust(self):
         """Gets the split_adjust of this MarketBarsBody.  # noqa: E501
 
+        accepted for compatibility; futures have no splits  # noqa: E501
 
         :return: The split_adjust of this MarketBarsBody.  # noqa: E501
         :rtype: bool
@@ -283,6 +298,7 @@ class MarketBarsBody(object):
     def split_adjust(self, split_adjust):
         """Sets the split_adjust of this MarketBarsBody.
 
+        accepted for compatibility; futures have no splits  # noqa: E501
 
         :param split_adjust: The split_adjust of this MarketBarsBody.  # noqa: E501
         :type: bool
@@ -294,6 +310,7 @@ class MarketBarsBody(object):
     def timeout_ms(self):
         """Gets the timeout_ms of this MarketBarsBody.  # noqa: E501
 
+        how long to wait for the platform  # noqa: E501
 
         :return: The timeout_ms of this MarketBarsBody.  # noqa: E501
         :rtype: int
@@ -304,6 +321,7 @@ class MarketBarsBody(object):
     def timeout_ms(self, timeout_ms):
         """Sets the timeout_ms of this MarketBarsBody.
 
+        how long to wait for the platform  # noqa: E501
 
         :param timeout_ms: The timeout_ms of this MarketBarsBody.  # noqa: E501
         :type: int
@@ -315,6 +333,7 @@ class MarketBarsBody(object):
     def to(self):
         """Gets the to of this MarketBarsBody.  # noqa: E501
 
+        end, RFC 3339  # noqa: E501
 
         :return: The to of this MarketBarsBody.  # noqa: E501
         :rtype: datetime
@@ -325,6 +344,7 @@ class MarketBarsBody(object):
     def to(self, to):
         """Sets the to of this MarketBarsBody.
 
+        end, RFC 3339  # noqa: E501
 
         :param to: The to of this MarketBarsBody.  # noqa: E501
         :type: datetime

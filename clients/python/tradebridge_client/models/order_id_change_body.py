@@ -56,6 +56,7 @@ class OrderIdChangeBody(object):
     def limit_price(self):
         """Gets the limit_price of this OrderIdChangeBody.  # noqa: E501
 
+        limit price, for Limit and StopLimit  # noqa: E501
 
         :return: The limit_price of this OrderIdChangeBody.  # noqa: E501
         :rtype: float
@@ -66,6 +67,7 @@ class OrderIdChangeBody(object):
     def limit_price(self, limit_price):
         """Sets the limit_price of this OrderIdChangeBody.
 
+        limit price, for Limit and StopLimit  # noqa: E501
 
         :param limit_price: The limit_price of this OrderIdChangeBody.  # noqa: E501
         :type: float
@@ -77,6 +79,7 @@ class OrderIdChangeBody(object):
     def quantity(self):
         """Gets the quantity of this OrderIdChangeBody.  # noqa: E501
 
+        contracts  # noqa: E501
 
         :return: The quantity of this OrderIdChangeBody.  # noqa: E501
         :rtype: int
@@ -87,6 +90,7 @@ class OrderIdChangeBody(object):
     def quantity(self, quantity):
         """Sets the quantity of this OrderIdChangeBody.
 
+        contracts  # noqa: E501
 
         :param quantity: The quantity of this OrderIdChangeBody.  # noqa: E501
         :type: int
@@ -98,6 +102,7 @@ class OrderIdChangeBody(object):
     def stop_price(self):
         """Gets the stop_price of this OrderIdChangeBody.  # noqa: E501
 
+        stop price, for StopMarket and StopLimit  # noqa: E501
 
         :return: The stop_price of this OrderIdChangeBody.  # noqa: E501
         :rtype: float
@@ -108,6 +113,7 @@ class OrderIdChangeBody(object):
     def stop_price(self, stop_price):
         """Sets the stop_price of this OrderIdChangeBody.
 
+        stop price, for StopMarket and StopLimit  # noqa: E501
 
         :param stop_price: The stop_price of this OrderIdChangeBody.  # noqa: E501
         :type: float

@@ -68,7 +68,7 @@ class OrdersCancelAndBracketBody(object):
     def action(self):
         """Gets the action of this OrdersCancelAndBracketBody.  # noqa: E501
 
-        matched without regard to case  # noqa: E501
+        Buy or Sell (any casing) (matched without regard to case)  # noqa: E501
 
         :return: The action of this OrdersCancelAndBracketBody.  # noqa: E501
         :rtype: str
@@ -79,7 +79,7 @@ class OrdersCancelAndBracketBody(object):
     def action(self, action):
         """Sets the action of this OrdersCancelAndBracketBody.
 
-        matched without regard to case  # noqa: E501
+        Buy or Sell (any casing) (matched without regard to case)  # noqa: E501
 
         :param action: The action of this OrdersCancelAndBracketBody.  # noqa: E501
         :type: str
@@ -99,6 +99,7 @@ class OrdersCancelAndBracketBody(object):
     def instrument(self):
         """Gets the instrument of this OrdersCancelAndBracketBody.  # noqa: E501
 
+        instrument, e.g. ES 12-26  # noqa: E501
 
         :return: The instrument of this OrdersCancelAndBracketBody.  # noqa: E501
         :rtype: str
@@ -109,6 +110,7 @@ class OrdersCancelAndBracketBody(object):
     def instrument(self, instrument):
         """Sets the instrument of this OrdersCancelAndBracketBody.
 
+        instrument, e.g. ES 12-26  # noqa: E501
 
         :param instrument: The instrument of this OrdersCancelAndBracketBody.  # noqa: E501
         :type: str
@@ -122,6 +124,7 @@ class OrdersCancelAndBracketBody(object):
     def oco_id(self):
         """Gets the oco_id of this OrdersCancelAndBracketBody.  # noqa: E501
 
+        OCO group to create or join  # noqa: E501
 
         :return: The oco_id of this OrdersCancelAndBracketBody.  # noqa: E501
         :rtype: str
@@ -132,6 +135,7 @@ class OrdersCancelAndBracketBody(object):
     def oco_id(self, oco_id):
         """Sets the oco_id of this OrdersCancelAndBracketBody.
 
+        OCO group to create or join  # noqa: E501
 
         :param oco_id: The oco_id of this OrdersCancelAndBracketBody.  # noqa: E501
         :type: str
@@ -143,6 +147,7 @@ class OrdersCancelAndBracketBody(object):
     def quantity(self):
         """Gets the quantity of this OrdersCancelAndBracketBody.  # noqa: E501
 
+        contracts  # noqa: E501
 
         :return: The quantity of this OrdersCancelAndBracketBody.  # noqa: E501
         :rtype: int
@@ -153,6 +158,7 @@ class OrdersCancelAndBracketBody(object):
     def quantity(self, quantity):
         """Sets the quantity of this OrdersCancelAndBracketBody.
 
+        contracts  # noqa: E501
 
         :param quantity: The quantity of this OrdersCancelAndBracketBody.  # noqa: E501
         :type: int
@@ -166,6 +172,7 @@ class OrdersCancelAndBracketBody(object):
     def stop_loss(self):
         """Gets the stop_loss of this OrdersCancelAndBracketBody.  # noqa: E501
 
+        stop price of the stop-loss order  # noqa: E501
 
         :return: The stop_loss of this OrdersCancelAndBracketBody.  # noqa: E501
         :rtype: float
@@ -176,6 +183,7 @@ class OrdersCancelAndBracketBody(object):
     def stop_loss(self, stop_loss):
         """Sets the stop_loss of this OrdersCancelAndBracketBody.
 
+        stop price of the stop-loss order  # noqa: E501
 
         :param stop_loss: The stop_loss of this OrdersCancelAndBracketBody.  # noqa: E501
         :type: float
@@ -187,6 +195,7 @@ class OrdersCancelAndBracketBody(object):
     def take_profit(self):
         """Gets the take_profit of this OrdersCancelAndBracketBody.  # noqa: E501
 
+        limit price of the take-profit order  # noqa: E501
 
         :return: The take_profit of this OrdersCancelAndBracketBody.  # noqa: E501
         :rtype: float
@@ -197,6 +206,7 @@ class OrdersCancelAndBracketBody(object):
     def take_profit(self, take_profit):
         """Sets the take_profit of this OrdersCancelAndBracketBody.
 
+        limit price of the take-profit order  # noqa: E501
 
         :param take_profit: The take_profit of this OrdersCancelAndBracketBody.  # noqa: E501
         :type: float

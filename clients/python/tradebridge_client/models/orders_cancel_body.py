@@ -56,6 +56,7 @@ class OrdersCancelBody(object):
     def force(self):
         """Gets the force of this OrdersCancelBody.  # noqa: E501
 
+        act also on positions and orders owned by another strategy tag  # noqa: E501
 
         :return: The force of this OrdersCancelBody.  # noqa: E501
         :rtype: bool
@@ -66,6 +67,7 @@ class OrdersCancelBody(object):
     def force(self, force):
         """Sets the force of this OrdersCancelBody.
 
+        act also on positions and orders owned by another strategy tag  # noqa: E501
 
         :param force: The force of this OrdersCancelBody.  # noqa: E501
         :type: bool
@@ -77,6 +79,7 @@ class OrdersCancelBody(object):
     def instrument(self):
         """Gets the instrument of this OrdersCancelBody.  # noqa: E501
 
+        instrument, e.g. ES 12-26  # noqa: E501
 
         :return: The instrument of this OrdersCancelBody.  # noqa: E501
         :rtype: str
@@ -87,6 +90,7 @@ class OrdersCancelBody(object):
     def instrument(self, instrument):
         """Sets the instrument of this OrdersCancelBody.
 
+        instrument, e.g. ES 12-26  # noqa: E501
 
         :param instrument: The instrument of this OrdersCancelBody.  # noqa: E501
         :type: str
@@ -98,6 +102,7 @@ class OrdersCancelBody(object):
     def strategy_tag(self):
         """Gets the strategy_tag of this OrdersCancelBody.  # noqa: E501
 
+        the strategy tag that owns the position share  # noqa: E501
 
         :return: The strategy_tag of this OrdersCancelBody.  # noqa: E501
         :rtype: str
@@ -108,6 +113,7 @@ class OrdersCancelBody(object):
     def strategy_tag(self, strategy_tag):
         """Sets the strategy_tag of this OrdersCancelBody.
 
+        the strategy tag that owns the position share  # noqa: E501
 
         :param strategy_tag: The strategy_tag of this OrdersCancelBody.  # noqa: E501
         :type: str

@@ -121,7 +121,7 @@ class OrdersPlaceBody(object):
     def action(self):
         """Gets the action of this OrdersPlaceBody.  # noqa: E501
 
-        matched without regard to case  # noqa: E501
+        Buy or Sell (any casing) (matched without regard to case)  # noqa: E501
 
         :return: The action of this OrdersPlaceBody.  # noqa: E501
         :rtype: str
@@ -132,7 +132,7 @@ class OrdersPlaceBody(object):
     def action(self, action):
         """Sets the action of this OrdersPlaceBody.
 
-        matched without regard to case  # noqa: E501
+        Buy or Sell (any casing) (matched without regard to case)  # noqa: E501
 
         :param action: The action of this OrdersPlaceBody.  # noqa: E501
         :type: str
@@ -152,6 +152,7 @@ class OrdersPlaceBody(object):
     def force(self):
         """Gets the force of this OrdersPlaceBody.  # noqa: E501
 
+        act also on positions and orders owned by another strategy tag  # noqa: E501
 
         :return: The force of this OrdersPlaceBody.  # noqa: E501
         :rtype: bool
@@ -162,6 +163,7 @@ class OrdersPlaceBody(object):
     def force(self, force):
         """Sets the force of this OrdersPlaceBody.
 
+        act also on positions and orders owned by another strategy tag  # noqa: E501
 
         :param force: The force of this OrdersPlaceBody.  # noqa: E501
         :type: bool
@@ -173,6 +175,7 @@ class OrdersPlaceBody(object):
     def instrument(self):
         """Gets the instrument of this OrdersPlaceBody.  # noqa: E501
 
+        instrument, e.g. ES 12-26  # noqa: E501
 
         :return: The instrument of this OrdersPlaceBody.  # noqa: E501
         :rtype: str
@@ -183,6 +186,7 @@ class OrdersPlaceBody(object):
     def instrument(self, instrument):
         """Sets the instrument of this OrdersPlaceBody.
 
+        instrument, e.g. ES 12-26  # noqa: E501
 
         :param instrument: The instrument of this OrdersPlaceBody.  # noqa: E501
         :type: str
@@ -196,6 +200,7 @@ class OrdersPlaceBody(object):
     def limit_price(self):
         """Gets the limit_price of this OrdersPlaceBody.  # noqa: E501
 
+        limit price, for Limit and StopLimit  # noqa: E501
 
         :return: The limit_price of this OrdersPlaceBody.  # noqa: E501
         :rtype: float
@@ -206,6 +211,7 @@ class OrdersPlaceBody(object):
     def limit_price(self, limit_price):
         """Sets the limit_price of this OrdersPlaceBody.
 
+        limit price, for Limit and StopLimit  # noqa: E501
 
         :param limit_price: The limit_price of this OrdersPlaceBody.  # noqa: E501
         :type: float
@@ -217,6 +223,7 @@ class OrdersPlaceBody(object):
     def max_positions(self):
         """Gets the max_positions of this OrdersPlaceBody.  # noqa: E501
 
+        refuse an order that opens a position when the account already holds this many  # noqa: E501
 
         :return: The max_positions of this OrdersPlaceBody.  # noqa: E501
         :rtype: int
@@ -227,6 +234,7 @@ class OrdersPlaceBody(object):
     def max_positions(self, max_positions):
         """Sets the max_positions of this OrdersPlaceBody.
 
+        refuse an order that opens a position when the account already holds this many  # noqa: E501
 
         :param max_positions: The max_positions of this OrdersPlaceBody.  # noqa: E501
         :type: int
@@ -238,6 +246,7 @@ class OrdersPlaceBody(object):
     def max_resync_correction(self):
         """Gets the max_resync_correction of this OrdersPlaceBody.  # noqa: E501
 
+        with targetQuantity: the largest correction placed at once  # noqa: E501
 
         :return: The max_resync_correction of this OrdersPlaceBody.  # noqa: E501
         :rtype: int
@@ -248,6 +257,7 @@ class OrdersPlaceBody(object):
     def max_resync_correction(self, max_resync_correction):
         """Sets the max_resync_correction of this OrdersPlaceBody.
 
+        with targetQuantity: the largest correction placed at once  # noqa: E501
 
         :param max_resync_correction: The max_resync_correction of this OrdersPlaceBody.  # noqa: E501
         :type: int
@@ -259,6 +269,7 @@ class OrdersPlaceBody(object):
     def oco_id(self):
         """Gets the oco_id of this OrdersPlaceBody.  # noqa: E501
 
+        OCO group to create or join  # noqa: E501
 
         :return: The oco_id of this OrdersPlaceBody.  # noqa: E501
         :rtype: str
@@ -269,6 +280,7 @@ class OrdersPlaceBody(object):
     def oco_id(self, oco_id):
         """Sets the oco_id of this OrdersPlaceBody.
 
+        OCO group to create or join  # noqa: E501
 
         :param oco_id: The oco_id of this OrdersPlaceBody.  # noqa: E501
         :type: str
@@ -280,6 +292,7 @@ class OrdersPlaceBody(object):
     def order_id(self):
         """Gets the order_id of this OrdersPlaceBody.  # noqa: E501
 
+        your id for the order; a repeat within 24 h returns the first result and places nothing  # noqa: E501
 
         :return: The order_id of this OrdersPlaceBody.  # noqa: E501
         :rtype: str
@@ -290,6 +303,7 @@ class OrdersPlaceBody(object):
     def order_id(self, order_id):
         """Sets the order_id of this OrdersPlaceBody.
 
+        your id for the order; a repeat within 24 h returns the first result and places nothing  # noqa: E501
 
         :param order_id: The order_id of this OrdersPlaceBody.  # noqa: E501
         :type: str
@@ -301,7 +315,7 @@ class OrdersPlaceBody(object):
     def order_type(self):
         """Gets the order_type of this OrdersPlaceBody.  # noqa: E501
 
-        matched without regard to case  # noqa: E501
+        Market, Limit, StopMarket or StopLimit (any casing) (matched without regard to case)  # noqa: E501
 
         :return: The order_type of this OrdersPlaceBody.  # noqa: E501
         :rtype: str
@@ -312,7 +326,7 @@ class OrdersPlaceBody(object):
     def order_type(self, order_type):
         """Sets the order_type of this OrdersPlaceBody.
 
-        matched without regard to case  # noqa: E501
+        Market, Limit, StopMarket or StopLimit (any casing) (matched without regard to case)  # noqa: E501
 
         :param order_type: The order_type of this OrdersPlaceBody.  # noqa: E501
         :type: str
@@ -332,6 +346,7 @@ class OrdersPlaceBody(object):
     def quantity(self):
         """Gets the quantity of this OrdersPlaceBody.  # noqa: E501
 
+        contracts  # noqa: E501
 
         :return: The quantity of this OrdersPlaceBody.  # noqa: E501
         :rtype: int
@@ -342,6 +357,7 @@ class OrdersPlaceBody(object):
     def quantity(self, quantity):
         """Sets the quantity of this OrdersPlaceBody.
 
+        contracts  # noqa: E501
 
         :param quantity: The quantity of this OrdersPlaceBody.  # noqa: E501
         :type: int
@@ -355,6 +371,7 @@ class OrdersPlaceBody(object):
     def require_market_position(self):
         """Gets the require_market_position of this OrdersPlaceBody.  # noqa: E501
 
+        comma-separated subset of flat, long, short the position must be in  # noqa: E501
 
         :return: The require_market_position of this OrdersPlaceBody.  # noqa: E501
         :rtype: str
@@ -365,6 +382,7 @@ class OrdersPlaceBody(object):
     def require_market_position(self, require_market_position):
         """Sets the require_market_position of this OrdersPlaceBody.
 
+        comma-separated subset of flat, long, short the position must be in  # noqa: E501
 
         :param require_market_position: The require_market_position of this OrdersPlaceBody.  # noqa: E501
         :type: str
@@ -376,6 +394,7 @@ class OrdersPlaceBody(object):
     def smart_options(self):
         """Gets the smart_options of this OrdersPlaceBody.  # noqa: E501
 
+        platform-specific order options  # noqa: E501
 
         :return: The smart_options of this OrdersPlaceBody.  # noqa: E501
         :rtype: object
@@ -386,6 +405,7 @@ class OrdersPlaceBody(object):
     def smart_options(self, smart_options):
         """Sets the smart_options of this OrdersPlaceBody.
 
+        platform-specific order options  # noqa: E501
 
         :param smart_options: The smart_options of this OrdersPlaceBody.  # noqa: E501
         :type: object
@@ -397,6 +417,7 @@ class OrdersPlaceBody(object):
     def stop_price(self):
         """Gets the stop_price of this OrdersPlaceBody.  # noqa: E501
 
+        stop price, for StopMarket and StopLimit  # noqa: E501
 
         :return: The stop_price of this OrdersPlaceBody.  # noqa: E501
         :rtype: float
@@ -407,6 +428,7 @@ class OrdersPlaceBody(object):
     def stop_price(self, stop_price):
         """Sets the stop_price of this OrdersPlaceBody.
 
+        stop price, for StopMarket and StopLimit  # noqa: E501
 
         :param stop_price: The stop_price of this OrdersPlaceBody.  # noqa: E501
         :type: float
@@ -418,6 +440,7 @@ class OrdersPlaceBody(object):
     def strategy(self):
         """Gets the strategy of this OrdersPlaceBody.  # noqa: E501
 
+        ATM template name: brackets are placed when the entry fills  # noqa: E501
 
         :return: The strategy of this OrdersPlaceBody.  # noqa: E501
         :rtype: str
@@ -428,6 +451,7 @@ class OrdersPlaceBody(object):
     def strategy(self, strategy):
         """Sets the strategy of this OrdersPlaceBody.
 
+        ATM template name: brackets are placed when the entry fills  # noqa: E501
 
         :param strategy: The strategy of this OrdersPlaceBody.  # noqa: E501
         :type: str
@@ -439,6 +463,7 @@ class OrdersPlaceBody(object):
     def strategy_tag(self):
         """Gets the strategy_tag of this OrdersPlaceBody.  # noqa: E501
 
+        the strategy tag that owns the position share  # noqa: E501
 
         :return: The strategy_tag of this OrdersPlaceBody.  # noqa: E501
         :rtype: str
@@ -449,6 +474,7 @@ class OrdersPlaceBody(object):
     def strategy_tag(self, strategy_tag):
         """Sets the strategy_tag of this OrdersPlaceBody.
 
+        the strategy tag that owns the position share  # noqa: E501
 
         :param strategy_tag: The strategy_tag of this OrdersPlaceBody.  # noqa: E501
         :type: str
@@ -460,6 +486,7 @@ class OrdersPlaceBody(object):
     def target_quantity(self):
         """Gets the target_quantity of this OrdersPlaceBody.  # noqa: E501
 
+        place only what brings the position to this size in the order's direction  # noqa: E501
 
         :return: The target_quantity of this OrdersPlaceBody.  # noqa: E501
         :rtype: int
@@ -470,6 +497,7 @@ class OrdersPlaceBody(object):
     def target_quantity(self, target_quantity):
         """Sets the target_quantity of this OrdersPlaceBody.
 
+        place only what brings the position to this size in the order's direction  # noqa: E501
 
         :param target_quantity: The target_quantity of this OrdersPlaceBody.  # noqa: E501
         :type: int
@@ -481,7 +509,7 @@ class OrdersPlaceBody(object):
     def time_in_force(self):
         """Gets the time_in_force of this OrdersPlaceBody.  # noqa: E501
 
-        matched without regard to case  # noqa: E501
+        Day or Gtc (any casing) (matched without regard to case)  # noqa: E501
 
         :return: The time_in_force of this OrdersPlaceBody.  # noqa: E501
         :rtype: str
@@ -492,7 +520,7 @@ class OrdersPlaceBody(object):
     def time_in_force(self, time_in_force):
         """Sets the time_in_force of this OrdersPlaceBody.
 
-        matched without regard to case  # noqa: E501
+        Day or Gtc (any casing) (matched without regard to case)  # noqa: E501
 
         :param time_in_force: The time_in_force of this OrdersPlaceBody.  # noqa: E501
         :type: str

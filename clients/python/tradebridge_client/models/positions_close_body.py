@@ -65,6 +65,7 @@ class PositionsCloseBody(object):
     def force(self):
         """Gets the force of this PositionsCloseBody.  # noqa: E501
 
+        act also on positions and orders owned by another strategy tag  # noqa: E501
 
         :return: The force of this PositionsCloseBody.  # noqa: E501
         :rtype: bool
@@ -75,6 +76,7 @@ class PositionsCloseBody(object):
     def force(self, force):
         """Sets the force of this PositionsCloseBody.
 
+        act also on positions and orders owned by another strategy tag  # noqa: E501
 
         :param force: The force of this PositionsCloseBody.  # noqa: E501
         :type: bool
@@ -86,6 +88,7 @@ class PositionsCloseBody(object):
     def instrument(self):
         """Gets the instrument of this PositionsCloseBody.  # noqa: E501
 
+        instrument, e.g. ES 12-26  # noqa: E501
 
         :return: The instrument of this PositionsCloseBody.  # noqa: E501
         :rtype: str
@@ -96,6 +99,7 @@ class PositionsCloseBody(object):
     def instrument(self, instrument):
         """Sets the instrument of this PositionsCloseBody.
 
+        instrument, e.g. ES 12-26  # noqa: E501
 
         :param instrument: The instrument of this PositionsCloseBody.  # noqa: E501
         :type: str
@@ -109,6 +113,7 @@ class PositionsCloseBody(object):
     def percent(self):
         """Gets the percent of this PositionsCloseBody.  # noqa: E501
 
+        fraction of the position to close, above 0 and at most 1 (0.5 closes half); rounded up to a whole contract  # noqa: E501
 
         :return: The percent of this PositionsCloseBody.  # noqa: E501
         :rtype: float
@@ -119,6 +124,7 @@ class PositionsCloseBody(object):
     def percent(self, percent):
         """Sets the percent of this PositionsCloseBody.
 
+        fraction of the position to close, above 0 and at most 1 (0.5 closes half); rounded up to a whole contract  # noqa: E501
 
         :param percent: The percent of this PositionsCloseBody.  # noqa: E501
         :type: float
@@ -130,6 +136,7 @@ class PositionsCloseBody(object):
     def quantity(self):
         """Gets the quantity of this PositionsCloseBody.  # noqa: E501
 
+        contracts to close  # noqa: E501
 
         :return: The quantity of this PositionsCloseBody.  # noqa: E501
         :rtype: int
@@ -140,6 +147,7 @@ class PositionsCloseBody(object):
     def quantity(self, quantity):
         """Sets the quantity of this PositionsCloseBody.
 
+        contracts to close  # noqa: E501
 
         :param quantity: The quantity of this PositionsCloseBody.  # noqa: E501
         :type: int
@@ -151,6 +159,7 @@ class PositionsCloseBody(object):
     def strategy_tag(self):
         """Gets the strategy_tag of this PositionsCloseBody.  # noqa: E501
 
+        the strategy tag that owns the position share  # noqa: E501
 
         :return: The strategy_tag of this PositionsCloseBody.  # noqa: E501
         :rtype: str
@@ -161,6 +170,7 @@ class PositionsCloseBody(object):
     def strategy_tag(self, strategy_tag):
         """Sets the strategy_tag of this PositionsCloseBody.
 
+        the strategy tag that owns the position share  # noqa: E501
 
         :param strategy_tag: The strategy_tag of this PositionsCloseBody.  # noqa: E501
         :type: str

@@ -66,6 +66,7 @@ class PositionsFlattenBody(object):
     def cancel_orders(self):
         """Gets the cancel_orders of this PositionsFlattenBody.  # noqa: E501
 
+        also cancel working orders (default true)  # noqa: E501
 
         :return: The cancel_orders of this PositionsFlattenBody.  # noqa: E501
         :rtype: bool
@@ -76,6 +77,7 @@ class PositionsFlattenBody(object):
     def cancel_orders(self, cancel_orders):
         """Sets the cancel_orders of this PositionsFlattenBody.
 
+        also cancel working orders (default true)  # noqa: E501
 
         :param cancel_orders: The cancel_orders of this PositionsFlattenBody.  # noqa: E501
         :type: bool
@@ -87,6 +89,7 @@ class PositionsFlattenBody(object):
     def force(self):
         """Gets the force of this PositionsFlattenBody.  # noqa: E501
 
+        act also on positions and orders owned by another strategy tag  # noqa: E501
 
         :return: The force of this PositionsFlattenBody.  # noqa: E501
         :rtype: bool
@@ -97,6 +100,7 @@ class PositionsFlattenBody(object):
     def force(self, force):
         """Sets the force of this PositionsFlattenBody.
 
+        act also on positions and orders owned by another strategy tag  # noqa: E501
 
         :param force: The force of this PositionsFlattenBody.  # noqa: E501
         :type: bool
@@ -108,6 +112,7 @@ class PositionsFlattenBody(object):
     def instrument(self):
         """Gets the instrument of this PositionsFlattenBody.  # noqa: E501
 
+        instrument, e.g. ES 12-26  # noqa: E501
 
         :return: The instrument of this PositionsFlattenBody.  # noqa: E501
         :rtype: str
@@ -118,6 +123,7 @@ class PositionsFlattenBody(object):
     def instrument(self, instrument):
         """Sets the instrument of this PositionsFlattenBody.
 
+        instrument, e.g. ES 12-26  # noqa: E501
 
         :param instrument: The instrument of this PositionsFlattenBody.  # noqa: E501
         :type: str
@@ -129,6 +135,7 @@ class PositionsFlattenBody(object):
     def strategy_tag(self):
         """Gets the strategy_tag of this PositionsFlattenBody.  # noqa: E501
 
+        the strategy tag that owns the position share  # noqa: E501
 
         :return: The strategy_tag of this PositionsFlattenBody.  # noqa: E501
         :rtype: str
@@ -139,6 +146,7 @@ class PositionsFlattenBody(object):
     def strategy_tag(self, strategy_tag):
         """Sets the strategy_tag of this PositionsFlattenBody.
 
+        the strategy tag that owns the position share  # noqa: E501
 
         :param strategy_tag: The strategy_tag of this PositionsFlattenBody.  # noqa: E501
         :type: str
@@ -150,7 +158,7 @@ class PositionsFlattenBody(object):
     def strategy_tag_mode(self):
         """Gets the strategy_tag_mode of this PositionsFlattenBody.  # noqa: E501
 
-        matched without regard to case  # noqa: E501
+        how strategyTag matches: exact (default) or prefix (matched without regard to case)  # noqa: E501
 
         :return: The strategy_tag_mode of this PositionsFlattenBody.  # noqa: E501
         :rtype: str
@@ -161,7 +169,7 @@ class PositionsFlattenBody(object):
     def strategy_tag_mode(self, strategy_tag_mode):
         """Sets the strategy_tag_mode of this PositionsFlattenBody.
 
-        matched without regard to case  # noqa: E501
+        how strategyTag matches: exact (default) or prefix (matched without regard to case)  # noqa: E501
 
         :param strategy_tag_mode: The strategy_tag_mode of this PositionsFlattenBody.  # noqa: E501
         :type: str

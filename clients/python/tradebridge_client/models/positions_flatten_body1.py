@@ -71,6 +71,7 @@ class PositionsFlattenBody1(object):
     def account(self):
         """Gets the account of this PositionsFlattenBody1.  # noqa: E501
 
+        account name; all accounts when omitted  # noqa: E501
 
         :return: The account of this PositionsFlattenBody1.  # noqa: E501
         :rtype: str
@@ -81,6 +82,7 @@ class PositionsFlattenBody1(object):
     def account(self, account):
         """Sets the account of this PositionsFlattenBody1.
 
+        account name; all accounts when omitted  # noqa: E501
 
         :param account: The account of this PositionsFlattenBody1.  # noqa: E501
         :type: str
@@ -92,6 +94,7 @@ class PositionsFlattenBody1(object):
     def cancel_orders(self):
         """Gets the cancel_orders of this PositionsFlattenBody1.  # noqa: E501
 
+        also cancel working orders (default true)  # noqa: E501
 
         :return: The cancel_orders of this PositionsFlattenBody1.  # noqa: E501
         :rtype: bool
@@ -102,6 +105,7 @@ class PositionsFlattenBody1(object):
     def cancel_orders(self, cancel_orders):
         """Sets the cancel_orders of this PositionsFlattenBody1.
 
+        also cancel working orders (default true)  # noqa: E501
 
         :param cancel_orders: The cancel_orders of this PositionsFlattenBody1.  # noqa: E501
         :type: bool
@@ -113,6 +117,7 @@ class PositionsFlattenBody1(object):
     def force(self):
         """Gets the force of this PositionsFlattenBody1.  # noqa: E501
 
+        act also on positions and orders owned by another strategy tag  # noqa: E501
 
         :return: The force of this PositionsFlattenBody1.  # noqa: E501
         :rtype: bool
@@ -123,6 +128,7 @@ class PositionsFlattenBody1(object):
     def force(self, force):
         """Sets the force of this PositionsFlattenBody1.
 
+        act also on positions and orders owned by another strategy tag  # noqa: E501
 
         :param force: The force of this PositionsFlattenBody1.  # noqa: E501
         :type: bool
@@ -134,6 +140,7 @@ class PositionsFlattenBody1(object):
     def instrument(self):
         """Gets the instrument of this PositionsFlattenBody1.  # noqa: E501
 
+        instrument, e.g. ES 12-26  # noqa: E501
 
         :return: The instrument of this PositionsFlattenBody1.  # noqa: E501
         :rtype: str
@@ -144,6 +151,7 @@ class PositionsFlattenBody1(object):
     def instrument(self, instrument):
         """Sets the instrument of this PositionsFlattenBody1.
 
+        instrument, e.g. ES 12-26  # noqa: E501
 
         :param instrument: The instrument of this PositionsFlattenBody1.  # noqa: E501
         :type: str
@@ -155,6 +163,7 @@ class PositionsFlattenBody1(object):
     def strategy_tag(self):
         """Gets the strategy_tag of this PositionsFlattenBody1.  # noqa: E501
 
+        the strategy tag that owns the position share  # noqa: E501
 
         :return: The strategy_tag of this PositionsFlattenBody1.  # noqa: E501
         :rtype: str
@@ -165,6 +174,7 @@ class PositionsFlattenBody1(object):
     def strategy_tag(self, strategy_tag):
         """Sets the strategy_tag of this PositionsFlattenBody1.
 
+        the strategy tag that owns the position share  # noqa: E501
 
         :param strategy_tag: The strategy_tag of this PositionsFlattenBody1.  # noqa: E501
         :type: str
@@ -176,7 +186,7 @@ class PositionsFlattenBody1(object):
     def strategy_tag_mode(self):
         """Gets the strategy_tag_mode of this PositionsFlattenBody1.  # noqa: E501
 
-        matched without regard to case  # noqa: E501
+        how strategyTag matches: exact (default) or prefix (matched without regard to case)  # noqa: E501
 
         :return: The strategy_tag_mode of this PositionsFlattenBody1.  # noqa: E501
         :rtype: str
@@ -187,7 +197,7 @@ class PositionsFlattenBody1(object):
     def strategy_tag_mode(self, strategy_tag_mode):
         """Sets the strategy_tag_mode of this PositionsFlattenBody1.
 
-        matched without regard to case  # noqa: E501
+        how strategyTag matches: exact (default) or prefix (matched without regard to case)  # noqa: E501
 
         :param strategy_tag_mode: The strategy_tag_mode of this PositionsFlattenBody1.  # noqa: E501
         :type: str

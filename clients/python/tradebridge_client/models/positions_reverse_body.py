@@ -55,6 +55,7 @@ class PositionsReverseBody(object):
     def force(self):
         """Gets the force of this PositionsReverseBody.  # noqa: E501
 
+        act also on positions and orders owned by another strategy tag  # noqa: E501
 
         :return: The force of this PositionsReverseBody.  # noqa: E501
         :rtype: bool
@@ -65,6 +66,7 @@ class PositionsReverseBody(object):
     def force(self, force):
         """Sets the force of this PositionsReverseBody.
 
+        act also on positions and orders owned by another strategy tag  # noqa: E501
 
         :param force: The force of this PositionsReverseBody.  # noqa: E501
         :type: bool
@@ -76,6 +78,7 @@ class PositionsReverseBody(object):
     def instrument(self):
         """Gets the instrument of this PositionsReverseBody.  # noqa: E501
 
+        instrument, e.g. ES 12-26  # noqa: E501
 
         :return: The instrument of this PositionsReverseBody.  # noqa: E501
         :rtype: str
@@ -86,6 +89,7 @@ class PositionsReverseBody(object):
     def instrument(self, instrument):
         """Sets the instrument of this PositionsReverseBody.
 
+        instrument, e.g. ES 12-26  # noqa: E501
 
         :param instrument: The instrument of this PositionsReverseBody.  # noqa: E501
         :type: str
@@ -99,6 +103,7 @@ class PositionsReverseBody(object):
     def strategy_tag(self):
         """Gets the strategy_tag of this PositionsReverseBody.  # noqa: E501
 
+        the strategy tag that owns the position share  # noqa: E501
 
         :return: The strategy_tag of this PositionsReverseBody.  # noqa: E501
         :rtype: str
@@ -109,6 +114,7 @@ class PositionsReverseBody(object):
     def strategy_tag(self, strategy_tag):
         """Sets the strategy_tag of this PositionsReverseBody.
 
+        the strategy tag that owns the position share  # noqa: E501
 
         :param strategy_tag: The strategy_tag of this PositionsReverseBody.  # noqa: E501
         :type: str

@@ -86,7 +86,7 @@ class PositionsReversepositionBody(object):
     def action(self):
         """Gets the action of this PositionsReversepositionBody.  # noqa: E501
 
-        matched without regard to case  # noqa: E501
+        Buy or Sell (any casing) (matched without regard to case)  # noqa: E501
 
         :return: The action of this PositionsReversepositionBody.  # noqa: E501
         :rtype: str
@@ -97,7 +97,7 @@ class PositionsReversepositionBody(object):
     def action(self, action):
         """Sets the action of this PositionsReversepositionBody.
 
-        matched without regard to case  # noqa: E501
+        Buy or Sell (any casing) (matched without regard to case)  # noqa: E501
 
         :param action: The action of this PositionsReversepositionBody.  # noqa: E501
         :type: str
@@ -117,6 +117,7 @@ class PositionsReversepositionBody(object):
     def instrument(self):
         """Gets the instrument of this PositionsReversepositionBody.  # noqa: E501
 
+        instrument, e.g. ES 12-26  # noqa: E501
 
         :return: The instrument of this PositionsReversepositionBody.  # noqa: E501
         :rtype: str
@@ -127,6 +128,7 @@ class PositionsReversepositionBody(object):
     def instrument(self, instrument):
         """Sets the instrument of this PositionsReversepositionBody.
 
+        instrument, e.g. ES 12-26  # noqa: E501
 
         :param instrument: The instrument of this PositionsReversepositionBody.  # noqa: E501
         :type: str
@@ -140,6 +142,7 @@ class PositionsReversepositionBody(object):
     def limit_price(self):
         """Gets the limit_price of this PositionsReversepositionBody.  # noqa: E501
 
+        limit price, for Limit and StopLimit  # noqa: E501
 
         :return: The limit_price of this PositionsReversepositionBody.  # noqa: E501
         :rtype: float
@@ -150,6 +153,7 @@ class PositionsReversepositionBody(object):
     def limit_price(self, limit_price):
         """Sets the limit_price of this PositionsReversepositionBody.
 
+        limit price, for Limit and StopLimit  # noqa: E501
 
         :param limit_price: The limit_price of this PositionsReversepositionBody.  # noqa: E501
         :type: float
@@ -161,6 +165,7 @@ class PositionsReversepositionBody(object):
     def oco_id(self):
         """Gets the oco_id of this PositionsReversepositionBody.  # noqa: E501
 
+        OCO group to create or join  # noqa: E501
 
         :return: The oco_id of this PositionsReversepositionBody.  # noqa: E501
         :rtype: str
@@ -171,6 +176,7 @@ class PositionsReversepositionBody(object):
     def oco_id(self, oco_id):
         """Sets the oco_id of this PositionsReversepositionBody.
 
+        OCO group to create or join  # noqa: E501
 
         :param oco_id: The oco_id of this PositionsReversepositionBody.  # noqa: E501
         :type: str
@@ -182,6 +188,7 @@ class PositionsReversepositionBody(object):
     def order_id(self):
         """Gets the order_id of this PositionsReversepositionBody.  # noqa: E501
 
+        your id for the order; a repeat within 24 h returns the first result and places nothing  # noqa: E501
 
         :return: The order_id of this PositionsReversepositionBody.  # noqa: E501
         :rtype: str
@@ -192,6 +199,7 @@ class PositionsReversepositionBody(object):
     def order_id(self, order_id):
         """Sets the order_id of this PositionsReversepositionBody.
 
+        your id for the order; a repeat within 24 h returns the first result and places nothing  # noqa: E501
 
         :param order_id: The order_id of this PositionsReversepositionBody.  # noqa: E501
         :type: str
@@ -203,7 +211,7 @@ class PositionsReversepositionBody(object):
     def order_type(self):
         """Gets the order_type of this PositionsReversepositionBody.  # noqa: E501
 
-        matched without regard to case  # noqa: E501
+        Market, Limit, StopMarket or StopLimit (any casing) (matched without regard to case)  # noqa: E501
 
         :return: The order_type of this PositionsReversepositionBody.  # noqa: E501
         :rtype: str
@@ -214,7 +222,7 @@ class PositionsReversepositionBody(object):
     def order_type(self, order_type):
         """Sets the order_type of this PositionsReversepositionBody.
 
-        matched without regard to case  # noqa: E501
+        Market, Limit, StopMarket or StopLimit (any casing) (matched without regard to case)  # noqa: E501
 
         :param order_type: The order_type of this PositionsReversepositionBody.  # noqa: E501
         :type: str
@@ -234,6 +242,7 @@ class PositionsReversepositionBody(object):
     def quantity(self):
         """Gets the quantity of this PositionsReversepositionBody.  # noqa: E501
 
+        contracts  # noqa: E501
 
         :return: The quantity of this PositionsReversepositionBody.  # noqa: E501
         :rtype: int
@@ -244,6 +253,7 @@ class PositionsReversepositionBody(object):
     def quantity(self, quantity):
         """Sets the quantity of this PositionsReversepositionBody.
 
+        contracts  # noqa: E501
 
         :param quantity: The quantity of this PositionsReversepositionBody.  # noqa: E501
         :type: int
@@ -257,6 +267,7 @@ class PositionsReversepositionBody(object):
     def stop_price(self):
         """Gets the stop_price of this PositionsReversepositionBody.  # noqa: E501
 
+        stop price, for StopMarket and StopLimit  # noqa: E501
 
         :return: The stop_price of this PositionsReversepositionBody.  # noqa: E501
         :rtype: float
@@ -267,6 +278,7 @@ class PositionsReversepositionBody(object):
     def stop_price(self, stop_price):
         """Sets the stop_price of this PositionsReversepositionBody.
 
+        stop price, for StopMarket and StopLimit  # noqa: E501
 
         :param stop_price: The stop_price of this PositionsReversepositionBody.  # noqa: E501
         :type: float
@@ -278,6 +290,7 @@ class PositionsReversepositionBody(object):
     def strategy(self):
         """Gets the strategy of this PositionsReversepositionBody.  # noqa: E501
 
+        ATM template name: brackets are placed when the entry fills  # noqa: E501
 
         :return: The strategy of this PositionsReversepositionBody.  # noqa: E501
         :rtype: str
@@ -288,6 +301,7 @@ class PositionsReversepositionBody(object):
     def strategy(self, strategy):
         """Sets the strategy of this PositionsReversepositionBody.
 
+        ATM template name: brackets are placed when the entry fills  # noqa: E501
 
         :param strategy: The strategy of this PositionsReversepositionBody.  # noqa: E501
         :type: str
@@ -299,7 +313,7 @@ class PositionsReversepositionBody(object):
     def time_in_force(self):
         """Gets the time_in_force of this PositionsReversepositionBody.  # noqa: E501
 
-        matched without regard to case  # noqa: E501
+        Day or Gtc (any casing) (matched without regard to case)  # noqa: E501
 
         :return: The time_in_force of this PositionsReversepositionBody.  # noqa: E501
         :rtype: str
@@ -310,7 +324,7 @@ class PositionsReversepositionBody(object):
     def time_in_force(self, time_in_force):
         """Sets the time_in_force of this PositionsReversepositionBody.
 
-        matched without regard to case  # noqa: E501
+        Day or Gtc (any casing) (matched without regard to case)  # noqa: E501
 
         :param time_in_force: The time_in_force of this PositionsReversepositionBody.  # noqa: E501
         :type: str

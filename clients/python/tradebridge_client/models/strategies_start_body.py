@@ -70,6 +70,7 @@ class StrategiesStartBody(object):
     def instrument(self):
         """Gets the instrument of this StrategiesStartBody.  # noqa: E501
 
+        instrument, e.g. ES 12-26  # noqa: E501
 
         :return: The instrument of this StrategiesStartBody.  # noqa: E501
         :rtype: str
@@ -80,6 +81,7 @@ class StrategiesStartBody(object):
     def instrument(self, instrument):
         """Sets the instrument of this StrategiesStartBody.
 
+        instrument, e.g. ES 12-26  # noqa: E501
 
         :param instrument: The instrument of this StrategiesStartBody.  # noqa: E501
         :type: str
@@ -93,7 +95,7 @@ class StrategiesStartBody(object):
     def mode(self):
         """Gets the mode of this StrategiesStartBody.  # noqa: E501
 
-        matched without regard to case  # noqa: E501
+        Realtime (default) or Disabled (matched without regard to case)  # noqa: E501
 
         :return: The mode of this StrategiesStartBody.  # noqa: E501
         :rtype: str
@@ -104,7 +106,7 @@ class StrategiesStartBody(object):
     def mode(self, mode):
         """Sets the mode of this StrategiesStartBody.
 
-        matched without regard to case  # noqa: E501
+        Realtime (default) or Disabled (matched without regard to case)  # noqa: E501
 
         :param mode: The mode of this StrategiesStartBody.  # noqa: E501
         :type: str
@@ -122,6 +124,7 @@ class StrategiesStartBody(object):
     def parameters(self):
         """Gets the parameters of this StrategiesStartBody.  # noqa: E501
 
+        the strategy's parameters  # noqa: E501
 
         :return: The parameters of this StrategiesStartBody.  # noqa: E501
         :rtype: object
@@ -132,6 +135,7 @@ class StrategiesStartBody(object):
     def parameters(self, parameters):
         """Sets the parameters of this StrategiesStartBody.
 
+        the strategy's parameters  # noqa: E501
 
         :param parameters: The parameters of this StrategiesStartBody.  # noqa: E501
         :type: object
@@ -143,6 +147,7 @@ class StrategiesStartBody(object):
     def period(self):
         """Gets the period of this StrategiesStartBody.  # noqa: E501
 
+        bar period, as text  # noqa: E501
 
         :return: The period of this StrategiesStartBody.  # noqa: E501
         :rtype: str
@@ -153,6 +158,7 @@ class StrategiesStartBody(object):
     def period(self, period):
         """Sets the period of this StrategiesStartBody.
 
+        bar period, as text  # noqa: E501
 
         :param period: The period of this StrategiesStartBody.  # noqa: E501
         :type: str
@@ -164,7 +170,7 @@ class StrategiesStartBody(object):
     def period_type(self):
         """Gets the period_type of this StrategiesStartBody.  # noqa: E501
 
-        matched without regard to case  # noqa: E501
+        bar period type (matched without regard to case)  # noqa: E501
 
         :return: The period_type of this StrategiesStartBody.  # noqa: E501
         :rtype: str
@@ -175,7 +181,7 @@ class StrategiesStartBody(object):
     def period_type(self, period_type):
         """Sets the period_type of this StrategiesStartBody.
 
-        matched without regard to case  # noqa: E501
+        bar period type (matched without regard to case)  # noqa: E501
 
         :param period_type: The period_type of this StrategiesStartBody.  # noqa: E501
         :type: str
@@ -193,6 +199,7 @@ class StrategiesStartBody(object):
     def strategy_class(self):
         """Gets the strategy_class of this StrategiesStartBody.  # noqa: E501
 
+        strategy class name  # noqa: E501
 
         :return: The strategy_class of this StrategiesStartBody.  # noqa: E501
         :rtype: str
@@ -203,6 +210,7 @@ class StrategiesStartBody(object):
     def strategy_class(self, strategy_class):
         """Sets the strategy_class of this StrategiesStartBody.
 
+        strategy class name  # noqa: E501
 
         :param strategy_class: The strategy_class of this StrategiesStartBody.  # noqa: E501
         :type: str

@@ -512,7 +512,7 @@ export const getAllPositionsPositions = <ThrowOnError extends boolean = false>(o
 /**
  * Flatten positions; with no filters, everything
  *
- * With no body (or an empty object), FlattenEverything: every position and working order of every account.
+ * With no body (or an empty object): Flatten every position and cancel every working order of every account (FlattenEverything).
  */
 export const flattenPositionsFlatten = <ThrowOnError extends boolean = false>(options?: Options<FlattenPositionsFlattenData, ThrowOnError>) => (options?.client ?? client).post<FlattenPositionsFlattenResponses, FlattenPositionsFlattenErrors, ThrowOnError>({
     security: [{ scheme: 'bearer', type: 'http' }],

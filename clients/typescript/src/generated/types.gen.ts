@@ -1273,7 +1273,7 @@ export type ListExecutionsAccountsByAccountExecutionsData = {
     };
     query?: {
         /**
-         * sent as text
+         * seconds to look back for orders and executions that are done (sent as text)
          */
         lookbackTime?: number;
     };
@@ -1352,11 +1352,11 @@ export type ListOrdersAccountsByAccountOrdersData = {
     };
     query?: {
         /**
-         * sent as text
+         * only orders that are still working (sent as text)
          */
         activeOnly?: boolean;
         /**
-         * sent as text
+         * seconds to look back for orders and executions that are done (sent as text)
          */
         lookbackTime?: number;
     };
@@ -1427,8 +1427,17 @@ export type ListOrdersAccountsByAccountOrdersResponse = ListOrdersAccountsByAcco
 
 export type CancelOrdersAccountsByAccountOrdersCancelData = {
     body?: {
+        /**
+         * act also on positions and orders owned by another strategy tag
+         */
         force?: boolean;
+        /**
+         * instrument, e.g. ES 12-26
+         */
         instrument?: string;
+        /**
+         * the strategy tag that owns the position share
+         */
         strategyTag?: string;
     };
     headers?: {
@@ -1536,13 +1545,28 @@ export type CancelOrdersAccountsByAccountOrdersCancelResponse = CancelOrdersAcco
 export type CancelAndBracketAccountsByAccountOrdersCancelAndBracketData = {
     body: unknown & {
         /**
-         * matched without regard to case
+         * Buy or Sell (any casing) (matched without regard to case)
          */
         action: 'Buy' | 'Sell';
+        /**
+         * instrument, e.g. ES 12-26
+         */
         instrument: string;
+        /**
+         * OCO group to create or join
+         */
         ocoId?: string;
+        /**
+         * contracts
+         */
         quantity: number;
+        /**
+         * stop price of the stop-loss order
+         */
         stopLoss?: number;
+        /**
+         * limit price of the take-profit order
+         */
         takeProfit?: number;
     };
     headers?: {
@@ -1650,31 +1674,73 @@ export type CancelAndBracketAccountsByAccountOrdersCancelAndBracketResponse = Ca
 export type FlatPlaceAccountsByAccountOrdersFlatplaceData = {
     body: {
         /**
-         * matched without regard to case
+         * Buy or Sell (any casing) (matched without regard to case)
          */
         action: 'Buy' | 'Sell';
+        /**
+         * act also on positions and orders owned by another strategy tag
+         */
         force?: boolean;
+        /**
+         * instrument, e.g. ES 12-26
+         */
         instrument: string;
+        /**
+         * limit price, for Limit and StopLimit
+         */
         limitPrice?: number;
+        /**
+         * refuse an order that opens a position when the account already holds this many
+         */
         maxPositions?: number;
+        /**
+         * with targetQuantity: the largest correction placed at once
+         */
         maxResyncCorrection?: number;
+        /**
+         * OCO group to create or join
+         */
         ocoId?: string;
+        /**
+         * your id for the order; a repeat within 24 h returns the first result and places nothing
+         */
         orderId?: string;
         /**
-         * matched without regard to case
+         * Market, Limit, StopMarket or StopLimit (any casing); by default StopLimit with both prices, Limit with limitPrice, StopMarket with stopPrice, else Market (matched without regard to case)
          */
         orderType?: 'Market' | 'Limit' | 'StopMarket' | 'StopLimit';
+        /**
+         * contracts
+         */
         quantity: number;
+        /**
+         * comma-separated subset of flat, long, short the position must be in
+         */
         requireMarketPosition?: string;
+        /**
+         * platform-specific order options
+         */
         smartOptions?: {
             [key: string]: unknown;
         };
+        /**
+         * stop price, for StopMarket and StopLimit
+         */
         stopPrice?: number;
+        /**
+         * ATM template name: brackets are placed when the entry fills
+         */
         strategy?: string;
+        /**
+         * the strategy tag that owns the position share
+         */
         strategyTag?: string;
+        /**
+         * place only what brings the position to this size in the order's direction
+         */
         targetQuantity?: number;
         /**
-         * matched without regard to case
+         * Day or Gtc (any casing) (matched without regard to case)
          */
         timeInForce?: 'Day' | 'Gtc';
     };
@@ -1783,31 +1849,73 @@ export type FlatPlaceAccountsByAccountOrdersFlatplaceResponse = FlatPlaceAccount
 export type PlaceOrderAccountsByAccountOrdersPlaceData = {
     body: {
         /**
-         * matched without regard to case
+         * Buy or Sell (any casing) (matched without regard to case)
          */
         action: 'Buy' | 'Sell';
+        /**
+         * act also on positions and orders owned by another strategy tag
+         */
         force?: boolean;
+        /**
+         * instrument, e.g. ES 12-26
+         */
         instrument: string;
+        /**
+         * limit price, for Limit and StopLimit
+         */
         limitPrice?: number;
+        /**
+         * refuse an order that opens a position when the account already holds this many
+         */
         maxPositions?: number;
+        /**
+         * with targetQuantity: the largest correction placed at once
+         */
         maxResyncCorrection?: number;
+        /**
+         * OCO group to create or join
+         */
         ocoId?: string;
+        /**
+         * your id for the order; a repeat within 24 h returns the first result and places nothing
+         */
         orderId?: string;
         /**
-         * matched without regard to case
+         * Market, Limit, StopMarket or StopLimit (any casing) (matched without regard to case)
          */
         orderType: 'Market' | 'Limit' | 'StopMarket' | 'StopLimit';
+        /**
+         * contracts
+         */
         quantity: number;
+        /**
+         * comma-separated subset of flat, long, short the position must be in
+         */
         requireMarketPosition?: string;
+        /**
+         * platform-specific order options
+         */
         smartOptions?: {
             [key: string]: unknown;
         };
+        /**
+         * stop price, for StopMarket and StopLimit
+         */
         stopPrice?: number;
+        /**
+         * ATM template name: brackets are placed when the entry fills
+         */
         strategy?: string;
+        /**
+         * the strategy tag that owns the position share
+         */
         strategyTag?: string;
+        /**
+         * place only what brings the position to this size in the order's direction
+         */
         targetQuantity?: number;
         /**
-         * matched without regard to case
+         * Day or Gtc (any casing) (matched without regard to case)
          */
         timeInForce: 'Day' | 'Gtc';
     };
@@ -2103,8 +2211,17 @@ export type CancelOrderAccountsByAccountOrdersByOrderIdCancelResponse = CancelOr
 
 export type ChangeOrderAccountsByAccountOrdersByOrderIdChangeData = {
     body: unknown & {
+        /**
+         * limit price, for Limit and StopLimit
+         */
         limitPrice?: number;
+        /**
+         * contracts
+         */
         quantity?: number;
+        /**
+         * stop price, for StopMarket and StopLimit
+         */
         stopPrice?: number;
     };
     headers?: {
@@ -2368,10 +2485,25 @@ export type ListPositionsAccountsByAccountPositionsResponse = ListPositionsAccou
 
 export type ClosePositionAccountsByAccountPositionsCloseData = {
     body: {
+        /**
+         * act also on positions and orders owned by another strategy tag
+         */
         force?: boolean;
+        /**
+         * instrument, e.g. ES 12-26
+         */
         instrument: string;
+        /**
+         * fraction of the position to close, above 0 and at most 1 (0.5 closes half); rounded up to a whole contract
+         */
         percent?: number;
+        /**
+         * contracts to close
+         */
         quantity?: number;
+        /**
+         * the strategy tag that owns the position share
+         */
         strategyTag?: string;
     };
     headers?: {
@@ -2478,12 +2610,24 @@ export type ClosePositionAccountsByAccountPositionsCloseResponse = ClosePosition
 
 export type FlattenAccountsByAccountPositionsFlattenData = {
     body?: {
+        /**
+         * also cancel working orders (default true)
+         */
         cancelOrders?: boolean;
+        /**
+         * act also on positions and orders owned by another strategy tag
+         */
         force?: boolean;
+        /**
+         * instrument, e.g. ES 12-26
+         */
         instrument?: string;
+        /**
+         * the strategy tag that owns the position share
+         */
         strategyTag?: string;
         /**
-         * matched without regard to case
+         * how strategyTag matches: exact (default) or prefix (matched without regard to case)
          */
         strategyTagMode?: 'exact' | 'prefix';
     };
@@ -2591,8 +2735,17 @@ export type FlattenAccountsByAccountPositionsFlattenResponse = FlattenAccountsBy
 
 export type ReverseAccountsByAccountPositionsReverseData = {
     body: {
+        /**
+         * act also on positions and orders owned by another strategy tag
+         */
         force?: boolean;
+        /**
+         * instrument, e.g. ES 12-26
+         */
         instrument: string;
+        /**
+         * the strategy tag that owns the position share
+         */
         strategyTag?: string;
     };
     headers?: {
@@ -2700,22 +2853,43 @@ export type ReverseAccountsByAccountPositionsReverseResponse = ReverseAccountsBy
 export type ReversePositionAccountsByAccountPositionsReversepositionData = {
     body: {
         /**
-         * matched without regard to case
+         * Buy or Sell (any casing) (matched without regard to case)
          */
         action: 'Buy' | 'Sell';
+        /**
+         * instrument, e.g. ES 12-26
+         */
         instrument: string;
+        /**
+         * limit price, for Limit and StopLimit
+         */
         limitPrice?: number;
+        /**
+         * OCO group to create or join
+         */
         ocoId?: string;
+        /**
+         * your id for the order; a repeat within 24 h returns the first result and places nothing
+         */
         orderId?: string;
         /**
-         * matched without regard to case
+         * Market, Limit, StopMarket or StopLimit (any casing) (matched without regard to case)
          */
         orderType: 'Market' | 'Limit' | 'StopMarket' | 'StopLimit';
+        /**
+         * contracts
+         */
         quantity: number;
+        /**
+         * stop price, for StopMarket and StopLimit
+         */
         stopPrice?: number;
+        /**
+         * ATM template name: brackets are placed when the entry fills
+         */
         strategy?: string;
         /**
-         * matched without regard to case
+         * Day or Gtc (any casing) (matched without regard to case)
          */
         timeInForce: 'Day' | 'Gtc';
     };
@@ -2839,7 +3013,7 @@ export type GetQuoteAccountsByAccountQuoteData = {
          */
         root?: string;
         /**
-         * sent as text
+         * also quote the next contract (sent as text)
          */
         showRollover?: boolean;
     };
@@ -2918,7 +3092,7 @@ export type ListStrategiesAccountsByAccountStrategiesData = {
     };
     query?: {
         /**
-         * sent as text
+         * include strategies that have ended (sent as text)
          */
         includeTerminal?: boolean;
     };
@@ -2989,23 +3163,35 @@ export type ListStrategiesAccountsByAccountStrategiesResponse = ListStrategiesAc
 
 export type StartStrategyAccountsByAccountStrategiesStartData = {
     body: unknown & {
+        /**
+         * instrument, e.g. ES 12-26
+         */
         instrument: string;
         /**
-         * matched without regard to case
+         * Realtime (default) or Disabled (matched without regard to case)
          */
         mode?: 'Realtime' | 'Disabled';
+        /**
+         * the strategy's parameters
+         */
         parameters?: {
             [key: string]: unknown;
         };
+        /**
+         * bar period, as text
+         */
         period?: string;
         /**
-         * matched without regard to case
+         * bar period type (matched without regard to case)
          */
         periodType?: 'tick' | 'second' | 'minute' | 'day' | 'week' | 'month';
         /**
          * alias of periodType
          */
         period_type?: 'tick' | 'second' | 'minute' | 'day' | 'week' | 'month';
+        /**
+         * strategy class name
+         */
         strategyClass?: string;
         /**
          * alias of strategyClass
@@ -3194,9 +3380,21 @@ export type GetStrategyAccountsByAccountStrategiesByIdResponse = GetStrategyAcco
 
 export type CloseStrategyAccountsByAccountStrategiesByIdCloseData = {
     body?: {
+        /**
+         * act also on positions and orders owned by another strategy tag
+         */
         force?: boolean;
+        /**
+         * signal name of the exit orders
+         */
         signalName?: string;
+        /**
+         * the strategy id again, as some clients send it
+         */
         strategyId?: string;
+        /**
+         * the strategy tag that owns the position share
+         */
         strategyTag?: string;
     };
     headers?: {
@@ -3616,7 +3814,7 @@ export type ActivityData = {
          */
         before?: string;
         /**
-         * sent as text
+         * the most entries to answer (sent as text)
          */
         limit?: number;
     };
@@ -4544,23 +4742,53 @@ export type SetKillSwitchResponse = SetKillSwitchResponses[keyof SetKillSwitchRe
 
 export type GetBarsMarketBarsData = {
     body: {
+        /**
+         * days of history
+         */
         daysBack?: number;
+        /**
+         * accepted for compatibility; futures pay no dividends
+         */
         dividendAdjust?: boolean;
+        /**
+         * start, RFC 3339
+         */
         from?: string;
+        /**
+         * instrument, e.g. ES 12-26
+         */
         instrument: string;
+        /**
+         * most recent bars kept (default 5000)
+         */
         limit?: number;
+        /**
+         * accepted for compatibility
+         */
         mergePolicy?: string;
+        /**
+         * bar period (default 1)
+         */
         period?: number;
         /**
-         * matched without regard to case
+         * tick, second, minute (default), day, week or month (matched without regard to case)
          */
         periodType?: 'tick' | 'second' | 'minute' | 'day' | 'week' | 'month';
         /**
          * alias of periodType
          */
         period_type?: 'tick' | 'second' | 'minute' | 'day' | 'week' | 'month';
+        /**
+         * accepted for compatibility; futures have no splits
+         */
         splitAdjust?: boolean;
+        /**
+         * how long to wait for the platform
+         */
         timeoutMs?: number;
+        /**
+         * end, RFC 3339
+         */
         to?: string;
     };
     path?: never;
@@ -4733,7 +4961,7 @@ export type GetQuoteMarketQuoteData = {
          */
         root?: string;
         /**
-         * sent as text
+         * also quote the next contract (sent as text)
          */
         showRollover?: boolean;
     };
@@ -4807,11 +5035,11 @@ export type GetAllOrdersOrdersData = {
     path?: never;
     query?: {
         /**
-         * sent as text
+         * only orders that are still working (sent as text)
          */
         activeOnly?: boolean;
         /**
-         * sent as text
+         * seconds to look back for orders and executions that are done (sent as text)
          */
         lookbackTime?: number;
     };
@@ -4986,7 +5214,7 @@ export type GetAllPositionsPositionsData = {
     path?: never;
     query?: {
         /**
-         * sent as text
+         * include instruments that are flat (sent as text)
          */
         includeFlat?: boolean;
     };
@@ -5057,13 +5285,28 @@ export type GetAllPositionsPositionsResponse = GetAllPositionsPositionsResponses
 
 export type FlattenPositionsFlattenData = {
     body?: {
+        /**
+         * account name; all accounts when omitted
+         */
         account?: string;
+        /**
+         * also cancel working orders (default true)
+         */
         cancelOrders?: boolean;
+        /**
+         * act also on positions and orders owned by another strategy tag
+         */
         force?: boolean;
+        /**
+         * instrument, e.g. ES 12-26
+         */
         instrument?: string;
+        /**
+         * the strategy tag that owns the position share
+         */
         strategyTag?: string;
         /**
-         * matched without regard to case
+         * how strategyTag matches: exact (default) or prefix (matched without regard to case)
          */
         strategyTagMode?: 'exact' | 'prefix';
     };
@@ -5169,7 +5412,7 @@ export type ListAllStrategiesStrategiesData = {
     path?: never;
     query?: {
         /**
-         * sent as text
+         * include strategies that have ended (sent as text)
          */
         includeTerminal?: boolean;
     };
@@ -5304,7 +5547,7 @@ export type WebhookAlertsData = {
          */
         before?: string;
         /**
-         * sent as text
+         * the most alerts to answer (sent as text)
          */
         limit?: number;
     };
