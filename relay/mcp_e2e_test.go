@@ -336,11 +336,14 @@ func TestMCPTradesThroughTheAgent(t *testing.T) {
 	require.False(t, res.IsError, "%v", data)
 	require.Eventually(t, func() bool { return s.holds(tok, "Sim101", 0) }, testkit.Medium, testkit.Tick)
 
-	// The writes are the activity log's, from source mcp.
-	res, data = callTool(t, cs, mcp.ToolGetActivity, map[string]any{"kind": "order.placed", "limit": 5})
-	require.False(t, res.IsError, "%v", data)
-	events, _ := data["events"].([]any)
-	require.NotEmpty(t, events)
+	// The writes are the activity log's, from source mcp (recorded
+	// behind the answers).
+	var events []any
+	require.Eventually(t, func() bool {
+		res, data := callTool(t, cs, mcp.ToolGetActivity, map[string]any{"kind": "order.placed", "limit": 5})
+		events, _ = data["events"].([]any)
+		return !res.IsError && len(events) > 0
+	}, testkit.Medium, testkit.Tick)
 	src := events[0].(map[string]any)["source"].(map[string]any)
 	require.Equal(t, "mcp", src["kind"])
 }

@@ -275,5 +275,13 @@ func manageResult(resource string, status int, answer []byte) *sdk.CallToolResul
 		return &sdk.CallToolResult{IsError: true, StructuredContent: json.RawMessage(answer),
 			Content: []sdk.Content{&sdk.TextContent{Text: text}, &sdk.TextContent{Text: string(answer)}}}
 	}
-	return success(summarize("Get"+strings.ToUpper(resource[:1])+resource[1:], env.Data), env.Data)
+	data := env.Data
+	if d := bytes.TrimSpace(data); len(d) > 0 && d[0] == '[' {
+		// A list is named, as the trading results' lists are: structured
+		// content is an object.
+		var items []json.RawMessage
+		_ = json.Unmarshal(d, &items)
+		data, _ = json.Marshal(map[string]any{resource: json.RawMessage(d), "count": len(items)})
+	}
+	return success(summarize("Get"+strings.ToUpper(resource[:1])+resource[1:], data), data)
 }

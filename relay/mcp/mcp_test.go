@@ -12,6 +12,7 @@ import (
 	"go.uber.org/goleak"
 
 	"tradebridge/relay/admit"
+	"tradebridge/relay/auth"
 	"tradebridge/relay/auth/authtest"
 	"tradebridge/relay/budget"
 	"tradebridge/relay/errcode"
@@ -93,7 +94,8 @@ func TestToolSets(t *testing.T) {
 	base := listTools(t, s.build(0))
 	require.NotContains(t, base, ToolGetActivity, "no activity reader, no GetActivity")
 	require.NotContains(t, base, ToolGetMonitors)
-	require.NotContains(t, listTools(t, s.build(withManage)), ToolGetMonitors, "no Management API, no management tools")
+	require.Zero(t, s.toolSet(context.Background(), auth.Principal{UserID: "usr_1", Plan: auth.PlanElite}),
+		"no Management API nor broker family: no optional tools, whatever the plan")
 }
 
 // A summary names the operation and counts its lists, or names the order.
