@@ -62,15 +62,29 @@ func tools(t *testing.T, cs *sdk.ClientSession) map[string]*sdk.Tool {
 // content decoded.
 func callTool(t *testing.T, cs *sdk.ClientSession, name string, args map[string]any) (*sdk.CallToolResult, map[string]any) {
 	t.Helper()
+	res, m, err := tryTool(cs, name, args)
+	require.NoError(t, err)
+	return res, m
+}
+
+// tryTool is callTool without failing the test, for conditions of
+// require.Eventually.
+func tryTool(cs *sdk.ClientSession, name string, args map[string]any) (*sdk.CallToolResult, map[string]any, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), testkit.Long)
 	defer cancel()
 	res, err := cs.CallTool(ctx, &sdk.CallToolParams{Name: name, Arguments: args})
-	require.NoError(t, err)
+	if err != nil {
+		return nil, nil, err
+	}
 	raw, err := json.Marshal(res.StructuredContent)
-	require.NoError(t, err)
+	if err != nil {
+		return nil, nil, err
+	}
 	var m map[string]any
-	require.NoError(t, json.Unmarshal(raw, &m), string(raw))
-	return res, m
+	if err := json.Unmarshal(raw, &m); err != nil {
+		return nil, nil, err
+	}
+	return res, m, nil
 }
 
 // An assistant connects with a token, in the current protocol revision
@@ -340,9 +354,12 @@ func TestMCPTradesThroughTheAgent(t *testing.T) {
 	// behind the answers).
 	var events []any
 	require.Eventually(t, func() bool {
-		res, data := callTool(t, cs, mcp.ToolGetActivity, map[string]any{"kind": "order.placed", "limit": 5})
+		res, data, err := tryTool(cs, mcp.ToolGetActivity, map[string]any{"kind": "order.placed", "limit": 5})
+		if err != nil || res.IsError {
+			return false
+		}
 		events, _ = data["events"].([]any)
-		return !res.IsError && len(events) > 0
+		return len(events) > 0
 	}, testkit.Medium, testkit.Tick)
 	src := events[0].(map[string]any)["source"].(map[string]any)
 	require.Equal(t, "mcp", src["kind"])
