@@ -437,3 +437,38 @@ func TestMCPAdmission(t *testing.T) {
 	require.Equal(t, http.StatusMethodNotAllowed, r.Status)
 	require.Equal(t, "POST", r.Header.Get("Allow"))
 }
+
+// The broker family's tools are listed once a login is linked, named
+// tv_…, and trade at the broker: the same key over MCP and HTTP is one
+// broker order.
+func TestMCPBrokerFamily(t *testing.T) {
+	t.Parallel()
+	s := newBrokerSystem(t)
+	tok := s.Users["alice"].APIToken
+	got := tools(t, s.mcpSession(t, tok, ""))
+	require.NotContains(t, got, mcp.BrokerPrefix+"ListAccounts", "no link, no broker tools")
+
+	r := s.link(tok)
+	require.Equal(t, http.StatusOK, r.Status, string(r.Raw))
+	cs := s.mcpSession(t, tok, "")
+	got = tools(t, cs)
+	table := tradeapi.BrokerTable()
+	for _, fn := range table.Functions() {
+		tool, ok := got[mcp.BrokerPrefix+fn]
+		require.True(t, ok, "%s%s is a tool", mcp.BrokerPrefix, fn)
+		require.Contains(t, tool.Description, table.Describe(fn))
+	}
+	require.NotContains(t, got, mcp.BrokerPrefix+"GetBars", "the desktop family's own operations are not the broker's")
+	require.Contains(t, schemaProperties(t, got[mcp.BrokerPrefix+"PlaceOrder"]), "trailDistance", "the broker's trailing stops")
+
+	res, data := callTool(t, cs, mcp.BrokerPrefix+"ListAccounts", nil)
+	require.False(t, res.IsError, "%v", data)
+	before := s.fake.OrdersPlaced()
+	place := map[string]any{"account": "Sim101", "action": "Buy", "instrument": "ES 12-26", "orderType": "Market",
+		"quantity": 1, "timeInForce": "Day", tradecall.IdempotencyKeyField: "tv-assistant-1"}
+	res, data = callTool(t, cs, mcp.BrokerPrefix+"PlaceOrder", place)
+	require.False(t, res.IsError, "%v", data)
+	r = s.broker(http.MethodPost, "accounts/Sim101/orders/place", tok, placeBody("Buy", 1), "Idempotency-Key", "tv-assistant-1")
+	require.Equal(t, http.StatusOK, r.Status, string(r.Raw))
+	require.Equal(t, before+1, s.fake.OrdersPlaced())
+}

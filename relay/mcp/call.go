@@ -18,7 +18,6 @@ import (
 	"tradebridge/relay/activity"
 	"tradebridge/relay/admit"
 	"tradebridge/relay/auth"
-	"tradebridge/relay/budget"
 	"tradebridge/relay/errcode"
 	"tradebridge/relay/httpapi"
 	"tradebridge/relay/profile"
@@ -45,7 +44,7 @@ func (s *Server) trade(f *family, fn string) sdk.ToolHandler {
 				return failure(e), nil
 			}
 		}
-		if e := s.spend(p, s.opts.Trading); e != nil {
+		if e := s.opts.Admit.Spend(p, &s.door, s.opts.Trading); e != nil {
 			return failure(e), nil
 		}
 		call, e := f.table.Prepare(fn, req.Params.Arguments)
@@ -56,19 +55,6 @@ func (s *Server) trade(f *family, fn string) sdk.ToolHandler {
 		f.calls.Record(p, call, o)
 		return s.outcome(o), nil
 	}
-}
-
-// spend charges one call to budget b of p's user, as admission charges a
-// request's: a refusal is 429 rate_limited naming the budget, told to
-// the activity log's refusals.
-func (s *Server) spend(p auth.Principal, b *budget.Limiter) *httpapi.Error {
-	d := b.Allow(p.UserID)
-	if d.Allowed {
-		return nil
-	}
-	s.opts.Admit.Refused(p, &s.door, b.Policy().Name)
-	return &httpapi.Error{Status: http.StatusTooManyRequests, Code: errcode.RateLimited,
-		Detail: "the request budget is used up; wait retryAfter seconds", RetryAfter: d.RetryAfterSeconds(), Policy: b.Policy().Name}
 }
 
 // outcome is the tool result of a trading call's outcome: the standard
@@ -196,7 +182,7 @@ func (s *Server) getActivity(ctx context.Context, req *sdk.CallToolRequest) (*sd
 	if !ok {
 		return nil, errNoCaller
 	}
-	if e := s.spend(p, s.opts.ActivityBudget); e != nil {
+	if e := s.opts.Admit.Spend(p, &s.door, s.opts.ActivityBudget); e != nil {
 		return failure(e), nil
 	}
 	args, e := tradecall.ParseArgs(activityEndpoint, req.Params.Arguments)
