@@ -57,7 +57,7 @@ func TestReadScopedTokens(t *testing.T) {
 	for _, tc := range []struct{ method, path, body string }{
 		{"POST", "link", `{"env":"demo"}`},
 		{"DELETE", "link", ""},
-		{"POST", "accounts/Sim101/orders/place", marketBuy},
+		{"POST", "accounts/Sim101/orders/place", placeBody("Buy", 1)},
 	} {
 		r := s.broker(tc.method, tc.path, read, tc.body)
 		require.Equal(t, http.StatusForbidden, r.Status, "%s %s: %s", tc.method, tc.path, r.Raw)
@@ -68,8 +68,8 @@ func TestReadScopedTokens(t *testing.T) {
 	require.Equal(t, http.StatusOK, r.Status, string(r.Raw))
 	_, ok := s.brokerPosition(read, "Sim101")
 	require.True(t, ok)
-	require.Equal(t, http.StatusForbidden, s.broker("POST", "accounts/Sim101/orders/place", read, marketBuy).Status)
-	require.Equal(t, http.StatusOK, s.broker("POST", "accounts/Sim101/orders/place", trade, marketBuy).Status)
+	require.Equal(t, http.StatusForbidden, s.broker("POST", "accounts/Sim101/orders/place", read, placeBody("Buy", 1)).Status)
+	require.Equal(t, http.StatusOK, s.broker("POST", "accounts/Sim101/orders/place", trade, placeBody("Buy", 1)).Status)
 
 	// The stream socket: opening it is a read; an rpc write is refused,
 	// an rpc read runs.
