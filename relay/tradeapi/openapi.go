@@ -168,7 +168,7 @@ func buildOpenAPI(f *docFamily, p profile.Profile) (map[string]any, error) {
 		"components": object{
 			"securitySchemes": object{"bearer": object{"type": "http", "scheme": "bearer", "description": "API token (tb_api_…); its response profile and its scope are chosen when it is issued. " +
 				"A read-scoped token reads every route and is refused every write with 403 insufficient_scope; writes need a trade-scoped token (the default)"}},
-			"schemas":         schemas,
+			"schemas": schemas,
 		},
 		"x-profile": string(p),
 	}
