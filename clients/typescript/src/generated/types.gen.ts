@@ -1072,7 +1072,7 @@ export type ListAccountsAccountsErrors = {
         error?: 'unauthorized';
     };
     /**
-     * the user's plan lacks the trading API. Codes: `plan_required`.
+     * the user's plan lacks the trading API, or (writes: insufficient_scope) the API token has the read scope: writes need a trade token (the WWW-Authenticate header names the scope needed). Codes: `plan_required`.
      */
     403: Error & {
         error?: 'plan_required';
@@ -1141,7 +1141,7 @@ export type GetAccountSummaryAccountsSnapshotErrors = {
         error?: 'unauthorized';
     };
     /**
-     * the user's plan lacks the trading API. Codes: `plan_required`.
+     * the user's plan lacks the trading API, or (writes: insufficient_scope) the API token has the read scope: writes need a trade token (the WWW-Authenticate header names the scope needed). Codes: `plan_required`.
      */
     403: Error & {
         error?: 'plan_required';
@@ -1215,7 +1215,7 @@ export type GetAccountAccountsByAccountErrors = {
         error?: 'unauthorized';
     };
     /**
-     * the user's plan lacks the trading API. Codes: `plan_required`.
+     * the user's plan lacks the trading API, or (writes: insufficient_scope) the API token has the read scope: writes need a trade token (the WWW-Authenticate header names the scope needed). Codes: `plan_required`.
      */
     403: Error & {
         error?: 'plan_required';
@@ -1294,7 +1294,7 @@ export type ListExecutionsAccountsByAccountExecutionsErrors = {
         error?: 'unauthorized';
     };
     /**
-     * the user's plan lacks the trading API. Codes: `plan_required`.
+     * the user's plan lacks the trading API, or (writes: insufficient_scope) the API token has the read scope: writes need a trade token (the WWW-Authenticate header names the scope needed). Codes: `plan_required`.
      */
     403: Error & {
         error?: 'plan_required';
@@ -1377,7 +1377,7 @@ export type ListOrdersAccountsByAccountOrdersErrors = {
         error?: 'unauthorized';
     };
     /**
-     * the user's plan lacks the trading API. Codes: `plan_required`.
+     * the user's plan lacks the trading API, or (writes: insufficient_scope) the API token has the read scope: writes need a trade token (the WWW-Authenticate header names the scope needed). Codes: `plan_required`.
      */
     403: Error & {
         error?: 'plan_required';
@@ -1461,10 +1461,10 @@ export type CancelOrdersAccountsByAccountOrdersCancelErrors = {
         error?: 'unauthorized';
     };
     /**
-     * the user's plan lacks the trading API. Codes: `plan_required`.
+     * the user's plan lacks the trading API, or (writes: insufficient_scope) the API token has the read scope: writes need a trade token (the WWW-Authenticate header names the scope needed). Codes: `insufficient_scope`, `plan_required`.
      */
     403: Error & {
-        error?: 'plan_required';
+        error?: 'insufficient_scope' | 'plan_required';
     };
     /**
      * the user's agent is not connected, or dropped during a read; or the body was not received in time. Codes: `addon_disconnected`, `body_timeout`, `platform_unavailable`.
@@ -1575,10 +1575,10 @@ export type CancelAndBracketAccountsByAccountOrdersCancelAndBracketErrors = {
         error?: 'unauthorized';
     };
     /**
-     * the user's plan lacks the trading API. Codes: `plan_required`.
+     * the user's plan lacks the trading API, or (writes: insufficient_scope) the API token has the read scope: writes need a trade token (the WWW-Authenticate header names the scope needed). Codes: `insufficient_scope`, `plan_required`.
      */
     403: Error & {
-        error?: 'plan_required';
+        error?: 'insufficient_scope' | 'plan_required';
     };
     /**
      * the user's agent is not connected, or dropped during a read; or the body was not received in time. Codes: `addon_disconnected`, `body_timeout`, `platform_unavailable`.
@@ -1708,10 +1708,10 @@ export type FlatPlaceAccountsByAccountOrdersFlatplaceErrors = {
         error?: 'unauthorized';
     };
     /**
-     * the user's plan lacks the trading API. Codes: `plan_required`.
+     * the user's plan lacks the trading API, or (writes: insufficient_scope) the API token has the read scope: writes need a trade token (the WWW-Authenticate header names the scope needed). Codes: `insufficient_scope`, `plan_required`.
      */
     403: Error & {
-        error?: 'plan_required';
+        error?: 'insufficient_scope' | 'plan_required';
     };
     /**
      * the user's agent is not connected, or dropped during a read; or the body was not received in time. Codes: `addon_disconnected`, `body_timeout`, `platform_unavailable`.
@@ -1841,10 +1841,10 @@ export type PlaceOrderAccountsByAccountOrdersPlaceErrors = {
         error?: 'unauthorized';
     };
     /**
-     * the user's plan lacks the trading API. Codes: `plan_required`.
+     * the user's plan lacks the trading API, or (writes: insufficient_scope) the API token has the read scope: writes need a trade token (the WWW-Authenticate header names the scope needed). Codes: `insufficient_scope`, `plan_required`.
      */
     403: Error & {
-        error?: 'plan_required';
+        error?: 'insufficient_scope' | 'plan_required';
     };
     /**
      * the user's agent is not connected, or dropped during a read; or the body was not received in time. Codes: `addon_disconnected`, `body_timeout`, `platform_unavailable`.
@@ -1943,7 +1943,7 @@ export type GetOrderAccountsByAccountOrdersByOrderIdErrors = {
         error?: 'unauthorized';
     };
     /**
-     * the user's plan lacks the trading API. Codes: `plan_required`.
+     * the user's plan lacks the trading API, or (writes: insufficient_scope) the API token has the read scope: writes need a trade token (the WWW-Authenticate header names the scope needed). Codes: `plan_required`.
      */
     403: Error & {
         error?: 'plan_required';
@@ -2029,10 +2029,10 @@ export type CancelOrderAccountsByAccountOrdersByOrderIdCancelErrors = {
         error?: 'unauthorized';
     };
     /**
-     * the user's plan lacks the trading API. Codes: `plan_required`.
+     * the user's plan lacks the trading API, or (writes: insufficient_scope) the API token has the read scope: writes need a trade token (the WWW-Authenticate header names the scope needed). Codes: `insufficient_scope`, `plan_required`.
      */
     403: Error & {
-        error?: 'plan_required';
+        error?: 'insufficient_scope' | 'plan_required';
     };
     /**
      * the user's agent is not connected, or dropped during a read; or the body was not received in time. Codes: `addon_disconnected`, `body_timeout`, `platform_unavailable`.
@@ -2141,10 +2141,10 @@ export type ChangeOrderAccountsByAccountOrdersByOrderIdChangeErrors = {
         error?: 'unauthorized';
     };
     /**
-     * the user's plan lacks the trading API. Codes: `plan_required`.
+     * the user's plan lacks the trading API, or (writes: insufficient_scope) the API token has the read scope: writes need a trade token (the WWW-Authenticate header names the scope needed). Codes: `insufficient_scope`, `plan_required`.
      */
     403: Error & {
-        error?: 'plan_required';
+        error?: 'insufficient_scope' | 'plan_required';
     };
     /**
      * the user's agent is not connected, or dropped during a read; or the body was not received in time. Codes: `addon_disconnected`, `body_timeout`, `platform_unavailable`.
@@ -2244,7 +2244,7 @@ export type GetPositionAccountsByAccountPositionErrors = {
         error?: 'unauthorized';
     };
     /**
-     * the user's plan lacks the trading API. Codes: `plan_required`.
+     * the user's plan lacks the trading API, or (writes: insufficient_scope) the API token has the read scope: writes need a trade token (the WWW-Authenticate header names the scope needed). Codes: `plan_required`.
      */
     403: Error & {
         error?: 'plan_required';
@@ -2318,7 +2318,7 @@ export type ListPositionsAccountsByAccountPositionsErrors = {
         error?: 'unauthorized';
     };
     /**
-     * the user's plan lacks the trading API. Codes: `plan_required`.
+     * the user's plan lacks the trading API, or (writes: insufficient_scope) the API token has the read scope: writes need a trade token (the WWW-Authenticate header names the scope needed). Codes: `plan_required`.
      */
     403: Error & {
         error?: 'plan_required';
@@ -2404,10 +2404,10 @@ export type ClosePositionAccountsByAccountPositionsCloseErrors = {
         error?: 'unauthorized';
     };
     /**
-     * the user's plan lacks the trading API. Codes: `plan_required`.
+     * the user's plan lacks the trading API, or (writes: insufficient_scope) the API token has the read scope: writes need a trade token (the WWW-Authenticate header names the scope needed). Codes: `insufficient_scope`, `plan_required`.
      */
     403: Error & {
-        error?: 'plan_required';
+        error?: 'insufficient_scope' | 'plan_required';
     };
     /**
      * the user's agent is not connected, or dropped during a read; or the body was not received in time. Codes: `addon_disconnected`, `body_timeout`, `platform_unavailable`.
@@ -2517,10 +2517,10 @@ export type FlattenAccountsByAccountPositionsFlattenErrors = {
         error?: 'unauthorized';
     };
     /**
-     * the user's plan lacks the trading API. Codes: `plan_required`.
+     * the user's plan lacks the trading API, or (writes: insufficient_scope) the API token has the read scope: writes need a trade token (the WWW-Authenticate header names the scope needed). Codes: `insufficient_scope`, `plan_required`.
      */
     403: Error & {
-        error?: 'plan_required';
+        error?: 'insufficient_scope' | 'plan_required';
     };
     /**
      * the user's agent is not connected, or dropped during a read; or the body was not received in time. Codes: `addon_disconnected`, `body_timeout`, `platform_unavailable`.
@@ -2625,10 +2625,10 @@ export type ReverseAccountsByAccountPositionsReverseErrors = {
         error?: 'unauthorized';
     };
     /**
-     * the user's plan lacks the trading API. Codes: `plan_required`.
+     * the user's plan lacks the trading API, or (writes: insufficient_scope) the API token has the read scope: writes need a trade token (the WWW-Authenticate header names the scope needed). Codes: `insufficient_scope`, `plan_required`.
      */
     403: Error & {
-        error?: 'plan_required';
+        error?: 'insufficient_scope' | 'plan_required';
     };
     /**
      * the user's agent is not connected, or dropped during a read; or the body was not received in time. Codes: `addon_disconnected`, `body_timeout`, `platform_unavailable`.
@@ -2749,10 +2749,10 @@ export type ReversePositionAccountsByAccountPositionsReversepositionErrors = {
         error?: 'unauthorized';
     };
     /**
-     * the user's plan lacks the trading API. Codes: `plan_required`.
+     * the user's plan lacks the trading API, or (writes: insufficient_scope) the API token has the read scope: writes need a trade token (the WWW-Authenticate header names the scope needed). Codes: `insufficient_scope`, `plan_required`.
      */
     403: Error & {
-        error?: 'plan_required';
+        error?: 'insufficient_scope' | 'plan_required';
     };
     /**
      * the user's agent is not connected, or dropped during a read; or the body was not received in time. Codes: `addon_disconnected`, `body_timeout`, `platform_unavailable`.
@@ -2860,7 +2860,7 @@ export type GetQuoteAccountsByAccountQuoteErrors = {
         error?: 'unauthorized';
     };
     /**
-     * the user's plan lacks the trading API. Codes: `plan_required`.
+     * the user's plan lacks the trading API, or (writes: insufficient_scope) the API token has the read scope: writes need a trade token (the WWW-Authenticate header names the scope needed). Codes: `plan_required`.
      */
     403: Error & {
         error?: 'plan_required';
@@ -2939,7 +2939,7 @@ export type ListStrategiesAccountsByAccountStrategiesErrors = {
         error?: 'unauthorized';
     };
     /**
-     * the user's plan lacks the trading API. Codes: `plan_required`.
+     * the user's plan lacks the trading API, or (writes: insufficient_scope) the API token has the read scope: writes need a trade token (the WWW-Authenticate header names the scope needed). Codes: `plan_required`.
      */
     403: Error & {
         error?: 'plan_required';
@@ -3042,10 +3042,10 @@ export type StartStrategyAccountsByAccountStrategiesStartErrors = {
         error?: 'unauthorized';
     };
     /**
-     * the user's plan lacks the trading API. Codes: `plan_required`.
+     * the user's plan lacks the trading API, or (writes: insufficient_scope) the API token has the read scope: writes need a trade token (the WWW-Authenticate header names the scope needed). Codes: `insufficient_scope`, `plan_required`.
      */
     403: Error & {
-        error?: 'plan_required';
+        error?: 'insufficient_scope' | 'plan_required';
     };
     /**
      * the user's agent is not connected, or dropped during a read; or the body was not received in time. Codes: `addon_disconnected`, `body_timeout`, `platform_unavailable`.
@@ -3144,7 +3144,7 @@ export type GetStrategyAccountsByAccountStrategiesByIdErrors = {
         error?: 'unauthorized';
     };
     /**
-     * the user's plan lacks the trading API. Codes: `plan_required`.
+     * the user's plan lacks the trading API, or (writes: insufficient_scope) the API token has the read scope: writes need a trade token (the WWW-Authenticate header names the scope needed). Codes: `plan_required`.
      */
     403: Error & {
         error?: 'plan_required';
@@ -3233,10 +3233,10 @@ export type CloseStrategyAccountsByAccountStrategiesByIdCloseErrors = {
         error?: 'unauthorized';
     };
     /**
-     * the user's plan lacks the trading API. Codes: `plan_required`.
+     * the user's plan lacks the trading API, or (writes: insufficient_scope) the API token has the read scope: writes need a trade token (the WWW-Authenticate header names the scope needed). Codes: `insufficient_scope`, `plan_required`.
      */
     403: Error & {
-        error?: 'plan_required';
+        error?: 'insufficient_scope' | 'plan_required';
     };
     /**
      * the user's agent is not connected, or dropped during a read; or the body was not received in time. Codes: `addon_disconnected`, `body_timeout`, `platform_unavailable`.
@@ -3343,10 +3343,10 @@ export type DisableStrategyAccountsByAccountStrategiesByIdDisableErrors = {
         error?: 'unauthorized';
     };
     /**
-     * the user's plan lacks the trading API. Codes: `plan_required`.
+     * the user's plan lacks the trading API, or (writes: insufficient_scope) the API token has the read scope: writes need a trade token (the WWW-Authenticate header names the scope needed). Codes: `insufficient_scope`, `plan_required`.
      */
     403: Error & {
-        error?: 'plan_required';
+        error?: 'insufficient_scope' | 'plan_required';
     };
     /**
      * the user's agent is not connected, or dropped during a read; or the body was not received in time. Codes: `addon_disconnected`, `body_timeout`, `platform_unavailable`.
@@ -3453,10 +3453,10 @@ export type EnableStrategyAccountsByAccountStrategiesByIdEnableErrors = {
         error?: 'unauthorized';
     };
     /**
-     * the user's plan lacks the trading API. Codes: `plan_required`.
+     * the user's plan lacks the trading API, or (writes: insufficient_scope) the API token has the read scope: writes need a trade token (the WWW-Authenticate header names the scope needed). Codes: `insufficient_scope`, `plan_required`.
      */
     403: Error & {
-        error?: 'plan_required';
+        error?: 'insufficient_scope' | 'plan_required';
     };
     /**
      * the user's agent is not connected, or dropped during a read; or the body was not received in time. Codes: `addon_disconnected`, `body_timeout`, `platform_unavailable`.
@@ -3551,7 +3551,7 @@ export type GetWatermarksAccountsByAccountWatermarksErrors = {
         error?: 'unauthorized';
     };
     /**
-     * the user's plan lacks the trading API. Codes: `plan_required`.
+     * the user's plan lacks the trading API, or (writes: insufficient_scope) the API token has the read scope: writes need a trade token (the WWW-Authenticate header names the scope needed). Codes: `plan_required`.
      */
     403: Error & {
         error?: 'plan_required';
@@ -3637,7 +3637,7 @@ export type ActivityErrors = {
         error?: 'unauthorized';
     };
     /**
-     * the user's plan lacks the trading API. Codes: `plan_required`.
+     * the user's plan lacks the trading API, or (writes: insufficient_scope) the API token has the read scope: writes need a trade token (the WWW-Authenticate header names the scope needed). Codes: `plan_required`.
      */
     403: Error & {
         error?: 'plan_required';
@@ -3694,7 +3694,7 @@ export type GetAtmTemplatesAtmTemplatesErrors = {
         error?: 'unauthorized';
     };
     /**
-     * the user's plan lacks the trading API. Codes: `plan_required`.
+     * the user's plan lacks the trading API, or (writes: insufficient_scope) the API token has the read scope: writes need a trade token (the WWW-Authenticate header names the scope needed). Codes: `plan_required`.
      */
     403: Error & {
         error?: 'plan_required';
@@ -3768,7 +3768,7 @@ export type GetExecutionsByOrderIdExecutionsOrderByOrderIdErrors = {
         error?: 'unauthorized';
     };
     /**
-     * the user's plan lacks the trading API. Codes: `plan_required`.
+     * the user's plan lacks the trading API, or (writes: insufficient_scope) the API token has the read scope: writes need a trade token (the WWW-Authenticate header names the scope needed). Codes: `plan_required`.
      */
     403: Error & {
         error?: 'plan_required';
@@ -3837,7 +3837,7 @@ export type ListAlertDestinationsErrors = {
         error?: 'unauthorized';
     };
     /**
-     * the user's plan lacks the trading API. Codes: `elite_required`, `not_available`, `plan_required`.
+     * the user's plan lacks the trading API, or (writes: insufficient_scope) the API token has the read scope: writes need a trade token (the WWW-Authenticate header names the scope needed). Codes: `elite_required`, `not_available`, `plan_required`.
      */
     403: Error & {
         error?: 'elite_required' | 'not_available' | 'plan_required';
@@ -3897,10 +3897,10 @@ export type CreateAlertDestinationErrors = {
         error?: 'unauthorized';
     };
     /**
-     * the user's plan lacks the trading API. Codes: `elite_required`, `not_available`, `plan_required`.
+     * the user's plan lacks the trading API, or (writes: insufficient_scope) the API token has the read scope: writes need a trade token (the WWW-Authenticate header names the scope needed). Codes: `elite_required`, `not_available`, `plan_required`, `insufficient_scope`.
      */
     403: Error & {
-        error?: 'elite_required' | 'not_available' | 'plan_required';
+        error?: 'elite_required' | 'not_available' | 'plan_required' | 'insufficient_scope';
     };
     /**
      * the user's agent is not connected, or dropped during a read; or the body was not received in time. Codes: `body_timeout`.
@@ -3995,10 +3995,10 @@ export type DeleteAlertDestinationErrors = {
         error?: 'unauthorized';
     };
     /**
-     * the user's plan lacks the trading API. Codes: `elite_required`, `not_available`, `plan_required`.
+     * the user's plan lacks the trading API, or (writes: insufficient_scope) the API token has the read scope: writes need a trade token (the WWW-Authenticate header names the scope needed). Codes: `elite_required`, `not_available`, `plan_required`, `insufficient_scope`.
      */
     403: Error & {
-        error?: 'elite_required' | 'not_available' | 'plan_required';
+        error?: 'elite_required' | 'not_available' | 'plan_required' | 'insufficient_scope';
     };
     /**
      * no such resource of the user (Management API). Codes: `not_found`.
@@ -4093,7 +4093,7 @@ export type GetAlertDestinationErrors = {
         error?: 'unauthorized';
     };
     /**
-     * the user's plan lacks the trading API. Codes: `elite_required`, `not_available`, `plan_required`.
+     * the user's plan lacks the trading API, or (writes: insufficient_scope) the API token has the read scope: writes need a trade token (the WWW-Authenticate header names the scope needed). Codes: `elite_required`, `not_available`, `plan_required`.
      */
     403: Error & {
         error?: 'elite_required' | 'not_available' | 'plan_required';
@@ -4161,10 +4161,10 @@ export type ChangeAlertDestinationErrors = {
         error?: 'unauthorized';
     };
     /**
-     * the user's plan lacks the trading API. Codes: `elite_required`, `not_available`, `plan_required`.
+     * the user's plan lacks the trading API, or (writes: insufficient_scope) the API token has the read scope: writes need a trade token (the WWW-Authenticate header names the scope needed). Codes: `elite_required`, `not_available`, `plan_required`, `insufficient_scope`.
      */
     403: Error & {
-        error?: 'elite_required' | 'not_available' | 'plan_required';
+        error?: 'elite_required' | 'not_available' | 'plan_required' | 'insufficient_scope';
     };
     /**
      * no such resource of the user (Management API). Codes: `not_found`.
@@ -4265,10 +4265,10 @@ export type RotateAlertSecretErrors = {
         error?: 'unauthorized';
     };
     /**
-     * the user's plan lacks the trading API. Codes: `elite_required`, `not_available`, `plan_required`.
+     * the user's plan lacks the trading API, or (writes: insufficient_scope) the API token has the read scope: writes need a trade token (the WWW-Authenticate header names the scope needed). Codes: `elite_required`, `not_available`, `plan_required`, `insufficient_scope`.
      */
     403: Error & {
-        error?: 'elite_required' | 'not_available' | 'plan_required';
+        error?: 'elite_required' | 'not_available' | 'plan_required' | 'insufficient_scope';
     };
     /**
      * no such resource of the user (Management API). Codes: `not_found`.
@@ -4363,10 +4363,10 @@ export type TestAlertDestinationErrors = {
         error?: 'unauthorized';
     };
     /**
-     * the user's plan lacks the trading API. Codes: `elite_required`, `not_available`, `plan_required`.
+     * the user's plan lacks the trading API, or (writes: insufficient_scope) the API token has the read scope: writes need a trade token (the WWW-Authenticate header names the scope needed). Codes: `elite_required`, `not_available`, `plan_required`, `insufficient_scope`.
      */
     403: Error & {
-        error?: 'elite_required' | 'not_available' | 'plan_required';
+        error?: 'elite_required' | 'not_available' | 'plan_required' | 'insufficient_scope';
     };
     /**
      * no such resource of the user (Management API). Codes: `not_found`.
@@ -4453,10 +4453,10 @@ export type SetKillSwitchErrors = {
         error?: 'unauthorized';
     };
     /**
-     * the user's plan lacks the trading API. Codes: `elite_required`, `not_available`, `plan_required`.
+     * the user's plan lacks the trading API, or (writes: insufficient_scope) the API token has the read scope: writes need a trade token (the WWW-Authenticate header names the scope needed). Codes: `elite_required`, `not_available`, `plan_required`, `insufficient_scope`.
      */
     403: Error & {
-        error?: 'elite_required' | 'not_available' | 'plan_required';
+        error?: 'elite_required' | 'not_available' | 'plan_required' | 'insufficient_scope';
     };
     /**
      * the user's agent is not connected, or dropped during a read; or the body was not received in time. Codes: `body_timeout`.
@@ -4582,7 +4582,7 @@ export type GetBarsMarketBarsErrors = {
         error?: 'unauthorized';
     };
     /**
-     * the user's plan lacks the trading API. Codes: `plan_required`.
+     * the user's plan lacks the trading API, or (writes: insufficient_scope) the API token has the read scope: writes need a trade token (the WWW-Authenticate header names the scope needed). Codes: `plan_required`.
      */
     403: Error & {
         error?: 'plan_required';
@@ -4672,7 +4672,7 @@ export type MarketInfoMarketInfoErrors = {
         error?: 'unauthorized';
     };
     /**
-     * the user's plan lacks the trading API. Codes: `plan_required`.
+     * the user's plan lacks the trading API, or (writes: insufficient_scope) the API token has the read scope: writes need a trade token (the WWW-Authenticate header names the scope needed). Codes: `plan_required`.
      */
     403: Error & {
         error?: 'plan_required';
@@ -4754,7 +4754,7 @@ export type GetQuoteMarketQuoteErrors = {
         error?: 'unauthorized';
     };
     /**
-     * the user's plan lacks the trading API. Codes: `plan_required`.
+     * the user's plan lacks the trading API, or (writes: insufficient_scope) the API token has the read scope: writes need a trade token (the WWW-Authenticate header names the scope needed). Codes: `plan_required`.
      */
     403: Error & {
         error?: 'plan_required';
@@ -4832,7 +4832,7 @@ export type GetAllOrdersOrdersErrors = {
         error?: 'unauthorized';
     };
     /**
-     * the user's plan lacks the trading API. Codes: `plan_required`.
+     * the user's plan lacks the trading API, or (writes: insufficient_scope) the API token has the read scope: writes need a trade token (the WWW-Authenticate header names the scope needed). Codes: `plan_required`.
      */
     403: Error & {
         error?: 'plan_required';
@@ -4909,10 +4909,10 @@ export type CancelAllOrdersOrdersCancelallErrors = {
         error?: 'unauthorized';
     };
     /**
-     * the user's plan lacks the trading API. Codes: `plan_required`.
+     * the user's plan lacks the trading API, or (writes: insufficient_scope) the API token has the read scope: writes need a trade token (the WWW-Authenticate header names the scope needed). Codes: `insufficient_scope`, `plan_required`.
      */
     403: Error & {
-        error?: 'plan_required';
+        error?: 'insufficient_scope' | 'plan_required';
     };
     /**
      * the user's agent is not connected, or dropped during a read; or the body was not received in time. Codes: `addon_disconnected`, `body_timeout`, `platform_unavailable`.
@@ -5007,7 +5007,7 @@ export type GetAllPositionsPositionsErrors = {
         error?: 'unauthorized';
     };
     /**
-     * the user's plan lacks the trading API. Codes: `plan_required`.
+     * the user's plan lacks the trading API, or (writes: insufficient_scope) the API token has the read scope: writes need a trade token (the WWW-Authenticate header names the scope needed). Codes: `plan_required`.
      */
     403: Error & {
         error?: 'plan_required';
@@ -5092,10 +5092,10 @@ export type FlattenPositionsFlattenErrors = {
         error?: 'unauthorized';
     };
     /**
-     * the user's plan lacks the trading API. Codes: `plan_required`.
+     * the user's plan lacks the trading API, or (writes: insufficient_scope) the API token has the read scope: writes need a trade token (the WWW-Authenticate header names the scope needed). Codes: `insufficient_scope`, `plan_required`.
      */
     403: Error & {
-        error?: 'plan_required';
+        error?: 'insufficient_scope' | 'plan_required';
     };
     /**
      * the user's agent is not connected, or dropped during a read; or the body was not received in time. Codes: `addon_disconnected`, `body_timeout`, `platform_unavailable`.
@@ -5190,7 +5190,7 @@ export type ListAllStrategiesStrategiesErrors = {
         error?: 'unauthorized';
     };
     /**
-     * the user's plan lacks the trading API. Codes: `plan_required`.
+     * the user's plan lacks the trading API, or (writes: insufficient_scope) the API token has the read scope: writes need a trade token (the WWW-Authenticate header names the scope needed). Codes: `plan_required`.
      */
     403: Error & {
         error?: 'plan_required';
@@ -5259,7 +5259,7 @@ export type WebhookErrors = {
         error?: 'unauthorized';
     };
     /**
-     * the user's plan lacks the trading API. Codes: `plan_required`.
+     * the user's plan lacks the trading API, or (writes: insufficient_scope) the API token has the read scope: writes need a trade token (the WWW-Authenticate header names the scope needed). Codes: `plan_required`.
      */
     403: Error & {
         error?: 'plan_required';
@@ -5325,7 +5325,7 @@ export type WebhookAlertsErrors = {
         error?: 'unauthorized';
     };
     /**
-     * the user's plan lacks the trading API. Codes: `plan_required`.
+     * the user's plan lacks the trading API, or (writes: insufficient_scope) the API token has the read scope: writes need a trade token (the WWW-Authenticate header names the scope needed). Codes: `plan_required`.
      */
     403: Error & {
         error?: 'plan_required';
@@ -5384,7 +5384,7 @@ export type WebhookSendErrors = {
         error?: 'unauthorized';
     };
     /**
-     * the user's plan lacks the trading API. Codes: `address_not_allowed`, `plan_required`, `not_available`.
+     * the user's plan lacks the trading API, or (writes: insufficient_scope) the API token has the read scope: writes need a trade token (the WWW-Authenticate header names the scope needed). Codes: `address_not_allowed`, `plan_required`, `not_available`.
      */
     403: Error & {
         error?: 'address_not_allowed' | 'plan_required' | 'not_available';
