@@ -626,8 +626,11 @@ func newTokensCmd(stdout io.Writer) *cobra.Command {
 				return err
 			}
 			if k == auth.KindSupport {
-				if cmd.Flags().Changed("user") || cmd.Flags().Changed("profile") || cmd.Flags().Changed("scope") {
-					return errors.New("--user, --profile and --scope do not apply to support tokens (give --name and --grant)")
+				if cmd.Flags().Changed("user") || cmd.Flags().Changed("profile") {
+					return errors.New("--user and --profile do not apply to support tokens (give --name and --grant)")
+				}
+				if cmd.Flags().Changed("scope") {
+					return errScopeAPIOnly
 				}
 				if iname == "" {
 					iname = unnamedSupport
@@ -649,7 +652,7 @@ func newTokensCmd(stdout io.Writer) *cobra.Command {
 				return errors.New("--scope must be read or trade")
 			}
 			if k != auth.KindAPI && cmd.Flags().Changed("scope") {
-				return errors.New("--scope applies to API tokens only")
+				return errScopeAPIOnly
 			}
 			return withStore(cmd, idata, func(ctx context.Context, st store.Store) error {
 				tok, err := auth.IssueTokenWith(ctx, st, iuser, k, auth.TokenOptions{Profile: prof, Scope: scope}, time.Now())
@@ -750,6 +753,9 @@ func newTokensCmd(stdout io.Writer) *cobra.Command {
 	tokens.AddCommand(revoke, issue, setProfile, list)
 	return tokens
 }
+
+// errScopeAPIOnly refuses --scope for a token other than an API token.
+var errScopeAPIOnly = errors.New("--scope applies to API tokens only")
 
 // parseProfile reads a --profile flag.
 func parseProfile(s string) (profile.Profile, error) {

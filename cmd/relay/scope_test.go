@@ -53,7 +53,7 @@ func TestTokenScopeFlag(t *testing.T) {
 		require.ErrorContains(t, err, tc.err, tc.name)
 	}
 	_, err = run(t, "", "tokens", "issue", "--data", dir, "--kind", "support", "--scope", "read")
-	require.ErrorContains(t, err, "--scope do not apply to support tokens")
+	require.ErrorContains(t, err, "--scope applies to API tokens only")
 
 	out, err = run(t, "", "tokens", "list", "--data", dir, "--user", creds.UserID)
 	require.NoError(t, err)
