@@ -233,9 +233,10 @@ func (ad *Admission) Done() {
 // "ip"), the token of d.Kind (401 unauthorized; 503 storage_unavailable
 // with retryAfter 5 when the store fails), the plan (403 d.PlanCode),
 // d.Gate, the token's scope (403 insufficient_scope, RequireScope, with
-// the WWW-Authenticate header ScopeChallenge), the in-flight limit (429 too_many_concurrent_requests with
-// Retry-After: 1 and retryAfter 1), then d.Budgets (429 rate_limited
-// naming the budget, httpapi.WriteRateLimited). On refusal it has written
+// the WWW-Authenticate header ScopeChallenge), the in-flight limit (429
+// too_many_concurrent_requests with Retry-After: 1 and retryAfter 1),
+// then d.Budgets (429 rate_limited naming the budget,
+// httpapi.WriteRateLimited). On refusal it has written
 // the answer and returns ok false, holding no in-flight place; otherwise
 // the caller must call Done on the Admission when the request is over.
 //
