@@ -14,6 +14,7 @@ import (
 	"github.com/coder/websocket"
 	"go.uber.org/zap"
 
+	"tradebridge/protocol"
 	"tradebridge/relay/admit"
 	"tradebridge/relay/auth"
 	"tradebridge/relay/errcode"
