@@ -602,7 +602,7 @@ func newTokensCmd(stdout io.Writer) *cobra.Command {
 	revoke.Flags().StringVar(&kind, "kind", "", "with --user: only tokens of this kind (api or agent)")
 	revoke.Flags().StringVar(&data, "data", envOr("RELAY_DATA", "./relay-data"), "data directory (env RELAY_DATA)")
 
-	var idata, iuser, ikind, iprofile, iname string
+	var idata, iuser, ikind, iprofile, iname, iscope string
 	var igrants []string
 	issue := &cobra.Command{
 		Use:   "issue",
@@ -610,6 +610,9 @@ func newTokensCmd(stdout io.Writer) *cobra.Command {
 		Long: "Issue a new token. An API token has a response profile (--profile): standard,\n" +
 			"the specification's {success, data} envelope, or compatible, the top-level shapes\n" +
 			"of the service the specification describes (see \"Porting a bot\" in the README).\n" +
+			"An API token has a scope (--scope): trade, the default, reads and trades; read\n" +
+			"reads everything and is refused every write (403 insufficient_scope) on every door,\n" +
+			"for AI assistants, dashboards and monitoring scripts.\n" +
 			"\n" +
 			"--kind support issues a support token instead: it belongs to no user, names the staff\n" +
 			"member (--name, for the audit log) and may read the agent diagnostics and connection\n" +
@@ -626,6 +629,9 @@ func newTokensCmd(stdout io.Writer) *cobra.Command {
 				if cmd.Flags().Changed("user") || cmd.Flags().Changed("profile") {
 					return errors.New("--user and --profile do not apply to support tokens (give --name and --grant)")
 				}
+				if cmd.Flags().Changed("scope") {
+					return errScopeAPIOnly
+				}
 				if iname == "" {
 					iname = unnamedSupport
 				}
@@ -641,8 +647,15 @@ func newTokensCmd(stdout io.Writer) *cobra.Command {
 			if err != nil {
 				return err
 			}
+			scope, err := auth.ParseScope(iscope)
+			if err != nil || iscope == "" {
+				return errors.New("--scope must be read or trade")
+			}
+			if k != auth.KindAPI && cmd.Flags().Changed("scope") {
+				return errScopeAPIOnly
+			}
 			return withStore(cmd, idata, func(ctx context.Context, st store.Store) error {
-				tok, err := auth.IssueToken(ctx, st, iuser, k, prof, time.Now())
+				tok, err := auth.IssueTokenWith(ctx, st, iuser, k, auth.TokenOptions{Profile: prof, Scope: scope}, time.Now())
 				if err != nil {
 					if errors.Is(err, store.ErrNotFound) {
 						return errors.New("no such user")
@@ -656,7 +669,7 @@ func newTokensCmd(stdout io.Writer) *cobra.Command {
 					map[string]any{"resource": "token", "id": auth.TokenID(auth.Hash(tok)), "op": "create", "kind": string(k)})
 				out := map[string]string{"userId": iuser, "kind": string(k), "token": tok}
 				if k == auth.KindAPI {
-					out["profile"] = string(prof)
+					out["profile"], out["scope"] = string(prof), string(scope)
 				}
 				return printJSON(stdout, out)
 			})
@@ -665,6 +678,7 @@ func newTokensCmd(stdout io.Writer) *cobra.Command {
 	issue.Flags().StringVar(&iuser, "user", "", "user id (required for api and agent tokens)")
 	issue.Flags().StringVar(&ikind, "kind", "", "api, agent or support (required)")
 	issue.Flags().StringVar(&iprofile, "profile", string(profile.Standard), "response profile of an API token: standard or compatible")
+	issue.Flags().StringVar(&iscope, "scope", string(auth.ScopeTrade), "scope of an API token: trade (read and place orders) or read (read only)")
 	issue.Flags().StringVar(&iname, "name", "", `support tokens: the staff member's name, for the audit log (default "`+unnamedSupport+`": the log then tells staff apart by the token's id only)`)
 	issue.Flags().StringArrayVar(&igrants, "grant", nil, "support tokens: a user id the token may read; repeat for each user")
 	issue.Flags().StringVar(&idata, "data", envOr("RELAY_DATA", "./relay-data"), "data directory (env RELAY_DATA)")
@@ -716,7 +730,8 @@ func newTokensCmd(stdout io.Writer) *cobra.Command {
 		Use:   "list",
 		Short: `List a user's tokens (never their text) and print {"userId","tokens":[…]} as JSON`,
 		Long: "List a user's tokens, revoked ones included: a short id (the start of the token's\n" +
-			"hash), its kind, an API token's response profile, and when it was issued and revoked.",
+			"hash), its kind, an API token's response profile and scope, and when it was issued\n" +
+			"and revoked.",
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			return withStore(cmd, ldata, func(ctx context.Context, st store.Store) error {
@@ -738,6 +753,9 @@ func newTokensCmd(stdout io.Writer) *cobra.Command {
 	tokens.AddCommand(revoke, issue, setProfile, list)
 	return tokens
 }
+
+// errScopeAPIOnly refuses --scope for a token other than an API token.
+var errScopeAPIOnly = errors.New("--scope applies to API tokens only")
 
 // parseProfile reads a --profile flag.
 func parseProfile(s string) (profile.Profile, error) {

@@ -251,6 +251,14 @@ func (tab *Tab) Fill(name, value string) {
 	tab.Do("filling in "+name, chromedp.WaitVisible(sel), chromedp.Clear(sel), chromedp.SendKeys(sel, value))
 }
 
+// Choose picks the option whose value is value in the select named name
+// (the first one in the page).
+func (tab *Tab) Choose(name, value string) {
+	tab.t.Helper()
+	sel := chromedp.CSS(fmt.Sprintf("select[name=%q]", name))
+	tab.Do("choosing "+value+" in "+name, chromedp.WaitVisible(sel), chromedp.SetValue(sel, value))
+}
+
 // Text returns the visible text of the first element sel (a CSS selector)
 // matches, waiting for one to be there.
 func (tab *Tab) Text(sel string) string {

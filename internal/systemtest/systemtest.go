@@ -139,6 +139,15 @@ func (s *System) CompatibleToken(user string) string {
 	return tok
 }
 
+// ScopedToken issues user another API token, of the scope.
+func (s *System) ScopedToken(user string, scope auth.Scope) string {
+	s.T.Helper()
+	tok, err := auth.IssueTokenWith(context.Background(), s.Store, s.Users[user].UserID, auth.KindAPI,
+		auth.TokenOptions{Scope: scope}, time.Now())
+	require.NoError(s.T, err)
+	return tok
+}
+
 // serve runs a relay on ln until Stop.
 func (s *System) serve(ln net.Listener) {
 	s.T.Helper()

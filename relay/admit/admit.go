@@ -8,10 +8,17 @@
 //     storage_unavailable when the store cannot say);
 //  3. the plan (403 with the door's code);
 //  4. the door's own gate, if any (service modes, not_available);
-//  5. the user's requests in flight through the door (429
+//  5. the scope of an API token (403 insufficient_scope with a
+//     WWW-Authenticate challenge naming the scope needed): what the
+//     request needs is the door's Scope, by default read for GET, HEAD
+//     and OPTIONS and trade for every other method;
+//  6. the user's requests in flight through the door (429
 //     too_many_concurrent_requests);
-//  6. the door's budgets, charged in order to the user (429 rate_limited
+//  7. the door's budgets, charged in order to the user (429 rate_limited
 //     naming the budget).
+//
+// A request refused before step 6 holds no in-flight place and is
+// charged to none of the user's budgets.
 //
 // A door is a policy value (Door), not a copy of the steps: each door's
 // package defines its Door once, next to its handler, and every request
@@ -122,6 +129,10 @@ type Door struct {
 	// before any token is looked at, with the error it returns). Nil
 	// means the Authorization: Bearer header (auth.BearerToken).
 	Token func(r *http.Request) (string, *httpapi.Error)
+	// Scope, when set, is the scope an API token needs for the request
+	// (RequireScope); nil means MethodScope. Other kinds of token are kept
+	// to their doors by their kind and pass (auth.Principal.Allows).
+	Scope func(r *http.Request) auth.Scope
 	// IP is the per-client-address budget (key httpapi.ClientAddr),
 	// checked before the token; nil means none.
 	IP *budget.Limiter
@@ -221,9 +232,11 @@ func (ad *Admission) Done() {
 // Admit runs, in order: the per-address budget (429 rate_limited, policy
 // "ip"), the token of d.Kind (401 unauthorized; 503 storage_unavailable
 // with retryAfter 5 when the store fails), the plan (403 d.PlanCode),
-// d.Gate, the in-flight limit (429 too_many_concurrent_requests with
-// Retry-After: 1 and retryAfter 1), then d.Budgets (429 rate_limited
-// naming the budget, httpapi.WriteRateLimited). On refusal it has written
+// d.Gate, the token's scope (403 insufficient_scope, RequireScope, with
+// the WWW-Authenticate header ScopeChallenge), the in-flight limit (429
+// too_many_concurrent_requests with Retry-After: 1 and retryAfter 1),
+// then d.Budgets (429 rate_limited naming the budget,
+// httpapi.WriteRateLimited). On refusal it has written
 // the answer and returns ok false, holding no in-flight place; otherwise
 // the caller must call Done on the Admission when the request is over.
 //
@@ -257,6 +270,9 @@ func (a *Admitter) Admit(w http.ResponseWriter, r *http.Request, d *Door) (*Admi
 			httpapi.WriteError(w, e.Status, *e)
 			return nil, false
 		}
+	}
+	if !allowScope(w, r, d, p) {
+		return nil, false
 	}
 	ad := &Admission{Principal: p, a: a}
 	if a.leases != nil && (d.InFlight > 0 || len(d.Budgets) > 1 && a.sharesBudgets(d)) {

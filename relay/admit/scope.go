@@ -28,3 +28,32 @@ func RequireScope(p auth.Principal, need auth.Scope) *httpapi.Error {
 func ScopeChallenge(need auth.Scope) string {
 	return `Bearer error="insufficient_scope", scope="` + string(need) + `"`
 }
+
+// MethodScope is the scope a request needs by its method, a door's
+// default (Door.Scope): ScopeRead for GET, HEAD and OPTIONS, which change
+// nothing, ScopeTrade for every other method.
+func MethodScope(r *http.Request) auth.Scope {
+	switch r.Method {
+	case http.MethodGet, http.MethodHead, http.MethodOptions:
+		return auth.ScopeRead
+	}
+	return auth.ScopeTrade
+}
+
+// allowScope runs Admit's scope step: it reports whether p may make the
+// request r through d, and otherwise writes the 403 insufficient_scope
+// with its challenge.
+func allowScope(w http.ResponseWriter, r *http.Request, d *Door, p auth.Principal) bool {
+	scope := MethodScope
+	if d.Scope != nil {
+		scope = d.Scope
+	}
+	need := scope(r)
+	e := RequireScope(p, need)
+	if e == nil {
+		return true
+	}
+	w.Header().Set("WWW-Authenticate", ScopeChallenge(need))
+	httpapi.WriteError(w, e.Status, *e)
+	return false
+}

@@ -234,7 +234,15 @@ func (a *Authenticator) lookup(ctx context.Context, hash string, want Kind) (Pri
 		a.log.Warn("token has an unknown response profile; using standard", zap.String("user", u.ID))
 		prof = profile.Standard
 	}
-	return Principal{UserID: u.ID, UserName: u.Name, Plan: Plan(u.Plan), Kind: want, Profile: prof, TokenHash: hash,
+	var scope Scope
+	if want == KindAPI {
+		if scope, err = ParseScope(t.Scope); err != nil {
+			// Fail closed: a scope this relay does not know changes nothing.
+			a.log.Warn("token has an unknown scope; using read", zap.String("user", u.ID))
+			scope = ScopeRead
+		}
+	}
+	return Principal{UserID: u.ID, UserName: u.Name, Plan: Plan(u.Plan), Kind: want, Profile: prof, Scope: scope, TokenHash: hash,
 		ManagementClosed: u.ManagementClosed, Withheld: u.Withheld}, nil
 }
 
@@ -385,7 +393,27 @@ var ErrTokenName = fmt.Errorf("auth: a token's name has at most %d characters an
 // calls it on the dashboard's tokens page; "" for none), trimmed.
 // ErrTokenName for a name too long or with control characters.
 func IssueNamedToken(ctx context.Context, st store.Store, userID string, k Kind, prof profile.Profile, name string, now time.Time) (string, error) {
-	name = strings.TrimSpace(name)
+	return IssueTokenWith(ctx, st, userID, k, TokenOptions{Profile: prof, Name: name}, now)
+}
+
+// TokenOptions are the options of a user's token (IssueTokenWith).
+type TokenOptions struct {
+	// Profile is an API token's response profile; "" is the standard
+	// one. Other kinds take the standard one alone (ErrProfileAPIOnly).
+	Profile profile.Profile
+	// Name is what the user calls the token (the dashboard's tokens
+	// page); "" for none. Trimmed; ErrTokenName for a name too long or
+	// with control characters.
+	Name string
+	// Scope is an API token's scope; "" is ScopeTrade. Other kinds take
+	// ScopeTrade or "" alone (ErrScopeAPIOnly).
+	Scope Scope
+}
+
+// IssueTokenWith issues a token of the kind to an existing user with the
+// options o; store.ErrNotFound if there is no such user.
+func IssueTokenWith(ctx context.Context, st store.Store, userID string, k Kind, o TokenOptions, now time.Time) (string, error) {
+	name := strings.TrimSpace(o.Name)
 	if utf8.RuneCountInString(name) > MaxTokenName || !utf8.ValidString(name) || strings.ContainsFunc(name, unicode.IsControl) {
 		return "", ErrTokenName
 	}
@@ -395,6 +423,7 @@ func IssueNamedToken(ctx context.Context, st store.Store, userID string, k Kind,
 	if k == KindSupport {
 		return "", ErrSupportTokenNoUser
 	}
+	prof := o.Profile
 	if prof == "" {
 		prof = profile.Standard
 	}
@@ -404,12 +433,19 @@ func IssueNamedToken(ctx context.Context, st store.Store, userID string, k Kind,
 	if k != KindAPI && prof != profile.Standard {
 		return "", ErrProfileAPIOnly
 	}
+	scope, err := ParseScope(string(o.Scope))
+	if err != nil {
+		return "", err
+	}
+	if k != KindAPI && scope != ScopeTrade {
+		return "", ErrScopeAPIOnly
+	}
 	tok, err := NewToken(k)
 	if err != nil {
 		return "", err
 	}
 	err = st.AddToken(ctx, store.Token{Hash: Hash(tok), UserID: userID, Kind: string(k), Profile: string(prof), Name: name,
-		CreatedAt: now.UTC()})
+		Scope: string(scope), CreatedAt: now.UTC()})
 	if err != nil {
 		return "", err
 	}
@@ -423,6 +459,10 @@ var ErrSupportTokenNoUser = errors.New("auth: support tokens belong to no user")
 // ErrProfileAPIOnly refuses a response profile for an agent token: only
 // API tokens receive trading results.
 var ErrProfileAPIOnly = errors.New("auth: response profiles apply to API tokens only")
+
+// ErrScopeAPIOnly refuses a read scope for a token other than an API
+// token: an agent's token is kept to its tunnel by its kind.
+var ErrScopeAPIOnly = errors.New("auth: scopes apply to API tokens only")
 
 // SetTokenProfile changes the response profile of an API token; a running
 // relay applies it within its cache TTL. store.ErrNotFound if the token was
@@ -442,14 +482,17 @@ func SetTokenProfile(ctx context.Context, st store.Store, token string, prof pro
 }
 
 // TokenInfo describes an issued token without revealing it: its kind,
-// response profile, when it was issued and revoked, and the first 12 hex
-// digits of its hash, which `relay tokens list` shows to tell tokens apart.
+// response profile and scope, when it was issued and revoked, and the
+// first 12 hex digits of its hash, which `relay tokens list` shows to tell
+// tokens apart.
 type TokenInfo struct {
 	ID   string `json:"id"`
 	Kind Kind   `json:"kind"`
 	// Name is what the user called the token; "" when unnamed.
-	Name      string `json:"name,omitempty"`
-	Profile   string `json:"profile,omitempty"`
+	Name    string `json:"name,omitempty"`
+	Profile string `json:"profile,omitempty"`
+	// Scope is an API token's scope; "" for other kinds.
+	Scope     Scope  `json:"scope,omitempty"`
 	CreatedAt string `json:"createdAt"`
 	RevokedAt string `json:"revokedAt,omitempty"`
 }
@@ -466,6 +509,10 @@ func ListTokens(ctx context.Context, st store.Store, userID string) ([]TokenInfo
 		ti := TokenInfo{ID: TokenID(t.Hash), Kind: Kind(t.Kind), Name: t.Name, CreatedAt: t.CreatedAt.UTC().Format(time.RFC3339)}
 		if ti.Kind == KindAPI {
 			ti.Profile = t.Profile
+			ti.Scope = Scope(t.Scope)
+			if ti.Scope == "" {
+				ti.Scope = ScopeTrade
+			}
 		}
 		if t.Revoked() {
 			ti.RevokedAt = t.RevokedAt.UTC().Format(time.RFC3339)

@@ -122,7 +122,7 @@ func TestAuthenticate(t *testing.T) {
 	p, err := a.Authenticate(ctx, creds.APIToken, auth.KindAPI)
 	require.NoError(t, err)
 	require.Equal(t, auth.Principal{UserID: creds.UserID, UserName: "alice", Plan: auth.PlanPro,
-		Kind: auth.KindAPI, Profile: profile.Standard, TokenHash: auth.Hash(creds.APIToken)}, p)
+		Kind: auth.KindAPI, Profile: profile.Standard, Scope: auth.ScopeTrade, TokenHash: auth.Hash(creds.APIToken)}, p)
 
 	t.Run("wrong kind", func(t *testing.T) {
 		_, err := a.Authenticate(ctx, creds.APIToken, auth.KindAgent)

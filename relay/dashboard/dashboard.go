@@ -43,8 +43,9 @@ type Accounts interface {
 type Tokens interface {
 	// List describes the user's tokens, oldest first.
 	List(ctx context.Context, userID string) ([]auth.TokenInfo, error)
-	// Issue issues a named API token with a response profile.
-	Issue(ctx context.Context, userID, name string, prof profile.Profile) (string, error)
+	// Issue issues a named API token with a response profile and a
+	// scope.
+	Issue(ctx context.Context, userID, name string, prof profile.Profile, scope auth.Scope) (string, error)
 	// Revoke revokes the user's token with the id (auth.TokenID);
 	// store.ErrNotFound when the user has none with it.
 	Revoke(ctx context.Context, userID, id string) error

@@ -14,6 +14,7 @@ import (
 
 	"tradebridge/protocol"
 	"tradebridge/relay/account"
+	"tradebridge/relay/auth"
 	"tradebridge/relay/dashboard"
 	"tradebridge/relay/errcode"
 )
@@ -259,6 +260,35 @@ func TestTokensAreTheUsersOwn(t *testing.T) {
 		require.Contains(t, r.Body, `id="form-error" role="alert"`)
 	}
 	require.Len(t, e.tokens.tokens[aliceID], 1)
+}
+
+// The new-token form's scope: trade when the form sends none, read when
+// chosen, anything else refused with the form refilled; the list shows
+// each token's scope.
+func TestTokenScopeForm(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	alice, csrf := e.signIn(aliceEmail)
+	form := e.do(http.MethodGet, "/app/tokens", alice, nil).Body
+	require.Regexp(t, `<select id="token-scope" name="scope">\s*<option value="trade" selected>Trade \(read and place orders\)</option>\s*<option value="read">Read only</option>`, form)
+
+	for _, tc := range []struct {
+		name, scope string
+		want        auth.Scope
+	}{{"default", "", auth.ScopeTrade}, {"trader", "trade", auth.ScopeTrade}, {"assistant", "read", auth.ScopeRead}} {
+		r := e.post("/app/tokens", alice, url.Values{"name": {tc.name}, "scope": {tc.scope}, "csrf": {csrf}})
+		require.Equal(t, http.StatusOK, r.StatusCode, tc.name)
+		ts := e.tokens.tokens[aliceID]
+		require.Equal(t, tc.want, ts[len(ts)-1].info.Scope, tc.name)
+		require.Regexp(t, `data-token-id="`+ts[len(ts)-1].info.ID+`">\s*<td>`+tc.name+`</td><td>api</td><td>standard</td><td class="scope">`+string(tc.want)+`</td>`, r.Body)
+	}
+	r := e.post("/app/tokens", alice, url.Values{"name": {"admin"}, "scope": {"admin"}, "csrf": {csrf}})
+	require.Equal(t, http.StatusBadRequest, r.StatusCode)
+	require.Contains(t, r.Body, "The scope is trade or read.")
+	require.Len(t, e.tokens.tokens[aliceID], 3, "the refused form made no token")
+	r = e.post("/app/tokens", alice, url.Values{"name": {""}, "scope": {"read"}, "csrf": {csrf}})
+	require.Equal(t, http.StatusBadRequest, r.StatusCode)
+	require.Contains(t, r.Body, `<option value="read" selected>Read only</option>`, "a refused form keeps the scope chosen")
 }
 
 // A value the user supplied is shown as text, never as markup.

@@ -32,7 +32,7 @@
 //	GET  /app/reset/{token}      the new-password form; POST sets it and signs in
 //	GET  /app/pair               "Add a PC"; POST /app/pair mints a code and shows it
 //	GET  /app/tokens             the user's tokens; POST /app/tokens makes an API token (name,
-//	                             profile) and shows it once; POST /app/tokens/{id}/revoke revokes
+//	                             profile, scope) and shows it once; POST /app/tokens/{id}/revoke revokes
 //	GET  /app/activity           the activity log with filters, live
 //	POST /app/kill-switch        turns the kill switch on or off (enabled=true|false); answers
 //	                             JSON {"killSwitch":bool,"applied":bool} to fetch (Accept:
@@ -43,7 +43,7 @@
 // # Stable names (a contract: tests and operators' scripts use them)
 //
 // Form inputs are named email, password, code, name (a token's name),
-// profile, csrf. Buttons' visible texts are exactly "Sign in", "Sign up",
+// profile, scope (a token's: trade, the default, or read), csrf. Buttons' visible texts are exactly "Sign in", "Sign up",
 // "Sign out", "Add a PC", "New API token", "Revoke", "Kill switch".
 // Element ids and attributes:
 //
@@ -57,7 +57,8 @@
 //	#history tr                                  the connection history, newest first
 //	#kill-switch[data-state=on|off]              the kill switch button, on every page
 //	#pair-code #pair-command                     the minted code (XXXX-XXXX) and the agent pair line
-//	#tokens tr[data-token-id=ID]                 one row per token, with a Revoke button
+//	#tokens tr[data-token-id=ID]                 one row per token, cell .scope (an API token's: read|trade), with a Revoke button
+//	#token-scope                                 the new token's scope: trade (the first, default) or read
 //	#new-token                                   a token made just now (shown once), with a Copy button
 //	#activity li[data-kind=KIND]                 the activity log's entries, newest first, live
 //	#form-error[role=alert]                      a form's refusal

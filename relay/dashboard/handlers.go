@@ -19,6 +19,7 @@ import (
 	"tradebridge/protocol"
 	"tradebridge/relay/account"
 	"tradebridge/relay/activity"
+	"tradebridge/relay/auth"
 	"tradebridge/relay/errcode"
 	"tradebridge/relay/httpapi"
 	"tradebridge/relay/pairing"
@@ -270,14 +271,14 @@ type tokensView struct {
 	Tokens []tokenRow
 	// New is the token made just now, shown once.
 	New string
-	// Name and Profile refill the form after a refusal.
-	Name, Profile string
+	// Name, Profile and Scope refill the form after a refusal.
+	Name, Profile, Scope string
 }
 
 // tokenRow is one token of the list.
 type tokenRow struct {
-	ID, Kind, Name, Profile string
-	Created, Revoked        string
+	ID, Kind, Name, Profile, Scope string
+	Created, Revoked               string
 }
 
 // tokens serves GET /app/tokens.
@@ -295,7 +296,7 @@ func (s *Server) renderTokens(w http.ResponseWriter, r *http.Request, sess *sess
 	}
 	for _, t := range list {
 		tv.Tokens = append(tv.Tokens, tokenRow{ID: t.ID, Kind: string(t.Kind), Name: tokenName(t), Profile: t.Profile,
-			Created: shownTime(t.CreatedAt), Revoked: shownTime(t.RevokedAt)})
+			Scope: string(t.Scope), Created: shownTime(t.CreatedAt), Revoked: shownTime(t.RevokedAt)})
 	}
 	v := &view{Title: "Tokens", Nav: "tokens", Error: formErr, Data: tv}
 	s.signedView(r, sess, v)
@@ -303,14 +304,18 @@ func (s *Server) renderTokens(w http.ResponseWriter, r *http.Request, sess *sess
 }
 
 // newToken serves POST /app/tokens: a named API token with its response
-// profile, shown once.
+// profile and scope (trade when the form sends none), shown once.
 func (s *Server) newToken(w http.ResponseWriter, r *http.Request, sess *session) {
 	name := strings.TrimSpace(r.PostForm.Get("name"))
 	prof := r.PostForm.Get("profile")
 	if prof == "" {
 		prof = string(profile.Standard)
 	}
-	tv := tokensView{Name: name, Profile: prof}
+	scope := r.PostForm.Get("scope")
+	if scope == "" {
+		scope = string(auth.ScopeTrade)
+	}
+	tv := tokensView{Name: name, Profile: prof, Scope: scope}
 	if !validTokenName(name) {
 		s.renderTokens(w, r, sess, http.StatusBadRequest, tv, "A token's name is 1 to 64 characters, without control characters.")
 		return
@@ -320,7 +325,12 @@ func (s *Server) newToken(w http.ResponseWriter, r *http.Request, sess *session)
 		s.renderTokens(w, r, sess, http.StatusBadRequest, tv, "The response profile is standard or compatible.")
 		return
 	}
-	tok, err := s.opts.Tokens.Issue(r.Context(), sess.p.UserID, name, p)
+	sc, err := auth.ParseScope(scope)
+	if err != nil {
+		s.renderTokens(w, r, sess, http.StatusBadRequest, tv, "The scope is trade or read.")
+		return
+	}
+	tok, err := s.opts.Tokens.Issue(r.Context(), sess.p.UserID, name, p, sc)
 	if err != nil {
 		s.log.Warn("issuing a token", zap.Error(err))
 		s.renderError(w, r, sess, http.StatusServiceUnavailable, "The relay cannot make a token right now. Try again shortly.")

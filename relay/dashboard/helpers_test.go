@@ -161,13 +161,13 @@ func (f *fakeTokens) List(_ context.Context, userID string) ([]auth.TokenInfo, e
 	return out, nil
 }
 
-func (f *fakeTokens) Issue(_ context.Context, userID, name string, prof profile.Profile) (string, error) {
+func (f *fakeTokens) Issue(_ context.Context, userID, name string, prof profile.Profile, scope auth.Scope) (string, error) {
 	tok := "tb_api_" + strings.TrimPrefix(newSessionToken(), "tb_session_")
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.tokens[userID] = append(f.tokens[userID], fakeToken{
 		info: auth.TokenInfo{ID: auth.TokenID(auth.Hash(tok)), Kind: auth.KindAPI, Name: name, Profile: string(prof),
-			CreatedAt: time.Now().UTC().Format(time.RFC3339)},
+			Scope: scope, CreatedAt: time.Now().UTC().Format(time.RFC3339)},
 		name: name, token: tok})
 	return tok, nil
 }

@@ -33,8 +33,8 @@ func (t StoreTokens) List(ctx context.Context, userID string) ([]auth.TokenInfo,
 }
 
 // Issue implements Tokens: a named API token.
-func (t StoreTokens) Issue(ctx context.Context, userID, name string, prof profile.Profile) (string, error) {
-	return auth.IssueNamedToken(ctx, t.Store, userID, auth.KindAPI, prof, name, t.now())
+func (t StoreTokens) Issue(ctx context.Context, userID, name string, prof profile.Profile, scope auth.Scope) (string, error) {
+	return auth.IssueTokenWith(ctx, t.Store, userID, auth.KindAPI, auth.TokenOptions{Profile: prof, Name: name, Scope: scope}, t.now())
 }
 
 // Revoke implements Tokens (auth.ErrNoSuchToken, a store.ErrNotFound, for

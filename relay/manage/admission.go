@@ -23,7 +23,9 @@ import (
 //     closed for the user, 403 plan_required when the route's family or
 //     kind is withheld from the user's plan, 503 management_unavailable,
 //     family_unavailable or, for a change, management_read_only by the
-//     service modes) and the in-flight limit (2 per user, 429
+//     service modes), the token's scope (403 insufficient_scope: a read
+//     token reads, every method but GET needs a trade token) and the
+//     in-flight limit (2 per user, 429
 //     too_many_concurrent_requests); then the token budget, keyed by the
 //     token (the spec's "every request made with the token");
 //  2. the path (400 invalid_path for an id not of IDPattern);

@@ -250,7 +250,7 @@ func TestMigrateFromSchema4(t *testing.T) {
 	require.NoError(t, err)
 	for _, q := range []string{
 		"DROP TABLE password_resets", "DROP TABLE sessions", "DROP INDEX users_email",
-		"ALTER TABLE users DROP COLUMN email", "ALTER TABLE users DROP COLUMN password_hash", "ALTER TABLE tokens DROP COLUMN name",
+		"ALTER TABLE users DROP COLUMN email", "ALTER TABLE users DROP COLUMN password_hash", "ALTER TABLE tokens DROP COLUMN name", "ALTER TABLE tokens DROP COLUMN scope",
 		"DROP TABLE webhook_alerts", "DROP TABLE webhooks", "DROP TABLE alert_deliveries", "DROP TABLE activity", "DROP TABLE pairing_codes", "DROP TABLE oauth_states", "DROP TABLE broker_leases",
 		"DROP TABLE support_grants", "DROP TABLE support_tokens", "DROP TABLE agent_sessions",
 		"DROP TABLE broker_links", "DROP TABLE broker_state", "DROP TABLE broker_writes", "PRAGMA user_version = 4",
@@ -263,7 +263,7 @@ func TestMigrateFromSchema4(t *testing.T) {
 	s2 := open(t, dir)
 	v, err := s2.SchemaVersion(ctx)
 	require.NoError(t, err)
-	require.Equal(t, 12, v)
+	require.Equal(t, 13, v)
 	got, err := s2.ManagedState(ctx, "u1")
 	require.NoError(t, err)
 	require.Equal(t, want, got)

@@ -409,7 +409,7 @@ func TestMigrateFromSchema3(t *testing.T) {
 	require.NoError(t, err)
 	for _, q := range []string{
 		"DROP TABLE password_resets", "DROP TABLE sessions", "DROP INDEX users_email",
-		"ALTER TABLE users DROP COLUMN email", "ALTER TABLE users DROP COLUMN password_hash", "ALTER TABLE tokens DROP COLUMN name",
+		"ALTER TABLE users DROP COLUMN email", "ALTER TABLE users DROP COLUMN password_hash", "ALTER TABLE tokens DROP COLUMN name", "ALTER TABLE tokens DROP COLUMN scope",
 		"DROP TABLE webhook_alerts", "DROP TABLE webhooks", "DROP TABLE alert_deliveries", "DROP TABLE activity", "DROP TABLE pairing_codes", "DROP TABLE oauth_states", "DROP TABLE broker_leases",
 		"DROP TABLE support_grants", "DROP TABLE support_tokens", "DROP TABLE agent_sessions",
 		"DROP TABLE broker_links", "DROP TABLE broker_state", "DROP TABLE broker_writes",
@@ -425,7 +425,7 @@ func TestMigrateFromSchema3(t *testing.T) {
 	s2 := open(t, dir)
 	v, err := s2.SchemaVersion(ctx)
 	require.NoError(t, err)
-	require.Equal(t, 12, v)
+	require.Equal(t, 13, v)
 	u, err := s2.User(ctx, "u1")
 	require.NoError(t, err)
 	require.Equal(t, store.User{ID: "u1", Name: "u1", Plan: "elite", CreatedAt: t0}, u)

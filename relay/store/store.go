@@ -75,7 +75,11 @@ type Token struct {
 	Profile string
 	// Name is what the user called the token (the dashboard's tokens
 	// page); "" when unnamed.
-	Name      string
+	Name string
+	// Scope is an API token's scope ("read" or "trade"; package
+	// relay/auth); empty means trade, the scope of every token issued
+	// before scopes. Agent tokens are stored with "trade".
+	Scope     string
 	CreatedAt time.Time
 	// RevokedAt is the zero time while the token is valid.
 	RevokedAt time.Time

@@ -41,7 +41,8 @@ func TestUsersAndTokens(t *testing.T) {
 
 		tok, owner, err := s.LookupToken(ctx, "h-agent")
 		require.NoError(t, err)
-		require.Equal(t, store.Token{Hash: "h-agent", UserID: "usr_1", Kind: "agent", Profile: "standard", CreatedAt: t0}, tok, "the default profile is stored")
+		require.Equal(t, store.Token{Hash: "h-agent", UserID: "usr_1", Kind: "agent", Profile: "standard", Scope: "trade", CreatedAt: t0}, tok,
+			"the default profile and scope are stored")
 		require.False(t, tok.Revoked())
 		require.Equal(t, u, owner)
 
@@ -101,6 +102,35 @@ func TestTokenProfilesAndListing(t *testing.T) {
 		require.Equal(t, "h-compat", ts[2].Hash, "oldest first")
 		_, err = s.ListTokens(ctx, "usr_nobody")
 		require.ErrorIs(t, err, store.ErrNotFound)
+	})
+}
+
+// A token's scope is stored with it, trade when none is given, and
+// listed with the user's other tokens.
+func TestTokenScopes(t *testing.T) {
+	t.Parallel()
+	forEach(t, func(t *testing.T, b backend) {
+		ctx := context.Background()
+		s := b.open(t)
+		require.NoError(t, s.CreateUser(ctx, store.User{ID: "usr_1", Name: "alice", Plan: "pro", CreatedAt: t0},
+			store.Token{Hash: "h-api", UserID: "usr_1", Kind: "api", CreatedAt: t0}))
+		require.NoError(t, s.AddToken(ctx, store.Token{Hash: "h-read", UserID: "usr_1", Kind: "api", Scope: "read", CreatedAt: t0.Add(time.Minute)}))
+		require.NoError(t, s.AddToken(ctx, store.Token{Hash: "h-trade", UserID: "usr_1", Kind: "api", Scope: "trade", CreatedAt: t0.Add(2 * time.Minute)}))
+
+		require.NoError(t, s.Close())
+		s = b.open(t)
+		for hash, want := range map[string]string{"h-api": "trade", "h-read": "read", "h-trade": "trade"} {
+			tok, _, err := s.LookupToken(ctx, hash)
+			require.NoError(t, err)
+			require.Equal(t, want, tok.Scope, hash)
+		}
+		ts, err := s.ListTokens(ctx, "usr_1")
+		require.NoError(t, err)
+		got := make([]string, 0, len(ts))
+		for _, tk := range ts {
+			got = append(got, tk.Hash+":"+tk.Scope)
+		}
+		require.Equal(t, []string{"h-api:trade", "h-read:read", "h-trade:trade"}, got)
 	})
 }
 

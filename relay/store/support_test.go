@@ -186,7 +186,7 @@ func TestMigrateFromSchema6(t *testing.T) {
 	require.NoError(t, err)
 	for _, q := range []string{
 		"DROP TABLE password_resets", "DROP TABLE sessions", "DROP INDEX users_email",
-		"ALTER TABLE users DROP COLUMN email", "ALTER TABLE users DROP COLUMN password_hash", "ALTER TABLE tokens DROP COLUMN name",
+		"ALTER TABLE users DROP COLUMN email", "ALTER TABLE users DROP COLUMN password_hash", "ALTER TABLE tokens DROP COLUMN name", "ALTER TABLE tokens DROP COLUMN scope",
 		"DROP TABLE webhook_alerts", "DROP TABLE webhooks", "DROP TABLE alert_deliveries", "DROP TABLE activity", "DROP TABLE pairing_codes", "DROP TABLE oauth_states", "DROP TABLE broker_leases", "DROP INDEX agent_sessions_open",
 		"ALTER TABLE agent_sessions DROP COLUMN node", "PRAGMA user_version = 6",
 		"INSERT INTO agent_sessions (session_id, user_id, connected_at) VALUES ('tun_1', 'u1', 1000)",
@@ -199,7 +199,7 @@ func TestMigrateFromSchema6(t *testing.T) {
 	s2 := open(t, dir)
 	v, err := s2.SchemaVersion(ctx)
 	require.NoError(t, err)
-	require.Equal(t, 12, v)
+	require.Equal(t, 13, v)
 	n, err := s2.CloseOpenAgentSessions(ctx, "", t0, "relay_stopped")
 	require.NoError(t, err)
 	require.Equal(t, 1, n)

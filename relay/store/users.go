@@ -17,15 +17,15 @@ const userColumns = "users.id, users.name, users.plan, users.disabled, users.cre
 var (
 	qInsertUser = sqlConst(`INSERT INTO users (id, name, plan, disabled, created_at, management_closed, withheld_features,
 		email, password_hash) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`)
-	qInsertToken     = sqlConst("INSERT INTO tokens (hash, user_id, kind, profile, name, created_at) VALUES (?, ?, ?, ?, ?, ?)")
+	qInsertToken     = sqlConst("INSERT INTO tokens (hash, user_id, kind, profile, name, scope, created_at) VALUES (?, ?, ?, ?, ?, ?, ?)")
 	qUserExists      = sqlConst("SELECT 1 FROM users WHERE id = ?")
 	qUser            = sqlConst("SELECT " + userColumns + " FROM users WHERE id = ?")
 	qSetUserAccess   = sqlConst("UPDATE users SET management_closed = ?, withheld_features = ? WHERE id = ?")
 	qSetUserDisabled = sqlConst("UPDATE users SET disabled = ? WHERE id = ?")
-	qLookupToken     = sqlConst("SELECT " + userColumns + ", tokens.kind, tokens.profile, tokens.name, tokens.created_at, tokens.revoked_at" +
+	qLookupToken     = sqlConst("SELECT " + userColumns + ", tokens.kind, tokens.profile, tokens.name, tokens.scope, tokens.created_at, tokens.revoked_at" +
 		" FROM tokens JOIN users ON users.id = tokens.user_id WHERE tokens.hash = ?")
 	qSetTokenProfile = sqlConst("UPDATE tokens SET profile = ? WHERE hash = ?")
-	qListTokens      = sqlConst("SELECT hash, kind, profile, name, created_at, revoked_at FROM tokens WHERE user_id = ? ORDER BY created_at, hash")
+	qListTokens      = sqlConst("SELECT hash, kind, profile, name, scope, created_at, revoked_at FROM tokens WHERE user_id = ? ORDER BY created_at, hash")
 	qRevokeToken     = sqlConst("UPDATE tokens SET revoked_at = COALESCE(revoked_at, ?) WHERE hash = ?")
 	qRevokeTokens    = sqlConst("UPDATE tokens SET revoked_at = ? WHERE user_id = ? AND revoked_at IS NULL AND (? = '' OR kind = ?)")
 )
@@ -41,16 +41,18 @@ func userExists(ctx context.Context, c conn, userID string) error {
 }
 
 func insertToken(ctx context.Context, c conn, t Token) error {
-	_, err := c.exec(ctx, qInsertToken, t.Hash, t.UserID, t.Kind, profileOrDefault(t.Profile), t.Name, millis(t.CreatedAt))
+	_, err := c.exec(ctx, qInsertToken, t.Hash, t.UserID, t.Kind, orDefault(t.Profile, "standard"), t.Name,
+		orDefault(t.Scope, "trade"), millis(t.CreatedAt))
 	return c.d.noUser(c.d.conflict(err))
 }
 
-// profileOrDefault stores an empty profile as the default one.
-func profileOrDefault(p string) string {
-	if p == "" {
-		return "standard"
+// orDefault stores an empty token profile or scope as the default one,
+// def.
+func orDefault(v, def string) string {
+	if v == "" {
+		return def
 	}
-	return p
+	return v
 }
 
 // CreateUser implements Store.
@@ -149,7 +151,7 @@ func (s *sqlStore) LookupToken(ctx context.Context, hash string) (Token, User, e
 	t := Token{Hash: hash}
 	var created int64
 	var revoked sql.NullInt64
-	u, err := scanUser(s.row(ctx, qLookupToken, hash), &t.Kind, &t.Profile, &t.Name, &created, &revoked)
+	u, err := scanUser(s.row(ctx, qLookupToken, hash), &t.Kind, &t.Profile, &t.Name, &t.Scope, &created, &revoked)
 	if err != nil {
 		return Token{}, User{}, wrap("look up token", err)
 	}
@@ -161,7 +163,7 @@ func (s *sqlStore) LookupToken(ctx context.Context, hash string) (Token, User, e
 
 // SetTokenProfile implements Store.
 func (s *sqlStore) SetTokenProfile(ctx context.Context, hash, profile string) error {
-	return wrap("set token profile", affected(s.exec(ctx, qSetTokenProfile, profileOrDefault(profile), hash)))
+	return wrap("set token profile", affected(s.exec(ctx, qSetTokenProfile, orDefault(profile, "standard"), hash)))
 }
 
 // ListTokens implements Store.
@@ -173,7 +175,7 @@ func (s *sqlStore) ListTokens(ctx context.Context, userID string) ([]Token, erro
 		t := Token{UserID: userID}
 		var created int64
 		var revoked sql.NullInt64
-		err := row.Scan(&t.Hash, &t.Kind, &t.Profile, &t.Name, &created, &revoked)
+		err := row.Scan(&t.Hash, &t.Kind, &t.Profile, &t.Name, &t.Scope, &created, &revoked)
 		t.CreatedAt, t.RevokedAt = fromMS(created), fromMillis(revoked)
 		return t, err
 	}, qListTokens, userID)

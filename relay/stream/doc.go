@@ -34,6 +34,13 @@
 // (30 s) and closes with 1008 when the token was revoked or the plan no
 // longer includes the API.
 //
+// Opening a socket is a read: a read-scoped API token opens one, and its
+// rpc frames that read run as a trade token's do. An rpc frame of a
+// function that writes (PlaceOrder, ClosePosition, FlattenEverything, …)
+// from a read token is answered {success:false,
+// error:"insufficient_scope"} with the scope needed in the detail; it is
+// charged to no budget and calls nothing.
+//
 // # The dashboard's sockets (the session door)
 //
 // The dashboard's pages (package relay/dashboard) open the socket as any

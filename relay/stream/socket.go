@@ -14,6 +14,7 @@ import (
 	"github.com/coder/websocket"
 	"go.uber.org/zap"
 
+	"tradebridge/protocol"
 	"tradebridge/relay/admit"
 	"tradebridge/relay/auth"
 	"tradebridge/relay/errcode"
@@ -418,6 +419,15 @@ func (sk *socket) rpc(f clientFrame) {
 	if raw, ok := f.fields["api"]; !ok || json.Unmarshal(raw, &fn) != nil {
 		sk.refuse(badFrame(errcode.InvalidFrame, "an rpc frame needs api, the name of an RPC function"), f.id, true)
 		return
+	}
+	if _, known := protocol.LookupFunction(fn); known {
+		// The token's scope: a read token's write is refused here, as
+		// the HTTP door refuses it, charging and calling nothing.
+		if e := admit.RequireScope(sk.p, tradecall.FunctionScope(fn)); e != nil {
+			sk.badInRow = 0
+			sk.refuse(&frameError{code: e.Code, detail: e.Detail}, f.id, true)
+			return
+		}
 	}
 	if int(sk.inflight.Load()) >= sk.srv.opts.MaxInFlight {
 		sk.refuse(&frameError{code: errcode.TooManyConcurrentRequests, detail: "this socket already runs " + strconv.Itoa(sk.srv.opts.MaxInFlight) + " calls; wait for a reply"}, f.id, true)

@@ -267,7 +267,10 @@ type Mux interface {
 func (a *API) Register(mux Mux) {
 	for i := range a.endpoints {
 		ep := &a.endpoints[i]
-		mux.Handle(ep.Method+" "+ep.Path, a.authenticated(func(w http.ResponseWriter, r *http.Request, p auth.Principal) {
+		d := a.door
+		scope := ep.Scope()
+		d.Scope = func(*http.Request) auth.Scope { return scope }
+		mux.Handle(ep.Method+" "+ep.Path, a.authenticated(&d, func(w http.ResponseWriter, r *http.Request, p auth.Principal) {
 			a.serve(w, r, p, ep)
 		}))
 	}
@@ -318,12 +321,13 @@ func (a *API) serve(w http.ResponseWriter, r *http.Request, p auth.Principal, ep
 	}
 }
 
-// authenticated admits a request (Door) before h runs. Every response to
-// an admitted request carries the user's trading budget in the RateLimit
-// headers.
-func (a *API) authenticated(h handlerFunc) http.Handler {
+// authenticated admits a request through d (the API's door, with the
+// route's scope: its function's, tradecall.Endpoint.Scope) before h runs.
+// Every response to an admitted request carries the user's trading budget
+// in the RateLimit headers.
+func (a *API) authenticated(d *admit.Door, h handlerFunc) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		ad, ok := a.opts.Admit.Admit(w, r, &a.door)
+		ad, ok := a.opts.Admit.Admit(w, r, d)
 		if !ok {
 			return
 		}

@@ -6,11 +6,13 @@ import (
 	"net/http"
 	"reflect"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
 
 	"tradebridge/protocol"
+	"tradebridge/relay/errcode"
 	"tradebridge/relay/profile"
 	"tradebridge/relay/tradecall"
 )
@@ -165,8 +167,9 @@ func buildOpenAPI(f *docFamily, p profile.Profile) (map[string]any, error) {
 		"security": []any{object{"bearer": []any{}}},
 		"paths":    paths,
 		"components": object{
-			"securitySchemes": object{"bearer": object{"type": "http", "scheme": "bearer", "description": "API token (tb_api_…); its response profile is chosen when it is issued"}},
-			"schemas":         schemas,
+			"securitySchemes": object{"bearer": object{"type": "http", "scheme": "bearer", "description": "API token (tb_api_…); its response profile and its scope are chosen when it is issued. " +
+				"A read-scoped token reads every route and is refused every write with 403 insufficient_scope; writes need a trade-scoped token (the default)"}},
+			"schemas": schemas,
 		},
 		"x-profile": string(p),
 	}
@@ -355,6 +358,10 @@ func errorResponse(statuses map[int]string, st int, codes []string) object {
 		headers["Retry-After"] = header(hRetryAfter, true)
 	case http.StatusServiceUnavailable:
 		headers["Retry-After"] = header(hRetryAfter, false)
+	case http.StatusForbidden:
+		if slices.Contains(codes, errcode.InsufficientScope) {
+			headers["WWW-Authenticate"] = header(hScopeChallenge, false)
+		}
 	}
 	return object{
 		"description":   statuses[st] + ". Codes: " + strings.Join(quoted, ", ") + ".",
@@ -410,6 +417,7 @@ const (
 	hRateLimitPolicy
 	hRetryAfter
 	hIdempotentReplayed
+	hScopeChallenge
 )
 
 // header is a response header object; required says it is always sent.
@@ -422,6 +430,9 @@ func header(h int, required bool) object {
 		o = object{"description": `the budget (IETF draft): "trading";q=180;w=60`, "schema": object{"type": "string"}}
 	case hRetryAfter:
 		o = object{"description": "seconds to wait before retrying", "schema": object{"type": "integer", "minimum": 1}}
+	case hScopeChallenge:
+		o = object{"description": `with insufficient_scope, the scope needed (RFC 6750): Bearer error="insufficient_scope", scope="trade"`,
+			"schema": object{"type": "string"}}
 	case hIdempotentReplayed:
 		o = object{"description": "true when the response is the stored first response of a repeated write", "schema": object{"type": "string", "enum": []string{"true"}}}
 	}

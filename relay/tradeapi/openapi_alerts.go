@@ -137,6 +137,7 @@ func alertCodes(write bool) map[int][]string {
 		http.StatusServiceUnavailable:  {errcode.StorageUnavailable, errcode.ManagementUnavailable, errcode.ManagementBusy},
 	}
 	if write {
+		c[http.StatusForbidden] = append(c[http.StatusForbidden], errcode.InsufficientScope)
 		c[http.StatusBadRequest] = append(c[http.StatusBadRequest], errcode.InvalidJSON, errcode.UnexpectedBody)
 		c[http.StatusServiceUnavailable] = append(c[http.StatusServiceUnavailable], errcode.ManagementReadOnly)
 		c[http.StatusRequestTimeout] = []string{errcode.BodyTimeout}

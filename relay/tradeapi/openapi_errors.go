@@ -6,6 +6,7 @@ import (
 	"sort"
 
 	"tradebridge/protocol"
+	"tradebridge/relay/auth"
 	"tradebridge/relay/errcode"
 )
 
@@ -28,7 +29,10 @@ import (
 //     that lacks what the write needs: ATM templates, OCO groups joined
 //     one order at a time, strategies);
 //   - writes: 409 request_in_progress, 422 idempotency_key_reused, 503
-//     outcome_unknown.
+//     outcome_unknown;
+//   - routes that need the trade scope (tradecall.Endpoint.Scope: the
+//     writes, whatever their method): 403 insufficient_scope, a read
+//     token's answer. POST /v1/api/market/bars reads and has none.
 //
 // 404 not_found and 405 method_not_allowed are answered for paths and
 // methods outside the table; they belong to no operation.
@@ -62,6 +66,9 @@ var (
 		protocol.CodePositionNotFlat, protocol.CodeResyncLimit, protocol.CodeTemplateNotFound,
 		protocol.CodeOrderNotFound, protocol.CodeNotSupported,
 	}
+	// scopeCodes are the answer to a read token on a route that needs
+	// the trade scope (relay/admit's RequireScope).
+	scopeCodes         = map[int][]string{http.StatusForbidden: {errcode.InsufficientScope}}
 	strategyWriteCodes = []string{protocol.CodeStrategyNotFound, protocol.CodeStrategyTerminal, protocol.CodeOrderRejected, protocol.CodeTradingBlocked, protocol.CodeNotSupported}
 )
 
@@ -94,6 +101,9 @@ func errorCodes(ep *endpoint) map[int][]string {
 			agent = append(agent, protocol.CodeStrategyNotFound)
 		}
 	}
+	if ep.Scope() == auth.ScopeTrade {
+		add(scopeCodes)
+	}
 	if isWrite(ep.Fn) {
 		add(writeCodes)
 		if isStrategyFn(ep.Fn) {
@@ -122,7 +132,7 @@ func isStrategyFn(fn string) bool {
 var statusDescriptions = map[int]string{
 	http.StatusBadRequest:            "the request is malformed, or the operation was refused (nothing was placed)",
 	http.StatusUnauthorized:          "missing, malformed, unknown or revoked API token",
-	http.StatusForbidden:             "the user's plan lacks the trading API",
+	http.StatusForbidden:             "the user's plan lacks the trading API, or (writes: insufficient_scope) the API token has the read scope: writes need a trade token (the WWW-Authenticate header names the scope needed)",
 	http.StatusNotFound:              "no such resource of the user (Management API)",
 	http.StatusPreconditionFailed:    "If-Match did not match the resource's current ETag (Management API)",
 	http.StatusRequestTimeout:        "the user's agent is not connected, or dropped during a read; or the body was not received in time",

@@ -91,7 +91,8 @@ const brokerCompatibleDescription = "Responses are shown in the compatible profi
 // family: the desktop family's, where the broker changes the meaning.
 var brokerStatusDescriptions = func() map[int]string {
 	m := maps.Clone(statusDescriptions)
-	m[http.StatusForbidden] = "the user's plan lacks the trading API or the broker family"
+	m[http.StatusForbidden] = "the user's plan lacks the trading API or the broker family, or (writes and the link: insufficient_scope) " +
+		"the API token has the read scope: they need a trade token (the WWW-Authenticate header names the scope needed)"
 	m[http.StatusNotFound] = "this relay does not offer the OAuth link (no OAuth client is configured): link API-key credentials instead"
 	m[http.StatusRequestTimeout] = "the body was not received in time"
 	m[http.StatusConflict] = "no Tradovate login is linked (tradovate_not_linked), the account is not one of the linked login's " +
@@ -249,7 +250,7 @@ var linkRoutes = []linkRoute{
 			},
 		},
 		data: "BrokerStatus",
-		codes: linkCodes(linkCommonCodes, linkBodyCodes, map[int][]string{
+		codes: linkCodes(linkCommonCodes, linkBodyCodes, scopeCodes, map[int][]string{
 			http.StatusBadRequest:         {errcode.BrokerLoginFailed},
 			http.StatusServiceUnavailable: {errcode.BrokerUnavailable},
 		}),
@@ -266,7 +267,7 @@ var linkRoutes = []linkRoute{
 			"properties": object{"env": envSchema()},
 		},
 		data: "BrokerOAuthStart",
-		codes: linkCodes(linkCommonCodes, linkBodyCodes, map[int][]string{
+		codes: linkCodes(linkCommonCodes, linkBodyCodes, scopeCodes, map[int][]string{
 			http.StatusNotFound:           {errcode.NotFound},
 			http.StatusServiceUnavailable: {errcode.BrokerUnavailable},
 		}),
@@ -278,7 +279,7 @@ var linkRoutes = []linkRoute{
 			"Orders and positions at the broker are untouched. changed is false when nothing was linked.",
 		data: "BrokerUnlinked",
 		top:  object{"changed": object{"type": "boolean", "description": "whether a link was deleted"}},
-		codes: linkCodes(linkCommonCodes, map[int][]string{
+		codes: linkCodes(linkCommonCodes, scopeCodes, map[int][]string{
 			http.StatusBadRequest: {errcode.UnexpectedBody},
 		}),
 	},

@@ -4,6 +4,7 @@ import (
 	"slices"
 
 	"tradebridge/protocol"
+	"tradebridge/relay/auth"
 )
 
 // Endpoint is one route of the trading API: the RPC function it calls and
@@ -289,4 +290,25 @@ var endpoints = []Endpoint{
 			{Name: "splitAdjust", In: InBody, Type: TBoolean, Doc: "accepted for compatibility; futures have no splits"},
 			{Name: "dividendAdjust", In: InBody, Type: TBoolean, Doc: "accepted for compatibility; futures pay no dividends"},
 			{Name: "mergePolicy", In: InBody, Type: TString, Format: FormatName, Max: 32, Doc: "accepted for compatibility"}}},
+}
+
+// Scope is the scope an API token needs to call the endpoint: its
+// function's (FunctionScope), and auth.ScopeTrade when Choose may pick
+// another function (the flatten route's writes either way).
+func (ep Endpoint) Scope() auth.Scope {
+	if ep.Choose != nil {
+		return auth.ScopeTrade
+	}
+	return FunctionScope(ep.Fn)
+}
+
+// FunctionScope is the scope an API token needs to call the trading
+// function fn, whichever door the call came in by: auth.ScopeTrade for a
+// function that writes (protocol.Function.Write) or that the protocol
+// does not know, auth.ScopeRead for one that reads.
+func FunctionScope(fn string) auth.Scope {
+	if f, ok := protocol.LookupFunction(fn); ok && !f.Write {
+		return auth.ScopeRead
+	}
+	return auth.ScopeTrade
 }

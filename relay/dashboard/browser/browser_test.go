@@ -143,7 +143,8 @@ func TestAddAPCAndKillSwitch(t *testing.T) {
 }
 
 // An API token made on the tokens page is shown once, works, and stops
-// working once revoked there.
+// working once revoked there; one made with the scope "Read only" is
+// listed as read, reads and is refused a write.
 func TestTokens(t *testing.T) {
 	t.Parallel()
 	d := newDash(t, browsertest.Desktop)
@@ -155,10 +156,27 @@ func TestTokens(t *testing.T) {
 	d.tab.WaitVisible("#new-token")
 	tok := d.apiTokenIn("#new-token")
 	require.Contains(t, d.tab.Text("#new-token"), "Copy", "a copy button")
-	d.tab.Screenshot("tokens")
 
 	r := d.Do("GET", "/v1/api/accounts", tok, "")
 	require.Equal(t, 200, r.Status, "the new token works: %s", r.Raw)
+
+	require.Equal(t, "trade", browsertest.Eval[string](d.tab, `document.querySelector('#token-scope').value`), "trade is the default")
+	d.tab.Fill("name", "assistant")
+	d.tab.Choose("scope", "read")
+	d.tab.Submit("", "New API token")
+	d.tab.WaitVisible("#new-token")
+	readTok := d.apiTokenIn("#new-token")
+	require.NotEqual(t, tok, readTok)
+	d.tab.Screenshot("tokens")
+	scopes := browsertest.Eval[map[string]string](d.tab, `Object.fromEntries(Array.from(document.querySelectorAll('#tokens tr[data-token-id]'))
+		.map(r => [r.cells[0].innerText, r.querySelector('.scope').innerText]))`)
+	require.Equal(t, "trade", scopes["my bot"])
+	require.Equal(t, "read", scopes["assistant"])
+	require.Equal(t, 200, d.Do("GET", "/v1/api/accounts", readTok, "").Status, "the read token reads")
+	r = d.Do("POST", "/v1/api/accounts/Sim101/orders/place", readTok,
+		`{"action":"Buy","instrument":"ES","orderType":"Market","quantity":1,"timeInForce":"Day"}`)
+	require.Equal(t, 403, r.Status, "the read token does not trade: %s", r.Raw)
+	require.Equal(t, "insufficient_scope", r.Error)
 
 	d.page("/app/tokens")
 	require.Zero(t, d.tab.Count("#new-token"), "shown once")
@@ -169,7 +187,7 @@ func TestTokens(t *testing.T) {
 	row := fmt.Sprintf(`#tokens tr[data-token-id=%q]`, id)
 	d.tab.Submit(row, "Revoke")
 	// The row stays, with when it was revoked and no Revoke button.
-	require.NotEmpty(t, d.tab.Text(row+" td:nth-child(5)"), "the row shows when the token was revoked")
+	require.NotEmpty(t, d.tab.Text(row+" td:nth-child(6)"), "the row shows when the token was revoked")
 	require.Zero(t, d.tab.Count(row+" button"), "nothing left to revoke")
 	require.Eventually(t, func() bool { return d.Do("GET", "/v1/api/accounts", tok, "").Status == 401 },
 		testkit.Medium, testkit.Tick, "the revoked token is refused")

@@ -86,6 +86,8 @@ from tradebridge_client.models.inline_response401 import InlineResponse401
 from tradebridge_client.models.inline_response403 import InlineResponse403
 from tradebridge_client.models.inline_response4031 import InlineResponse4031
 from tradebridge_client.models.inline_response4032 import InlineResponse4032
+from tradebridge_client.models.inline_response4033 import InlineResponse4033
+from tradebridge_client.models.inline_response4034 import InlineResponse4034
 from tradebridge_client.models.inline_response404 import InlineResponse404
 from tradebridge_client.models.inline_response408 import InlineResponse408
 from tradebridge_client.models.inline_response4081 import InlineResponse4081

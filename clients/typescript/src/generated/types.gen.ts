@@ -1072,7 +1072,7 @@ export type ListAccountsAccountsErrors = {
         error?: 'unauthorized';
     };
     /**
-     * the user's plan lacks the trading API. Codes: `plan_required`.
+     * the user's plan lacks the trading API, or (writes: insufficient_scope) the API token has the read scope: writes need a trade token (the WWW-Authenticate header names the scope needed). Codes: `plan_required`.
      */
     403: Error & {
         error?: 'plan_required';
@@ -1141,7 +1141,7 @@ export type GetAccountSummaryAccountsSnapshotErrors = {
         error?: 'unauthorized';
     };
     /**
-     * the user's plan lacks the trading API. Codes: `plan_required`.
+     * the user's plan lacks the trading API, or (writes: insufficient_scope) the API token has the read scope: writes need a trade token (the WWW-Authenticate header names the scope needed). Codes: `plan_required`.
      */
     403: Error & {
         error?: 'plan_required';
@@ -1215,7 +1215,7 @@ export type GetAccountAccountsByAccountErrors = {
         error?: 'unauthorized';
     };
     /**
-     * the user's plan lacks the trading API. Codes: `plan_required`.
+     * the user's plan lacks the trading API, or (writes: insufficient_scope) the API token has the read scope: writes need a trade token (the WWW-Authenticate header names the scope needed). Codes: `plan_required`.
      */
     403: Error & {
         error?: 'plan_required';
@@ -1294,7 +1294,7 @@ export type ListExecutionsAccountsByAccountExecutionsErrors = {
         error?: 'unauthorized';
     };
     /**
-     * the user's plan lacks the trading API. Codes: `plan_required`.
+     * the user's plan lacks the trading API, or (writes: insufficient_scope) the API token has the read scope: writes need a trade token (the WWW-Authenticate header names the scope needed). Codes: `plan_required`.
      */
     403: Error & {
         error?: 'plan_required';
@@ -1377,7 +1377,7 @@ export type ListOrdersAccountsByAccountOrdersErrors = {
         error?: 'unauthorized';
     };
     /**
-     * the user's plan lacks the trading API. Codes: `plan_required`.
+     * the user's plan lacks the trading API, or (writes: insufficient_scope) the API token has the read scope: writes need a trade token (the WWW-Authenticate header names the scope needed). Codes: `plan_required`.
      */
     403: Error & {
         error?: 'plan_required';
@@ -1470,10 +1470,10 @@ export type CancelOrdersAccountsByAccountOrdersCancelErrors = {
         error?: 'unauthorized';
     };
     /**
-     * the user's plan lacks the trading API. Codes: `plan_required`.
+     * the user's plan lacks the trading API, or (writes: insufficient_scope) the API token has the read scope: writes need a trade token (the WWW-Authenticate header names the scope needed). Codes: `insufficient_scope`, `plan_required`.
      */
     403: Error & {
-        error?: 'plan_required';
+        error?: 'insufficient_scope' | 'plan_required';
     };
     /**
      * the user's agent is not connected, or dropped during a read; or the body was not received in time. Codes: `addon_disconnected`, `body_timeout`, `platform_unavailable`.
@@ -1599,10 +1599,10 @@ export type CancelAndBracketAccountsByAccountOrdersCancelAndBracketErrors = {
         error?: 'unauthorized';
     };
     /**
-     * the user's plan lacks the trading API. Codes: `plan_required`.
+     * the user's plan lacks the trading API, or (writes: insufficient_scope) the API token has the read scope: writes need a trade token (the WWW-Authenticate header names the scope needed). Codes: `insufficient_scope`, `plan_required`.
      */
     403: Error & {
-        error?: 'plan_required';
+        error?: 'insufficient_scope' | 'plan_required';
     };
     /**
      * the user's agent is not connected, or dropped during a read; or the body was not received in time. Codes: `addon_disconnected`, `body_timeout`, `platform_unavailable`.
@@ -1774,10 +1774,10 @@ export type FlatPlaceAccountsByAccountOrdersFlatplaceErrors = {
         error?: 'unauthorized';
     };
     /**
-     * the user's plan lacks the trading API. Codes: `plan_required`.
+     * the user's plan lacks the trading API, or (writes: insufficient_scope) the API token has the read scope: writes need a trade token (the WWW-Authenticate header names the scope needed). Codes: `insufficient_scope`, `plan_required`.
      */
     403: Error & {
-        error?: 'plan_required';
+        error?: 'insufficient_scope' | 'plan_required';
     };
     /**
      * the user's agent is not connected, or dropped during a read; or the body was not received in time. Codes: `addon_disconnected`, `body_timeout`, `platform_unavailable`.
@@ -1949,10 +1949,10 @@ export type PlaceOrderAccountsByAccountOrdersPlaceErrors = {
         error?: 'unauthorized';
     };
     /**
-     * the user's plan lacks the trading API. Codes: `plan_required`.
+     * the user's plan lacks the trading API, or (writes: insufficient_scope) the API token has the read scope: writes need a trade token (the WWW-Authenticate header names the scope needed). Codes: `insufficient_scope`, `plan_required`.
      */
     403: Error & {
-        error?: 'plan_required';
+        error?: 'insufficient_scope' | 'plan_required';
     };
     /**
      * the user's agent is not connected, or dropped during a read; or the body was not received in time. Codes: `addon_disconnected`, `body_timeout`, `platform_unavailable`.
@@ -2051,7 +2051,7 @@ export type GetOrderAccountsByAccountOrdersByOrderIdErrors = {
         error?: 'unauthorized';
     };
     /**
-     * the user's plan lacks the trading API. Codes: `plan_required`.
+     * the user's plan lacks the trading API, or (writes: insufficient_scope) the API token has the read scope: writes need a trade token (the WWW-Authenticate header names the scope needed). Codes: `plan_required`.
      */
     403: Error & {
         error?: 'plan_required';
@@ -2137,10 +2137,10 @@ export type CancelOrderAccountsByAccountOrdersByOrderIdCancelErrors = {
         error?: 'unauthorized';
     };
     /**
-     * the user's plan lacks the trading API. Codes: `plan_required`.
+     * the user's plan lacks the trading API, or (writes: insufficient_scope) the API token has the read scope: writes need a trade token (the WWW-Authenticate header names the scope needed). Codes: `insufficient_scope`, `plan_required`.
      */
     403: Error & {
-        error?: 'plan_required';
+        error?: 'insufficient_scope' | 'plan_required';
     };
     /**
      * the user's agent is not connected, or dropped during a read; or the body was not received in time. Codes: `addon_disconnected`, `body_timeout`, `platform_unavailable`.
@@ -2258,10 +2258,10 @@ export type ChangeOrderAccountsByAccountOrdersByOrderIdChangeErrors = {
         error?: 'unauthorized';
     };
     /**
-     * the user's plan lacks the trading API. Codes: `plan_required`.
+     * the user's plan lacks the trading API, or (writes: insufficient_scope) the API token has the read scope: writes need a trade token (the WWW-Authenticate header names the scope needed). Codes: `insufficient_scope`, `plan_required`.
      */
     403: Error & {
-        error?: 'plan_required';
+        error?: 'insufficient_scope' | 'plan_required';
     };
     /**
      * the user's agent is not connected, or dropped during a read; or the body was not received in time. Codes: `addon_disconnected`, `body_timeout`, `platform_unavailable`.
@@ -2361,7 +2361,7 @@ export type GetPositionAccountsByAccountPositionErrors = {
         error?: 'unauthorized';
     };
     /**
-     * the user's plan lacks the trading API. Codes: `plan_required`.
+     * the user's plan lacks the trading API, or (writes: insufficient_scope) the API token has the read scope: writes need a trade token (the WWW-Authenticate header names the scope needed). Codes: `plan_required`.
      */
     403: Error & {
         error?: 'plan_required';
@@ -2435,7 +2435,7 @@ export type ListPositionsAccountsByAccountPositionsErrors = {
         error?: 'unauthorized';
     };
     /**
-     * the user's plan lacks the trading API. Codes: `plan_required`.
+     * the user's plan lacks the trading API, or (writes: insufficient_scope) the API token has the read scope: writes need a trade token (the WWW-Authenticate header names the scope needed). Codes: `plan_required`.
      */
     403: Error & {
         error?: 'plan_required';
@@ -2536,10 +2536,10 @@ export type ClosePositionAccountsByAccountPositionsCloseErrors = {
         error?: 'unauthorized';
     };
     /**
-     * the user's plan lacks the trading API. Codes: `plan_required`.
+     * the user's plan lacks the trading API, or (writes: insufficient_scope) the API token has the read scope: writes need a trade token (the WWW-Authenticate header names the scope needed). Codes: `insufficient_scope`, `plan_required`.
      */
     403: Error & {
-        error?: 'plan_required';
+        error?: 'insufficient_scope' | 'plan_required';
     };
     /**
      * the user's agent is not connected, or dropped during a read; or the body was not received in time. Codes: `addon_disconnected`, `body_timeout`, `platform_unavailable`.
@@ -2661,10 +2661,10 @@ export type FlattenAccountsByAccountPositionsFlattenErrors = {
         error?: 'unauthorized';
     };
     /**
-     * the user's plan lacks the trading API. Codes: `plan_required`.
+     * the user's plan lacks the trading API, or (writes: insufficient_scope) the API token has the read scope: writes need a trade token (the WWW-Authenticate header names the scope needed). Codes: `insufficient_scope`, `plan_required`.
      */
     403: Error & {
-        error?: 'plan_required';
+        error?: 'insufficient_scope' | 'plan_required';
     };
     /**
      * the user's agent is not connected, or dropped during a read; or the body was not received in time. Codes: `addon_disconnected`, `body_timeout`, `platform_unavailable`.
@@ -2778,10 +2778,10 @@ export type ReverseAccountsByAccountPositionsReverseErrors = {
         error?: 'unauthorized';
     };
     /**
-     * the user's plan lacks the trading API. Codes: `plan_required`.
+     * the user's plan lacks the trading API, or (writes: insufficient_scope) the API token has the read scope: writes need a trade token (the WWW-Authenticate header names the scope needed). Codes: `insufficient_scope`, `plan_required`.
      */
     403: Error & {
-        error?: 'plan_required';
+        error?: 'insufficient_scope' | 'plan_required';
     };
     /**
      * the user's agent is not connected, or dropped during a read; or the body was not received in time. Codes: `addon_disconnected`, `body_timeout`, `platform_unavailable`.
@@ -2923,10 +2923,10 @@ export type ReversePositionAccountsByAccountPositionsReversepositionErrors = {
         error?: 'unauthorized';
     };
     /**
-     * the user's plan lacks the trading API. Codes: `plan_required`.
+     * the user's plan lacks the trading API, or (writes: insufficient_scope) the API token has the read scope: writes need a trade token (the WWW-Authenticate header names the scope needed). Codes: `insufficient_scope`, `plan_required`.
      */
     403: Error & {
-        error?: 'plan_required';
+        error?: 'insufficient_scope' | 'plan_required';
     };
     /**
      * the user's agent is not connected, or dropped during a read; or the body was not received in time. Codes: `addon_disconnected`, `body_timeout`, `platform_unavailable`.
@@ -3034,7 +3034,7 @@ export type GetQuoteAccountsByAccountQuoteErrors = {
         error?: 'unauthorized';
     };
     /**
-     * the user's plan lacks the trading API. Codes: `plan_required`.
+     * the user's plan lacks the trading API, or (writes: insufficient_scope) the API token has the read scope: writes need a trade token (the WWW-Authenticate header names the scope needed). Codes: `plan_required`.
      */
     403: Error & {
         error?: 'plan_required';
@@ -3113,7 +3113,7 @@ export type ListStrategiesAccountsByAccountStrategiesErrors = {
         error?: 'unauthorized';
     };
     /**
-     * the user's plan lacks the trading API. Codes: `plan_required`.
+     * the user's plan lacks the trading API, or (writes: insufficient_scope) the API token has the read scope: writes need a trade token (the WWW-Authenticate header names the scope needed). Codes: `plan_required`.
      */
     403: Error & {
         error?: 'plan_required';
@@ -3228,10 +3228,10 @@ export type StartStrategyAccountsByAccountStrategiesStartErrors = {
         error?: 'unauthorized';
     };
     /**
-     * the user's plan lacks the trading API. Codes: `plan_required`.
+     * the user's plan lacks the trading API, or (writes: insufficient_scope) the API token has the read scope: writes need a trade token (the WWW-Authenticate header names the scope needed). Codes: `insufficient_scope`, `plan_required`.
      */
     403: Error & {
-        error?: 'plan_required';
+        error?: 'insufficient_scope' | 'plan_required';
     };
     /**
      * the user's agent is not connected, or dropped during a read; or the body was not received in time. Codes: `addon_disconnected`, `body_timeout`, `platform_unavailable`.
@@ -3330,7 +3330,7 @@ export type GetStrategyAccountsByAccountStrategiesByIdErrors = {
         error?: 'unauthorized';
     };
     /**
-     * the user's plan lacks the trading API. Codes: `plan_required`.
+     * the user's plan lacks the trading API, or (writes: insufficient_scope) the API token has the read scope: writes need a trade token (the WWW-Authenticate header names the scope needed). Codes: `plan_required`.
      */
     403: Error & {
         error?: 'plan_required';
@@ -3431,10 +3431,10 @@ export type CloseStrategyAccountsByAccountStrategiesByIdCloseErrors = {
         error?: 'unauthorized';
     };
     /**
-     * the user's plan lacks the trading API. Codes: `plan_required`.
+     * the user's plan lacks the trading API, or (writes: insufficient_scope) the API token has the read scope: writes need a trade token (the WWW-Authenticate header names the scope needed). Codes: `insufficient_scope`, `plan_required`.
      */
     403: Error & {
-        error?: 'plan_required';
+        error?: 'insufficient_scope' | 'plan_required';
     };
     /**
      * the user's agent is not connected, or dropped during a read; or the body was not received in time. Codes: `addon_disconnected`, `body_timeout`, `platform_unavailable`.
@@ -3541,10 +3541,10 @@ export type DisableStrategyAccountsByAccountStrategiesByIdDisableErrors = {
         error?: 'unauthorized';
     };
     /**
-     * the user's plan lacks the trading API. Codes: `plan_required`.
+     * the user's plan lacks the trading API, or (writes: insufficient_scope) the API token has the read scope: writes need a trade token (the WWW-Authenticate header names the scope needed). Codes: `insufficient_scope`, `plan_required`.
      */
     403: Error & {
-        error?: 'plan_required';
+        error?: 'insufficient_scope' | 'plan_required';
     };
     /**
      * the user's agent is not connected, or dropped during a read; or the body was not received in time. Codes: `addon_disconnected`, `body_timeout`, `platform_unavailable`.
@@ -3651,10 +3651,10 @@ export type EnableStrategyAccountsByAccountStrategiesByIdEnableErrors = {
         error?: 'unauthorized';
     };
     /**
-     * the user's plan lacks the trading API. Codes: `plan_required`.
+     * the user's plan lacks the trading API, or (writes: insufficient_scope) the API token has the read scope: writes need a trade token (the WWW-Authenticate header names the scope needed). Codes: `insufficient_scope`, `plan_required`.
      */
     403: Error & {
-        error?: 'plan_required';
+        error?: 'insufficient_scope' | 'plan_required';
     };
     /**
      * the user's agent is not connected, or dropped during a read; or the body was not received in time. Codes: `addon_disconnected`, `body_timeout`, `platform_unavailable`.
@@ -3749,7 +3749,7 @@ export type GetWatermarksAccountsByAccountWatermarksErrors = {
         error?: 'unauthorized';
     };
     /**
-     * the user's plan lacks the trading API. Codes: `plan_required`.
+     * the user's plan lacks the trading API, or (writes: insufficient_scope) the API token has the read scope: writes need a trade token (the WWW-Authenticate header names the scope needed). Codes: `plan_required`.
      */
     403: Error & {
         error?: 'plan_required';
@@ -3835,7 +3835,7 @@ export type ActivityErrors = {
         error?: 'unauthorized';
     };
     /**
-     * the user's plan lacks the trading API. Codes: `plan_required`.
+     * the user's plan lacks the trading API, or (writes: insufficient_scope) the API token has the read scope: writes need a trade token (the WWW-Authenticate header names the scope needed). Codes: `plan_required`.
      */
     403: Error & {
         error?: 'plan_required';
@@ -3892,7 +3892,7 @@ export type GetAtmTemplatesAtmTemplatesErrors = {
         error?: 'unauthorized';
     };
     /**
-     * the user's plan lacks the trading API. Codes: `plan_required`.
+     * the user's plan lacks the trading API, or (writes: insufficient_scope) the API token has the read scope: writes need a trade token (the WWW-Authenticate header names the scope needed). Codes: `plan_required`.
      */
     403: Error & {
         error?: 'plan_required';
@@ -3966,7 +3966,7 @@ export type GetExecutionsByOrderIdExecutionsOrderByOrderIdErrors = {
         error?: 'unauthorized';
     };
     /**
-     * the user's plan lacks the trading API. Codes: `plan_required`.
+     * the user's plan lacks the trading API, or (writes: insufficient_scope) the API token has the read scope: writes need a trade token (the WWW-Authenticate header names the scope needed). Codes: `plan_required`.
      */
     403: Error & {
         error?: 'plan_required';
@@ -4035,7 +4035,7 @@ export type ListAlertDestinationsErrors = {
         error?: 'unauthorized';
     };
     /**
-     * the user's plan lacks the trading API. Codes: `elite_required`, `not_available`, `plan_required`.
+     * the user's plan lacks the trading API, or (writes: insufficient_scope) the API token has the read scope: writes need a trade token (the WWW-Authenticate header names the scope needed). Codes: `elite_required`, `not_available`, `plan_required`.
      */
     403: Error & {
         error?: 'elite_required' | 'not_available' | 'plan_required';
@@ -4095,10 +4095,10 @@ export type CreateAlertDestinationErrors = {
         error?: 'unauthorized';
     };
     /**
-     * the user's plan lacks the trading API. Codes: `elite_required`, `not_available`, `plan_required`.
+     * the user's plan lacks the trading API, or (writes: insufficient_scope) the API token has the read scope: writes need a trade token (the WWW-Authenticate header names the scope needed). Codes: `elite_required`, `not_available`, `plan_required`, `insufficient_scope`.
      */
     403: Error & {
-        error?: 'elite_required' | 'not_available' | 'plan_required';
+        error?: 'elite_required' | 'not_available' | 'plan_required' | 'insufficient_scope';
     };
     /**
      * the user's agent is not connected, or dropped during a read; or the body was not received in time. Codes: `body_timeout`.
@@ -4193,10 +4193,10 @@ export type DeleteAlertDestinationErrors = {
         error?: 'unauthorized';
     };
     /**
-     * the user's plan lacks the trading API. Codes: `elite_required`, `not_available`, `plan_required`.
+     * the user's plan lacks the trading API, or (writes: insufficient_scope) the API token has the read scope: writes need a trade token (the WWW-Authenticate header names the scope needed). Codes: `elite_required`, `not_available`, `plan_required`, `insufficient_scope`.
      */
     403: Error & {
-        error?: 'elite_required' | 'not_available' | 'plan_required';
+        error?: 'elite_required' | 'not_available' | 'plan_required' | 'insufficient_scope';
     };
     /**
      * no such resource of the user (Management API). Codes: `not_found`.
@@ -4291,7 +4291,7 @@ export type GetAlertDestinationErrors = {
         error?: 'unauthorized';
     };
     /**
-     * the user's plan lacks the trading API. Codes: `elite_required`, `not_available`, `plan_required`.
+     * the user's plan lacks the trading API, or (writes: insufficient_scope) the API token has the read scope: writes need a trade token (the WWW-Authenticate header names the scope needed). Codes: `elite_required`, `not_available`, `plan_required`.
      */
     403: Error & {
         error?: 'elite_required' | 'not_available' | 'plan_required';
@@ -4359,10 +4359,10 @@ export type ChangeAlertDestinationErrors = {
         error?: 'unauthorized';
     };
     /**
-     * the user's plan lacks the trading API. Codes: `elite_required`, `not_available`, `plan_required`.
+     * the user's plan lacks the trading API, or (writes: insufficient_scope) the API token has the read scope: writes need a trade token (the WWW-Authenticate header names the scope needed). Codes: `elite_required`, `not_available`, `plan_required`, `insufficient_scope`.
      */
     403: Error & {
-        error?: 'elite_required' | 'not_available' | 'plan_required';
+        error?: 'elite_required' | 'not_available' | 'plan_required' | 'insufficient_scope';
     };
     /**
      * no such resource of the user (Management API). Codes: `not_found`.
@@ -4463,10 +4463,10 @@ export type RotateAlertSecretErrors = {
         error?: 'unauthorized';
     };
     /**
-     * the user's plan lacks the trading API. Codes: `elite_required`, `not_available`, `plan_required`.
+     * the user's plan lacks the trading API, or (writes: insufficient_scope) the API token has the read scope: writes need a trade token (the WWW-Authenticate header names the scope needed). Codes: `elite_required`, `not_available`, `plan_required`, `insufficient_scope`.
      */
     403: Error & {
-        error?: 'elite_required' | 'not_available' | 'plan_required';
+        error?: 'elite_required' | 'not_available' | 'plan_required' | 'insufficient_scope';
     };
     /**
      * no such resource of the user (Management API). Codes: `not_found`.
@@ -4561,10 +4561,10 @@ export type TestAlertDestinationErrors = {
         error?: 'unauthorized';
     };
     /**
-     * the user's plan lacks the trading API. Codes: `elite_required`, `not_available`, `plan_required`.
+     * the user's plan lacks the trading API, or (writes: insufficient_scope) the API token has the read scope: writes need a trade token (the WWW-Authenticate header names the scope needed). Codes: `elite_required`, `not_available`, `plan_required`, `insufficient_scope`.
      */
     403: Error & {
-        error?: 'elite_required' | 'not_available' | 'plan_required';
+        error?: 'elite_required' | 'not_available' | 'plan_required' | 'insufficient_scope';
     };
     /**
      * no such resource of the user (Management API). Codes: `not_found`.
@@ -4651,10 +4651,10 @@ export type SetKillSwitchErrors = {
         error?: 'unauthorized';
     };
     /**
-     * the user's plan lacks the trading API. Codes: `elite_required`, `not_available`, `plan_required`.
+     * the user's plan lacks the trading API, or (writes: insufficient_scope) the API token has the read scope: writes need a trade token (the WWW-Authenticate header names the scope needed). Codes: `elite_required`, `not_available`, `plan_required`, `insufficient_scope`.
      */
     403: Error & {
-        error?: 'elite_required' | 'not_available' | 'plan_required';
+        error?: 'elite_required' | 'not_available' | 'plan_required' | 'insufficient_scope';
     };
     /**
      * the user's agent is not connected, or dropped during a read; or the body was not received in time. Codes: `body_timeout`.
@@ -4810,7 +4810,7 @@ export type GetBarsMarketBarsErrors = {
         error?: 'unauthorized';
     };
     /**
-     * the user's plan lacks the trading API. Codes: `plan_required`.
+     * the user's plan lacks the trading API, or (writes: insufficient_scope) the API token has the read scope: writes need a trade token (the WWW-Authenticate header names the scope needed). Codes: `plan_required`.
      */
     403: Error & {
         error?: 'plan_required';
@@ -4900,7 +4900,7 @@ export type MarketInfoMarketInfoErrors = {
         error?: 'unauthorized';
     };
     /**
-     * the user's plan lacks the trading API. Codes: `plan_required`.
+     * the user's plan lacks the trading API, or (writes: insufficient_scope) the API token has the read scope: writes need a trade token (the WWW-Authenticate header names the scope needed). Codes: `plan_required`.
      */
     403: Error & {
         error?: 'plan_required';
@@ -4982,7 +4982,7 @@ export type GetQuoteMarketQuoteErrors = {
         error?: 'unauthorized';
     };
     /**
-     * the user's plan lacks the trading API. Codes: `plan_required`.
+     * the user's plan lacks the trading API, or (writes: insufficient_scope) the API token has the read scope: writes need a trade token (the WWW-Authenticate header names the scope needed). Codes: `plan_required`.
      */
     403: Error & {
         error?: 'plan_required';
@@ -5060,7 +5060,7 @@ export type GetAllOrdersOrdersErrors = {
         error?: 'unauthorized';
     };
     /**
-     * the user's plan lacks the trading API. Codes: `plan_required`.
+     * the user's plan lacks the trading API, or (writes: insufficient_scope) the API token has the read scope: writes need a trade token (the WWW-Authenticate header names the scope needed). Codes: `plan_required`.
      */
     403: Error & {
         error?: 'plan_required';
@@ -5137,10 +5137,10 @@ export type CancelAllOrdersOrdersCancelallErrors = {
         error?: 'unauthorized';
     };
     /**
-     * the user's plan lacks the trading API. Codes: `plan_required`.
+     * the user's plan lacks the trading API, or (writes: insufficient_scope) the API token has the read scope: writes need a trade token (the WWW-Authenticate header names the scope needed). Codes: `insufficient_scope`, `plan_required`.
      */
     403: Error & {
-        error?: 'plan_required';
+        error?: 'insufficient_scope' | 'plan_required';
     };
     /**
      * the user's agent is not connected, or dropped during a read; or the body was not received in time. Codes: `addon_disconnected`, `body_timeout`, `platform_unavailable`.
@@ -5235,7 +5235,7 @@ export type GetAllPositionsPositionsErrors = {
         error?: 'unauthorized';
     };
     /**
-     * the user's plan lacks the trading API. Codes: `plan_required`.
+     * the user's plan lacks the trading API, or (writes: insufficient_scope) the API token has the read scope: writes need a trade token (the WWW-Authenticate header names the scope needed). Codes: `plan_required`.
      */
     403: Error & {
         error?: 'plan_required';
@@ -5335,10 +5335,10 @@ export type FlattenPositionsFlattenErrors = {
         error?: 'unauthorized';
     };
     /**
-     * the user's plan lacks the trading API. Codes: `plan_required`.
+     * the user's plan lacks the trading API, or (writes: insufficient_scope) the API token has the read scope: writes need a trade token (the WWW-Authenticate header names the scope needed). Codes: `insufficient_scope`, `plan_required`.
      */
     403: Error & {
-        error?: 'plan_required';
+        error?: 'insufficient_scope' | 'plan_required';
     };
     /**
      * the user's agent is not connected, or dropped during a read; or the body was not received in time. Codes: `addon_disconnected`, `body_timeout`, `platform_unavailable`.
@@ -5433,7 +5433,7 @@ export type ListAllStrategiesStrategiesErrors = {
         error?: 'unauthorized';
     };
     /**
-     * the user's plan lacks the trading API. Codes: `plan_required`.
+     * the user's plan lacks the trading API, or (writes: insufficient_scope) the API token has the read scope: writes need a trade token (the WWW-Authenticate header names the scope needed). Codes: `plan_required`.
      */
     403: Error & {
         error?: 'plan_required';
@@ -5502,7 +5502,7 @@ export type WebhookErrors = {
         error?: 'unauthorized';
     };
     /**
-     * the user's plan lacks the trading API. Codes: `plan_required`.
+     * the user's plan lacks the trading API, or (writes: insufficient_scope) the API token has the read scope: writes need a trade token (the WWW-Authenticate header names the scope needed). Codes: `plan_required`.
      */
     403: Error & {
         error?: 'plan_required';
@@ -5568,7 +5568,7 @@ export type WebhookAlertsErrors = {
         error?: 'unauthorized';
     };
     /**
-     * the user's plan lacks the trading API. Codes: `plan_required`.
+     * the user's plan lacks the trading API, or (writes: insufficient_scope) the API token has the read scope: writes need a trade token (the WWW-Authenticate header names the scope needed). Codes: `plan_required`.
      */
     403: Error & {
         error?: 'plan_required';
@@ -5627,7 +5627,7 @@ export type WebhookSendErrors = {
         error?: 'unauthorized';
     };
     /**
-     * the user's plan lacks the trading API. Codes: `address_not_allowed`, `plan_required`, `not_available`.
+     * the user's plan lacks the trading API, or (writes: insufficient_scope) the API token has the read scope: writes need a trade token (the WWW-Authenticate header names the scope needed). Codes: `address_not_allowed`, `plan_required`, `not_available`.
      */
     403: Error & {
         error?: 'address_not_allowed' | 'plan_required' | 'not_available';
