@@ -15,6 +15,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"tradebridge/internal/testkit"
+	"tradebridge/relay/auth"
 	"tradebridge/relay/mcp"
 	"tradebridge/relay/tradeapi"
 	"tradebridge/relay/tradecall"
@@ -471,4 +472,35 @@ func TestMCPBrokerFamily(t *testing.T) {
 	r = s.broker(http.MethodPost, "accounts/Sim101/orders/place", tok, placeBody("Buy", 1), "Idempotency-Key", "tv-assistant-1")
 	require.Equal(t, http.StatusOK, r.Status, string(r.Raw))
 	require.Equal(t, before+1, s.fake.OrdersPlaced())
+}
+
+// A read token connects, lists every tool and reads; its writes are
+// refused with insufficient_scope, run nothing and cost nothing.
+func TestMCPReadTokenCannotTrade(t *testing.T) {
+	t.Parallel()
+	s := newSystem(t)
+	s.Budget.Name, s.Budget.Rate, s.Budget.Period, s.Budget.Burst = "trading", 1, time.Hour, 3
+	s.Restart()
+	s.StartAgent("alice")
+	trade := s.Users["alice"].APIToken
+	read := s.ScopedToken("alice", auth.ScopeRead)
+	cs := s.mcpSession(t, read, "")
+	require.Contains(t, tools(t, cs), "PlaceOrder", "a read token sees the writes too: calling one tells why it is refused")
+
+	res, data := callTool(t, cs, "ListAccounts", nil)
+	require.False(t, res.IsError, "%v", data)
+	for _, name := range []string{"PlaceOrder", "FlattenEverything", "CancelAllOrders", "Flatten"} {
+		res, e := callTool(t, cs, name, map[string]any{"account": "Sim101", "action": "Buy", "instrument": "ES",
+			"orderType": "Market", "quantity": 1, "timeInForce": "Day"})
+		require.True(t, res.IsError, name)
+		require.Equal(t, "insufficient_scope", e["error"], name)
+		require.Contains(t, e["detail"], "trade scope", name)
+	}
+	// Nothing was placed, and the refusals cost nothing: of the budget's
+	// three, ListAccounts took one, this read a second, and one is left.
+	r := s.Do("GET", "/v1/api/accounts/Sim101/orders?activeOnly=false", trade, "")
+	require.Equal(t, http.StatusOK, r.Status, string(r.Raw))
+	require.JSONEq(t, `{"orders":[]}`, string(r.Data))
+	require.Equal(t, http.StatusOK, s.Do("GET", "/v1/api/accounts", trade, "").Status)
+	require.Equal(t, http.StatusTooManyRequests, s.Do("GET", "/v1/api/accounts", trade, "").Status)
 }

@@ -33,16 +33,14 @@ var errNoCaller = errors.New("mcp: the request was not admitted")
 // the socket's rpc checks them, then the call, recorded in the activity
 // log as the HTTP routes' are.
 func (s *Server) trade(f *family, fn string) sdk.ToolHandler {
-	write := f.table.Write(fn)
+	scope := tradecall.FunctionScope(fn)
 	return func(ctx context.Context, req *sdk.CallToolRequest) (*sdk.CallToolResult, error) {
 		p, ok := principal(req.Extra)
 		if !ok {
 			return nil, errNoCaller
 		}
-		if write {
-			if e := admit.RequireScope(p, auth.ScopeTrade); e != nil {
-				return failure(e), nil
-			}
+		if e := admit.RequireScope(p, scope); e != nil {
+			return failure(e), nil
 		}
 		if e := s.opts.Admit.Spend(p, &s.door, s.opts.Trading); e != nil {
 			return failure(e), nil

@@ -50,7 +50,7 @@ var Door = func() admit.Door {
 	d.PlanDetail = "AI assistants (MCP) need the pro plan or higher"
 	d.InFlight = DoorInFlight
 	d.Source = protocol.SourceMCP
-	// SCOPE-AFTER-MERGE d.Scope = func(*http.Request) auth.Scope { return auth.ScopeRead }
+	d.Scope = func(*http.Request) auth.Scope { return auth.ScopeRead }
 	return d
 }()
 
