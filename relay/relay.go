@@ -81,6 +81,7 @@ import (
 	"tradebridge/relay/hub"
 	"tradebridge/relay/killswitch"
 	"tradebridge/relay/manage"
+	"tradebridge/relay/mcp"
 	"tradebridge/relay/metrics"
 	"tradebridge/relay/pairing"
 	"tradebridge/relay/sealed"
@@ -173,6 +174,12 @@ type Options struct {
 	// Events, Metrics and Logger in it are filled by the Relay. Serve runs
 	// its sweeper.
 	Webhook webhook.Options
+	// MCP tunes the AI assistants' endpoint (POST /mcp, package
+	// relay/mcp): its CallTimeout and Version; Admit, IPBudget, Trading
+	// (the trading API's budget), Desktop, Broker, Links, Idempotency,
+	// Events, Activity, ActivityBudget, Manage and Logger in it are
+	// filled by the Relay.
+	MCP mcp.Options
 
 	// ReadHeaderTimeout bounds the time to receive a request's headers.
 	// Default 10 s.
@@ -241,6 +248,7 @@ type Relay struct {
 	alerts   *alerts.Dispatcher
 	account  *account.Service
 	webhook  *webhook.Server
+	mcp      *mcp.Server
 	events   *events.Bus
 	refusals *activity.Refusals // the users' budget refusals, aggregated for the activity log
 	metrics  *metrics.Metrics
@@ -335,6 +343,7 @@ type build struct {
 	pairing  *pairing.Server
 	actLog   *activity.Server  // GET /v1/api/activity
 	dash     *dashboard.Server // /app
+	mcp      *mcp.Server       // /mcp
 	keys     *sealed.Keyring   // the broker's, which seal the alerts' secrets too
 }
 
@@ -356,6 +365,7 @@ func (b *build) run() (*Relay, error) {
 		b.pairingRoutes,
 		b.activityRoute,
 		b.dashboardRoutes,
+		b.mcpDoor,
 		b.subscribe,
 		b.routes,
 	} {
@@ -709,6 +719,34 @@ func (b *build) dashboardRoutes() error {
 	return err
 }
 
+// mcpDoor builds the AI assistants' endpoint: one more door over the
+// trading calls (the hub behind the kill switch's gate, the broker
+// family), the trading and activity budgets, the activity log and the
+// Management API's reads.
+func (b *build) mcpDoor() error {
+	o := &b.opts
+	m := o.MCP
+	m.Admit = b.adm
+	m.IPBudget = b.perIP
+	m.Trading = b.trading
+	m.Desktop = b.up
+	m.Broker = b.r.broker
+	m.Links = b.r.broker
+	m.Idempotency = o.Store
+	m.Events = b.entries()
+	m.Activity = o.Store
+	m.ActivityBudget = b.actLog.Budget()
+	m.Manage = b.r.manage
+	m.Logger = b.log
+	var err error
+	if b.mcp, err = mcp.New(m); err != nil {
+		return err
+	}
+	b.undo.push(func() { _ = b.mcp.Close() })
+	b.r.mcp = b.mcp
+	return nil
+}
+
 // activityWorkers is how many of the spine's goroutines write activity
 // entries (each of another user at a time).
 const activityWorkers = 2
@@ -784,6 +822,7 @@ func (b *build) routes() error {
 	b.actLog.Register(mux)
 	r.webhook.Register(mux)
 	b.dash.Register(mux)
+	b.mcp.Register(mux)
 	mux.addNotAllowed()
 	mux.ServeMux.HandleFunc("/", fallback(mux.ServeMux))
 	r.patterns = mux.patterns
@@ -1031,6 +1070,7 @@ func (r *Relay) shutdown(servers []*http.Server, hardStop context.CancelCauseFun
 	// agent (their outcome is recorded, then answered).
 	r.stream.Close()
 	_ = r.webhook.Close()
+	_ = r.mcp.Close()
 	r.hub.Close()
 	r.broker.Close()
 	r.manage.Close()
@@ -1121,6 +1161,7 @@ func (r *Relay) janitor(ctx context.Context) {
 func (r *Relay) Close() error {
 	r.stream.Close()
 	_ = r.webhook.Close()
+	_ = r.mcp.Close()
 	err := r.hub.Close()
 	r.broker.Close()
 	r.manage.Close()

@@ -91,6 +91,9 @@ Try:
 
   curl -s http://127.0.0.1:${operator_port}/metrics    # the operator's listener, loopback only
 
+AI assistants (docs/mcp.md): $base/mcp with the token as a bearer token, e.g.
+  claude mcp add --transport http tradebridge $base/mcp --header "Authorization: Bearer $api_token"
+
 Example call, GET /v1/api/accounts/Sim101:
 MSG
 curl -s -H "Authorization: Bearer $api_token" "$base/v1/api/accounts/Sim101"

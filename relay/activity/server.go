@@ -117,6 +117,10 @@ func NewServer(opts ServerOptions) (*Server, error) {
 	return &Server{opts: opts, log: opts.Logger.Named("activity"), door: door}, nil
 }
 
+// Budget returns the per-user budget of the route's reads, for the doors
+// that read the log for their callers (MCP's GetActivity) to share.
+func (s *Server) Budget() *budget.Limiter { return s.door.Budgets[0] }
+
 // Mux is where Register adds the route.
 type Mux interface {
 	Handle(pattern string, handler http.Handler)

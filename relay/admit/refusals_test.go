@@ -114,3 +114,25 @@ func TestSharedRefusalsTold(t *testing.T) {
 	assert.Equal(t, "read", told.all()[0].policy)
 	assert.Equal(t, "usr_pro", told.all()[0].user)
 }
+
+// Spend charges a door's own call to a budget: allowed while the budget
+// lasts, then 429 rate_limited naming it, told as the door's refusal.
+func TestSpend(t *testing.T) {
+	t.Parallel()
+	var told refusals
+	a, err := admit.New(admit.Options{Auth: authtest.New(nil), Refusals: &told})
+	require.NoError(t, err)
+	b, err := budget.New(budget.Options{Policy: budget.Policy{Name: "trading", Rate: 1, Period: time.Hour, Burst: 2}})
+	require.NoError(t, err)
+	p := auth.Principal{UserID: "usr_1", Kind: auth.KindAPI, TokenHash: "0123456789abcdef"}
+	d := &admit.Door{Name: "mcp", Source: protocol.SourceMCP}
+	require.Nil(t, a.Spend(p, d, b))
+	require.Nil(t, a.Spend(p, d, b))
+	e := a.Spend(p, d, b)
+	require.NotNil(t, e)
+	require.Equal(t, http.StatusTooManyRequests, e.Status)
+	require.Equal(t, "rate_limited", e.Code)
+	require.Equal(t, "trading", e.Policy)
+	require.Positive(t, e.RetryAfter)
+	require.Equal(t, []refusal{{"usr_1", protocol.ActivitySource{Kind: protocol.SourceMCP, ID: "0123456789ab"}, "trading"}}, told.all())
+}

@@ -20,7 +20,7 @@ import (
 	"tradebridge/relay/errcode"
 )
 
-var update = flag.Bool("update", false, "rewrite testdata/codes.golden")
+var update = flag.Bool("update", false, "rewrite testdata/codes.golden and catalogue.json")
 
 const golden = "testdata/codes.golden"
 

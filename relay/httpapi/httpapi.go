@@ -189,6 +189,33 @@ func WriteMembers(w http.ResponseWriter, status int, appendMembers func([]byte) 
 	send(w, status, buf.Bytes())
 }
 
+// body is e's wire form: internal_error when it has no code, meta when
+// it has a request id or an ETag.
+func (e *Error) body() errorBody {
+	body := errorBody{
+		Error:      e.Code,
+		Detail:     e.Detail,
+		Fields:     e.Fields,
+		RetryAfter: max(e.RetryAfter, 0),
+		Policy:     e.Policy,
+	}
+	if body.Error == "" {
+		body.Error = errcode.InternalError
+	}
+	if e.RequestID != "" || e.ETag != "" {
+		body.Meta = &errorMeta{RequestID: e.RequestID, ETag: e.ETag}
+	}
+	return body
+}
+
+// EncodeError returns the JSON of e's error object, as WriteError sends
+// it but without a status or headers: for the doors that carry errors
+// inside an envelope of their own (the stream socket's frames, MCP's tool
+// results).
+func EncodeError(e Error) (json.RawMessage, error) {
+	return json.Marshal(e.body())
+}
+
 // errorBody is the wire form of an Error.
 type errorBody struct {
 	Success    bool         `json:"success"`
@@ -218,27 +245,14 @@ func WriteError(w http.ResponseWriter, status int, e Error) {
 	if status == 0 {
 		status = http.StatusInternalServerError
 	}
-	body := errorBody{
-		Error:      e.Code,
-		Detail:     e.Detail,
-		Fields:     e.Fields,
-		RetryAfter: max(e.RetryAfter, 0),
-		Policy:     e.Policy,
-	}
-	if body.Error == "" {
-		body.Error = errcode.InternalError
-	}
 	if e.RequestID == "" {
 		// The relay's middleware names every request in this header
 		// before any handler runs.
 		e.RequestID = w.Header().Get(RequestIDHeader)
 	}
-	if e.RequestID != "" || e.ETag != "" {
-		body.Meta = &errorMeta{RequestID: e.RequestID, ETag: e.ETag}
-	}
 	buf := getBuffer()
 	defer putBuffer(buf)
-	if err := json.NewEncoder(buf).Encode(body); err != nil {
+	if err := json.NewEncoder(buf).Encode(e.body()); err != nil {
 		send(w, http.StatusInternalServerError, encodeFailure)
 		return
 	}

@@ -370,11 +370,9 @@ func (sk *socket) handle(typ websocket.MessageType, data []byte) {
 			return
 		}
 		sk.badInRow = 0
-		pol := sk.srv.opts.SubscriptionBudget.Policy()
-		if d := sk.srv.opts.SubscriptionBudget.Allow(sk.p.UserID); !d.Allowed {
-			sk.refuse(&frameError{code: errcode.RateLimited, detail: "the subscription budget is used up; wait retryAfter seconds",
-				retryAfter: d.RetryAfterSeconds(), policy: pol.Name}, f.id, false)
-			sk.srv.opts.Admit.Refused(sk.p, sk.door, pol.Name)
+		if e := sk.srv.opts.Admit.Spend(sk.p, sk.door, sk.srv.opts.SubscriptionBudget); e != nil {
+			sk.refuse(&frameError{code: e.Code, detail: "the subscription budget is used up; wait retryAfter seconds",
+				retryAfter: e.RetryAfter, policy: e.Policy}, f.id, false)
 			return
 		}
 		sk.user.subscription(sk, f.action == actionSubscribe, names, f.id)
@@ -435,11 +433,9 @@ func (sk *socket) rpc(f clientFrame) {
 		sk.refuse(&frameError{code: errcode.TooManyConcurrentRequests, detail: "this socket already runs " + strconv.Itoa(sk.srv.opts.MaxInFlight) + " calls; wait for a reply"}, f.id, true)
 		return
 	}
-	b := sk.srv.opts.Budget
-	if d := b.Allow(sk.p.UserID); !d.Allowed {
-		sk.refuse(&frameError{code: errcode.RateLimited, detail: "the request budget is used up; wait retryAfter seconds",
-			retryAfter: d.RetryAfterSeconds(), policy: b.Policy().Name}, f.id, true)
-		sk.srv.opts.Admit.Refused(sk.p, sk.door, b.Policy().Name)
+	if e := sk.srv.opts.Admit.Spend(sk.p, sk.door, sk.srv.opts.Budget); e != nil {
+		sk.refuse(&frameError{code: e.Code, detail: "the request budget is used up; wait retryAfter seconds",
+			retryAfter: e.RetryAfter, policy: e.Policy}, f.id, true)
 		return
 	}
 	call, he := tradecall.PrepareSocketCall(fn, f.fields["args"])

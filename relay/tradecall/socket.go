@@ -55,18 +55,9 @@ func PrepareSocketCall(api string, args json.RawMessage) (SocketCall, *httpapi.E
 // prepare checks args against the routes of t that call api; a function
 // no route calls directly (FlattenEverything) takes no arguments.
 func (t *Table) prepare(api string, args json.RawMessage) (SocketCall, *httpapi.Error) {
-	obj := map[string]json.RawMessage{}
-	args = bytes.TrimSpace(args)
-	if len(args) > 0 && !bytes.Equal(args, []byte("null")) {
-		if args[0] != '{' {
-			return SocketCall{}, argsError(errcode.InvalidArgument, "args must be a JSON object")
-		}
-		if err := httpapi.Validate(args, 0); err != nil {
-			return SocketCall{}, argsError(errcode.InvalidJSON, "args is not valid JSON, has duplicate keys or nests too deeply")
-		}
-		if err := json.Unmarshal(args, &obj); err != nil {
-			return SocketCall{}, argsError(errcode.InvalidArgument, "args must be a JSON object")
-		}
+	obj, e := argsObject(args)
+	if e != nil {
+		return SocketCall{}, e
 	}
 	key := ""
 	if raw, ok := obj[IdempotencyKeyField]; ok {
@@ -112,6 +103,38 @@ func (t *Table) prepare(api string, args json.RawMessage) (SocketCall, *httpapi.
 		return SocketCall{}, lenientErr
 	}
 	return SocketCall{}, firstErr
+}
+
+// argsObject decodes an args object: a JSON object, or empty or null
+// (meaning {}), strictly (no duplicate keys, bounded nesting).
+func argsObject(args json.RawMessage) (map[string]json.RawMessage, *httpapi.Error) {
+	obj := map[string]json.RawMessage{}
+	args = bytes.TrimSpace(args)
+	if len(args) == 0 || bytes.Equal(args, []byte("null")) {
+		return obj, nil
+	}
+	if args[0] != '{' {
+		return nil, argsError(errcode.InvalidArgument, "args must be a JSON object")
+	}
+	if err := httpapi.Validate(args, 0); err != nil {
+		return nil, argsError(errcode.InvalidJSON, "args is not valid JSON, has duplicate keys or nests too deeply")
+	}
+	if err := json.Unmarshal(args, &obj); err != nil {
+		return nil, argsError(errcode.InvalidArgument, "args must be a JSON object")
+	}
+	return obj, nil
+}
+
+// ParseArgs checks an args object against the parameters of one route
+// that calls no trading function (the activity log's, a door's own
+// reads) as Prepare checks a function's: typed, defaults filled in, the
+// same codes and fields on refusal. args may be empty or null.
+func ParseArgs(ep *Endpoint, args json.RawMessage) (map[string]any, *httpapi.Error) {
+	obj, e := argsObject(args)
+	if e != nil {
+		return nil, e
+	}
+	return socketArgs(ep, obj)
 }
 
 func finishSocketCall(fn string, m map[string]any, key string, orderIDKey bool) (SocketCall, *httpapi.Error) {
