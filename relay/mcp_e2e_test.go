@@ -32,7 +32,7 @@ func (b bearer) RoundTrip(r *http.Request) (*http.Response, error) {
 
 // mcpSession connects the SDK's own client to the relay's /mcp with
 // token, speaking protocol revision version ("" for the SDK's latest).
-func (s *system) mcpSession(t *testing.T, token, version string) *sdk.ClientSession {
+func (s *system) mcpSession(t testing.TB, token, version string) *sdk.ClientSession {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), testkit.Long)
 	defer cancel()
@@ -503,4 +503,47 @@ func TestMCPReadTokenCannotTrade(t *testing.T) {
 	require.JSONEq(t, `{"orders":[]}`, string(r.Data))
 	require.Equal(t, http.StatusOK, s.Do("GET", "/v1/api/accounts", trade, "").Status)
 	require.Equal(t, http.StatusTooManyRequests, s.Do("GET", "/v1/api/accounts", trade, "").Status)
+}
+
+// BenchmarkMCPToolCall compares a tool call over /mcp with the same call
+// over HTTP, interleaved, through the real relay, tunnel and agent; it
+// reports the medians and mcp-p50-ratio (MCP / HTTP): what the protocol's
+// envelope, the SDK's per-request session and the second rendering cost.
+func BenchmarkMCPToolCall(b *testing.B) {
+	s := newSystem(b)
+	s.StartAgent("alice")
+	tok := s.Users["alice"].APIToken
+	cs := s.mcpSession(b, tok, "")
+	args := map[string]any{"account": "Sim101"}
+	viaMCP := func() time.Duration {
+		start := time.Now()
+		res, err := cs.CallTool(context.Background(), &sdk.CallToolParams{Name: "ListPositions", Arguments: args})
+		if err != nil || res.IsError {
+			b.Fatal(err, res)
+		}
+		return time.Since(start)
+	}
+	viaHTTP := func() time.Duration {
+		start := time.Now()
+		r, err := s.Request("GET", "/v1/api/accounts/Sim101/positions", tok, "")
+		if err != nil || r.Status != http.StatusOK {
+			b.Fatal(err, r.Status)
+		}
+		return time.Since(start)
+	}
+	for range 200 {
+		viaMCP()
+		viaHTTP()
+	}
+	mc := make([]time.Duration, 0, b.N)
+	hp := make([]time.Duration, 0, b.N)
+	b.ResetTimer()
+	for range b.N {
+		mc = append(mc, viaMCP())
+		hp = append(hp, viaHTTP())
+	}
+	b.StopTimer()
+	reportLatency(b, "mcp", mc)
+	reportLatency(b, "http", hp)
+	b.ReportMetric(float64(pct(mc, 50))/float64(pct(hp, 50)), "mcp-p50-ratio")
 }
