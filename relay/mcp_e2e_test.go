@@ -437,6 +437,19 @@ func TestMCPAdmission(t *testing.T) {
 	r := s.Do("GET", mcp.Path, s.Users["alice"].APIToken, "")
 	require.Equal(t, http.StatusMethodNotAllowed, r.Status)
 	require.Equal(t, "POST", r.Header.Get("Allow"))
+
+	// A client of its own (curl) needs no session: one POST lists the
+	// tools.
+	r = s.Do("POST", mcp.Path, s.Users["alice"].APIToken, body, "Accept", "application/json, text/event-stream",
+		"Content-Type", "application/json", "MCP-Protocol-Version", "2025-06-18")
+	require.Equal(t, http.StatusOK, r.Status, string(r.Raw))
+	var rpc struct {
+		Result struct {
+			Tools []struct{ Name string } `json:"tools"`
+		} `json:"result"`
+	}
+	require.NoError(t, json.Unmarshal(r.Raw, &rpc))
+	require.Len(t, rpc.Result.Tools, len(tradecall.Desktop().Functions())+1, "the trading tools and GetActivity")
 }
 
 // The broker family's tools are listed once a login is linked, named
