@@ -117,9 +117,14 @@ func TestKillSwitchWhileThePCIsOff(t *testing.T) {
 		require.True(t, s.holds(tok, "Sim101", 0), "flattened before any other call was served")
 	} else {
 		// The new NinjaTrader bridge connects to its add-on after the
-		// tunnel is up: the flatten fails at connect (the platform is not
-		// connected) and the controls engine tries it again.
-		require.Eventually(t, func() bool { return s.holds(tok, "Sim101", 0) }, engineWait, 5*time.Millisecond)
+		// tunnel is up: the flatten may fail at connect (the platform is
+		// not connected yet) and the controls engine tries it again once
+		// its wait has passed on the agent's clock, which stands still
+		// unless moved.
+		require.Eventually(t, func() bool {
+			again.Clock.Advance(time.Second)
+			return s.holds(tok, "Sim101", 0)
+		}, engineWait, 5*time.Millisecond)
 	}
 	info, ok := s.Relay().Hub().Info(bob.UserID)
 	require.True(t, ok)
