@@ -6,6 +6,7 @@ import (
 	"regexp"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 
@@ -168,12 +169,21 @@ func TestAgentAbsentAndBudget(t *testing.T) {
 	require.Equal(t, http.StatusRequestTimeout, r.Status)
 	require.Equal(t, "addon_disconnected", r.Error)
 	s.StartAgent("alice")
-	n := 1
-	for ; n < 20; n++ {
-		require.Equal(t, http.StatusOK, s.Do("GET", "/v1/api/accounts", tok, "").Status)
+	// The burst of 20 (less the first call, unless the budget refilled
+	// while the agent started), then 429: no more than the burst and
+	// what refilled meanwhile, at 3 a second.
+	start := time.Now()
+	served := 0
+	for served < 100 {
+		r = s.Do("GET", "/v1/api/accounts/Sim101/positions", tok, "")
+		if r.Status != http.StatusOK {
+			break
+		}
+		served++
 	}
-	r = s.Do("GET", "/v1/api/accounts/Sim101/positions", tok, "")
 	require.Equal(t, http.StatusTooManyRequests, r.Status)
+	require.GreaterOrEqual(t, served, 19)
+	require.LessOrEqual(t, served, 20+int(time.Since(start).Seconds()*3)+1)
 	require.Equal(t, "rate_limited", r.Error)
 	require.Regexp(t, regexp.MustCompile(`^[1-9][0-9]*$`), r.Header.Get("Retry-After"))
 	// Another user has a budget of their own.
