@@ -665,8 +665,11 @@ func newTokensCmd(stdout io.Writer) *cobra.Command {
 					}
 					return err
 				}
-				recordOperator(ctx, cmd, st, iuser, protocol.ActivityConfigChanged, "A new "+string(k)+" token issued by the operator",
-					map[string]any{"resource": "token", "id": auth.TokenID(auth.Hash(tok)), "op": "create", "kind": string(k)})
+				detail := map[string]any{"resource": "token", "id": auth.TokenID(auth.Hash(tok)), "op": "create", "kind": string(k)}
+				if k == auth.KindAPI {
+					detail["scope"] = string(scope)
+				}
+				recordOperator(ctx, cmd, st, iuser, protocol.ActivityConfigChanged, "A new "+string(k)+" token issued by the operator", detail)
 				out := map[string]string{"userId": iuser, "kind": string(k), "token": tok}
 				if k == auth.KindAPI {
 					out["profile"], out["scope"] = string(prof), string(scope)

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -77,6 +78,23 @@ func TestTokenScopeFlag(t *testing.T) {
 		require.Equal(t, issued[tk.ID], tk.Scope, tk.ID)
 		require.Equal(t, "standard", tk.Profile, "the other members stay")
 	}
+
+	// The operator's activity entries name each new API token's scope.
+	st, err := store.Open(context.Background(), store.Options{Dir: dir})
+	require.NoError(t, err)
+	defer st.Close()
+	entries, err := st.ListActivity(context.Background(), creds.UserID, store.ActivityQuery{Limit: 20})
+	require.NoError(t, err)
+	logged := map[string]string{}
+	for _, e := range entries {
+		var d struct{ Resource, Op, ID, Scope string }
+		require.NoError(t, json.Unmarshal(e.Detail, &d))
+		if d.Resource == "token" && d.Op == "create" {
+			logged[d.ID] = d.Scope
+		}
+	}
+	delete(issued, auth.TokenID(auth.Hash(creds.APIToken))) // made with the user, not by tokens issue
+	require.Equal(t, issued, logged)
 }
 
 // principalScope is the scope the relay in dir authenticates token with.
