@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"net/http"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -181,54 +180,6 @@ func instance(t *testing.T, v any) any {
 	return out
 }
 
-// exampleArgs turns the OpenAPI document's request example of operation
-// opID into the tool's arguments: path, query (typed as the route table
-// types them) and body in one object.
-func exampleArgs(t *testing.T, opID string) (map[string]any, bool) {
-	t.Helper()
-	ex, ok := tradeapi.RequestExample(opID)
-	if !ok {
-		return nil, false
-	}
-	var ep *tradecall.Endpoint
-	for route, id := range tradeapi.OperationIDs() {
-		if id != opID {
-			continue
-		}
-		method, path, _ := strings.Cut(route, " ")
-		for i, e := range tradecall.Endpoints() {
-			if e.Method == method && e.Path == path {
-				ep = &tradecall.Endpoints()[i]
-			}
-		}
-	}
-	require.NotNil(t, ep, opID)
-	args := map[string]any{}
-	for k, v := range ex.Path {
-		args[k] = v
-	}
-	for k, v := range ex.Query {
-		p := ep.Param(k, tradecall.InQuery)
-		require.NotNil(t, p, "%s: %s is a query parameter", opID, k)
-		switch p.Type {
-		case tradecall.TBoolean:
-			b, err := strconv.ParseBool(v)
-			require.NoError(t, err)
-			args[k] = b
-		case tradecall.TInteger:
-			n, err := strconv.ParseInt(v, 10, 64)
-			require.NoError(t, err)
-			args[k] = n
-		default:
-			args[k] = v
-		}
-	}
-	for k, v := range ex.Body {
-		args[k] = v
-	}
-	return args, true
-}
-
 // Every tool's schema is valid JSON Schema; it accepts the OpenAPI
 // document's example of its operation, and refuses a value out of range,
 // a value outside an enumeration and a field the operation does not take.
@@ -241,7 +192,7 @@ func TestMCPSchemasAcceptTheExamples(t *testing.T) {
 		tool, ok := got[fn]
 		require.True(t, ok, "%s (%s) is a tool", fn, opID)
 		sch := compileSchema(t, tool)
-		args, ok := exampleArgs(t, opID)
+		args, ok := tradeapi.RequestExampleArgs(opID)
 		if !ok {
 			continue
 		}

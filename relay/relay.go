@@ -731,7 +731,7 @@ func (b *build) mcpDoor() error {
 	m.Trading = b.trading
 	m.Desktop = b.up
 	m.Broker = b.r.broker
-	m.Links = b.r.broker
+	m.Links = o.Store
 	m.Idempotency = o.Store
 	m.Events = b.entries()
 	m.Activity = o.Store

@@ -62,23 +62,19 @@ func (s *Server) outcome(o tradecall.Outcome) *sdk.CallToolResult {
 		return failure(&httpapi.Error{Status: http.StatusServiceUnavailable, Code: errcode.OutcomeUnknown,
 			Detail: "the request ended before the outcome was known; retry with the same idempotencyKey to learn it"})
 	}
+	var r *sdk.CallToolResult
 	if o.Err != nil {
-		r := failure(o.Err)
+		r = failure(o.Err)
+	} else if reply, e := tradecall.Render(s.log, profile.Standard, o.Fn, o.Result); e != nil {
+		r = failure(e)
+	} else {
+		data := reply.Get("data")
+		summary := summarize(o.Fn, data)
 		if o.Replayed {
-			r.Meta = sdk.Meta{metaReplayed: true}
+			summary += " (the recorded outcome of an earlier call with this idempotencyKey; nothing ran again)"
 		}
-		return r
+		r = success(summary, data)
 	}
-	reply, e := tradecall.Render(s.log, profile.Standard, o.Fn, o.Result)
-	if e != nil {
-		return failure(e)
-	}
-	data := reply.Get("data")
-	summary := summarize(o.Fn, data)
-	if o.Replayed {
-		summary += " (the recorded outcome of an earlier call with this idempotencyKey; nothing ran again)"
-	}
-	r := success(summary, data)
 	if o.Replayed {
 		r.Meta = sdk.Meta{metaReplayed: true}
 	}
@@ -111,12 +107,18 @@ func failure(e *httpapi.Error) *sdk.CallToolResult {
 	if status == 0 {
 		status = errcode.Status(e.Code)
 	}
-	text := e.Code
+	return toolError(e.Code, status, e.Detail, body)
+}
+
+// toolError is a tool error whose structured content is body, an error
+// object, with its code, status and detail as a line of text before it.
+func toolError(code string, status int, detail string, body json.RawMessage) *sdk.CallToolResult {
+	text := code
 	if status != 0 {
 		text += " (" + strconv.Itoa(status) + ")"
 	}
-	if e.Detail != "" {
-		text += ": " + e.Detail
+	if detail != "" {
+		text += ": " + detail
 	}
 	return &sdk.CallToolResult{IsError: true, StructuredContent: body,
 		Content: []sdk.Content{&sdk.TextContent{Text: text}, &sdk.TextContent{Text: string(body)}}}
@@ -252,12 +254,7 @@ func manageResult(resource string, status int, answer []byte) *sdk.CallToolResul
 			Detail: "the Management API answered with a body the relay cannot read"})
 	}
 	if status/100 != 2 || !env.Success {
-		text := env.Error + " (" + strconv.Itoa(status) + ")"
-		if env.Detail != "" {
-			text += ": " + env.Detail
-		}
-		return &sdk.CallToolResult{IsError: true, StructuredContent: json.RawMessage(answer),
-			Content: []sdk.Content{&sdk.TextContent{Text: text}, &sdk.TextContent{Text: string(answer)}}}
+		return toolError(env.Error, status, env.Detail, answer)
 	}
 	data := env.Data
 	if d := bytes.TrimSpace(data); len(d) > 0 && d[0] == '[' {

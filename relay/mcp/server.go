@@ -19,6 +19,7 @@ import (
 	"tradebridge/relay/auth"
 	"tradebridge/relay/budget"
 	"tradebridge/relay/events"
+	"tradebridge/relay/store"
 	"tradebridge/relay/tradeapi"
 	"tradebridge/relay/tradecall"
 )
@@ -54,10 +55,11 @@ var Door = func() admit.Door {
 	return d
 }()
 
-// Linker tells whether a user has a linked broker login; *broker.Manager
-// implements it.
-type Linker interface {
-	Linked(ctx context.Context, userID string) (bool, []string, error)
+// Links tells whether a user has a linked broker login: its stored link,
+// store.ErrNotFound when none; store.Store implements it. One row read,
+// nothing of the login's accounts: every request asks it.
+type Links interface {
+	BrokerLink(ctx context.Context, userID string) (store.BrokerLink, error)
 }
 
 // Manager runs the Management API's routes in process; *manage.Server
@@ -83,7 +85,7 @@ type Options struct {
 	// Broker runs the broker family's calls (*broker.Manager); nil lists
 	// no broker tools. Links is then required.
 	Broker tradecall.Caller
-	Links  Linker
+	Links  Links
 	// Idempotency stores the outcomes of keyed writes, the store the
 	// HTTP routes and the socket use. Required.
 	Idempotency tradecall.IdempotencyStore
@@ -298,12 +300,12 @@ func (s *Server) toolSet(ctx context.Context, p auth.Principal) toolSet {
 		set |= withManage
 	}
 	if s.broker != nil && !p.Withholds(tradeapi.FamilyBroker) {
-		linked, _, err := s.opts.Links.Linked(ctx, p.UserID)
-		if err != nil && ctx.Err() == nil {
-			s.log.Warn("reading the broker link", zap.String("user", p.UserID), zap.Error(err))
-		}
-		if linked {
+		_, err := s.opts.Links.BrokerLink(ctx, p.UserID)
+		switch {
+		case err == nil:
 			set |= withBroker
+		case !errors.Is(err, store.ErrNotFound) && ctx.Err() == nil:
+			s.log.Warn("reading the broker link", zap.String("user", p.UserID), zap.Error(err))
 		}
 	}
 	return set
