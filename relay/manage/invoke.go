@@ -31,6 +31,14 @@ import (
 // the caller's door decides who may ask), the token budget and the
 // in-flight limit, which the caller's own admission stands for.
 func (s *Server) Invoke(ctx context.Context, p auth.Principal, src protocol.ActivitySource, method, path string, body []byte) (status int, answer []byte) {
+	return s.InvokeIf(ctx, p, src, method, path, "", body)
+}
+
+// InvokeIf is Invoke with the request's If-Match header (an ETag the
+// caller read, "" for none): a change of a resource that changed since is
+// 412 precondition_failed with its current ETag, as over HTTP. The
+// dashboard's editors send the ETag of the resource they showed.
+func (s *Server) InvokeIf(ctx context.Context, p auth.Principal, src protocol.ActivitySource, method, path, ifMatch string, body []byte) (status int, answer []byte) {
 	path = strings.TrimPrefix(strings.TrimPrefix(path, Prefix), "/")
 	rt, id := s.lookupRoute(method, path)
 	w := &memoryWriter{header: http.Header{}}
@@ -53,6 +61,9 @@ func (s *Server) Invoke(ctx context.Context, p auth.Principal, src protocol.Acti
 	}
 	if body != nil {
 		r.Header.Set("Content-Type", "application/json")
+	}
+	if ifMatch != "" {
+		r.Header.Set("If-Match", ifMatch)
 	}
 	if e := s.gate(rt, p); e != nil {
 		writeErr(w, e)

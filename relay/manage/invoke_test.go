@@ -79,3 +79,38 @@ func TestInvoke(t *testing.T) {
 	}
 	assert.Equal(t, map[int]int{http.StatusOK: 5, http.StatusTooManyRequests: 3}, codes)
 }
+
+// InvokeIf sends If-Match: a change made against an ETag the resource no
+// longer has is 412 with the current one, and nothing changes.
+func TestInvokeIfMatch(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, nil)
+	ctx := context.Background()
+	u1 := principals[tokElite]
+	src := protocol.ActivitySource{Kind: protocol.SourceDashboard, ID: "s1"}
+	etag := func(body []byte) string {
+		var doc struct {
+			Meta struct {
+				ETag string `json:"etag"`
+			} `json:"meta"`
+		}
+		require.NoError(t, json.Unmarshal(body, &doc), string(body))
+		return doc.Meta.ETag
+	}
+	status, body := e.s.Invoke(ctx, u1, src, http.MethodGet, "controls", nil)
+	require.Equal(t, http.StatusOK, status, string(body))
+	first := etag(body)
+	status, body = e.s.InvokeIf(ctx, u1, src, http.MethodPatch, "controls", first, []byte(`{"blockAllSignals":true}`))
+	require.Equal(t, http.StatusOK, status, string(body))
+	second := etag(body)
+	require.NotEqual(t, first, second)
+
+	status, body = e.s.InvokeIf(ctx, u1, src, http.MethodPatch, "controls", first, []byte(`{"flattenOnKill":true}`))
+	require.Equal(t, http.StatusPreconditionFailed, status, string(body))
+	var eb errBody
+	require.NoError(t, json.Unmarshal(body, &eb))
+	assert.Equal(t, errcode.PreconditionFailed, eb.Error)
+	status, body = e.s.Invoke(ctx, u1, src, http.MethodGet, "controls", nil)
+	require.Equal(t, http.StatusOK, status)
+	assert.Equal(t, second, etag(body), "the refused change changed nothing")
+}
