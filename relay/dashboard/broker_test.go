@@ -247,6 +247,7 @@ func TestBrokerAPIKeyForm(t *testing.T) {
 	require.Contains(t, page.Body, `id="broker-env" data-env="demo"`)
 	require.Contains(t, page.Body, `id="broker-method" data-method="apikey"`)
 	require.Contains(t, page.Body, ">Unlink</button>")
+	require.Contains(t, page.Body, `<details id="broker-relink">`, "linking another login is folded away")
 	require.Contains(t, page.Body, `href="/app/manage/tv/copiers"`)
 	require.Contains(t, page.Body, `href="/app/manage/tv/monitors"`)
 	noSecrets(t, page.Body)
