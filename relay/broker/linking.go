@@ -158,9 +158,11 @@ func (m *Manager) LinkAPIKey(ctx context.Context, userID, env string, s Secrets,
 	}
 	sess, err := m.opts.Login(ctx, env, s)
 	if err != nil {
-		err = linkRefusal(err)
+		// The login's own error, for the logs: the broker's address or a
+		// fixed reason, never a credential (the login sends them in its
+		// body).
 		m.log.Info("a broker link was refused", zap.String("user", userID), zap.String("env", env), zap.Error(err))
-		return err
+		return linkRefusal(err)
 	}
 	s.AccessToken, s.MDAccessToken, s.Expires, s.BrokerUserID = sess.AccessToken, sess.MDAccessToken, sess.Expires, sess.BrokerUserID
 	if _, err := m.Link(ctx, userID, env, MethodAPIKey, s); err != nil {
@@ -263,9 +265,8 @@ func (m *Manager) finishOAuth(ctx context.Context, state, code, session string) 
 	defer cancel()
 	sess, err := m.exchangeCode(ctx, st.Env, code)
 	if err != nil {
-		err = linkRefusal(err)
 		m.log.Info("an OAuth link was refused", zap.String("user", st.UserID), zap.Error(err))
-		return st, err
+		return st, linkRefusal(err)
 	}
 	s := Secrets{AccessToken: sess.AccessToken, MDAccessToken: sess.MDAccessToken, Expires: sess.Expires, BrokerUserID: sess.BrokerUserID, DeviceID: newDeviceID()}
 	if _, err := m.Link(ctx, st.UserID, st.Env, MethodOAuth, s); err != nil {

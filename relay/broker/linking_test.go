@@ -3,6 +3,7 @@ package broker_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
@@ -13,6 +14,9 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"go.uber.org/zap"
+	"go.uber.org/zap/zapcore"
+	"go.uber.org/zap/zaptest/observer"
 
 	"tradebridge/protocol"
 	"tradebridge/relay/broker"
@@ -139,8 +143,9 @@ func TestLinkAPIKey(t *testing.T) {
 			if tc.store {
 				db = failingLinks{f.store}
 			}
+			core, logs := observer.New(zapcore.DebugLevel)
 			m, err := broker.New(broker.Options{Store: db, Keys: f.keys, NewPlatform: f.markets.newPlatform, Events: &log,
-				Now: f.markets.clock.Now, Login: login.login})
+				Now: f.markets.clock.Now, Login: login.login, Logger: zap.New(core)})
 			require.NoError(t, err)
 			t.Cleanup(func() { m.Close() })
 			s := good
@@ -157,6 +162,11 @@ func TestLinkAPIKey(t *testing.T) {
 			require.NoError(t, err)
 			require.False(t, st.Linked, "nothing was linked")
 			require.Empty(t, log.Activity(), "nothing was recorded")
+			for _, e := range logs.All() {
+				line := fmt.Sprint(e.Message, e.ContextMap())
+				require.NotContains(t, line, password, "a log line holds the password")
+				require.NotContains(t, line, sec, "a log line holds the secret")
+			}
 		})
 	}
 
