@@ -141,8 +141,8 @@ type Options struct {
 	// at GET and PUT manage.OperatorModesPath.
 	Manage manage.Options
 	// Broker configures the broker family (/v1/api/tv: linked Tradovate
-	// logins run in the relay); Store, Logger, Config and Events in it
-	// are filled by the Relay. Its Keys seal the links' secrets; nil
+	// logins run in the relay); Store, Logger, Config, Events and
+	// BrowserSession (the dashboard's) in it are filled by the Relay. Its Keys seal the links' secrets; nil
 	// means a key made for this Relay alone, so links stored by an
 	// earlier one cannot be opened (tests only: relay serve always passes
 	// its key file's).
@@ -165,7 +165,8 @@ type Options struct {
 	// relay/dashboard): its Budget and CallTimeout; Accounts (the
 	// relay's, Options.Account), Signup and EmailReset (the accounts'),
 	// Admit, IPBudget, Budgets, Tokens, Pairing, Hub, Agent, Broker,
-	// Manage, Activity and Logger in it are filled by the Relay.
+	// BrokerDoor, Manage, Activity and Logger in it are filled by the
+	// Relay.
 	Dashboard dashboard.Options
 	// Webhook tunes the TradingView webhook (POST /v1/send/{webhookId},
 	// GET /v1/api/webhook and its alerts): its Allow, DuplicateWindow and
@@ -553,6 +554,8 @@ func (b *build) brokerFamily() error {
 	b.keys = bopts.Keys
 	bopts.Config = manage.BrokerConfigs(o.Store, b.log)
 	bopts.Events = b.r.events
+	// An OAuth link started in the dashboard ends in its browser session.
+	bopts.BrowserSession = dashboard.SessionID
 	bm, err := broker.New(bopts)
 	if err != nil {
 		return err
@@ -711,6 +714,7 @@ func (b *build) dashboardRoutes() error {
 	d.Hub = b.up
 	d.Agent = b.support
 	d.Broker = b.r.broker
+	d.BrokerDoor = b.broker.Door()
 	d.Manage = b.r.manage
 	d.Activity = o.Store
 	d.Logger = b.log

@@ -93,6 +93,15 @@ func New(t testing.TB) *System {
 // every start, restarts included).
 func NewWith(t testing.TB, tweak func(*relay.Options)) *System {
 	t.Helper()
+	s := prepare(t, tweak)
+	s.Start()
+	return s
+}
+
+// prepare makes what NewWith starts: the store, the test users, the
+// client.
+func prepare(t testing.TB, tweak func(*relay.Options)) *System {
+	t.Helper()
 	core, logs := observer.New(zapcore.DebugLevel)
 	log := zap.New(core)
 	if _, ok := t.(*testing.B); ok {
@@ -110,7 +119,6 @@ func NewWith(t testing.TB, tweak func(*relay.Options)) *System {
 		require.NoError(t, err)
 		s.Users[name] = creds
 	}
-	s.Start()
 	return s
 }
 

@@ -492,16 +492,8 @@ func (a *Admitter) verify(ctx context.Context, d *Door, token string) (auth.Prin
 		return auth.Principal{}, &httpapi.Error{Status: http.StatusServiceUnavailable, Code: errcode.StorageUnavailable,
 			Detail: "the relay cannot check tokens right now; retry shortly", RetryAfter: 5}, err
 	}
-	if d.Plan != "" && !p.Plan.AtLeast(d.Plan) {
-		code := d.PlanCode
-		if code == "" {
-			code = errcode.PlanRequired
-		}
-		detail := d.PlanDetail
-		if detail == "" {
-			detail = "the user's plan does not include this"
-		}
-		return auth.Principal{}, &httpapi.Error{Status: http.StatusForbidden, Code: code, Detail: detail}, nil
+	if e := d.planError(p); e != nil {
+		return auth.Principal{}, e, nil
 	}
 	return p, nil, nil
 }

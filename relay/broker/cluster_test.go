@@ -484,7 +484,7 @@ func TestClusterRelinkAndUnlinkOnAnotherNode(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, broker.EnvLive, st.Env)
 
-	had, err := b.Unlink(ctx, "alice")
+	had, err := b.Unlink(ctx, "alice", protocol.ActivitySource{Kind: protocol.SourceAPI})
 	require.NoError(t, err)
 	require.True(t, had)
 	require.Empty(t, net.server("alice"), "the instance stopped on its node")

@@ -8,8 +8,8 @@ import (
 
 // ServeOAuthStart and ServeOAuthCallback expose the OAuth link's handlers
 // to the tests, without the admission Register puts before them.
-func (m *Manager) ServeOAuthStart(w http.ResponseWriter, r *http.Request, userID string) {
-	m.serveOAuthStart(w, r, auth.Principal{UserID: userID})
+func (m *Manager) ServeOAuthStart(w http.ResponseWriter, r *http.Request, p auth.Principal) {
+	m.serveOAuthStart(w, r, p)
 }
 
 func (m *Manager) ServeOAuthCallback(w http.ResponseWriter, r *http.Request) {

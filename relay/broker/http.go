@@ -11,6 +11,7 @@ import (
 	"net/url"
 	"slices"
 	"sort"
+	"strings"
 	"time"
 
 	"go.uber.org/zap"
@@ -19,8 +20,6 @@ import (
 	"tradebridge/relay/auth"
 	"tradebridge/relay/errcode"
 	"tradebridge/relay/httpapi"
-	"tradebridge/relay/store"
-	"tradebridge/trading/bridge/tradovate"
 )
 
 // Paths of the link routes.
@@ -133,114 +132,73 @@ func envError() *httpapi.Error {
 		Fields: []httpapi.FieldError{{Path: "env", Code: errcode.FieldCodeNotAllowed, Pattern: "^(demo|live)$"}}}
 }
 
-// serveLink links API-key credentials: they are checked with the broker
-// (a login, whose session is kept), sealed and stored, and the link's
-// instance starts. Nothing is stored when the broker refuses them.
+// serveLink links API-key credentials (LinkAPIKey, in the token's
+// name): they are checked with the broker (a login, whose session is
+// kept), sealed and stored, and the link's instance starts. Nothing is
+// stored when the broker refuses them.
 func (m *Manager) serveLink(w http.ResponseWriter, r *http.Request, p auth.Principal) {
 	var b linkBody
 	if e := readObject(w, r, &b, linkRequired, linkOptional); e != nil {
 		httpapi.WriteError(w, e.Status, *e)
 		return
 	}
-	if b.Env != EnvDemo && b.Env != EnvLive {
-		e := envError()
-		httpapi.WriteError(w, e.Status, *e)
-		return
-	}
 	s := Secrets{Username: b.Username, Password: b.Password, AppID: b.AppID, AppVersion: b.AppVersion,
 		CID: b.CID, Sec: b.Sec, DeviceID: b.DeviceID}
-	if err := s.validateAPIKey(); err != nil {
+	if err := m.LinkAPIKey(r.Context(), p.UserID, b.Env, s, apiSource(p)); err != nil {
 		writeLinkError(w, err)
 		return
 	}
-	ctx := context.WithoutCancel(r.Context()) // a login that succeeded is kept
-	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
-	defer cancel()
-	if s.DeviceID == "" {
-		// The broker ties a login's sessions to its device: linking the
-		// same login again keeps it.
-		if old, err := m.links.Get(ctx, p.UserID); err == nil && old.Env == b.Env && old.Secrets.Username == b.Username && old.Secrets.DeviceID != "" {
-			s.DeviceID = old.Secrets.DeviceID
-		} else {
-			s.DeviceID = newDeviceID()
-		}
-	}
-	sess, err := m.opts.Login(ctx, b.Env, s)
-	if err != nil {
-		m.log.Info("a broker link was refused", zap.String("user", p.UserID), zap.String("env", b.Env), zap.Error(err))
-		writeLinkError(w, err)
-		return
-	}
-	s.AccessToken, s.MDAccessToken, s.Expires, s.BrokerUserID = sess.AccessToken, sess.MDAccessToken, sess.Expires, sess.BrokerUserID
-	if _, err := m.Link(ctx, p.UserID, b.Env, MethodAPIKey, s); err != nil {
-		m.log.Warn("storing a broker link", zap.String("user", p.UserID), zap.Error(err))
-		writeStoreError(w, err)
-		return
-	}
-	m.log.Info("broker login linked", zap.String("user", p.UserID), zap.String("env", b.Env), zap.String("method", MethodAPIKey))
-	m.record(p.UserID, "", linkedEntry(b.Env, MethodAPIKey, apiSource(p)))
 	m.writeStatus(w, r.Context(), p.UserID, nil)
 }
 
-// ErrLoginRefused is what Options.Login returns (wrapped) when the broker
-// refused the credentials.
-var ErrLoginRefused = errors.New("broker: the broker refused the credentials")
-
-// writeLinkError answers a failed link.
+// writeLinkError answers a failed link: 400 invalid_argument for an
+// unknown env, 400 missing_required_fields naming the fields, 400
+// broker_login_failed with the broker's fixed reason, 503
+// broker_unavailable, 503 storage_unavailable.
 func writeLinkError(w http.ResponseWriter, err error) {
 	var ve *ValidationError
-	var he *httpapi.Error
+	var re *RefusedError
+	var ue *UnavailableError
 	switch {
+	case errors.Is(err, ErrUnknownEnv):
+		e := envError()
+		httpapi.WriteError(w, e.Status, *e)
 	case errors.As(err, &ve):
 		fields := make([]httpapi.FieldError, 0, len(ve.Fields))
 		for _, f := range ve.Fields {
 			fields = append(fields, httpapi.FieldError{Path: f, Code: errcode.FieldCodeRequired})
 		}
 		httpapi.WriteError(w, http.StatusBadRequest, httpapi.Error{Code: errcode.MissingRequiredFields, Detail: "required fields are missing or empty", Fields: fields})
-	case errors.Is(err, ErrLoginRefused):
-		detail := "the broker refused the credentials"
-		if le := (*tradovate.LoginError)(nil); errors.As(err, &le) {
-			detail = le.Reason // a fixed sentence naming what was refused
-		}
+	case errors.As(err, &re):
 		httpapi.WriteError(w, http.StatusBadRequest, httpapi.Error{Code: errcode.BrokerLoginFailed,
-			Detail: detail + "; nothing was linked"})
-	case errors.As(err, &he):
-		httpapi.WriteError(w, he.Status, *he)
-	default:
+			Detail: re.Reason + "; nothing was linked"}) // a fixed sentence naming what was refused
+	case errors.As(err, &ue) && ue.Reason != "":
+		httpapi.WriteError(w, http.StatusServiceUnavailable, httpapi.Error{Code: errcode.BrokerUnavailable,
+			Detail: "the broker is unavailable: " + ue.Reason + "; nothing was linked"})
+	case errors.Is(err, ErrBrokerUnavailable):
 		httpapi.WriteError(w, http.StatusServiceUnavailable, httpapi.Error{Code: errcode.BrokerUnavailable,
 			Detail: "the broker could not be reached to check the credentials; nothing was linked"})
+	case errors.Is(err, ErrStorage):
+		httpapi.WriteError(w, http.StatusServiceUnavailable, httpapi.Error{Code: errcode.StorageUnavailable,
+			Detail: "the link could not be stored; nothing was linked: retry shortly"})
+	default:
+		httpapi.WriteError(w, http.StatusInternalServerError, httpapi.Error{Code: errcode.InternalError,
+			Detail: "the link failed; nothing was linked"})
 	}
-}
-
-// writeStoreError answers a link the broker accepted but the relay could
-// not store: a refusal of the record's fields as writeLinkError answers
-// it, anything else 503 storage_unavailable.
-func writeStoreError(w http.ResponseWriter, err error) {
-	var ve *ValidationError
-	if errors.As(err, &ve) {
-		writeLinkError(w, err)
-		return
-	}
-	httpapi.WriteError(w, http.StatusServiceUnavailable, httpapi.Error{Code: errcode.StorageUnavailable,
-		Detail: "the link could not be stored; nothing was linked: retry shortly"})
 }
 
 // serveUnlink deletes the user's link and everything its operations
-// remembered; the broker resources of the Management API are kept.
+// remembered (Unlink, in the token's name); the broker resources of the
+// Management API are kept.
 func (m *Manager) serveUnlink(w http.ResponseWriter, r *http.Request, p auth.Principal) {
 	if e := httpapi.RejectBody(r); e != nil {
 		httpapi.WriteError(w, e.Status, *e)
 		return
 	}
-	had, err := m.Unlink(context.WithoutCancel(r.Context()), p.UserID)
+	had, err := m.Unlink(context.WithoutCancel(r.Context()), p.UserID, apiSource(p))
 	if err != nil {
-		m.log.Warn("deleting a broker link", zap.String("user", p.UserID), zap.Error(err))
 		httpapi.WriteError(w, http.StatusServiceUnavailable, httpapi.Error{Code: errcode.StorageUnavailable, Detail: "the link could not be deleted; retry shortly"})
 		return
-	}
-	if had {
-		m.log.Info("broker login unlinked", zap.String("user", p.UserID))
-		m.record(p.UserID, "", unlinkedEntry(apiSource(p)))
 	}
 	httpapi.WriteWithTop(w, http.StatusOK, map[string]any{"linked": false}, map[string]any{"changed": had})
 }
@@ -382,9 +340,9 @@ const oauthStateTTL = 10 * time.Minute
 // maxOAuthStatesPerUser bounds a user's OAuth links under way: the newest
 // are kept, an older one answers "unknown or expired". The store keeps
 // them, so the broker's callback may reach any relay node; with every
-// user's few, and only users that exist (an API token of the pro plan
-// starts a link, within the trading budget), they need no bound of their
-// own.
+// user's few, and only users that exist (a user of the pro plan starts a
+// link, with an API token within the trading budget or in the dashboard
+// within its budget), they need no bound of their own.
 const maxOAuthStatesPerUser = 4
 
 // maxOAuthStateLen bounds the state a callback brings: a longer one is
@@ -406,12 +364,12 @@ func oauthStateHash(state string) string {
 	return hex.EncodeToString(h[:])
 }
 
-// serveOAuthStart starts an OAuth link: it answers the broker's
-// authorization page, with a one-time state, for the dashboard to send
-// the user's browser to.
+// serveOAuthStart starts an OAuth link (StartOAuth, in the token's
+// name): it answers the broker's authorization page, with a one-time
+// state, for the caller to send the user's browser to.
 func (m *Manager) serveOAuthStart(w http.ResponseWriter, r *http.Request, p auth.Principal) {
-	if m.opts.OAuth.ID == "" {
-		httpapi.WriteError(w, http.StatusNotFound, httpapi.Error{Code: errcode.NotFound, Detail: "this relay does not offer the OAuth link; link API-key credentials instead"})
+	if !m.OAuthOffered() {
+		writeOAuthOff(w)
 		return
 	}
 	var b struct {
@@ -421,78 +379,74 @@ func (m *Manager) serveOAuthStart(w http.ResponseWriter, r *http.Request, p auth
 		httpapi.WriteError(w, e.Status, *e)
 		return
 	}
-	if b.Env != EnvDemo && b.Env != EnvLive {
+	u, expires, err := m.StartOAuth(r.Context(), p.UserID, b.Env, apiSource(p))
+	switch {
+	case err == nil:
+		httpapi.Write(w, http.StatusOK, map[string]any{"authorizeUrl": u, "expiresAt": expires})
+	case errors.Is(err, ErrUnknownEnv):
 		e := envError()
 		httpapi.WriteError(w, e.Status, *e)
-		return
-	}
-	now := time.Now()
-	state, hash := newOAuthState()
-	err := m.opts.Store.PutOAuthState(r.Context(), store.OAuthState{Hash: hash, UserID: p.UserID, Env: b.Env, Expires: now.Add(oauthStateTTL)},
-		maxOAuthStatesPerUser)
-	if err != nil {
-		m.log.Warn("storing an OAuth link under way", zap.String("user", p.UserID), zap.Error(err))
+	case errors.Is(err, ErrOAuthOff):
+		writeOAuthOff(w)
+	case errors.Is(err, ErrStorage):
 		httpapi.WriteError(w, http.StatusServiceUnavailable, httpapi.Error{Code: errcode.StorageUnavailable,
 			Detail: "the link could not be started; retry shortly"})
-		return
-	}
-	u, err := url.Parse(m.opts.Endpoints.OAuthAuthorize)
-	if err != nil {
+	default:
+		m.log.Error("starting an OAuth link", zap.Error(err))
 		httpapi.WriteError(w, http.StatusInternalServerError, httpapi.Error{Code: errcode.InternalError, Detail: "the relay's OAuth address is invalid"})
-		return
 	}
-	q := u.Query()
-	q.Set("response_type", "code")
-	q.Set("client_id", m.opts.OAuth.ID)
-	q.Set("redirect_uri", m.opts.OAuth.RedirectURL)
-	q.Set("state", state)
-	u.RawQuery = q.Encode()
-	httpapi.Write(w, http.StatusOK, map[string]any{"authorizeUrl": u.String(), "expiresAt": now.Add(oauthStateTTL).UTC()})
 }
 
-// serveOAuthCallback ends an OAuth link: the broker sent the user back
-// with a code, exchanged here for a token that is sealed and stored.
+// writeOAuthOff answers a relay without an OAuth client: 404.
+func writeOAuthOff(w http.ResponseWriter) {
+	httpapi.WriteError(w, http.StatusNotFound, httpapi.Error{Code: errcode.NotFound, Detail: "this relay does not offer the OAuth link; link API-key credentials instead"})
+}
+
+// serveOAuthCallback ends an OAuth link (finishOAuth): the broker sent
+// the user's browser back with a code, exchanged here for a session that
+// is sealed and stored. A request that asks for a page (its Accept names
+// text/html: a person's browser) is sent on to the dashboard's broker
+// page, 303 OAuthReturnPath?link=ok or ?link=failed&reason=<a fixed
+// code>; others get JSON: 200 {"linked":true,"env","method"}, or the
+// refusal.
 func (m *Manager) serveOAuthCallback(w http.ResponseWriter, r *http.Request) {
 	q := r.URL.Query()
-	unknown := func() {
-		httpapi.WriteError(w, http.StatusBadRequest, httpapi.Error{Code: errcode.InvalidArgument, Detail: "the link request is unknown or expired; start the link again"})
+	session := ""
+	if m.opts.BrowserSession != nil {
+		session = m.opts.BrowserSession(r)
 	}
-	state := q.Get("state")
-	if m.opts.OAuth.ID == "" || state == "" || len(state) > maxOAuthStateLen {
-		unknown()
+	st, err := m.finishOAuth(r.Context(), q.Get("state"), q.Get("code"), session)
+	if wantsPage(r) {
+		to := OAuthReturnPath + "?link=ok"
+		if err != nil {
+			to = OAuthReturnPath + "?" + url.Values{"link": {"failed"}, "reason": {OAuthFailure(err)}}.Encode()
+		}
+		h := w.Header()
+		h.Set("Cache-Control", "no-store")
+		h.Set("Referrer-Policy", "no-referrer") // the broker's code stays out of the next page's Referer
+		http.Redirect(w, r, to, http.StatusSeeOther)
 		return
 	}
-	st, err := m.opts.Store.TakeOAuthState(r.Context(), oauthStateHash(state), time.Now())
 	switch {
-	case errors.Is(err, store.ErrNotFound):
-		unknown()
-		return
-	case err != nil:
-		m.log.Warn("reading an OAuth link under way", zap.Error(err))
+	case err == nil:
+		httpapi.Write(w, http.StatusOK, map[string]any{"linked": true, "env": st.Env, "method": MethodOAuth})
+	case errors.Is(err, ErrOAuthUnknown):
+		httpapi.WriteError(w, http.StatusBadRequest, httpapi.Error{Code: errcode.InvalidArgument, Detail: "the link request is unknown or expired; start the link again"})
+	case errors.Is(err, ErrOAuthSession):
+		httpapi.WriteError(w, http.StatusBadRequest, httpapi.Error{Code: errcode.InvalidArgument,
+			Detail: "the link was started in another browser session; start it again from the dashboard in this browser"})
+	case errors.Is(err, ErrOAuthDenied):
+		httpapi.WriteError(w, http.StatusBadRequest, httpapi.Error{Code: errcode.BrokerLoginFailed, Detail: "the broker did not grant access; nothing was linked"})
+	case errors.Is(err, ErrStorage) && st.UserID == "":
 		httpapi.WriteError(w, http.StatusServiceUnavailable, httpapi.Error{Code: errcode.StorageUnavailable,
 			Detail: "the link request could not be read; retry shortly"})
-		return
-	}
-	code := q.Get("code")
-	if code == "" {
-		httpapi.WriteError(w, http.StatusBadRequest, httpapi.Error{Code: errcode.BrokerLoginFailed, Detail: "the broker did not grant access; nothing was linked"})
-		return
-	}
-	ctx, cancel := context.WithTimeout(context.WithoutCancel(r.Context()), 30*time.Second)
-	defer cancel()
-	sess, err := m.exchangeCode(ctx, st.Env, code)
-	if err != nil {
-		m.log.Info("an OAuth link was refused", zap.String("user", st.UserID), zap.Error(err))
+	default:
 		writeLinkError(w, err)
-		return
 	}
-	s := Secrets{AccessToken: sess.AccessToken, MDAccessToken: sess.MDAccessToken, Expires: sess.Expires, BrokerUserID: sess.BrokerUserID, DeviceID: newDeviceID()}
-	if _, err := m.Link(ctx, st.UserID, st.Env, MethodOAuth, s); err != nil {
-		m.log.Warn("storing an OAuth link", zap.String("user", st.UserID), zap.Error(err))
-		writeStoreError(w, err)
-		return
-	}
-	m.log.Info("broker login linked", zap.String("user", st.UserID), zap.String("env", st.Env), zap.String("method", MethodOAuth))
-	m.record(st.UserID, "", linkedEntry(st.Env, MethodOAuth, brokerSource))
-	httpapi.Write(w, http.StatusOK, map[string]any{"linked": true, "env": st.Env, "method": MethodOAuth})
+}
+
+// wantsPage reports a request of a person's browser: its Accept names
+// text/html.
+func wantsPage(r *http.Request) bool {
+	return strings.Contains(strings.ToLower(r.Header.Get("Accept")), "text/html")
 }

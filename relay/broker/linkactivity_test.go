@@ -86,7 +86,7 @@ func TestLinkRoutesRecorded(t *testing.T) {
 }
 
 // A link made by the OAuth callback, which comes without a token, is
-// broker.linked of source broker.
+// broker.linked in the name of whoever started it: the API token.
 func TestOAuthLinkRecorded(t *testing.T) {
 	t.Parallel()
 	f := newFixture(t)
@@ -103,7 +103,7 @@ func TestOAuthLinkRecorded(t *testing.T) {
 	ev := log.WaitActivity(t, 1)[0]
 	assert.Equal(t, "bob", ev.UserID)
 	assert.Equal(t, protocol.ActivityBrokerLinked, ev.Activity.Kind)
-	assert.Equal(t, protocol.ActivitySource{Kind: protocol.SourceBroker}, ev.Activity.Source)
+	assert.Equal(t, protocol.ActivitySource{Kind: protocol.SourceAPI, ID: "0123456789ab"}, ev.Activity.Source)
 	assert.Equal(t, "oauth", eventstest.Detail(t, ev.Activity)["method"])
 }
 

@@ -68,6 +68,13 @@ type Options struct {
 	// OAuth is the relay's registration with the broker's OAuth service;
 	// an empty ID turns the OAuth link off.
 	OAuth tradovate.OAuthClient
+	// BrowserSession returns the id of the dashboard session the
+	// request's cookie carries, as the activity log names sessions (the
+	// first 12 hex digits of its hash), or "" for none: the OAuth
+	// callback ends a link started in the dashboard only in the browser
+	// session that started it. The relay sets it (dashboard.SessionID);
+	// nil ends no link started in the dashboard.
+	BrowserSession func(r *http.Request) string
 	// HTTPClient calls the broker; nil means a client with a 30 s
 	// timeout.
 	HTTPClient *http.Client
@@ -500,20 +507,28 @@ func (m *Manager) Link(ctx context.Context, userID, env, method string, s Secret
 }
 
 // Unlink stops the user's instance (on whichever node runs it) and
-// deletes the link with everything its operations remembered. It reports
-// whether there was a link.
-func (m *Manager) Unlink(ctx context.Context, userID string) (bool, error) {
+// deletes the link with everything its operations remembered; the broker
+// resources of the Management API are kept. It reports whether there was
+// a link, and records broker.unlinked in src's name when there was. An
+// error matches ErrStorage: the link may be left as it was.
+func (m *Manager) Unlink(ctx context.Context, userID string, src protocol.ActivitySource) (bool, error) {
 	unlock, err := m.starting.Lock(ctx, userID)
 	if err != nil {
-		return false, err
+		return false, fmt.Errorf("%w: %w", ErrStorage, err)
 	}
 	m.stopInstance(userID)
 	had, err := m.links.Delete(ctx, userID)
 	unlock()
-	if err == nil && had {
-		m.refreshElsewhere(ctx, userID)
+	if err != nil {
+		m.log.Warn("deleting a broker link", zap.String("user", userID), zap.Error(err))
+		return false, fmt.Errorf("%w: %w", ErrStorage, err)
 	}
-	return had, err
+	if had {
+		m.refreshElsewhere(ctx, userID)
+		m.log.Info("broker login unlinked", zap.String("user", userID))
+		m.record(userID, "", unlinkedEntry(src))
+	}
+	return had, nil
 }
 
 // Linked implements manage.BrokerLinks: whether the user linked a login,

@@ -294,7 +294,7 @@ func TestUnlinkStopsAndForgets(t *testing.T) {
 	require.NoError(t, err)
 	_, err = call(t, m, "bob", protocol.FnListAccounts, "", nil)
 	require.NoError(t, err)
-	had, err := m.Unlink(context.Background(), "bob")
+	had, err := m.Unlink(context.Background(), "bob", protocol.ActivitySource{Kind: protocol.SourceAPI})
 	require.NoError(t, err)
 	require.True(t, had)
 	_, err = call(t, m, "bob", protocol.FnListAccounts, "", nil)

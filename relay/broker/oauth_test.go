@@ -12,6 +12,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"tradebridge/relay/auth"
 	"tradebridge/relay/broker"
 	"tradebridge/relay/store"
 	"tradebridge/trading/bridge/sim"
@@ -48,13 +49,18 @@ func (f *fixture) oauthNode(t *testing.T, fake *tradovatefake.Server, net *fakeN
 	return m
 }
 
-// startOAuth starts an OAuth link for the user on m and returns its state.
+// testTokenHash is the hash of the API token the tests' OAuth links start
+// with; its id (auth.TokenID) is the first 12 hex digits.
+const testTokenHash = "0123456789abcdef"
+
+// startOAuth starts an OAuth link for the user on m, over the route with
+// an API token of testTokenHash, and returns its state.
 func startOAuth(t *testing.T, m *broker.Manager, userID string) string {
 	t.Helper()
 	r := httptest.NewRequest(http.MethodPost, broker.LinkOAuthPath, strings.NewReader(`{"env":"demo"}`))
 	r.Header.Set("Content-Type", "application/json")
 	w := httptest.NewRecorder()
-	m.ServeOAuthStart(w, r, userID)
+	m.ServeOAuthStart(w, r, auth.Principal{UserID: userID, TokenHash: testTokenHash})
 	require.Equal(t, http.StatusOK, w.Code, w.Body.String())
 	var body struct {
 		Data struct {

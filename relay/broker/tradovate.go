@@ -4,15 +4,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net/http"
 	"sync"
 	"time"
 
 	"go.uber.org/zap"
 
-	"tradebridge/relay/errcode"
-	"tradebridge/relay/httpapi"
-	"tradebridge/trading/bridge"
 	"tradebridge/trading/bridge/tradovate"
 )
 
@@ -139,18 +135,15 @@ func (m *Manager) exchangeCode(ctx context.Context, env, code string) (Session, 
 	return Session{AccessToken: t.AccessToken, MDAccessToken: t.MDAccessToken, Expires: t.Expires, BrokerUserID: t.UserID}, nil
 }
 
-// loginError maps a failed login: refused credentials are
-// ErrLoginRefused; a captcha, the broker's rate limit or an unreachable
-// broker are 503 broker_unavailable with the reason.
+// loginError marks refused credentials (or a refused code) as
+// ErrLoginRefused, keeping the broker's fixed reason
+// (*tradovate.LoginError); a captcha, the broker's rate limit or an
+// unreachable broker stay as they are (a *bridge.UnavailableError with
+// the reason, or the network's error).
 func loginError(err error) error {
 	var le *tradovate.LoginError
 	if errors.As(err, &le) {
 		return fmt.Errorf("%w: %w", ErrLoginRefused, err)
-	}
-	var ue *bridge.UnavailableError
-	if errors.As(err, &ue) {
-		return &httpapi.Error{Status: http.StatusServiceUnavailable, Code: errcode.BrokerUnavailable,
-			Detail: "the broker is unavailable: " + ue.Reason + "; nothing was linked"}
 	}
 	return err
 }

@@ -58,9 +58,23 @@ type Hub interface {
 	Call(ctx context.Context, userID, fn, requestID string, args json.RawMessage) (json.RawMessage, error)
 }
 
-// Broker tells the broker family's link; *broker.Manager implements it.
+// Broker is the broker family's link of a user's Tradovate login;
+// *broker.Manager implements it. The broker page calls its methods in
+// process with the session's user and source (see broker.Manager for
+// their errors).
 type Broker interface {
 	Status(ctx context.Context, userID string) (broker.Status, error)
+	// OAuthOrigin is the origin of the broker's authorization page; ""
+	// when the relay offers no OAuth link.
+	OAuthOrigin() string
+	// LinkAPIKey checks API-key credentials with the broker, seals and
+	// stores them.
+	LinkAPIKey(ctx context.Context, userID, env string, s broker.Secrets, src protocol.ActivitySource) error
+	// StartOAuth answers the broker's authorization page for an OAuth
+	// link.
+	StartOAuth(ctx context.Context, userID, env string, src protocol.ActivitySource) (authorizeURL string, expires time.Time, err error)
+	// Unlink deletes the link, reporting whether there was one.
+	Unlink(ctx context.Context, userID string, src protocol.ActivitySource) (bool, error)
 }
 
 // Manage runs the Management API's routes in process;
@@ -119,6 +133,10 @@ type Options struct {
 	Agent AgentView
 	// Broker tells the broker family's link; nil shows none.
 	Broker Broker
+	// BrokerDoor is the broker family's door (tradeapi's, its budgets
+	// filled in): its plan and gate rule who may link a login from the
+	// broker page (admit.Door.Permits). Required with Broker.
+	BrokerDoor *admit.Door
 	// Manage runs the kill switch. Required.
 	Manage Manage
 	// Activity reads the activity log. Required.
@@ -152,6 +170,9 @@ func New(opts Options) (*Server, error) {
 	if opts.Accounts == nil || opts.Admit == nil || opts.Tokens == nil || opts.Pairing == nil || opts.Hub == nil ||
 		opts.Agent == nil || opts.Manage == nil || opts.Activity == nil {
 		return nil, errors.New("dashboard: Options.Accounts, Admit, Tokens, Pairing, Hub, Agent, Manage and Activity are required")
+	}
+	if opts.Broker != nil && opts.BrokerDoor == nil {
+		return nil, errors.New("dashboard: Options.BrokerDoor is required with Options.Broker")
 	}
 	switch opts.Signup {
 	case "":
@@ -218,6 +239,12 @@ func (s *Server) Register(mux Mux) {
 	mux.HandleFunc("GET /app/activity", s.page(s.activity))
 	mux.HandleFunc("POST /app/kill-switch", s.page(s.killSwitch))
 	mux.HandleFunc("GET /app/assets/{name}", s.asset)
+	// The broker link.
+	mux.HandleFunc("GET "+BrokerPath, s.page(s.brokerPage))
+	mux.HandleFunc("GET /app/broker/status", s.fetch(s.brokerStatus))
+	mux.HandleFunc("POST /app/broker/link", s.page(s.brokerLink))
+	mux.HandleFunc("POST /app/broker/oauth", s.page(s.brokerOAuth))
+	mux.HandleFunc("POST /app/broker/unlink", s.page(s.brokerUnlink))
 }
 
 // Cookie names of the session: the __Host- prefix over TLS (the browser

@@ -39,6 +39,16 @@
 //	                             application/json; the relay's {"success":true,"data":{…}}
 //	                             with the two members at the top level too), or 303 back
 //	GET  /app/assets/{name}      app.js, app.css (immutable, versioned by content hash)
+//	GET  /app/broker             the broker link: its state and accounts, "Link demo" and "Link live"
+//	                             (OAuth), the API-key form, "Unlink"; ?link=ok|unlinked|none and
+//	                             ?link=failed&reason=CODE (the OAuth callback's) say how an action went
+//	GET  /app/broker/status      the link's state alone (HTML fragment), fetched again while it connects
+//	POST /app/broker/link        links API-key credentials (env, username, password, appId,
+//	                             appVersion, cid, sec): 303 to /app/broker?link=ok, or the form again
+//	                             with the refusal
+//	POST /app/broker/oauth       starts an OAuth link (env=demo|live): 303 to the broker's
+//	                             authorization page, which comes back through the relay's callback
+//	POST /app/broker/unlink      unlinks (confirm=yes, the box "Yes, unlink"): 303 to /app/broker?link=unlinked
 //
 // # Stable names (a contract: tests and operators' scripts use them)
 //
@@ -64,6 +74,19 @@
 //	#form-error[role=alert]                      a form's refusal
 //	meta[name=csrf-token]                        the session's CSRF token, for fetch
 //
+// The broker page's: inputs env, username, password, appId, appVersion,
+// cid, sec (the fields of POST /v1/api/tv/link; password and sec are
+// never written back), confirm; buttons "Link demo", "Link live" (both
+// name=env), "Link", "Unlink"; and
+//
+//	#broker-link[data-state=…]                   as on the home page: unlinked, linked, or the session's state
+//	#broker-env[data-env] #broker-method[data-method] #broker-since
+//	#broker-session[data-session] #broker-retry-at #broker-connected[data-connected]
+//	#broker-accounts li                          the login's accounts
+//	#broker-result[role=status]                  the result of an action (?link=ok|unlinked|none)
+//	#broker-oauth #oauth-off #api-key-form #broker-relink #broker-unlink #broker-plan
+//	#err-NAME                                    the refusal of the input NAME, which names it in aria-describedby
+//
 // # Security
 //
 // The session cookie is tb_session (__Host-tb_session over https):
@@ -79,7 +102,9 @@
 // 'self'; frame-ancestors 'none'; base-uri 'none'",
 // X-Content-Type-Options: nosniff, Referrer-Policy: same-origin and
 // Cache-Control: no-store (assets excepted). Another user's resource is
-// 404, as a missing one.
+// 404, as a missing one. The broker page's policy adds the origin of the
+// broker's authorization page to form-action ("Link demo" answers a
+// redirect there), from the relay's configuration.
 //
 // # Live updates
 //

@@ -24,7 +24,9 @@ var assetFS embed.FS
 // pageNames are the templates of whole pages; each defines "content"
 // (and "title"), shown inside layout.html.
 var pageNames = []string{"home", "signin", "signup", "signup-closed", "reset", "reset-sent", "new-password", "pair",
-	"tokens", "activity", "error"}
+	"tokens", "activity", "error",
+	"broker",
+}
 
 // asset is an embedded file served under /app/assets/, versioned by its
 // content's hash.
@@ -113,7 +115,7 @@ func money(v float64) string {
 type view struct {
 	Title string
 	// Nav names the page in the navigation ("home", "pair", "tokens",
-	// "activity"); "" for the pages without a session.
+	// "activity", "broker"); "" for the pages without a session.
 	Nav string
 	// SignedIn shows the navigation, the kill switch and the CSRF token.
 	SignedIn bool

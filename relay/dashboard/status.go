@@ -95,12 +95,8 @@ func (s *Server) readStatus(ctx context.Context, userID string) *statusView {
 		switch {
 		case err != nil:
 			s.log.Warn("reading the broker link", zap.Error(err))
-		case !st.Linked:
-			v.Broker = "unlinked"
-		case st.Connected:
-			v.Broker, v.BrokerAccounts = "linked", st.Accounts
 		default:
-			v.Broker, v.BrokerAccounts = st.Session, st.Accounts
+			v.Broker, v.BrokerAccounts = linkState(st), st.Accounts
 		}
 	}
 	return v

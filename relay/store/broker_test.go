@@ -263,7 +263,7 @@ func TestMigrateFromSchema4(t *testing.T) {
 	s2 := open(t, dir)
 	v, err := s2.SchemaVersion(ctx)
 	require.NoError(t, err)
-	require.Equal(t, 13, v)
+	require.Equal(t, 14, v)
 	got, err := s2.ManagedState(ctx, "u1")
 	require.NoError(t, err)
 	require.Equal(t, want, got)

@@ -27,8 +27,9 @@ var (
 	qForgetExpiredAuth = sqlConst("DELETE FROM oauth_states WHERE expires_at < {now}")
 	qForgetOldestAuth  = sqlConst(`DELETE FROM oauth_states WHERE user_id = ? AND hash NOT IN (
 		SELECT hash FROM oauth_states WHERE user_id = ? ORDER BY expires_at DESC, hash DESC LIMIT ?)`)
-	qPutOAuthState  = sqlConst("INSERT INTO oauth_states (hash, user_id, env, expires_at) VALUES (?, ?, ?, ?)")
-	qTakeOAuthState = sqlConst("DELETE FROM oauth_states WHERE hash = ? RETURNING user_id, env, expires_at")
+	qPutOAuthState = sqlConst(`INSERT INTO oauth_states (hash, user_id, env, expires_at, source_kind, source_id)
+		VALUES (?, ?, ?, ?, ?, ?)`)
+	qTakeOAuthState = sqlConst("DELETE FROM oauth_states WHERE hash = ? RETURNING user_id, env, expires_at, source_kind, source_id")
 )
 
 // errLeaseTTL refuses a lease for no time at all.
@@ -92,7 +93,7 @@ func (s *sqlStore) PutOAuthState(ctx context.Context, st OAuthState, keepPerUser
 				return err
 			}
 		}
-		_, err = tx.exec(ctx, qPutOAuthState, st.Hash, st.UserID, st.Env, millis(st.Expires))
+		_, err = tx.exec(ctx, qPutOAuthState, st.Hash, st.UserID, st.Env, millis(st.Expires), st.SourceKind, st.SourceID)
 		return tx.d.noUser(tx.d.conflict(err))
 	})
 	return wrap("put OAuth state", err)
@@ -103,7 +104,7 @@ func (s *sqlStore) PutOAuthState(ctx context.Context, st OAuthState, keepPerUser
 func (s *sqlStore) TakeOAuthState(ctx context.Context, hash string, now time.Time) (OAuthState, error) {
 	st := OAuthState{Hash: hash}
 	var expires int64
-	err := s.row(ctx, qTakeOAuthState, hash).Scan(&st.UserID, &st.Env, &expires)
+	err := s.row(ctx, qTakeOAuthState, hash).Scan(&st.UserID, &st.Env, &expires, &st.SourceKind, &st.SourceID)
 	switch {
 	case errors.Is(err, sql.ErrNoRows):
 		return OAuthState{}, wrap("take OAuth state", ErrNotFound)

@@ -145,6 +145,13 @@ func TestOAuthStates(t *testing.T) {
 		got, err := s.TakeOAuthState(ctx, "h1", base.Add(-time.Minute))
 		require.NoError(t, err)
 		require.Equal(t, st("h1", "u1", 0), got)
+		// Who started it comes back with it.
+		started := st("h-src", "u1", 0)
+		started.SourceKind, started.SourceID = "dashboard", "0123456789ab"
+		require.NoError(t, s.PutOAuthState(ctx, started, 3))
+		got, err = s.TakeOAuthState(ctx, "h-src", base.Add(-time.Minute))
+		require.NoError(t, err)
+		require.Equal(t, started, got)
 		_, err = s.TakeOAuthState(ctx, "h1", base.Add(-time.Minute))
 		require.ErrorIs(t, err, store.ErrNotFound, "a state is taken once")
 		_, err = s.TakeOAuthState(ctx, "h-never", base)

@@ -425,7 +425,7 @@ func TestMigrateFromSchema3(t *testing.T) {
 	s2 := open(t, dir)
 	v, err := s2.SchemaVersion(ctx)
 	require.NoError(t, err)
-	require.Equal(t, 13, v)
+	require.Equal(t, 14, v)
 	u, err := s2.User(ctx, "u1")
 	require.NoError(t, err)
 	require.Equal(t, store.User{ID: "u1", Name: "u1", Plan: "elite", CreatedAt: t0}, u)

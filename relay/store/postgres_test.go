@@ -63,7 +63,7 @@ func TestPostgresConcurrentMigrations(t *testing.T) {
 	for i, s := range stores {
 		v, err := s.SchemaVersion(ctx)
 		require.NoError(t, err)
-		require.Equal(t, 7, v, "node %d", i)
+		require.Equal(t, 8, v, "node %d", i)
 	}
 	require.NoError(t, stores[0].CreateUser(ctx, store.User{ID: "u1", Name: "u1", Plan: "pro", CreatedAt: t0}))
 	u, err := stores[2].User(ctx, "u1")

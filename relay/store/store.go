@@ -139,6 +139,10 @@ type OAuthState struct {
 	Env    string
 	// Expires is when the state stops being accepted.
 	Expires time.Time
+	// SourceKind and SourceID name who started the link, as the activity
+	// log names a source (protocol.ActivitySource): "dashboard" and the
+	// session's id, "api" and the token's id; empty for none.
+	SourceKind, SourceID string
 }
 
 // StoredDiagnostics is the latest protocol.Diagnostics an agent sent, as

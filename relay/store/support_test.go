@@ -199,7 +199,7 @@ func TestMigrateFromSchema6(t *testing.T) {
 	s2 := open(t, dir)
 	v, err := s2.SchemaVersion(ctx)
 	require.NoError(t, err)
-	require.Equal(t, 13, v)
+	require.Equal(t, 14, v)
 	n, err := s2.CloseOpenAgentSessions(ctx, "", t0, "relay_stopped")
 	require.NoError(t, err)
 	require.Equal(t, 1, n)

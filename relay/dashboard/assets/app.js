@@ -224,4 +224,26 @@
     };
   }
   connect();
+
+  // ---- The broker page: the link's state, fetched again every few
+  // seconds while the login connects (not once it is linked, unlinked or
+  // refused). ----
+  var brokerBox = document.getElementById("broker-status");
+  if (brokerBox) {
+    var settled = { unlinked: 1, linked: 1, login_failed: 1, captcha_required: 1, rate_limited: 1 };
+    var brokerBusy = false;
+    setInterval(function () {
+      var link = document.getElementById("broker-link");
+      var state = link ? link.getAttribute("data-state") : "";
+      if (brokerBusy || !state || settled[state] || document.hidden) return;
+      brokerBusy = true;
+      fetch("/app/broker/status", { credentials: "same-origin", headers: { "Accept": "text/html" } }).then(function (res) {
+        if (res.status === 401) { location.assign("/app/signin"); return null; }
+        return res.ok ? res.text() : null;
+      }).then(function (html) {
+        brokerBusy = false;
+        if (html) brokerBox.innerHTML = html;
+      }).catch(function () { brokerBusy = false; });
+    }, 2000);
+  }
 })();

@@ -35,12 +35,33 @@ type dash struct {
 func newDash(t *testing.T, vp browsertest.Viewport) *dash {
 	t.Helper()
 	tab := browsertest.New(t, vp) // first: it skips when there is no chromium
-	s := systemtest.NewWith(t, func(o *relay.Options) {
-		// An agent's revoked token, or a user's, stops at once.
-		o.Hub.ReverifyInterval = 200 * time.Millisecond
-		openSignup(o)
-	})
+	s := systemtest.NewWith(t, dashOptions)
 	return &dash{System: s, t: t, tab: tab}
+}
+
+// dashOptions are the options of the dashboard tests' relays.
+func dashOptions(o *relay.Options) {
+	// An agent's revoked token, or a user's, stops at once.
+	o.Hub.ReverifyInterval = 200 * time.Millisecond
+	openSignup(o)
+}
+
+// newBrokerDash is newDash with the relay's broker family linking logins
+// with the Tradovate fake it returns (its OAuth client sending the
+// browser back to this relay).
+func newBrokerDash(t *testing.T, vp browsertest.Viewport) (*dash, *systemtest.Tradovate) {
+	t.Helper()
+	tab := browsertest.New(t, vp)
+	tv := systemtest.StartTradovate(t)
+	s := tv.NewSystem(t, dashOptions)
+	return &dash{System: s, t: t, tab: tab}, tv
+}
+
+// html returns the page's markup as it stands, for what must not be in
+// it.
+func (d *dash) html() string {
+	d.t.Helper()
+	return browsertest.Eval[string](d.tab, "document.documentElement.outerHTML")
 }
 
 // page loads the dashboard's path.

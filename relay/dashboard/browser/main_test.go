@@ -12,8 +12,11 @@
 // and turned on while the PC is off (recorded, entries refused at once);
 // the same flow at a phone's 375×812 viewport with nothing wider than the
 // screen; a name holding markup shown as text; and forms on another site
-// posting to the dashboard refused. Each case has a relay of its own, so
-// they run in parallel. A page's uncaught exception or console error (a
+// posting to the dashboard refused; linking a Tradovate login (the
+// Tradovate fake, systemtest.Tradovate) with "Link demo" through the
+// broker's authorization page and back, and unlinking it, and with the
+// API-key form on a phone, a wrong password refused first. Each case has
+// a relay of its own, so they run in parallel. A page's uncaught exception or console error (a
 // Content-Security-Policy violation among them) fails its case.
 //
 // Each page's screenshot is written under the test's temporary folder;
