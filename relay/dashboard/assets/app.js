@@ -225,3 +225,63 @@
   }
   connect();
 })();
+
+// ---- The Management API's editors: "Add a row" clones a list's blank
+// row (without script one blank row is always there). ----
+(function () {
+  "use strict";
+
+  // Renames the inputs of a cloned row from prefix.N. to prefix.M.
+  function renumber(row, prefix, from, to) {
+    var old = prefix + "." + from, now = prefix + "." + to;
+    var swap = function (v) {
+      return v.split(old + ".").join(now + ".").split(old + "._").join(now + "._");
+    };
+    row.setAttribute("data-row", now);
+    row.setAttribute("data-index", String(to));
+    var els = row.querySelectorAll("[name], [id], [for], [aria-describedby]");
+    for (var i = 0; i < els.length; i++) {
+      ["name", "id", "for", "aria-describedby"].forEach(function (a) {
+        var v = els[i].getAttribute(a);
+        if (v) els[i].setAttribute(a, swap(v));
+      });
+    }
+  }
+
+  function clearRow(row) {
+    var els = row.querySelectorAll("input, select");
+    for (var i = 0; i < els.length; i++) {
+      var el = els[i];
+      if (el.type === "checkbox") el.checked = false;
+      else if (el.tagName === "SELECT") el.selectedIndex = 0;
+      else el.value = "";
+      el.removeAttribute("aria-invalid");
+    }
+    var errs = row.querySelectorAll(".field-error");
+    for (var j = 0; j < errs.length; j++) errs[j].remove();
+  }
+
+  var adds = document.querySelectorAll("button.add-row");
+  for (var i = 0; i < adds.length; i++) {
+    adds[i].hidden = false;
+    adds[i].addEventListener("click", function (ev) {
+      var button = ev.currentTarget;
+      var prefix = button.getAttribute("data-rows");
+      var set = button.closest("fieldset");
+      if (!set) return;
+      var rows = set.querySelectorAll(":scope > .row");
+      if (!rows.length) return;
+      var blank = set.querySelector(":scope > .row.blank") || rows[rows.length - 1];
+      var next = 0;
+      for (var k = 0; k < rows.length; k++) {
+        next = Math.max(next, parseInt(rows[k].getAttribute("data-index"), 10) + 1);
+      }
+      var row = blank.cloneNode(true);
+      renumber(row, prefix, blank.getAttribute("data-index"), next);
+      clearRow(row);
+      set.insertBefore(row, button);
+      var first = row.querySelector("input, select");
+      if (first) first.focus();
+    });
+  }
+})();
