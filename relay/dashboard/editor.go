@@ -29,8 +29,8 @@ package dashboard
 // the Management API can replace the reflection; the words stay.
 //
 // The input a field gets follows its Go type unless Words.Input says
-// otherwise: a bool is a checkbox (unchecked means false: the form always
-// sends the whole editable object), a number a text input parsed as a
+// otherwise: a bool is a checkbox (unchecked means false: the form holds
+// the whole editable object), a number a text input parsed as a
 // number, a string a text input, a []string one text input of
 // comma-separated values (InputList) or checkboxes (InputChecks,
 // InputDays), a struct a group of inputs (InputGroup, or InputInline
@@ -49,11 +49,14 @@ package dashboard
 //	GET  /app/manage/<path>/new             the empty form: the kind's defaults
 //	POST /app/manage/<path>                 create (a singleton: save)
 //	GET  /app/manage/<path>/{id}            the edit form
-//	POST /app/manage/<path>/{id}            save: PATCH of the edited fields, If-Match the
-//	                                        ETag the form showed (hidden input etag)
+//	POST /app/manage/<path>/{id}            save: PATCH of the top-level fields that differ
+//	                                        from what the form showed (hidden input loaded),
+//	                                        If-Match the ETag it showed (hidden input etag);
+//	                                        nothing is sent when nothing differs
 //	POST /app/manage/<path>/{id}/delete     asks to confirm, then deletes (confirm=yes)
 //	POST /app/manage/<path>/{id}/{action}   one of the kind's actions
 //	GET  /app/manage/<path>/{id}/state      the resource's state block alone (live updates)
+//	GET  /app/manage/<path>/{id}/pnl        a monitor's P&L block alone (StateWords.Pnl)
 //
 // # Answers in words
 //
@@ -164,6 +167,10 @@ type Action struct {
 	Done string
 	// Help is a sentence next to the button; optional.
 	Help string
+	// When, when set, shows the button only while the resource is in
+	// this state, inside its live state block ("stopped"); else the
+	// button is always under the form.
+	When string
 }
 
 // StateWords say where a resource's state is and how to name it.
@@ -176,6 +183,14 @@ type StateWords struct {
 	// Reasons are the reasons' words ("lossLimit": "the loss limit was
 	// reached"); a reason without words is shown as it is.
 	Reasons map[string]string
+	// Pnl, when set, is the JSON name of the field holding the account
+	// whose monitor's session P&L and session high (the trailing
+	// drawdown's watermark), as the agent's engine counts them, the block
+	// shows, live.
+	Pnl string
+	// Limits are the P&L limits shown with it: fields of type
+	// protocol.Limit (Value) and their words (Label).
+	Limits []Choice
 }
 
 // Editor is one editor of the table: the kind it edits and the words its
@@ -1105,6 +1120,36 @@ type stateView struct {
 	Since        string
 	// Href is the state block's own URL (the live updates fetch it).
 	Href string
+	// ID is the resource's id, Base its editor's URL, CSRF the session's
+	// token (the block's buttons post).
+	ID, Base, CSRF string
+	// Account is the monitored account, when the block shows its P&L.
+	Account string
+	// Limits are the P&L limits; Pnl the session P&L and high.
+	Limits []limitView
+	Pnl    *pnlView
+	// Actions are the buttons of the state the resource is in.
+	Actions []Action
+}
+
+// limitView is one P&L limit of a monitor.
+type limitView struct {
+	Label, Amount string
+	On            bool
+}
+
+// pnlView is a monitored account's session P&L and session high, as the
+// agent's monitor engine counts them.
+type pnlView struct {
+	// Href is the P&L block's own URL (the live updates fetch it).
+	Href string
+	// Known: the agent answered with the account's monitor.
+	Known     bool
+	Pnl, High string
+	// Loss: the P&L is below zero.
+	Loss bool
+	// Note says why the figures are not shown.
+	Note string
 }
 
 // registerEditors adds each editor's routes.
@@ -1125,6 +1170,9 @@ func (s *Server) registerEditors(mux Mux) {
 		mux.HandleFunc("POST "+ed.base+"/{id}/{action}", s.page(s.editorPage(ed, editorAction)))
 		if ed.State != nil {
 			mux.HandleFunc("GET "+ed.base+"/{id}/state", s.fetch(s.editorState(ed)))
+			if ed.State.Pnl != "" {
+				mux.HandleFunc("GET "+ed.base+"/{id}/pnl", s.fetch(s.editorPnl(ed)))
+			}
 		}
 	}
 }
@@ -1278,7 +1326,7 @@ func (s *Server) formView(ctx context.Context, sess *session, ed *editor, ev *ed
 	ev.Problems = append(ev.Problems, ed.place(ev.Fields, doc, errs)...)
 	ev.Loaded = encodeLoaded(ed, loaded)
 	if ed.State != nil && !ev.New {
-		ev.State = ed.stateOf(loaded)
+		ev.State = s.stateOf(ctx, sess, ed, loaded)
 	}
 }
 
@@ -1421,7 +1469,12 @@ func (s *Server) editorSave(w http.ResponseWriter, r *http.Request, sess *sessio
 		// changes; it is refused as a stale one.
 		etag = `"none"`
 	}
-	body, _ := json.Marshal(doc)
+	edited := changedFields(doc, loaded)
+	if len(edited) == 0 {
+		http.Redirect(w, r, ed.href(id)+"?done=unchanged", http.StatusSeeOther)
+		return
+	}
+	body, _ := json.Marshal(edited)
 	status, a := s.invoke(r.Context(), sess, http.MethodPatch, ed.apiPath(id), etag, body)
 	if status == http.StatusOK {
 		done := "saved"
@@ -1436,6 +1489,38 @@ func (s *Server) editorSave(w http.ResponseWriter, r *http.Request, sess *sessio
 		return
 	}
 	s.formRefused(w, r, sess, ed, ev, status, a, shown, loaded, "saved")
+}
+
+// changedFields are the top-level fields of doc (the form, read) whose
+// values differ from loaded's (the resource as the form showed it, at
+// the ETag the save sends as If-Match): the PATCH of a save. An object or
+// a list that changed is sent whole. Sending only what the trader changed
+// keeps a save clear of the rules about fields sent unchanged (a stopped
+// monitor's active, locked switches), and a save that changes nothing
+// costs no write.
+func changedFields(doc, loaded map[string]any) map[string]any {
+	out := map[string]any{}
+	for k, v := range doc {
+		if !sameValue(v, loaded[k]) {
+			out[k] = v
+		}
+	}
+	return out
+}
+
+// sameValue compares two values of documents as JSON (numbers as
+// numbers).
+func sameValue(a, b any) bool {
+	x, err1 := json.Marshal(a)
+	y, err2 := json.Marshal(b)
+	if err1 != nil || err2 != nil {
+		return false
+	}
+	var u, v any
+	if json.Unmarshal(x, &u) != nil || json.Unmarshal(y, &v) != nil {
+		return false
+	}
+	return reflect.DeepEqual(u, v)
 }
 
 // cloneDoc returns a deep copy of a document.
@@ -1484,7 +1569,7 @@ func (s *Server) formRefused(w http.ResponseWriter, r *http.Request, sess *sessi
 	if a.Error == errcode.ValidationFailed {
 		msg = fieldsSummary(ed, verb)
 	} else {
-		msg = "The " + ed.Noun + " was not " + verb + ": " + lowerFirst(msg)
+		msg = "The " + ed.Noun + " was not " + verb + ". " + msg
 	}
 	ev.LinkBroker = a.Error == errcode.TradovateNotLinked
 	s.renderEditor(w, r, sess, status, ed, ev, msg)
@@ -1493,14 +1578,6 @@ func (s *Server) formRefused(w http.ResponseWriter, r *http.Request, sess *sessi
 // fieldsSummary is the sentence above a form whose fields need a change.
 func fieldsSummary(ed *editor, verb string) string {
 	return "The " + ed.Noun + " was not " + verb + ": some fields need a change; each says why next to it."
-}
-
-// lowerFirst lowers a sentence's first letter.
-func lowerFirst(s string) string {
-	if s == "" {
-		return s
-	}
-	return strings.ToLower(s[:1]) + s[1:]
 }
 
 // pageRefusal answers the refusals that are a page rather than a form's
@@ -1575,7 +1652,7 @@ func (s *Server) editorDelete(w http.ResponseWriter, r *http.Request, sess *sess
 		http.Redirect(w, r, ed.base+"?done=deleted", http.StatusSeeOther)
 		return
 	}
-	s.actionRefused(w, r, sess, ed, id, status, a, "deleted")
+	s.actionRefused(w, r, sess, ed, id, status, a, "The "+ed.Noun+" was not deleted.")
 }
 
 // editorAction serves POST …/{id}/{action}: one of the kind's actions.
@@ -1594,17 +1671,18 @@ func (s *Server) editorAction(w http.ResponseWriter, r *http.Request, sess *sess
 		http.Redirect(w, r, ed.href(id)+"?done="+url.QueryEscape(action), http.StatusSeeOther)
 		return
 	}
-	s.actionRefused(w, r, sess, ed, id, status, a, actionVerb(ed, action))
+	s.actionRefused(w, r, sess, ed, id, status, a, actionRefusal(ed, action))
 }
 
-// actionVerb is how a refusal names an action ("restarted").
-func actionVerb(ed *editor, action string) string {
+// actionRefusal is how a refusal of an action begins ("Restart was
+// refused.").
+func actionRefusal(ed *editor, action string) string {
 	for _, a := range ed.Actions {
 		if a.Name == action {
-			return "changed (" + a.Button + ")"
+			return a.Button + " was refused."
 		}
 	}
-	return "changed"
+	return "It was refused."
 }
 
 // editorShowOnce shows the resource after an action whose answer holds
@@ -1624,8 +1702,8 @@ func (s *Server) editorShowOnce(w http.ResponseWriter, r *http.Request, sess *se
 }
 
 // actionRefused shows the resource's form again with an action's or a
-// delete's refusal in words.
-func (s *Server) actionRefused(w http.ResponseWriter, r *http.Request, sess *session, ed *editor, id string, status int, a apiAnswer, verb string) {
+// delete's refusal in words, after lead.
+func (s *Server) actionRefused(w http.ResponseWriter, r *http.Request, sess *session, ed *editor, id string, status int, a apiAnswer, lead string) {
 	if s.pageRefusal(w, r, sess, ed, status, a) {
 		return
 	}
@@ -1643,7 +1721,7 @@ func (s *Server) actionRefused(w http.ResponseWriter, r *http.Request, sess *ses
 	ev := ed.editView(id, cur.Meta.ETag)
 	ev.LinkBroker = a.Error == errcode.TradovateNotLinked
 	s.formView(r.Context(), sess, ed, ev, doc, doc, nil)
-	s.renderEditor(w, r, sess, status, ed, ev, "The "+ed.Noun+" was not "+verb+": "+lowerFirst(errorSentence(a.Error)))
+	s.renderEditor(w, r, sess, status, ed, ev, lead+" "+errorSentence(a.Error))
 }
 
 // onceValues are the members of an answer shown once (Editor.Once).
@@ -1662,11 +1740,13 @@ func (ed *editor) onceValues(doc map[string]any) []onceValue {
 	return out
 }
 
-// stateOf is a resource's state in words.
-func (ed *editor) stateOf(doc map[string]any) *stateView {
+// stateOf is a resource's state in words, with its monitor's P&L when
+// the editor shows it.
+func (s *Server) stateOf(ctx context.Context, sess *session, ed *editor, doc map[string]any) *stateView {
 	sw := ed.State
 	st := shownString(doc[sw.Field])
-	v := &stateView{State: st, Label: or(sw.Names[st], st), Href: ed.href(shownString(doc["id"])) + "/state"}
+	id := shownString(doc["id"])
+	v := &stateView{State: st, Label: or(sw.Names[st], st), Href: ed.href(id) + "/state", ID: id, Base: ed.base, CSRF: sess.csrf}
 	if reason := shownString(doc[sw.Reason]); reason != "" {
 		v.Reason = or(sw.Reasons[reason], reason)
 	}
@@ -1675,6 +1755,51 @@ func (ed *editor) stateOf(doc map[string]any) *stateView {
 			v.Since = when(t)
 		}
 	}
+	for _, a := range ed.Actions {
+		if a.When != "" && a.When == st {
+			v.Actions = append(v.Actions, a)
+		}
+	}
+	if sw.Pnl != "" {
+		v.Account = shownString(doc[sw.Pnl])
+		for _, l := range sw.Limits {
+			lim, _ := doc[l.Value].(map[string]any)
+			on, _ := lim["enabled"].(bool)
+			amount := "—"
+			if f, err := strconv.ParseFloat(shownNumber(lim["amount"]), 64); err == nil {
+				amount = money(f)
+			}
+			v.Limits = append(v.Limits, limitView{Label: l.Label, Amount: amount, On: on})
+		}
+		v.Pnl = s.monitorPnl(ctx, sess, ed, id, v.Account)
+	}
+	return v
+}
+
+// monitorPnl reads the account's session P&L and high from the agent's
+// monitor engine (protocol.FnEngineStatus: the figures the monitor
+// judges its limits on).
+func (s *Server) monitorPnl(ctx context.Context, sess *session, ed *editor, id, account string) *pnlView {
+	v := &pnlView{Href: ed.href(id) + "/pnl?account=" + url.QueryEscape(account)}
+	ctx, cancel := context.WithTimeout(ctx, s.opts.CallTimeout)
+	defer cancel()
+	raw, err := s.opts.Hub.Call(ctx, sess.p.UserID, protocol.FnEngineStatus, "", json.RawMessage(`{}`))
+	var es protocol.EngineStatus
+	if err == nil {
+		err = json.Unmarshal(raw, &es)
+	}
+	if err != nil {
+		s.log.Debug("reading the engines' status", zap.Error(err))
+		v.Note = "Your PC does not answer right now; the figures show when it does."
+		return v
+	}
+	for _, m := range es.Monitors {
+		if m.Account == account {
+			v.Known, v.Pnl, v.High, v.Loss = true, money(m.SessionPnl), money(m.SessionHigh), m.SessionPnl < 0
+			return v
+		}
+	}
+	v.Note = "Your PC does not run this monitor yet."
 	return v
 }
 
@@ -1700,9 +1825,30 @@ func (s *Server) editorState(ed *editor) func(http.ResponseWriter, *http.Request
 			return
 		}
 		var buf bytes.Buffer
-		if err := s.pages.byName["manage-form"].ExecuteTemplate(&buf, "resource-state", ed.stateOf(doc)); err != nil {
+		if err := s.pages.byName["manage-form"].ExecuteTemplate(&buf, "resource-state", s.stateOf(r.Context(), sess, ed, doc)); err != nil {
 			s.log.Error("rendering a state", zap.Error(err))
 			httpapi.WriteError(w, http.StatusInternalServerError, httpapi.Error{Detail: "the state could not be shown"})
+			return
+		}
+		w.Header().Set("Content-Type", "text/html; charset=utf-8")
+		_, _ = w.Write(buf.Bytes())
+	}
+}
+
+// editorPnl serves GET …/{id}/pnl?account=NAME: the monitored account's
+// P&L block alone, from the agent (no Management API read: the page
+// fetches it as P&L frames arrive).
+func (s *Server) editorPnl(ed *editor) func(http.ResponseWriter, *http.Request, *session) {
+	return func(w http.ResponseWriter, r *http.Request, sess *session) {
+		id, account := r.PathValue("id"), r.URL.Query().Get("account")
+		if !sess.p.Plan.AtLeast(auth.PlanElite) || !idShape.MatchString(id) || account == "" || len(account) > 128 {
+			httpapi.WriteError(w, http.StatusNotFound, httpapi.Error{Code: errcode.NotFound, Detail: "no such resource"})
+			return
+		}
+		var buf bytes.Buffer
+		if err := s.pages.byName["manage-form"].ExecuteTemplate(&buf, "monitor-pnl", s.monitorPnl(r.Context(), sess, ed, id, account)); err != nil {
+			s.log.Error("rendering a P&L", zap.Error(err))
+			httpapi.WriteError(w, http.StatusInternalServerError, httpapi.Error{Detail: "the P&L could not be shown"})
 			return
 		}
 		w.Header().Set("Content-Type", "text/html; charset=utf-8")

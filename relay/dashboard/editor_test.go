@@ -6,7 +6,9 @@ import (
 	"net/http"
 	"net/url"
 	"regexp"
+	"strings"
 	"testing"
+	"time"
 
 	"tradebridge/protocol"
 
@@ -174,7 +176,7 @@ func TestCopierEditorFieldErrors(t *testing.T) {
 	r = m.post("/app/manage/desktop/copiers", cookie, copierForm(csrf, "Sim101", "Sim101", "1"))
 	require.Equal(t, http.StatusConflict, r.StatusCode)
 	require.Equal(t, "This follower appears twice, or is the leader.", fieldError(t, r.Body, "followers.0.account"))
-	require.Contains(t, r.Body, "The copier was not created: a follower appears twice, or is the leader itself.")
+	require.Contains(t, r.Body, "The copier was not created. A follower appears twice, or is the leader itself.")
 
 	// An account no connection has: 404 account_not_found; what the
 	// trader typed is shown back as text.
@@ -302,7 +304,7 @@ func TestEditorRefusals(t *testing.T) {
 	m.hub.Disconnect(aliceID)
 	r = m.post("/app/manage/desktop/copiers", cookie, copierForm(csrf, "Sim101", "Sim102", "1"))
 	require.Equal(t, http.StatusConflict, r.StatusCode)
-	require.Contains(t, r.Body, "The copier was not created: your PC&#39;s agent is not connected")
+	require.Contains(t, r.Body, "The copier was not created. Your PC&#39;s agent is not connected")
 }
 
 // The Settings index links to the editors.
@@ -313,4 +315,139 @@ func TestSettingsIndex(t *testing.T) {
 	r := m.do(http.MethodGet, "/app/manage", cookie, nil)
 	require.Equal(t, http.StatusOK, r.StatusCode)
 	require.Contains(t, r.Body, `href="/app/manage/desktop/copiers"`)
+}
+
+// monitorForm is the monitors' form of a new monitor of the account
+// with a loss limit.
+func monitorForm(csrf, account, lossLimit string) url.Values {
+	return url.Values{"csrf": {csrf}, "account": {account}, "active": {"true"}, "includeUnrealized": {"true"},
+		"lossLimit.enabled": {"true"}, "lossLimit.amount": {lossLimit}, "profitTarget.amount": {""},
+		"trailingDrawdown.amount": {""}, "masterWindow.start": {""}, "masterWindow.end": {""},
+		"tradingWindows.0.start": {""}, "tradingWindows.0.end": {""}, "closingOnlyAfter": {""},
+		"autoFlattenAt": {""}, "onTrip": {"flatten"}}
+}
+
+// The monitors' editor: a monitor with a $50 loss limit, its state with
+// the session P&L and high as the agent's engine counts them, a trip
+// shown by the state block (with Restart), a save of the stopped monitor
+// that sends only what changed, a restart refused (would_retrip) in a
+// sentence, then a restart.
+func TestMonitorEditor(t *testing.T) {
+	t.Parallel()
+	m := newManageEnv(t)
+	cookie, csrf := m.signIn(aliceEmail)
+
+	blank := m.do(http.MethodGet, "/app/manage/desktop/monitors/new", cookie, nil)
+	require.Equal(t, http.StatusOK, blank.StatusCode)
+	for _, name := range []string{"account", "active", "profitTarget.enabled", "profitTarget.amount", "lossLimit.enabled", "lossLimit.amount",
+		"includeUnrealized", "includeCommission", "trailingDrawdown.enabled", "trailingDrawdown.amount", "masterWindow.days",
+		"masterWindow.start", "masterWindow.end", "tradingWindows.0.enabled", "tradingWindows.0.days", "tradingWindows.0.start",
+		"tradingWindows.0.end", "closingOnly", "closingOnlyAfter", "blockSignals", "switchesLocked", "monitorLock", "autoFlattenAt", "onTrip"} {
+		require.Contains(t, blank.Body, `name="`+name+`"`, name)
+	}
+	require.Contains(t, blank.Body, `name="masterWindow.days" value="mon"`)
+	require.Contains(t, blank.Body, `type="time" step="300"`)
+	require.NotContains(t, blank.Body, `id="resource-state"`)
+
+	r := m.post("/app/manage/desktop/monitors", cookie, monitorForm(csrf, "Sim101", "50"))
+	require.Equal(t, http.StatusSeeOther, r.StatusCode, r.Body)
+	href, _, _ := strings.Cut(r.Header.Get("Location"), "?")
+	id := strings.TrimPrefix(href, "/app/manage/desktop/monitors/")
+	stored, _ := m.apiGet("desktop/monitors/" + id)
+	require.Equal(t, map[string]any{"enabled": true, "amount": float64(50)}, stored["lossLimit"])
+	require.Equal(t, "Sim101", stored["account"])
+	require.Equal(t, map[string]any{"days": []any{}, "start": "", "end": ""}, stored["masterWindow"])
+
+	page := m.do(http.MethodGet, href, cookie, nil).Body
+	require.Contains(t, page, `<output id="f-account" class="locked"`, "the account is set at creation")
+	require.NotContains(t, page, `name="account"`)
+	require.Contains(t, page, `id="resource-state" data-state="active"`)
+	require.Contains(t, page, `data-account="Sim101"`)
+	require.Contains(t, page, `<strong class="pnl loss">-12.50</strong>`)
+	require.Contains(t, page, `<strong class="watermark">30.00</strong>`)
+	require.Contains(t, page, `Loss limit: <strong>50.00</strong>`)
+	require.NotContains(t, page, ">Restart</button>", "only a stopped monitor restarts")
+
+	// The P&L block alone, from the agent, for the live updates.
+	pnl := m.do(http.MethodGet, href+"/pnl?account=Sim101", cookie, nil)
+	require.Equal(t, http.StatusOK, pnl.StatusCode)
+	require.Contains(t, pnl.Body, `<div id="monitor-pnl"`)
+	require.Contains(t, pnl.Body, `-12.50`)
+	require.Equal(t, http.StatusNotFound, m.do(http.MethodGet, href+"/pnl", cookie, nil).StatusCode)
+
+	// The agent reports a trip: the state block says so, with Restart.
+	at := time.Date(2026, 11, 2, 15, 4, 5, 0, time.UTC)
+	m.report("desktop/monitors/"+id, protocol.MonitorState{Account: "Sim101", State: protocol.MonitorStopped, Reason: "lossLimit", At: at})
+	st := m.do(http.MethodGet, href+"/state", cookie, nil)
+	require.Equal(t, http.StatusOK, st.StatusCode)
+	require.Contains(t, st.Body, `id="resource-state" data-state="stopped"`)
+	require.Contains(t, st.Body, "(the loss limit was reached)")
+	require.Contains(t, st.Body, "since 2026-11-02 15:04:05 UTC")
+	require.Contains(t, st.Body, `action="`+href+`/restart"`)
+	require.Contains(t, st.Body, ">Restart</button>")
+
+	// A save of the stopped monitor sends what changed only (sending
+	// active: true would be refused: a stopped monitor resumes by
+	// Restart).
+	m.refill()
+	page = m.do(http.MethodGet, href, cookie, nil).Body
+	form := monitorForm(csrf, "", "75")
+	form.Del("account")
+	form.Set("etag", inputValue(page, "etag"))
+	form.Set("loaded", inputValue(page, "loaded"))
+	r = m.post(href, cookie, form)
+	require.Equal(t, http.StatusSeeOther, r.StatusCode, r.Body)
+	stored, _ = m.apiGet("desktop/monitors/" + id)
+	require.Equal(t, map[string]any{"enabled": true, "amount": float64(75)}, stored["lossLimit"])
+	require.Equal(t, "stopped", stored["state"])
+
+	// Restart refused: the account is still past the limit.
+	m.refill()
+	m.retrip.Store(true)
+	r = m.post(href+"/restart", cookie, url.Values{"csrf": {csrf}})
+	require.Equal(t, http.StatusConflict, r.StatusCode, r.Body)
+	require.Contains(t, r.Body, "Restarting now would stop the monitor again at once")
+	require.Contains(t, r.Body, `data-state="stopped"`)
+
+	m.refill()
+	m.retrip.Store(false)
+	r = m.post(href+"/restart", cookie, url.Values{"csrf": {csrf}})
+	require.Equal(t, http.StatusSeeOther, r.StatusCode, r.Body)
+	require.Equal(t, href+"?done=restart", r.Header.Get("Location"))
+	page = m.do(http.MethodGet, href+"?done=restart", cookie, nil).Body
+	require.Contains(t, page, "Restarted: the monitor watches the account again.")
+	require.Contains(t, page, `id="resource-state" data-state="active"`)
+
+	// The list.
+	list := m.do(http.MethodGet, "/app/manage/desktop/monitors", cookie, nil).Body
+	require.Contains(t, list, `<tr data-id="`+id+`" data-state="active">`)
+	require.Contains(t, list, ">75.00<")
+
+	// A second monitor of the account: 409 already_exists, in words.
+	m.refill()
+	r = m.post("/app/manage/desktop/monitors", cookie, monitorForm(csrf, "Sim101", "50"))
+	require.Equal(t, http.StatusConflict, r.StatusCode)
+	require.Contains(t, r.Body, "This account already has a monitor.")
+}
+
+// The broker family's editors need a linked broker login: without one
+// the page says to link one first, with a link to /app/broker.
+func TestBrokerEditorsNeedALink(t *testing.T) {
+	t.Parallel()
+	m := newManageEnv(t)
+	cookie, csrf := m.signIn(aliceEmail)
+	for _, path := range []string{"/app/manage/tv/copiers", "/app/manage/tv/monitors"} {
+		r := m.do(http.MethodGet, path, cookie, nil)
+		require.Equal(t, http.StatusConflict, r.StatusCode, path)
+		require.Contains(t, r.Body, "Link a broker first")
+		require.Contains(t, r.Body, `<a href="/app/broker">`)
+	}
+	blank := m.do(http.MethodGet, "/app/manage/tv/copiers/new", cookie, nil)
+	require.Equal(t, http.StatusOK, blank.StatusCode)
+	require.NotContains(t, blank.Body, `name="copyMode"`, "a broker copier copies executions only")
+	form := copierForm(csrf, "DEMO1", "DEMO2", "1")
+	form.Del("copyMode")
+	r := m.post("/app/manage/tv/copiers", cookie, form)
+	require.Equal(t, http.StatusConflict, r.StatusCode)
+	require.Contains(t, r.Body, `<a href="/app/broker">Link a broker first</a>`)
 }

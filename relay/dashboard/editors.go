@@ -13,6 +13,9 @@ import (
 func editorTable() []Editor {
 	return []Editor{
 		copierEditor(manage.FamilyDesktop),
+		monitorEditor(manage.FamilyDesktop),
+		copierEditor(manage.FamilyBroker),
+		monitorEditor(manage.FamilyBroker),
 	}
 }
 
@@ -136,4 +139,140 @@ func onOff(v any) string {
 		return "On"
 	}
 	return "Off"
+}
+
+// dayChoices are the days of a window, Monday first, from the
+// Management API's own list.
+func dayChoices() []Choice {
+	names := map[string]string{"mon": "Mon", "tue": "Tue", "wed": "Wed", "thu": "Thu", "fri": "Fri", "sat": "Sat", "sun": "Sun"}
+	out := make([]Choice, 0, len(manage.Days))
+	for _, d := range manage.Days {
+		out = append(out, Choice{Value: d, Label: or(names[d], d)})
+	}
+	return out
+}
+
+// monitorStates are a monitor's states in words.
+func monitorStates(family string) *StateWords {
+	sw := &StateWords{Field: "state", Reason: "stoppedReason", At: "stoppedAt",
+		Names: map[string]string{
+			protocol.MonitorActive:  "Active",
+			protocol.MonitorPaused:  "Paused",
+			protocol.MonitorStopped: "Stopped",
+		},
+		Reasons: map[string]string{
+			"lossLimit":        "the loss limit was reached",
+			"profitTarget":     "the profit target was reached",
+			"trailingDrawdown": "the trailing drawdown was reached",
+			"autoFlattenAt":    "the daily flatten time came",
+			"masterWindow":     "outside the trading hours",
+			"tradingWindows":   "outside the trading windows",
+		},
+		Limits: []Choice{{Value: "lossLimit", Label: "Loss limit"}, {Value: "profitTarget", Label: "Profit target"},
+			{Value: "trailingDrawdown", Label: "Trailing drawdown"}},
+	}
+	if family == manage.FamilyDesktop {
+		// The desktop family's monitors run in the agent, which reports
+		// their figures (the broker family's run in the relay).
+		sw.Pnl = "account"
+	}
+	return sw
+}
+
+// limitWords are the words of a P&L limit's fields at name.
+func limitWords(w map[string]Words, name, label, enabled, amount, help string) {
+	w[name] = Words{Label: label, Help: help}
+	w[name+".enabled"] = Words{Label: enabled}
+	w[name+".amount"] = Words{Label: amount, Placeholder: "500"}
+}
+
+// windowWords are the words of a weekly window's fields under prefix.
+func windowWords(w map[string]Words, prefix string) {
+	w[prefix+".days"] = Words{Label: "Days", Input: InputDays, Choices: dayChoices(), Help: "No day checked means every day."}
+	w[prefix+".start"] = Words{Label: "From", Input: InputTime, Help: "New York time, on a 5-minute mark."}
+	w[prefix+".end"] = Words{Label: "To", Input: InputTime, Help: "Before the start runs past midnight."}
+}
+
+// monitorWords are the words of a monitor's fields (both families).
+func monitorWords() map[string]Words {
+	w := map[string]Words{
+		"account": {Label: "Account", Input: InputAccount,
+			Help: "The account it watches; one monitor per account, set when it is created."},
+		"active": {Label: "On",
+			Help: "Watches the account while checked (paused when not). A stopped monitor resumes only with Restart."},
+		"includeUnrealized": {Label: "Count open positions", Help: "The session P&L includes the open positions' unrealized P&L."},
+		"includeCommission": {Label: "Subtract commission", Help: "The session P&L is counted after commission."},
+		"masterWindow": {Label: "Trading hours",
+			Help: "Outside these hours the monitor stops trading. Leave the days and times empty for no limit."},
+		"tradingWindows": {Label: "Trading windows",
+			Help: "Up to 5 more windows, each turned on or off. An empty row is ignored."},
+		"tradingWindows.*.enabled": {Label: "On"},
+		"closingOnly":              {Label: "Closing only", Help: "Refuses orders that open or add to a position."},
+		"closingOnlyAfter": {Label: "Closing only after", Input: InputTime,
+			Help: "Turns closing only on at this time each day (New York), strictly inside the trading hours. Leave empty for none."},
+		"blockSignals": {Label: "Block signals", Help: "Refuses orders that arrive from the API (bots, TradingView)."},
+		"switchesLocked": {Label: "Lock the switches",
+			Help: "Freezes Block signals and Closing only until unlocked (in the same save is fine)."},
+		"monitorLock": {Label: "Monitor Lock",
+			Help: "After a stop, no change is accepted until 5 PM New York time, so a limit cannot be loosened in the heat of the moment."},
+		"autoFlattenAt": {Label: "Flatten every day at", Input: InputTime,
+			Help: "New York time; leave empty for none."},
+		"onTrip": {Label: "When a limit is reached", Input: InputSelect, Choices: []Choice{
+			{Value: protocol.OnTripFlatten, Label: "Flatten the account and stop trading"},
+			{Value: protocol.OnTripNone, Label: "Stop trading, keep the positions"},
+		}},
+	}
+	limitWords(w, "profitTarget", "Profit target", "Stop at a profit target", "Profit target ($)", "")
+	limitWords(w, "lossLimit", "Loss limit", "Stop at a loss limit", "Loss limit ($)",
+		"The monitor stops trading when the session P&L falls to minus this amount.")
+	limitWords(w, "trailingDrawdown", "Trailing drawdown", "Stop at a trailing drawdown", "Drawdown from the session high ($)",
+		"The monitor stops trading when the session P&L falls this far below its session high.")
+	windowWords(w, "masterWindow")
+	windowWords(w, "tradingWindows.*")
+	return w
+}
+
+// monitorEditor is the monitors' editor of a family.
+func monitorEditor(family string) Editor {
+	states := monitorStates(family)
+	e := Editor{
+		Path:  family + "/monitors",
+		Title: "Monitors", Noun: "monitor", Nav: "monitors",
+		Intro:    "A monitor watches one account's session P&L and trading hours, and stops its trading at a limit.",
+		Words:    monitorWords(),
+		Accounts: AccountsDesktop,
+		State:    states,
+		Actions: []Action{{Name: "restart", Button: "Restart", When: protocol.MonitorStopped,
+			Done: "Restarted: the monitor watches the account again.",
+			Help: "Resumes the stopped monitor, unless the account is still past a limit."}},
+		Columns: []Column{
+			{Label: "Account", Value: func(m map[string]any) string { return shownString(m["account"]) }},
+			{Label: "On", Value: func(m map[string]any) string { return onOff(m["active"]) }},
+			{Label: "State", Value: func(m map[string]any) string {
+				st := shownString(m["state"])
+				return or(states.Names[st], st)
+			}},
+			{Label: "Loss limit", Value: func(m map[string]any) string { return limitCell(m["lossLimit"]) }},
+			{Label: "Profit target", Value: func(m map[string]any) string { return limitCell(m["profitTarget"]) }},
+		},
+	}
+	if family == manage.FamilyBroker {
+		e.Title, e.Noun, e.Nav = "Broker monitors", "broker monitor", "settings"
+		e.Accounts = AccountsBroker
+		e.Intro = "A broker monitor watches an account of your linked broker login, run by the relay itself."
+	}
+	return e
+}
+
+// limitCell shows a P&L limit in a list: its amount, or off.
+func limitCell(v any) string {
+	l, _ := v.(map[string]any)
+	if on, _ := l["enabled"].(bool); !on {
+		return "Off"
+	}
+	f, err := strconv.ParseFloat(shownNumber(l["amount"]), 64)
+	if err != nil {
+		return "—"
+	}
+	return money(f)
 }

@@ -13,6 +13,7 @@ import (
 	"regexp"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -28,6 +29,7 @@ import (
 	"tradebridge/relay/auth"
 	"tradebridge/relay/auth/authtest"
 	"tradebridge/relay/dashboard"
+	"tradebridge/relay/events"
 	"tradebridge/relay/manage"
 	"tradebridge/relay/profile"
 	"tradebridge/relay/store"
@@ -209,6 +211,9 @@ func (fakeHub) Call(_ context.Context, userID, fn, _ string, _ json.RawMessage) 
 	case protocol.FnGetAllOrders:
 		return json.Marshal([]protocol.Order{{OrderID: "ord-1", Account: "Sim101", Instrument: "ES 12-26", OrderState: "Working", Quantity: 1},
 			{OrderID: "ord-2", Account: "Sim101", Instrument: "ES 12-26", OrderState: "Filled", Quantity: 1}})
+	case protocol.FnEngineStatus:
+		return json.Marshal(protocol.EngineStatus{Monitors: []protocol.MonitorStatus{{Account: "Sim101", State: protocol.MonitorActive,
+			SessionPnl: -12.5, SessionHigh: 30}}})
 	}
 	return nil, agentcall.ErrNotConnected
 }
@@ -466,6 +471,9 @@ type manageEnv struct {
 	store store.Store
 	// clock drives the Management API's budgets.
 	clock *testkit.Clock
+	// retrip makes the agent answer that a restarted monitor would stop
+	// again at once.
+	retrip *atomic.Bool
 }
 
 // newManageEnv returns a manageEnv; tweak changes the dashboard's
@@ -479,6 +487,7 @@ func newManageEnv(t *testing.T, tweak ...func(*dashboard.Options)) *manageEnv {
 		require.NoError(t, st.CreateUser(ctx, u))
 	}
 	conns := []protocol.Connection{{Name: "Sim", Status: "Connected", Accounts: simAccounts}}
+	retrip := new(atomic.Bool)
 	hub := agentcalltest.New(func(_ context.Context, _, fn, _ string, args json.RawMessage) (json.RawMessage, error) {
 		switch fn {
 		case protocol.FnApplyConfig:
@@ -488,6 +497,9 @@ func newManageEnv(t *testing.T, tweak ...func(*dashboard.Options)) *manageEnv {
 			}
 			return json.Marshal(protocol.ConfigApplied{Version: cfg.Version})
 		case protocol.FnCheckMonitorRestart:
+			if retrip.Load() {
+				return json.Marshal(protocol.RestartVerdict{WouldRetrip: true, Reason: "lossLimit"})
+			}
 			return json.Marshal(protocol.RestartVerdict{})
 		}
 		return json.RawMessage(`{}`), nil
@@ -499,7 +511,7 @@ func newManageEnv(t *testing.T, tweak ...func(*dashboard.Options)) *manageEnv {
 	api, err := manage.New(manage.Options{Store: st, Hub: hub, Admitter: adm, Now: clock.UnixNano, AckTimeout: testkit.Medium})
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = api.Close() })
-	me := &manageEnv{api: api, hub: hub, store: st, clock: clock}
+	me := &manageEnv{api: api, hub: hub, store: st, clock: clock, retrip: retrip}
 	me.env = newEnv(t, append([]func(*dashboard.Options){func(o *dashboard.Options) {
 		o.Manage = api
 		o.Agent = agentWith{conns: conns}
@@ -561,4 +573,17 @@ func inputValue(page, name string) string {
 		return html.UnescapeString(m[1])
 	}
 	return ""
+}
+
+// report makes alice's agent report a state of the account's monitor, as
+// the relay's event spine hands it to the Management API, and waits until
+// it is stored.
+func (m *manageEnv) report(monitorPath string, st protocol.MonitorState) {
+	m.t.Helper()
+	data, err := json.Marshal(st)
+	require.NoError(m.t, err)
+	m.api.HandleEvent(events.Event{Type: events.TypeAgent, UserID: aliceID,
+		Agent: protocol.Event{Kind: protocol.EventMonitorState, Data: data}})
+	got, _ := m.apiGet(monitorPath)
+	require.Equal(m.t, st.State, got["state"])
 }

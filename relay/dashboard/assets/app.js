@@ -227,7 +227,11 @@
 })();
 
 // ---- The Management API's editors: "Add a row" clones a list's blank
-// row (without script one blank row is always there). ----
+// row (without script one blank row is always there), and the state of
+// the copier or monitor a page shows follows the stream socket: an
+// activity entry about it fetches its state block again (a Management
+// API read, only then), a P&L frame of its account its P&L block (the
+// agent's figures, no Management API read). ----
 (function () {
   "use strict";
 
@@ -284,4 +288,82 @@
       if (first) first.focus();
     });
   }
+
+  var state = document.getElementById("resource-state");
+  if (!state || !document.querySelector('meta[name="csrf-token"]') || !window.WebSocket) return;
+
+  // Fetches a fragment and puts it in place of the element with its id.
+  function replace(url, id, done) {
+    fetch(url, { credentials: "same-origin", headers: { "Accept": "text/html" } }).then(function (res) {
+      if (res.status === 401) { location.assign("/app/signin"); return null; }
+      return res.ok ? res.text() : null;
+    }).then(function (html) {
+      if (html) {
+        var box = document.createElement("div");
+        box.innerHTML = html;
+        var fresh = box.querySelector("#" + id), old = document.getElementById(id);
+        if (fresh && old) {
+          var focused = document.activeElement && old.contains(document.activeElement);
+          old.replaceWith(fresh);
+          if (focused) { var b = fresh.querySelector("button"); if (b) b.focus(); }
+        }
+      }
+      if (done) done();
+    }).catch(function () { if (done) done(); });
+  }
+
+  // The state is read now and again shortly after (the agent's report
+  // may be stored a moment after its activity entry).
+  var stateTimers = [];
+  function refetchState() {
+    stateTimers.forEach(clearTimeout);
+    var href = state.getAttribute("data-href");
+    stateTimers = [0, 1000, 3000].map(function (ms) {
+      return setTimeout(function () {
+        replace(href, "resource-state", function () { state = document.getElementById("resource-state") || state; });
+      }, ms);
+    });
+  }
+
+  var pnlBusy = false, pnlLast = 0;
+  function refetchPnl() {
+    var box = document.getElementById("monitor-pnl");
+    if (!box || pnlBusy || Date.now() - pnlLast < 2000 || document.hidden) return;
+    pnlBusy = true;
+    pnlLast = Date.now();
+    replace(box.getAttribute("data-href"), "monitor-pnl", function () { pnlBusy = false; });
+  }
+
+  function concerns(e) {
+    var id = state.getAttribute("data-id"), account = state.getAttribute("data-account");
+    var d = e.detail || {};
+    if (d.id === id || d.copierId === id) return true;
+    return !!account && e.account === account && (e.kind === "monitor.tripped" || e.kind === "config.changed");
+  }
+
+  var delay = 1000;
+  function connect() {
+    var ws = new WebSocket((location.protocol === "https:" ? "wss://" : "ws://") + location.host + "/ws/stream");
+    ws.onopen = function () {
+      delay = 1000;
+      ws.send(JSON.stringify({ action: "subscribeActivity" }));
+      if (document.getElementById("monitor-pnl")) ws.send(JSON.stringify({ action: "streamPnl", enabled: true, interval: 1000 }));
+    };
+    ws.onmessage = function (m) {
+      var f;
+      try { f = JSON.parse(m.data); } catch (err) { return; }
+      if (f.type === "activity" && f.event && concerns(f.event)) refetchState();
+      else if (f.type === "status") { pnlLast = 0; refetchPnl(); }
+      else if (f.type === "pnlUpdate") {
+        var account = state.getAttribute("data-account");
+        if (account && (f.accounts || []).some(function (a) { return a.account === account; })) refetchPnl();
+      }
+    };
+    ws.onclose = function (ev) {
+      if (ev.code === 1008 && /session/.test(ev.reason || "")) { location.assign("/app/signin"); return; }
+      setTimeout(connect, delay);
+      delay = Math.min(delay * 2, 30000);
+    };
+  }
+  connect();
 })();
