@@ -260,6 +260,8 @@ type schemaField struct {
 	fields    []*schemaField
 	immutable bool
 	secret    bool
+	// required: a create must send it (top-level fields only).
+	required bool
 }
 
 var timeType = reflect.TypeFor[time.Time]()
@@ -317,7 +319,8 @@ func (ed *editor) schema(t reflect.Type, prefix string, skip, used map[string]bo
 		}
 		f := &schemaField{name: sf.name, path: path, words: w, input: w.Input,
 			immutable: prefix == "" && slices.Contains(ed.kind.Immutable, sf.name),
-			secret:    prefix == "" && slices.Contains(ed.kind.Secret, sf.name)}
+			secret:    prefix == "" && slices.Contains(ed.kind.Secret, sf.name),
+			required:  prefix == "" && slices.Contains(ed.kind.Required, sf.name)}
 		ft := sf.typ
 		if ft.Kind() == reflect.Pointer && ft.Elem().Kind() == reflect.Struct && ft.Elem() != timeType {
 			f.optional = true
@@ -741,7 +744,10 @@ type formRow struct {
 	Index  int
 	Number int
 	// Blank is the empty row always offered (and cloned by "Add a row").
-	Blank  bool
+	Blank bool
+	// Tucked: the script hides the blank row until "Add a row" (a list
+	// that has rows, or need not have any).
+	Tucked bool
 	Fields []*formField
 }
 
@@ -814,7 +820,7 @@ func (b *formBuild) field(f *schemaField, obj map[string]any, name string, top b
 		}
 		prefix := name + "." + strconv.Itoa(len(rows))
 		ff.Rows = append(ff.Rows, &formRow{Name: prefix, Index: len(rows), Number: len(rows) + 1, Blank: true,
-			Fields: b.fieldsOf(f.fields, map[string]any{}, prefix, false)})
+			Tucked: len(rows) > 0 || !f.required, Fields: b.fieldsOf(f.fields, map[string]any{}, prefix, false)})
 	}
 	switch ff.Input {
 	case InputSelect:
@@ -1395,7 +1401,7 @@ func (ed *editor) editView(id, etag string) *editorView {
 	ev := ed.newView()
 	ev.ID, ev.ETag, ev.Action = id, etag, ed.href(id)
 	if !ed.kind.Singleton {
-		ev.Heading = "Edit " + ed.Noun
+		ev.Heading, ev.Intro = "Edit "+ed.Noun, ""
 	}
 	return ev
 }

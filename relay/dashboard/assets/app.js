@@ -265,6 +265,11 @@
     for (var j = 0; j < errs.length; j++) errs[j].remove();
   }
 
+  // With script the blank rows of lists that have rows (or need none)
+  // wait hidden until "Add a row" shows a copy of one; without script
+  // they are there to fill in.
+  var blanks = document.querySelectorAll(".editor .row.blank[data-tucked]");
+  for (var b = 0; b < blanks.length; b++) blanks[b].hidden = true;
   var adds = document.querySelectorAll("button.add-row");
   for (var i = 0; i < adds.length; i++) {
     adds[i].hidden = false;
@@ -283,6 +288,11 @@
       var row = blank.cloneNode(true);
       renumber(row, prefix, blank.getAttribute("data-index"), next);
       clearRow(row);
+      row.hidden = false;
+      row.classList.remove("blank");
+      row.removeAttribute("data-tucked");
+      var title = row.querySelector(".row-title");
+      if (title) title.textContent = "New row";
       set.insertBefore(row, button);
       var first = row.querySelector("input, select");
       if (first) first.focus();
