@@ -1560,6 +1560,12 @@ func (s *Server) editorStale(w http.ResponseWriter, r *http.Request, sess *sessi
 	s.formView(r.Context(), sess, ed, ev, now, now, nil)
 	msg := "Someone else changed this " + ed.Noun + " since you opened it, so your changes were not saved. " +
 		"The form now shows the current values; make your changes again and save."
+	if len(ev.Changes) == 0 {
+		// Only what the relay keeps of it changed (a state the agent
+		// reported): no setting differs from what the form showed.
+		msg = "This " + ed.Noun + " changed since you opened it (its state, not its settings), so your changes were not saved. " +
+			"The form now shows it as it is; make your changes again and save."
+	}
 	s.renderEditor(w, r, sess, http.StatusPreconditionFailed, ed, ev, msg)
 }
 

@@ -307,6 +307,32 @@ func TestEditorRefusals(t *testing.T) {
 	require.Contains(t, r.Body, "The copier was not created. Your PC&#39;s agent is not connected")
 }
 
+// A plan without a kind, and an account whose Management API the
+// operator closed, get the page that says so (the Management API's own
+// gate, run in process).
+func TestEditorPlanRefusals(t *testing.T) {
+	t.Parallel()
+	m := newManageEnv(t)
+	m.accounts.mu.Lock()
+	m.accounts.withheld = map[string][]string{aliceID: {"copier"}}
+	m.accounts.mu.Unlock()
+	cookie, _ := m.signIn(aliceEmail)
+	r := m.do(http.MethodGet, "/app/manage/desktop/copiers", cookie, nil)
+	require.Equal(t, http.StatusForbidden, r.StatusCode)
+	require.Contains(t, r.Body, "come with the elite plan")
+	require.Equal(t, http.StatusOK, m.do(http.MethodGet, "/app/manage/desktop/monitors", cookie, nil).StatusCode,
+		"the monitors are not withheld")
+
+	m.accounts.mu.Lock()
+	m.accounts.withheld = nil
+	m.accounts.closed = map[string]bool{aliceID: true}
+	m.accounts.mu.Unlock()
+	cookie, _ = m.signIn(aliceEmail)
+	r = m.do(http.MethodGet, "/app/manage/desktop/monitors", cookie, nil)
+	require.Equal(t, http.StatusForbidden, r.StatusCode)
+	require.Contains(t, r.Body, "closed them for it")
+}
+
 // The Settings index links to the editors.
 func TestSettingsIndex(t *testing.T) {
 	t.Parallel()
@@ -378,6 +404,20 @@ func TestMonitorEditor(t *testing.T) {
 	// The agent reports a trip: the state block says so, with Restart.
 	at := time.Date(2026, 11, 2, 15, 4, 5, 0, time.UTC)
 	m.report("desktop/monitors/"+id, protocol.MonitorState{Account: "Sim101", State: protocol.MonitorStopped, Reason: "lossLimit", At: at})
+
+	// A form loaded before the trip is stale: its save says that the
+	// monitor's state changed, not its settings, and stores nothing.
+	stale := monitorForm(csrf, "", "60")
+	stale.Del("account")
+	stale.Set("etag", inputValue(page, "etag"))
+	stale.Set("loaded", inputValue(page, "loaded"))
+	r = m.post(href, cookie, stale)
+	require.Equal(t, http.StatusPreconditionFailed, r.StatusCode, r.Body)
+	require.Contains(t, r.Body, "This monitor changed since you opened it (its state, not its settings)")
+	require.NotContains(t, r.Body, `id="changed"`)
+	require.Contains(t, r.Body, `data-state="stopped"`)
+	stored, _ = m.apiGet("desktop/monitors/" + id)
+	require.Equal(t, map[string]any{"enabled": true, "amount": float64(50)}, stored["lossLimit"])
 	st := m.do(http.MethodGet, href+"/state", cookie, nil)
 	require.Equal(t, http.StatusOK, st.StatusCode)
 	require.Contains(t, st.Body, `id="resource-state" data-state="stopped"`)

@@ -98,6 +98,10 @@ func copierEditor(family string) Editor {
 		Columns: []Column{
 			{Label: "Leader", Value: func(m map[string]any) string { return shownString(m["leader"]) }},
 			{Label: "Followers", Value: followersCell},
+			{Label: "Ratio", Value: func(m map[string]any) string {
+				sz, _ := m["sizing"].(map[string]any)
+				return "× " + shownNumber(sz["ratio"])
+			}},
 			{Label: "On", Value: func(m map[string]any) string { return onOff(m["active"]) }},
 			{Label: "State", Value: func(m map[string]any) string {
 				st := shownString(m["state"])

@@ -61,6 +61,10 @@ type fakeAccounts struct {
 	resets    []string
 	// plans are the users' plans; free when not set.
 	plans map[string]auth.Plan
+	// withheld are the features withheld from the users' plans, and
+	// closed the users whose Management API is closed.
+	withheld map[string][]string
+	closed   map[string]bool
 }
 
 func newSessionToken() string {
@@ -73,12 +77,13 @@ func (f *fakeAccounts) session(userID string) account.Session {
 	tok := newSessionToken()
 	f.mu.Lock()
 	f.sessions[tok] = userID
-	plan := f.plans[userID]
+	plan, withheld, closed := f.plans[userID], f.withheld[userID], f.closed[userID]
 	f.mu.Unlock()
 	if plan == "" {
 		plan = auth.PlanFree
 	}
-	f.auth.Add(tok, auth.Principal{UserID: userID, UserName: userID, Plan: plan, Kind: auth.KindSession, TokenHash: auth.Hash(tok)})
+	f.auth.Add(tok, auth.Principal{UserID: userID, UserName: userID, Plan: plan, Kind: auth.KindSession, TokenHash: auth.Hash(tok),
+		Withheld: withheld, ManagementClosed: closed})
 	return account.Session{Token: tok, UserID: userID, CreatedAt: time.Now(), Expires: time.Now().Add(24 * time.Hour)}
 }
 

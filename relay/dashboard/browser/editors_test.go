@@ -2,6 +2,7 @@ package browser_test
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"testing"
 	"time"
@@ -215,4 +216,39 @@ func TestMonitorTripAndRestart(t *testing.T) {
 			d.noProblems("status of 409")
 		})
 	}
+}
+
+// A Tandem copier's page turns halted without a reload when its
+// follower's monitor stops: a buy copied to Sim102, the market falls past
+// Sim102's loss limit, the monitor stops and the copier halts.
+func TestCopierHaltsLive(t *testing.T) {
+	t.Parallel()
+	d := newDash(t, browsertest.Desktop)
+	agent := d.StartAgent("bob")
+	bob := d.Users["bob"]
+	r := d.Do("POST", "/v1/api/manage/desktop/monitors", bob.APIToken, `{"account":"Sim102","lossLimit":{"enabled":true,"amount":50}}`)
+	require.Equal(t, 201, r.Status, "%s", r.Raw)
+	r = d.Do("POST", "/v1/api/manage/desktop/copiers", bob.APIToken,
+		`{"active":true,"leader":"Sim101","followers":[{"account":"Sim102"}],"sizing":{"ratio":1},"tandem":true}`)
+	require.Equal(t, 201, r.Status, "%s", r.Raw)
+	var copier struct {
+		ID string `json:"id"`
+	}
+	require.NoError(t, json.Unmarshal(r.Data, &copier))
+
+	d.signInAs("bob")
+	d.page("/app/manage/desktop/copiers/" + copier.ID)
+	require.Equal(t, "running", d.state("#resource-state"))
+	d.markNoReload()
+	d.buy(bob.APIToken, "Sim101", 1)
+	require.Eventually(t, func() bool { return d.quantity(bob.APIToken, "Sim102", "ES") == 1 },
+		testkit.Long, 50*time.Millisecond, "the buy is copied")
+	q, err := agent.Sim.Quote(context.Background(), "ES 12-26")
+	require.NoError(t, err)
+	require.NoError(t, agent.Sim.SetPrice("ES 12-26", q.Last-20))
+	d.tab.WaitFor(testkit.Long, "the copier to turn halted without a reload",
+		`document.querySelector('#resource-state').dataset.state === 'halted'`)
+	d.stillSamePage()
+	require.Contains(t, d.tab.Text("#resource-state"), "the monitor of follower Sim102 stopped")
+	d.noProblems()
 }
