@@ -52,6 +52,7 @@
 //	POST /app/manage/{kind}/{id}/delete       asks to confirm, then deletes (confirm=yes)
 //	POST /app/manage/{kind}/{id}/{action}     the kind's action (a monitor's restart)
 //	GET  /app/manage/{kind}/{id}/state        the resource's state block alone (HTML fragment)
+//	GET  /app/manage/{kind}/{id}/pnl          a monitor's P&L block alone (?account=NAME; from the agent)
 //	GET  /app/manage/{singleton}              a singleton's form (controls, …); POST saves it
 //
 // # Stable names (a contract: tests and operators' scripts use them)
@@ -91,6 +92,7 @@
 //	#changed tr                                  what changed since the form was loaded (after a 412)
 //	#notice[role=status]                         what was just done ("Saved. …")
 //	#resource-state[data-state=…]                a copier's or monitor's state, live
+//	#monitor-pnl .pnl .watermark                 a monitor's session P&L and session high, live
 //	#resources tr[data-id][data-state]           a collection's list
 //
 // # Security
