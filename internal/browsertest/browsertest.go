@@ -431,7 +431,21 @@ func (tab *Tab) ScrollWidth() int {
 // first path. A PNG over MaxScreenshot fails the test.
 func (tab *Tab) Screenshot(name string) string {
 	tab.t.Helper()
-	raw := Run(tab, "taking a screenshot", chromedp.FullScreenshot(100))
+	return tab.keepScreenshot(name, Run(tab, "taking a screenshot", chromedp.FullScreenshot(100)))
+}
+
+// ScreenshotView is Screenshot of the part of the page the viewport
+// shows from its top (the page scrolled to the top first): for a page
+// too long to show whole.
+func (tab *Tab) ScreenshotView(name string) string {
+	tab.t.Helper()
+	Eval[bool](tab, "(window.scrollTo(0, 0), true)")
+	return tab.keepScreenshot(name, Run(tab, "taking a screenshot", chromedp.CaptureScreenshot()))
+}
+
+// keepScreenshot re-encodes a screenshot's PNG and writes it (Screenshot).
+func (tab *Tab) keepScreenshot(name string, raw []byte) string {
+	tab.t.Helper()
 	img, err := png.Decode(bytes.NewReader(raw))
 	if err != nil {
 		tab.t.Fatalf("decoding the screenshot: %v", err)

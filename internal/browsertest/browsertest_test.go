@@ -118,6 +118,17 @@ func TestPhoneViewportAndScreenshot(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, 900+8, img.Bounds().Dx(), "the whole page")
 	assert.GreaterOrEqual(t, img.Bounds().Dy(), 812)
+
+	// The viewport alone, from the top of the page.
+	browsertest.Eval[bool](tab, "(window.scrollTo(0, 400), true)")
+	path = tab.ScreenshotView("wide-view")
+	b, err = os.ReadFile(path)
+	require.NoError(t, err)
+	img, err = png.Decode(bytes.NewReader(b))
+	require.NoError(t, err)
+	assert.Equal(t, 375, img.Bounds().Dx(), "the viewport's width")
+	assert.Equal(t, 812, img.Bounds().Dy(), "the viewport's height")
+	require.Zero(t, browsertest.Eval[int](tab, "window.scrollY"), "scrolled to the top")
 }
 
 func TestProblemsAreRecorded(t *testing.T) {

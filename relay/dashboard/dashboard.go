@@ -81,6 +81,9 @@ type Broker interface {
 // *manage.Server implements it.
 type Manage interface {
 	Invoke(ctx context.Context, p auth.Principal, src protocol.ActivitySource, method, path string, body []byte) (int, []byte)
+	// InvokeIf is Invoke with If-Match (the ETag an editor showed; ""
+	// for none): the editors' saves.
+	InvokeIf(ctx context.Context, p auth.Principal, src protocol.ActivitySource, method, path, ifMatch string, body []byte) (int, []byte)
 }
 
 // AgentView reads a user's agent, diagnostics and connection history, as
@@ -163,6 +166,8 @@ type Server struct {
 	log   *zap.Logger
 	door  admit.Door
 	pages *pages
+	// editors are the Management API's editors (editor.go).
+	editors []*editor
 }
 
 // New returns a Server.
@@ -204,7 +209,11 @@ func New(opts Options) (*Server, error) {
 	door := Door
 	door.IP = opts.IPBudget
 	door.Budgets = []*budget.Limiter{b}
-	return &Server{opts: opts, log: opts.Logger.Named("dashboard"), door: door, pages: p}, nil
+	eds, err := buildEditors()
+	if err != nil {
+		return nil, err
+	}
+	return &Server{opts: opts, log: opts.Logger.Named("dashboard"), door: door, pages: p, editors: eds}, nil
 }
 
 // Mux is where Register adds the routes.
@@ -245,6 +254,8 @@ func (s *Server) Register(mux Mux) {
 	mux.HandleFunc("POST /app/broker/link", s.page(s.brokerLink))
 	mux.HandleFunc("POST /app/broker/oauth", s.page(s.brokerOAuth))
 	mux.HandleFunc("POST /app/broker/unlink", s.page(s.brokerUnlink))
+	// The Management API's editors under /app/manage.
+	s.registerEditors(mux)
 }
 
 // Cookie names of the session: the __Host- prefix over TLS (the browser

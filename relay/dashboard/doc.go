@@ -50,6 +50,21 @@
 //	                             authorization page, which comes back through the relay's callback
 //	POST /app/broker/unlink      unlinks (confirm=yes, the box "Yes, unlink"): 303 to /app/broker?link=unlinked
 //
+// The Management API's editors (editor.go), for the elite plan, each a
+// page over the Management API's route of the same path:
+//
+//	GET  /app/manage                          Settings: links to every editor
+//	GET  /app/manage/{kind}                   a collection's list (desktop/copiers, …)
+//	GET  /app/manage/{kind}/new               the empty form, with the kind's defaults
+//	POST /app/manage/{kind}                   creates: 303 to the resource's form
+//	GET  /app/manage/{kind}/{id}              the resource's form
+//	POST /app/manage/{kind}/{id}              saves (PATCH, If-Match the ETag the form showed)
+//	POST /app/manage/{kind}/{id}/delete       asks to confirm, then deletes (confirm=yes)
+//	POST /app/manage/{kind}/{id}/{action}     the kind's action (a monitor's restart)
+//	GET  /app/manage/{kind}/{id}/state        the resource's state block alone (HTML fragment)
+//	GET  /app/manage/{kind}/{id}/pnl          a monitor's P&L block alone (?account=NAME; from the agent)
+//	GET  /app/manage/{singleton}              a singleton's form (controls, …); POST saves it
+//
 // # Stable names (a contract: tests and operators' scripts use them)
 //
 // Form inputs are named email, password, code, name (a token's name),
@@ -86,6 +101,21 @@
 //	#broker-result[role=status]                  the result of an action (?link=ok|unlinked|none)
 //	#broker-oauth #oauth-off #api-key-form #broker-relink #broker-unlink #broker-plan
 //	#err-NAME                                    the refusal of the input NAME, which names it in aria-describedby
+// The editors' inputs are named by the Management API field they edit,
+// dotted for nested fields and rows (leader, sizing.ratio,
+// followers.0.account, followers.0.sizing.ratio, followers.0.inverse, …);
+// a row's "Remove" checkbox is <row>._remove; the hidden inputs etag and
+// loaded carry the ETag and the resource the form showed. Buttons' texts
+// are "Save", "Delete", "Add a row", and the kinds' actions' ("Restart").
+//
+//	form#editor                                  an editor's form
+//	p.field-error#error-<path>                   a field's refusal, next to its input (aria-invalid, aria-describedby)
+//	#form-problems li                            refusals that name no input
+//	#changed tr                                  what changed since the form was loaded (after a 412)
+//	#notice[role=status]                         what was just done ("Saved. …")
+//	#resource-state[data-state=…]                a copier's or monitor's state, live
+//	#monitor-pnl .pnl .watermark                 a monitor's session P&L and session high, live
+//	#resources tr[data-id][data-state]           a collection's list
 //
 // # Security
 //

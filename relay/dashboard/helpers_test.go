@@ -5,6 +5,7 @@ import (
 	"crypto/rand"
 	"encoding/base64"
 	"encoding/json"
+	"html"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -12,21 +13,27 @@ import (
 	"regexp"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/require"
 	"go.uber.org/goleak"
 
+	"tradebridge/internal/testkit"
 	"tradebridge/protocol"
 	"tradebridge/relay/account"
 	"tradebridge/relay/admit"
 	"tradebridge/relay/agentcall"
+	"tradebridge/relay/agentcall/agentcalltest"
 	"tradebridge/relay/auth"
 	"tradebridge/relay/auth/authtest"
 	"tradebridge/relay/dashboard"
+	"tradebridge/relay/events"
+	"tradebridge/relay/manage"
 	"tradebridge/relay/profile"
 	"tradebridge/relay/store"
+	"tradebridge/relay/store/storetest"
 	"tradebridge/relay/support"
 )
 
@@ -52,6 +59,12 @@ type fakeAccounts struct {
 	sessions  map[string]string
 	signedOut []string
 	resets    []string
+	// plans are the users' plans; free when not set.
+	plans map[string]auth.Plan
+	// withheld are the features withheld from the users' plans, and
+	// closed the users whose Management API is closed.
+	withheld map[string][]string
+	closed   map[string]bool
 }
 
 func newSessionToken() string {
@@ -64,8 +77,13 @@ func (f *fakeAccounts) session(userID string) account.Session {
 	tok := newSessionToken()
 	f.mu.Lock()
 	f.sessions[tok] = userID
+	plan, withheld, closed := f.plans[userID], f.withheld[userID], f.closed[userID]
 	f.mu.Unlock()
-	f.auth.Add(tok, auth.Principal{UserID: userID, UserName: userID, Plan: auth.PlanFree, Kind: auth.KindSession, TokenHash: auth.Hash(tok)})
+	if plan == "" {
+		plan = auth.PlanFree
+	}
+	f.auth.Add(tok, auth.Principal{UserID: userID, UserName: userID, Plan: plan, Kind: auth.KindSession, TokenHash: auth.Hash(tok),
+		Withheld: withheld, ManagementClosed: closed})
 	return account.Session{Token: tok, UserID: userID, CreatedAt: time.Now(), Expires: time.Now().Add(24 * time.Hour)}
 }
 
@@ -198,6 +216,9 @@ func (fakeHub) Call(_ context.Context, userID, fn, _ string, _ json.RawMessage) 
 	case protocol.FnGetAllOrders:
 		return json.Marshal([]protocol.Order{{OrderID: "ord-1", Account: "Sim101", Instrument: "ES 12-26", OrderState: "Working", Quantity: 1},
 			{OrderID: "ord-2", Account: "Sim101", Instrument: "ES 12-26", OrderState: "Filled", Quantity: 1}})
+	case protocol.FnEngineStatus:
+		return json.Marshal(protocol.EngineStatus{Monitors: []protocol.MonitorStatus{{Account: "Sim101", State: protocol.MonitorActive,
+			SessionPnl: -12.5, SessionHigh: 30}}})
 	}
 	return nil, agentcall.ErrNotConnected
 }
@@ -251,6 +272,10 @@ func (f *fakeManage) Invoke(_ context.Context, p auth.Principal, src protocol.Ac
 		return http.StatusOK, b
 	}
 	return http.StatusNotFound, []byte(`{"success":false,"error":"not_found"}`)
+}
+
+func (f *fakeManage) InvokeIf(ctx context.Context, p auth.Principal, src protocol.ActivitySource, method, path, _ string, body []byte) (int, []byte) {
+	return f.Invoke(ctx, p, src, method, path, body)
 }
 
 func (f *fakeManage) puts() []manageCall {
@@ -420,3 +445,150 @@ func (e *env) signIn(email string) (string, string) {
 }
 
 var csrfMeta = regexp.MustCompile(`<meta name="csrf-token" content="([^"]+)">`)
+
+// ---- A real Management API behind the editors ----
+
+// simAccounts are the accounts of alice's simulator connection in the
+// editors' tests.
+var simAccounts = []string{"Sim101", "Sim102", "Sim103"}
+
+// agentWith is fakeAgent with alice's connections replaced.
+type agentWith struct {
+	fakeAgent
+	conns []protocol.Connection
+}
+
+func (a agentWith) Read(ctx context.Context, userID string) (*support.Answer, error) {
+	ans, err := a.fakeAgent.Read(ctx, userID)
+	if err == nil && ans.Agent != nil {
+		ans.Agent.Connections = a.conns
+	}
+	return ans, err
+}
+
+// manageEnv is an env whose Manage is the relay's Management API over a
+// SQLite store, with alice on the elite plan and her agent connected
+// (simAccounts), acknowledging every configuration pushed.
+type manageEnv struct {
+	*env
+	api   *manage.Server
+	hub   *agentcalltest.Agents
+	store store.Store
+	// clock drives the Management API's budgets.
+	clock *testkit.Clock
+	// retrip makes the agent answer that a restarted monitor would stop
+	// again at once.
+	retrip *atomic.Bool
+}
+
+// newManageEnv returns a manageEnv; tweak changes the dashboard's
+// options.
+func newManageEnv(t *testing.T, tweak ...func(*dashboard.Options)) *manageEnv {
+	t.Helper()
+	st := storetest.Open(t, "sqlite")
+	ctx := context.Background()
+	for _, u := range []store.User{{ID: aliceID, Name: "alice", Plan: string(auth.PlanElite)}, {ID: bobID, Name: "bob", Plan: string(auth.PlanFree)}} {
+		u.CreatedAt = time.Now()
+		require.NoError(t, st.CreateUser(ctx, u))
+	}
+	conns := []protocol.Connection{{Name: "Sim", Status: "Connected", Accounts: simAccounts}}
+	retrip := new(atomic.Bool)
+	hub := agentcalltest.New(func(_ context.Context, _, fn, _ string, args json.RawMessage) (json.RawMessage, error) {
+		switch fn {
+		case protocol.FnApplyConfig:
+			var cfg protocol.Config
+			if err := json.Unmarshal(args, &cfg); err != nil {
+				return nil, err
+			}
+			return json.Marshal(protocol.ConfigApplied{Version: cfg.Version})
+		case protocol.FnCheckMonitorRestart:
+			if retrip.Load() {
+				return json.Marshal(protocol.RestartVerdict{WouldRetrip: true, Reason: "lossLimit"})
+			}
+			return json.Marshal(protocol.RestartVerdict{})
+		}
+		return json.RawMessage(`{}`), nil
+	})
+	hub.Connect(aliceID, agentcall.Info{SessionID: "s-alice", Hello: protocol.Hello{ProtocolVersion: protocol.ProtocolVersion, Connections: conns}})
+	clock := testkit.NewClock(time.Date(2026, 11, 2, 15, 0, 0, 0, time.UTC))
+	adm, err := admit.New(admit.Options{Auth: authtest.New(map[string]auth.Principal{})})
+	require.NoError(t, err)
+	api, err := manage.New(manage.Options{Store: st, Hub: hub, Admitter: adm, Now: clock.UnixNano, AckTimeout: testkit.Medium})
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = api.Close() })
+	me := &manageEnv{api: api, hub: hub, store: st, clock: clock, retrip: retrip}
+	me.env = newEnv(t, append([]func(*dashboard.Options){func(o *dashboard.Options) {
+		o.Manage = api
+		o.Agent = agentWith{conns: conns}
+	}}, tweak...)...)
+	me.accounts.mu.Lock()
+	me.accounts.plans = map[string]auth.Plan{aliceID: auth.PlanElite}
+	me.accounts.mu.Unlock()
+	return me
+}
+
+// apiGet reads a Management API resource as alice: its data and ETag.
+func (m *manageEnv) apiGet(path string) (map[string]any, string) {
+	m.t.Helper()
+	status, body := m.api.Invoke(context.Background(), auth.Principal{UserID: aliceID, Plan: auth.PlanElite}, protocol.ActivitySource{Kind: "test"}, http.MethodGet, path, nil)
+	require.Equal(m.t, http.StatusOK, status, "%s", body)
+	var ans struct {
+		Data map[string]any `json:"data"`
+		Meta struct {
+			ETag string `json:"etag"`
+		} `json:"meta"`
+	}
+	require.NoError(m.t, json.Unmarshal(body, &ans), "%s", body)
+	return ans.Data, ans.Meta.ETag
+}
+
+// apiList lists a Management API collection as alice.
+func (m *manageEnv) apiList(path string) []map[string]any {
+	m.t.Helper()
+	status, body := m.api.Invoke(context.Background(), auth.Principal{UserID: aliceID, Plan: auth.PlanElite}, protocol.ActivitySource{Kind: "test"}, http.MethodGet, path, nil)
+	require.Equal(m.t, http.StatusOK, status, "%s", body)
+	var ans struct {
+		Data []map[string]any `json:"data"`
+	}
+	require.NoError(m.t, json.Unmarshal(body, &ans), "%s", body)
+	return ans.Data
+}
+
+// apiDo runs a Management API change as alice and returns its status and
+// body.
+func (m *manageEnv) apiDo(method, path, body string) (int, string) {
+	m.t.Helper()
+	var b []byte
+	if body != "" {
+		b = []byte(body)
+	}
+	status, out := m.api.Invoke(context.Background(), auth.Principal{UserID: aliceID, Plan: auth.PlanElite}, protocol.ActivitySource{Kind: "test"}, method, path, b)
+	return status, string(out)
+}
+
+// refill moves the Management API's budgets' clock a minute on: every
+// budget full again.
+func (m *manageEnv) refill() { m.clock.Advance(time.Minute) }
+
+// inputValue returns the value attribute of the input named name in a
+// page ("" when none).
+func inputValue(page, name string) string {
+	re := regexp.MustCompile(`<input[^>]*name="` + regexp.QuoteMeta(name) + `"[^>]*value="([^"]*)"`)
+	if m := re.FindStringSubmatch(page); m != nil {
+		return html.UnescapeString(m[1])
+	}
+	return ""
+}
+
+// report makes alice's agent report a state of the account's monitor, as
+// the relay's event spine hands it to the Management API, and waits until
+// it is stored.
+func (m *manageEnv) report(monitorPath string, st protocol.MonitorState) {
+	m.t.Helper()
+	data, err := json.Marshal(st)
+	require.NoError(m.t, err)
+	m.api.HandleEvent(events.Event{Type: events.TypeAgent, UserID: aliceID,
+		Agent: protocol.Event{Kind: protocol.EventMonitorState, Data: data}})
+	got, _ := m.apiGet(monitorPath)
+	require.Equal(m.t, st.State, got["state"])
+}

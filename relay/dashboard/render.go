@@ -25,7 +25,10 @@ var assetFS embed.FS
 // (and "title"), shown inside layout.html.
 var pageNames = []string{"home", "signin", "signup", "signup-closed", "reset", "reset-sent", "new-password", "pair",
 	"tokens", "activity", "error",
+	// The broker link.
 	"broker",
+	// The Management API's editors.
+	"manage-form", "manage-index",
 }
 
 // asset is an embedded file served under /app/assets/, versioned by its

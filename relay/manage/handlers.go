@@ -57,6 +57,8 @@ type kindOps interface {
 	show(st *state, id string) (any, bool)
 	// change judges and prepares one change.
 	change(in *changeIn) (*changeOut, *httpapi.Error)
+	// info describes the kind to the relay's other doors (Kinds).
+	info() KindInfo
 }
 
 // changeIn is one requested change of a resource.

@@ -247,3 +247,155 @@
     }, 2000);
   }
 })();
+
+// ---- The Management API's editors: "Add a row" clones a list's blank
+// row (without script one blank row is always there), and the state of
+// the copier or monitor a page shows follows the stream socket: an
+// activity entry about it fetches its state block again (a Management
+// API read, only then), a P&L frame of its account its P&L block (the
+// agent's figures, no Management API read). ----
+(function () {
+  "use strict";
+
+  // Renames the inputs of a cloned row from prefix.N. to prefix.M.
+  function renumber(row, prefix, from, to) {
+    var old = prefix + "." + from, now = prefix + "." + to;
+    var swap = function (v) {
+      return v.split(old + ".").join(now + ".").split(old + "._").join(now + "._");
+    };
+    row.setAttribute("data-row", now);
+    row.setAttribute("data-index", String(to));
+    var els = row.querySelectorAll("[name], [id], [for], [aria-describedby]");
+    for (var i = 0; i < els.length; i++) {
+      ["name", "id", "for", "aria-describedby"].forEach(function (a) {
+        var v = els[i].getAttribute(a);
+        if (v) els[i].setAttribute(a, swap(v));
+      });
+    }
+  }
+
+  function clearRow(row) {
+    var els = row.querySelectorAll("input, select");
+    for (var i = 0; i < els.length; i++) {
+      var el = els[i];
+      if (el.type === "checkbox") el.checked = false;
+      else if (el.tagName === "SELECT") el.selectedIndex = 0;
+      else el.value = "";
+      el.removeAttribute("aria-invalid");
+    }
+    var errs = row.querySelectorAll(".field-error");
+    for (var j = 0; j < errs.length; j++) errs[j].remove();
+  }
+
+  // With script the blank rows of lists that have rows (or need none)
+  // wait hidden until "Add a row" shows a copy of one; without script
+  // they are there to fill in.
+  var blanks = document.querySelectorAll(".editor .row.blank[data-tucked]");
+  for (var b = 0; b < blanks.length; b++) blanks[b].hidden = true;
+  var adds = document.querySelectorAll("button.add-row");
+  for (var i = 0; i < adds.length; i++) {
+    adds[i].hidden = false;
+    adds[i].addEventListener("click", function (ev) {
+      var button = ev.currentTarget;
+      var prefix = button.getAttribute("data-rows");
+      var set = button.closest("fieldset");
+      if (!set) return;
+      var rows = set.querySelectorAll(":scope > .row");
+      if (!rows.length) return;
+      var blank = set.querySelector(":scope > .row.blank") || rows[rows.length - 1];
+      var next = 0;
+      for (var k = 0; k < rows.length; k++) {
+        next = Math.max(next, parseInt(rows[k].getAttribute("data-index"), 10) + 1);
+      }
+      var row = blank.cloneNode(true);
+      renumber(row, prefix, blank.getAttribute("data-index"), next);
+      clearRow(row);
+      row.hidden = false;
+      row.classList.remove("blank");
+      row.removeAttribute("data-tucked");
+      var title = row.querySelector(".row-title");
+      if (title) title.textContent = "New row";
+      set.insertBefore(row, button);
+      var first = row.querySelector("input, select");
+      if (first) first.focus();
+    });
+  }
+
+  var state = document.getElementById("resource-state");
+  if (!state || !document.querySelector('meta[name="csrf-token"]') || !window.WebSocket) return;
+
+  // Fetches a fragment and puts it in place of the element with its id.
+  function replace(url, id, done) {
+    fetch(url, { credentials: "same-origin", headers: { "Accept": "text/html" } }).then(function (res) {
+      if (res.status === 401) { location.assign("/app/signin"); return null; }
+      return res.ok ? res.text() : null;
+    }).then(function (html) {
+      if (html) {
+        var box = document.createElement("div");
+        box.innerHTML = html;
+        var fresh = box.querySelector("#" + id), old = document.getElementById(id);
+        if (fresh && old) {
+          var focused = document.activeElement && old.contains(document.activeElement);
+          old.replaceWith(fresh);
+          if (focused) { var b = fresh.querySelector("button"); if (b) b.focus(); }
+        }
+      }
+      if (done) done();
+    }).catch(function () { if (done) done(); });
+  }
+
+  // The state is read now and again shortly after (the agent's report
+  // may be stored a moment after its activity entry).
+  var stateTimers = [];
+  function refetchState() {
+    stateTimers.forEach(clearTimeout);
+    var href = state.getAttribute("data-href");
+    stateTimers = [0, 1000, 3000].map(function (ms) {
+      return setTimeout(function () {
+        replace(href, "resource-state", function () { state = document.getElementById("resource-state") || state; });
+      }, ms);
+    });
+  }
+
+  var pnlBusy = false, pnlLast = 0;
+  function refetchPnl() {
+    var box = document.getElementById("monitor-pnl");
+    if (!box || pnlBusy || Date.now() - pnlLast < 2000 || document.hidden) return;
+    pnlBusy = true;
+    pnlLast = Date.now();
+    replace(box.getAttribute("data-href"), "monitor-pnl", function () { pnlBusy = false; });
+  }
+
+  function concerns(e) {
+    var id = state.getAttribute("data-id"), account = state.getAttribute("data-account");
+    var d = e.detail || {};
+    if (d.id === id || d.copierId === id) return true;
+    return !!account && e.account === account && (e.kind === "monitor.tripped" || e.kind === "config.changed");
+  }
+
+  var delay = 1000;
+  function connect() {
+    var ws = new WebSocket((location.protocol === "https:" ? "wss://" : "ws://") + location.host + "/ws/stream");
+    ws.onopen = function () {
+      delay = 1000;
+      ws.send(JSON.stringify({ action: "subscribeActivity" }));
+      if (document.getElementById("monitor-pnl")) ws.send(JSON.stringify({ action: "streamPnl", enabled: true, interval: 1000 }));
+    };
+    ws.onmessage = function (m) {
+      var f;
+      try { f = JSON.parse(m.data); } catch (err) { return; }
+      if (f.type === "activity" && f.event && concerns(f.event)) refetchState();
+      else if (f.type === "status") { pnlLast = 0; refetchPnl(); }
+      else if (f.type === "pnlUpdate") {
+        var account = state.getAttribute("data-account");
+        if (account && (f.accounts || []).some(function (a) { return a.account === account; })) refetchPnl();
+      }
+    };
+    ws.onclose = function (ev) {
+      if (ev.code === 1008 && /session/.test(ev.reason || "")) { location.assign("/app/signin"); return; }
+      setTimeout(connect, delay);
+      delay = Math.min(delay * 2, 30000);
+    };
+  }
+  connect();
+})();

@@ -20,6 +20,7 @@ import (
 	"tradebridge/internal/browsertest"
 	"tradebridge/internal/systemtest"
 	"tradebridge/internal/testkit"
+	"tradebridge/protocol"
 	"tradebridge/relay"
 )
 
@@ -247,4 +248,63 @@ func (d *dash) apiTokenIn(sel string) string {
 	tok := apiTokenRE.FindString(html)
 	require.NotEmpty(d.t, tok, "no API token in %s", sel)
 	return tok
+}
+
+// quantity returns the signed quantity of the account's position in the
+// instrument root (long positive, short negative; 0 when flat), read
+// through the trading API.
+func (d *dash) quantity(token, account, root string) int {
+	d.t.Helper()
+	r := d.Do("GET", "/v1/api/accounts/"+account+"/positions", token, "")
+	require.Equal(d.t, 200, r.Status, "%s", r.Raw)
+	var data struct {
+		Positions []protocol.Position `json:"positions"`
+	}
+	require.NoError(d.t, json.Unmarshal(r.Data, &data), "%s", r.Raw)
+	q := 0
+	for _, p := range data.Positions {
+		if p.Instrument != root && !strings.HasPrefix(p.Instrument, root+" ") {
+			continue
+		}
+		if strings.EqualFold(p.MarketPosition, "Short") {
+			q -= p.Quantity
+		} else {
+			q += p.Quantity
+		}
+	}
+	return q
+}
+
+// manageGet reads a Management API resource with the token: its data.
+func (d *dash) manageGet(path, token string) map[string]any {
+	d.t.Helper()
+	r := d.Do("GET", "/v1/api/manage/"+path, token, "")
+	require.Equal(d.t, 200, r.Status, "GET %s: %s", path, r.Raw)
+	var data map[string]any
+	require.NoError(d.t, json.Unmarshal(r.Data, &data), "%s", r.Raw)
+	return data
+}
+
+// check checks (on true) or unchecks the checkbox named name, as a click
+// does.
+func (d *dash) check(name string, on bool) {
+	d.t.Helper()
+	browsertest.Eval[bool](d.tab, fmt.Sprintf(`(() => { const c = document.querySelector('input[type=checkbox][name=%q]');
+		if (!c) throw new Error('no checkbox ' + %q); if (c.checked !== %t) c.click(); return c.checked; })()`, name, name, on))
+}
+
+// editing returns the id of the resource whose editor page the tab shows
+// under base ("/app/manage/desktop/copiers").
+func (d *dash) editing(base string) string {
+	d.t.Helper()
+	loc, _, _ := strings.Cut(d.tab.Location(), "?")
+	id, ok := strings.CutPrefix(loc, d.Base+base+"/")
+	require.True(d.t, ok && !strings.Contains(id, "/"), "the tab shows a resource of %s: %s", base, loc)
+	return id
+}
+
+// fieldError returns the message shown next to the input named name.
+func (d *dash) fieldError(name string) string {
+	d.t.Helper()
+	return d.tab.Text(fmt.Sprintf(`[id=%q]`, "error-"+name))
 }
