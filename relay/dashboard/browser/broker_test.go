@@ -37,6 +37,30 @@ func (d *dash) activitySource(kind string) string {
 		return e ? e.innerText : ''; })()`, kind))
 }
 
+// fillAPIKey fills the broker page's API-key form with the Tradovate
+// fake's credentials and password.
+func (d *dash) fillAPIKey(password string) {
+	d.t.Helper()
+	d.tab.Choose("env", "demo")
+	d.tab.Fill("username", tradovatefake.DefaultName)
+	d.tab.Fill("password", password)
+	d.tab.Fill("appId", tradovatefake.DefaultAppID)
+	d.tab.Fill("appVersion", "1.0")
+	d.tab.Fill("cid", strconv.Itoa(tradovatefake.DefaultCID))
+	d.tab.Fill("sec", tradovatefake.DefaultSec)
+}
+
+// linkAPIKey links the fake's login from the broker page's API-key form
+// and waits for the page to show it linked with its accounts.
+func (d *dash) linkAPIKey() {
+	d.t.Helper()
+	d.page("/app/broker")
+	d.fillAPIKey(tradovatefake.DefaultPassword)
+	d.tab.Submit("#api-key-form", "Link")
+	d.at("/app/broker")
+	d.tab.WaitFor(testkit.Long, "the login linked, with its accounts", brokerLinked)
+}
+
 // A trader links their Tradovate login with "Link demo": the browser
 // goes to the broker's authorization page (the fake grants access at
 // once, as a broker does for a user signed in who allowed the app
@@ -95,15 +119,7 @@ func TestBrokerLinkWithAPIKey(t *testing.T) {
 	d.page("/app/broker")
 	d.narrow(int(browsertest.Phone.Width), "the broker page")
 	const wrong = "not-the-fake-password"
-	fill := func(password string) {
-		d.tab.Choose("env", "demo")
-		d.tab.Fill("username", tradovatefake.DefaultName)
-		d.tab.Fill("password", password)
-		d.tab.Fill("appId", tradovatefake.DefaultAppID)
-		d.tab.Fill("appVersion", "1.0")
-		d.tab.Fill("cid", strconv.Itoa(tradovatefake.DefaultCID))
-		d.tab.Fill("sec", tradovatefake.DefaultSec)
-	}
+	fill := d.fillAPIKey
 
 	fill(wrong)
 	d.tab.Submit("#api-key-form", "Link")
@@ -131,4 +147,51 @@ func TestBrokerLinkWithAPIKey(t *testing.T) {
 	d.narrow(int(browsertest.Phone.Width), "the broker page, linked")
 	d.tab.Screenshot("phone-broker-linked")
 	d.noProblems("status of 400") // the refused form's page
+}
+
+// The broker family's copiers and monitors are edited with the same
+// forms once a login is linked: their account choices are the login's
+// accounts, the copier's form has no copy mode (a broker copier copies
+// executions), and what is saved is what the Management API stores.
+func TestBrokerEditors(t *testing.T) {
+	t.Parallel()
+	d, _ := newBrokerDash(t, browsertest.Desktop)
+	bob := d.Users["bob"]
+	d.signInAs("bob")
+	d.page("/app/manage/tv/monitors")
+	require.Contains(t, d.tab.Text("#link-broker"), "Link a broker first", "nothing linked yet")
+	d.linkAPIKey()
+	accounts := d.linkStatus("bob").Accounts
+	require.GreaterOrEqual(t, len(accounts), 2, "the fake's login has two accounts")
+
+	d.page("/app/manage/tv/monitors")
+	d.tab.Submit("main", "New broker monitor")
+	offered := browsertest.Eval[[]string](d.tab, `Array.from(document.querySelectorAll('select[name="account"] option')).map(o => o.value).filter(v => v)`)
+	require.ElementsMatch(t, accounts, offered, "the login's accounts are offered")
+	d.tab.Choose("account", accounts[0])
+	d.check("lossLimit.enabled", true)
+	d.tab.Fill("lossLimit.amount", "50")
+	d.tab.Submit("#editor", "Save")
+	d.tab.WaitVisible("#notice")
+	id := d.editing("/app/manage/tv/monitors")
+	require.Equal(t, "active", d.state("#resource-state"))
+	stored := d.manageGet("tv/monitors/"+id, bob.APIToken)
+	require.Equal(t, accounts[0], stored["account"])
+	require.Equal(t, map[string]any{"enabled": true, "amount": float64(50)}, stored["lossLimit"])
+
+	d.page("/app/manage/tv/copiers")
+	d.tab.Submit("main", "New broker copier")
+	require.Zero(t, d.tab.Count(`[name="copyMode"]`), "a broker copier has no copy mode")
+	d.check("active", true)
+	d.tab.Choose("leader", accounts[0])
+	d.tab.Choose("followers.0.account", accounts[1])
+	d.tab.Choose("sizing.ratio", "2")
+	d.tab.Submit("#editor", "Save")
+	d.tab.WaitVisible("#notice")
+	cid := d.editing("/app/manage/tv/copiers")
+	stored = d.manageGet("tv/copiers/"+cid, bob.APIToken)
+	require.Equal(t, accounts[0], stored["leader"])
+	require.Equal(t, map[string]any{"ratio": float64(2)}, stored["sizing"])
+	require.NotContains(t, stored, "copyMode")
+	d.noProblems("status of 409") // the form before the link
 }
