@@ -101,6 +101,7 @@
 //	#broker-result[role=status]                  the result of an action (?link=ok|unlinked|none)
 //	#broker-oauth #oauth-off #api-key-form #broker-relink #broker-unlink #broker-plan
 //	#err-NAME                                    the refusal of the input NAME, which names it in aria-describedby
+//
 // The editors' inputs are named by the Management API field they edit,
 // dotted for nested fields and rows (leader, sizing.ratio,
 // followers.0.account, followers.0.sizing.ratio, followers.0.inverse, …);
