@@ -37,6 +37,7 @@ func monValid() protocol.Monitor {
 	m.ProfitTarget = protocol.Limit{Enabled: true, Amount: 1500}
 	m.LossLimit = protocol.Limit{Enabled: true, Amount: 800}
 	m.TrailingDrawdown = protocol.Limit{Enabled: true, Amount: 500}
+	m.MinimumProfitDrawdown = protocol.ProfitFloor{Enabled: true, Trigger: 1000, Floor: 200}
 	m.MasterWindow = protocol.Window{Days: []string{"mon", "tue", "wed", "thu", "fri"}, Start: "09:30", End: "16:00"}
 	m.TradingWindows = []protocol.MonitorWindow{
 		{Enabled: true, Window: protocol.Window{Days: []string{"mon"}, Start: "09:30", End: "11:00"}},
@@ -182,6 +183,49 @@ func TestMonitorValidate(t *testing.T) {
 		{"profit target enabled at 0", func(m *protocol.Monitor) { m.ProfitTarget.Amount = 0 },
 			[]httpapi.FieldError{fe("profitTarget.amount", errcode.FieldCodeRequiredWhenEnabled)}},
 		{"disabled at 0", func(m *protocol.Monitor) { m.TrailingDrawdown = protocol.Limit{} }, nil},
+
+		// Minimum-profit drawdown.
+		{"profit floor, the default", func(m *protocol.Monitor) { m.MinimumProfitDrawdown = monitorDefault().MinimumProfitDrawdown }, nil},
+		{"profit floor enabled without a trigger", func(m *protocol.Monitor) {
+			m.MinimumProfitDrawdown = protocol.ProfitFloor{Enabled: true}
+		}, []httpapi.FieldError{fe("minimumProfitDrawdown.trigger", errcode.FieldCodeRequiredWhenEnabled)}},
+		{"profit floor at break even", func(m *protocol.Monitor) {
+			m.MinimumProfitDrawdown = protocol.ProfitFloor{Enabled: true, Trigger: 500}
+		}, nil},
+		{"profit floor a cent below the trigger", func(m *protocol.Monitor) {
+			m.MinimumProfitDrawdown = protocol.ProfitFloor{Enabled: true, Trigger: 500, Floor: 499.99}
+		}, nil},
+		{"profit floor at the trigger", func(m *protocol.Monitor) {
+			m.MinimumProfitDrawdown = protocol.ProfitFloor{Enabled: true, Trigger: 500, Floor: 500}
+		}, []httpapi.FieldError{lim("minimumProfitDrawdown.floor", errcode.FieldCodeOutOfRange, 500.0)}},
+		{"profit floor above the trigger", func(m *protocol.Monitor) {
+			m.MinimumProfitDrawdown = protocol.ProfitFloor{Enabled: true, Trigger: 250.5, Floor: 900}
+		}, []httpapi.FieldError{lim("minimumProfitDrawdown.floor", errcode.FieldCodeOutOfRange, 250.5)}},
+		{"negative profit floor", func(m *protocol.Monitor) {
+			m.MinimumProfitDrawdown = protocol.ProfitFloor{Enabled: true, Trigger: 500, Floor: -100}
+		}, []httpapi.FieldError{lim("minimumProfitDrawdown.floor", errcode.FieldCodeOutOfRange, 0)}},
+		{"negative profit floor, disabled", func(m *protocol.Monitor) {
+			m.MinimumProfitDrawdown = protocol.ProfitFloor{Trigger: 500, Floor: -0.01}
+		}, []httpapi.FieldError{lim("minimumProfitDrawdown.floor", errcode.FieldCodeOutOfRange, 0)}},
+		{"negative trigger: the floor is not judged against it", func(m *protocol.Monitor) {
+			m.MinimumProfitDrawdown = protocol.ProfitFloor{Enabled: true, Trigger: -5, Floor: 100}
+		}, []httpapi.FieldError{lim("minimumProfitDrawdown.trigger", errcode.FieldCodeOutOfRange, 0)}},
+		{"trigger above the maximum", func(m *protocol.Monitor) {
+			m.MinimumProfitDrawdown = protocol.ProfitFloor{Enabled: true, Trigger: 10_000_000.01, Floor: 100}
+		}, []httpapi.FieldError{lim("minimumProfitDrawdown.trigger", errcode.FieldCodeLessThanEqual, MonitorMaxAmount)}},
+		{"trigger at the maximum", func(m *protocol.Monitor) {
+			m.MinimumProfitDrawdown = protocol.ProfitFloor{Enabled: true, Trigger: 10_000_000, Floor: 9_999_999.99}
+		}, nil},
+		{"both above the maximum", func(m *protocol.Monitor) {
+			m.MinimumProfitDrawdown = protocol.ProfitFloor{Enabled: true, Trigger: 2e7, Floor: 3e7}
+		}, []httpapi.FieldError{lim("minimumProfitDrawdown.trigger", errcode.FieldCodeLessThanEqual, MonitorMaxAmount),
+			lim("minimumProfitDrawdown.floor", errcode.FieldCodeLessThanEqual, MonitorMaxAmount)}},
+		{"disabled: the floor is kept above its trigger", func(m *protocol.Monitor) {
+			m.MinimumProfitDrawdown = protocol.ProfitFloor{Trigger: 500, Floor: 800}
+		}, nil},
+		{"disabled: the floor is kept without a trigger", func(m *protocol.Monitor) {
+			m.MinimumProfitDrawdown = protocol.ProfitFloor{Floor: 300}
+		}, nil},
 
 		// Master window.
 		{"no master window", func(m *protocol.Monitor) { m.MasterWindow = protocol.Window{}; m.ClosingOnlyAfter = "03:00" }, nil},
@@ -334,6 +378,7 @@ func TestMonitorValidate(t *testing.T) {
 			m.ProfitTarget.Amount = -5
 			m.LossLimit.Amount = 2e7
 			m.TrailingDrawdown.Amount = 0
+			m.MinimumProfitDrawdown.Floor = m.MinimumProfitDrawdown.Trigger
 			m.MasterWindow.Start = "9am"
 			m.TradingWindows[0].Days = []string{"mon", "mon"}
 			m.AutoFlattenAt = "x"
@@ -342,6 +387,7 @@ func TestMonitorValidate(t *testing.T) {
 			lim("profitTarget.amount", errcode.FieldCodeOutOfRange, 0),
 			lim("lossLimit.amount", errcode.FieldCodeLessThanEqual, MonitorMaxAmount),
 			fe("trailingDrawdown.amount", errcode.FieldCodeRequiredWhenEnabled),
+			lim("minimumProfitDrawdown.floor", errcode.FieldCodeOutOfRange, 1000.0),
 			pat("masterWindow.start"),
 			day("tradingWindows.0.days.1"),
 			pat("autoFlattenAt"),
@@ -736,4 +782,75 @@ func TestMonitorErrorsEchoNothing(t *testing.T) {
 		require.NoError(t, err)
 		require.False(t, strings.Contains(string(b), secret), string(b))
 	}
+}
+
+// The minimum-profit drawdown through the Management API: a monitor
+// stored before it existed reads it disabled at 0 and 0; a PATCH merges
+// its members onto the stored ones; every fault is a 422 at its dotted
+// path; the agent is pushed what was stored; disabling keeps the numbers.
+func TestMonitorProfitFloorOverHTTP(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, nil)
+	id := newID(monitorKind.Name)
+	_, err := e.store.WriteResources(t.Context(), "u1", true,
+		storeWrite(monitorKind.Name, id, monitorJSON(id, "Sim101", protocol.MonitorActive), 0))
+	require.NoError(t, err)
+	at := "/desktop/monitors/" + id
+	floorOf := func(r resp) json.RawMessage {
+		t.Helper()
+		var m map[string]json.RawMessage
+		r.data(t, &m)
+		return m["minimumProfitDrawdown"]
+	}
+
+	r := e.do(http.MethodGet, at, tokElite, "")
+	require.Equal(t, http.StatusOK, r.Code, string(r.Body))
+	require.JSONEq(t, `{"enabled":false,"trigger":0,"floor":0}`, string(floorOf(r)), "a stored monitor without it reads as disabled")
+	r = e.do(http.MethodPatch, at, tokElite, `{"minimumProfitDrawdown":{"enabled":false}}`)
+	require.Equal(t, http.StatusOK, r.Code, string(r.Body))
+	require.False(t, *r.body(t).Changed, "sending the default back to an old monitor changes nothing")
+
+	pushes := len(e.hub.pushes("u1"))
+	for _, tc := range []struct{ name, body, fields string }{
+		{"enabled without a trigger", `{"minimumProfitDrawdown":{"enabled":true}}`,
+			`[{"path":"minimumProfitDrawdown.trigger","code":"required_when_enabled"}]`},
+		{"floor at the trigger", `{"minimumProfitDrawdown":{"enabled":true,"trigger":500,"floor":500}}`,
+			`[{"path":"minimumProfitDrawdown.floor","code":"out_of_range","limit":500}]`},
+		{"negative floor", `{"minimumProfitDrawdown":{"enabled":true,"trigger":500,"floor":-50}}`,
+			`[{"path":"minimumProfitDrawdown.floor","code":"out_of_range","limit":0}]`},
+		{"a trigger as a string", `{"minimumProfitDrawdown":{"trigger":"500"}}`,
+			`[{"path":"minimumProfitDrawdown.trigger","code":"wrong_type"}]`},
+		{"the trailing drawdown's member name", `{"minimumProfitDrawdown":{"amount":500}}`,
+			`[{"path":"minimumProfitDrawdown.amount","code":"unknown_field"}]`},
+	} {
+		r = e.do(http.MethodPatch, at, tokElite, tc.body)
+		require.Equal(t, http.StatusUnprocessableEntity, r.Code, "%s: %s", tc.name, r.Body)
+		fields, err := json.Marshal(r.body(t).Fields)
+		require.NoError(t, err)
+		require.JSONEq(t, tc.fields, string(fields), tc.name)
+	}
+	require.Len(t, e.hub.pushes("u1"), pushes, "a refused change pushes nothing")
+
+	r = e.do(http.MethodPatch, at, tokElite, `{"minimumProfitDrawdown":{"enabled":true,"trigger":500}}`)
+	require.Equal(t, http.StatusOK, r.Code, string(r.Body))
+	require.JSONEq(t, `{"enabled":true,"trigger":500,"floor":0}`, string(floorOf(r)), "the floor merged from the stored 0: break even")
+	p := e.hub.pushes("u1")
+	require.Equal(t, protocol.ProfitFloor{Enabled: true, Trigger: 500}, p[len(p)-1].Monitors[0].MinimumProfitDrawdown)
+
+	// A floor sent alone is judged against the stored trigger, which the
+	// refusal names as its limit.
+	r = e.do(http.MethodPatch, at, tokElite, `{"minimumProfitDrawdown":{"floor":650}}`)
+	require.Equal(t, http.StatusUnprocessableEntity, r.Code, string(r.Body))
+	require.Equal(t, []map[string]any{{"path": "minimumProfitDrawdown.floor", "code": "out_of_range", "limit": 500.0}},
+		r.body(t).Fields)
+	r = e.do(http.MethodPatch, at, tokElite, `{"minimumProfitDrawdown":{"floor":250.5}}`)
+	require.Equal(t, http.StatusOK, r.Code, string(r.Body))
+
+	r = e.do(http.MethodPatch, at, tokElite, `{"minimumProfitDrawdown":{"enabled":false}}`)
+	require.Equal(t, http.StatusOK, r.Code, string(r.Body))
+	require.JSONEq(t, `{"enabled":false,"trigger":500,"floor":250.5}`, string(floorOf(r)), "disabling keeps the numbers")
+
+	r = e.do(http.MethodPost, "/desktop/monitors", tokElite, `{"account":"Sim102"}`)
+	require.Equal(t, http.StatusCreated, r.Code, string(r.Body))
+	require.JSONEq(t, `{"enabled":false,"trigger":0,"floor":0}`, string(floorOf(r)), "a new monitor's default")
 }
