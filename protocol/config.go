@@ -159,6 +159,10 @@ type ProfitFloor struct {
 	Floor   float64 `json:"floor"`
 }
 
+// ProfitFloorProtocolVersion is the first version whose agents run a
+// monitor's MinimumProfitDrawdown; older agents ignore the member.
+const ProfitFloorProtocolVersion = 8
+
 // Window is a weekly time window: on each of Days from Start to End; End
 // before Start runs past midnight. No days means every day.
 type Window struct {

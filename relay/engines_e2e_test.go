@@ -185,7 +185,7 @@ func TestCopierThroughTheRelay(t *testing.T) {
 // trigger, trips when the profit falls to its floor (flattening; the
 // relay stores the stop and logs the trip with the floor as threshold),
 // and the restart is refused while the same floor would trip again.
-func TestMinimumProfitDrawdownThroughTheRelay(t *testing.T) {
+func TestMonitorMinimumProfitDrawdownThroughTheRelay(t *testing.T) {
 	t.Parallel()
 	s := newSystem(t)
 	ra := s.StartAgent("bob")

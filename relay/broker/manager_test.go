@@ -427,7 +427,7 @@ func TestBypassWindowsAndExitsOnBrokerAccounts(t *testing.T) {
 // high reaches its trigger, trips at its floor (flattening, reporting the
 // stop with its reason), and the restart check judges it against the same
 // high.
-func TestMinimumProfitDrawdownOnBrokerAccounts(t *testing.T) {
+func TestMonitorMinimumProfitDrawdownOnBrokerAccounts(t *testing.T) {
 	t.Parallel()
 	f := newFixture(t)
 	m := f.manager(t)

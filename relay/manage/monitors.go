@@ -376,12 +376,34 @@ func monitorTandemFollower(s *Snapshot, account string) bool {
 	return false
 }
 
+// monitorAgentTooOld refuses a desktop monitor with its minimum-profit
+// drawdown enabled while the user's connected agent announced a protocol
+// older than protocol.ProfitFloorProtocolVersion (409
+// addon_version_unsupported): such an agent ignores the member and would
+// never trip by it. A disconnected agent is left to the generic handlers
+// (addon_disconnected); the broker family's engines run in the relay.
+func monitorAgentTooOld(c *Change[protocol.Monitor], m *protocol.Monitor) *httpapi.Error {
+	if m == nil || !m.MinimumProfitDrawdown.Enabled || c.Family == FamilyBroker || c.Snap == nil ||
+		!c.Snap.AgentConnected || c.Snap.AgentProtocol >= protocol.ProfitFloorProtocolVersion {
+		return nil
+	}
+	return refuse(errcode.AddonVersionUnsupported,
+		"the minimum-profit drawdown needs a newer trading add-on: update the agent, or turn the minimum-profit drawdown off")
+}
+
 // monitorCheck judges a monitor against the user's other resources: a
 // create needs a known account without a monitor (404 account_not_found,
 // in the broker family 409 account_identity_unresolved; 409 already_exists); a Tandem copier's follower keeps its monitor and
 // keeps it active (409 tandem_dependency); blockSignals cannot be turned
-// off while the controls block all signals (409 field_locked).
+// off while the controls block all signals (409 field_locked). A create
+// or change that leaves the minimum-profit drawdown enabled needs an agent
+// that runs it (monitorAgentTooOld).
 func monitorCheck(c *Change[protocol.Monitor]) *httpapi.Error {
+	if c.Op != OpDelete {
+		if e := monitorAgentTooOld(c, c.New); e != nil {
+			return e
+		}
+	}
 	switch c.Op {
 	case OpCreate:
 		if c.New == nil {
@@ -429,6 +451,9 @@ func monitorRestart(c *Change[protocol.Monitor], ag Agent) *httpapi.Error {
 	}
 	if ag == nil {
 		return refuse(errcode.AddonDisconnected, "the restart needs the add-on connected")
+	}
+	if e := monitorAgentTooOld(c, c.New); e != nil {
+		return e
 	}
 	next := *c.New
 	next.State = protocol.MonitorActive

@@ -595,6 +595,8 @@ func TestMonitorRestart(t *testing.T) {
 		want    string
 		asked   bool
 		resumed bool
+		// agentProtocol, when set, is the connected agent's version.
+		agentProtocol int
 	}{
 		{name: "would not retrip: restarted", old: monStopped(monStoppedToday), agent: &monAgent{},
 			asked: true, resumed: true},
@@ -610,13 +612,22 @@ func TestMonitorRestart(t *testing.T) {
 			agent: &monAgent{err: &httpapi.Error{Status: http.StatusServiceUnavailable, Code: errcode.OutcomeUnknown, Detail: "no ack"}},
 			want:  errcode.OutcomeUnknown, asked: true},
 		{name: "not stopped", old: monValid(), agent: &monAgent{}, want: errcode.MonitorNotStopped},
+		{name: "an agent too old for its profit floor", old: monStopped(monStoppedToday), agent: &monAgent{},
+			agentProtocol: protocol.ProfitFloorProtocolVersion - 1, want: errcode.AddonVersionUnsupported},
+		{name: "an agent too old, the profit floor off", old: func() protocol.Monitor {
+			m := monStopped(monStoppedToday)
+			m.MinimumProfitDrawdown.Enabled = false
+			return m
+		}(), agent: &monAgent{}, agentProtocol: protocol.ProfitFloorProtocolVersion - 1, asked: true, resumed: true},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
 			old := tc.old
 			next := tc.old
-			c := &Change[protocol.Monitor]{Op: OpAction, Action: "restart", Old: &old, New: &next, Snap: monSnap(), Now: monNoon}
+			snap := monSnap()
+			snap.AgentConnected, snap.AgentProtocol = tc.agentProtocol != 0, tc.agentProtocol
+			c := &Change[protocol.Monitor]{Op: OpAction, Action: "restart", Old: &old, New: &next, Snap: snap, Now: monNoon}
 			err := restart(c, tc.agent)
 			if tc.asked {
 				require.Len(t, tc.agent.asked, 1)
@@ -674,16 +685,40 @@ func TestMonitorCheck(t *testing.T) {
 	blockAll := func(s *Snapshot) { s.Controls.BlockAllSignals = true }
 	existing := func(s *Snapshot) { s.Monitors = append(s.Monitors, monValid()) }
 	set := func(f func(m *protocol.Monitor)) func(m *protocol.Monitor) { return f }
+	agentAt := func(version int) func(s *Snapshot) {
+		return func(s *Snapshot) { s.AgentConnected, s.AgentProtocol = true, version }
+	}
+	floorOff := set(func(m *protocol.Monitor) { m.MinimumProfitDrawdown.Enabled = false })
 
 	cases := []struct {
 		name   string
 		op     Op
+		family string
 		snap   func(s *Snapshot)
 		old    func(m *protocol.Monitor) // nil: no stored monitor
 		new    func(m *protocol.Monitor) // nil: no new monitor
 		want   string
 		fields []httpapi.FieldError
 	}{
+		// monValid's minimum-profit drawdown is enabled: an agent that
+		// would ignore it must not be handed it.
+		{name: "profit floor on an agent too old to run it", op: OpCreate, snap: agentAt(protocol.ProfitFloorProtocolVersion - 1),
+			new: set(func(*protocol.Monitor) {}), want: errcode.AddonVersionUnsupported},
+		{name: "another change that keeps it on, agent too old", op: OpPatch, snap: agentAt(protocol.ProfitFloorProtocolVersion - 1),
+			old: set(func(*protocol.Monitor) {}), new: set(func(m *protocol.Monitor) { m.LossLimit.Amount = 900 }),
+			want: errcode.AddonVersionUnsupported},
+		{name: "profit floor turned off, agent too old", op: OpPatch, snap: agentAt(protocol.ProfitFloorProtocolVersion - 1),
+			old: set(func(*protocol.Monitor) {}), new: floorOff},
+		{name: "profit floor off, created on an agent too old", op: OpCreate, snap: agentAt(protocol.ProfitFloorProtocolVersion - 1),
+			new: floorOff},
+		{name: "delete, agent too old", op: OpDelete, snap: agentAt(protocol.ProfitFloorProtocolVersion - 1),
+			old: set(func(*protocol.Monitor) {})},
+		{name: "profit floor on an agent that runs it", op: OpCreate, snap: agentAt(protocol.ProfitFloorProtocolVersion),
+			new: set(func(*protocol.Monitor) {})},
+		{name: "profit floor on a broker account: the relay's engines run it", op: OpPatch, family: FamilyBroker,
+			snap: agentAt(protocol.ProfitFloorProtocolVersion - 1), old: set(func(*protocol.Monitor) {}),
+			new: set(func(m *protocol.Monitor) { m.LossLimit.Amount = 900 })},
+
 		{name: "create", op: OpCreate, new: set(func(*protocol.Monitor) {})},
 		{name: "create on an unknown account", op: OpCreate, new: set(func(m *protocol.Monitor) { m.Account = "Live999" }),
 			want: errcode.AccountNotFound, fields: []httpapi.FieldError{{Path: "account", Code: errcode.AccountNotFound}}},
@@ -732,7 +767,7 @@ func TestMonitorCheck(t *testing.T) {
 			if tc.snap != nil {
 				tc.snap(snap)
 			}
-			c := &Change[protocol.Monitor]{Op: tc.op, Snap: snap, Now: monNoon}
+			c := &Change[protocol.Monitor]{Op: tc.op, Snap: snap, Now: monNoon, Family: tc.family}
 			if tc.old != nil {
 				m := monValid()
 				tc.old(&m)
@@ -853,4 +888,35 @@ func TestMonitorProfitFloorOverHTTP(t *testing.T) {
 	r = e.do(http.MethodPost, "/desktop/monitors", tokElite, `{"account":"Sim102"}`)
 	require.Equal(t, http.StatusCreated, r.Code, string(r.Body))
 	require.JSONEq(t, `{"enabled":false,"trigger":0,"floor":0}`, string(floorOf(r)), "a new monitor's default")
+}
+
+// An agent of a protocol older than protocol.ProfitFloorProtocolVersion
+// ignores the minimum-profit drawdown: while one is connected, a monitor
+// with it enabled is neither stored nor pushed (409
+// addon_version_unsupported), and turning it off is accepted.
+func TestMonitorProfitFloorNeedsAnAgentThatRunsIt(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, nil)
+	e.hub.connect("u1", protocol.ProfitFloorProtocolVersion-1)
+	r := e.do(http.MethodPost, "/desktop/monitors", tokElite,
+		`{"account":"Sim101","lossLimit":{"enabled":true,"amount":500},"minimumProfitDrawdown":{"enabled":true,"trigger":900,"floor":100}}`)
+	require.Equal(t, http.StatusConflict, r.Code, string(r.Body))
+	require.Equal(t, errcode.AddonVersionUnsupported, r.code(t))
+	require.Empty(t, e.hub.pushes("u1"), "nothing pushed")
+
+	r = e.do(http.MethodPost, "/desktop/monitors", tokElite,
+		`{"account":"Sim101","lossLimit":{"enabled":true,"amount":500},"minimumProfitDrawdown":{"trigger":900,"floor":100}}`)
+	require.Equal(t, http.StatusCreated, r.Code, "kept disabled, the monitor is stored: %s", r.Body)
+	var m protocol.Monitor
+	r.data(t, &m)
+	r = e.do(http.MethodPatch, "/desktop/monitors/"+m.ID, tokElite, `{"minimumProfitDrawdown":{"enabled":true}}`)
+	require.Equal(t, errcode.AddonVersionUnsupported, r.code(t), string(r.Body))
+	require.Len(t, e.hub.pushes("u1"), 1)
+
+	e.hub.connect("u1", protocol.ProfitFloorProtocolVersion) // the agent updated
+	r = e.do(http.MethodPatch, "/desktop/monitors/"+m.ID, tokElite, `{"minimumProfitDrawdown":{"enabled":true}}`)
+	require.Equal(t, http.StatusOK, r.Code, string(r.Body))
+	p := e.hub.pushes("u1")
+	require.Len(t, p, 2)
+	require.Equal(t, protocol.ProfitFloor{Enabled: true, Trigger: 900, Floor: 100}, p[1].Monitors[0].MinimumProfitDrawdown)
 }
