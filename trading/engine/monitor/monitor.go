@@ -7,12 +7,12 @@
 // stream (bridge.EventAccount), after one read of every account when it
 // starts; it never polls. A trip (loss limit, trailing drawdown,
 // minimum-profit drawdown, profit target, autoFlattenAt, outside the
-// master window or the trading windows) cancels the account's working orders, flattens it when the
-// monitor says so, and stops the monitor: from then on the trading gate
-// (Check) refuses every order that opens or adds to a position on the
-// account until the relay restarts the monitor. The stop is kept in the
-// engine's Store, so it survives an agent restart and the session reset,
-// and reported to the relay (engine.Reporter).
+// master window or the trading windows) cancels the account's working
+// orders, flattens it when the monitor says so, and stops the monitor:
+// from then on the trading gate (Check) refuses every order that opens or
+// adds to a position on the account until the relay restarts the monitor.
+// The stop is kept in the engine's Store, so it survives an agent restart
+// and the session reset, and reported to the relay (engine.Reporter).
 //
 // The engine is also the monitor's part of the trading gate: closing-only
 // and block-signals refusals. See docs/engines.md, "Monitor", for the
@@ -721,9 +721,9 @@ func (e *Engine) Status() []protocol.MonitorStatus {
 // drawdown and the minimum-profit drawdown (against the session high of
 // the P&L counted the way a's monitor counts it: a restart does not
 // restart the high, so an armed minimum-profit drawdown stays armed), the
-// profit target, then the master window and the trading windows at the engine's
-// clock. The Reason names the first one reached. autoFlattenAt never
-// refuses a restart: it acts once a day. It changes no monitor.
+// profit target, then the master window and the trading windows at the
+// engine's clock. The Reason names the first one reached. autoFlattenAt
+// never refuses a restart: it acts once a day. It changes no monitor.
 func (e *Engine) CheckRestart(ctx context.Context, a protocol.RestartCheck) (protocol.RestartVerdict, error) {
 	m := a.Monitor
 	if m.Account == "" {
