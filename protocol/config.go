@@ -119,9 +119,13 @@ type Monitor struct {
 	IncludeUnrealized bool  `json:"includeUnrealized"`
 	IncludeCommission bool  `json:"includeCommission"`
 	// TrailingDrawdown stops when P&L falls Amount below its session high.
-	TrailingDrawdown Limit           `json:"trailingDrawdown"`
-	MasterWindow     Window          `json:"masterWindow"`
-	TradingWindows   []MonitorWindow `json:"tradingWindows"`
+	TrailingDrawdown Limit `json:"trailingDrawdown"`
+	// MinimumProfitDrawdown stops when P&L falls to its Floor once the
+	// session high reached its Trigger. A stored monitor without it reads
+	// as disabled.
+	MinimumProfitDrawdown ProfitFloor     `json:"minimumProfitDrawdown"`
+	MasterWindow          Window          `json:"masterWindow"`
+	TradingWindows        []MonitorWindow `json:"tradingWindows"`
 	// ClosingOnly refuses orders that open or add to a position;
 	// ClosingOnlyAfter ("HH:MM", "" for none) turns it on at that time,
 	// strictly inside the master window.
@@ -144,6 +148,20 @@ type Limit struct {
 	Enabled bool    `json:"enabled"`
 	Amount  float64 `json:"amount"`
 }
+
+// ProfitFloor is a static floor under a good session's P&L, in dollars of
+// session P&L: it waits until the session high reaches Trigger, and from
+// then on the monitor stops when the P&L is at or below Floor (0 is break
+// even). The Management API keeps 0 ≤ Floor < Trigger when it is enabled.
+type ProfitFloor struct {
+	Enabled bool    `json:"enabled"`
+	Trigger float64 `json:"trigger"`
+	Floor   float64 `json:"floor"`
+}
+
+// ProfitFloorProtocolVersion is the first version whose agents run a
+// monitor's MinimumProfitDrawdown; older agents ignore the member.
+const ProfitFloorProtocolVersion = 8
 
 // Window is a weekly time window: on each of Days from Start to End; End
 // before Start runs past midnight. No days means every day.

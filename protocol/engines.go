@@ -60,7 +60,9 @@ type MonitorStatus struct {
 	Reason    string     `json:"reason,omitempty"`
 	StoppedAt *time.Time `json:"stoppedAt,omitempty"`
 	// SessionPnl is the session P&L as the monitor counts it, and
-	// SessionHigh its high of the session (the trailing drawdown's base).
+	// SessionHigh its high of the session (the trailing drawdown's base,
+	// and what arms the minimum-profit drawdown once it reaches the
+	// trigger).
 	SessionPnl   float64   `json:"sessionPnl"`
 	SessionHigh  float64   `json:"sessionHigh"`
 	Session      time.Time `json:"session"` // the session's start

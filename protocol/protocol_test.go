@@ -19,7 +19,8 @@ var update = flag.Bool("update", false, "rewrite the golden files")
 // The type ids, close codes and error codes are the wire contract; a change
 // here breaks every deployed agent.
 func TestWireConstantsPinned(t *testing.T) {
-	require.Equal(t, 7, ProtocolVersion)
+	require.Equal(t, 8, ProtocolVersion)
+	require.Equal(t, 8, ProfitFloorProtocolVersion)
 	require.Equal(t, 7, ExitsProtocolVersion)
 	require.Equal(t, 6, ActivityProtocolVersion)
 	require.Equal(t, 5, DiagnosticsProtocolVersion)

@@ -40,7 +40,11 @@ package protocol
 //	    Request.BypassWindows. The relay sends none of them to a
 //	    version 6 agent, which would ignore them
 //	    (ExitsProtocolVersion).
-const ProtocolVersion = 7
+//	8 — 2026-11: Monitor.minimumProfitDrawdown, a profit floor that
+//	    arms at a session high. A version 7 agent would ignore it and
+//	    never trip by it, so the relay refuses to store an enabled one
+//	    while such an agent is connected (ProfitFloorProtocolVersion).
+const ProtocolVersion = 8
 
 // ActivityProtocolVersion is the first version whose relays record the
 // engines' reports (EventActivity); an agent sends them only to such a

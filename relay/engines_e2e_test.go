@@ -179,3 +179,74 @@ func TestCopierThroughTheRelay(t *testing.T) {
 		"the follower holds the leader's position times the ratio")
 	require.True(t, s.holds(tok, "Sim101", 1))
 }
+
+// A minimum-profit drawdown through the real relay and agent: created by
+// the Management API, it waits while the open profit climbs to its
+// trigger, trips when the profit falls to its floor (flattening; the
+// relay stores the stop and logs the trip with the floor as threshold),
+// and the restart is refused while the same floor would trip again.
+func TestMonitorMinimumProfitDrawdownThroughTheRelay(t *testing.T) {
+	t.Parallel()
+	s := newSystem(t)
+	ra := s.StartAgent("bob")
+	tok := s.Users["bob"].APIToken
+	const es = "ES 12-26"
+	require.NoError(t, ra.MovePrice(es, 6000))
+
+	r := s.manage(http.MethodPost, "desktop/monitors", tok,
+		`{"account":"Sim101","minimumProfitDrawdown":{"enabled":true,"trigger":1500,"floor":500}}`)
+	require.Equal(t, http.StatusCreated, r.Status, string(r.Raw))
+	var m protocol.Monitor
+	require.NoError(t, json.Unmarshal(r.Data, &m))
+	require.True(t, m.IncludeUnrealized, "a new monitor counts open P&L")
+	r = s.placeMarket(tok, "Sim101", "Buy", 2)
+	require.Equal(t, http.StatusOK, r.Status, string(r.Raw))
+
+	require.NoError(t, ra.MovePrice(es, 6020)) // about +1950 open: armed
+	require.NoError(t, ra.MovePrice(es, 6010)) // about +950: above the floor
+	r = s.placeMarket(tok, "Sim101", "Buy", 1)
+	require.Equal(t, http.StatusOK, r.Status, "above the floor the account trades on: %s", r.Raw)
+	require.Equal(t, protocol.MonitorActive, s.monitorState(tok, &m))
+
+	require.NoError(t, ra.MovePrice(es, 6003)) // -87.50 on 3 contracts: below the floor
+	require.Eventually(t, func() bool { return s.monitorState(tok, &m) == protocol.MonitorStopped },
+		engineWait, 10*time.Millisecond, "the agent reported the trip and the relay stored it")
+	require.Equal(t, "minimumProfitDrawdown", m.StoppedReason)
+	require.Eventually(t, func() bool { return s.holds(tok, "Sim101", 0) }, engineWait, 10*time.Millisecond,
+		"the trip flattened the account")
+	r = s.placeMarket(tok, "Sim101", "Buy", 1)
+	require.Equal(t, protocol.CodeTradingBlocked, r.Error, string(r.Raw))
+
+	var trip protocol.ActivityEntry
+	require.Eventually(t, func() bool {
+		entries, ok := activityOf(s, tok, "kind=monitor.tripped")
+		if ok && len(entries) == 1 {
+			trip = entries[0]
+		}
+		return ok && len(entries) == 1
+	}, engineWait, 20*time.Millisecond)
+	require.Contains(t, trip.Summary, "minimumProfitDrawdown")
+	var detail struct {
+		Limit     string   `json:"limit"`
+		Pnl       float64  `json:"pnl"`
+		Threshold *float64 `json:"threshold"`
+	}
+	require.NoError(t, json.Unmarshal(trip.Detail, &detail))
+	require.Equal(t, "minimumProfitDrawdown", detail.Limit)
+	require.NotNil(t, detail.Threshold)
+	require.Equal(t, 500.0, *detail.Threshold, "the threshold is the floor")
+	require.Equal(t, -87.5, detail.Pnl, "two bought at 6000.25 and one at 6010.25, sold at 6003")
+
+	// The session high stays, so the floor stays armed: at a P&L below
+	// break even no floor (0 or more) lets the monitor restart, only
+	// turning it off (three changes: the resource budget's burst).
+	r = s.manage(http.MethodPost, "desktop/monitors/"+m.ID+"/restart", tok, "")
+	require.Equal(t, http.StatusConflict, r.Status, string(r.Raw))
+	require.Equal(t, "would_retrip", r.Error)
+	r = s.manage(http.MethodPatch, "desktop/monitors/"+m.ID, tok, `{"minimumProfitDrawdown":{"enabled":false}}`)
+	require.Equal(t, http.StatusOK, r.Status, string(r.Raw))
+	r = s.manage(http.MethodPost, "desktop/monitors/"+m.ID+"/restart", tok, "")
+	require.Equal(t, http.StatusOK, r.Status, string(r.Raw))
+	r = s.placeMarket(tok, "Sim101", "Buy", 1)
+	require.Equal(t, http.StatusOK, r.Status, "the restarted monitor lets entries through: %s", r.Raw)
+}

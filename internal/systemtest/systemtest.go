@@ -292,6 +292,17 @@ func (ra *RunningAgent) Close() {
 	<-ra.done
 }
 
+// MovePrice moves the instrument's last price on the agent's simulator
+// to last and publishes what the move changed (quotes, positions' and
+// accounts' P&L), as a market move would: the agent's engines see it
+// through the platform's events.
+func (ra *RunningAgent) MovePrice(instrument string, last float64) error {
+	if err := ra.Sim.SetPrice(instrument, last); err != nil {
+		return err
+	}
+	return ra.Sim.Step(context.Background())
+}
+
 // Stop closes the agent, waits for it and closes its simulator. Once per
 // agent: StartAgent's cleanup calls it.
 func (ra *RunningAgent) Stop() {

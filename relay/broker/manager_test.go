@@ -421,3 +421,72 @@ func TestBypassWindowsAndExitsOnBrokerAccounts(t *testing.T) {
 	require.Len(t, d.OrderIDs, 2)
 	require.Equal(t, 2, d.Quantity)
 }
+
+// The broker family's monitors run the agent's monitor engine, rules and
+// all: a broker account's minimum-profit drawdown arms when the session
+// high reaches its trigger, trips at its floor (flattening, reporting the
+// stop with its reason), and the restart check judges it against the same
+// high.
+func TestMonitorMinimumProfitDrawdownOnBrokerAccounts(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t)
+	m := f.manager(t)
+	_, err := m.Link(context.Background(), "alice", broker.EnvDemo, broker.MethodAPIKey, apiKey())
+	require.NoError(t, err)
+	f.markets.mu.Lock()
+	market := f.markets.markets["alice"]
+	f.markets.mu.Unlock()
+	move := func(last float64) {
+		t.Helper()
+		require.NoError(t, market.SetPrice("ES 12-26", last))
+		require.NoError(t, market.Step(context.Background()))
+	}
+	move(6000)
+
+	mon := protocol.Monitor{Account: "Sim101", Active: true, State: protocol.MonitorActive, OnTrip: protocol.OnTripFlatten,
+		IncludeUnrealized: true, MinimumProfitDrawdown: protocol.ProfitFloor{Enabled: true, Trigger: 1500, Floor: 500},
+		MasterWindow: protocol.Window{Days: []string{}}, TradingWindows: []protocol.MonitorWindow{}}
+	f.configs.set("alice", protocol.Config{Version: 1, Monitors: []protocol.Monitor{mon}})
+	m.ConfigChanged("alice")
+	_, err = call(t, m, "alice", protocol.FnPlaceOrder, "req-mpd", map[string]any{"account": "Sim101", "action": "Buy",
+		"instrument": "ES 12-26", "orderType": "Market", "quantity": 2, "timeInForce": "Day"})
+	require.NoError(t, err, "the monitor runs and lets entries through")
+	require.Equal(t, 2, position(t, f, "alice"))
+
+	move(6020) // about +1950 open: armed
+	move(6010) // about +950: above the floor
+	ctx, cancel := context.WithTimeout(context.Background(), waitFor)
+	defer cancel()
+	v, err := m.CheckMonitorRestart(ctx, "alice", mon)
+	require.NoError(t, err)
+	require.Equal(t, protocol.RestartVerdict{}, v, "above the floor nothing trips")
+	require.Equal(t, 2, position(t, f, "alice"))
+
+	move(6005) // about +450: at or below the floor
+	require.Eventually(t, func() bool { return position(t, f, "alice") == 0 }, waitFor, 10*time.Millisecond,
+		"the trip flattens the broker account")
+	var state protocol.MonitorState
+	deadline := time.After(waitFor)
+	for state.State == "" {
+		select {
+		case r := <-f.configs.reports:
+			if raw, ok := strings.CutPrefix(r, protocol.EventMonitorState+" "); ok {
+				require.NoError(t, json.Unmarshal([]byte(raw), &state))
+			}
+		case <-deadline:
+			t.Fatal("no monitor state report published")
+		}
+	}
+	require.Equal(t, protocol.MonitorState{Account: "Sim101", State: protocol.MonitorStopped, Reason: "minimumProfitDrawdown",
+		At: state.At}, state)
+
+	// The restart check: the high stays, so the floor stays armed.
+	v, err = m.CheckMonitorRestart(ctx, "alice", mon)
+	require.NoError(t, err)
+	require.Equal(t, protocol.RestartVerdict{WouldRetrip: true, Reason: "minimumProfitDrawdown"}, v)
+	lower := mon
+	lower.MinimumProfitDrawdown.Floor = 100
+	v, err = m.CheckMonitorRestart(ctx, "alice", lower)
+	require.NoError(t, err)
+	require.Equal(t, protocol.RestartVerdict{}, v, "a floor below the P&L lets the monitor restart")
+}

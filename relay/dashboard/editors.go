@@ -164,12 +164,13 @@ func monitorStates(family string) *StateWords {
 			protocol.MonitorStopped: "Stopped",
 		},
 		Reasons: map[string]string{
-			"lossLimit":        "the loss limit was reached",
-			"profitTarget":     "the profit target was reached",
-			"trailingDrawdown": "the trailing drawdown was reached",
-			"autoFlattenAt":    "the daily flatten time came",
-			"masterWindow":     "outside the trading hours",
-			"tradingWindows":   "outside the trading windows",
+			"lossLimit":             "the loss limit was reached",
+			"profitTarget":          "the profit target was reached",
+			"trailingDrawdown":      "the trailing drawdown was reached",
+			"minimumProfitDrawdown": "the P&L fell back to the minimum-profit floor",
+			"autoFlattenAt":         "the daily flatten time came",
+			"masterWindow":          "outside the trading hours",
+			"tradingWindows":        "outside the trading windows",
 		},
 		Limits: []Choice{{Value: "lossLimit", Label: "Loss limit"}, {Value: "profitTarget", Label: "Profit target"},
 			{Value: "trailingDrawdown", Label: "Trailing drawdown"}},
@@ -230,6 +231,12 @@ func monitorWords() map[string]Words {
 		"The monitor stops trading when the session P&L falls to minus this amount.")
 	limitWords(w, "trailingDrawdown", "Trailing drawdown", "Stop at a trailing drawdown", "Drawdown from the session high ($)",
 		"The monitor stops trading when the session P&L falls this far below its session high.")
+	w["minimumProfitDrawdown"] = Words{Label: "Minimum-profit drawdown",
+		Help: "Keeps a good session from turning into a losing one: once the session P&L has reached the trigger, the monitor stops trading when it falls back to the floor."}
+	w["minimumProfitDrawdown.enabled"] = Words{Label: "Stop at a minimum-profit floor"}
+	w["minimumProfitDrawdown.trigger"] = Words{Label: "Trigger: session P&L reaches ($)", Placeholder: "300"}
+	w["minimumProfitDrawdown.floor"] = Words{Label: "Floor: then stop at ($)", Placeholder: "100",
+		Help: "Below the trigger; 0 keeps the session at break-even."}
 	windowWords(w, "masterWindow")
 	windowWords(w, "tradingWindows.*")
 	return w

@@ -57,8 +57,10 @@ type Snapshot struct {
 	// Connections are the user's platform connections and their
 	// accounts: the live agent's, else the ones it last reported.
 	Connections []protocol.Connection
-	// AgentConnected reports whether the user's agent is connected now.
+	// AgentConnected reports whether the user's agent is connected now,
+	// and AgentProtocol the protocol version it announced (0 when none).
 	AgentConnected bool
+	AgentProtocol  int
 	// BrokerLinked reports whether the user has linked a broker login
 	// (the broker family); BrokerAccounts are the accounts of that login.
 	BrokerLinked   bool

@@ -11,8 +11,9 @@ import (
 
 // Bounds of a monitor's settings.
 const (
-	// MonitorMaxAmount is the largest profit target, loss limit or
-	// trailing drawdown, in dollars.
+	// MonitorMaxAmount is the largest profit target, loss limit,
+	// trailing drawdown, or minimum-profit drawdown trigger or floor, in
+	// dollars.
 	MonitorMaxAmount = 10_000_000
 	// MonitorMaxTradingWindows is the most trading windows a monitor has.
 	MonitorMaxTradingWindows = 5
@@ -44,7 +45,8 @@ var monitorKind = &Kind[protocol.Monitor]{
 }
 
 // monitorDefault is a new monitor: active, flattening on a trip, counting
-// unrealized P&L, with no limit, window or switch on.
+// unrealized P&L, with no limit, window or switch on (the minimum-profit
+// drawdown disabled, at trigger 0 and floor 0).
 func monitorDefault() protocol.Monitor {
 	return protocol.Monitor{
 		Active:            true,
@@ -156,6 +158,7 @@ func monitorValidate(c *Change[protocol.Monitor]) *httpapi.Error {
 	monitorCheckLimit(&f, "profitTarget", m.ProfitTarget)
 	monitorCheckLimit(&f, "lossLimit", m.LossLimit)
 	monitorCheckLimit(&f, "trailingDrawdown", m.TrailingDrawdown)
+	monitorCheckProfitFloor(&f, "minimumProfitDrawdown", m.MinimumProfitDrawdown)
 
 	master, hasMaster := monitorCheckWindow(&f, "masterWindow", m.MasterWindow, false)
 
@@ -206,14 +209,39 @@ func monitorValidate(c *Change[protocol.Monitor]) *httpapi.Error {
 // monitorCheckLimit checks a P&L limit: 0 ≤ amount ≤ MonitorMaxAmount,
 // and an amount above 0 when it is enabled.
 func monitorCheckLimit(f *fieldErrs, name string, l protocol.Limit) {
-	at := path(name, "amount")
+	monitorCheckAmount(f, path(name, "amount"), l.Amount, l.Enabled)
+}
+
+// monitorCheckAmount checks the dollar amount at path at: 0 ≤ v ≤
+// MonitorMaxAmount (out_of_range limit 0, less_than_equal), and above 0
+// when needed (required_when_enabled). It reports whether v is valid.
+func monitorCheckAmount(f *fieldErrs, at string, v float64, needed bool) bool {
 	switch {
-	case l.Amount < 0:
+	case v < 0:
 		f.limit(at, errcode.FieldCodeOutOfRange, 0)
-	case l.Amount > MonitorMaxAmount:
+	case v > MonitorMaxAmount:
 		f.limit(at, errcode.FieldCodeLessThanEqual, MonitorMaxAmount)
-	case l.Enabled && l.Amount == 0:
+	case needed && v == 0:
 		f.add(at, errcode.FieldCodeRequiredWhenEnabled)
+	default:
+		return true
+	}
+	return false
+}
+
+// monitorCheckProfitFloor checks a minimum-profit drawdown: trigger and
+// floor are amounts (0 ≤ v ≤ MonitorMaxAmount; a negative floor, a loss
+// limit in disguise, is out_of_range limit 0 like any negative amount),
+// and an enabled one needs a trigger above 0 (required_when_enabled) and a
+// floor below its trigger (out_of_range at the floor, with the trigger as
+// limit). The floor is judged against the trigger only when the trigger
+// itself is valid. A disabled one keeps its numbers unjudged against each
+// other, so that the default (0 and 0) is valid.
+func monitorCheckProfitFloor(f *fieldErrs, name string, d protocol.ProfitFloor) {
+	trigger := monitorCheckAmount(f, path(name, "trigger"), d.Trigger, d.Enabled)
+	at := path(name, "floor")
+	if monitorCheckAmount(f, at, d.Floor, false) && d.Enabled && trigger && d.Floor >= d.Trigger {
+		f.limit(at, errcode.FieldCodeOutOfRange, d.Trigger)
 	}
 }
 
@@ -348,12 +376,34 @@ func monitorTandemFollower(s *Snapshot, account string) bool {
 	return false
 }
 
+// monitorAgentTooOld refuses a desktop monitor with its minimum-profit
+// drawdown enabled while the user's connected agent announced a protocol
+// older than protocol.ProfitFloorProtocolVersion (409
+// addon_version_unsupported): such an agent ignores the member and would
+// never trip by it. A disconnected agent is left to the generic handlers
+// (addon_disconnected); the broker family's engines run in the relay.
+func monitorAgentTooOld(c *Change[protocol.Monitor], m *protocol.Monitor) *httpapi.Error {
+	if m == nil || !m.MinimumProfitDrawdown.Enabled || c.Family == FamilyBroker || c.Snap == nil ||
+		!c.Snap.AgentConnected || c.Snap.AgentProtocol >= protocol.ProfitFloorProtocolVersion {
+		return nil
+	}
+	return refuse(errcode.AddonVersionUnsupported,
+		"the minimum-profit drawdown needs a newer trading add-on: update the agent, or turn the minimum-profit drawdown off")
+}
+
 // monitorCheck judges a monitor against the user's other resources: a
 // create needs a known account without a monitor (404 account_not_found,
 // in the broker family 409 account_identity_unresolved; 409 already_exists); a Tandem copier's follower keeps its monitor and
 // keeps it active (409 tandem_dependency); blockSignals cannot be turned
-// off while the controls block all signals (409 field_locked).
+// off while the controls block all signals (409 field_locked). A create
+// or change that leaves the minimum-profit drawdown enabled needs an agent
+// that runs it (monitorAgentTooOld).
 func monitorCheck(c *Change[protocol.Monitor]) *httpapi.Error {
+	if c.Op != OpDelete {
+		if e := monitorAgentTooOld(c, c.New); e != nil {
+			return e
+		}
+	}
 	switch c.Op {
 	case OpCreate:
 		if c.New == nil {
@@ -401,6 +451,9 @@ func monitorRestart(c *Change[protocol.Monitor], ag Agent) *httpapi.Error {
 	}
 	if ag == nil {
 		return refuse(errcode.AddonDisconnected, "the restart needs the add-on connected")
+	}
+	if e := monitorAgentTooOld(c, c.New); e != nil {
+		return e
 	}
 	next := *c.New
 	next.State = protocol.MonitorActive

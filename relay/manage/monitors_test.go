@@ -37,6 +37,7 @@ func monValid() protocol.Monitor {
 	m.ProfitTarget = protocol.Limit{Enabled: true, Amount: 1500}
 	m.LossLimit = protocol.Limit{Enabled: true, Amount: 800}
 	m.TrailingDrawdown = protocol.Limit{Enabled: true, Amount: 500}
+	m.MinimumProfitDrawdown = protocol.ProfitFloor{Enabled: true, Trigger: 1000, Floor: 200}
 	m.MasterWindow = protocol.Window{Days: []string{"mon", "tue", "wed", "thu", "fri"}, Start: "09:30", End: "16:00"}
 	m.TradingWindows = []protocol.MonitorWindow{
 		{Enabled: true, Window: protocol.Window{Days: []string{"mon"}, Start: "09:30", End: "11:00"}},
@@ -182,6 +183,49 @@ func TestMonitorValidate(t *testing.T) {
 		{"profit target enabled at 0", func(m *protocol.Monitor) { m.ProfitTarget.Amount = 0 },
 			[]httpapi.FieldError{fe("profitTarget.amount", errcode.FieldCodeRequiredWhenEnabled)}},
 		{"disabled at 0", func(m *protocol.Monitor) { m.TrailingDrawdown = protocol.Limit{} }, nil},
+
+		// Minimum-profit drawdown.
+		{"profit floor, the default", func(m *protocol.Monitor) { m.MinimumProfitDrawdown = monitorDefault().MinimumProfitDrawdown }, nil},
+		{"profit floor enabled without a trigger", func(m *protocol.Monitor) {
+			m.MinimumProfitDrawdown = protocol.ProfitFloor{Enabled: true}
+		}, []httpapi.FieldError{fe("minimumProfitDrawdown.trigger", errcode.FieldCodeRequiredWhenEnabled)}},
+		{"profit floor at break even", func(m *protocol.Monitor) {
+			m.MinimumProfitDrawdown = protocol.ProfitFloor{Enabled: true, Trigger: 500}
+		}, nil},
+		{"profit floor a cent below the trigger", func(m *protocol.Monitor) {
+			m.MinimumProfitDrawdown = protocol.ProfitFloor{Enabled: true, Trigger: 500, Floor: 499.99}
+		}, nil},
+		{"profit floor at the trigger", func(m *protocol.Monitor) {
+			m.MinimumProfitDrawdown = protocol.ProfitFloor{Enabled: true, Trigger: 500, Floor: 500}
+		}, []httpapi.FieldError{lim("minimumProfitDrawdown.floor", errcode.FieldCodeOutOfRange, 500.0)}},
+		{"profit floor above the trigger", func(m *protocol.Monitor) {
+			m.MinimumProfitDrawdown = protocol.ProfitFloor{Enabled: true, Trigger: 250.5, Floor: 900}
+		}, []httpapi.FieldError{lim("minimumProfitDrawdown.floor", errcode.FieldCodeOutOfRange, 250.5)}},
+		{"negative profit floor", func(m *protocol.Monitor) {
+			m.MinimumProfitDrawdown = protocol.ProfitFloor{Enabled: true, Trigger: 500, Floor: -100}
+		}, []httpapi.FieldError{lim("minimumProfitDrawdown.floor", errcode.FieldCodeOutOfRange, 0)}},
+		{"negative profit floor, disabled", func(m *protocol.Monitor) {
+			m.MinimumProfitDrawdown = protocol.ProfitFloor{Trigger: 500, Floor: -0.01}
+		}, []httpapi.FieldError{lim("minimumProfitDrawdown.floor", errcode.FieldCodeOutOfRange, 0)}},
+		{"negative trigger: the floor is not judged against it", func(m *protocol.Monitor) {
+			m.MinimumProfitDrawdown = protocol.ProfitFloor{Enabled: true, Trigger: -5, Floor: 100}
+		}, []httpapi.FieldError{lim("minimumProfitDrawdown.trigger", errcode.FieldCodeOutOfRange, 0)}},
+		{"trigger above the maximum", func(m *protocol.Monitor) {
+			m.MinimumProfitDrawdown = protocol.ProfitFloor{Enabled: true, Trigger: 10_000_000.01, Floor: 100}
+		}, []httpapi.FieldError{lim("minimumProfitDrawdown.trigger", errcode.FieldCodeLessThanEqual, MonitorMaxAmount)}},
+		{"trigger at the maximum", func(m *protocol.Monitor) {
+			m.MinimumProfitDrawdown = protocol.ProfitFloor{Enabled: true, Trigger: 10_000_000, Floor: 9_999_999.99}
+		}, nil},
+		{"both above the maximum", func(m *protocol.Monitor) {
+			m.MinimumProfitDrawdown = protocol.ProfitFloor{Enabled: true, Trigger: 2e7, Floor: 3e7}
+		}, []httpapi.FieldError{lim("minimumProfitDrawdown.trigger", errcode.FieldCodeLessThanEqual, MonitorMaxAmount),
+			lim("minimumProfitDrawdown.floor", errcode.FieldCodeLessThanEqual, MonitorMaxAmount)}},
+		{"disabled: the floor is kept above its trigger", func(m *protocol.Monitor) {
+			m.MinimumProfitDrawdown = protocol.ProfitFloor{Trigger: 500, Floor: 800}
+		}, nil},
+		{"disabled: the floor is kept without a trigger", func(m *protocol.Monitor) {
+			m.MinimumProfitDrawdown = protocol.ProfitFloor{Floor: 300}
+		}, nil},
 
 		// Master window.
 		{"no master window", func(m *protocol.Monitor) { m.MasterWindow = protocol.Window{}; m.ClosingOnlyAfter = "03:00" }, nil},
@@ -334,6 +378,7 @@ func TestMonitorValidate(t *testing.T) {
 			m.ProfitTarget.Amount = -5
 			m.LossLimit.Amount = 2e7
 			m.TrailingDrawdown.Amount = 0
+			m.MinimumProfitDrawdown.Floor = m.MinimumProfitDrawdown.Trigger
 			m.MasterWindow.Start = "9am"
 			m.TradingWindows[0].Days = []string{"mon", "mon"}
 			m.AutoFlattenAt = "x"
@@ -342,6 +387,7 @@ func TestMonitorValidate(t *testing.T) {
 			lim("profitTarget.amount", errcode.FieldCodeOutOfRange, 0),
 			lim("lossLimit.amount", errcode.FieldCodeLessThanEqual, MonitorMaxAmount),
 			fe("trailingDrawdown.amount", errcode.FieldCodeRequiredWhenEnabled),
+			lim("minimumProfitDrawdown.floor", errcode.FieldCodeOutOfRange, 1000.0),
 			pat("masterWindow.start"),
 			day("tradingWindows.0.days.1"),
 			pat("autoFlattenAt"),
@@ -549,6 +595,8 @@ func TestMonitorRestart(t *testing.T) {
 		want    string
 		asked   bool
 		resumed bool
+		// agentProtocol, when set, is the connected agent's version.
+		agentProtocol int
 	}{
 		{name: "would not retrip: restarted", old: monStopped(monStoppedToday), agent: &monAgent{},
 			asked: true, resumed: true},
@@ -564,13 +612,22 @@ func TestMonitorRestart(t *testing.T) {
 			agent: &monAgent{err: &httpapi.Error{Status: http.StatusServiceUnavailable, Code: errcode.OutcomeUnknown, Detail: "no ack"}},
 			want:  errcode.OutcomeUnknown, asked: true},
 		{name: "not stopped", old: monValid(), agent: &monAgent{}, want: errcode.MonitorNotStopped},
+		{name: "an agent too old for its profit floor", old: monStopped(monStoppedToday), agent: &monAgent{},
+			agentProtocol: protocol.ProfitFloorProtocolVersion - 1, want: errcode.AddonVersionUnsupported},
+		{name: "an agent too old, the profit floor off", old: func() protocol.Monitor {
+			m := monStopped(monStoppedToday)
+			m.MinimumProfitDrawdown.Enabled = false
+			return m
+		}(), agent: &monAgent{}, agentProtocol: protocol.ProfitFloorProtocolVersion - 1, asked: true, resumed: true},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
 			old := tc.old
 			next := tc.old
-			c := &Change[protocol.Monitor]{Op: OpAction, Action: "restart", Old: &old, New: &next, Snap: monSnap(), Now: monNoon}
+			snap := monSnap()
+			snap.AgentConnected, snap.AgentProtocol = tc.agentProtocol != 0, tc.agentProtocol
+			c := &Change[protocol.Monitor]{Op: OpAction, Action: "restart", Old: &old, New: &next, Snap: snap, Now: monNoon}
 			err := restart(c, tc.agent)
 			if tc.asked {
 				require.Len(t, tc.agent.asked, 1)
@@ -628,16 +685,40 @@ func TestMonitorCheck(t *testing.T) {
 	blockAll := func(s *Snapshot) { s.Controls.BlockAllSignals = true }
 	existing := func(s *Snapshot) { s.Monitors = append(s.Monitors, monValid()) }
 	set := func(f func(m *protocol.Monitor)) func(m *protocol.Monitor) { return f }
+	agentAt := func(version int) func(s *Snapshot) {
+		return func(s *Snapshot) { s.AgentConnected, s.AgentProtocol = true, version }
+	}
+	floorOff := set(func(m *protocol.Monitor) { m.MinimumProfitDrawdown.Enabled = false })
 
 	cases := []struct {
 		name   string
 		op     Op
+		family string
 		snap   func(s *Snapshot)
 		old    func(m *protocol.Monitor) // nil: no stored monitor
 		new    func(m *protocol.Monitor) // nil: no new monitor
 		want   string
 		fields []httpapi.FieldError
 	}{
+		// monValid's minimum-profit drawdown is enabled: an agent that
+		// would ignore it must not be handed it.
+		{name: "profit floor on an agent too old to run it", op: OpCreate, snap: agentAt(protocol.ProfitFloorProtocolVersion - 1),
+			new: set(func(*protocol.Monitor) {}), want: errcode.AddonVersionUnsupported},
+		{name: "another change that keeps it on, agent too old", op: OpPatch, snap: agentAt(protocol.ProfitFloorProtocolVersion - 1),
+			old: set(func(*protocol.Monitor) {}), new: set(func(m *protocol.Monitor) { m.LossLimit.Amount = 900 }),
+			want: errcode.AddonVersionUnsupported},
+		{name: "profit floor turned off, agent too old", op: OpPatch, snap: agentAt(protocol.ProfitFloorProtocolVersion - 1),
+			old: set(func(*protocol.Monitor) {}), new: floorOff},
+		{name: "profit floor off, created on an agent too old", op: OpCreate, snap: agentAt(protocol.ProfitFloorProtocolVersion - 1),
+			new: floorOff},
+		{name: "delete, agent too old", op: OpDelete, snap: agentAt(protocol.ProfitFloorProtocolVersion - 1),
+			old: set(func(*protocol.Monitor) {})},
+		{name: "profit floor on an agent that runs it", op: OpCreate, snap: agentAt(protocol.ProfitFloorProtocolVersion),
+			new: set(func(*protocol.Monitor) {})},
+		{name: "profit floor on a broker account: the relay's engines run it", op: OpPatch, family: FamilyBroker,
+			snap: agentAt(protocol.ProfitFloorProtocolVersion - 1), old: set(func(*protocol.Monitor) {}),
+			new: set(func(m *protocol.Monitor) { m.LossLimit.Amount = 900 })},
+
 		{name: "create", op: OpCreate, new: set(func(*protocol.Monitor) {})},
 		{name: "create on an unknown account", op: OpCreate, new: set(func(m *protocol.Monitor) { m.Account = "Live999" }),
 			want: errcode.AccountNotFound, fields: []httpapi.FieldError{{Path: "account", Code: errcode.AccountNotFound}}},
@@ -686,7 +767,7 @@ func TestMonitorCheck(t *testing.T) {
 			if tc.snap != nil {
 				tc.snap(snap)
 			}
-			c := &Change[protocol.Monitor]{Op: tc.op, Snap: snap, Now: monNoon}
+			c := &Change[protocol.Monitor]{Op: tc.op, Snap: snap, Now: monNoon, Family: tc.family}
 			if tc.old != nil {
 				m := monValid()
 				tc.old(&m)
@@ -736,4 +817,106 @@ func TestMonitorErrorsEchoNothing(t *testing.T) {
 		require.NoError(t, err)
 		require.False(t, strings.Contains(string(b), secret), string(b))
 	}
+}
+
+// The minimum-profit drawdown through the Management API: a monitor
+// stored before it existed reads it disabled at 0 and 0; a PATCH merges
+// its members onto the stored ones; every fault is a 422 at its dotted
+// path; the agent is pushed what was stored; disabling keeps the numbers.
+func TestMonitorProfitFloorOverHTTP(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, nil)
+	id := newID(monitorKind.Name)
+	_, err := e.store.WriteResources(t.Context(), "u1", true,
+		storeWrite(monitorKind.Name, id, monitorJSON(id, "Sim101", protocol.MonitorActive), 0))
+	require.NoError(t, err)
+	at := "/desktop/monitors/" + id
+	floorOf := func(r resp) json.RawMessage {
+		t.Helper()
+		var m map[string]json.RawMessage
+		r.data(t, &m)
+		return m["minimumProfitDrawdown"]
+	}
+
+	r := e.do(http.MethodGet, at, tokElite, "")
+	require.Equal(t, http.StatusOK, r.Code, string(r.Body))
+	require.JSONEq(t, `{"enabled":false,"trigger":0,"floor":0}`, string(floorOf(r)), "a stored monitor without it reads as disabled")
+	r = e.do(http.MethodPatch, at, tokElite, `{"minimumProfitDrawdown":{"enabled":false}}`)
+	require.Equal(t, http.StatusOK, r.Code, string(r.Body))
+	require.False(t, *r.body(t).Changed, "sending the default back to an old monitor changes nothing")
+
+	pushes := len(e.hub.pushes("u1"))
+	for _, tc := range []struct{ name, body, fields string }{
+		{"enabled without a trigger", `{"minimumProfitDrawdown":{"enabled":true}}`,
+			`[{"path":"minimumProfitDrawdown.trigger","code":"required_when_enabled"}]`},
+		{"floor at the trigger", `{"minimumProfitDrawdown":{"enabled":true,"trigger":500,"floor":500}}`,
+			`[{"path":"minimumProfitDrawdown.floor","code":"out_of_range","limit":500}]`},
+		{"negative floor", `{"minimumProfitDrawdown":{"enabled":true,"trigger":500,"floor":-50}}`,
+			`[{"path":"minimumProfitDrawdown.floor","code":"out_of_range","limit":0}]`},
+		{"a trigger as a string", `{"minimumProfitDrawdown":{"trigger":"500"}}`,
+			`[{"path":"minimumProfitDrawdown.trigger","code":"wrong_type"}]`},
+		{"the trailing drawdown's member name", `{"minimumProfitDrawdown":{"amount":500}}`,
+			`[{"path":"minimumProfitDrawdown.amount","code":"unknown_field"}]`},
+	} {
+		r = e.do(http.MethodPatch, at, tokElite, tc.body)
+		require.Equal(t, http.StatusUnprocessableEntity, r.Code, "%s: %s", tc.name, r.Body)
+		fields, err := json.Marshal(r.body(t).Fields)
+		require.NoError(t, err)
+		require.JSONEq(t, tc.fields, string(fields), tc.name)
+	}
+	require.Len(t, e.hub.pushes("u1"), pushes, "a refused change pushes nothing")
+
+	r = e.do(http.MethodPatch, at, tokElite, `{"minimumProfitDrawdown":{"enabled":true,"trigger":500}}`)
+	require.Equal(t, http.StatusOK, r.Code, string(r.Body))
+	require.JSONEq(t, `{"enabled":true,"trigger":500,"floor":0}`, string(floorOf(r)), "the floor merged from the stored 0: break even")
+	p := e.hub.pushes("u1")
+	require.Equal(t, protocol.ProfitFloor{Enabled: true, Trigger: 500}, p[len(p)-1].Monitors[0].MinimumProfitDrawdown)
+
+	// A floor sent alone is judged against the stored trigger, which the
+	// refusal names as its limit.
+	r = e.do(http.MethodPatch, at, tokElite, `{"minimumProfitDrawdown":{"floor":650}}`)
+	require.Equal(t, http.StatusUnprocessableEntity, r.Code, string(r.Body))
+	require.Equal(t, []map[string]any{{"path": "minimumProfitDrawdown.floor", "code": "out_of_range", "limit": 500.0}},
+		r.body(t).Fields)
+	r = e.do(http.MethodPatch, at, tokElite, `{"minimumProfitDrawdown":{"floor":250.5}}`)
+	require.Equal(t, http.StatusOK, r.Code, string(r.Body))
+
+	r = e.do(http.MethodPatch, at, tokElite, `{"minimumProfitDrawdown":{"enabled":false}}`)
+	require.Equal(t, http.StatusOK, r.Code, string(r.Body))
+	require.JSONEq(t, `{"enabled":false,"trigger":500,"floor":250.5}`, string(floorOf(r)), "disabling keeps the numbers")
+
+	r = e.do(http.MethodPost, "/desktop/monitors", tokElite, `{"account":"Sim102"}`)
+	require.Equal(t, http.StatusCreated, r.Code, string(r.Body))
+	require.JSONEq(t, `{"enabled":false,"trigger":0,"floor":0}`, string(floorOf(r)), "a new monitor's default")
+}
+
+// An agent of a protocol older than protocol.ProfitFloorProtocolVersion
+// ignores the minimum-profit drawdown: while one is connected, a monitor
+// with it enabled is neither stored nor pushed (409
+// addon_version_unsupported), and turning it off is accepted.
+func TestMonitorProfitFloorNeedsAnAgentThatRunsIt(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, nil)
+	e.hub.connect("u1", protocol.ProfitFloorProtocolVersion-1)
+	r := e.do(http.MethodPost, "/desktop/monitors", tokElite,
+		`{"account":"Sim101","lossLimit":{"enabled":true,"amount":500},"minimumProfitDrawdown":{"enabled":true,"trigger":900,"floor":100}}`)
+	require.Equal(t, http.StatusConflict, r.Code, string(r.Body))
+	require.Equal(t, errcode.AddonVersionUnsupported, r.code(t))
+	require.Empty(t, e.hub.pushes("u1"), "nothing pushed")
+
+	r = e.do(http.MethodPost, "/desktop/monitors", tokElite,
+		`{"account":"Sim101","lossLimit":{"enabled":true,"amount":500},"minimumProfitDrawdown":{"trigger":900,"floor":100}}`)
+	require.Equal(t, http.StatusCreated, r.Code, "kept disabled, the monitor is stored: %s", r.Body)
+	var m protocol.Monitor
+	r.data(t, &m)
+	r = e.do(http.MethodPatch, "/desktop/monitors/"+m.ID, tokElite, `{"minimumProfitDrawdown":{"enabled":true}}`)
+	require.Equal(t, errcode.AddonVersionUnsupported, r.code(t), string(r.Body))
+	require.Len(t, e.hub.pushes("u1"), 1)
+
+	e.hub.connect("u1", protocol.ProfitFloorProtocolVersion) // the agent updated
+	r = e.do(http.MethodPatch, "/desktop/monitors/"+m.ID, tokElite, `{"minimumProfitDrawdown":{"enabled":true}}`)
+	require.Equal(t, http.StatusOK, r.Code, string(r.Body))
+	p := e.hub.pushes("u1")
+	require.Len(t, p, 2)
+	require.Equal(t, protocol.ProfitFloor{Enabled: true, Trigger: 900, Floor: 100}, p[1].Monitors[0].MinimumProfitDrawdown)
 }

@@ -23,6 +23,7 @@ func (s *Server) load(ctx context.Context, userID string) (*state, error) {
 	}
 	if info, ok := s.opts.Hub.Info(userID); ok {
 		st.snap.AgentConnected = true
+		st.snap.AgentProtocol = info.Hello.ProtocolVersion
 		st.snap.Connections = info.Hello.Connections
 	} else if len(ms.Connections) > 0 {
 		if err := json.Unmarshal(ms.Connections, &st.snap.Connections); err != nil {

@@ -382,12 +382,20 @@ func TestBrokerFieldNotApplicable(t *testing.T) {
 
 	full := `{"account":"TV2","active":true,"profitTarget":{"enabled":true,"amount":900},"lossLimit":{"enabled":true,"amount":400},
 		"includeUnrealized":false,"includeCommission":true,"trailingDrawdown":{"enabled":true,"amount":300},
+		"minimumProfitDrawdown":{"enabled":true,"trigger":600,"floor":100},
 		"masterWindow":{"days":["mon","tue"],"start":"08:00","end":"16:00"},
 		"tradingWindows":[{"enabled":true,"days":["mon"],"start":"09:30","end":"11:00"}],
 		"closingOnly":false,"closingOnlyAfter":"15:30","blockSignals":true,"switchesLocked":true,"monitorLock":true,
 		"autoFlattenAt":"15:55","onTrip":"none"}`
 	r = e.do(http.MethodPost, "/tv/monitors", tokElite, full)
 	require.Equal(t, http.StatusCreated, r.Code, "every monitor field applies to a broker account: %s", r.Body)
+	var tvm BrokerMonitor
+	r.data(t, &tvm)
+	require.Equal(t, protocol.ProfitFloor{Enabled: true, Trigger: 600, Floor: 100}, tvm.MinimumProfitDrawdown)
+	r = e.do(http.MethodPatch, "/tv/monitors/"+tvm.ID, tokElite, `{"minimumProfitDrawdown":{"floor":600}}`)
+	require.Equal(t, http.StatusUnprocessableEntity, r.Code, "the monitor's rules judge a broker monitor: %s", r.Body)
+	require.Equal(t, []map[string]any{{"path": "minimumProfitDrawdown.floor", "code": "out_of_range", "limit": 600.0}},
+		r.body(t).Fields)
 }
 
 // Until a broker login is linked every broker route answers 409

@@ -28,6 +28,8 @@ func TestTripActivity(t *testing.T) {
 		{"profit target", func(m *protocol.Monitor) { m.ProfitTarget = limit(487.5) }, []float64{6010}, reasonProfitTarget, 487.5, 487.5},
 		{"trailing drawdown", func(m *protocol.Monitor) { m.TrailingDrawdown = limit(600) }, []float64{6020, 6008},
 			reasonTrailingDrawdown, 375.0, 387.5},
+		{"minimum-profit drawdown", func(m *protocol.Monitor) { m.MinimumProfitDrawdown = floor(900, 380) }, []float64{6020, 6008},
+			reasonMinimumProfitDrawdown, 375.0, 380.0},
 	} {
 		for _, onTrip := range []string{protocol.OnTripFlatten, protocol.OnTripNone} {
 			t.Run(tc.name+"/"+onTrip, func(t *testing.T) {

@@ -212,6 +212,11 @@ func (f *fixture) status(account string) protocol.MonitorStatus {
 
 func limit(amount float64) protocol.Limit { return protocol.Limit{Enabled: true, Amount: amount} }
 
+// floor is an enabled minimum-profit drawdown.
+func floor(trigger, at float64) protocol.ProfitFloor {
+	return protocol.ProfitFloor{Enabled: true, Trigger: trigger, Floor: at}
+}
+
 // monitor is an active monitor of the account that flattens on a trip and
 // counts realized P&L only.
 func monitor(account string) protocol.Monitor {

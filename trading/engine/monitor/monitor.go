@@ -5,14 +5,14 @@
 //
 // The engine follows each account's values from the platform's event
 // stream (bridge.EventAccount), after one read of every account when it
-// starts; it never polls. A trip (loss limit, profit target, trailing
-// drawdown, autoFlattenAt, outside the master window or the trading
-// windows) cancels the account's working orders, flattens it when the
-// monitor says so, and stops the monitor: from then on the trading gate
-// (Check) refuses every order that opens or adds to a position on the
-// account until the relay restarts the monitor. The stop is kept in the
-// engine's Store, so it survives an agent restart and the session reset,
-// and reported to the relay (engine.Reporter).
+// starts; it never polls. A trip (loss limit, trailing drawdown,
+// minimum-profit drawdown, profit target, autoFlattenAt, outside the
+// master window or the trading windows) cancels the account's working
+// orders, flattens it when the monitor says so, and stops the monitor:
+// from then on the trading gate (Check) refuses every order that opens or
+// adds to a position on the account until the relay restarts the monitor.
+// The stop is kept in the engine's Store, so it survives an agent restart
+// and the session reset, and reported to the relay (engine.Reporter).
 //
 // The engine is also the monitor's part of the trading gate: closing-only
 // and block-signals refusals. See docs/engines.md, "Monitor", for the
@@ -40,12 +40,13 @@ import (
 // Reasons of a stop (protocol.MonitorState.Reason) and of a
 // protocol.RestartVerdict: the JSON names of the monitor's settings.
 const (
-	reasonLossLimit        = "lossLimit"
-	reasonProfitTarget     = "profitTarget"
-	reasonTrailingDrawdown = "trailingDrawdown"
-	reasonAutoFlattenAt    = "autoFlattenAt"
-	reasonMasterWindow     = "masterWindow"
-	reasonTradingWindows   = "tradingWindows"
+	reasonLossLimit             = "lossLimit"
+	reasonProfitTarget          = "profitTarget"
+	reasonTrailingDrawdown      = "trailingDrawdown"
+	reasonMinimumProfitDrawdown = "minimumProfitDrawdown"
+	reasonAutoFlattenAt         = "autoFlattenAt"
+	reasonMasterWindow          = "masterWindow"
+	reasonTradingWindows        = "tradingWindows"
 )
 
 // Bucket is the Store bucket of the engine's state: one value per
@@ -329,8 +330,8 @@ type tripDetail struct {
 	// Pnl is the session P&L at the trip, counted the monitor's way.
 	Pnl float64 `json:"pnl"`
 	// Threshold is the P&L the limit stood at (the loss limit as a
-	// negative P&L, the trailing drawdown's floor, the profit target);
-	// absent for the limits of time.
+	// negative P&L, the trailing drawdown's floor, the minimum-profit
+	// drawdown's floor, the profit target); absent for the limits of time.
 	Threshold *float64 `json:"threshold,omitempty"`
 	// OnTrip is what the trip did: "flatten" (cancel and close) or "none"
 	// (cancel the working orders only).
@@ -348,6 +349,8 @@ func threshold(m *protocol.Monitor, reason string, high float64) *float64 {
 		v = -m.LossLimit.Amount
 	case reasonTrailingDrawdown:
 		v = round(high - m.TrailingDrawdown.Amount)
+	case reasonMinimumProfitDrawdown:
+		v = m.MinimumProfitDrawdown.Floor
 	case reasonProfitTarget:
 		v = m.ProfitTarget.Amount
 	default:
@@ -715,11 +718,12 @@ func (e *Engine) Status() []protocol.MonitorStatus {
 // CheckRestart answers the relay's FnCheckMonitorRestart: whether the
 // monitor, restarted with the settings of a, would stop again at once. It
 // reads the account's values once and judges the loss limit, the trailing
-// drawdown (against the session high of the P&L counted the way a's
-// monitor counts it: a restart does not restart the high), the profit
-// target, then the master window and the trading windows at the engine's
-// clock. The Reason names the first one reached. autoFlattenAt never
-// refuses a restart: it acts once a day. It changes no monitor.
+// drawdown and the minimum-profit drawdown (against the session high of
+// the P&L counted the way a's monitor counts it: a restart does not
+// restart the high, so an armed minimum-profit drawdown stays armed), the
+// profit target, then the master window and the trading windows at the
+// engine's clock. The Reason names the first one reached. autoFlattenAt
+// never refuses a restart: it acts once a day. It changes no monitor.
 func (e *Engine) CheckRestart(ctx context.Context, a protocol.RestartCheck) (protocol.RestartVerdict, error) {
 	m := a.Monitor
 	if m.Account == "" {

@@ -64,6 +64,44 @@ func TestPnlTrips(t *testing.T) {
 			m.ProfitTarget = limit(487.5)
 			m.IncludeCommission = true
 		}, []float64{6010}, ""},
+
+		// The minimum-profit drawdown: +987.50 (the high), then 375.
+		{"profit floor armed, trips at the floor", func(m *protocol.Monitor) { m.MinimumProfitDrawdown = floor(900, 375) },
+			[]float64{6020, 6008}, reasonMinimumProfitDrawdown},
+		{"profit floor armed, above the floor", func(m *protocol.Monitor) { m.MinimumProfitDrawdown = floor(900, 374.99) },
+			[]float64{6020, 6008}, ""},
+		{"profit floor armed by a high exactly at the trigger", func(m *protocol.Monitor) {
+			m.MinimumProfitDrawdown = floor(987.5, 375)
+		}, []float64{6020, 6008}, reasonMinimumProfitDrawdown},
+		{"profit floor waiting: the high stayed below the trigger", func(m *protocol.Monitor) {
+			m.MinimumProfitDrawdown = floor(987.51, 375)
+		}, []float64{6020, 6008}, ""},
+		{"profit floor waiting: a loss before the trigger is no trip", func(m *protocol.Monitor) {
+			m.MinimumProfitDrawdown = floor(500, 0)
+		}, []float64{5990}, ""},
+		{"profit floor at break even, crossed in one move", func(m *protocol.Monitor) {
+			m.MinimumProfitDrawdown = floor(900, 0)
+		}, []float64{6020, 6000}, reasonMinimumProfitDrawdown},
+		{"profit floor disabled", func(m *protocol.Monitor) {
+			m.MinimumProfitDrawdown = floor(900, 375)
+			m.MinimumProfitDrawdown.Enabled = false
+		}, []float64{6020, 6008}, ""},
+		{"profit floor: commission keeps the high below the trigger", func(m *protocol.Monitor) {
+			m.MinimumProfitDrawdown = floor(987.5, 375)
+			m.IncludeCommission = true
+		}, []float64{6020, 6008}, ""},
+		{"profit floor: commission counted, armed", func(m *protocol.Monitor) {
+			m.MinimumProfitDrawdown = floor(980, 375)
+			m.IncludeCommission = true
+		}, []float64{6020, 6008}, reasonMinimumProfitDrawdown},
+		{"profit floor after the trailing drawdown", func(m *protocol.Monitor) {
+			m.MinimumProfitDrawdown = floor(900, 375)
+			m.TrailingDrawdown = limit(600)
+		}, []float64{6020, 6008}, reasonTrailingDrawdown},
+		{"profit floor before the trailing drawdown it beats", func(m *protocol.Monitor) {
+			m.MinimumProfitDrawdown = floor(900, 375)
+			m.TrailingDrawdown = limit(650)
+		}, []float64{6020, 6008}, reasonMinimumProfitDrawdown},
 	} {
 		for _, onTrip := range []string{protocol.OnTripFlatten, protocol.OnTripNone} {
 			t.Run(tc.name+"/"+onTrip, func(t *testing.T) {
@@ -137,6 +175,83 @@ func TestUnrealizedTrailingDrawdown(t *testing.T) {
 	require.Equal(t, reasonTrailingDrawdown, f.status(acct).Reason)
 	require.Equal(t, high, f.status(acct).SessionHigh)
 	require.Zero(t, f.position(acct, "ES"))
+}
+
+// The minimum-profit drawdown counts the P&L the monitor's way: with
+// includeUnrealized an open position's gain arms it and its fall trips it,
+// without flattening first; counting realized P&L only, the same moves
+// neither arm nor trip it.
+func TestUnrealizedMinimumProfitDrawdown(t *testing.T) {
+	t.Parallel()
+	for _, unrealized := range []bool{true, false} {
+		t.Run(map[bool]string{true: "unrealized counted", false: "realized only"}[unrealized], func(t *testing.T) {
+			t.Parallel()
+			f := newFixture(t, wednesday10)
+			m := monitor(acct)
+			m.IncludeUnrealized = unrealized
+			m.MinimumProfitDrawdown = floor(1500, 500)
+			f.push(m)
+			f.trade(acct, protocol.ActionBuy, 2)
+			f.price(6020) // about +1950 open: armed when counted
+			f.price(6010) // about +950, above the floor
+			require.Equal(t, protocol.MonitorActive, f.e.MonitorState(acct))
+			f.price(6005) // about +450, below it
+			if !unrealized {
+				require.Equal(t, protocol.MonitorActive, f.e.MonitorState(acct))
+				require.Zero(t, f.status(acct).SessionHigh, "nothing realized: never armed")
+				require.Equal(t, 2, f.position(acct, "ES"))
+				return
+			}
+			st := f.status(acct)
+			require.Equal(t, protocol.MonitorStopped, st.State)
+			require.Equal(t, reasonMinimumProfitDrawdown, st.Reason)
+			require.GreaterOrEqual(t, st.SessionHigh, 1500.0)
+			require.Zero(t, f.position(acct, "ES"), "flattened")
+		})
+	}
+}
+
+// verdict judges the P&L limits in the order loss limit, trailing
+// drawdown, minimum-profit drawdown, profit target: when several are
+// reached at once the first names the trip.
+func TestVerdictOrder(t *testing.T) {
+	t.Parallel()
+	all := func() protocol.Monitor {
+		m := monitor(acct)
+		m.LossLimit, m.TrailingDrawdown, m.ProfitTarget = limit(500), limit(600), limit(300)
+		m.MinimumProfitDrawdown = floor(900, 400)
+		return m
+	}
+	for _, tc := range []struct {
+		name      string
+		edit      func(*protocol.Monitor)
+		pnl, high float64
+		want      string
+	}{
+		{"loss limit first", func(*protocol.Monitor) {}, -500, 1000, reasonLossLimit},
+		{"trailing drawdown before the profit floor", func(*protocol.Monitor) {}, 400, 1000, reasonTrailingDrawdown},
+		{"profit floor before the profit target", func(m *protocol.Monitor) { m.TrailingDrawdown.Enabled = false },
+			400, 1000, reasonMinimumProfitDrawdown},
+		{"profit floor below it", func(m *protocol.Monitor) { m.TrailingDrawdown.Enabled = false },
+			-499.99, 1000, reasonMinimumProfitDrawdown},
+		{"profit target when the floor is not armed", func(m *protocol.Monitor) { m.TrailingDrawdown.Enabled = false },
+			400, 899.99, reasonProfitTarget},
+		{"profit target above the floor", func(m *protocol.Monitor) { m.TrailingDrawdown.Enabled = false },
+			400.01, 1000, reasonProfitTarget},
+		{"nothing reached", func(m *protocol.Monitor) {
+			m.TrailingDrawdown.Enabled, m.ProfitTarget.Enabled = false, false
+		}, 400.01, 1000, ""},
+		{"a disabled profit floor is not judged", func(m *protocol.Monitor) {
+			m.TrailingDrawdown.Enabled, m.ProfitTarget.Enabled, m.MinimumProfitDrawdown.Enabled = false, false, false
+		}, 0, 1000, ""},
+	} {
+		m := all()
+		tc.edit(&m)
+		require.Equal(t, tc.want, verdict(&m, tc.pnl, tc.high), tc.name)
+		if tc.want == reasonMinimumProfitDrawdown {
+			require.Equal(t, m.MinimumProfitDrawdown.Floor, *threshold(&m, tc.want, tc.high), "the threshold is the floor")
+		}
+	}
 }
 
 func sorted(s []string) []string {

@@ -54,18 +54,28 @@ func platformRestarted(prev, next *protocol.AccountItem) bool {
 
 // verdict judges a monitor's P&L limits: pnl counted its way, and high the
 // session high of that count. It returns the reason of the first limit
-// reached, in the order loss limit, trailing drawdown, profit target, or
-// "".
+// reached, in the order loss limit, trailing drawdown, minimum-profit
+// drawdown, profit target, or "".
 func verdict(m *protocol.Monitor, pnl, high float64) string {
 	switch {
 	case m.LossLimit.Enabled && pnl <= -m.LossLimit.Amount:
 		return reasonLossLimit
 	case m.TrailingDrawdown.Enabled && pnl <= round(high-m.TrailingDrawdown.Amount):
 		return reasonTrailingDrawdown
+	case floorReached(&m.MinimumProfitDrawdown, pnl, high):
+		return reasonMinimumProfitDrawdown
 	case m.ProfitTarget.Enabled && pnl >= m.ProfitTarget.Amount:
 		return reasonProfitTarget
 	}
 	return ""
+}
+
+// floorReached reports whether the minimum-profit drawdown d trips: it is
+// enabled, the session high reached its trigger (it is armed), and the P&L
+// is at or below its floor. Once armed it stays armed for the session,
+// since the session high never falls within one.
+func floorReached(d *protocol.ProfitFloor, pnl, high float64) bool {
+	return d.Enabled && high >= d.Trigger && pnl <= d.Floor
 }
 
 // round rounds a dollar amount to the cent.

@@ -172,6 +172,58 @@ func TestHighSurvivesRestart(t *testing.T) {
 	require.Equal(t, reasonTrailingDrawdown, f.status(acct).Reason)
 }
 
+// The minimum-profit drawdown follows the session high: armed in one
+// session, it is waiting again in the next (the high restarts from the
+// new P&L), and a loss there trips it only once a new high reached the
+// trigger. An agent restart within a session keeps it armed.
+func TestProfitFloorSessions(t *testing.T) {
+	t.Parallel()
+	for _, tickFirst := range []bool{true, false} {
+		t.Run(map[bool]string{true: "engine first", false: "platform first"}[tickFirst], func(t *testing.T) {
+			t.Parallel()
+			f := newFixture(t, ny(2026, 3, 4, 16, 0))
+			m := monitor(acct)
+			m.MinimumProfitDrawdown = floor(900, 0)
+			f.push(m)
+			f.trade(acct, protocol.ActionBuy, 1)
+			f.price(6020)
+			f.trade(acct, protocol.ActionSell, 1) // +987.50: armed
+			require.Equal(t, 987.5, f.status(acct).SessionHigh)
+
+			f.clock.Set(ny(2026, 3, 4, 18, 0).Add(time.Second))
+			if tickFirst {
+				f.e.Tick(bg)
+			}
+			require.NoError(t, f.sim.Step(bg)) // the simulator's session restarts
+			f.pump()
+			f.e.Tick(bg)
+			require.Zero(t, f.status(acct).SessionHigh)
+
+			f.price(6020) // the new session's market
+			f.trade(acct, protocol.ActionBuy, 1)
+			f.price(6010)
+			f.trade(acct, protocol.ActionSell, 1) // -512.50 from a flat start
+			require.Equal(t, protocol.MonitorActive, f.e.MonitorState(acct), "waiting again in the new session")
+
+			f.trade(acct, protocol.ActionBuy, 1)
+			f.price(6040)
+			f.trade(acct, protocol.ActionSell, 1) // +1487.50: P&L 975, armed again
+			require.Equal(t, protocol.MonitorActive, f.e.MonitorState(acct))
+			f.e.Tick(bg) // saves the high
+
+			f.e = f.newEngine() // an agent restart in the session
+			f.e.Tick(bg)
+			require.Equal(t, 975.0, f.status(acct).SessionHigh)
+			f.trade(acct, protocol.ActionBuy, 1)
+			f.price(6020)
+			f.trade(acct, protocol.ActionSell, 1) // -1012.50: P&L -37.50
+			st := f.status(acct)
+			require.Equal(t, protocol.MonitorStopped, st.State, "armed before the agent restart, armed after it")
+			require.Equal(t, reasonMinimumProfitDrawdown, st.Reason)
+		})
+	}
+}
+
 // CheckRestart judges the limits the restart would run with against the
 // session P&L and its high, and the windows.
 func TestCheckRestart(t *testing.T) {
@@ -219,6 +271,37 @@ func TestCheckRestart(t *testing.T) {
 			m.TradingWindows = []protocol.MonitorWindow{tw(true, win("09:30", "16:00"))}
 		}, ""},
 		{"autoFlattenAt never refuses", func(m *protocol.Monitor) { m.TrailingDrawdown, m.AutoFlattenAt = limit(700), "09:00" }, ""},
+
+		// The minimum-profit drawdown: the high (987.50) stays, so an
+		// armed floor stays armed across the restart.
+		{"a profit floor armed, at the P&L", func(m *protocol.Monitor) {
+			m.TrailingDrawdown, m.MinimumProfitDrawdown = limit(700), floor(900, 375)
+		}, reasonMinimumProfitDrawdown},
+		{"a profit floor armed, below the P&L", func(m *protocol.Monitor) {
+			m.TrailingDrawdown, m.MinimumProfitDrawdown = limit(700), floor(900, 374.99)
+		}, ""},
+		{"a profit floor whose trigger the high did not reach", func(m *protocol.Monitor) {
+			m.TrailingDrawdown, m.MinimumProfitDrawdown = limit(700), floor(987.51, 375)
+		}, ""},
+		{"a profit floor turned off", func(m *protocol.Monitor) {
+			m.TrailingDrawdown, m.MinimumProfitDrawdown = limit(700), floor(900, 375)
+			m.MinimumProfitDrawdown.Enabled = false
+		}, ""},
+		{"with commission the high is below the trigger", func(m *protocol.Monitor) {
+			m.TrailingDrawdown, m.MinimumProfitDrawdown, m.IncludeCommission = limit(700), floor(987.5, 375), true
+		}, ""},
+		{"with commission, armed at the P&L", func(m *protocol.Monitor) {
+			m.TrailingDrawdown, m.MinimumProfitDrawdown, m.IncludeCommission = limit(700), floor(986.26, 372.52), true
+		}, reasonMinimumProfitDrawdown},
+		{"with commission, the P&L above the floor", func(m *protocol.Monitor) {
+			m.TrailingDrawdown, m.MinimumProfitDrawdown, m.IncludeCommission = limit(700), floor(986.26, 372.51), true
+		}, ""},
+		{"the trailing drawdown is judged before the profit floor", func(m *protocol.Monitor) {
+			m.MinimumProfitDrawdown = floor(900, 375)
+		}, reasonTrailingDrawdown},
+		{"the profit floor is judged before the profit target", func(m *protocol.Monitor) {
+			m.TrailingDrawdown, m.MinimumProfitDrawdown, m.ProfitTarget = limit(700), floor(900, 375), limit(375)
+		}, reasonMinimumProfitDrawdown},
 	} {
 		next := m
 		tc.edit(&next)
