@@ -13,6 +13,13 @@ import (
 func editorTable() []Editor {
 	return []Editor{
 		copierEditor(manage.FamilyDesktop),
+		// The account-wide settings and the alert destinations.
+		groupEditor(),
+		templateEditor(),
+		controlsEditor(),
+		newsEditor(),
+		connectionsEditor(),
+		alertEditor(),
 	}
 }
 
