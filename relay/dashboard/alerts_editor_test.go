@@ -255,7 +255,7 @@ func TestAlertEditorDeliveries(t *testing.T) {
 	items := regexp.MustCompile(`<li data-outcome="(sent|failed)">.*?</li>`).FindAllStringSubmatch(page, -1)
 	require.Len(t, items, 2, "only this destination's")
 	require.Equal(t, "failed", items[0][1], "newest first")
-	require.Contains(t, items[0][0], "A monitor stopped trading on an account")
+	require.Contains(t, items[0][0], "A monitor stopped an account")
 	require.Contains(t, items[0][0], "the destination answered HTTP 500")
 	require.Contains(t, items[0][0], "after 3 tries")
 	require.Equal(t, "sent", items[1][1])

@@ -42,6 +42,21 @@ package dashboard
 // free text. Inputs are named by the field's dotted path
 // ("followers.0.sizing.ratio").
 //
+// Words may also: show and send a top-level field only while another
+// holds some values (OnlyIf: an alert destination's url for a webhook or
+// Discord; the script hides the others, the parser leaves them out, and a
+// form whose deciding field is locked does not show them); say an error
+// code in the field's own words (Errors); make a list's rows the
+// resource's own (FixedRows: the connections the agent reports, with no
+// blank row, "Add a row" or "Remove"). InputShown shows a value and never
+// sends it (a connection's accounts). An Action's OnlyIf shows its button
+// only on the resources it holds for ("Rotate secret": webhooks);
+// Editor.AccountsFrom picks the account choices by a field of the
+// resource (an account group's destination); Editor.Panel adds a block of
+// the kind's own under a resource's form, also served alone at
+// GET /app/manage/<path>/{id}/<name> for live updates (an alert
+// destination's last deliveries).
+//
 // # Routes (for a collection at /app/manage/<path>; a singleton has the
 // first GET and POST only)
 //

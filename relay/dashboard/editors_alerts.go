@@ -25,20 +25,20 @@ var activityKindWords = map[string]string{
 	protocol.ActivityOrderPlaced:        "Orders placed",
 	protocol.ActivityOrderChanged:       "Orders changed, cancelled or closed",
 	protocol.ActivityOrderRefused:       "Orders refused or failed",
-	protocol.ActivityOrderReplayed:      "Repeated orders answered without trading again",
-	protocol.ActivityTradingBlocked:     "Orders blocked by a rule (a monitor, the kill switch, the news lockout)",
+	protocol.ActivityOrderReplayed:      "Repeated orders not placed again",
+	protocol.ActivityTradingBlocked:     "Orders blocked by a rule",
 	protocol.ActivityBudgetRefused:      "Requests refused for going too fast",
 	protocol.ActivityConfigChanged:      "Settings changed",
 	protocol.ActivityCopierCopied:       "Trades copied by a copier",
 	protocol.ActivityCopierHalted:       "A copier halted",
-	protocol.ActivityMonitorTripped:     "A monitor stopped trading on an account",
+	protocol.ActivityMonitorTripped:     "A monitor stopped an account",
 	protocol.ActivityKillSwitchChanged:  "The kill switch turned on or off",
 	protocol.ActivityNewsLockoutEntered: "A news lockout started",
 	protocol.ActivityStrategyRefused:    "Orders refused by a strategy's lock",
 	protocol.ActivityExitsPlaced:        "Exits of an entry placed",
 	protocol.ActivityExitsFailed:        "Exits of an entry could not be placed",
 	protocol.ActivityAgentConnected:     "Your PC connected",
-	protocol.ActivityAgentDisconnected:  "Your PC disconnected (after the grace below)",
+	protocol.ActivityAgentDisconnected:  "Your PC disconnected",
 	protocol.ActivityAgentUpdated:       "Your PC's agent was updated",
 	protocol.ActivityBrokerLinked:       "A broker login was linked",
 	protocol.ActivityBrokerUnlinked:     "The broker login was unlinked",
@@ -52,11 +52,12 @@ var activityKindWords = map[string]string{
 }
 
 // eventChoices are the activity kinds a destination may ask for, in the
-// alerts package's order, each named in words with its kind.
+// alerts package's order, each named in words (the checkbox's value is
+// the kind).
 func eventChoices() []Choice {
 	out := make([]Choice, 0, len(alerts.AlertableKinds))
 	for _, k := range alerts.AlertableKinds {
-		out = append(out, Choice{Value: k, Label: or(activityKindWords[k], k) + " (" + k + ")"})
+		out = append(out, Choice{Value: k, Label: or(activityKindWords[k], k)})
 	}
 	return out
 }
@@ -97,7 +98,7 @@ func alertEditor() Editor {
 		Columns: []Column{
 			{Label: "Name", Value: func(m map[string]any) string { return or(shownString(m["name"]), "—") }},
 			{Label: "Kind", Value: func(m map[string]any) string { return shownString(m["kind"]) }},
-			{Label: "Events", Value: func(m map[string]any) string { return strings.Join(shownStrings(m["events"]), ", ") }},
+			{Label: "Events", Value: eventsCell},
 			{Label: "On", Value: func(m map[string]any) string { return onOff(m["active"]) }},
 		},
 		Actions: []Action{
@@ -111,6 +112,15 @@ func alertEditor() Editor {
 		Once:  map[string]string{"secret": "Signing secret"},
 		Panel: &Panel{Name: "deliveries", Load: loadDeliveries},
 	}
+}
+
+// eventsCell lists a destination's events in words.
+func eventsCell(m map[string]any) string {
+	var out []string
+	for _, k := range shownStrings(m["events"]) {
+		out = append(out, or(activityKindWords[k], k))
+	}
+	return strings.Join(out, ", ")
 }
 
 // Bounds of the deliveries panel.

@@ -34,13 +34,51 @@ type dash struct {
 // newDash starts a relay and a browser at vp for t.
 func newDash(t *testing.T, vp browsertest.Viewport) *dash {
 	t.Helper()
+	return newDashWith(t, vp, nil)
+}
+
+// newDashWith is newDash with a relay whose options tweak may change
+// further (nil: none).
+func newDashWith(t *testing.T, vp browsertest.Viewport, tweak func(*relay.Options)) *dash {
+	t.Helper()
 	tab := browsertest.New(t, vp) // first: it skips when there is no chromium
 	s := systemtest.NewWith(t, func(o *relay.Options) {
 		// An agent's revoked token, or a user's, stops at once.
 		o.Hub.ReverifyInterval = 200 * time.Millisecond
 		openSignup(o)
+		if tweak != nil {
+			tweak(o)
+		}
 	})
 	return &dash{System: s, t: t, tab: tab}
+}
+
+// withTab returns the dashboard of d's relay in a browser of its own at
+// vp (another person, or the same one on a phone): sign it in anew.
+func (d *dash) withTab(vp browsertest.Viewport) *dash {
+	d.t.Helper()
+	return &dash{System: d.System, t: d.t, tab: browsertest.New(d.t, vp)}
+}
+
+// setValue sets the value of the form input named name as a browser's
+// own picker does (a date and time), firing its input and change events.
+func (d *dash) setValue(name, value string) {
+	d.t.Helper()
+	ok := browsertest.Eval[bool](d.tab, fmt.Sprintf(`(e => { if (!e) return false; e.value = %q;
+		for (const t of ['input', 'change']) e.dispatchEvent(new Event(t, {bubbles: true})); return e.value === %q; })(document.querySelector('[name=%q]'))`,
+		value, value, name))
+	require.True(d.t, ok, "setting %s to %s", name, value)
+}
+
+// checkBox checks the checkbox sel matches (one of several of a name:
+// input[name="events"][value="monitor.tripped"]), by a click, unless it
+// is checked.
+func (d *dash) checkBox(sel string) {
+	d.t.Helper()
+	if !browsertest.Eval[bool](d.tab, fmt.Sprintf(`!!(document.querySelector(%q) || {}).checked`, sel)) {
+		d.tab.ClickElement(sel)
+	}
+	d.tab.WaitFor(testkit.Medium, sel+" to be checked", fmt.Sprintf(`!!(document.querySelector(%q) || {}).checked`, sel))
 }
 
 // page loads the dashboard's path.

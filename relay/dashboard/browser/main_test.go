@@ -12,8 +12,12 @@
 // and turned on while the PC is off (recorded, entries refused at once);
 // the same flow at a phone's 375×812 viewport with nothing wider than the
 // screen; a name holding markup shown as text; and forms on another site
-// posting to the dashboard refused. Each case has a relay of its own, so
-// they run in parallel. A page's uncaught exception or console error (a
+// posting to the dashboard refused; the settings' editors: an alert
+// destination made in the form whose "Send a test" reaches a receiver of
+// the test, signed, and is listed as sent without a reload, the news
+// lockout's event rows, an ATM template's brackets (refused, then
+// stored) and an account group made and deleted. Each case has a relay
+// of its own, so they run in parallel. A page's uncaught exception or console error (a
 // Content-Security-Policy violation among them) fails its case.
 //
 // Each page's screenshot is written under the test's temporary folder;
