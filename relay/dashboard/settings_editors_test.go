@@ -55,7 +55,8 @@ func TestGroupEditor(t *testing.T) {
 
 	r := m.post(base, cookie, url.Values{"csrf": {csrf}, "name": {"Sim101"}, "destination": {"desktop"}, "accounts": {"Sim101"}})
 	require.Equal(t, http.StatusConflict, r.StatusCode, r.Body)
-	require.Contains(t, r.Body, "The account group was not created: this name is already used by another group or by an account.")
+	require.Contains(t, r.Body, "The account group was not created")
+	require.Contains(t, r.Body, "his name is already used by another group or by an account.")
 	require.True(t, checked(t, r.Body, "accounts", "Sim101"), "the form keeps what the trader checked")
 	require.Empty(t, m.apiList("desktop/account-groups"))
 
@@ -125,7 +126,8 @@ func TestTemplateEditor(t *testing.T) {
 	r := m.post(base, cookie, templateForm(csrf, "ES 2", "3", [3]string{"1", "8", "8"}, [3]string{"1", "8", "16"}))
 	require.Equal(t, http.StatusUnprocessableEntity, r.StatusCode, r.Body)
 	require.Equal(t, "The brackets&#39; quantities must add up to the quantity above.", fieldError(t, r.Body, "config.brackets"))
-	require.Contains(t, r.Body, "The ATM template was not created: the ATM template&#39;s settings do not fit together; each field says why.")
+	require.Contains(t, r.Body, "The ATM template was not created")
+	require.Contains(t, r.Body, "he ATM template&#39;s settings do not fit together; each field says why.")
 	require.Equal(t, "16", inputValue(r.Body, "config.brackets.1.profitTargetTicks"), "the form keeps what was typed")
 
 	r = m.post(base, cookie, templateForm(csrf, "ES 2", "2", [3]string{"1", "0", "8"}, [3]string{"1", "8", "16"}))

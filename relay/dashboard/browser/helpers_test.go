@@ -70,6 +70,18 @@ func (d *dash) setValue(name, value string) {
 	require.True(d.t, ok, "setting %s to %s", name, value)
 }
 
+// addRow presses "Add a row" of the list of rows named rows and returns
+// the name of the row it added ("config.brackets.1"), the last of the
+// list.
+func (d *dash) addRow(rows string) string {
+	d.t.Helper()
+	sel := fmt.Sprintf(`fieldset[data-rows=%q] > .row`, rows)
+	before := d.tab.Count(sel)
+	d.tab.Click(fmt.Sprintf(`fieldset[data-rows=%q]`, rows), "Add a row")
+	d.tab.WaitFor(testkit.Medium, "a row added to "+rows, fmt.Sprintf(`document.querySelectorAll(%q).length > %d`, sel, before))
+	return browsertest.Eval[string](d.tab, fmt.Sprintf(`Array.from(document.querySelectorAll(%q)).pop().dataset.row`, sel))
+}
+
 // checkBox checks the checkbox sel matches (one of several of a name:
 // input[name="events"][value="monitor.tripped"]), by a click, unless it
 // is checked.
