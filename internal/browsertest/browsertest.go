@@ -252,11 +252,14 @@ func (tab *Tab) Fill(name, value string) {
 }
 
 // Choose picks the option whose value is value in the select named name
-// (the first one in the page).
+// (the first one in the page), firing its input and change events as a
+// person's choice does.
 func (tab *Tab) Choose(name, value string) {
 	tab.t.Helper()
-	sel := chromedp.CSS(fmt.Sprintf("select[name=%q]", name))
+	css := fmt.Sprintf("select[name=%q]", name)
+	sel := chromedp.CSS(css)
 	tab.Do("choosing "+value+" in "+name, chromedp.WaitVisible(sel), chromedp.SetValue(sel, value))
+	Eval[bool](tab, fmt.Sprintf(`(e => { for (const t of ['input', 'change']) e.dispatchEvent(new Event(t, {bubbles: true})); return true; })(document.querySelector(%s))`, quote(css)))
 }
 
 // Text returns the visible text of the first element sel (a CSS selector)
@@ -464,6 +467,14 @@ func (tab *Tab) keepScreenshot(name string, raw []byte) string {
 		write(tab.t, filepath.Join(dir, name+".png"), buf.Bytes())
 	}
 	return path
+}
+
+// ScreenshotOf is Screenshot of the first element sel (a CSS selector)
+// matches alone, waiting for it to be visible: a part of a page too long
+// for a screenshot of its own.
+func (tab *Tab) ScreenshotOf(sel, name string) string {
+	tab.t.Helper()
+	return tab.keepScreenshot(name, Run(tab, "taking a screenshot of "+sel, chromedp.Screenshot(chromedp.CSS(sel), chromedp.NodeVisible)))
 }
 
 // ScreenshotDir returns the folder of -screenshots, absolute, or "" when

@@ -39,7 +39,8 @@ func site(t *testing.T) string {
 	mux.HandleFunc("GET /{$}", page(`<form action="/next" method="get">
 <label>Name <input name="name"></label> <button>Go on</button></form>
 <button id="hold" type="button" data-held="0">Hold me</button>
-<button id="tap" type="button" data-taps="0">Tap me</button> <a href="/next?name=link">A link</a>`))
+<button id="tap" type="button" data-taps="0">Tap me</button> <a href="/next?name=link">A link</a>
+<select name="colour" id="colour" data-changed="no"><option value="">none</option><option value="red">Red</option></select>`))
 	mux.HandleFunc("GET /next", func(w http.ResponseWriter, r *http.Request) {
 		page(`<p id="greeting" data-name="`+r.URL.Query().Get("name")+`">Hello</p>`)(w, r)
 	})
@@ -60,6 +61,8 @@ if (b) {
 }
 const tap = document.getElementById('tap');
 if (tap) { tap.addEventListener('click', () => { tap.dataset.taps = String(Number(tap.dataset.taps) + 1); }); }
+const colour = document.getElementById('colour');
+if (colour) { colour.addEventListener('change', () => { colour.dataset.changed = colour.value; }); }
 if (location.pathname === '/throws') { throw new Error('thrown on purpose'); }
 `)
 	})
@@ -91,6 +94,26 @@ func TestFormAndButtons(t *testing.T) {
 	tab.WaitFor(time.Second, "the hold to be measured", `document.getElementById('hold').dataset.held !== '0'`)
 	held := browsertest.Eval[int](tab, `Number(document.getElementById('hold').dataset.held)`)
 	require.GreaterOrEqual(t, held, 550, "held for the time asked")
+}
+
+// Choose fires the select's change event, as a person's choice does; a
+// screenshot of one element is that element's size.
+func TestChooseAndScreenshotOf(t *testing.T) {
+	t.Parallel()
+	base := site(t)
+	tab := browsertest.New(t, browsertest.Desktop)
+	tab.Navigate(base + "/")
+	tab.Choose("colour", "red")
+	require.Equal(t, "red", mustAttr(t, tab, "#colour", "data-changed"))
+
+	path := tab.ScreenshotOf("#tap", "tap")
+	b, err := os.ReadFile(path)
+	require.NoError(t, err)
+	img, err := png.Decode(bytes.NewReader(b))
+	require.NoError(t, err)
+	w := browsertest.Eval[float64](tab, `document.getElementById('tap').getBoundingClientRect().width`)
+	assert.InDelta(t, w, img.Bounds().Dx(), 2, "the element alone")
+	assert.Less(t, img.Bounds().Dy(), 100)
 }
 
 func TestPhoneViewportAndScreenshot(t *testing.T) {

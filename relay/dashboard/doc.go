@@ -65,6 +65,20 @@
 //	GET  /app/manage/{kind}/{id}/pnl          a monitor's P&L block alone (?account=NAME; from the agent)
 //	GET  /app/manage/{singleton}              a singleton's form (controls, …); POST saves it
 //
+// The account-wide settings and the alert destinations, editors of the
+// same engine (editors_settings.go, editors_alerts.go):
+//
+//	/app/manage/desktop/account-groups        account groups: name, destination (on create only), accounts
+//	/app/manage/desktop/atm-templates         ATM templates: name, quantity, time in force, bracket rows,
+//	                                          breakeven, trailing stop
+//	/app/manage/controls                      the controls (flattenOnKill, blockAllSignals; the kill
+//	                                          switch keeps its own button)
+//	/app/manage/news-lockout                  the news lockout: event rows, minutes, roots, action
+//	/app/manage/desktop/connection-settings   one row per connection the agent reports
+//	/app/manage/alerts                        alert destinations (Nav "alerts"); POST …/{id}/test is
+//	                                          "Send a test", POST …/{id}/rotate-secret "Rotate secret"
+//	GET  /app/manage/alerts/{id}/deliveries   a destination's last deliveries alone (HTML fragment)
+//
 // # Stable names (a contract: tests and operators' scripts use them)
 //
 // Form inputs are named email, password, code, name (a token's name),
@@ -117,6 +131,22 @@
 //	#resource-state[data-state=…]                a copier's or monitor's state, live
 //	#monitor-pnl .pnl .watermark                 a monitor's session P&L and session high, live
 //	#resources tr[data-id][data-state]           a collection's list
+//
+// The settings' editors add: inputs config.quantity,
+// config.brackets.N.quantity (.stopLossTicks, .profitTargetTicks),
+// config.breakeven.enabled, config.trailingStop.distanceTicks, …;
+// events.N.at (a datetime-local in New York time), events.N.title,
+// events.N.impact, roots (comma-separated); connections.N.name (hidden,
+// sent back), connections.N.autoReconnect,
+// connections.N.dataWatchdogSeconds; an alert destination's kind, name,
+// active, graceSeconds, events (one checkbox per activity kind, its value
+// the kind), url, botToken, chatId, to. Buttons "Send a test" and
+// "Rotate secret".
+//
+//	.only-if[data-if-field][data-if-values]      a field that applies only while another holds one of the values
+//	#once-secret                                 a webhook's signing secret, shown once (with a Copy button)
+//	#deliveries[data-live=on|off]                a destination's last deliveries, following the stream socket when on
+//	#deliveries li[data-outcome=sent|failed]     one delivery's outcome, newest first
 //
 // # Security
 //

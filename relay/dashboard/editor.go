@@ -42,6 +42,21 @@ package dashboard
 // free text. Inputs are named by the field's dotted path
 // ("followers.0.sizing.ratio").
 //
+// Words may also: show and send a top-level field only while another
+// holds some values (OnlyIf: an alert destination's url for a webhook or
+// Discord; the script hides the others, the parser leaves them out, and a
+// form whose deciding field is locked does not show them); say an error
+// code in the field's own words (Errors); make a list's rows the
+// resource's own (FixedRows: the connections the agent reports, with no
+// blank row, "Add a row" or "Remove"). InputShown shows a value and never
+// sends it (a connection's accounts). An Action's OnlyIf shows its button
+// only on the resources it holds for ("Rotate secret": webhooks);
+// Editor.AccountsFrom picks the account choices by a field of the
+// resource (an account group's destination); Editor.Panel adds a block of
+// the kind's own under a resource's form, also served alone at
+// GET /app/manage/<path>/{id}/<name> for live updates (an alert
+// destination's last deliveries).
+//
 // # Routes (for a collection at /app/manage/<path>; a singleton has the
 // first GET and POST only)
 //
@@ -117,6 +132,7 @@ const (
 	InputGroup    = "group"    // a struct: its fields in a frame with a legend
 	InputInline   = "inline"   // a struct: its fields without a frame
 	InputRows     = "rows"     // a slice of structs: repeated rows
+	InputShown    = "shown"    // shown as text, never sent (what the agent reports)
 )
 
 // Where an editor's account choices come from (Editor.Accounts).
@@ -141,7 +157,36 @@ type Words struct {
 	// (the controls' kill switch, which has its own control). A field
 	// inside a list's rows must not be omitted: a save replaces the rows.
 	Omit bool
+	// OnlyIf, when set on a top-level field, shows and sends the field
+	// only while the resource's field it names holds one of its values
+	// (an alert destination's url for the kinds webhook and discord).
+	OnlyIf *Condition
+	// Errors are the field's own sentences by error code, said instead
+	// of the general ones ("config.brackets" out_of_range: the brackets
+	// must add up to the quantity).
+	Errors map[string]string
+	// FixedRows shows a list's rows as the resource has them, without a
+	// blank row, "Add a row" or "Remove": rows the agent reports (the
+	// platform's connections), whose other fields the trader edits.
+	FixedRows bool
 }
+
+// Condition is what a resource's field must hold for a field or an
+// action to apply (Words.OnlyIf, Action.OnlyIf).
+type Condition struct {
+	// Field is the JSON name of a top-level field of the resource.
+	Field string
+	// Values are the values for which it applies.
+	Values []string
+}
+
+// holds reports whether doc's field holds one of c's values.
+func (c *Condition) holds(doc map[string]any) bool {
+	return c == nil || slices.Contains(c.Values, shownString(doc[c.Field]))
+}
+
+// Join is c's values, space-separated (the page's data-if-values).
+func (c *Condition) Join() string { return strings.Join(c.Values, " ") }
 
 // Choice is one option of a select or one checkbox of a list.
 type Choice struct {
@@ -171,6 +216,9 @@ type Action struct {
 	// this state, inside its live state block ("stopped"); else the
 	// button is always under the form.
 	When string
+	// OnlyIf, when set, shows the button only on the resources it holds
+	// for (an alert destination's "Rotate secret": webhooks only).
+	OnlyIf *Condition
 }
 
 // StateWords say where a resource's state is and how to name it.
@@ -220,6 +268,26 @@ type Editor struct {
 	// Once names the members an answer of a create or action may add to
 	// the resource, shown once ("secret": "Signing secret").
 	Once map[string]string
+	// AccountsFrom, when set, is the JSON name of the field whose value
+	// picks a resource's account choices (an account group's
+	// destination): protocol.DestinationDesktop the agent's accounts,
+	// protocol.DestinationBroker the broker login's; while it is not
+	// chosen, both. Accounts is then unused.
+	AccountsFrom string
+	// Panel, when set, is a block of the kind's own shown under a
+	// resource's form (an alert destination's last deliveries).
+	Panel *Panel
+}
+
+// Panel is a block of a kind's own under a resource's form, also served
+// alone at GET /app/manage/<path>/{id}/<Name> for the page's live
+// updates. Its template is the block of templates/manage-form.html named
+// Name, listed in the block "panel".
+type Panel struct {
+	// Name names the block's template and its route ("deliveries").
+	Name string
+	// Load returns the block's data for the user's resource id.
+	Load func(ctx context.Context, s *Server, userID, id string) any
 }
 
 // editor is an Editor with the kind it edits and the form's schema.
@@ -292,6 +360,7 @@ func buildEditor(e Editor, kinds []manage.KindInfo) (*editor, error) {
 			problems = append(problems, "words for "+p+", which names no writable field")
 		}
 	}
+	problems = append(problems, ed.checkWords()...)
 	if len(problems) > 0 {
 		sort.Strings(problems)
 		return nil, fmt.Errorf("dashboard: editor %s: %s", e.Path, strings.Join(problems, "; "))
@@ -533,7 +602,31 @@ func shownDateTime(v any) string {
 func (ed *editor) parseForm(form url.Values, create bool) (map[string]any, []httpapi.FieldError) {
 	p := &formParser{form: form, create: create}
 	doc, _ := p.object(ed.fields, "", "", true)
-	return doc, p.errs
+	return doc, ed.applicable(doc, decodeLoaded(form.Get("loaded")), p.errs)
+}
+
+// applicable leaves out of doc the top-level fields whose Words.OnlyIf
+// does not hold (judged on doc, else on loaded: an immutable field is
+// not sent on edit), and their errors; it returns the errors left.
+func (ed *editor) applicable(doc, loaded map[string]any, errs []httpapi.FieldError) []httpapi.FieldError {
+	for _, f := range ed.fields {
+		c := f.words.OnlyIf
+		if c == nil {
+			continue
+		}
+		judged := doc
+		if _, ok := doc[c.Field]; !ok {
+			judged = loaded
+		}
+		if c.holds(judged) {
+			continue
+		}
+		delete(doc, f.name)
+		errs = slices.DeleteFunc(errs, func(fe httpapi.FieldError) bool {
+			return fe.Path == f.name || strings.HasPrefix(fe.Path, f.name+".")
+		})
+	}
+	return errs
 }
 
 // formParser reads one form.
@@ -550,7 +643,7 @@ func (p *formParser) object(fields []*schemaField, in, out string, top bool) (ma
 	obj := map[string]any{}
 	blank := true
 	for _, f := range fields {
-		if top && f.immutable && !p.create {
+		if (top && f.immutable && !p.create) || f.input == InputShown {
 			continue
 		}
 		name, path := joinDot(in, f.name), joinDot(out, f.name)
@@ -613,10 +706,14 @@ func (p *formParser) value(f *schemaField, name, path string) (v any, empty, kee
 	case tStrings:
 		var list []any
 		switch f.input {
-		case InputList:
-			for part := range strings.SplitSeq(raw, ",") {
-				if s := strings.TrimSpace(part); s != "" {
-					list = append(list, s)
+		case InputList, InputAccounts:
+			// One line of comma-separated values (InputAccounts when no
+			// accounts are known), or checkboxes of one value each.
+			for _, v := range p.form[name] {
+				for part := range strings.SplitSeq(v, ",") {
+					if s := strings.TrimSpace(part); s != "" {
+						list = append(list, s)
+					}
 				}
 			}
 		default:
@@ -718,6 +815,10 @@ type formField struct {
 	Fields []*formField
 	// Rows are a list's rows, the blank one last.
 	Rows []*formRow
+	// OnlyIf is the field's Words.OnlyIf (the script shows it only
+	// while the condition holds); FixedRows its Words.FixedRows.
+	OnlyIf    *Condition
+	FixedRows bool
 }
 
 // HelpID and ErrorID are the ids of the field's help and error.
@@ -764,21 +865,38 @@ type formOption struct {
 type formBuild struct {
 	create   bool
 	accounts []string
+	// immutable are the kind's immutable fields (Words.OnlyIf).
+	immutable []string
 }
 
 // fieldsOf renders the fields of obj under the input name prefix.
 func (b *formBuild) fieldsOf(fields []*schemaField, obj map[string]any, prefix string, top bool) []*formField {
 	var out []*formField
 	for _, f := range fields {
+		if top && !b.applies(f, obj) {
+			continue
+		}
 		out = append(out, b.field(f, obj, joinDot(prefix, f.name), top))
 	}
 	return out
 }
 
+// applies reports whether a top-level field is shown: always, unless
+// its Words.OnlyIf names a field the form cannot change (an immutable
+// one, on edit) and does not hold for obj.
+func (b *formBuild) applies(f *schemaField, obj map[string]any) bool {
+	c := f.words.OnlyIf
+	if c == nil || c.holds(obj) {
+		return true
+	}
+	return b.create || !slices.Contains(b.immutable, c.Field)
+}
+
 func (b *formBuild) field(f *schemaField, obj map[string]any, name string, top bool) *formField {
 	v := obj[f.name]
 	ff := &formField{Name: name, ID: "f-" + name, Label: f.words.Label, Help: f.words.Help, Input: f.input,
-		Placeholder: f.words.Placeholder, Locked: top && f.immutable && !b.create}
+		Placeholder: f.words.Placeholder, Locked: top && f.immutable && !b.create,
+		OnlyIf: f.words.OnlyIf, FixedRows: f.words.FixedRows}
 	switch f.typ {
 	case tBool:
 		on, _ := v.(bool)
@@ -817,6 +935,9 @@ func (b *formBuild) field(f *schemaField, obj map[string]any, name string, top b
 			sub, _ := r.(map[string]any)
 			prefix := name + "." + strconv.Itoa(i)
 			ff.Rows = append(ff.Rows, &formRow{Name: prefix, Index: i, Number: i + 1, Fields: b.fieldsOf(f.fields, sub, prefix, false)})
+		}
+		if f.words.FixedRows {
+			break
 		}
 		prefix := name + "." + strconv.Itoa(len(rows))
 		ff.Rows = append(ff.Rows, &formRow{Name: prefix, Index: len(rows), Number: len(rows) + 1, Blank: true,
@@ -1097,6 +1218,14 @@ type editorView struct {
 	State *stateView
 	// List is a collection's list.
 	List *listView
+	// Panel is the kind's own block under the form (Editor.Panel).
+	Panel *panelView
+}
+
+// panelView is an Editor.Panel's block: its template's name and data.
+type panelView struct {
+	Name string
+	Data any
 }
 
 // onceValue is a value shown once.
@@ -1162,6 +1291,9 @@ type pnlView struct {
 func (s *Server) registerEditors(mux Mux) {
 	mux.HandleFunc("GET /app/manage", s.page(s.settingsIndex))
 	for _, ed := range s.editors {
+		if ed.Panel != nil && !ed.kind.Singleton {
+			mux.HandleFunc("GET "+ed.base+"/{id}/"+ed.Panel.Name, s.fetch(s.editorPanel(ed)))
+		}
 		if ed.kind.Singleton {
 			mux.HandleFunc("GET "+ed.base, s.page(s.editorPage(ed, editorShow)))
 			mux.HandleFunc("POST "+ed.base, s.page(s.editorPage(ed, editorSave)))
@@ -1327,10 +1459,11 @@ func (s *Server) editorListPage(w http.ResponseWriter, r *http.Request, sess *se
 // formView fills ev's form from doc (the resource as shown, or as the
 // trader typed it) and the field errors.
 func (s *Server) formView(ctx context.Context, sess *session, ed *editor, ev *editorView, doc, loaded map[string]any, errs []httpapi.FieldError) {
-	b := &formBuild{create: ev.New, accounts: s.accountsFor(ctx, sess, ed)}
+	b := &formBuild{create: ev.New, accounts: s.accountsOf(ctx, sess, ed, doc), immutable: ed.kind.Immutable}
 	ev.Fields = b.fieldsOf(ed.fields, doc, "", true)
 	ev.Problems = append(ev.Problems, ed.place(ev.Fields, doc, errs)...)
 	ev.Loaded = encodeLoaded(ed, loaded)
+	s.formExtras(ctx, sess, ed, ev, loaded)
 	if ed.State != nil && !ev.New {
 		ev.State = s.stateOf(ctx, sess, ed, loaded)
 	}
@@ -1931,4 +2064,96 @@ func buildEditors() ([]*editor, error) {
 		out = append(out, ed)
 	}
 	return out, nil
+}
+
+// checkWords returns what is wrong with the editor's conditions, rows
+// and panel: a condition names a top-level field of the form, only a
+// top-level field has one, only a list's rows are fixed, a panel has a
+// name and a loader.
+func (ed *editor) checkWords() []string {
+	var problems []string
+	cond := func(what string, c *Condition) {
+		if c == nil {
+			return
+		}
+		if f := ed.byPath[c.Field]; f == nil || strings.Contains(c.Field, ".") || len(c.Values) == 0 {
+			problems = append(problems, what+"'s condition names no top-level field of the form, or no value")
+		}
+	}
+	for p, w := range ed.Words {
+		if w.OnlyIf != nil && strings.Contains(p, ".") {
+			problems = append(problems, p+" has a condition, which only a top-level field may have")
+		}
+		cond(p, w.OnlyIf)
+		if f := ed.byPath[p]; w.FixedRows && (f == nil || f.typ != tRows) {
+			problems = append(problems, p+" has fixed rows but is no list of rows")
+		}
+	}
+	for _, a := range ed.Actions {
+		cond("the action "+a.Name, a.OnlyIf)
+	}
+	if ed.Panel != nil && (ed.Panel.Name == "" || ed.Panel.Load == nil || ed.Panel.Name == "state" || ed.Panel.Name == "delete") {
+		problems = append(problems, "the panel needs a name of its own and a loader")
+	}
+	return problems
+}
+
+// accountsOf returns the accounts a form of doc offers: the editor's
+// (accountsFor), or, with Editor.AccountsFrom, those doc's field picks
+// (both sources while it is not chosen).
+func (s *Server) accountsOf(ctx context.Context, sess *session, ed *editor, doc map[string]any) []string {
+	if ed.AccountsFrom == "" {
+		return s.accountsFor(ctx, sess, ed)
+	}
+	from := func(src string) []string {
+		cp := *ed
+		cp.Accounts = src
+		return s.accountsFor(ctx, sess, &cp)
+	}
+	switch shownString(doc[ed.AccountsFrom]) {
+	case protocol.DestinationDesktop:
+		return from(AccountsDesktop)
+	case protocol.DestinationBroker:
+		return from(AccountsBroker)
+	}
+	both := append(from(AccountsDesktop), from(AccountsBroker)...)
+	if len(both) == 0 {
+		return nil
+	}
+	sort.Strings(both)
+	return slices.Compact(both)
+}
+
+// formExtras fills what a resource's page shows besides its form: the
+// actions that apply to it (Action.OnlyIf) and the kind's panel.
+func (s *Server) formExtras(ctx context.Context, sess *session, ed *editor, ev *editorView, loaded map[string]any) {
+	ev.Actions = nil
+	for _, a := range ed.Actions {
+		if a.OnlyIf.holds(loaded) {
+			ev.Actions = append(ev.Actions, a)
+		}
+	}
+	if ed.Panel != nil && !ev.New && ev.ID != "" {
+		ev.Panel = &panelView{Name: ed.Panel.Name, Data: ed.Panel.Load(ctx, s, sess.p.UserID, ev.ID)}
+	}
+}
+
+// editorPanel serves GET …/{id}/<panel>: the kind's panel alone (live
+// updates).
+func (s *Server) editorPanel(ed *editor) func(http.ResponseWriter, *http.Request, *session) {
+	return func(w http.ResponseWriter, r *http.Request, sess *session) {
+		id := r.PathValue("id")
+		if !sess.p.Plan.AtLeast(auth.PlanElite) || !idShape.MatchString(id) {
+			httpapi.WriteError(w, http.StatusNotFound, httpapi.Error{Code: errcode.NotFound, Detail: "no such resource"})
+			return
+		}
+		var buf bytes.Buffer
+		if err := s.pages.byName["manage-form"].ExecuteTemplate(&buf, ed.Panel.Name, ed.Panel.Load(r.Context(), s, sess.p.UserID, id)); err != nil {
+			s.log.Error("rendering a panel", zap.String("panel", ed.Panel.Name), zap.Error(err))
+			httpapi.WriteError(w, http.StatusInternalServerError, httpapi.Error{Detail: "the block could not be shown"})
+			return
+		}
+		w.Header().Set("Content-Type", "text/html; charset=utf-8")
+		_, _ = w.Write(buf.Bytes())
+	}
 }

@@ -42,7 +42,7 @@ func fieldError(t *testing.T, page, name string) string {
 	if m == nil {
 		return ""
 	}
-	input := regexp.MustCompile(`<(?:input|select)[^>]*id="f-` + regexp.QuoteMeta(name) + `"[^>]*>`).FindString(page)
+	input := regexp.MustCompile(`<(?:input|select|fieldset)[^>]*id="f-` + regexp.QuoteMeta(name) + `"[^>]*>`).FindString(page)
 	require.Contains(t, input, `aria-invalid="true"`, name)
 	require.Regexp(t, `aria-describedby="[^"]*error-`+regexp.QuoteMeta(name), input)
 	return m[1]

@@ -281,6 +281,9 @@ var indexPath = regexp.MustCompile(`\.(\d+)$`)
 // text list ("instruments.3") names the item.
 func (ed *editor) fieldMessage(fe httpapi.FieldError, doc map[string]any) string {
 	f := ed.byPath[schemaPath(fe.Path)]
+	if s, ok := f.ownWords(fe.Code); ok {
+		return s
+	}
 	var msg string
 	if fn, ok := fieldCodeWords[fe.Code]; ok {
 		msg = fn(fe, f)
@@ -301,4 +304,14 @@ func (ed *editor) fieldMessage(fe httpapi.FieldError, doc map[string]any) string
 		}
 	}
 	return msg
+}
+
+// ownWords returns the field's own sentence of an error code
+// (Words.Errors).
+func (f *schemaField) ownWords(code string) (string, bool) {
+	if f == nil {
+		return "", false
+	}
+	s, ok := f.words.Errors[code]
+	return s, ok
 }

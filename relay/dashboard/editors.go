@@ -16,6 +16,13 @@ func editorTable() []Editor {
 		monitorEditor(manage.FamilyDesktop),
 		copierEditor(manage.FamilyBroker),
 		monitorEditor(manage.FamilyBroker),
+		// The account-wide settings and the alert destinations.
+		groupEditor(),
+		templateEditor(),
+		controlsEditor(),
+		newsEditor(),
+		connectionsEditor(),
+		alertEditor(),
 	}
 }
 

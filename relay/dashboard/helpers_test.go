@@ -485,6 +485,13 @@ type manageEnv struct {
 // options.
 func newManageEnv(t *testing.T, tweak ...func(*dashboard.Options)) *manageEnv {
 	t.Helper()
+	return newManageEnvWith(t, nil, tweak...)
+}
+
+// newManageEnvWith is newManageEnv whose Management API's options mtweak
+// changes (nil: none).
+func newManageEnvWith(t *testing.T, mtweak func(*manage.Options), tweak ...func(*dashboard.Options)) *manageEnv {
+	t.Helper()
 	st := storetest.Open(t, "sqlite")
 	ctx := context.Background()
 	for _, u := range []store.User{{ID: aliceID, Name: "alice", Plan: string(auth.PlanElite)}, {ID: bobID, Name: "bob", Plan: string(auth.PlanFree)}} {
@@ -513,7 +520,11 @@ func newManageEnv(t *testing.T, tweak ...func(*dashboard.Options)) *manageEnv {
 	clock := testkit.NewClock(time.Date(2026, 11, 2, 15, 0, 0, 0, time.UTC))
 	adm, err := admit.New(admit.Options{Auth: authtest.New(map[string]auth.Principal{})})
 	require.NoError(t, err)
-	api, err := manage.New(manage.Options{Store: st, Hub: hub, Admitter: adm, Now: clock.UnixNano, AckTimeout: testkit.Medium})
+	mopts := manage.Options{Store: st, Hub: hub, Admitter: adm, Now: clock.UnixNano, AckTimeout: testkit.Medium}
+	if mtweak != nil {
+		mtweak(&mopts)
+	}
+	api, err := manage.New(mopts)
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = api.Close() })
 	me := &manageEnv{api: api, hub: hub, store: st, clock: clock, retrip: retrip}

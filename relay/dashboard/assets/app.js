@@ -399,3 +399,88 @@
   }
   connect();
 })();
+
+// ---- The settings' editors: a field that applies only to some values of
+// another (an alert destination's URL for a webhook or Discord) shows only
+// while that field holds one of them (without script every field shows,
+// and the relay leaves out what does not apply); an alert destination's
+// last deliveries follow the stream socket: an alert.sent or alert.failed
+// entry about it fetches the block again. ----
+(function () {
+  "use strict";
+
+  var conds = document.querySelectorAll(".only-if[data-if-field]");
+  for (var i = 0; i < conds.length; i++) {
+    (function (box) {
+      var form = box.closest("form");
+      var control = form ? form.querySelector('[name="' + box.getAttribute("data-if-field") + '"]') : null;
+      if (!control) return; // not editable here: the page shows only what applies
+      var values = (box.getAttribute("data-if-values") || "").split(" ");
+      var apply = function () {
+        var on = values.indexOf(control.value) >= 0;
+        box.hidden = !on;
+        var inputs = box.querySelectorAll("input, select, textarea");
+        for (var k = 0; k < inputs.length; k++) inputs[k].disabled = !on;
+      };
+      control.addEventListener("change", apply);
+      apply();
+    })(conds[i]);
+  }
+
+  var box = document.getElementById("deliveries");
+  if (!box || !document.querySelector('meta[name="csrf-token"]') || !window.WebSocket) return;
+  var id = box.getAttribute("data-id");
+  var live = "off", dropped = 0;
+
+  var busy = false, again = false;
+  function refetch() {
+    if (busy) { again = true; return; }
+    busy = true;
+    fetch(box.getAttribute("data-href"), { credentials: "same-origin", headers: { "Accept": "text/html" } }).then(function (res) {
+      if (res.status === 401) { location.assign("/app/signin"); return null; }
+      return res.ok ? res.text() : null;
+    }).then(function (html) {
+      if (html) {
+        var holder = document.createElement("div");
+        holder.innerHTML = html;
+        var fresh = holder.querySelector("#deliveries");
+        if (fresh) { fresh.setAttribute("data-live", live); box.replaceWith(fresh); box = fresh; }
+      }
+    }).catch(function () {}).then(function () {
+      busy = false;
+      if (again) { again = false; refetch(); }
+    });
+  }
+
+  var delay = 1000;
+  function connect() {
+    var ws = new WebSocket((location.protocol === "https:" ? "wss://" : "ws://") + location.host + "/ws/stream");
+    ws.onopen = function () {
+      delay = 1000;
+      ws.send(JSON.stringify({ action: "subscribeActivity" }));
+    };
+    ws.onmessage = function (m) {
+      var f;
+      try { f = JSON.parse(m.data); } catch (err) { return; }
+      if (f.type === "activitySubscribed") {
+        // What was written between the page's load and now is read once.
+        live = "on";
+        box.setAttribute("data-live", live);
+        refetch();
+        return;
+      }
+      if (f.type !== "activity") return;
+      var e = f.event;
+      if ((f.dropped || 0) > dropped) { dropped = f.dropped; refetch(); return; }
+      if (e && (e.kind === "alert.sent" || e.kind === "alert.failed") && e.detail && e.detail.destinationId === id) refetch();
+    };
+    ws.onclose = function (ev) {
+      live = "off";
+      box.setAttribute("data-live", live);
+      if (ev.code === 1008 && /session/.test(ev.reason || "")) { location.assign("/app/signin"); return; }
+      setTimeout(connect, delay);
+      delay = Math.min(delay * 2, 30000);
+    };
+  }
+  connect();
+})();

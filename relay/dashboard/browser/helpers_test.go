@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -35,8 +36,20 @@ type dash struct {
 // newDash starts a relay and a browser at vp for t.
 func newDash(t *testing.T, vp browsertest.Viewport) *dash {
 	t.Helper()
+	return newDashWith(t, vp, nil)
+}
+
+// newDashWith is newDash with a relay whose options tweak may change
+// further (nil: none).
+func newDashWith(t *testing.T, vp browsertest.Viewport, tweak func(*relay.Options)) *dash {
+	t.Helper()
 	tab := browsertest.New(t, vp) // first: it skips when there is no chromium
-	s := systemtest.NewWith(t, dashOptions)
+	s := systemtest.NewWith(t, func(o *relay.Options) {
+		dashOptions(o)
+		if tweak != nil {
+			tweak(o)
+		}
+	})
 	return &dash{System: s, t: t, tab: tab}
 }
 
@@ -56,6 +69,46 @@ func newBrokerDash(t *testing.T, vp browsertest.Viewport) (*dash, *systemtest.Tr
 	tv := systemtest.StartTradovate(t)
 	s := tv.NewSystem(t, dashOptions)
 	return &dash{System: s, t: t, tab: tab}, tv
+}
+
+// withTab returns the dashboard of d's relay in a browser of its own at
+// vp (another person, or the same one on a phone): sign it in anew.
+func (d *dash) withTab(vp browsertest.Viewport) *dash {
+	d.t.Helper()
+	return &dash{System: d.System, t: d.t, tab: browsertest.New(d.t, vp)}
+}
+
+// setValue sets the value of the form input named name as a browser's
+// own picker does (a date and time), firing its input and change events.
+func (d *dash) setValue(name, value string) {
+	d.t.Helper()
+	ok := browsertest.Eval[bool](d.tab, fmt.Sprintf(`(e => { if (!e) return false; e.value = %q;
+		for (const t of ['input', 'change']) e.dispatchEvent(new Event(t, {bubbles: true})); return e.value === %q; })(document.querySelector('[name=%q]'))`,
+		value, value, name))
+	require.True(d.t, ok, "setting %s to %s", name, value)
+}
+
+// addRow presses "Add a row" of the list of rows named rows and returns
+// the name of the row it added ("config.brackets.1"), the last of the
+// list.
+func (d *dash) addRow(rows string) string {
+	d.t.Helper()
+	sel := fmt.Sprintf(`fieldset[data-rows=%q] > .row`, rows)
+	before := d.tab.Count(sel)
+	d.tab.Click(fmt.Sprintf(`fieldset[data-rows=%q]`, rows), "Add a row")
+	d.tab.WaitFor(testkit.Medium, "a row added to "+rows, fmt.Sprintf(`document.querySelectorAll(%q).length > %d`, sel, before))
+	return browsertest.Eval[string](d.tab, fmt.Sprintf(`Array.from(document.querySelectorAll(%q)).pop().dataset.row`, sel))
+}
+
+// checkBox checks the checkbox sel matches (one of several of a name:
+// input[name="events"][value="monitor.tripped"]), by a click, unless it
+// is checked.
+func (d *dash) checkBox(sel string) {
+	d.t.Helper()
+	if !browsertest.Eval[bool](d.tab, fmt.Sprintf(`!!(document.querySelector(%q) || {}).checked`, sel)) {
+		d.tab.ClickElement(sel)
+	}
+	d.tab.WaitFor(testkit.Medium, sel+" to be checked", fmt.Sprintf(`!!(document.querySelector(%q) || {}).checked`, sel))
 }
 
 // html returns the page's markup as it stands, for what must not be in
@@ -278,11 +331,18 @@ func (d *dash) quantity(token, account, root string) int {
 // manageGet reads a Management API resource with the token: its data.
 func (d *dash) manageGet(path, token string) map[string]any {
 	d.t.Helper()
-	r := d.Do("GET", "/v1/api/manage/"+path, token, "")
-	require.Equal(d.t, 200, r.Status, "GET %s: %s", path, r.Raw)
 	var data map[string]any
-	require.NoError(d.t, json.Unmarshal(r.Data, &data), "%s", r.Raw)
+	d.apiData("/v1/api/manage/"+path, token, &data)
 	return data
+}
+
+// apiData returns data of a GET of the relay's API that answers 200, as
+// JSON into v.
+func (d *dash) apiData(path, token string, v any) {
+	d.t.Helper()
+	r := d.Do(http.MethodGet, path, token, "")
+	require.Equal(d.t, http.StatusOK, r.Status, "GET %s: %s", path, r.Raw)
+	require.NoError(d.t, json.Unmarshal(r.Data, v), "%s", r.Raw)
 }
 
 // check checks (on true) or unchecks the checkbox named name, as a click

@@ -11,13 +11,21 @@
 // flattening the simulator's positions, which the activity page shows,
 // and turned on while the PC is off (recorded, entries refused at once);
 // the same flow at a phone's 375×812 viewport with nothing wider than the
-// screen; a name holding markup shown as text; and forms on another site
-// posting to the dashboard refused; linking a Tradovate login (the
+// screen; a name holding markup shown as text; forms on another site
+// posting to the dashboard refused. Part 2's pages: the Management API's
+// editors (a copier made in the form copying a simulator order, a 422
+// next to its field, a 412 between two sessions explained, a monitor
+// tripping live and restarted, a Tandem copier halting live); the
+// settings' editors (an alert destination whose "Send a test" reaches a
+// receiver of the test, signed, listed as sent without a reload; the news
+// lockout's event rows; an ATM template's brackets refused, then stored;
+// an account group made and deleted); linking a Tradovate login (the
 // Tradovate fake, systemtest.Tradovate) with "Link demo" through the
-// broker's authorization page and back, and unlinking it, and with the
-// API-key form on a phone, a wrong password refused first. Each case has
-// a relay of its own, so they run in parallel. A page's uncaught exception or console error (a
-// Content-Security-Policy violation among them) fails its case.
+// broker's authorization page and back, with the API-key form on a phone
+// (a wrong password refused first), and the broker family's editors once
+// linked. Each case has a relay of its own, so they run in parallel. A
+// page's uncaught exception or console error (a Content-Security-Policy
+// violation among them) fails its case.
 //
 // Each page's screenshot is written under the test's temporary folder;
 // the README's ones come from
