@@ -1019,10 +1019,9 @@ func checkOptions(choices []Choice, list []string) []formOption {
 	return out
 }
 
-// place puts each field error next to the input its path names (or the
-// nearest group or list that holds it) and returns the messages that name
-// no input.
-func (ed *editor) place(fields []*formField, doc map[string]any, errs []httpapi.FieldError) []string {
+// indexFields maps each field's input name to the field, through groups
+// and rows.
+func indexFields(fields []*formField) map[string]*formField {
 	byName := map[string]*formField{}
 	var index func([]*formField)
 	index = func(fs []*formField) {
@@ -1035,6 +1034,14 @@ func (ed *editor) place(fields []*formField, doc map[string]any, errs []httpapi.
 		}
 	}
 	index(fields)
+	return byName
+}
+
+// place puts each field error next to the input its path names (or the
+// nearest group or list that holds it) and returns the messages that name
+// no input.
+func (ed *editor) place(fields []*formField, doc map[string]any, errs []httpapi.FieldError) []string {
+	byName := indexFields(fields)
 	var loose []string
 	for _, fe := range errs {
 		msg := ed.fieldMessage(fe, doc)
@@ -1511,19 +1518,30 @@ func (s *Server) editorNewPage(w http.ResponseWriter, r *http.Request, sess *ses
 	s.renderEditor(w, r, sess, http.StatusOK, ed, ev, "")
 }
 
-// editorShowPage serves a resource's form (a singleton's too).
-func (s *Server) editorShowPage(w http.ResponseWriter, r *http.Request, sess *session, ed *editor, id string) {
+// readResource reads the resource id of ed (a singleton: "") through the
+// Management API and returns it with its ETag; a refusal is answered to
+// w, and ok is false.
+func (s *Server) readResource(w http.ResponseWriter, r *http.Request, sess *session, ed *editor, id string) (doc map[string]any, etag string, ok bool) {
 	status, a := s.invoke(r.Context(), sess, http.MethodGet, ed.apiPath(id), "", nil)
 	if status != http.StatusOK {
 		s.editorRefused(w, r, sess, ed, status, a)
-		return
+		return nil, "", false
 	}
 	doc, err := decodeDoc(a.Data)
 	if err != nil {
 		s.editorRefused(w, r, sess, ed, http.StatusInternalServerError, apiAnswer{Error: errcode.InternalError})
+		return nil, "", false
+	}
+	return doc, a.Meta.ETag, true
+}
+
+// editorShowPage serves a resource's form (a singleton's too).
+func (s *Server) editorShowPage(w http.ResponseWriter, r *http.Request, sess *session, ed *editor, id string) {
+	doc, etag, ok := s.readResource(w, r, sess, ed, id)
+	if !ok {
 		return
 	}
-	ev := ed.editView(id, a.Meta.ETag)
+	ev := ed.editView(id, etag)
 	ev.Notice = ed.doneNotice(r.URL.Query().Get("done"))
 	s.formView(r.Context(), sess, ed, ev, doc, doc, nil)
 	s.renderEditor(w, r, sess, http.StatusOK, ed, ev, "")
@@ -1678,17 +1696,11 @@ func cloneDoc(doc map[string]any) map[string]any {
 // editorStale answers a save refused with 412: the resource is read
 // again and shown, with what changed since the form was loaded.
 func (s *Server) editorStale(w http.ResponseWriter, r *http.Request, sess *session, ed *editor, id string, loaded map[string]any) {
-	status, a := s.invoke(r.Context(), sess, http.MethodGet, ed.apiPath(id), "", nil)
-	if status != http.StatusOK {
-		s.editorRefused(w, r, sess, ed, status, a)
+	now, etag, ok := s.readResource(w, r, sess, ed, id)
+	if !ok {
 		return
 	}
-	now, err := decodeDoc(a.Data)
-	if err != nil {
-		s.editorRefused(w, r, sess, ed, http.StatusInternalServerError, apiAnswer{Error: errcode.InternalError})
-		return
-	}
-	ev := ed.editView(id, a.Meta.ETag)
+	ev := ed.editView(id, etag)
 	ev.Changes = ed.changes(loaded, now)
 	s.formView(r.Context(), sess, ed, ev, now, now, nil)
 	msg := "Someone else changed this " + ed.Noun + " since you opened it, so your changes were not saved. " +

@@ -286,18 +286,7 @@ func TestPlaceErrors(t *testing.T) {
 		{Path: "followers", Code: errcode.FieldCodeLessThanEqual, Limit: float64(20)},
 		{Path: "", Code: errcode.FieldCodeWrongType},
 	})
-	byName := map[string]*formField{}
-	var index func([]*formField)
-	index = func(fs []*formField) {
-		for _, f := range fs {
-			byName[f.Name] = f
-			index(f.Fields)
-			for _, r := range f.Rows {
-				index(r.Fields)
-			}
-		}
-	}
-	index(fs)
+	byName := indexFields(fs)
 	require.Contains(t, byName["sizing.ratio"].Error, "The ratio must be one of 0.25")
 	require.Equal(t, "error-sizing.ratio", byName["sizing.ratio"].ErrorID())
 	require.Contains(t, byName["sizing.ratio"].DescribedBy(), "error-sizing.ratio")
