@@ -645,6 +645,7 @@ func (b *build) webhookDoor() error {
 	w.Desktop = b.up
 	w.Broker = b.r.broker
 	w.Manage = b.r.manage
+	w.Links = o.Store
 	w.Events = b.entries()
 	w.Metrics = b.r.metrics
 	w.Logger = b.log
