@@ -714,6 +714,7 @@ func (b *build) dashboardRoutes() error {
 	d.Broker = b.r.broker
 	d.Manage = b.r.manage
 	d.Activity = o.Store
+	d.Webhook = b.r.webhook
 	d.Logger = b.log
 	var err error
 	b.dash, err = dashboard.New(d)

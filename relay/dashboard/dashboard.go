@@ -137,6 +137,11 @@ type Options struct {
 	Logger *zap.Logger
 	// Now is the clock; nil means time.Now.
 	Now func() time.Time
+
+	// Webhook is the user's TradingView webhook (the TradingView page:
+	// URL and key, Rotate key, the message builder, Try it, the alert
+	// history); nil serves no such page.
+	Webhook Webhook
 }
 
 // Server serves the dashboard. It starts no goroutines.
@@ -218,6 +223,13 @@ func (s *Server) Register(mux Mux) {
 	mux.HandleFunc("GET /app/activity", s.page(s.activity))
 	mux.HandleFunc("POST /app/kill-switch", s.page(s.killSwitch))
 	mux.HandleFunc("GET /app/assets/{name}", s.asset)
+
+	// The TradingView page.
+	mux.HandleFunc("GET /app/webhook", s.page(s.webhookPage))
+	mux.HandleFunc("GET /app/webhook/message", s.fetch(s.webhookMessage))
+	mux.HandleFunc("GET /app/webhook/alerts", s.fetch(s.webhookAlerts))
+	mux.HandleFunc("POST /app/webhook/try", s.page(s.webhookTry))
+	mux.HandleFunc("POST /app/webhook/rotate", s.page(s.webhookRotate))
 }
 
 // Cookie names of the session: the __Host- prefix over TLS (the browser

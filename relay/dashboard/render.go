@@ -24,7 +24,9 @@ var assetFS embed.FS
 // pageNames are the templates of whole pages; each defines "content"
 // (and "title"), shown inside layout.html.
 var pageNames = []string{"home", "signin", "signup", "signup-closed", "reset", "reset-sent", "new-password", "pair",
-	"tokens", "activity", "error"}
+	"tokens", "activity", "error",
+	"webhook",
+}
 
 // asset is an embedded file served under /app/assets/, versioned by its
 // content's hash.
