@@ -71,8 +71,8 @@ var ChartPlaceholders = []struct{ Field, Placeholder, Example string }{
 // language it writes, as the trader chose it.
 type builder struct {
 	Command, Destination, Account, Instrument, Action, Qty, OrderType, TIF string
-	LimitPrice, StopPrice, TakeProfit, StopLoss                             string
-	FlattenFirst, FromChart                                                 bool
+	LimitPrice, StopPrice, TakeProfit, StopLoss                            string
+	FlattenFirst, FromChart                                                bool
 	// Sent: the trader sent the form (the query has a command); the
 	// first visit shows the defaults without judging them.
 	Sent bool
