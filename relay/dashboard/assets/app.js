@@ -285,13 +285,13 @@
           if (problem) { problem.textContent = d.error; problem.hidden = !d.error; }
           var inputs = builder.querySelectorAll("input, select");
           for (var i = 0; i < inputs.length; i++) {
-            if (d.error && inputs[i].name === d.field) {
-              inputs[i].setAttribute("aria-invalid", "true");
-              inputs[i].setAttribute("aria-describedby", "builder-error");
-            } else {
-              inputs[i].removeAttribute("aria-invalid");
-              inputs[i].removeAttribute("aria-describedby");
-            }
+            var el = inputs[i], bad = !!d.error && el.name === d.field;
+            var ids = (el.getAttribute("aria-describedby") || "").split(" ").filter(function (id) {
+              return id && id !== "builder-error";
+            });
+            if (bad) ids.unshift("builder-error");
+            if (bad) el.setAttribute("aria-invalid", "true"); else el.removeAttribute("aria-invalid");
+            if (ids.length) el.setAttribute("aria-describedby", ids.join(" ")); else el.removeAttribute("aria-describedby");
           }
         }).catch(function () {});
     };
