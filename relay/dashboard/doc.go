@@ -40,6 +40,21 @@
 //	                             with the two members at the top level too), or 303 back
 //	GET  /app/assets/{name}      app.js, app.css (immutable, versioned by content hash)
 //
+// The TradingView page (Options.Webhook, package relay/webhook; the pro plan or above, else
+// the page says so and shows no URL):
+//
+//	GET  /app/webhook            the webhook's URL and key, Rotate key, the message builder (its
+//	                             choices in the query write the message), the alert history
+//	                             (before=tva_… pages back), live
+//	GET  /app/webhook/message    the builder's message of the query, as JSON
+//	                             {"message","error","field","tryAction"} (the page's script)
+//	GET  /app/webhook/alerts     the history's newest rows alone (HTML fragment), which the page
+//	                             fetches again when the stream socket says an alert was received
+//	POST /app/webhook/try        "Try it" (message): the webhook's dry run (webhook.Server.Try),
+//	                             shown with the builder of the query; nothing sent or recorded
+//	POST /app/webhook/rotate     "Rotate key" (confirm=rotate): a new key, the old one refused
+//	                             at once; 303 back to the page
+//
 // # Stable names (a contract: tests and operators' scripts use them)
 //
 // Form inputs are named email, password, code, name (a token's name),
@@ -63,6 +78,20 @@
 //	#activity li[data-kind=KIND]                 the activity log's entries, newest first, live
 //	#form-error[role=alert]                      a form's refusal
 //	meta[name=csrf-token]                        the session's CSRF token, for fetch
+//
+// The TradingView page's builder inputs are named after the alert language's keys: command,
+// destination, account, instrument, action, qty, order_type, limit_price, stop_price, tif,
+// take_profit, stop_loss (ticks), flatten_first, and from_chart; its forms post message and
+// confirm. Buttons: "Write the message", "Copy", "Try it", "Rotate key".
+//
+//	#webhook-url #webhook-key                    the URL and the key, each with a Copy button
+//	#webhook-builder #webhook-message            the builder's form and the message it writes
+//	#builder-error[role=alert]                   what the parser says of the builder's message
+//	#try-result[data-outcome=ok|error]           a dry run; data-would=run|scheduled|blocked|
+//	                                             failed|refused; li[data-fn][data-account] per call
+//	#webhook-alerts tr[data-alert-id][data-status]  the alert history, newest first, live
+//	#webhook-rotated                             the notice after Rotate key
+//	#webhook-plan                                the free plan's notice
 //
 // # Security
 //
