@@ -13,8 +13,10 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"tradebridge/internal/testkit"
 	"tradebridge/protocol"
 	"tradebridge/relay/agentcall"
+	"tradebridge/relay/agentcall/agentcalltest"
 	"tradebridge/relay/auth"
 	"tradebridge/relay/events"
 	"tradebridge/relay/store"
@@ -211,6 +213,7 @@ type sent struct {
 func TestTryAgreesWithTheRealRun(t *testing.T) {
 	t.Parallel()
 	const closing = ";start_time=09:30;end_time=16:00;closing_only_after=15:00" // 15:30 now: closing only
+	e := newEnv(t, 100, func(o *webhook.Options) { o.AnswerWithin = testkit.Long })
 	offline := func(e *env) { e.agents.Disconnect(e.users["alice"]) }
 	oldAgent := func(e *env) {
 		e.agents.Connect(e.users["alice"], agentcall.Info{Hello: protocol.Hello{ProtocolVersion: protocol.ExitsProtocolVersion - 1}})
@@ -238,7 +241,6 @@ func TestTryAgreesWithTheRealRun(t *testing.T) {
 		{"closing only flatplace", "alice", strings.Replace(place, "PLACE", "FLATPLACE", 1) + closing, "", webhook.WouldBlock, nil},
 		{"closing only reverse", "alice", "command=REVERSE;account=Sim101;instrument=ES 12-26" + closing, "", webhook.WouldBlock, nil},
 		{"outside the window", "alice", place + ";start_time=09:30;end_time=15:00", "", webhook.WouldBlock, nil},
-		{"delay", "alice", place + ";delay=30", "", webhook.WouldSchedule, nil},
 		{"missing fields", "alice", "command=PLACE;account=Sim101", "", webhook.WouldFail, nil},
 		{"unknown field", "alice", place + ";stop_los=10 ticks", "", webhook.WouldFail, nil},
 		{"not applicable", "alice", "command=CLOSEPOSITION;account=Sim101;instrument=ES1!;stop_loss=10 ticks", "", webhook.WouldFail, nil},
@@ -252,10 +254,14 @@ func TestTryAgreesWithTheRealRun(t *testing.T) {
 		{"kill switch without the Management API", "alice", "kill_switch=on", "", webhook.WouldFail, nil},
 		{"broker family missing", "alice", "destination=broker;" + place, "", webhook.WouldFail, nil},
 		{"free plan", "fred", place, "", webhook.WouldRefuse, nil},
+		// Last: its timer runs a minute from now, after the test.
+		{"delay", "alice", place + ";delay=60", "", webhook.WouldSchedule, nil},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			t.Parallel()
-			e := newEnv(t, 100, nil)
+			// One after the other on one Server: each past the last one's
+			// duplicate window, with the agent connected anew.
+			e.clock.Advance(webhook.DefaultDuplicateWindow + time.Second)
+			e.agents.Connect(e.users["alice"], agentcall.Info{Hello: protocol.Hello{ProtocolVersion: protocol.ExitsProtocolVersion}})
 			if tc.setup != nil {
 				tc.setup(e)
 			}
@@ -274,28 +280,28 @@ func TestTryAgreesWithTheRealRun(t *testing.T) {
 			dry, err := e.s.Try(context.Background(), user, []byte(body), ct)
 			require.NoError(t, err)
 			require.Equal(t, tc.would, dry.Would, "%+v", dry)
-			real := e.post(e.hooks[tc.user].URL, body, ct)
-			agreeWith(t, e, user, dry, real)
+			before := len(e.agents.Calls(user))
+			real := post(t, e, e.hooks[tc.user].URL, body, ct)
+			agreeWith(t, e, user, dry, real, e.agents.Calls(user)[before:])
 		})
 	}
 }
 
 // post sends an alert body as TradingView does and returns what it did.
-func (e *env) post(url, body, contentType string) sent {
-	e.t.Helper()
+func post(t *testing.T, e *env, url, body, contentType string) sent {
+	t.Helper()
 	req := httptest.NewRequest(http.MethodPost, url, strings.NewReader(body))
 	req.Header.Set("Content-Type", contentType)
 	w := httptest.NewRecorder()
 	e.mux.ServeHTTP(w, req)
 	s := sent{code: w.Code}
-	require.NoError(e.t, json.Unmarshal(w.Body.Bytes(), &s.answer), w.Body.String())
+	require.NoError(t, json.Unmarshal(w.Body.Bytes(), &s.answer), w.Body.String())
 	return s
 }
 
 // agreeWith checks that a dry run said what the real alert then did.
-func agreeWith(t *testing.T, e *env, user string, dry webhook.TryResult, real sent) {
+func agreeWith(t *testing.T, e *env, user string, dry webhook.TryResult, real sent, calls []agentcalltest.Call) {
 	t.Helper()
-	calls := e.agents.Calls(user)
 	switch dry.Would {
 	case webhook.WouldRefuse:
 		require.NotNil(t, dry.Error)
