@@ -302,6 +302,7 @@
     };
     builder.addEventListener("input", changed);
     builder.addEventListener("change", changed);
+    builder.classList.add("live");
     if (command && orderType) show();
   }
 

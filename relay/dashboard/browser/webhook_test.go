@@ -62,15 +62,16 @@ func TestWebhookPage(t *testing.T) {
 				"FLATTENEVERYTHING takes no account: its input is hidden")
 			d.stillSamePage()
 
-			// The builder, as a trader fills it in on a fresh page.
+			// The builder, as a trader fills it in on a fresh page: the
+			// message follows (with script, no Write button).
 			d.page("/app/webhook")
+			require.True(t, browsertest.Eval[bool](d.tab, `document.querySelector('#webhook-builder .write').offsetParent === null`))
 			d.tab.Choose("command", "PLACE")
 			d.tab.Choose("account", "Sim101")
-			d.tab.Fill("instrument", "ES")
 			d.tab.Choose("action", "BUY")
-			d.tab.Fill("qty", "1")
 			d.tab.Choose("order_type", "MARKET")
-			d.tab.Submit("#webhook-builder", "Write the message")
+			d.tab.Fill("instrument", "ES")
+			d.tab.Fill("qty", "1")
 			msg := browsertest.Eval[string](d.tab, `document.querySelector('#webhook-message').value`)
 			for _, line := range []string{"key=" + key + ";", "command=PLACE;", "account=Sim101;", "instrument=ES;",
 				"action=BUY;", "qty=1;", "order_type=MARKET;", "tif=DAY;"} {
