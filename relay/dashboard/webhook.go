@@ -252,8 +252,11 @@ type webhookView struct {
 	TryAction string
 	Try       *tryView
 	// Accounts and BrokerAccounts are the accounts the builder offers:
-	// the agent's (online) and the linked broker login's.
+	// the agent's (online) and the linked broker login's; OtherAccount
+	// the builder's account when it is neither (typed before, or
+	// several), offered too.
 	Accounts, BrokerAccounts []string
+	OtherAccount             string
 	Commands, Actions        []string
 	OrderTypes, TIFs         []string
 	// Takes lists, by key of the language, the offered commands that
@@ -342,6 +345,9 @@ func (s *Server) readWebhook(r *http.Request, sess *session) (*webhookView, int,
 			first = wv.Accounts[0]
 		}
 		wv.Builder = readBuilder(q, first)
+		if a := wv.Builder.Account; a != "" && !slices.Contains(wv.Accounts, a) && !slices.Contains(wv.BrokerAccounts, a) {
+			wv.OtherAccount = a
+		}
 		wv.Message, wv.BuildError = wv.Builder.message(in.Key)
 		if !wv.Builder.Sent {
 			wv.BuildError = nil

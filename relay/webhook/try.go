@@ -2,6 +2,7 @@ package webhook
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"net/http"
@@ -78,7 +79,7 @@ type TryCall struct {
 	// (PlaceOrder, FlatPlace, ClosePosition, …).
 	Fn string `json:"fn"`
 	// Args are its arguments, as JSON.
-	Args []byte `json:"args"`
+	Args json.RawMessage `json:"args"`
 	// Skipped, when not empty, is why the call would not be made (the
 	// alert's gates, closing_only_after).
 	Skipped string `json:"skipped,omitempty"`

@@ -278,7 +278,9 @@
           if (res.status === 401) { location.assign("/app/signin"); return null; }
           return res.ok ? res.json() : null;
         }).then(function (j) {
-          if (!j || !j.data || mine !== seq) return;
+          if (mine !== seq) return;
+          message.removeAttribute("aria-busy");
+          if (!j || !j.data) return;
           var d = j.data;
           message.value = d.message;
           if (tryForm) tryForm.setAttribute("action", d.tryAction);
@@ -293,9 +295,12 @@
             if (bad) el.setAttribute("aria-invalid", "true"); else el.removeAttribute("aria-invalid");
             if (ids.length) el.setAttribute("aria-describedby", ids.join(" ")); else el.removeAttribute("aria-describedby");
           }
-        }).catch(function () {});
+        }).catch(function () { if (mine === seq) message.removeAttribute("aria-busy"); });
     };
+    // The message box is busy from a change until the relay's message
+    // for the latest choices is in it.
     var changed = function () {
+      message.setAttribute("aria-busy", "true");
       show();
       clearTimeout(timer);
       timer = setTimeout(update, 250);

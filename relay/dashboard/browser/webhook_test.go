@@ -10,6 +10,8 @@ import (
 
 	"tradebridge/internal/browsertest"
 	"tradebridge/internal/testkit"
+	"tradebridge/protocol"
+	"tradebridge/relay/activity"
 	"tradebridge/relay/webhook"
 )
 
@@ -52,7 +54,8 @@ func TestWebhookPage(t *testing.T) {
 			d.markNoReload()
 			d.tab.Fill("qty", "3")
 			d.tab.WaitFor(testkit.Medium, "the message to follow the quantity",
-				`document.querySelector('#webhook-message').value.includes('qty=3;')`)
+				`!document.querySelector('#webhook-message').hasAttribute('aria-busy') &&
+				document.querySelector('#webhook-message').value.includes('qty=3;')`)
 			browsertest.Eval[bool](d.tab, `(() => { const c = document.querySelector('select[name=command]');
 				c.value = 'FLATTENEVERYTHING'; c.dispatchEvent(new Event('change', {bubbles: true})); return true; })()`)
 			d.tab.WaitFor(testkit.Medium, "the message of FLATTENEVERYTHING",
@@ -72,6 +75,8 @@ func TestWebhookPage(t *testing.T) {
 			d.tab.Choose("order_type", "MARKET")
 			d.tab.Fill("instrument", "ES")
 			d.tab.Fill("qty", "1")
+			d.tab.WaitFor(testkit.Medium, "the message of the last choices",
+				`!document.querySelector('#webhook-message').hasAttribute('aria-busy')`)
 			msg := browsertest.Eval[string](d.tab, `document.querySelector('#webhook-message').value`)
 			for _, line := range []string{"key=" + key + ";", "command=PLACE;", "account=Sim101;", "instrument=ES;",
 				"action=BUY;", "qty=1;", "order_type=MARKET;", "tif=DAY;"} {
@@ -125,6 +130,14 @@ func TestWebhookPage(t *testing.T) {
 				"key="+newKey+";", "the builder writes the new key")
 			r = d.Do("POST", path, "", msg, "Content-Type", "text/plain")
 			require.Equal(t, 401, r.Status, "the old key is refused at once: %s", r.Raw)
+			var log activity.Page
+			require.Eventually(t, func() bool {
+				r := d.Do("GET", "/v1/api/activity?kind="+protocol.ActivityConfigChanged, bob.APIToken, "")
+				return r.Status == 200 && json.Unmarshal(r.Data, &log) == nil && len(log.Events) == 1
+			}, testkit.Long, testkit.Tick, "the rotation in the activity log")
+			require.Equal(t, protocol.SourceDashboard, log.Events[0].Source.Kind, "the dashboard rotated it")
+			require.Contains(t, log.Events[0].Summary, "webhook key rotated")
+			require.NotContains(t, string(log.Events[0].Detail), newKey)
 			fits("the TradingView page after a rotation")
 			d.noProblems()
 		})
