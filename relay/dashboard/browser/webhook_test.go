@@ -52,7 +52,7 @@ func TestWebhookPage(t *testing.T) {
 			// The builder's script writes the message as the trader
 			// types, and shows only the inputs the command takes.
 			d.markNoReload()
-			d.tab.Fill("qty", "3")
+			d.tab.Type("qty", "3")
 			d.tab.WaitFor(testkit.Medium, "the message to follow the quantity",
 				`!document.querySelector('#webhook-message').hasAttribute('aria-busy') &&
 				document.querySelector('#webhook-message').value.includes('qty=3;')`)
@@ -73,8 +73,8 @@ func TestWebhookPage(t *testing.T) {
 			d.tab.Choose("account", "Sim101")
 			d.tab.Choose("action", "BUY")
 			d.tab.Choose("order_type", "MARKET")
-			d.tab.Fill("instrument", "ES")
-			d.tab.Fill("qty", "1")
+			d.tab.Type("instrument", "ES")
+			d.tab.Type("qty", "1")
 			d.tab.WaitFor(testkit.Medium, "the message of the last choices",
 				`!document.querySelector('#webhook-message').hasAttribute('aria-busy')`)
 			msg := browsertest.Eval[string](d.tab, `document.querySelector('#webhook-message').value`)
