@@ -648,6 +648,7 @@ func (b *build) webhookDoor() error {
 	w.Desktop = b.up
 	w.Broker = b.r.broker
 	w.Manage = b.r.manage
+	w.Links = o.Store
 	w.Events = b.entries()
 	w.Metrics = b.r.metrics
 	w.Logger = b.log
@@ -717,6 +718,7 @@ func (b *build) dashboardRoutes() error {
 	d.BrokerDoor = b.broker.Door()
 	d.Manage = b.r.manage
 	d.Activity = o.Store
+	d.Webhook = b.r.webhook
 	d.Logger = b.log
 	var err error
 	b.dash, err = dashboard.New(d)

@@ -40,6 +40,7 @@ import (
 	"github.com/chromedp/cdproto/page"
 	"github.com/chromedp/cdproto/runtime"
 	"github.com/chromedp/chromedp"
+	"github.com/chromedp/chromedp/kb"
 
 	"tradebridge/internal/testkit"
 )
@@ -243,12 +244,11 @@ func Eval[T any](tab *Tab, expr string) T {
 	return Run(tab, "evaluating "+expr, chromedp.Evaluate[T](expr, chromedp.EvalAwaitPromise))
 }
 
-// Fill types value into the form input named name (the first one in the
-// page), after clearing it.
+// Fill types value into the form input or textarea named name (the first
+// one in the page) over what it held, as Type does (a select is Choose's).
 func (tab *Tab) Fill(name, value string) {
 	tab.t.Helper()
-	sel := chromedp.CSS(fmt.Sprintf("input[name=%q], textarea[name=%q], select[name=%q]", name, name, name))
-	tab.Do("filling in "+name, chromedp.WaitVisible(sel), chromedp.Clear(sel), chromedp.SendKeys(sel, value))
+	tab.Type(name, value)
 }
 
 // Choose picks the option whose value is value in the select named name
@@ -525,4 +525,26 @@ func write(t testing.TB, path string, b []byte) {
 func quote(s string) string {
 	b, _ := json.Marshal(s)
 	return string(b)
+}
+
+// Type types value into the form field named name (the first input or
+// textarea of that name in the page) as a person does: it focuses the
+// field, selects what it holds and types over it key by key, so that the
+// page's script sees its input events. Unlike Fill it changes no attribute
+// of the field and reads none of chromedp's copy of it: Fill's Clear sets
+// the value attribute, and chromedp's SendKeys reads the node's attributes
+// while its event loop may still be writing that change (a data race in
+// chromedp, reported by the race detector).
+func (tab *Tab) Type(name, value string) {
+	tab.t.Helper()
+	sel := fmt.Sprintf("input[name=%q], textarea[name=%q]", name, name)
+	tab.WaitFor(testkit.Long, "the field "+name+" to take the focus", fmt.Sprintf(`(sel => {
+		const e = document.querySelector(sel);
+		if (!e || e.offsetParent === null) return false;
+		e.focus(); e.select();
+		return document.activeElement === e; })(%s)`, quote(sel)))
+	if value == "" {
+		value = kb.Backspace
+	}
+	tab.Do("typing into "+name, chromedp.KeyEvent(value))
 }

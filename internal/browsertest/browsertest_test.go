@@ -234,3 +234,33 @@ func mustAttr(t *testing.T, tab *browsertest.Tab, sel, name string) string {
 	require.True(t, ok, "%s has no %s", sel, name)
 	return v
 }
+
+// Type types over what a field holds, as often as it is called, and the
+// page's script sees each key's input event; an empty value empties it.
+func TestType(t *testing.T) {
+	t.Parallel()
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/type.js" {
+			w.Header().Set("Content-Type", "text/javascript")
+			io.WriteString(w, `const q = document.querySelector('input[name=qty]');
+q.addEventListener('input', () => { q.dataset.inputs = String(Number(q.dataset.inputs || 0) + 1); });`)
+			return
+		}
+		w.Header().Set("Content-Type", "text/html; charset=utf-8")
+		io.WriteString(w, `<!doctype html><html><head><script src="/type.js" defer></script></head>
+<body><label>Quantity <input name="qty" value="1"></label></body></html>`)
+	}))
+	t.Cleanup(srv.Close)
+	tab := browsertest.New(t, browsertest.Desktop)
+	tab.Navigate(srv.URL + "/")
+	value := `document.querySelector('input[name=qty]').value`
+	tab.Type("qty", "3")
+	require.Equal(t, "3", browsertest.Eval[string](tab, value), "typed over the value")
+	tab.Type("qty", "25")
+	require.Equal(t, "25", browsertest.Eval[string](tab, value), "typed over what was typed")
+	require.Equal(t, "3", browsertest.Eval[string](tab, `document.querySelector('input[name=qty]').dataset.inputs`),
+		"one input event a key")
+	tab.Type("qty", "")
+	require.Empty(t, browsertest.Eval[string](tab, value))
+	require.Empty(t, tab.Problems())
+}

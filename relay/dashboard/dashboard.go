@@ -158,6 +158,11 @@ type Options struct {
 	Logger *zap.Logger
 	// Now is the clock; nil means time.Now.
 	Now func() time.Time
+
+	// Webhook is the user's TradingView webhook (the TradingView page:
+	// URL and key, Rotate key, the message builder, Try it, the alert
+	// history); nil serves no such page.
+	Webhook Webhook
 }
 
 // Server serves the dashboard. It starts no goroutines.
@@ -256,6 +261,13 @@ func (s *Server) Register(mux Mux) {
 	mux.HandleFunc("POST /app/broker/unlink", s.page(s.brokerUnlink))
 	// The Management API's editors under /app/manage.
 	s.registerEditors(mux)
+
+	// The TradingView page.
+	mux.HandleFunc("GET /app/webhook", s.page(s.webhookPage))
+	mux.HandleFunc("GET /app/webhook/message", s.fetch(s.webhookMessage))
+	mux.HandleFunc("GET /app/webhook/alerts", s.fetch(s.webhookAlerts))
+	mux.HandleFunc("POST /app/webhook/try", s.page(s.webhookTry))
+	mux.HandleFunc("POST /app/webhook/rotate", s.page(s.webhookRotate))
 }
 
 // Cookie names of the session: the __Host- prefix over TLS (the browser

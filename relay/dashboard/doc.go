@@ -79,6 +79,21 @@
 //	                                          "Send a test", POST …/{id}/rotate-secret "Rotate secret"
 //	GET  /app/manage/alerts/{id}/deliveries   a destination's last deliveries alone (HTML fragment)
 //
+// The TradingView page (Options.Webhook, package relay/webhook; the pro plan or above, else
+// the page says so and shows no URL):
+//
+//	GET  /app/webhook            the webhook's URL and key, Rotate key, the message builder (its
+//	                             choices in the query write the message), the alert history
+//	                             (before=tva_… pages back), live
+//	GET  /app/webhook/message    the builder's message of the query, as JSON
+//	                             {"message","error","field","tryAction"} (the page's script)
+//	GET  /app/webhook/alerts     the history's newest rows alone (HTML fragment), which the page
+//	                             fetches again when the stream socket says an alert was received
+//	POST /app/webhook/try        "Try it" (message): the webhook's dry run (webhook.Server.Try),
+//	                             shown with the builder of the query; nothing sent or recorded
+//	POST /app/webhook/rotate     "Rotate key" (confirm=rotate): a new key, the old one refused
+//	                             at once; 303 back to the page
+//
 // # Stable names (a contract: tests and operators' scripts use them)
 //
 // Form inputs are named email, password, code, name (a token's name),
@@ -147,6 +162,20 @@
 //	#once-secret                                 a webhook's signing secret, shown once (with a Copy button)
 //	#deliveries[data-live=on|off]                a destination's last deliveries, following the stream socket when on
 //	#deliveries li[data-outcome=sent|failed]     one delivery's outcome, newest first
+//
+// The TradingView page's builder inputs are named after the alert language's keys: command,
+// destination, account, instrument, action, qty, order_type, limit_price, stop_price, tif,
+// take_profit, stop_loss (ticks), flatten_first, and from_chart; its forms post message and
+// confirm. Buttons: "Write the message", "Copy", "Try it", "Rotate key".
+//
+//	#webhook-url #webhook-key                    the URL and the key, each with a Copy button
+//	#webhook-builder #webhook-message            the builder's form and the message it writes
+//	#builder-error[role=alert]                   what the parser says of the builder's message
+//	#try-result[data-outcome=ok|error]           a dry run; data-would=run|scheduled|blocked|
+//	                                             failed|refused; li[data-fn][data-account] per call
+//	#webhook-alerts tr[data-alert-id][data-status]  the alert history, newest first, live
+//	#webhook-rotated                             the notice after Rotate key
+//	#webhook-plan                                the free plan's notice
 //
 // # Security
 //

@@ -29,6 +29,8 @@ var pageNames = []string{"home", "signin", "signup", "signup-closed", "reset", "
 	"broker",
 	// The Management API's editors.
 	"manage-form", "manage-index",
+	// The TradingView page.
+	"webhook",
 }
 
 // asset is an embedded file served under /app/assets/, versioned by its

@@ -58,4 +58,20 @@
 // Each recorded alert's final status is one webhook.received entry of the
 // activity log, and each trading call its own entry (source webhook, id
 // the webhook's id), as the trading API records its writes.
+//
+// # The dry run
+//
+// Server.Try takes an alert body of a user's webhook through the same
+// steps, in the same functions (read, the door's key and plan check,
+// gates, prepare, route), and stops before anything with an effect: the
+// trading budget's charge, the duplicate's claim, the record, the kill
+// switch and the calls. It answers what the alert would be now (run,
+// scheduled, blocked, failed or refused), the alert in words and each call
+// with the arguments the trading operations would get, or the error the
+// alert's answer would carry. It also reads, without an effect, what the
+// real alert learns only from its first call: whether the user linked a
+// broker login (Options.Links) and whether the agent is connected. The
+// dashboard's TradingView page runs it in process ("Try it"), with Show,
+// Rotate (recorded in the activity log with who rotated the key) and
+// History.
 package webhook

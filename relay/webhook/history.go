@@ -1,6 +1,7 @@
 package webhook
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"net/http"
@@ -132,20 +133,32 @@ func (s *Server) alerts(w http.ResponseWriter, r *http.Request) {
 		}
 		before = seq
 	}
-	list, err := s.opts.Store.ListWebhookAlerts(r.Context(), ad.Principal.UserID, before, limit)
+	page, err := s.History(r.Context(), ad.Principal.UserID, before, limit)
 	if err != nil {
 		s.readFailed(w, r, err)
 		return
+	}
+	httpapi.Write(w, http.StatusOK, page)
+}
+
+// History returns a page of the user's alert history, newest first: at
+// most limit alerts (1 to MaxLimit) older than the alert of seq before
+// (0: from the newest), as GET /v1/api/webhook/alerts answers it.
+func (s *Server) History(ctx context.Context, userID string, before int64, limit int) (Page, error) {
+	limit = min(max(limit, 1), MaxLimit)
+	list, err := s.opts.Store.ListWebhookAlerts(ctx, userID, before, limit)
+	if err != nil {
+		return Page{}, err
 	}
 	page := Page{Alerts: make([]AlertView, 0, len(list))}
 	for _, a := range list {
 		page.Alerts = append(page.Alerts, View(a))
 	}
-	if len(list) == limit && limit > 0 {
+	if len(list) == limit {
 		next := AlertID(list[len(list)-1].Seq)
 		page.Next = &next
 	}
-	httpapi.Write(w, http.StatusOK, page)
+	return page, nil
 }
 
 // readFailed answers a read the store or the key ring failed.

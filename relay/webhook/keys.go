@@ -10,7 +10,9 @@ import (
 	"strings"
 	"time"
 
+	"tradebridge/protocol"
 	"tradebridge/relay/auth"
+	"tradebridge/relay/events"
 	"tradebridge/relay/sealed"
 	"tradebridge/relay/store"
 )
@@ -129,6 +131,37 @@ func Rotate(ctx context.Context, st KeyStore, keys *sealed.Keyring, userID strin
 		return Info{}, err
 	}
 	return Info{URL: sendPrefix + w.ID, Key: key}, nil
+}
+
+// Show returns the user's webhook (Show), made on first use.
+func (s *Server) Show(ctx context.Context, userID string) (Info, error) {
+	return Show(ctx, s.opts.Store, s.opts.Keys, userID, s.opts.Clock())
+}
+
+// Rotate issues a new key for the user's webhook (Rotate): the old key is
+// refused from the next alert on. It records the rotation in the user's
+// activity log (config.changed, resource webhook, as the operator's
+// relay webhook rotate does) with by as its source.
+func (s *Server) Rotate(ctx context.Context, userID string, by protocol.ActivitySource) (Info, error) {
+	in, err := Rotate(ctx, s.opts.Store, s.opts.Keys, userID, s.opts.Clock())
+	if err != nil {
+		return Info{}, err
+	}
+	if s.opts.Events != nil {
+		who := "by the " + by.Kind
+		if by.Kind == protocol.SourceDashboard {
+			who = "from the dashboard"
+		}
+		s.opts.Events.Publish(events.Activity(userID, "", protocol.ActivityEntry{
+			At:      s.opts.Clock().UTC().Truncate(time.Millisecond),
+			Kind:    protocol.ActivityConfigChanged,
+			Source:  by,
+			Summary: "TradingView webhook key rotated " + who,
+			Detail: mustJSON(map[string]any{"resource": "webhook", "id": strings.TrimPrefix(in.URL, sendPrefix), "op": "rotate",
+				"changes": []map[string]any{{"field": "key", "changed": true}}}),
+		}))
+	}
+	return in, nil
 }
 
 // create makes the user's webhook, or returns the one another caller

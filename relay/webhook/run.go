@@ -12,6 +12,7 @@ import (
 	"go.uber.org/zap"
 
 	"tradebridge/protocol"
+	"tradebridge/relay/agentcall"
 	"tradebridge/relay/errcode"
 	"tradebridge/relay/events"
 	"tradebridge/relay/httpapi"
@@ -155,11 +156,7 @@ func (s *Server) schedule(in *received) {
 // execute runs in's calls one after the other, records the outcome in
 // the history and the activity log, and returns it.
 func (s *Server) execute(ctx context.Context, in *received) outcome {
-	a := &in.alert
-	closingOnly := false
-	if !a.BypassWindows {
-		_, closingOnly = a.InWindow(alertcmd.Clock(s.opts.Clock().In(s.ny)))
-	}
+	closingOnly := s.closingOnly(&in.alert, s.opts.Clock())
 	results := make([]Result, 0, len(in.calls))
 	for i, c := range in.calls {
 		results = append(results, s.call(ctx, in, i, c, closingOnly))
@@ -189,44 +186,93 @@ func (s *Server) execute(ctx context.Context, in *received) outcome {
 	return o
 }
 
+// closingOnly reports whether an alert's closing_only_after has passed at
+// now (and its window has not ended): only the calls that close run.
+func (s *Server) closingOnly(a *alertcmd.Alert, now time.Time) bool {
+	if a.BypassWindows {
+		return false
+	}
+	_, closing := a.InWindow(alertcmd.Clock(now.In(s.ny)))
+	return closing
+}
+
+// prepared is one of an alert's calls as the trading operations get it:
+// its function and arguments after the alert's closing-only rule.
+type prepared struct {
+	fn   string
+	args json.RawMessage
+	// skip, when set, is why the call is not made: its result is blocked
+	// with it.
+	skip *ResultError
+	// placeBlocked, when set, is why a FLATPLACE made after
+	// closing_only_after only flattens: its result is blocked with it
+	// once the flatten ran.
+	placeBlocked *ResultError
+}
+
+// prepare returns call c of alert a as it is sent: as planned, or, when
+// closingOnly, a PLACE made reduce-only, a FLATPLACE made a flatten, and
+// any other call that opens skipped.
+func prepare(a *alertcmd.Alert, c alertcmd.Call, closingOnly bool) prepared {
+	p := prepared{fn: c.Fn, args: c.Args}
+	if !closingOnly || !c.Opens {
+		return p
+	}
+	const why = "the alert's closing_only_after has passed: only orders that close run (rule: closingOnlyAfter)"
+	switch c.Fn {
+	case protocol.FnPlaceOrder:
+		p.args = reduceOnly(c.Args)
+	case protocol.FnFlatPlace:
+		p.fn = protocol.FnFlatten
+		p.args = mustJSON(protocol.FlattenArgs{Account: c.Account, Instrument: a.Instrument, StrategyTag: a.StrategyTag})
+		p.placeBlocked = &ResultError{Code: protocol.CodeTradingBlocked, Detail: why + "; the position was flattened, nothing placed"}
+	default:
+		p.skip = &ResultError{Code: protocol.CodeTradingBlocked, Detail: why}
+	}
+	return p
+}
+
+// route returns the caller of alert a's call c for the user and its
+// activity family ("" desktop, "tv" broker), or the error that stops
+// the call before it is sent: no broker family on this relay, or exits
+// for an agent that is not connected or too old to take them.
+func (s *Server) route(userID string, a *alertcmd.Alert, c alertcmd.Call) (tradecall.Caller, string, *httpapi.Error) {
+	if a.Destination == alertcmd.DestinationBroker {
+		if s.opts.Broker == nil {
+			return nil, "", &httpapi.Error{Status: http.StatusConflict, Code: errcode.TradovateNotLinked,
+				Detail: "the broker family is not available on this relay"}
+		}
+		return s.opts.Broker, "tv", nil
+	}
+	if c.Exits {
+		// Never sent unless the agent is known to take them: an older
+		// one would drop the stop loss.
+		info, ok := s.opts.Desktop.Info(userID)
+		switch {
+		case !ok:
+			e, _ := tradecall.CallError(agentcall.ErrNotConnected, true)
+			return nil, "", &e
+		case info.Hello.ProtocolVersion < protocol.ExitsProtocolVersion:
+			return nil, "", &httpapi.Error{Status: http.StatusConflict, Code: errcode.AddonVersionUnsupported,
+				Detail: "this alert's exits, relative prices or cancel_after need a newer trading add-on: update the agent"}
+		}
+	}
+	return s.opts.Desktop, "", nil
+}
+
 // call runs one of the alert's calls and returns its Result.
 func (s *Server) call(ctx context.Context, in *received, i int, c alertcmd.Call, closingOnly bool) Result {
 	a := &in.alert
 	r := Result{Account: c.Account, OrderIDs: []string{}}
-	fn, args := c.Fn, c.Args
-	var placeBlocked *ResultError
-	if closingOnly && c.Opens {
-		const why = "the alert's closing_only_after has passed: only orders that close run (rule: closingOnlyAfter)"
-		switch fn {
-		case protocol.FnPlaceOrder:
-			args = reduceOnly(args)
-		case protocol.FnFlatPlace:
-			fn = protocol.FnFlatten
-			args = mustJSON(protocol.FlattenArgs{Account: c.Account, Instrument: a.Instrument, StrategyTag: a.StrategyTag})
-			placeBlocked = &ResultError{Code: protocol.CodeTradingBlocked, Detail: why + "; the position was flattened, nothing placed"}
-		default:
-			r.Status, r.Error = ResultBlocked, &ResultError{Code: protocol.CodeTradingBlocked, Detail: why}
-			return r
-		}
+	pc := prepare(a, c, closingOnly)
+	if pc.skip != nil {
+		r.Status, r.Error = ResultBlocked, pc.skip
+		return r
 	}
-	caller, family := tradecall.Caller(s.opts.Desktop), ""
-	if a.Destination == alertcmd.DestinationBroker {
-		caller, family = s.opts.Broker, "tv"
-		if caller == nil {
-			return failed(r, http.StatusConflict, errcode.TradovateNotLinked, "the broker family is not available on this relay")
-		}
-	} else if c.Exits {
-		// Never sent unless the agent is known to take them: an older
-		// one would drop the stop loss.
-		info, ok := s.opts.Desktop.Info(in.p.UserID)
-		switch {
-		case !ok:
-			return failed(r, http.StatusRequestTimeout, errcode.AddonDisconnected,
-				"the trading add-on is not connected: start the agent next to the platform")
-		case info.Hello.ProtocolVersion < protocol.ExitsProtocolVersion:
-			return failed(r, http.StatusConflict, errcode.AddonVersionUnsupported,
-				"this alert's exits, relative prices or cancel_after need a newer trading add-on: update the agent")
-		}
+	fn, args := pc.fn, pc.args
+	caller, family, e := s.route(in.p.UserID, a, c)
+	if e != nil {
+		return failed(r, e.Status, e.Code, e.Detail)
 	}
 	cctx, cancel := context.WithTimeout(ctx, s.opts.CallTimeout)
 	defer cancel()
@@ -255,8 +301,8 @@ func (s *Server) call(ctx context.Context, in *received, i int, c alertcmd.Call,
 	}
 	r.OrderIDs = orderIDs(res)
 	r.Status = ResultExecuted
-	if placeBlocked != nil {
-		r.Status, r.Error = ResultBlocked, placeBlocked
+	if pc.placeBlocked != nil {
+		r.Status, r.Error = ResultBlocked, pc.placeBlocked
 	}
 	return r
 }

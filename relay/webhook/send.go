@@ -49,6 +49,7 @@ type reqState struct {
 	body        []byte
 	contentType string
 	alert       alertcmd.Alert
+	calls       []alertcmd.Call
 	parseErr    *alertcmd.Error
 	refusal     string
 }
@@ -105,20 +106,37 @@ func (s *Server) token(r *http.Request) (string, *httpapi.Error) {
 		return "", e
 	}
 	rs.body, rs.contentType = body, r.Header.Get("Content-Type")
-	a, err := alertcmd.Parse(body, rs.contentType)
-	rs.alert = a
-	if err != nil {
-		rs.parseErr = asAlertError(err)
-	}
-	key := a.Key
-	if key == "" {
-		key = scanKey(body)
-	}
+	rs.alert, rs.calls, rs.parseErr = read(body, rs.contentType)
+	key := alertKey(rs.alert, body)
 	if key == "" {
 		rs.refusal = outcomeWrongKey
 		return "", nil
 	}
 	return id + tokenSep + key, nil
+}
+
+// read parses an alert's body and plans its calls (alertcmd.Alert.Calls):
+// the alert as far as it could be read, its calls, and the error of a
+// body that does not parse or plan.
+func read(body []byte, contentType string) (alertcmd.Alert, []alertcmd.Call, *alertcmd.Error) {
+	a, err := alertcmd.Parse(body, contentType)
+	if err != nil {
+		return a, nil, asAlertError(err)
+	}
+	calls, err := a.Calls()
+	if err != nil {
+		return a, nil, asAlertError(err)
+	}
+	return a, calls, nil
+}
+
+// alertKey is the key an alert's body carries: the parsed one, else the
+// first key= pair of the text (scanKey); "" for none.
+func alertKey(a alertcmd.Alert, body []byte) string {
+	if a.Key != "" {
+		return a.Key
+	}
+	return scanKey(body)
 }
 
 // asAlertError returns err as an *alertcmd.Error.
@@ -223,14 +241,7 @@ type received struct {
 func (s *Server) receive(w http.ResponseWriter, r *http.Request, p auth.Principal, rs *reqState) {
 	ctx := r.Context()
 	now := s.opts.Clock().UTC().Truncate(time.Millisecond)
-	in := &received{p: p, webhookID: p.TokenHash, alert: rs.alert}
-	if rs.parseErr == nil {
-		calls, err := rs.alert.Calls()
-		if err != nil {
-			rs.parseErr = asAlertError(err)
-		}
-		in.calls = calls
-	}
+	in := &received{p: p, webhookID: p.TokenHash, alert: rs.alert, calls: rs.calls}
 	// The trading budget: the door charged one; each further call
 	// costs one more.
 	if n := len(in.calls); n > 1 {
@@ -252,40 +263,24 @@ func (s *Server) receive(w http.ResponseWriter, r *http.Request, p auth.Principa
 		in.fail = badAlert(rs.parseErr)
 	}
 	release := func() {}
-	if in.rec.Status == "" && a.RateLimit != nil {
-		// Counted and recorded under the user's lock, so that two
-		// alerts at once count each other.
-		unlock, err := s.rates.Lock(ctx, p.UserID)
-		if err != nil {
-			return // the caller left
+	if in.rec.Status == "" {
+		if a.RateLimit != nil {
+			// Counted and recorded under the user's lock, so that two
+			// alerts at once count each other.
+			unlock, err := s.rates.Lock(ctx, p.UserID)
+			if err != nil {
+				return // the caller left
+			}
+			var once sync.Once
+			release = func() { once.Do(unlock) }
+			defer release()
 		}
-		var once sync.Once
-		release = func() { once.Do(unlock) }
-		defer release()
-		rateID := cmp.Or(a.ID, "*")
-		n, err := s.opts.Store.CountWebhookAlerts(ctx, p.UserID, rateID, now.Add(-a.RateLimit.Per))
+		g, err := s.gates(ctx, p.UserID, a, len(in.calls), now)
 		if err != nil {
 			s.unavailable(w, err)
 			return
 		}
-		if n >= a.RateLimit.N {
-			in.rec.Status = store.WebhookBlocked
-			in.rec.Reason = "rate_limit: " + strconv.Itoa(a.RateLimit.N) + " alerts of this id already in the last " + a.RateLimit.Per.String()
-		} else {
-			in.rec.RateID = rateID
-		}
-	}
-	if in.rec.Status == "" && !a.BypassWindows {
-		if open, _ := a.InWindow(alertcmd.Clock(now.In(s.ny))); !open {
-			in.rec.Status = store.WebhookBlocked
-			in.rec.Reason = "outside the alert's trading window (start_time to end_time, New York time)"
-		}
-	}
-	if in.rec.Status == "" {
-		in.rec.Status = store.WebhookRunning
-		if a.Delay > 0 && len(in.calls) > 0 {
-			in.rec.Status, in.rec.DueAt = store.WebhookScheduled, now.Add(a.Delay)
-		}
+		in.rec.Status, in.rec.Reason, in.rec.RateID, in.rec.DueAt = g.status, g.reason, g.rateID, g.dueAt
 	}
 	// The duplicates' claim and the record, in one transaction. The
 	// key's record holds the answer of an alert decided now, else the
@@ -338,6 +333,45 @@ func (s *Server) receive(w http.ResponseWriter, r *http.Request, p auth.Principa
 	default:
 		s.runAndAnswer(w, r, in)
 	}
+}
+
+// gated is what an alert's own gates decide before it is recorded: its
+// status (blocked, scheduled or running) and why it is blocked, the id
+// its rate_limit counts it under, and a delayed alert's due time.
+type gated struct {
+	status, reason, rateID string
+	dueAt                  time.Time
+}
+
+// gates applies the gates of a parsed alert with n calls, received at
+// now, in order: its rate_limit (the alerts of its id in the store: the
+// caller that records the alert holds the user's lock), its trading
+// window (start_time, end_time, unless bypass_trade_windows), its delay.
+// Only the store's failure is an error.
+func (s *Server) gates(ctx context.Context, userID string, a *alertcmd.Alert, n int, now time.Time) (gated, error) {
+	var g gated
+	if a.RateLimit != nil {
+		rateID := cmp.Or(a.ID, "*")
+		count, err := s.opts.Store.CountWebhookAlerts(ctx, userID, rateID, now.Add(-a.RateLimit.Per))
+		if err != nil {
+			return gated{}, err
+		}
+		if count >= a.RateLimit.N {
+			return gated{status: store.WebhookBlocked, reason: "rate_limit: " + strconv.Itoa(a.RateLimit.N) +
+				" alerts of this id already in the last " + a.RateLimit.Per.String()}, nil
+		}
+		g.rateID = rateID
+	}
+	if !a.BypassWindows {
+		if open, _ := a.InWindow(alertcmd.Clock(now.In(s.ny))); !open {
+			return gated{status: store.WebhookBlocked, reason: "outside the alert's trading window (start_time to end_time, New York time)"}, nil
+		}
+	}
+	g.status = store.WebhookRunning
+	if a.Delay > 0 && n > 0 {
+		g.status, g.dueAt = store.WebhookScheduled, now.Add(a.Delay)
+	}
+	return g, nil
 }
 
 // badAlert is the failure of an alert that does not parse: 400, the

@@ -43,6 +43,11 @@ type Manager interface {
 	Invoke(ctx context.Context, p auth.Principal, src protocol.ActivitySource, method, path string, body []byte) (int, []byte)
 }
 
+// Links reads a user's broker link: store.ErrNotFound when none.
+type Links interface {
+	BrokerLink(ctx context.Context, userID string) (store.BrokerLink, error)
+}
+
 // Metrics counts the door's requests by outcome; *metrics.Metrics
 // implements it.
 type Metrics interface {
@@ -85,6 +90,9 @@ type Options struct {
 	Broker tradecall.Caller
 	// Manage sets the kill switch (kill_switch=); nil refuses it.
 	Manage Manager
+	// Links tells a dry run (Try) whether the user linked a broker login;
+	// store.Store implements it. Nil: a dry run does not check the link.
+	Links Links
 	// Events is where the activity log's entries are published; nil
 	// publishes none.
 	Events events.Publisher

@@ -484,3 +484,129 @@
   }
   connect();
 })();
+
+// ---- The TradingView page: the builder's message written as the trader
+// chooses (by the relay: GET /app/webhook/message), the message's Copy
+// button, and the alert history kept live over the stream socket. ----
+(function () {
+  "use strict";
+
+  // <button data-copy-value="#id"> copies the value of a form field.
+  document.addEventListener("click", function (ev) {
+    var b = ev.target.closest ? ev.target.closest("button[data-copy-value]") : null;
+    if (!b) return;
+    var el = document.querySelector(b.getAttribute("data-copy-value"));
+    if (!el) return;
+    var done = function () {
+      var was = b.textContent;
+      b.textContent = "Copied";
+      setTimeout(function () { b.textContent = was; }, 1500);
+    };
+    var select = function () { el.focus(); el.select(); };
+    if (navigator.clipboard && navigator.clipboard.writeText) {
+      navigator.clipboard.writeText(el.value).then(done, select);
+    } else {
+      select();
+    }
+  });
+
+  var builder = document.getElementById("webhook-builder");
+  var message = document.getElementById("webhook-message");
+  var tryForm = document.getElementById("webhook-try");
+  var problem = document.getElementById("builder-error");
+  if (builder && message) {
+    var fields = builder.querySelectorAll(".field[data-commands]");
+    var command = builder.querySelector('[name="command"]');
+    var orderType = builder.querySelector('[name="order_type"]');
+    var has = function (list, v) { return (" " + (list || "") + " ").indexOf(" " + v + " ") >= 0; };
+    // Only the inputs of the keys the chosen command takes are shown.
+    var show = function () {
+      for (var i = 0; i < fields.length; i++) {
+        var f = fields[i], on = has(f.getAttribute("data-commands"), command.value);
+        var types = f.getAttribute("data-order-types");
+        if (on && types) on = has(types, orderType.value);
+        f.hidden = !on;
+      }
+    };
+    var timer = null, seq = 0;
+    var update = function () {
+      var q = new URLSearchParams(new FormData(builder)).toString();
+      var mine = ++seq;
+      fetch("/app/webhook/message?" + q, { credentials: "same-origin", headers: { "Accept": "application/json" } })
+        .then(function (res) {
+          if (res.status === 401) { location.assign("/app/signin"); return null; }
+          return res.ok ? res.json() : null;
+        }).then(function (j) {
+          if (mine !== seq) return;
+          message.removeAttribute("aria-busy");
+          if (!j || !j.data) return;
+          var d = j.data;
+          message.value = d.message;
+          if (tryForm) tryForm.setAttribute("action", d.tryAction);
+          if (problem) { problem.textContent = d.error; problem.hidden = !d.error; }
+          var inputs = builder.querySelectorAll("input, select");
+          for (var i = 0; i < inputs.length; i++) {
+            var el = inputs[i], bad = !!d.error && el.name === d.field;
+            var ids = (el.getAttribute("aria-describedby") || "").split(" ").filter(function (id) {
+              return id && id !== "builder-error";
+            });
+            if (bad) ids.unshift("builder-error");
+            if (bad) el.setAttribute("aria-invalid", "true"); else el.removeAttribute("aria-invalid");
+            if (ids.length) el.setAttribute("aria-describedby", ids.join(" ")); else el.removeAttribute("aria-describedby");
+          }
+        }).catch(function () { if (mine === seq) message.removeAttribute("aria-busy"); });
+    };
+    // The message box is busy from a change until the relay's message
+    // for the latest choices is in it.
+    var changed = function () {
+      message.setAttribute("aria-busy", "true");
+      show();
+      clearTimeout(timer);
+      timer = setTimeout(update, 250);
+    };
+    builder.addEventListener("input", changed);
+    builder.addEventListener("change", changed);
+    builder.classList.add("live");
+    if (command && orderType) show();
+  }
+
+  // The history's newest page is fetched again when an alert is
+  // received (webhook.received on the activity stream), and once the
+  // socket is open (an alert may have come while it opened).
+  var table = document.getElementById("webhook-alerts");
+  if (!table || table.getAttribute("data-live") !== "on" || !table.tBodies.length) return;
+  var rows = table.tBodies[0];
+  var fetching = false, again = false;
+  var refetch = function () {
+    if (fetching) { again = true; return; }
+    fetching = true;
+    fetch("/app/webhook/alerts", { credentials: "same-origin", headers: { "Accept": "text/html" } }).then(function (res) {
+      if (res.status === 401) { location.assign("/app/signin"); return null; }
+      return res.ok ? res.text() : null;
+    }).then(function (html) {
+      fetching = false;
+      if (html !== null && html !== undefined) rows.innerHTML = html;
+      if (again) { again = false; refetch(); }
+    }).catch(function () { fetching = false; });
+  };
+  var delay = 1000;
+  var connect = function () {
+    var ws = new WebSocket((location.protocol === "https:" ? "wss://" : "ws://") + location.host + "/ws/stream");
+    ws.onopen = function () {
+      delay = 1000;
+      ws.send(JSON.stringify({ action: "subscribeActivity" }));
+      refetch();
+    };
+    ws.onmessage = function (m) {
+      var f;
+      try { f = JSON.parse(m.data); } catch (e) { return; }
+      if (f.type === "activity" && f.event && f.event.kind === "webhook.received") refetch();
+    };
+    ws.onclose = function (ev) {
+      if (ev.code === 1008 && /session/.test(ev.reason || "")) { location.assign("/app/signin"); return; }
+      setTimeout(connect, delay);
+      delay = Math.min(delay * 2, 30000);
+    };
+  };
+  connect();
+})();

@@ -43,6 +43,19 @@ var specs = map[string]spec{
 	CmdCloseStrategy:    {[]string{"account", "strategy_id"}, set("strategy_tag")},
 }
 
+// Takes reports whether command (one of Commands, as spelled there)
+// takes field (one of Fields): a field it needs, one it may also take, or
+// one of the alert's own gates every command takes. A field it does not
+// take is an error in its alerts ("stop_loss does not apply to
+// CLOSEPOSITION").
+func Takes(command, field string) bool {
+	sp, ok := specs[command]
+	if !ok {
+		return false
+	}
+	return universal[field] || contains(sp.required, field) || sp.optional[field]
+}
+
 func set(names ...string) map[string]bool {
 	m := make(map[string]bool, len(names))
 	for _, n := range names {

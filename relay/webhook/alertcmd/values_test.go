@@ -235,3 +235,29 @@ func TestParseRateLimitAndDurations(t *testing.T) {
 		t.Error("missingError")
 	}
 }
+
+// Takes answers from the table the validation uses: a command's needed
+// and optional fields and the gates, and nothing else.
+func TestTakes(t *testing.T) {
+	t.Parallel()
+	for _, c := range []struct {
+		command, field string
+		takes          bool
+	}{
+		{CmdPlace, "take_profit", true},
+		{CmdPlace, "qty", true},
+		{CmdPlace, "delay", true},
+		{CmdFlatPlace, "flatten_first", true},
+		{CmdClosePosition, "qty", true},
+		{CmdClosePosition, "stop_loss", false},
+		{CmdClosePosition, "action", false},
+		{CmdFlatten, "instrument", true},
+		{CmdFlattenEverything, "account", false},
+		{CmdCancelAllOrders, "id", true},
+		{"NOSUCH", "key", false},
+	} {
+		if got := Takes(c.command, c.field); got != c.takes {
+			t.Errorf("Takes(%s, %s) = %v, want %v", c.command, c.field, got, c.takes)
+		}
+	}
+}
