@@ -1922,15 +1922,29 @@ func (s *Server) stateOf(ctx context.Context, sess *session, ed *editor, doc map
 		for _, l := range sw.Limits {
 			lim, _ := doc[l.Value].(map[string]any)
 			on, _ := lim["enabled"].(bool)
-			amount := "—"
-			if f, err := strconv.ParseFloat(shownNumber(lim["amount"]), 64); err == nil {
-				amount = money(f)
-			}
-			v.Limits = append(v.Limits, limitView{Label: l.Label, Amount: amount, On: on})
+			v.Limits = append(v.Limits, limitView{Label: l.Label, Amount: limitAmount(lim), On: on})
 		}
 		v.Pnl = s.monitorPnl(ctx, sess, ed, id, v.Account)
 	}
 	return v
+}
+
+// limitAmount shows a P&L limit's figure: its amount, or a
+// minimum-profit floor with its trigger; "—" for none.
+func limitAmount(lim map[string]any) string {
+	num := func(k string) (float64, bool) {
+		f, err := strconv.ParseFloat(shownNumber(lim[k]), 64)
+		return f, err == nil
+	}
+	if a, ok := num("amount"); ok {
+		return money(a)
+	}
+	floor, ok1 := num("floor")
+	trigger, ok2 := num("trigger")
+	if ok1 && ok2 {
+		return money(floor) + " once " + money(trigger) + " is reached"
+	}
+	return "—"
 }
 
 // monitorPnl reads the account's session P&L and high from the agent's

@@ -295,3 +295,21 @@ func TestPlaceErrors(t *testing.T) {
 	require.Equal(t, "Give at most 20.", byName["followers"].Error)
 	require.Equal(t, []string{"This value is not of the right kind."}, loose)
 }
+
+// A limit's figure on a monitor's page: a P&L limit's amount, a
+// minimum-profit floor with its trigger.
+func TestLimitAmount(t *testing.T) {
+	t.Parallel()
+	for _, c := range []struct {
+		lim  map[string]any
+		want string
+	}{
+		{map[string]any{"enabled": true, "amount": json.Number("50")}, "50.00"},
+		{map[string]any{"enabled": false, "amount": float64(0)}, "0.00"},
+		{map[string]any{"enabled": true, "trigger": json.Number("300"), "floor": json.Number("100")}, "100.00 once 300.00 is reached"},
+		{map[string]any{"enabled": true, "trigger": float64(300)}, "—"},
+		{nil, "—"},
+	} {
+		require.Equal(t, c.want, limitAmount(c.lim), "%v", c.lim)
+	}
+}

@@ -368,7 +368,8 @@ func TestMonitorEditor(t *testing.T) {
 	for _, name := range []string{"account", "active", "profitTarget.enabled", "profitTarget.amount", "lossLimit.enabled", "lossLimit.amount",
 		"includeUnrealized", "includeCommission", "trailingDrawdown.enabled", "trailingDrawdown.amount", "masterWindow.days",
 		"masterWindow.start", "masterWindow.end", "tradingWindows.0.enabled", "tradingWindows.0.days", "tradingWindows.0.start",
-		"tradingWindows.0.end", "closingOnly", "closingOnlyAfter", "blockSignals", "switchesLocked", "monitorLock", "autoFlattenAt", "onTrip"} {
+		"tradingWindows.0.end", "closingOnly", "closingOnlyAfter", "blockSignals", "switchesLocked", "monitorLock", "autoFlattenAt", "onTrip",
+		"minimumProfitDrawdown.enabled", "minimumProfitDrawdown.trigger", "minimumProfitDrawdown.floor"} {
 		require.Contains(t, blank.Body, `name="`+name+`"`, name)
 	}
 	require.Contains(t, blank.Body, `name="masterWindow.days" value="mon"`)
@@ -490,4 +491,29 @@ func TestBrokerEditorsNeedALink(t *testing.T) {
 	r := m.post("/app/manage/tv/copiers", cookie, form)
 	require.Equal(t, http.StatusConflict, r.StatusCode)
 	require.Contains(t, r.Body, `<a href="/app/broker">Link a broker first</a>`)
+}
+
+// The monitor's minimum-profit drawdown is edited in the form: a floor
+// at or above its trigger is refused next to the floor's input, and a
+// good one is stored and shown with the monitor's limits.
+func TestMonitorMinimumProfitForm(t *testing.T) {
+	t.Parallel()
+	m := newManageEnv(t)
+	cookie, csrf := m.signIn(aliceEmail)
+	form := monitorForm(csrf, "Sim101", "50")
+	form.Set("minimumProfitDrawdown.enabled", "true")
+	form.Set("minimumProfitDrawdown.trigger", "300")
+	form.Set("minimumProfitDrawdown.floor", "300")
+	r := m.post("/app/manage/desktop/monitors", cookie, form)
+	require.Equal(t, http.StatusUnprocessableEntity, r.StatusCode, r.Body)
+	require.NotEmpty(t, fieldError(t, r.Body, "minimumProfitDrawdown.floor"), "the refusal is next to the floor")
+
+	form.Set("minimumProfitDrawdown.floor", "100")
+	r = m.post("/app/manage/desktop/monitors", cookie, form)
+	require.Equal(t, http.StatusSeeOther, r.StatusCode, r.Body)
+	href, _, _ := strings.Cut(r.Header.Get("Location"), "?")
+	stored, _ := m.apiGet(strings.TrimPrefix(href, "/app/manage/"))
+	require.Equal(t, map[string]any{"enabled": true, "trigger": float64(300), "floor": float64(100)}, stored["minimumProfitDrawdown"])
+	page := m.do(http.MethodGet, href, cookie, nil)
+	require.Contains(t, page.Body, "100.00 once 300.00 is reached")
 }

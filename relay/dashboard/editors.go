@@ -180,7 +180,8 @@ func monitorStates(family string) *StateWords {
 			"tradingWindows":        "outside the trading windows",
 		},
 		Limits: []Choice{{Value: "lossLimit", Label: "Loss limit"}, {Value: "profitTarget", Label: "Profit target"},
-			{Value: "trailingDrawdown", Label: "Trailing drawdown"}},
+			{Value: "trailingDrawdown", Label: "Trailing drawdown"},
+			{Value: "minimumProfitDrawdown", Label: "Minimum-profit floor"}},
 	}
 	if family == manage.FamilyDesktop {
 		// The desktop family's monitors run in the agent, which reports
