@@ -2,6 +2,37 @@
 // and live updates over the stream socket (read-only, opened with the
 // session cookie). Plain JavaScript, no library; the pages work without
 // it, only less live.
+// tbOpenStream opens the stream socket (/ws/stream, with the session's
+// cookie, read-only) and keeps it open for the page's live parts: each
+// time it opens it calls onOpen(send), send(message) writing a JSON
+// message; each frame goes to onFrame(frame); onClose (optional) hears
+// each close. A socket closed because the session ended leads to the
+// sign-in page; any other is opened again after a pause growing from
+// 1 s to 30 s.
+function tbOpenStream(onOpen, onFrame, onClose) {
+  "use strict";
+  var delay = 1000;
+  function connect() {
+    var ws = new WebSocket((location.protocol === "https:" ? "wss://" : "ws://") + location.host + "/ws/stream");
+    ws.onopen = function () {
+      delay = 1000;
+      onOpen(function (msg) { ws.send(JSON.stringify(msg)); });
+    };
+    ws.onmessage = function (m) {
+      var f;
+      try { f = JSON.parse(m.data); } catch (e) { return; }
+      onFrame(f);
+    };
+    ws.onclose = function (ev) {
+      if (onClose) onClose(ev);
+      if (ev.code === 1008 && /session/.test(ev.reason || "")) { location.assign("/app/signin"); return; }
+      setTimeout(connect, delay);
+      delay = Math.min(delay * 2, 30000);
+    };
+  }
+  connect();
+}
+
 (function () {
   "use strict";
 
@@ -201,29 +232,16 @@
     activity.insertBefore(li, activity.firstChild);
   }
 
-  var delay = 1000;
-  function connect() {
-    if (!status && !activity) return;
-    var ws = new WebSocket((location.protocol === "https:" ? "wss://" : "ws://") + location.host + "/ws/stream");
-    ws.onopen = function () {
-      delay = 1000;
-      if (status) ws.send(JSON.stringify({ action: "streamPnl", enabled: true, interval: 1000 }));
-      if (activity) ws.send(JSON.stringify({ action: "subscribeActivity" }));
-    };
-    ws.onmessage = function (m) {
-      var f;
-      try { f = JSON.parse(m.data); } catch (e) { return; }
+  if (status || activity) {
+    tbOpenStream(function (send) {
+      if (status) send({ action: "streamPnl", enabled: true, interval: 1000 });
+      if (activity) send({ action: "subscribeActivity" });
+    }, function (f) {
       if (f.type === "status") refetchStatus();
       else if (f.type === "pnlUpdate") onPnl(f);
       else if (f.type === "activity") onActivity(f.event);
-    };
-    ws.onclose = function (ev) {
-      if (ev.code === 1008 && /session/.test(ev.reason || "")) { location.assign("/app/signin"); return; }
-      setTimeout(connect, delay);
-      delay = Math.min(delay * 2, 30000);
-    };
+    });
   }
-  connect();
 
   // ---- The broker page: the link's state, fetched again every few
   // seconds while the login connects (not once it is linked, unlinked or
@@ -373,31 +391,17 @@
     return !!account && e.account === account && (e.kind === "monitor.tripped" || e.kind === "config.changed");
   }
 
-  var delay = 1000;
-  function connect() {
-    var ws = new WebSocket((location.protocol === "https:" ? "wss://" : "ws://") + location.host + "/ws/stream");
-    ws.onopen = function () {
-      delay = 1000;
-      ws.send(JSON.stringify({ action: "subscribeActivity" }));
-      if (document.getElementById("monitor-pnl")) ws.send(JSON.stringify({ action: "streamPnl", enabled: true, interval: 1000 }));
-    };
-    ws.onmessage = function (m) {
-      var f;
-      try { f = JSON.parse(m.data); } catch (err) { return; }
-      if (f.type === "activity" && f.event && concerns(f.event)) refetchState();
-      else if (f.type === "status") { pnlLast = 0; refetchPnl(); }
-      else if (f.type === "pnlUpdate") {
-        var account = state.getAttribute("data-account");
-        if (account && (f.accounts || []).some(function (a) { return a.account === account; })) refetchPnl();
-      }
-    };
-    ws.onclose = function (ev) {
-      if (ev.code === 1008 && /session/.test(ev.reason || "")) { location.assign("/app/signin"); return; }
-      setTimeout(connect, delay);
-      delay = Math.min(delay * 2, 30000);
-    };
-  }
-  connect();
+  tbOpenStream(function (send) {
+    send({ action: "subscribeActivity" });
+    if (document.getElementById("monitor-pnl")) send({ action: "streamPnl", enabled: true, interval: 1000 });
+  }, function (f) {
+    if (f.type === "activity" && f.event && concerns(f.event)) refetchState();
+    else if (f.type === "status") { pnlLast = 0; refetchPnl(); }
+    else if (f.type === "pnlUpdate") {
+      var account = state.getAttribute("data-account");
+      if (account && (f.accounts || []).some(function (a) { return a.account === account; })) refetchPnl();
+    }
+  });
 })();
 
 // ---- The settings' editors: a field that applies only to some values of
@@ -452,37 +456,24 @@
     });
   }
 
-  var delay = 1000;
-  function connect() {
-    var ws = new WebSocket((location.protocol === "https:" ? "wss://" : "ws://") + location.host + "/ws/stream");
-    ws.onopen = function () {
-      delay = 1000;
-      ws.send(JSON.stringify({ action: "subscribeActivity" }));
-    };
-    ws.onmessage = function (m) {
-      var f;
-      try { f = JSON.parse(m.data); } catch (err) { return; }
-      if (f.type === "activitySubscribed") {
-        // What was written between the page's load and now is read once.
-        live = "on";
-        box.setAttribute("data-live", live);
-        refetch();
-        return;
-      }
-      if (f.type !== "activity") return;
-      var e = f.event;
-      if ((f.dropped || 0) > dropped) { dropped = f.dropped; refetch(); return; }
-      if (e && (e.kind === "alert.sent" || e.kind === "alert.failed") && e.detail && e.detail.destinationId === id) refetch();
-    };
-    ws.onclose = function (ev) {
-      live = "off";
+  tbOpenStream(function (send) {
+    send({ action: "subscribeActivity" });
+  }, function (f) {
+    if (f.type === "activitySubscribed") {
+      // What was written between the page's load and now is read once.
+      live = "on";
       box.setAttribute("data-live", live);
-      if (ev.code === 1008 && /session/.test(ev.reason || "")) { location.assign("/app/signin"); return; }
-      setTimeout(connect, delay);
-      delay = Math.min(delay * 2, 30000);
-    };
-  }
-  connect();
+      refetch();
+      return;
+    }
+    if (f.type !== "activity") return;
+    var e = f.event;
+    if ((f.dropped || 0) > dropped) { dropped = f.dropped; refetch(); return; }
+    if (e && (e.kind === "alert.sent" || e.kind === "alert.failed") && e.detail && e.detail.destinationId === id) refetch();
+  }, function () {
+    live = "off";
+    box.setAttribute("data-live", live);
+  });
 })();
 
 // ---- The TradingView page: the builder's message written as the trader
@@ -589,24 +580,10 @@
       if (again) { again = false; refetch(); }
     }).catch(function () { fetching = false; });
   };
-  var delay = 1000;
-  var connect = function () {
-    var ws = new WebSocket((location.protocol === "https:" ? "wss://" : "ws://") + location.host + "/ws/stream");
-    ws.onopen = function () {
-      delay = 1000;
-      ws.send(JSON.stringify({ action: "subscribeActivity" }));
-      refetch();
-    };
-    ws.onmessage = function (m) {
-      var f;
-      try { f = JSON.parse(m.data); } catch (e) { return; }
-      if (f.type === "activity" && f.event && f.event.kind === "webhook.received") refetch();
-    };
-    ws.onclose = function (ev) {
-      if (ev.code === 1008 && /session/.test(ev.reason || "")) { location.assign("/app/signin"); return; }
-      setTimeout(connect, delay);
-      delay = Math.min(delay * 2, 30000);
-    };
-  };
-  connect();
+  tbOpenStream(function (send) {
+    send({ action: "subscribeActivity" });
+    refetch();
+  }, function (f) {
+    if (f.type === "activity" && f.event && f.event.kind === "webhook.received") refetch();
+  });
 })();
