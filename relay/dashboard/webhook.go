@@ -301,16 +301,27 @@ type argPair struct{ Name, Value string }
 // webhookPage serves GET /app/webhook: the URL and key, the builder
 // (its choices in the query), the alert history (before= pages).
 func (s *Server) webhookPage(w http.ResponseWriter, r *http.Request, sess *session) {
-	v := &view{Title: "TradingView", Nav: "webhook"}
+	v, wv, ok := s.webhookPageView(w, r, sess, "")
+	if !ok {
+		return
+	}
+	wv.Rotated = r.URL.Query().Get("rotated") == "1"
+	s.render(w, http.StatusOK, "webhook", v)
+}
+
+// webhookPageView is the TradingView page's view, with formErr as its
+// refusal ("" for none) and what readWebhook read as its data; when that
+// cannot be read, the refusal is answered to w and ok is false.
+func (s *Server) webhookPageView(w http.ResponseWriter, r *http.Request, sess *session, formErr string) (*view, *webhookView, bool) {
+	v := &view{Title: "TradingView", Nav: "webhook", Error: formErr}
 	s.signedView(r, sess, v)
 	wv, status, msg := s.readWebhook(r, sess)
 	if msg != "" {
 		s.renderError(w, r, sess, status, msg)
-		return
+		return nil, nil, false
 	}
-	wv.Rotated = r.URL.Query().Get("rotated") == "1"
 	v.Data = wv
-	s.render(w, status, "webhook", v)
+	return v, wv, true
 }
 
 // readWebhook reads what the TradingView page shows: the webhook (on a
@@ -453,14 +464,10 @@ func (s *Server) webhookMessage(w http.ResponseWriter, r *http.Request, sess *se
 // message, as TradingView would send it (its placeholders tried as
 // examples), shown on the page with the builder of the query.
 func (s *Server) webhookTry(w http.ResponseWriter, r *http.Request, sess *session) {
-	v := &view{Title: "TradingView", Nav: "webhook"}
-	s.signedView(r, sess, v)
-	wv, status, msg := s.readWebhook(r, sess)
-	if msg != "" {
-		s.renderError(w, r, sess, status, msg)
+	v, wv, ok := s.webhookPageView(w, r, sess, "")
+	if !ok {
 		return
 	}
-	v.Data = wv
 	if !wv.Allowed {
 		v.Error = webhook.Door.PlanDetail + "."
 		s.render(w, http.StatusForbidden, "webhook", v)
@@ -616,15 +623,9 @@ func (s *Server) webhookAlerts(w http.ResponseWriter, r *http.Request, sess *ses
 // 303 back to the page, which shows the new key.
 func (s *Server) webhookRotate(w http.ResponseWriter, r *http.Request, sess *session) {
 	refuse := func(status int, msg string) {
-		v := &view{Title: "TradingView", Nav: "webhook", Error: msg}
-		s.signedView(r, sess, v)
-		wv, st, m := s.readWebhook(r, sess)
-		if m != "" {
-			s.renderError(w, r, sess, st, m)
-			return
+		if v, _, ok := s.webhookPageView(w, r, sess, msg); ok {
+			s.render(w, status, "webhook", v)
 		}
-		v.Data = wv
-		s.render(w, status, "webhook", v)
 	}
 	switch {
 	case s.opts.Webhook == nil:
