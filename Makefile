@@ -6,7 +6,7 @@ BIN     := bin
 VERSION ?= $(shell ./scripts/version.sh)
 LDFLAGS := -X tradebridge/agent.Version=$(VERSION)
 
-.PHONY: all build demo test test-short test-deps vet bench fuzz windows clean clients addon ninjatrader-export installer release
+.PHONY: all build demo test test-short test-deps examples-deps vet bench fuzz windows clean clients addon ninjatrader-export installer release
 
 ## all (plain make): the relay and agent binaries, and the NinjaTrader
 ## add-on's export archive.
@@ -78,6 +78,12 @@ release:
 ## clients/; quick when all is there.
 test-deps:
 	./scripts/test-deps.sh
+
+## examples-deps: what the Python examples need and no more: Debian's
+## python3-websocket (examples/bot.py) and python3-requests
+## (examples/compat_bot.py); quick when they are there.
+examples-deps:
+	./scripts/test-deps.sh examples
 
 ## clients: regenerate clients/ (TypeScript: @hey-api/openapi-ts; Python:
 ## Swagger Codegen, on Java) from the relay's OpenAPI document.

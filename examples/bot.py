@@ -3,9 +3,11 @@
 
 It subscribes to an instrument, places a bracketed market order (PlaceOrder
 with the ATM template "ATM 1 Target": a stop loss and a profit target around
-the entry), follows the fills with the ListExecutions RPC over the socket,
-and flattens the account's position in the instrument when it stops: on
-Ctrl-C (SIGINT), SIGTERM, after --seconds, or on any error.
+the entry), follows the fills of its own orders (the entry and the
+template's stop and target; the account's other fills are not its own) with
+the ListExecutions RPC over the socket, and flattens the account's position
+in the instrument when it stops: on Ctrl-C (SIGINT), SIGTERM, after
+--seconds, or on any error.
 
 Environment:
   RELAY_URL   the relay's base URL (default http://127.0.0.1:8080, make demo's)
@@ -14,8 +16,8 @@ Environment:
   INSTRUMENT  the instrument (default ES, the front month)
 
 Needs Python 3.9+ and websocket-client (Debian: python3-websocket; the
-system /usr/bin/python3 has it after `make examples-deps`). HTTP calls use
-the standard library.
+system /usr/bin/python3 has it after `make examples-deps`, which installs
+only that and python3-requests). HTTP calls use the standard library.
 
 Server frames are told apart by the presence of "type": events (status,
 subscribed, marketData, ...) have one; replies to our rpc frames do not, and
@@ -26,6 +28,7 @@ import argparse
 import itertools
 import json
 import os
+import re
 import signal
 import sys
 import time
@@ -37,6 +40,10 @@ import uuid
 import websocket  # websocket-client
 
 TEMPLATE = "ATM 1 Target"
+
+# The names the platform gives an ATM template's stop and target orders
+# (NinjaTrader's: Stop1, Target1, ...).
+BRACKET_NAME = re.compile(r"^(Stop|Target)[0-9]+$")
 
 
 def log(msg):
@@ -52,6 +59,11 @@ class Bot:
         self.ws = None
         self.ids = itertools.count(1)
         self.entry_id = None
+        # The orders the bot placed (the entry) or its template placed for
+        # it (the stop and target); only their fills are the bot's.
+        self.own_orders = set()
+        # The account's orders before the entry: none of them is the bot's.
+        self.older_orders = set()
         self.seen_executions = set()
         self.last_quote_log = 0.0
 
@@ -127,6 +139,8 @@ class Bot:
     # --- trading ----------------------------------------------------------
 
     def enter(self):
+        before = self.rpc("ListOrders", {"account": self.account, "activeOnly": False, "lookbackTime": 600})
+        self.older_orders = {o.get("orderId") for o in before.get("orders") or []}
         data = self.rpc(
             "PlaceOrder",
             {
@@ -142,14 +156,36 @@ class Bot:
             },
         )
         self.entry_id = data.get("orderId")
+        self.own_orders.add(self.entry_id)
         order = data.get("order") or {}
         log("placed: entry %s (%s) with %s" % (self.entry_id, order.get("orderState"), TEMPLATE))
 
+    def is_own(self, o):
+        """Whether an order is the bot's: its entry, or the template's stop
+        or target placed after it (the simulator names their OCO group after
+        the entry: atm-<entry>-<n>)."""
+        oid = o.get("orderId")
+        if oid in self.own_orders:
+            return True
+        if (o.get("oco") or "").startswith("atm-%s-" % self.entry_id):
+            return True
+        return (
+            oid not in self.older_orders
+            and o.get("instrument", "").split(" ")[0] == self.instrument.split(" ")[0]
+            and BRACKET_NAME.match(o.get("name") or "") is not None
+        )
+
     def check_fills(self):
+        orders = self.rpc("ListOrders", {"account": self.account, "activeOnly": False, "lookbackTime": 600})
+        for o in orders.get("orders") or []:
+            if self.is_own(o):
+                self.own_orders.add(o.get("orderId"))
         data = self.rpc("ListExecutions", {"account": self.account, "lookbackTime": 600})
         for ex in data.get("executions") or []:
             if ex.get("id") in self.seen_executions:
                 continue
+            if ex.get("orderId") not in self.own_orders:
+                continue  # another bot's, a trader's, or an older fill
             self.seen_executions.add(ex.get("id"))
             role = "entry" if ex.get("orderId") == self.entry_id else "exit"
             log(
@@ -157,7 +193,11 @@ class Bot:
                 % (role, ex.get("marketPosition"), ex.get("quantity"), ex.get("instrument"), ex.get("price"), ex.get("orderId"))
             )
         orders = self.rpc("ListOrders", {"account": self.account, "activeOnly": True})
-        working = ["%s %s %s" % (o.get("name"), o.get("orderType"), o.get("limitPrice") or o.get("stopPrice")) for o in orders.get("orders") or []]
+        working = [
+            "%s %s %s" % (o.get("name"), o.get("orderType"), o.get("limitPrice") or o.get("stopPrice"))
+            for o in orders.get("orders") or []
+            if o.get("orderId") in self.own_orders
+        ]
         return working
 
     def run(self, seconds):

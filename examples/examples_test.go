@@ -212,6 +212,27 @@ func (e *env) getJSON(t *testing.T, path, token string) map[string]any {
 	return v
 }
 
+// placeMarket places a market order of one ES on Sim101 and returns its
+// order id.
+func (e *env) placeMarket(t *testing.T, action string) string {
+	t.Helper()
+	body := `{"action":"` + action + `","instrument":"ES","orderType":"Market","quantity":1,"timeInForce":"Day"}`
+	req, err := http.NewRequest(http.MethodPost, e.url+"/v1/api/accounts/Sim101/orders/place", strings.NewReader(body))
+	require.NoError(t, err)
+	req.Header.Set("Authorization", "Bearer "+e.apiToken)
+	req.Header.Set("Content-Type", "application/json")
+	resp, err := httpClient.Do(req)
+	require.NoError(t, err)
+	defer resp.Body.Close()
+	var v struct {
+		OrderID string `json:"orderId"`
+	}
+	require.NoError(t, json.NewDecoder(resp.Body).Decode(&v))
+	require.Equal(t, http.StatusOK, resp.StatusCode)
+	require.NotEmpty(t, v.OrderID)
+	return v.OrderID
+}
+
 func waitFor(t *testing.T, limit time.Duration, what string, ok func() bool) {
 	t.Helper()
 	deadline := time.Now().Add(limit)
@@ -338,6 +359,9 @@ func TestCurlWalkthrough(t *testing.T) {
 func TestPythonBot(t *testing.T) {
 	py := python(t, "websocket")
 	e := start(t, false)
+	// The account's older fills, a round trip before the bot starts, are
+	// not the bot's: it reports only the fills of its own orders.
+	older := []string{e.placeMarket(t, "Buy"), e.placeMarket(t, "Sell")}
 
 	var out syncBuffer
 	cmd := exec.Command(py, "-u", "examples/bot.py", "--seconds", "60")
@@ -384,6 +408,10 @@ func TestPythonBot(t *testing.T) {
 	require.Contains(t, s, "placed: entry")
 	require.Contains(t, s, "interrupted: flattening")
 	require.Contains(t, s, "flattened: 1 position(s) closed")
+	for _, id := range older {
+		require.NotContains(t, s, id, "bot.py reports an older fill of the account as its own")
+	}
+	require.Equal(t, 1, strings.Count(s, "fill: entry"), "the entry fills once: %s", s)
 	positions := e.getJSON(t, "/v1/api/accounts/Sim101/positions", e.apiToken)
 	require.Equal(t, float64(0), positions["data"].(map[string]any)["count"], "positions left: %v", positions)
 	orders := e.getJSON(t, "/v1/api/accounts/Sim101/orders?activeOnly=true", e.apiToken)
@@ -565,4 +593,49 @@ func compareTrees(t *testing.T, want, got string) {
 			t.Errorf("clients/…/%s differs from what the generator writes now: run make clients", name)
 		}
 	}
+}
+
+// TestMakeTargetsNamedExist checks that every make target the README, the
+// docs and the examples name (`make X` in code, or a line of a code block
+// that starts with make X) is a target of the Makefile: a reader who runs
+// it finds it.
+func TestMakeTargetsNamedExist(t *testing.T) {
+	t.Parallel()
+	mk, err := os.ReadFile(filepath.Join(repo, "Makefile"))
+	require.NoError(t, err)
+	targets := map[string]bool{}
+	for _, m := range regexp.MustCompile(`(?m)^([a-z][a-z0-9-]*):`).FindAllStringSubmatch(string(mk), -1) {
+		targets[m[1]] = true
+	}
+	require.True(t, targets["demo"] && targets["test"], "the Makefile's targets are read")
+
+	named := regexp.MustCompile("(?m)(?:`make ([a-z][a-z0-9-]*)|^(?:\\$ )?make ([a-z][a-z0-9-]*))")
+	var files []string
+	for _, root := range []string{"README.md", "docs", "examples", filepath.Join("installer", "README.md")} {
+		require.NoError(t, filepath.WalkDir(filepath.Join(repo, root), func(path string, d fs.DirEntry, err error) error {
+			if err != nil {
+				return err
+			}
+			if d.IsDir() && d.Name() == "screenshots" {
+				return filepath.SkipDir
+			}
+			switch filepath.Ext(path) {
+			case ".md", ".py", ".sh", ".html", ".go":
+				files = append(files, path)
+			}
+			return nil
+		}))
+	}
+	seen := 0
+	for _, path := range files {
+		b, err := os.ReadFile(path)
+		require.NoError(t, err)
+		for _, m := range named.FindAllStringSubmatch(string(b), -1) {
+			target := m[1] + m[2]
+			seen++
+			rel, _ := filepath.Rel(repo, path)
+			require.True(t, targets[target], "%s names `make %s`, which the Makefile does not have", rel, target)
+		}
+	}
+	require.Greater(t, seen, 20, "the README and docs name make targets")
 }

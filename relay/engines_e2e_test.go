@@ -129,6 +129,7 @@ func TestMonitorTripThroughTheRelay(t *testing.T) {
 
 	// The simulator's clock stands on a Wednesday at 10:00 New York time:
 	// a master window from 11:00 trips the monitor at once.
+	created := time.Now()
 	r := s.manage(http.MethodPost, "desktop/monitors", tok,
 		`{"account":"Sim101","masterWindow":{"days":["wed"],"start":"11:00","end":"12:00"}}`)
 	require.Equal(t, http.StatusCreated, r.Status, string(r.Raw))
@@ -139,6 +140,12 @@ func TestMonitorTripThroughTheRelay(t *testing.T) {
 		engineWait, 10*time.Millisecond, "the agent reported the trip and the relay stored it")
 	require.Equal(t, "masterWindow", m.StoppedReason)
 	require.NotNil(t, m.StoppedAt)
+	// Every time the monitor carries is wall-clock time, stoppedAt too,
+	// though the simulator's clock stands days away (systemtest.SimStart).
+	require.Greater(t, time.Since(simStart), time.Hour, "the simulator's clock stands far from now")
+	require.WithinRange(t, *m.StoppedAt, created.Truncate(time.Millisecond), time.Now(),
+		"stoppedAt is the real time of the trip, not the simulator's (%s)", simStart)
+	require.False(t, m.UpdatedAt.Before(*m.StoppedAt), "updatedAt (%s) follows stoppedAt (%s): one clock", m.UpdatedAt, *m.StoppedAt)
 
 	r = s.placeMarket(tok, "Sim101", "Buy", 1)
 	require.Equal(t, protocol.CodeTradingBlocked, r.Error, string(r.Raw))

@@ -23,11 +23,21 @@
 #     signing path (installer/signing_test.go).
 # Installing Debian packages needs root (as on CI) or sudo; without either it
 # says what is missing and the tests that need it skip.
+#
+# `scripts/test-deps.sh examples` (make examples-deps) installs only what the
+# Python examples run with: python3, python3-websocket (examples/bot.py) and
+# python3-requests (examples/compat_bot.py); no npm, no chromium.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 debs=(python3 python3-websocket python3-requests python3-urllib3 python3-six python3-dateutil python3-certifi chromium mono-mcs
   wixl msitools osslsigncode openssl softhsm2 libengine-pkcs11-openssl opensc)
+examples_only=
+case "${1:-}" in
+  "") ;;
+  examples) debs=(python3 python3-websocket python3-requests) examples_only=1 ;;
+  *) echo "usage: scripts/test-deps.sh [examples]" >&2; exit 2 ;;
+esac
 
 missing=()
 for p in "${debs[@]}"; do
@@ -69,5 +79,7 @@ npm_ci() {
   (cd "$dir" && npm ci --no-audit --no-fund --loglevel=error)
   cp "$dir/package-lock.json" "$dir/node_modules/.ci-lock.json"
 }
-npm_ci clients/typescript
-npm_ci clients/python/generator
+if [ -z "$examples_only" ]; then
+  npm_ci clients/typescript
+  npm_ci clients/python/generator
+fi

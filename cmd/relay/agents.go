@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"errors"
-	"fmt"
 	"io"
 	"time"
 
@@ -31,7 +30,7 @@ func newAgentsCmd(stdout io.Writer) *cobra.Command {
 			return withStore(cmd, data, func(ctx context.Context, st store.Store) error {
 				c, err := pairing.Mint(ctx, st, user, time.Now())
 				if errors.Is(err, store.ErrNotFound) {
-					return fmt.Errorf("no such user (--user takes a user id, usr_…)")
+					return noSuch("user", "--user takes a user id, usr_…")
 				}
 				if err != nil {
 					return err

@@ -228,7 +228,7 @@ func newBrokerLinkCmd(stdout io.Writer) *cobra.Command {
 					}
 					return fmt.Errorf("missing or invalid: %s", strings.Join(names, ", "))
 				case errors.Is(err, store.ErrNotFound):
-					return errors.New("no such user")
+					return noSuch("user", "")
 				case err != nil:
 					return err
 				}

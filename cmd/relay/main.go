@@ -276,7 +276,7 @@ func newUsersCmd(stdout io.Writer) *cobra.Command {
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			p, err := auth.ParsePlan(plan)
 			if err != nil {
-				return fmt.Errorf("--plan must be free, pro or elite")
+				return errors.New("--plan must be " + plansText)
 			}
 			if email != "" {
 				if email, err = account.CheckEmail(email); err != nil {
@@ -310,7 +310,7 @@ func newUsersCmd(stdout io.Writer) *cobra.Command {
 	add.Flags().StringVar(&email, "email", "", "the user's email, to sign in to the dashboard with")
 	add.Flags().BoolVar(&passwordStdin, "password-stdin", false, "read the user's dashboard password from the first line of standard input (needs --email)")
 	_ = add.MarkFlagRequired("name")
-	users.AddCommand(add, newUsersAccessCmd(stdout), newUsersPasswordCmd(stdout))
+	users.AddCommand(add, newUsersAccessCmd(stdout), newUsersPasswordCmd(stdout), newUsersPlanCmd(stdout), newUsersListCmd(stdout))
 	return users
 }
 
@@ -375,7 +375,7 @@ func newUsersPasswordCmd(stdout io.Writer) *cobra.Command {
 				case errors.Is(err, account.ErrWeakPassword):
 					return fmt.Errorf("the password must be %d to %d characters", account.MinPassword, account.MaxPassword)
 				case errors.Is(err, store.ErrNotFound):
-					return errors.New("no such user")
+					return noSuch("user", "")
 				case err != nil:
 					return err
 				}
@@ -414,7 +414,7 @@ func newUsersAccessCmd(stdout io.Writer) *cobra.Command {
 			return withStore(cmd, data, func(ctx context.Context, st store.Store) error {
 				u, err := st.User(ctx, userID)
 				if errors.Is(err, store.ErrNotFound) {
-					return errors.New("no such user")
+					return noSuch("user", "")
 				}
 				if err != nil {
 					return err
@@ -582,12 +582,14 @@ func newTokensCmd(stdout io.Writer) *cobra.Command {
 				if token != "" {
 					if err := auth.RevokeToken(ctx, st, token, time.Now()); err != nil {
 						if errors.Is(err, store.ErrNotFound) {
-							return errors.New("no such token")
+							return noSuch("token", "")
 						}
 						return err
 					}
 					recordTokenRevoked(ctx, cmd, st, auth.Hash(token))
-				} else if n, err = auth.RevokeUserTokens(ctx, st, user, k, time.Now()); err != nil {
+				} else if n, err = auth.RevokeUserTokens(ctx, st, user, k, time.Now()); errors.Is(err, store.ErrNotFound) {
+					return noSuch("user", "")
+				} else if err != nil {
 					return err
 				} else if n > 0 {
 					recordOperator(ctx, cmd, st, user, protocol.ActivityConfigChanged, fmt.Sprintf("%d token(s) revoked by the operator", n),
@@ -658,7 +660,7 @@ func newTokensCmd(stdout io.Writer) *cobra.Command {
 				tok, err := auth.IssueTokenWith(ctx, st, iuser, k, auth.TokenOptions{Profile: prof, Scope: scope}, time.Now())
 				if err != nil {
 					if errors.Is(err, store.ErrNotFound) {
-						return errors.New("no such user")
+						return noSuch("user", "")
 					}
 					if errors.Is(err, auth.ErrProfileAPIOnly) {
 						return errors.New("--profile applies to API tokens only")
@@ -707,7 +709,7 @@ func newTokensCmd(stdout io.Writer) *cobra.Command {
 			return withStore(cmd, pdata, func(ctx context.Context, st store.Store) error {
 				switch err := auth.SetTokenProfile(ctx, st, tok, prof); {
 				case errors.Is(err, store.ErrNotFound):
-					return errors.New("no such token")
+					return noSuch("token", "")
 				case errors.Is(err, auth.ErrProfileAPIOnly):
 					return errors.New("response profiles apply to API tokens only")
 				case err != nil:
@@ -740,7 +742,7 @@ func newTokensCmd(stdout io.Writer) *cobra.Command {
 			return withStore(cmd, ldata, func(ctx context.Context, st store.Store) error {
 				ts, err := auth.ListTokens(ctx, st, luser)
 				if errors.Is(err, store.ErrNotFound) {
-					return errors.New("no such user")
+					return noSuch("user", "")
 				}
 				if err != nil {
 					return err
@@ -801,16 +803,50 @@ type redisLogger struct{ s *zap.SugaredLogger }
 func (l redisLogger) Printf(_ context.Context, format string, v ...any) { l.s.Warnf(format, v...) }
 
 // withStore opens the store the command's --store flag names (SQLite in
-// dir when it is empty), runs fn on it and closes it.
+// dir when it is empty), runs fn on it and closes it. A lookup that found
+// nothing (noSuch, or the store's ErrNotFound) names the store it was
+// made in, a PostgreSQL URL without its password: a command pointed at
+// the wrong --data says so.
 func withStore(cmd *cobra.Command, dir string, fn func(context.Context, store.Store) error) error {
 	url, _ := cmd.Flags().GetString("store")
-	st, err := store.Dial(cmd.Context(), store.DialOptions{URL: url, Dir: dir})
+	opts := store.DialOptions{URL: url, Dir: dir}
+	st, err := store.Dial(cmd.Context(), opts)
 	if err != nil {
-		return fmt.Errorf("opening the store: %w", err)
+		return fmt.Errorf("opening the store %s: %w", opts.Describe(), err)
 	}
 	defer st.Close()
-	return fn(cmd.Context(), st)
+	err = fn(cmd.Context(), st)
+	var nf *notFoundError
+	switch {
+	case errors.As(err, &nf):
+		nf.store = opts.Describe()
+	case errors.Is(err, store.ErrNotFound):
+		err = fmt.Errorf("%w (in store %s)", err, opts.Describe())
+	}
+	return err
 }
+
+// notFoundError is a store command's "no such user" (token, …): a lookup
+// in the store the command opened found nothing. withStore fills in the
+// store.
+type notFoundError struct {
+	what, hint, store string
+}
+
+func (e *notFoundError) Error() string {
+	s := "no such " + e.what
+	if e.store != "" {
+		s += " in store " + e.store
+	}
+	if e.hint != "" {
+		s += " (" + e.hint + ")"
+	}
+	return s
+}
+
+// noSuch reports that the store holds no such thing (what: "user",
+// "token"); hint, when not empty, says what the flag takes.
+func noSuch(what, hint string) error { return &notFoundError{what: what, hint: hint} }
 
 func printJSON(w io.Writer, v any) error {
 	enc := json.NewEncoder(w)

@@ -45,7 +45,7 @@ func issueSupport(cmd *cobra.Command, stdout io.Writer, data, name string, grant
 		tok, err := auth.IssueSupportToken(ctx, st, name, grants, time.Now())
 		switch {
 		case errors.Is(err, store.ErrNotFound):
-			return errors.New("no such user (every --grant must be an existing user id)")
+			return noSuch("user", "every --grant must be an existing user id")
 		case errors.Is(err, auth.ErrSupportName):
 			return errors.New("--name is required: the staff member's name, 1 to 100 bytes")
 		case errors.Is(err, auth.ErrNoGrants):

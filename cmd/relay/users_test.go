@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -120,4 +121,131 @@ func TestTokenNameListedAndSignupFlag(t *testing.T) {
 	require.ErrorContains(t, err, "--signup must be open or closed")
 	_, err = run(t, "", "tokens", "issue", "--data", dir, "--user", creds.UserID, "--kind", "session")
 	require.ErrorContains(t, err, "--kind must be api, agent or support")
+}
+
+// relay users list prints every user without secrets; relay users plan
+// changes a plan, which the relay's next authentication sees, records it
+// in the user's activity log, and refuses an unknown plan with the list
+// of plans.
+func TestUsersPlanAndList(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	out, err := run(t, "", "users", "list", "--data", dir)
+	require.NoError(t, err)
+	require.JSONEq(t, `{"users":[]}`, out, "an empty store lists no user")
+
+	const pw = "a long password 1"
+	out, err = run(t, pw+"\n", "users", "add", "--data", dir, "--name", "ivy", "--plan", "pro", "--email", "ivy@example.com", "--password-stdin")
+	require.NoError(t, err)
+	ivy := decode[auth.Credentials](t, out)
+	out, err = run(t, "", "users", "add", "--data", dir, "--name", "jon", "--plan", "free")
+	require.NoError(t, err)
+	jon := decode[auth.Credentials](t, out)
+
+	out, err = run(t, "", "users", "list", "--data", dir)
+	require.NoError(t, err)
+	for _, secret := range []string{ivy.APIToken, ivy.AgentToken, jon.APIToken, "tb_", "argon2", pw, "password"} {
+		require.NotContains(t, out, secret, "the list shows no secret")
+	}
+	listed := decode[struct {
+		Users []map[string]string `json:"users"`
+	}](t, out)
+	require.Len(t, listed.Users, 2)
+	require.Equal(t, ivy.UserID, listed.Users[0]["id"], "oldest first")
+	require.Equal(t, "ivy", listed.Users[0]["name"])
+	require.Equal(t, "ivy@example.com", listed.Users[0]["email"])
+	require.Equal(t, "pro", listed.Users[0]["plan"])
+	require.NotEmpty(t, listed.Users[0]["createdAt"])
+	require.Equal(t, map[string]string{"id": jon.UserID, "name": "jon", "email": "", "plan": "free", "createdAt": listed.Users[1]["createdAt"]},
+		listed.Users[1], "exactly these members")
+
+	out, err = run(t, "", "users", "plan", ivy.UserID, "elite", "--data", dir)
+	require.NoError(t, err)
+	require.JSONEq(t, `{"userId":"`+ivy.UserID+`","plan":"elite","previousPlan":"pro"}`, out)
+	require.Equal(t, auth.PlanElite, planOf(t, dir, ivy.APIToken), "the relay's next authentication sees the new plan")
+	require.Equal(t, auth.PlanFree, planOf(t, dir, jon.APIToken), "another user's plan is untouched")
+	out, err = run(t, "", "users", "plan", ivy.UserID, "ELITE", "--data", dir)
+	require.NoError(t, err, "plans match in any casing")
+	require.JSONEq(t, `{"userId":"`+ivy.UserID+`","plan":"elite","previousPlan":"elite"}`, out)
+
+	st, err := store.Open(context.Background(), store.Options{Dir: dir})
+	require.NoError(t, err)
+	entries, err := st.ListActivity(context.Background(), ivy.UserID, store.ActivityQuery{Limit: 20})
+	require.NoError(t, err)
+	require.NoError(t, st.Close())
+	var plans []string
+	for _, e := range entries {
+		if strings.HasPrefix(e.Summary, "Plan changed") {
+			plans = append(plans, e.Summary+" "+string(e.Detail))
+		}
+	}
+	require.Len(t, plans, 1, "one change recorded; setting the same plan records none: %v", plans)
+	require.Contains(t, plans[0], `"before":"pro"`)
+	require.Contains(t, plans[0], `"after":"elite"`)
+
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"users", "plan", ivy.UserID, "platinum", "--data", dir}, "the plans are free, pro or elite"},
+		{[]string{"users", "plan", "usr_nobody", "pro", "--data", dir}, "no such user in store sqlite:" + filepath.Join(dir, store.FileName)},
+		{[]string{"users", "plan", ivy.UserID, "--data", dir}, "accepts 2 arg(s)"},
+	} {
+		_, err := run(t, "", tc.args...)
+		require.ErrorContains(t, err, tc.want, tc.args)
+		require.NotContains(t, err.Error(), "platinum", "the refusal does not repeat the value")
+	}
+	require.Equal(t, auth.PlanElite, planOf(t, dir, ivy.APIToken), "a refused change changed nothing")
+}
+
+// planOf reads the plan of a token's user as the relay authenticates it.
+func planOf(t *testing.T, dir, token string) auth.Plan {
+	t.Helper()
+	st, err := store.Open(context.Background(), store.Options{Dir: dir})
+	require.NoError(t, err)
+	defer st.Close()
+	a, err := auth.New(auth.Options{Store: st, CacheTTL: -1})
+	require.NoError(t, err)
+	p, err := a.Authenticate(context.Background(), token, auth.KindAPI)
+	require.NoError(t, err)
+	return p.Plan
+}
+
+// Every store command that looks up a user or a token in an empty store
+// names the store it opened: the SQLite file's absolute path, or a
+// PostgreSQL URL without its password.
+func TestLookupsNameTheStore(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	db := "in store sqlite:" + filepath.Join(dir, store.FileName)
+	const tok = "tb_api_AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA"
+	for _, tc := range []struct {
+		stdin string
+		args  []string
+	}{
+		{"", []string{"users", "access", "usr_nobody"}},
+		{"", []string{"users", "plan", "usr_nobody", "elite"}},
+		{"a long password 1", []string{"users", "password", "--user", "usr_nobody", "--password-stdin"}},
+		{"", []string{"tokens", "issue", "--user", "usr_nobody", "--kind", "api"}},
+		{"", []string{"tokens", "issue", "--kind", "support", "--grant", "usr_nobody"}},
+		{"", []string{"tokens", "list", "--user", "usr_nobody"}},
+		{"", []string{"tokens", "revoke", "--user", "usr_nobody"}},
+		{tok, []string{"tokens", "revoke", "--token", "-"}},
+		{tok, []string{"tokens", "profile", "--token", "-", "--profile", "compatible"}},
+		{"", []string{"agents", "pair-code", "--user", "usr_nobody"}},
+		{"", []string{"webhook", "show", "--user", "usr_nobody"}},
+		{`{"password":"p","sec":"s"}`, []string{"broker", "link", "--user", "usr_nobody", "--env", "demo", "--username", "u",
+			"--app-id", "a", "--app-version", "1", "--cid", "1"}},
+	} {
+		_, err := run(t, tc.stdin, append(tc.args, "--data", dir)...)
+		require.ErrorContains(t, err, db, tc.args)
+		require.ErrorContains(t, err, "no such", tc.args)
+	}
+
+	// A PostgreSQL URL is named without its password, even when the
+	// store cannot be reached.
+	_, err := run(t, "", "users", "list", "--store", "postgres://relay:s3cr3t@127.0.0.1:1/relay?connect_timeout=1")
+	require.Error(t, err)
+	require.Contains(t, err.Error(), "postgres://relay:xxxxx@127.0.0.1:1/relay")
+	require.NotContains(t, err.Error(), "s3cr3t")
 }

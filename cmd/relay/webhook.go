@@ -88,7 +88,7 @@ func withWebhook(cmd *cobra.Command, data, keysPath, user string,
 		}
 		in, err := op(ctx, st, keys, user, time.Now())
 		if errors.Is(err, store.ErrNotFound) {
-			return errors.New("no such user")
+			return noSuch("user", "")
 		}
 		if err != nil {
 			return err

@@ -219,3 +219,30 @@ func TestPasswordResetTakenOnce(t *testing.T) {
 		}
 	})
 }
+
+// Users are listed oldest first with their plans; a plan is changed, and
+// changing a missing user's is ErrNotFound.
+func TestUserPlanAndList(t *testing.T) {
+	t.Parallel()
+	forEach(t, func(t *testing.T, b backend) {
+		ctx := context.Background()
+		s := b.open(t)
+		list, err := s.ListUsers(ctx)
+		require.NoError(t, err)
+		require.Empty(t, list, "an empty store lists no user")
+		require.NoError(t, s.CreateUser(ctx, store.User{ID: "usr_b", Name: "bob", Plan: "pro", CreatedAt: t0.Add(time.Second)}))
+		require.NoError(t, s.CreateUser(ctx, store.User{ID: "usr_a", Name: "alice", Plan: "free", CreatedAt: t0, Email: "alice@example.com",
+			PasswordHash: "$argon2id$x"}))
+
+		require.NoError(t, s.SetUserPlan(ctx, "usr_a", "elite"))
+		require.ErrorIs(t, s.SetUserPlan(ctx, "nobody", "elite"), store.ErrNotFound)
+		list, err = s.ListUsers(ctx)
+		require.NoError(t, err)
+		require.Len(t, list, 2)
+		require.Equal(t, []string{"usr_a", "usr_b"}, []string{list[0].ID, list[1].ID}, "oldest first")
+		require.Equal(t, "elite", list[0].Plan)
+		require.Equal(t, "alice@example.com", list[0].Email)
+		require.True(t, list[0].CreatedAt.Equal(t0))
+		require.Equal(t, "pro", list[1].Plan, "another user's plan is untouched")
+	})
+}

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net/url"
+	"path/filepath"
 	"strings"
 
 	"go.uber.org/zap"
@@ -43,6 +44,20 @@ func Dial(ctx context.Context, opts DialOptions) (Store, error) {
 	default:
 		return nil, fmt.Errorf(`%w %q: want "sqlite" or a postgres:// URL`, ErrUnknownStore, Redact(opts.URL))
 	}
+}
+
+// Describe names the store opts opens, for the messages of commands and
+// logs: "sqlite:" and the database file's absolute path, or the
+// PostgreSQL URL with its password redacted (Redact).
+func (opts DialOptions) Describe() string {
+	if opts.URL == "" || opts.URL == "sqlite" {
+		path := filepath.Join(opts.Dir, FileName)
+		if abs, err := filepath.Abs(path); err == nil {
+			path = abs
+		}
+		return "sqlite:" + path
+	}
+	return Redact(opts.URL)
 }
 
 func hasScheme(u, scheme string) bool {

@@ -3,6 +3,7 @@ package store_test
 import (
 	"context"
 	"errors"
+	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -134,6 +135,26 @@ func TestRedact(t *testing.T) {
 	} {
 		require.Equal(t, tc.want, store.Redact(tc.in), tc.in)
 	}
+}
+
+// Describe names the SQLite file by its absolute path and a PostgreSQL
+// URL without its password.
+func TestDescribe(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	for _, tc := range []struct {
+		opts store.DialOptions
+		want string
+	}{
+		{store.DialOptions{Dir: dir}, "sqlite:" + filepath.Join(dir, store.FileName)},
+		{store.DialOptions{URL: "sqlite", Dir: dir}, "sqlite:" + filepath.Join(dir, store.FileName)},
+		{store.DialOptions{URL: "postgres://relay:s3cr3t@db:5432/relay"}, "postgres://relay:xxxxx@db:5432/relay"},
+	} {
+		require.Equal(t, tc.want, tc.opts.Describe())
+		require.NotContains(t, tc.opts.Describe(), "s3cr3t")
+	}
+	rel := store.DialOptions{Dir: "relay-data"}.Describe()
+	require.True(t, strings.HasPrefix(rel, "sqlite:/"), "a relative --data is named absolute: %s", rel)
 }
 
 // Times are stored to the millisecond and read back in UTC, the same on

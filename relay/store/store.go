@@ -253,6 +253,10 @@ type Store interface {
 	// SetUserDisabled disables or re-enables a user; ErrNotFound if there
 	// is none.
 	SetUserDisabled(ctx context.Context, id string, disabled bool) error
+	// SetUserPlan sets the user's plan; ErrNotFound if there is none.
+	SetUserPlan(ctx context.Context, id, plan string) error
+	// ListUsers returns every user, oldest first (then by id).
+	ListUsers(ctx context.Context) ([]User, error)
 	// UserByEmail returns the user with the email (compared as
 	// NormalizeEmail gives it); ErrNotFound if there is none.
 	UserByEmail(ctx context.Context, email string) (User, error)

@@ -22,6 +22,8 @@ var (
 	qUser            = sqlConst("SELECT " + userColumns + " FROM users WHERE id = ?")
 	qSetUserAccess   = sqlConst("UPDATE users SET management_closed = ?, withheld_features = ? WHERE id = ?")
 	qSetUserDisabled = sqlConst("UPDATE users SET disabled = ? WHERE id = ?")
+	qSetUserPlan     = sqlConst("UPDATE users SET plan = ? WHERE id = ?")
+	qListUsers       = sqlConst("SELECT " + userColumns + " FROM users ORDER BY users.created_at, users.id")
 	qLookupToken     = sqlConst("SELECT " + userColumns + ", tokens.kind, tokens.profile, tokens.name, tokens.scope, tokens.created_at, tokens.revoked_at" +
 		" FROM tokens JOIN users ON users.id = tokens.user_id WHERE tokens.hash = ?")
 	qSetTokenProfile = sqlConst("UPDATE tokens SET profile = ? WHERE hash = ?")
@@ -133,6 +135,17 @@ func (s *sqlStore) User(ctx context.Context, id string) (User, error) {
 // SetUserDisabled implements Store.
 func (s *sqlStore) SetUserDisabled(ctx context.Context, id string, disabled bool) error {
 	return wrap("update user", affected(s.exec(ctx, qSetUserDisabled, disabled, id)))
+}
+
+// SetUserPlan implements Store.
+func (s *sqlStore) SetUserPlan(ctx context.Context, id, plan string) error {
+	return wrap("set user plan", affected(s.exec(ctx, qSetUserPlan, plan, id)))
+}
+
+// ListUsers implements Store.
+func (s *sqlStore) ListUsers(ctx context.Context) ([]User, error) {
+	us, err := all(ctx, s.conn, func(row scanner) (User, error) { return scanUser(row) }, qListUsers)
+	return us, wrap("list users", err)
 }
 
 // AddToken implements Store.

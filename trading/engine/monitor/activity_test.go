@@ -53,7 +53,7 @@ func TestTripActivity(t *testing.T) {
 				a := got[0]
 				require.Regexp(t, reportID, a.ID)
 				require.Equal(t, protocol.ActivityMonitorTripped, a.Kind)
-				require.True(t, a.At.Equal(wednesday10), "at the engine's time")
+				require.True(t, a.At.Equal(realNow), "at the stop's time, stoppedAt's (wall clock)")
 				require.Equal(t, acct, a.Account)
 				require.Equal(t, protocol.ActivitySource{Kind: protocol.SourceMonitor, ID: "mon_1"}, a.Source)
 				require.Contains(t, a.Summary, tc.limit)

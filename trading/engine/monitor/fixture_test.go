@@ -40,6 +40,14 @@ func ny(year int, month time.Month, day, hour, min int) time.Time {
 // wednesday10 is a Wednesday morning, in the middle of a trading session.
 var wednesday10 = ny(2026, time.March, 4, 10, 0)
 
+// realNow is the wall clock of the fixtures' engines: a year and a day
+// after the simulator's clock, which starts at the tests' market times
+// (wednesday10 and others), so that a time taken from the wrong clock
+// shows.
+var realNow = wednesday10.AddDate(1, 0, 1).Add(1234 * time.Millisecond)
+
+func wallClock() time.Time { return realNow }
+
 // stateLog records OnState calls.
 type stateLog struct {
 	mu  sync.Mutex
@@ -95,7 +103,7 @@ func newFixture(t *testing.T, at time.Time) *fixture {
 func (f *fixture) newEngine() *Engine {
 	f.t.Helper()
 	e, err := New(Options{Platform: f.sim, Trader: f.ops, Config: f.holder, Store: f.store, Reporter: f.rep,
-		Now: f.clock.Now, OnState: f.states.on})
+		Now: f.clock.Now, Wall: wallClock, OnState: f.states.on})
 	require.NoError(f.t, err)
 	f.ops.SetGate(e)
 	return e

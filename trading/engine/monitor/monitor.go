@@ -75,8 +75,14 @@ type Options struct {
 	Store engine.Store
 	// Reporter carries stops and restarts to the relay; required.
 	Reporter engine.Reporter
-	// Now is the engine's clock; default time.Now.
+	// Now is the engine's clock, the platform's (a simulator's may stand
+	// anywhere in time): sessions, windows and autoFlattenAt follow it.
+	// Default time.Now.
 	Now engine.Clock
+	// Wall is the real time: the stops and restarts the engine reports
+	// (stoppedAt) are stamped with it, as every time a resource carries is
+	// wall-clock time. Default time.Now.
+	Wall engine.Clock
 	// Logger receives the engine's logs; nil discards them.
 	Logger *zap.Logger
 	// TickInterval is how often Run calls Tick (windows, autoFlattenAt,
@@ -152,6 +158,9 @@ func New(opts Options) (*Engine, error) {
 	if opts.Now == nil {
 		opts.Now = time.Now
 	}
+	if opts.Wall == nil {
+		opts.Wall = time.Now
+	}
 	if opts.Logger == nil {
 		opts.Logger = zap.NewNop()
 	}
@@ -178,6 +187,9 @@ func New(opts Options) (*Engine, error) {
 
 // now is the engine's time.
 func (e *Engine) now() time.Time { return e.opts.Now() }
+
+// wall is the real time, stoppedAt's.
+func (e *Engine) wall() time.Time { return e.opts.Wall() }
 
 // Run follows the platform's events and the configuration, and calls Tick
 // every TickInterval, until ctx ends; it returns nil then, or an error
@@ -255,7 +267,7 @@ func (e *Engine) observe(ctx context.Context, acct *protocol.Account) {
 	if a.state == protocol.MonitorActive && a.mon != nil {
 		i := countOf(a.mon.IncludeUnrealized, a.mon.IncludeCommission)
 		if r := verdict(a.mon, sessionPnl(&a.item, i), a.highs[i]); r != "" {
-			trip = e.tripLocked(a, r, now)
+			trip = e.tripLocked(a, r)
 		}
 	}
 	e.mu.Unlock()
@@ -366,11 +378,11 @@ type pending struct {
 	rec     record
 }
 
-// tripLocked stops a's monitor for reason at now, with e.mu held, and
+// tripLocked stops a's monitor for reason now (the wall clock's time), with e.mu held, and
 // returns what remains to do.
-func (e *Engine) tripLocked(a *account, reason string, now time.Time) *action {
+func (e *Engine) tripLocked(a *account, reason string) *action {
 	a.state, a.reason = protocol.MonitorStopped, reason
-	a.stoppedAt = stamp(now)
+	a.stoppedAt = stamp(e.wall()) // real time, whatever the platform's clock says
 	a.seq++
 	a.dirty = false
 	i := countOf(a.mon.IncludeUnrealized, a.mon.IncludeCommission)
@@ -395,8 +407,9 @@ func (e *Engine) tripLocked(a *account, reason string, now time.Time) *action {
 	return t
 }
 
-// stamp is the time of a stop as it is reported: UTC, to the millisecond,
-// so that it survives every encoding the relay stores it in unchanged.
+// stamp is the time of a stop as it is reported: the wall clock's (wall),
+// UTC, to the millisecond, so that it survives every encoding the relay
+// stores it in unchanged.
 func stamp(t time.Time) time.Time { return t.UTC().Truncate(time.Millisecond) }
 
 // act carries out a trip: it cancels the account's working orders and
@@ -481,12 +494,12 @@ func (e *Engine) Tick(ctx context.Context) {
 			if at := a.plan.flattenInstant(now); !at.IsZero() && !at.Before(a.session) && at.After(a.flattenedFor) {
 				a.flattenedFor, a.dirty = at, true
 				if a.state == protocol.MonitorActive {
-					trips = append(trips, e.tripLocked(a, reasonAutoFlattenAt, now))
+					trips = append(trips, e.tripLocked(a, reasonAutoFlattenAt))
 				}
 			}
 			if a.state == protocol.MonitorActive {
 				if r := a.plan.outside(now); r != "" {
-					trips = append(trips, e.tripLocked(a, r, now))
+					trips = append(trips, e.tripLocked(a, r))
 				}
 			}
 		}
@@ -548,13 +561,13 @@ func (e *Engine) apply(cfg *protocol.Config) {
 			if m.State != protocol.MonitorStopped && m.RestartedFrom != nil && m.RestartedFrom.Equal(a.stoppedAt) {
 				a.restartedFrom, a.stoppedAt, a.reason = a.stoppedAt, time.Time{}, ""
 				a.state = runState(&m)
-				report = &protocol.MonitorState{Account: a.name, State: protocol.MonitorActive, At: stamp(now)}
+				report = &protocol.MonitorState{Account: a.name, State: protocol.MonitorActive, At: stamp(e.wall())}
 				e.log.Info("monitor restarted", zap.String("account", a.name), zap.Time("from", a.restartedFrom))
 			}
 		case m.State == protocol.MonitorStopped &&
 			!(m.StoppedAt != nil && !a.restartedFrom.IsZero() && m.StoppedAt.Equal(a.restartedFrom)):
 			a.state, a.reason = protocol.MonitorStopped, m.StoppedReason
-			a.stoppedAt = stamp(now)
+			a.stoppedAt = stamp(e.wall())
 			if m.StoppedAt != nil {
 				a.stoppedAt = m.StoppedAt.UTC()
 			}

@@ -131,7 +131,7 @@ func TestPnlTrips(t *testing.T) {
 				st := f.status(acct)
 				require.Equal(t, tc.reason, st.Reason)
 				require.NotNil(t, st.StoppedAt)
-				require.True(t, st.StoppedAt.Equal(wednesday10), "the stop is the trip's time")
+				require.True(t, st.StoppedAt.Equal(realNow), "the stop is the trip's wall-clock time, not the market's (%s)", st.StoppedAt)
 				require.Equal(t, []protocol.MonitorState{{Account: acct, State: protocol.MonitorStopped, Reason: tc.reason,
 					At: *st.StoppedAt}}, f.rep.Monitors())
 				require.Contains(t, f.states.Log(), acct+"="+protocol.MonitorStopped)
