@@ -222,10 +222,22 @@ func (k *KeyedWrites) call(ctx context.Context, rec *store.Idempotent, userID, f
 	cancel()
 	var o Outcome
 	rec.State = store.IdemDone
+	if err == nil {
+		if cerr := checkWriteResult(fn, result); cerr != nil {
+			k.log.Error("agent answered a write with a malformed result; not recorded as the answer",
+				zap.String("user", userID), zap.String("fn", fn), zap.Error(cerr))
+			err = cerr
+		}
+	}
 	switch {
 	case err == nil:
 		o = Outcome{Fn: fn, Result: result}
 		rec.Status = http.StatusOK
+	case errors.Is(err, ErrMalformedResult):
+		// The write may have run: a retry under the same request id asks
+		// the agent again, which answers from its memory.
+		o = Outcome{Err: malformedResult(true)}
+		rec.State = store.IdemUnknown
 	default:
 		// A keyed call is a write: an interrupted one has an unknown
 		// outcome.
