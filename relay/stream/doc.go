@@ -171,7 +171,9 @@
 // (Idempotent-Replayed: true on HTTP), and runs nothing, even after the
 // agent restarted and forgot its request ids. Another request under the
 // same key is idempotency_key_reused; a repeat while the first runs is
-// request_in_progress (retryAfter 1); a store that cannot record the key
+// request_in_progress (retryAfter: 1 while the first runs on this relay,
+// else the seconds until its record goes stale, 60 s after a relay killed
+// mid-call left it running); a store that cannot record the key
 // answers storage_unavailable and sends nothing. An outcome the relay
 // could not learn (outcome_unknown, addon_disconnected, the agent's
 // request_in_progress, the socket closing mid-call) is not recorded as the
