@@ -554,3 +554,68 @@ func TestHostileAgentSendsBadFrames(t *testing.T) {
 	}
 	alice.check(t)
 }
+
+// An agent that answers a write without the ids it always carries
+// (PlaceOrder without orderId, CancelAndBracket without orderIds, a write
+// answered with something other than an object) is answered 500
+// internal_error, as a read's record of the wrong shape is, and a keyed
+// write's malformed answer is never recorded: its retry asks the agent
+// again instead of replaying a success nobody can act on.
+func TestHostileAgentAnswersWritesWithoutIDs(t *testing.T) {
+	t.Parallel()
+	s := newSystem(t)
+	var mu sync.Mutex
+	asked := map[string]int{} // request ids of the writes, by fn
+	good := false             // answer properly from now on
+	h := s.dialHostile(t, "bob", hostileOptions{reply: func(_ net.Conn, w *protocol.Writer, req protocol.Request) {
+		mu.Lock()
+		asked[req.Fn]++
+		ok := good
+		mu.Unlock()
+		result := json.RawMessage(`{"status":"Working"}`)
+		switch {
+		case ok:
+			result = json.RawMessage(`{"orderId":"o-1","order":{"orderId":"o-1"}}`)
+		case req.Fn == protocol.FnCancelAndBracket:
+			result = json.RawMessage(`{"placed":true,"orderIds":[]}`)
+		case req.Fn == protocol.FnCancelOrder:
+			result = json.RawMessage(`["o-1"]`)
+		}
+		_ = w.WriteFrame(protocol.TypeResponse, protocol.Response{ID: req.ID, Result: result})
+	}})
+	_ = h
+	tok := s.Users["bob"].APIToken
+	const place = `{"action":"Buy","instrument":"ES","orderType":"Market","quantity":1,"timeInForce":"Day"}`
+	for _, tc := range []struct {
+		name, path, body string
+		header           []string
+	}{
+		{"PlaceOrder, keyed", "/v1/api/accounts/Sim101/orders/place", place, []string{"Idempotency-Key", "k-1"}},
+		{"PlaceOrder, keyed by orderId", "/v1/api/accounts/Sim101/orders/place", strings.Replace(place, `{`, `{"orderId":"mine-1",`, 1), nil},
+		{"PlaceOrder", "/v1/api/accounts/Sim101/orders/place", place, nil},
+		{"CancelAndBracket", "/v1/api/accounts/Sim101/orders/cancel_and_bracket", `{"instrument":"ES","action":"Buy","quantity":1,"stopLoss":5990}`, nil},
+		{"CancelOrder", "/v1/api/accounts/Sim101/orders/o-1/cancel", "", nil},
+	} {
+		r := s.Do("POST", tc.path, tok, tc.body, tc.header...)
+		require.Equal(t, http.StatusInternalServerError, r.Status, "%s: %s", tc.name, r.Raw)
+		require.Equal(t, "internal_error", r.Error, tc.name)
+		require.Contains(t, r.Detail, "may have run", tc.name)
+	}
+	mu.Lock()
+	before := asked[protocol.FnPlaceOrder]
+	good = true
+	mu.Unlock()
+	for _, header := range [][]string{{"Idempotency-Key", "k-1"}, nil} {
+		body := place
+		if header == nil {
+			body = strings.Replace(place, `{`, `{"orderId":"mine-1",`, 1)
+		}
+		r := s.Do("POST", "/v1/api/accounts/Sim101/orders/place", tok, body, header...)
+		require.Equal(t, http.StatusOK, r.Status, "the retry asks the agent again: %s", r.Raw)
+		require.Empty(t, r.Header.Get("Idempotent-Replayed"), "nothing was recorded to replay")
+		require.Equal(t, "o-1", r.OrderID)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	require.Equal(t, before+2, asked[protocol.FnPlaceOrder], "each retry reached the agent")
+}

@@ -9,6 +9,7 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -429,6 +430,49 @@ func TestHostileTwoAuthorizationHeaders(t *testing.T) {
 			require.Contains(t, body, "exactly one Authorization header")
 			require.NotContains(t, body, "tb_")
 			require.NotContains(t, body, strings.Repeat("Q", 8))
+		})
+	}
+	s.honestServed(t)
+}
+
+// "Bearer" and the token are separated by one space: a valid token after
+// two is a malformed header on every door, 401 unauthorized, and the same
+// request with one space is admitted.
+func TestHostileBearerWithTwoSpaces(t *testing.T) {
+	s := hostileSystem(t)
+	s.StartAgent("alice")
+	api := s.Users["alice"].APIToken
+	elite := s.Users["bob"].APIToken
+	agent := s.Users["bob"].AgentToken
+	upgrade := "Connection: Upgrade\r\nUpgrade: websocket\r\nSec-WebSocket-Version: 13\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\n"
+	mcpBody := `{"jsonrpc":"2.0","id":1,"method":"tools/list"}`
+	mcp := "Content-Type: application/json\r\nAccept: application/json, text/event-stream\r\nContent-Length: " + strconv.Itoa(len(mcpBody)) + "\r\n"
+	for _, tc := range []struct {
+		name, method, path, extra, token, body string
+		admitted                               int
+	}{
+		{"trading", "GET", "/v1/api/accounts", "", api, "", http.StatusOK},
+		{"management", "GET", "/v1/api/manage/desktop/copiers", "", elite, "", http.StatusOK},
+		{"stream socket", "GET", "/ws/stream", upgrade, api, "", http.StatusSwitchingProtocols},
+		{"agent tunnel", "GET", "/v1/agent/connect", upgrade + "Sec-WebSocket-Protocol: " + protocol.Subprotocol(protocol.ProtocolVersion) + "\r\n", agent, "", http.StatusSwitchingProtocols},
+		{"mcp", "POST", "/mcp", mcp, api, mcpBody, http.StatusOK},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			for _, sep := range []string{"  ", " "} {
+				rc := mustDialRaw(t, s.Addr)
+				require.NoError(t, rc.write(tc.method+" "+tc.path+" HTTP/1.1\r\nHost: relay\r\n"+tc.extra+
+					"Authorization: Bearer"+sep+tc.token+"\r\n\r\n"+tc.body))
+				resp, body, err := rc.response(hostileSlack)
+				require.NoError(t, err)
+				if sep == " " {
+					require.Equal(t, tc.admitted, resp.StatusCode, "one space is admitted: %s", body)
+					continue
+				}
+				require.Equal(t, http.StatusUnauthorized, resp.StatusCode, body)
+				require.Contains(t, body, `"error":"unauthorized"`)
+				require.NotContains(t, body, "tb_")
+			}
 		})
 	}
 	s.honestServed(t)

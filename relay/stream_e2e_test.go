@@ -3,6 +3,7 @@ package relay_test
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"net/http"
 	"strings"
@@ -10,6 +11,7 @@ import (
 	"time"
 
 	"tradebridge/internal/testkit"
+	"tradebridge/relay/auth"
 
 	"github.com/coder/websocket"
 	"github.com/stretchr/testify/require"
@@ -20,6 +22,9 @@ type wsClient struct {
 	t      *testing.T
 	c      *websocket.Conn
 	frames chan map[string]any
+	// readErr is the error that ended the reads, set before frames is
+	// closed.
+	readErr error
 }
 
 func (s *system) openStream(t *testing.T, user string) *wsClient {
@@ -44,6 +49,7 @@ func (s *system) openStreamWith(t *testing.T, token string) *wsClient {
 		for {
 			_, data, err := c.Read(context.Background())
 			if err != nil {
+				w.readErr = err
 				return
 			}
 			var m map[string]any
@@ -96,6 +102,23 @@ func (w *wsClient) reply() map[string]any {
 			}
 		case <-deadline:
 			w.t.Fatalf("no rpc reply")
+		}
+	}
+}
+
+// closeStatus waits for the socket to end, skipping frames, and returns
+// the close code the relay sent (-1 when none).
+func (w *wsClient) closeStatus() websocket.StatusCode {
+	w.t.Helper()
+	deadline := time.After(testkit.Long)
+	for {
+		select {
+		case _, ok := <-w.frames:
+			if !ok {
+				return websocket.CloseStatus(w.readErr)
+			}
+		case <-deadline:
+			w.t.Fatalf("the socket did not close")
 		}
 	}
 }
@@ -209,6 +232,39 @@ func TestStreamEndToEnd(t *testing.T) {
 	require.NotEmpty(t, w.next("error")["error"])
 	w.send(`{"action":"ping"}`)
 	w.next("pong")
+}
+
+// A revoked API token stops trading on its open socket as soon as HTTP
+// refuses it (the token cache's 2 s), not at the socket's periodic
+// re-verification 30 s later: the next PlaceOrder is refused
+// unauthorized, reaches no agent, and the socket closes with 1008.
+func TestStreamRevokedTokenStopsTradingWithinTheHTTPBound(t *testing.T) {
+	t.Parallel()
+	s := newSystem(t)
+	alice := s.StartAgent("alice")
+	tok := s.Users["alice"].APIToken
+	w := s.openStreamWith(t, tok)
+	require.Equal(t, true, w.next("status")["agentConnected"])
+	const place = `{"action":"rpc","id":"%s","api":"PlaceOrder","args":{"account":"Sim101","action":"Buy","instrument":"ES","orderType":"Market","quantity":1,"timeInForce":"Day"}}`
+	w.send(fmt.Sprintf(place, "before"))
+	require.Equal(t, true, w.reply()["success"])
+
+	start := time.Now()
+	require.NoError(t, auth.RevokeToken(context.Background(), s.Store, tok, time.Now()))
+	require.Eventually(t, func() bool {
+		return s.DoAsync("GET", "/v1/api/accounts", tok, "").Status == http.StatusUnauthorized
+	}, testkit.Medium, 20*time.Millisecond, "HTTP refuses the revoked token")
+	w.send(fmt.Sprintf(place, "after"))
+	r := w.reply()
+	require.Equal(t, "after", r["id"])
+	require.Equal(t, false, r["success"])
+	require.Equal(t, "unauthorized", r["error"])
+	require.Equal(t, websocket.StatusPolicyViolation, w.closeStatus())
+	require.Less(t, time.Since(start), testkit.Medium, "far below the 30 s re-verification")
+	ps, err := alice.Sim.Positions(t.Context(), "Sim101")
+	require.NoError(t, err)
+	require.Len(t, ps, 1)
+	require.Equal(t, 1, ps[0].Quantity, "only the order placed before the revocation was placed")
 }
 
 // The agent goes away and comes back: the socket is told, RPCs fail with

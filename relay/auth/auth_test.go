@@ -49,7 +49,14 @@ func TestBearerToken(t *testing.T) {
 	}{
 		{"Bearer abc", "abc", true},
 		{"bearer abc", "abc", true},
-		{"BEARER  abc ", "abc", true},
+		{"BEARER abc", "abc", true},
+		// One space, and nothing around the token: anything else is
+		// malformed.
+		{"Bearer  abc", "", false},
+		{"Bearer abc ", "", false},
+		{"Bearer \tabc", "", false},
+		{"Bearer\tabc", "", false},
+		{"Bearer a bc", "", false},
 		{"Basic abc", "", false},
 		{"Bearer", "", false},
 		{"Bearer ", "", false},

@@ -39,6 +39,7 @@ import (
 	"net/http"
 	"slices"
 	"strings"
+	"unicode"
 )
 
 // Kind is the kind of a token.
@@ -119,21 +120,25 @@ func Display(token string) string {
 }
 
 // BearerToken returns the token of an "Authorization: Bearer <token>"
-// header. The scheme is case-insensitive, as RFC 9110 says. A request with
-// more than one Authorization header has no token: which one counts would
-// depend on who reads it (a proxy may take the last where the relay took
-// the first), so callers refuse it; see AmbiguousAuthorization.
+// header: the one place every door (the trading and Management APIs, the
+// stream socket's upgrade, the agents' tunnel, MCP) reads the header. The
+// scheme is case-insensitive, as RFC 9110 says; one space separates it
+// from the token, and a token with whitespace in it or around it
+// ("Bearer  <token>") is malformed: no token, which the doors answer 401
+// as any malformed header. A request with more than one Authorization
+// header has no token: which one counts would depend on who reads it (a
+// proxy may take the last where the relay took the first), so callers
+// refuse it; see AmbiguousAuthorization.
 func BearerToken(h http.Header) (string, bool) {
 	vs := h.Values("Authorization")
 	if len(vs) != 1 {
 		return "", false
 	}
 	scheme, token, ok := strings.Cut(vs[0], " ")
-	if !ok || !strings.EqualFold(scheme, "Bearer") {
+	if !ok || !strings.EqualFold(scheme, "Bearer") || token == "" || strings.ContainsFunc(token, unicode.IsSpace) {
 		return "", false
 	}
-	token = strings.TrimSpace(token)
-	return token, token != ""
+	return token, true
 }
 
 // AmbiguousAuthorization reports a request with more than one

@@ -20,6 +20,7 @@ import (
 	"tradebridge/relay/auth"
 	"tradebridge/relay/errcode"
 	"tradebridge/relay/httpapi"
+	"tradebridge/relay/store"
 )
 
 // Paths of the link routes.
@@ -408,14 +409,21 @@ func writeOAuthOff(w http.ResponseWriter) {
 // text/html: a person's browser) is sent on to the dashboard's broker
 // page, 303 OAuthReturnPath?link=ok or ?link=failed&reason=<a fixed
 // code>; others get JSON: 200 {"linked":true,"env","method"}, or the
-// refusal.
+// refusal. A callback that repeats state or code is refused as a bad
+// state is (ErrOAuthUnknown: 400, or ?link=failed&reason=expired), and
+// takes no state: which of the values counts would depend on who reads
+// the address.
 func (m *Manager) serveOAuthCallback(w http.ResponseWriter, r *http.Request) {
 	q := r.URL.Query()
 	session := ""
 	if m.opts.BrowserSession != nil {
 		session = m.opts.BrowserSession(r)
 	}
-	st, err := m.finishOAuth(r.Context(), q.Get("state"), q.Get("code"), session)
+	var st store.OAuthState
+	err := ErrOAuthUnknown
+	if len(q["state"]) <= 1 && len(q["code"]) <= 1 {
+		st, err = m.finishOAuth(r.Context(), q.Get("state"), q.Get("code"), session)
+	}
 	if wantsPage(r) {
 		to := OAuthReturnPath + "?link=ok"
 		if err != nil {

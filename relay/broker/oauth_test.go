@@ -134,3 +134,47 @@ func TestOAuthStates(t *testing.T) {
 		require.Equal(t, http.StatusBadRequest, callback(t, m, s, fake.IssueCode()).Code, name)
 	}
 }
+
+// A callback that repeats state or code is refused as a bad state is,
+// with the same answer (400, or the dashboard's "expired" page), and takes
+// no state: the link can still end with one of each.
+func TestOAuthCallbackRefusesRepeatedParameters(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t)
+	fake := oauthFake(t, f)
+	m := f.oauthNode(t, fake, nil, "")
+	state := startOAuth(t, m, "alice")
+	bad := callbackQuery(t, m, url.Values{"state": {"feedface"}, "code": {fake.IssueCode()}}, "")
+	badPage := callbackQuery(t, m, url.Values{"state": {"feedface"}, "code": {fake.IssueCode()}}, "text/html")
+	require.Equal(t, http.StatusBadRequest, bad.Code)
+	require.Equal(t, http.StatusSeeOther, badPage.Code)
+	for name, q := range map[string]url.Values{
+		"state twice":              {"state": {state, state}, "code": {fake.IssueCode()}},
+		"state twice, another one": {"state": {state, "feedface"}, "code": {fake.IssueCode()}},
+		"code twice":               {"state": {state}, "code": {fake.IssueCode(), fake.IssueCode()}},
+	} {
+		w := callbackQuery(t, m, q, "")
+		require.Equal(t, bad.Code, w.Code, name)
+		require.JSONEq(t, bad.Body.String(), w.Body.String(), name)
+		w = callbackQuery(t, m, q, "text/html")
+		require.Equal(t, badPage.Code, w.Code, name)
+		require.Equal(t, badPage.Header().Get("Location"), w.Header().Get("Location"), name)
+	}
+	_, err := m.Links().Get(context.Background(), "alice")
+	require.Error(t, err, "nothing was linked")
+	w := callback(t, m, state, fake.IssueCode())
+	require.Equal(t, http.StatusOK, w.Code, "the state was not taken: %s", w.Body.String())
+}
+
+// callbackQuery brings the browser back to m with the query q, asking for
+// accept ("" for none).
+func callbackQuery(t *testing.T, m *broker.Manager, q url.Values, accept string) *httptest.ResponseRecorder {
+	t.Helper()
+	w := httptest.NewRecorder()
+	r := httptest.NewRequest(http.MethodGet, broker.OAuthCallbackPath+"?"+q.Encode(), nil)
+	if accept != "" {
+		r.Header.Set("Accept", accept)
+	}
+	m.ServeOAuthCallback(w, r)
+	return w
+}

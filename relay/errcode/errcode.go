@@ -117,7 +117,9 @@ const (
 // 409 Conflict.
 const (
 	// RequestInProgress (409): a write with the same idempotency key or
-	// orderId (or, from the agent, request id) is still running.
+	// orderId (or, from the agent, request id) is still running, or its
+	// relay stopped mid-call; retryAfter is the seconds until a repeat
+	// can be resolved.
 	RequestInProgress = "request_in_progress"
 	// AlreadyExists (409): a monitor already exists for the account.
 	AlreadyExists = "already_exists"

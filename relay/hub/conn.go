@@ -700,8 +700,15 @@ func (c *agentConn) failProtocol(err error) {
 func (c *agentConn) close(code int, reason string) { c.closeAs("", code, reason) }
 
 // closeAs is close naming the history's reason why the tunnel ended; ""
-// lets endReason find it from the code.
+// lets endReason find it from the code. When the agent broke the
+// transport's Guard, that is the reason (protocol_error, with the Guard's
+// close code and reason), whoever closes first: the Guard records its
+// verdict before the session ends, so every close that follows the
+// session's end sees it.
 func (c *agentConn) closeAs(why string, code int, reason string) {
+	if gerr := c.conn.GuardErr(); gerr != nil {
+		why, code, reason = agentcall.ReasonProtocolError, protocol.CloseProtocolError, guardReason(gerr)
+	}
 	c.closeOnce.Do(func() {
 		c.why, c.closeCode, c.closeText = why, code, reason
 		close(c.done)

@@ -322,3 +322,25 @@ func TestDiagnosticsFloodReachesTheHistoryOnce(t *testing.T) {
 	}
 	require.Equal(t, 1, entries)
 }
+
+// An agent that opens a stream it may not open (the transport's Guard)
+// ends its session with protocol_error every time, whichever of the
+// session's goroutines notices the end first: the Guard's verdict is the
+// reason, never connection_lost.
+func TestForbiddenStreamIsAlwaysAProtocolError(t *testing.T) {
+	t.Parallel()
+	e, log := newSessionEnv(t)
+	for i := range 20 {
+		a := dialAgent(t, e, "agent-a")
+		info := e.waitConnected("usr_a")
+		log.wait(t, agentcall.SessionStarted, info.SessionID)
+		if st, err := a.sess.OpenStream(); err == nil {
+			_, _ = st.Write([]byte("x"))
+		}
+		end := log.wait(t, agentcall.SessionEnded, info.SessionID)
+		require.Equal(t, agentcall.ReasonProtocolError, end.Reason, "try %d", i)
+		<-a.sess.CloseChan()
+		require.Eventually(t, func() bool { return a.conn.CloseStatus() != -1 }, testkit.Medium, time.Millisecond)
+		require.Equal(t, protocol.CloseProtocolError, a.conn.CloseStatus(), "try %d", i)
+	}
+}

@@ -30,9 +30,15 @@
 // sockets (default 5); one more is accepted and closed at once with 1008
 // and the reason "too many sockets for this user (limit 5)", because a
 // browser cannot read the status of a refused upgrade but does see a close
-// reason. The socket re-checks its token and plan every ReverifyInterval
-// (30 s) and closes with 1008 when the token was revoked or the plan no
-// longer includes the API.
+// reason. Every rpc and subscription frame first checks the socket's
+// token and plan again, through the admission layer's token cache, so a
+// revoked token or a downgraded plan stops acting on a socket within the
+// cache's TTL (2 s), as on HTTP: the frame is answered with HTTP's code
+// (unauthorized, plan_required), runs nothing, costs no budget, and the
+// socket closes with 1008 (when the store cannot say, the frame alone is
+// refused, storage_unavailable with retryAfter). Besides, the socket
+// re-checks its token and plan every ReverifyInterval (30 s), so that an
+// idle socket (receiving quotes, P&L, activity) closes with 1008 too.
 //
 // Opening a socket is a read: a read-scoped API token opens one, and its
 // rpc frames that read run as a trade token's do. An rpc frame of a
@@ -57,8 +63,9 @@
 // subscribe, streamPnl and the activity log work as for a token, and an
 // rpc frame is answered {success:false, error:"read_only_socket"} and
 // runs nothing. Its re-verification checks the session (its own kind)
-// every ReverifyInterval and closes the socket with 1008 "dashboard
-// session ended" once it was signed out or expired.
+// every SessionReverifyInterval (2 s; sessions are never cached) and
+// closes the socket with 1008 "dashboard session ended" once it was
+// signed out or expired.
 //
 // # Client frames
 //
@@ -164,7 +171,9 @@
 // (Idempotent-Replayed: true on HTTP), and runs nothing, even after the
 // agent restarted and forgot its request ids. Another request under the
 // same key is idempotency_key_reused; a repeat while the first runs is
-// request_in_progress (retryAfter 1); a store that cannot record the key
+// request_in_progress (retryAfter: 1 while the first runs on this relay,
+// else the seconds until its record goes stale, 60 s after a relay killed
+// mid-call left it running); a store that cannot record the key
 // answers storage_unavailable and sends nothing. An outcome the relay
 // could not learn (outcome_unknown, addon_disconnected, the agent's
 // request_in_progress, the socket closing mid-call) is not recorded as the
@@ -284,7 +293,8 @@
 //	1000  the client closed
 //	1001  the relay is shutting down
 //	1008  too many malformed frames; too many sockets for the user; the
-//	      token was revoked or the plan changed
+//	      token was revoked or the plan changed (found at the next rpc or
+//	      subscription frame, or the periodic re-verification)
 //	1009  a client frame over ReadLimit
 //
 // A client that stops reading (write timeout) or answering pings is

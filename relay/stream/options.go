@@ -160,8 +160,13 @@ type Options struct {
 	PingInterval time.Duration
 	// ReverifyInterval is how often a socket's token and plan are checked
 	// again, so that a revoked token or a downgraded plan ends its sockets.
-	// Default 30 s.
+	// Default 30 s. Besides, every rpc and subscription frame checks them
+	// first, through the Admitter's cache (2 s).
 	ReverifyInterval time.Duration
+	// SessionReverifyInterval is how often a dashboard session's socket
+	// checks its session again (a store read: sessions are never cached),
+	// so that signing out ends it soon. Default 2 s.
+	SessionReverifyInterval time.Duration
 	// CloseGrace bounds each step of closing a socket (the last writes,
 	// the close handshake) before the connection is dropped. Default 2 s.
 	CloseGrace time.Duration
@@ -244,6 +249,7 @@ func (o *Options) setDefaults() error {
 		{"PnlTimeout", &o.PnlTimeout, 5 * time.Second},
 		{"WriteTimeout", &o.WriteTimeout, 10 * time.Second},
 		{"ReverifyInterval", &o.ReverifyInterval, 30 * time.Second},
+		{"SessionReverifyInterval", &o.SessionReverifyInterval, 2 * time.Second},
 		{"CloseGrace", &o.CloseGrace, 2 * time.Second},
 		{"BadFrameWindow", &o.BadFrameWindow, time.Minute},
 	} {

@@ -22,9 +22,9 @@ const (
 
 // newSessionEnv is newEnv with the session door open over the cookie
 // sessionName and one session of the free user.
-func newSessionEnv(t *testing.T) *env {
+func newSessionEnv(t *testing.T, tweak ...func(*Options)) *env {
 	t.Helper()
-	e := newEnv(t, func(o *Options) {
+	e := newEnv(t, append([]func(*Options){func(o *Options) {
 		o.ReverifyInterval = 50 * time.Millisecond
 		o.SessionToken = func(r *http.Request) string {
 			c, err := r.Cookie(sessionName)
@@ -33,7 +33,7 @@ func newSessionEnv(t *testing.T) *env {
 			}
 			return c.Value
 		}
-	})
+	}}, tweak...)...)
 	e.auth.Add(sessFree, auth.Principal{UserID: "usr_free", Plan: auth.PlanFree, Kind: auth.KindSession, TokenHash: auth.Hash(sessFree)})
 	return e
 }

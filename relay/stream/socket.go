@@ -18,6 +18,7 @@ import (
 	"tradebridge/relay/admit"
 	"tradebridge/relay/auth"
 	"tradebridge/relay/errcode"
+	"tradebridge/relay/httpapi"
 	"tradebridge/relay/tradecall"
 )
 
@@ -158,7 +159,11 @@ func (sk *socket) serve() {
 	go sk.readLoop()
 	go sk.writeLoop()
 
-	reverify := time.NewTicker(s.opts.ReverifyInterval)
+	every := s.opts.ReverifyInterval
+	if sk.readOnly() {
+		every = min(every, s.opts.SessionReverifyInterval)
+	}
+	reverify := time.NewTicker(every)
 	defer reverify.Stop()
 	watchdog := time.NewTicker(min(s.opts.WriteTimeout/4, time.Second))
 	defer watchdog.Stop()
@@ -276,21 +281,59 @@ func (sk *socket) shutdown() {
 // reverify ends the socket when its token was revoked or its user's plan
 // no longer includes the API.
 func (sk *socket) reverify() {
-	ctx, cancel := context.WithTimeout(sk.ctx, 5*time.Second)
-	defer cancel()
-	p, e := sk.srv.opts.Admit.Verify(ctx, sk.door, sk.token)
+	e := sk.verify()
 	switch {
 	case e != nil && e.Status == http.StatusServiceUnavailable:
 		// The store could not say; the token may well be valid.
 		sk.log.Warn("re-verifying stream token", zap.String("error", e.Detail))
-	case e != nil, p.UserID != sk.p.UserID:
-		sk.log.Info("stream token no longer valid; closing socket")
-		if sk.readOnly() {
-			sk.end(websocket.StatusPolicyViolation, "dashboard session ended")
-			return
-		}
-		sk.end(websocket.StatusPolicyViolation, "API token revoked or plan changed")
+	case e != nil:
+		sk.revoked()
 	}
+}
+
+// recheck checks the socket's token and plan again before a frame that
+// acts (an rpc, a subscription), through the Admitter's cache, so that a
+// revoked token or a downgraded plan stops acting within the cache's TTL
+// (2 s), as on HTTP, not at the next periodic re-verification. It returns
+// false when the frame must not run, having answered it: with the HTTP
+// door's code (unauthorized, plan_required), and then the socket closes
+// with 1008 as on re-verification; or, when the store could not say,
+// storage_unavailable with retryAfter, the socket staying open. A refused
+// frame is charged to no budget.
+func (sk *socket) recheck(id json.RawMessage, rpc bool) bool {
+	e := sk.verify()
+	if e == nil {
+		return true
+	}
+	sk.badInRow = 0
+	sk.refuse(&frameError{code: e.Code, detail: e.Detail, retryAfter: e.RetryAfter}, id, rpc)
+	if e.Status != http.StatusServiceUnavailable {
+		sk.revoked()
+	}
+	return false
+}
+
+// verify checks the socket's token and plan (the door's Verify) and that
+// they still name the socket's user; nil when they hold.
+func (sk *socket) verify() *httpapi.Error {
+	ctx, cancel := context.WithTimeout(sk.ctx, 5*time.Second)
+	defer cancel()
+	p, e := sk.srv.opts.Admit.Verify(ctx, sk.door, sk.token)
+	if e == nil && p.UserID != sk.p.UserID {
+		e = &httpapi.Error{Status: http.StatusUnauthorized, Code: errcode.Unauthorized, Detail: "the token is missing, malformed or revoked"}
+	}
+	return e
+}
+
+// revoked ends the socket whose token or session no longer holds, with
+// 1008.
+func (sk *socket) revoked() {
+	sk.log.Info("stream token no longer valid; closing socket")
+	if sk.readOnly() {
+		sk.end(websocket.StatusPolicyViolation, "dashboard session ended")
+		return
+	}
+	sk.end(websocket.StatusPolicyViolation, "API token revoked or plan changed")
 }
 
 // ---- Reading ----
@@ -370,6 +413,9 @@ func (sk *socket) handle(typ websocket.MessageType, data []byte) {
 			return
 		}
 		sk.badInRow = 0
+		if !sk.recheck(f.id, false) {
+			return
+		}
 		if e := sk.srv.opts.Admit.Spend(sk.p, sk.door, sk.srv.opts.SubscriptionBudget); e != nil {
 			sk.refuse(&frameError{code: e.Code, detail: "the subscription budget is used up; wait retryAfter seconds",
 				retryAfter: e.RetryAfter, policy: e.Policy}, f.id, false)
@@ -418,6 +464,9 @@ func (sk *socket) rpc(f clientFrame) {
 	var fn string
 	if raw, ok := f.fields["api"]; !ok || json.Unmarshal(raw, &fn) != nil {
 		sk.refuse(badFrame(errcode.InvalidFrame, "an rpc frame needs api, the name of an RPC function"), f.id, true)
+		return
+	}
+	if !sk.recheck(f.id, true) {
 		return
 	}
 	if _, known := protocol.LookupFunction(fn); known {

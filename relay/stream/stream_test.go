@@ -23,7 +23,9 @@ import (
 
 	"tradebridge/internal/testkit"
 	"tradebridge/protocol"
+	"tradebridge/relay/auth"
 	"tradebridge/relay/budget"
+	"tradebridge/relay/errcode"
 	"tradebridge/relay/metrics"
 	"tradebridge/relay/store"
 	"tradebridge/relay/tradeapi"
@@ -873,6 +875,75 @@ func TestRevokedTokenClosesSocket(t *testing.T) {
 	ce := c.closeError()
 	require.Equal(t, websocket.StatusPolicyViolation, ce.Code)
 	require.Contains(t, ce.Reason, "revoked")
+}
+
+// A revoked token or a downgraded plan stops acting at the socket's next
+// rpc or subscription frame, long before the periodic re-verification:
+// the frame is answered with the HTTP door's code, runs nothing, and the
+// socket closes with 1008. A store that cannot say refuses the frame
+// alone.
+func TestFramesThatActRecheckTheToken(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		name   string
+		frame  map[string]any
+		change func(e *env)
+		code   string
+		closed bool
+	}{
+		{"revoked before PlaceOrder", rpcFrame("p", "PlaceOrder", placeArgs()), func(e *env) { e.auth.Revoke(tokA) }, errcode.Unauthorized, true},
+		{"revoked before a read", rpcFrame("p", "ListAccounts", nil), func(e *env) { e.auth.Revoke(tokA) }, errcode.Unauthorized, true},
+		{"revoked before subscribe", map[string]any{"action": "subscribe", "id": "p", "instruments": []string{"ES"}},
+			func(e *env) { e.auth.Revoke(tokA) }, errcode.Unauthorized, true},
+		{"plan downgraded", rpcFrame("p", "PlaceOrder", placeArgs()), func(e *env) {
+			e.auth.Add(tokA, auth.Principal{UserID: userA, Plan: auth.PlanFree, Kind: auth.KindAPI})
+		}, errcode.PlanRequired, true},
+		{"store unavailable", rpcFrame("p", "PlaceOrder", placeArgs()), func(e *env) {
+			e.auth.Fail(tokA, auth.ErrStoreUnavailable)
+		}, errcode.StorageUnavailable, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			e := newEnv(t, func(o *Options) { o.ReverifyInterval = time.Hour })
+			c := e.dial(tokA)
+			tc.change(e)
+			start := time.Now()
+			c.send(tc.frame)
+			f := c.read()
+			require.Equal(t, "p", f["id"])
+			require.Equal(t, tc.code, f["error"], f)
+			require.Empty(t, e.up.callsOf("PlaceOrder"), "a refused frame runs nothing")
+			require.Empty(t, e.up.callsOf("ListAccounts"), "a refused frame runs nothing")
+			require.Empty(t, e.up.callsOf("SetSubscriptions"), "a refused frame runs nothing")
+			if !tc.closed {
+				c.send(map[string]any{"action": "ping"})
+				require.Equal(t, "pong", c.read()["type"])
+				return
+			}
+			ce := c.closeError()
+			require.Equal(t, websocket.StatusPolicyViolation, ce.Code)
+			require.Less(t, time.Since(start), testkit.Medium, "closed at once, not at the hourly re-verification")
+		})
+	}
+}
+
+// A dashboard session's socket checks its session every
+// SessionReverifyInterval, however long the API sockets' interval is: a
+// signed-out session ends its socket within it.
+func TestSignedOutSessionEndsItsSocketSoon(t *testing.T) {
+	t.Parallel()
+	e := newSessionEnv(t, func(o *Options) {
+		o.ReverifyInterval = time.Hour
+		o.SessionReverifyInterval = 50 * time.Millisecond
+	})
+	self := "http://" + e.http.Listener.Addr().String()
+	c, status := e.dialSession(sessFree, self, nil)
+	require.Equal(t, http.StatusSwitchingProtocols, status)
+	require.Equal(t, "status", c.read()["type"])
+	e.auth.Revoke(sessFree)
+	ce := c.closeError()
+	require.Equal(t, websocket.StatusPolicyViolation, ce.Code)
+	require.Contains(t, ce.Reason, "session")
 }
 
 func TestCloseSends1001AndRefusesNewSockets(t *testing.T) {

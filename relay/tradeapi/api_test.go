@@ -62,6 +62,9 @@ func (f *fakeAgent) Call(ctx context.Context, userID, fn, requestID string, args
 	if listFunctions[fn] {
 		return json.RawMessage(`[]`), nil
 	}
+	if fn == protocol.FnCancelAndBracket {
+		return json.RawMessage(`{"orderIds":["o-1","o-2"],"placed":true}`), nil
+	}
 	return json.RawMessage(`{"orderId":"o-1"}`), nil
 }
 

@@ -8,6 +8,7 @@ import (
 	"encoding/json"
 	"errors"
 	"net/http"
+	"sync"
 	"time"
 
 	"go.uber.org/zap"
@@ -55,7 +56,10 @@ func ValidKey(k string) bool {
 //     arguments, never by route or transport: the same write sent over
 //     HTTP and over the socket is the same request. Another request under
 //     the same key is 422 idempotency_key_reused; a repeat while the first
-//     runs is 409 request_in_progress.
+//     runs is 409 request_in_progress, with retryAfter 1 while it runs in
+//     this process, else the seconds until its record goes stale
+//     (StaleAfter: a relay killed mid-call leaves it running), when a
+//     repeat takes it over.
 //   - An outcome the relay could not learn (outcome_unknown,
 //     addon_disconnected, the agent's request_in_progress, the caller gone,
 //     the relay shutting down under the call, a relay failure) is recorded
@@ -173,7 +177,7 @@ func (k *KeyedWrites) Run(ctx context.Context, userID, fn, key string, args json
 	rec := store.Idempotent{UserID: userID, Key: key, Fingerprint: fingerprint(fn, args), CreatedAt: now}
 	// A record left running longer than a call can last belongs to a relay
 	// that went away mid-call.
-	stale := now.Add(-(k.timeout + 30*time.Second))
+	stale := now.Add(-k.StaleAfter())
 	expired := now.Add(-IdempotencyTTL)
 	got, claimed, err := k.store.ClaimIdempotent(ctx, rec, stale, expired)
 	if err != nil {
@@ -204,8 +208,7 @@ func (k *KeyedWrites) Run(ctx context.Context, userID, fn, key string, args json
 			o.Replayed = true
 			return o
 		default:
-			return failed(http.StatusConflict, errcode.RequestInProgress,
-				"a request with this idempotency key or orderId is still running", 1)
+			return k.inProgress(userID, key, got, now)
 		}
 	}
 
@@ -215,17 +218,64 @@ func (k *KeyedWrites) Run(ctx context.Context, userID, fn, key string, args json
 	return o
 }
 
+// StaleAfter is how long a record may stay running before a repeat takes
+// it over: the call's timeout plus 30 s (60 s by default). A record that
+// old belongs to a relay that stopped mid-call (killed, crashed): its
+// outcome is unknown, and the repeat runs the write again under the same
+// request id, which the agent answers from its memory.
+func (k *KeyedWrites) StaleAfter() time.Duration { return k.timeout + 30*time.Second }
+
+// inProgress answers a repeat of a keyed write whose record got is
+// running: 409 request_in_progress, with retryAfter the seconds until the
+// repeat can be resolved. While the write runs in this relay process, it
+// ends within its call's timeout, usually at once: 1. Otherwise it runs on
+// another relay node, or its relay stopped mid-call and the record waits
+// to go stale: the seconds until it does (rounded up, at least 1), when a
+// repeat takes it over.
+func (k *KeyedWrites) inProgress(userID, key string, got store.Idempotent, now time.Time) Outcome {
+	retry := 1
+	if _, here := runningHere.Load(runningKey{userID, key}); !here {
+		left := got.UpdatedAt.Add(k.StaleAfter()).Sub(now)
+		retry = max(1, int((left+time.Second-1)/time.Second))
+	}
+	return failed(http.StatusConflict, errcode.RequestInProgress,
+		"a request with this idempotency key or orderId is still running, or its relay stopped mid-call; retry after retryAfter seconds", retry)
+}
+
+// runningHere holds the keyed writes this process is calling now, across
+// every door and KeyedWrites (they share the store's key space), so that
+// a repeat of one is told to retry at once rather than when a stopped
+// relay's record would go stale.
+var runningHere sync.Map // runningKey → struct{}
+
+type runningKey struct{ user, key string }
+
 // call runs a claimed write and records its outcome (rec, claimed).
 func (k *KeyedWrites) call(ctx context.Context, rec *store.Idempotent, userID, fn, key string, args json.RawMessage) Outcome {
+	rk := runningKey{userID, key}
+	runningHere.Store(rk, struct{}{})
+	defer runningHere.Delete(rk)
 	cctx, cancel := context.WithTimeout(ctx, k.timeout)
 	result, err := k.caller.Call(cctx, userID, fn, "idem:"+key, args)
 	cancel()
 	var o Outcome
 	rec.State = store.IdemDone
+	if err == nil {
+		if cerr := checkWriteResult(fn, result); cerr != nil {
+			k.log.Error("agent answered a write with a malformed result; not recorded as the answer",
+				zap.String("user", userID), zap.String("fn", fn), zap.Error(cerr))
+			err = cerr
+		}
+	}
 	switch {
 	case err == nil:
 		o = Outcome{Fn: fn, Result: result}
 		rec.Status = http.StatusOK
+	case errors.Is(err, ErrMalformedResult):
+		// The write may have run: a retry under the same request id asks
+		// the agent again, which answers from its memory.
+		o = Outcome{Err: malformedResult(true)}
+		rec.State = store.IdemUnknown
 	default:
 		// A keyed call is a write: an interrupted one has an unknown
 		// outcome.

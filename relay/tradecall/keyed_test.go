@@ -12,6 +12,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"tradebridge/internal/testkit"
 	"tradebridge/protocol"
 	"tradebridge/relay/agentcall"
 	"tradebridge/relay/errcode"
@@ -205,4 +206,84 @@ func TestCallErrorPassesHTTPErrors(t *testing.T) {
 			require.Equal(t, tc.want.Fields, got.Fields)
 		})
 	}
+}
+
+// crashedStore is the store of a relay killed after it called the agent
+// and before it recorded the outcome: the record stays running.
+type crashedStore struct{ *store.SQLite }
+
+func (crashedStore) FinishIdempotent(context.Context, store.Idempotent) error {
+	return errors.New("the relay was killed")
+}
+
+// A repeat of a keyed write whose relay was killed mid-call is answered
+// 409 request_in_progress with retryAfter the seconds until the record
+// goes stale (StaleAfter after the claim, rounded up, at least 1); after
+// that the repeat takes the record over and runs under the same request
+// id, which the agent answers from its memory. A repeat of a write that
+// runs in this process is told to retry in 1 s.
+func TestKeyedWritesInProgressSaysWhenToRetry(t *testing.T) {
+	t.Parallel()
+	st := openStore(t)
+	clock := testkit.NewClock(testkit.Epoch)
+	caller := &recordingCaller{}
+	killed, err := tradecall.NewKeyedWrites(tradecall.KeyedOptions{Store: crashedStore{st}, Caller: caller, Now: clock.Now})
+	require.NoError(t, err)
+	args := json.RawMessage(`{"account":"Sim101","quantity":1}`)
+	o := killed.Run(context.Background(), "usr", protocol.FnPlaceOrder, "key:k-1", args)
+	require.Nil(t, o.Err, "the call ran; its outcome was never recorded")
+
+	restarted, err := tradecall.NewKeyedWrites(tradecall.KeyedOptions{Store: st, Caller: caller, Now: clock.Now})
+	require.NoError(t, err)
+	require.Equal(t, 60*time.Second, restarted.StaleAfter())
+	for _, tc := range []struct {
+		at    time.Duration
+		retry int
+	}{
+		{0, 60},
+		{10 * time.Second, 50},
+		{10*time.Second + 400*time.Millisecond, 50},
+		{59*time.Second + 500*time.Millisecond, 1},
+		{60 * time.Second, 1},
+	} {
+		clock.Set(testkit.Epoch.Add(tc.at))
+		o := restarted.Run(context.Background(), "usr", protocol.FnPlaceOrder, "key:k-1", args)
+		require.NotNil(t, o.Err, "at %v", tc.at)
+		require.Equal(t, errcode.RequestInProgress, o.Err.Code, "at %v", tc.at)
+		require.Equal(t, http.StatusConflict, o.Err.Status)
+		require.Equal(t, tc.retry, o.Err.RetryAfter, "at %v", tc.at)
+	}
+	require.Len(t, caller.IDs(), 1, "no repeat ran while the record was running")
+
+	clock.Set(testkit.Epoch.Add(60*time.Second + time.Millisecond))
+	o = restarted.Run(context.Background(), "usr", protocol.FnPlaceOrder, "key:k-1", args)
+	require.Nil(t, o.Err, "the stale record is taken over")
+	require.Equal(t, []string{"idem:key:k-1", "idem:key:k-1"}, caller.IDs(), "under the same request id")
+
+	// A write running in this process: retry at once.
+	release := make(chan struct{})
+	started := make(chan struct{})
+	slow, err := tradecall.NewKeyedWrites(tradecall.KeyedOptions{Store: st, Now: clock.Now,
+		Caller: callerFunc(func(context.Context) (json.RawMessage, error) {
+			close(started)
+			<-release
+			return json.RawMessage(`{"orderId":"o-2"}`), nil
+		})})
+	require.NoError(t, err)
+	done := make(chan tradecall.Outcome, 1)
+	go func() { done <- slow.Run(context.Background(), "usr", protocol.FnPlaceOrder, "key:k-2", args) }()
+	<-started
+	o = restarted.Run(context.Background(), "usr", protocol.FnPlaceOrder, "key:k-2", args)
+	close(release)
+	require.NotNil(t, o.Err)
+	require.Equal(t, errcode.RequestInProgress, o.Err.Code)
+	require.Equal(t, 1, o.Err.RetryAfter)
+	require.Nil(t, (<-done).Err)
+}
+
+// callerFunc is a Caller of one function.
+type callerFunc func(ctx context.Context) (json.RawMessage, error)
+
+func (f callerFunc) Call(ctx context.Context, _, _, _ string, _ json.RawMessage) (json.RawMessage, error) {
+	return f(ctx)
 }
