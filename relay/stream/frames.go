@@ -98,7 +98,7 @@ func badFrame(code, detail string) *frameError {
 // mustJSON encodes frames the relay builds from its own values, which
 // always encode.
 func mustJSON(v any) []byte {
-	b, err := json.Marshal(v)
+	b, err := httpapi.Marshal(v)
 	if err != nil {
 		return []byte(`{"type":"error","error":"` + errcode.InternalError + `","detail":"the relay failed to encode a frame"}`)
 	}

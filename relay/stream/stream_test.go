@@ -1153,3 +1153,14 @@ func TestResolveNamesFromAgent(t *testing.T) {
 	require.Equal(t, map[string]string{"ES": "ES 12-26", "ES 12-26": "ES 12-26"}, mapping)
 	require.Equal(t, map[string]bool{"XX": true}, unknown)
 }
+
+// A frame's detail keeps "&" as written: frames are encoded without
+// encoding/json's HTML escaping.
+func TestFramesKeepAmpersands(t *testing.T) {
+	t.Parallel()
+	for _, rpc := range []bool{false, true} {
+		raw := string((&frameError{code: "invalid_argument", detail: "S&P <ES>"}).encode(json.RawMessage(`1`), rpc))
+		require.Contains(t, raw, `"S&P <ES>"`)
+		require.NotContains(t, raw, `\u0026`)
+	}
+}
