@@ -14,12 +14,12 @@
 //	{"success":false,"error":"<code>","detail":"<sentence>","fields":[...],
 //	 "retryAfter":<seconds>,"policy":"<name>","meta":{"requestId":"<id>","etag":"<tag>"}}
 //
-// where only success and error are always present. Bodies are encoded
-// without HTML escaping (Marshal): "&" is sent as "&", not "\u0026".
-// Every response carries Content-Type: application/json,
-// X-Content-Type-Options: nosniff and Cache-Control: no-store. Bodies are encoded into a buffer before anything
-// is sent, so a value that cannot be encoded yields a clean 500
-// internal_error instead of a truncated 200.
+// where only success and error are always present. Every response
+// carries Content-Type: application/json, X-Content-Type-Options: nosniff
+// and Cache-Control: no-store. Bodies are encoded into a buffer before
+// anything is sent, so a value that cannot be encoded yields a clean 500
+// internal_error instead of a truncated 200. They are encoded without
+// HTML escaping (Marshal): "&" is sent as "&", not "\u0026".
 //
 // # Requests
 //
