@@ -24,6 +24,8 @@ import (
 	"tradebridge/internal/testkit"
 	"tradebridge/protocol"
 	"tradebridge/relay/budget"
+	"tradebridge/relay/errcode"
+	"tradebridge/relay/httpapi"
 	"tradebridge/relay/metrics"
 	"tradebridge/relay/store"
 	"tradebridge/relay/tradeapi"
@@ -1162,5 +1164,30 @@ func TestFramesKeepAmpersands(t *testing.T) {
 		raw := string((&frameError{code: "invalid_argument", detail: "S&P <ES>"}).encode(json.RawMessage(`1`), rpc))
 		require.Contains(t, raw, `"S&P <ES>"`)
 		require.NotContains(t, raw, `\u0026`)
+	}
+}
+
+// A streamPnl interval out of range names the bound it crossed: the
+// minimum below it, the maximum above it.
+func TestStreamPnlIntervalNamesTheBoundCrossed(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		interval string
+		want     httpapi.FieldError
+	}{
+		{"249", httpapi.FieldError{Path: "interval", Code: errcode.FieldCodeGreaterThanEqual, Limit: int64(250)}},
+		{"0", httpapi.FieldError{Path: "interval", Code: errcode.FieldCodeGreaterThanEqual, Limit: int64(250)}},
+		{"60001", httpapi.FieldError{Path: "interval", Code: errcode.FieldCodeLessThanEqual, Limit: int64(60000)}},
+	} {
+		t.Run(tc.interval, func(t *testing.T) {
+			t.Parallel()
+			fr, e := parseFrame([]byte(`{"action":"streamPnl","enabled":true,"interval":` + tc.interval + `}`))
+			require.Nil(t, e)
+			_, _, e = parseStreamPnl(fr)
+			require.NotNil(t, e)
+			require.Equal(t, errcode.InvalidArgument, e.code)
+			require.Equal(t, "interval must be 250 to 60000 milliseconds", e.detail)
+			require.Equal(t, []httpapi.FieldError{tc.want}, e.fields)
+		})
 	}
 }
