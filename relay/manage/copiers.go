@@ -362,6 +362,9 @@ func checkCopierAccounts(c *Change[protocol.Copier], _ []*protocol.Copier) *http
 	if len(f) == 0 {
 		return nil
 	}
+	if c.Family != FamilyBroker {
+		detail += c.Snap.yourAccounts()
+	}
 	return refuse(code, detail, f...)
 }
 

@@ -1,12 +1,14 @@
 package manage
 
 import (
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/require"
 
 	"tradebridge/protocol"
 	"tradebridge/relay/errcode"
+	"tradebridge/relay/httpapi"
 )
 
 // A sizing ratio off the grid is refused with the steps it may take in
@@ -35,6 +37,49 @@ func TestRatioNotAStepListsTheSteps(t *testing.T) {
 			} else {
 				require.NotContains(t, err.Detail, "sizing ratio")
 			}
+		})
+	}
+}
+
+// account_not_found lists the caller's own accounts (bounded), whichever
+// resource names the account, and says nothing of anyone else's.
+func TestAccountNotFoundListsYourAccounts(t *testing.T) {
+	t.Parallel()
+	const yours = "; your accounts (names are case-sensitive): A, B, C, D, E, F, G, H"
+	many := &Snapshot{}
+	for i := range 25 {
+		many.Connections = append(many.Connections, protocol.Connection{Name: "c", Accounts: []string{string(rune('a'+i)) + "x"}})
+	}
+	for _, tc := range []struct {
+		name   string
+		refuse func(*Snapshot) *httpapi.Error
+		want   string
+	}{
+		{"copier", func(s *Snapshot) *httpapi.Error {
+			return checkCopierAccounts(cpCreate(cpCopier("", "A", "sim101"), s), nil)
+		}, yours},
+		{"monitor", func(s *Snapshot) *httpapi.Error {
+			m := monitorDefault()
+			m.Account = "sim101"
+			return monitorCheck(&Change[protocol.Monitor]{Op: OpCreate, New: &m, Snap: s, Family: FamilyDesktop})
+		}, yours},
+		{"group", func(s *Snapshot) *httpapi.Error {
+			return checkGroup(&Change[protocol.AccountGroup]{Op: OpCreate, New: &protocol.AccountGroup{Name: "Team", Accounts: []string{"A", "sim101"}}, Snap: s})
+		}, yours},
+		{"no accounts", func(*Snapshot) *httpapi.Error {
+			return checkCopierAccounts(cpCreate(cpCopier("", "A", "B"), &Snapshot{}), nil)
+		}, "; your platform connections carry no account yet"},
+		{"many accounts", func(*Snapshot) *httpapi.Error {
+			return checkCopierAccounts(cpCreate(cpCopier("", "A", "B"), many), nil)
+		}, ": ax, bx, cx, dx, ex, fx, gx, hx, ix, jx, kx, lx, mx, nx, ox, px, qx, rx, sx, tx and 5 more"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			err := tc.refuse(cpSnap(nil))
+			require.NotNil(t, err)
+			require.Equal(t, errcode.AccountNotFound, err.Code)
+			require.True(t, strings.HasSuffix(err.Detail, tc.want), err.Detail)
+			require.NotContains(t, err.Detail, "sim101", "the name sent is not repeated")
 		})
 	}
 }
