@@ -277,7 +277,7 @@ func parseInstruments(f clientFrame, max int) ([]string, *frameError) {
 	for _, n := range names {
 		n = strings.TrimSpace(n)
 		if !instrumentRE.MatchString(n) {
-			return nil, &frameError{code: errcode.InvalidArgument, detail: "an instrument name is not valid: use the form ES 12-26, a root such as ES, or a month code such as ESZ26",
+			return nil, &frameError{code: errcode.InvalidInstrument, detail: "an instrument name is not valid: use the form ES 12-26, a root such as ES, or a month code such as ESZ26",
 				fields: []httpapi.FieldError{{Path: "instruments", Code: errcode.FieldCodeStringPatternMismatch, Pattern: instrumentRE.String()}}}
 		}
 		n = strings.ToUpper(n)

@@ -121,7 +121,7 @@ func TestPingAndMalformedFramesKeepTheSocketOpen(t *testing.T) {
 		{`{"action":"ping","extra":1}`, "invalid_frame"},
 		{`{"action":"ping","id":{"a":1}}`, "invalid_frame"},
 		{`{"action":"subscribe","instruments":"ES"}`, "invalid_frame"},
-		{`{"action":"subscribe","instruments":["ES 13-26"]}`, "invalid_argument"},
+		{`{"action":"subscribe","instruments":["ES 13-26"]}`, "invalid_instrument"},
 		{`{"action":"subscribe","instruments":[]}`, "invalid_argument"},
 		{`{"action":"streamPnl","interval":1000}`, "invalid_frame"},
 		{`{"action":"rpc","api":"ListAccounts"}`, "invalid_frame"},
