@@ -1,6 +1,7 @@
 package manage
 
 import (
+	"net/http"
 	"strings"
 	"testing"
 
@@ -80,6 +81,35 @@ func TestAccountNotFoundListsYourAccounts(t *testing.T) {
 			require.Equal(t, errcode.AccountNotFound, err.Code)
 			require.True(t, strings.HasSuffix(err.Detail, tc.want), err.Detail)
 			require.NotContains(t, err.Detail, "sim101", "the name sent is not repeated")
+		})
+	}
+}
+
+// A wrong_type says what the field wants, from the resource's Go type;
+// the value sent is not repeated.
+func TestWrongTypeSaysTheShape(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, nil)
+	for _, tc := range []struct {
+		name, path, body, detail string
+	}{
+		{"followers as a string", "/desktop/copiers", `{"leader":"Sim101","followers":"Sim102"}`,
+			"followers wants a list of {account, sizing, inverse} objects"},
+		{"a follower as a string", "/desktop/copiers", `{"leader":"Sim101","followers":["Sim102"]}`,
+			"followers.0 wants a {account, sizing, inverse} object"},
+		{"a ratio as a string", "/desktop/copiers", `{"leader":"Sim101","followers":[{"account":"Sim102","sizing":{"ratio":"half"}}]}`,
+			"followers.0.sizing.ratio wants a number"},
+		{"a name as a number", "/desktop/account-groups", `{"name":5,"accounts":[true]}`,
+			"accounts.0 wants a string; name wants a string"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r := e.do(http.MethodPost, tc.path, tokElite, tc.body)
+			require.Equal(t, http.StatusUnprocessableEntity, r.Code, string(r.Body))
+			b := r.body(t)
+			require.Equal(t, errcode.ValidationFailed, b.Error)
+			require.Contains(t, b.Detail, tc.detail)
+			require.NotContains(t, b.Detail, "Sim102")
+			require.NotContains(t, b.Detail, "half")
 		})
 	}
 }
