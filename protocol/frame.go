@@ -2,6 +2,7 @@ package protocol
 
 import (
 	"bufio"
+	"bytes"
 	"encoding/binary"
 	"encoding/json"
 	"errors"
@@ -98,9 +99,24 @@ type Writer struct {
 // NewWriter returns a Writer that writes frames to w.
 func NewWriter(w io.Writer) *Writer { return &Writer{w: w} }
 
-// WriteFrame marshals v as JSON and writes it as one frame of type t.
+// Marshal is json.Marshal without encoding/json's HTML escaping: the
+// tunnel's payloads (and the results and error details they carry to the
+// relay's callers) keep "&", "<" and ">" as written rather than as
+// \u0026, \u003c and \u003e.
+func Marshal(v any) ([]byte, error) {
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(v); err != nil {
+		return nil, err
+	}
+	return bytes.TrimSuffix(buf.Bytes(), []byte("\n")), nil
+}
+
+// WriteFrame marshals v as JSON (Marshal) and writes it as one frame of
+// type t.
 func (fw *Writer) WriteFrame(t Type, v any) error {
-	payload, err := json.Marshal(v)
+	payload, err := Marshal(v)
 	if err != nil {
 		return fmt.Errorf("protocol: encode %s: %w", t, err)
 	}

@@ -354,7 +354,7 @@ func (c *Client) Close() error {
 // ErrClosed-like errors when no tunnel is up; events are not queued across
 // reconnects (the relay re-reads state after a reconnect).
 func (c *Client) SendEvent(kind string, data any) error {
-	raw, err := json.Marshal(data)
+	raw, err := protocol.Marshal(data)
 	if err != nil {
 		return fmt.Errorf("tunnel: encode event: %w", err)
 	}

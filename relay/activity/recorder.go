@@ -693,7 +693,7 @@ func safeKind(k string) string {
 
 // mustJSON encodes v, a detail the Recorder makes; {} if it cannot.
 func mustJSON(v any) json.RawMessage {
-	b, err := json.Marshal(v)
+	b, err := protocol.Marshal(v)
 	if err != nil {
 		return json.RawMessage(`{}`)
 	}

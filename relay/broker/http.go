@@ -117,12 +117,15 @@ func readObject(w http.ResponseWriter, r *http.Request, dst any, required, optio
 	b, _ := json.Marshal(raw)
 	if err := json.Unmarshal(b, dst); err != nil {
 		var te *json.UnmarshalTypeError
-		path := ""
+		path, detail := "", "a field has a value of the wrong type"
 		if errors.As(err, &te) {
-			path = te.Field
+			path = httpapi.SafePath(te.Field)
+			if s := httpapi.Shape(te.Type); s != "" && path != "" {
+				detail += ": " + path + " wants " + s
+			}
 		}
-		return &httpapi.Error{Status: http.StatusBadRequest, Code: errcode.InvalidField, Detail: "a field has a value of the wrong type",
-			Fields: []httpapi.FieldError{{Path: httpapi.SafePath(path), Code: errcode.FieldCodeWrongType}}}
+		return &httpapi.Error{Status: http.StatusBadRequest, Code: errcode.InvalidField, Detail: detail,
+			Fields: []httpapi.FieldError{{Path: path, Code: errcode.FieldCodeWrongType}}}
 	}
 	return nil
 }

@@ -67,3 +67,13 @@ func TestBusDownIsNotConnected(t *testing.T) {
 	require.Equal(t, errNotConnected, w.Kind)
 	require.Equal(t, agentcall.ErrNotConnected, w.decode())
 }
+
+// What the nodes send each other keeps "&" as written: an activity
+// detail forwarded to another node's sockets arrives without \u0026.
+func TestWireKeepsAmpersands(t *testing.T) {
+	t.Parallel()
+	raw := string(mustJSON(protocol.ActivityEntry{Summary: "S&P <ES>", Detail: []byte(`{"note":"a&b"}`)}))
+	require.Contains(t, raw, `"S&P <ES>"`)
+	require.Contains(t, raw, `"a&b"`)
+	require.NotContains(t, raw, `\u0026`)
+}

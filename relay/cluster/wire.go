@@ -3,7 +3,6 @@ package cluster
 import (
 	"context"
 	"encoding/base64"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"strconv"
@@ -334,8 +333,11 @@ func noResponders(m *nats.Msg) bool {
 // replyKind is m's HeaderKind.
 func replyKind(m *nats.Msg) string { return m.Header.Get(HeaderKind) }
 
+// mustJSON encodes what the nodes send each other, without HTML escaping
+// (httpapi.Marshal): the activity details and errors forwarded reach
+// callers as written.
 func mustJSON(v any) []byte {
-	b, err := json.Marshal(v)
+	b, err := httpapi.Marshal(v)
 	if err != nil {
 		panic(err)
 	}

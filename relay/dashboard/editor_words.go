@@ -20,6 +20,7 @@ var errorWords = map[string]string{
 	errcode.UnknownParameter:           "The page's address holds something the relay does not take. Open the page from the menu.",
 	errcode.InvalidPath:                "The page's address does not name one of your resources. Open it from the list.",
 	errcode.InvalidArgument:            "A value is missing or not valid. Check the fields and try again.",
+	errcode.InvalidInstrument:          "Write the instrument as ES 12-26, ES (the front month) or ESZ26.",
 	errcode.BrokerLoginFailed:          "The broker refused the login details; nothing was stored.",
 	errcode.MissingRequiredFields:      "Some required fields are empty.",
 	errcode.ProtocolVersionUnsupported: "Your PC's agent is too old for this relay. Update the agent.",

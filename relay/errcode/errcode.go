@@ -36,6 +36,12 @@ const (
 	// (protocol.CodeInvalidArgument). On the stream socket, also a frame
 	// field with a bad value.
 	InvalidArgument = "invalid_argument"
+	// InvalidInstrument (400): an instrument name is not in the one
+	// instrument grammar (protocol.ParseInstrument): every door refuses it
+	// before it reaches the agent. The agent's code too
+	// (protocol.CodeInvalidInstrument), which also says an instrument is
+	// unknown, not a contract month or expired.
+	InvalidInstrument = "invalid_instrument"
 	// BrokerLoginFailed (400): linking a broker login failed because the
 	// broker refused the credentials; nothing was stored.
 	BrokerLoginFailed = "broker_login_failed"

@@ -135,6 +135,7 @@ func TestSharedWithTheAgent(t *testing.T) {
 	t.Parallel()
 	for mine, theirs := range map[string]string{
 		errcode.InvalidArgument:       protocol.CodeInvalidArgument,
+		errcode.InvalidInstrument:     protocol.CodeInvalidInstrument,
 		errcode.MissingRequiredFields: protocol.CodeMissingFields,
 		errcode.AccountNotFound:       protocol.CodeAccountNotFound,
 		errcode.UnknownFunction:       protocol.CodeUnknownFunction,
@@ -158,7 +159,7 @@ func TestSharedWithTheAgent(t *testing.T) {
 			n++
 		}
 	}
-	require.Equal(t, 9, n, "a code of the list is also an agent code: add it to the pairs above")
+	require.Equal(t, 10, n, "a code of the list is also an agent code: add it to the pairs above")
 }
 
 // The package imports only the standard library.

@@ -14,11 +14,12 @@
 //	{"success":false,"error":"<code>","detail":"<sentence>","fields":[...],
 //	 "retryAfter":<seconds>,"policy":"<name>","meta":{"requestId":"<id>","etag":"<tag>"}}
 //
-// where only success and error are always present. Every response carries
-// Content-Type: application/json, X-Content-Type-Options: nosniff and
-// Cache-Control: no-store. Bodies are encoded into a buffer before anything
-// is sent, so a value that cannot be encoded yields a clean 500
-// internal_error instead of a truncated 200.
+// where only success and error are always present. Every response
+// carries Content-Type: application/json, X-Content-Type-Options: nosniff
+// and Cache-Control: no-store. Bodies are encoded into a buffer before
+// anything is sent, so a value that cannot be encoded yields a clean 500
+// internal_error instead of a truncated 200. They are encoded without
+// HTML escaping (Marshal): "&" is sent as "&", not "\u0026".
 //
 // # Requests
 //
@@ -144,7 +145,7 @@ func Write(w http.ResponseWriter, status int, data any) {
 func WriteWithTop(w http.ResponseWriter, status int, data any, top map[string]any) {
 	buf := getBuffer()
 	defer putBuffer(buf)
-	enc := json.NewEncoder(buf)
+	enc := newEncoder(buf)
 	buf.WriteString(`{"success":true,"data":`)
 	if err := encodeValue(enc, buf, data); err != nil {
 		send(w, http.StatusInternalServerError, encodeFailure)
@@ -213,7 +214,28 @@ func (e *Error) body() errorBody {
 // inside an envelope of their own (the stream socket's frames, MCP's tool
 // results).
 func EncodeError(e Error) (json.RawMessage, error) {
-	return json.Marshal(e.body())
+	return Marshal(e.body())
+}
+
+// Marshal is json.Marshal as every door of the relay writes JSON: without
+// encoding/json's HTML escaping, so that a detail's "&", "<" and ">" reach
+// the caller as written rather than as \u0026, \u003c and \u003e (the
+// relay's JSON is never embedded in HTML by the relay). The doors that
+// carry values in an envelope of their own (the stream socket's frames,
+// MCP's tool results) encode with it.
+func Marshal(v any) ([]byte, error) {
+	var buf bytes.Buffer
+	if err := newEncoder(&buf).Encode(v); err != nil {
+		return nil, err
+	}
+	return bytes.TrimSuffix(buf.Bytes(), []byte("\n")), nil
+}
+
+// newEncoder is a json.Encoder writing to buf without HTML escaping.
+func newEncoder(buf *bytes.Buffer) *json.Encoder {
+	enc := json.NewEncoder(buf)
+	enc.SetEscapeHTML(false)
+	return enc
 }
 
 // errorBody is the wire form of an Error.
@@ -252,7 +274,7 @@ func WriteError(w http.ResponseWriter, status int, e Error) {
 	}
 	buf := getBuffer()
 	defer putBuffer(buf)
-	if err := json.NewEncoder(buf).Encode(e.body()); err != nil {
+	if err := newEncoder(buf).Encode(e.body()); err != nil {
 		send(w, http.StatusInternalServerError, encodeFailure)
 		return
 	}

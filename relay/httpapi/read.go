@@ -65,7 +65,8 @@ type ReadOptions struct {
 //     opts.AnyValue);
 //   - 400 invalid_field: a value does not fit the type of its field in dst;
 //     Fields holds one FieldError whose Path is the dotted path of the field
-//     built from dst's JSON names, with code wrong_type;
+//     built from dst's JSON names, with code wrong_type, and the detail
+//     says what the field wants, from its Go type (Shape);
 //   - 500 internal_error: dst is not a non-nil pointer.
 //
 // Unknown fields are not refused: callers validate what they decoded.
@@ -253,12 +254,20 @@ func decodeFailure(err error) *Error {
 		// te.Field is built by encoding/json from the destination's JSON
 		// field names, never from the caller's keys; te.Value describes the
 		// caller's value and is not used.
+		// te.Type is the Go type of the destination: what the field
+		// wants is said from it.
 		e := &Error{Status: http.StatusBadRequest, Code: errcode.InvalidField, cause: err,
 			Detail: "a field has a value of the wrong type"}
 		if te.Field != "" {
 			e.Fields = []FieldError{{Path: te.Field, Code: errcode.FieldCodeWrongType}}
+			if s := Shape(te.Type); s != "" {
+				e.Detail += ": " + te.Field + " wants " + s
+			}
 		} else {
 			e.Detail = "the body does not have the expected shape"
+			if s := Shape(te.Type); s != "" {
+				e.Detail += ": it wants " + s
+			}
 		}
 		return e
 	case errors.As(err, &ie):

@@ -148,7 +148,7 @@ func guardConnections(c *Change[protocol.ConnectionSettings]) *httpapi.Error {
 		}
 	}
 	if len(missing) > 0 {
-		return refuse(errcode.AccountNotFound, "some accounts are not on the connection; fields lists each", missing...)
+		return refuse(errcode.AccountNotFound, "some accounts are not on the connection; fields lists each"+c.Snap.yourAccounts(), missing...)
 	}
 	if len(readOnly) > 0 {
 		return refuse(errcode.FieldReadOnly, "a connection's accounts come from the platform and cannot be changed", readOnly...)

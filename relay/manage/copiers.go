@@ -3,6 +3,7 @@ package manage
 import (
 	"math"
 	"reflect"
+	"slices"
 	"sort"
 	"strings"
 
@@ -209,6 +210,9 @@ func validateCopier(c *Change[protocol.Copier]) *httpapi.Error {
 		f.limit("symbolReplacements", errcode.FieldCodeLessThanEqual, maxReplacements)
 	}
 	if err := f.err(); err != nil {
+		if slices.ContainsFunc(f, func(fe httpapi.FieldError) bool { return fe.Code == errcode.FieldCodeRatioNotAStep }) {
+			err.Detail += "; a sizing ratio is one of " + ratioStepsText()
+		}
 		return err
 	}
 	return validateReplacements(v)
@@ -357,6 +361,9 @@ func checkCopierAccounts(c *Change[protocol.Copier], _ []*protocol.Copier) *http
 	}
 	if len(f) == 0 {
 		return nil
+	}
+	if c.Family != FamilyBroker {
+		detail += c.Snap.yourAccounts()
 	}
 	return refuse(code, detail, f...)
 }

@@ -4,6 +4,8 @@ import (
 	"encoding/json"
 	"reflect"
 	"slices"
+	"strconv"
+	"strings"
 )
 
 // KindInfo describes one kind of management resource to the relay's
@@ -84,6 +86,16 @@ func (k *Kind[T]) info() KindInfo {
 			return b
 		},
 	}
+}
+
+// ratioStepsText lists RatioSteps for a sentence: "0.25, 0.5, …, 10".
+func ratioStepsText() string {
+	steps := RatioSteps()
+	out := make([]string, len(steps))
+	for i, r := range steps {
+		out[i] = strconv.FormatFloat(r, 'f', -1, 64)
+	}
+	return strings.Join(out, ", ")
 }
 
 // RatioSteps are the sizing ratios a copier takes (0.25 to 1.75 in steps

@@ -117,7 +117,7 @@ func checkGroup(c *Change[protocol.AccountGroup]) *httpapi.Error {
 		}
 	}
 	if len(missing) > 0 {
-		return refuse(errcode.AccountNotFound, "some accounts are not on the platform's connections; fields lists each", missing...)
+		return refuse(errcode.AccountNotFound, "some accounts are not on the platform's connections; fields lists each"+s.yourAccounts(), missing...)
 	}
 	return nil
 }

@@ -450,6 +450,10 @@ func (k *Kind[T]) merge(in *changeIn, c *Change[T], old *T) (T, *httpapi.Error) 
 	}
 	checkShape(top, reflect.TypeFor[T](), "", &fe)
 	if e := fe.err(); e != nil {
+		// What each wrong_type field wants, from the resource's Go type.
+		if s := httpapi.WrongTypeDetail(reflect.TypeFor[T](), fe); s != "" {
+			e.Detail += ": " + s
+		}
 		return zero, e
 	}
 	var base map[string]any

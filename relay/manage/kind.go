@@ -3,6 +3,9 @@ package manage
 import (
 	"context"
 	"encoding/json"
+	"fmt"
+	"slices"
+	"strings"
 	"time"
 
 	"tradebridge/protocol"
@@ -85,6 +88,37 @@ func (s *Snapshot) HasAccount(account string) bool {
 		}
 	}
 	return false
+}
+
+// Accounts returns the accounts of the user's platform connections,
+// sorted, each once.
+func (s *Snapshot) Accounts() []string {
+	var out []string
+	for _, c := range s.Connections {
+		out = append(out, c.Accounts...)
+	}
+	slices.Sort(out)
+	return slices.Compact(out)
+}
+
+// maxListedAccounts bounds the accounts an account_not_found lists.
+const maxListedAccounts = 20
+
+// yourAccounts completes the detail of an account_not_found: the user's
+// own accounts (the first maxListedAccounts, sorted), so that a misspelt
+// name can be fixed. It lists only the caller's accounts, never says
+// whether a name is someone else's: "missing" and "not yours" read the
+// same.
+func (s *Snapshot) yourAccounts() string {
+	all := s.Accounts()
+	if len(all) == 0 {
+		return "; your platform connections carry no account yet"
+	}
+	out := "; your accounts (names are case-sensitive): " + strings.Join(all[:min(len(all), maxListedAccounts)], ", ")
+	if n := len(all) - maxListedAccounts; n > 0 {
+		out += fmt.Sprintf(" and %d more", n)
+	}
+	return out
 }
 
 // MonitorOf returns the monitor of the account, or nil.

@@ -415,7 +415,7 @@ func monitorCheck(c *Change[protocol.Monitor]) *httpapi.Error {
 					httpapi.FieldError{Path: "account", Code: errcode.AccountIdentityUnresolved})
 			}
 		} else if !c.Snap.HasAccount(c.New.Account) {
-			return refuse(errcode.AccountNotFound, "the account is not on any of your platform connections",
+			return refuse(errcode.AccountNotFound, "the account is not on any of your platform connections"+c.Snap.yourAccounts(),
 				httpapi.FieldError{Path: "account", Code: errcode.AccountNotFound})
 		}
 		if c.Snap.MonitorOf(c.New.Account) != nil {

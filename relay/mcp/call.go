@@ -201,7 +201,7 @@ func (s *Server) getActivity(ctx context.Context, req *sdk.CallToolRequest) (*sd
 		return failure(&httpapi.Error{Status: http.StatusServiceUnavailable, Code: errcode.StorageUnavailable,
 			Detail: "the relay cannot read its store right now; retry shortly", RetryAfter: 5}), nil
 	}
-	data, err := json.Marshal(page)
+	data, err := httpapi.Marshal(page)
 	if err != nil {
 		return nil, err
 	}
@@ -262,7 +262,7 @@ func manageResult(resource string, status int, answer []byte) *sdk.CallToolResul
 		// content is an object.
 		var items []json.RawMessage
 		_ = json.Unmarshal(d, &items)
-		data, _ = json.Marshal(map[string]any{resource: json.RawMessage(d), "count": len(items)})
+		data, _ = httpapi.Marshal(map[string]any{resource: json.RawMessage(d), "count": len(items)})
 	}
 	return success(summarize("Get"+strings.ToUpper(resource[:1])+resource[1:], data), data)
 }

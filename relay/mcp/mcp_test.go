@@ -124,6 +124,16 @@ func TestFailure(t *testing.T) {
 	require.Equal(t, "insufficient_scope (403): needs trade", r.Content[0].(*sdk.TextContent).Text)
 }
 
+// A refusal's detail keeps "&" as written in the error object the tool
+// result carries (the SDK's envelope does not HTML-escape either).
+func TestFailureKeepsAmpersands(t *testing.T) {
+	t.Parallel()
+	r := failure(&httpapi.Error{Status: http.StatusBadRequest, Code: errcode.InvalidArgument, Detail: "S&P <ES>"})
+	raw := string(r.StructuredContent.(json.RawMessage))
+	require.Contains(t, raw, `"S&P <ES>"`)
+	require.NotContains(t, raw, `\u0026`)
+}
+
 // A handler run without an admitted caller is a protocol error, never a
 // call.
 func TestNoCaller(t *testing.T) {

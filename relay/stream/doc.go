@@ -204,7 +204,7 @@
 //
 // instruments holds 1 to MaxInstruments names in the forms the HTTP API
 // accepts ("ES 12-26", "ES", "ESZ26"); a malformed name refuses the frame
-// with invalid_argument and nothing changes. A socket subscribes to at most
+// with invalid_instrument and nothing changes. A socket subscribes to at most
 // MaxInstruments (50) names (too_many_instruments beyond, nothing
 // changes). Subscription frames of all of a user's sockets share a budget
 // of 20 per minute, burst 10 (rate_limited, policy "subscriptions").
@@ -246,7 +246,9 @@
 // # streamPnl, pnlUpdate
 //
 // streamPnl turns P&L streaming on or off for the socket; interval is in
-// milliseconds, 250 to 60000 (invalid_argument outside, nothing changes),
+// milliseconds, 250 to 60000 (invalid_argument outside, its field naming
+// the bound crossed: greater_than_equal 250 or less_than_equal 60000;
+// nothing changes),
 // default 1000. The reply echoes the setting. The relay polls the agent
 // with the internal function GetPnl (not charged to any budget) at the
 // smallest interval any of the user's sockets asked for, and a socket gets

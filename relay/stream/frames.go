@@ -3,6 +3,7 @@ package stream
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"math"
 	"regexp"
 	"strconv"
@@ -98,7 +99,7 @@ func badFrame(code, detail string) *frameError {
 // mustJSON encodes frames the relay builds from its own values, which
 // always encode.
 func mustJSON(v any) []byte {
-	b, err := json.Marshal(v)
+	b, err := httpapi.Marshal(v)
 	if err != nil {
 		return []byte(`{"type":"error","error":"` + errcode.InternalError + `","detail":"the relay failed to encode a frame"}`)
 	}
@@ -276,7 +277,7 @@ func parseInstruments(f clientFrame, max int) ([]string, *frameError) {
 	for _, n := range names {
 		n = strings.TrimSpace(n)
 		if !instrumentRE.MatchString(n) {
-			return nil, &frameError{code: errcode.InvalidArgument, detail: "an instrument name is not valid: use the form ES 12-26, a root such as ES, or a month code such as ESZ26",
+			return nil, &frameError{code: errcode.InvalidInstrument, detail: "an instrument name is not valid: use the form ES 12-26, a root such as ES, or a month code such as ESZ26",
 				fields: []httpapi.FieldError{{Path: "instruments", Code: errcode.FieldCodeStringPatternMismatch, Pattern: instrumentRE.String()}}}
 		}
 		n = strings.ToUpper(n)
@@ -302,13 +303,21 @@ func parseStreamPnl(f clientFrame) (enabled bool, interval time.Duration, e *fra
 			return false, 0, &frameError{code: errcode.InvalidArgument, detail: "interval must be a whole number of milliseconds",
 				fields: []httpapi.FieldError{{Path: "interval", Code: errcode.FieldCodeWrongType}}}
 		}
-		d := time.Duration(ms) * time.Millisecond
-		if ms < float64(MinPnlInterval/time.Millisecond) || ms > float64(MaxPnlInterval/time.Millisecond) {
-			return false, 0, &frameError{code: errcode.InvalidArgument,
-				detail: "interval must be 250 to 60000 milliseconds",
-				fields: []httpapi.FieldError{{Path: "interval", Code: errcode.FieldCodeOutOfRange, Limit: MaxPnlInterval.Milliseconds()}}}
+		// The bound crossed: the minimum for an interval below it, the
+		// maximum for one above.
+		lo, hi := MinPnlInterval.Milliseconds(), MaxPnlInterval.Milliseconds()
+		var fe *httpapi.FieldError
+		switch {
+		case ms < float64(lo):
+			fe = &httpapi.FieldError{Path: "interval", Code: errcode.FieldCodeGreaterThanEqual, Limit: lo}
+		case ms > float64(hi):
+			fe = &httpapi.FieldError{Path: "interval", Code: errcode.FieldCodeLessThanEqual, Limit: hi}
 		}
-		interval = d
+		if fe != nil {
+			return false, 0, &frameError{code: errcode.InvalidArgument,
+				detail: fmt.Sprintf("interval must be %d to %d milliseconds", lo, hi), fields: []httpapi.FieldError{*fe}}
+		}
+		interval = time.Duration(ms) * time.Millisecond
 	}
 	return enabled, interval, nil
 }

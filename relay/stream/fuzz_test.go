@@ -57,7 +57,7 @@ func FuzzClientFrame(f *testing.F) {
 	} {
 		f.Add([]byte(s))
 	}
-	codes := map[string]bool{errcode.InvalidJSON: true, errcode.InvalidFrame: true, errcode.UnknownAction: true, errcode.InvalidArgument: true}
+	codes := map[string]bool{errcode.InvalidJSON: true, errcode.InvalidFrame: true, errcode.UnknownAction: true, errcode.InvalidArgument: true, errcode.InvalidInstrument: true}
 	checkRefusal := func(t *testing.T, data []byte, e *frameError) {
 		t.Helper()
 		if !codes[e.code] || e.detail == "" || strings.Contains(e.detail, frameMarker) {

@@ -224,7 +224,7 @@ func (s *Server) HandleEvent(userID string, ev protocol.Event) {
 		return
 	}
 	// Encoded once for every socket.
-	data, err := json.Marshal(&q)
+	data, err := httpapi.Marshal(&q)
 	if err != nil || len(data) > maxQuoteBytes {
 		s.stats.badQuotes.Add(1)
 		return
@@ -258,7 +258,7 @@ func (s *Server) HandleRecorded(userID string, e protocol.ActivityEntry) {
 	if len(e.Detail) == 0 {
 		e.Detail = json.RawMessage(`{}`)
 	}
-	data, err := json.Marshal(&e)
+	data, err := httpapi.Marshal(&e)
 	if err != nil {
 		s.log.Warn("an activity entry does not encode", zap.String("user", userID), zap.Error(err))
 		return

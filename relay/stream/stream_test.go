@@ -26,6 +26,7 @@ import (
 	"tradebridge/relay/auth"
 	"tradebridge/relay/budget"
 	"tradebridge/relay/errcode"
+	"tradebridge/relay/httpapi"
 	"tradebridge/relay/metrics"
 	"tradebridge/relay/store"
 	"tradebridge/relay/tradeapi"
@@ -121,7 +122,7 @@ func TestPingAndMalformedFramesKeepTheSocketOpen(t *testing.T) {
 		{`{"action":"ping","extra":1}`, "invalid_frame"},
 		{`{"action":"ping","id":{"a":1}}`, "invalid_frame"},
 		{`{"action":"subscribe","instruments":"ES"}`, "invalid_frame"},
-		{`{"action":"subscribe","instruments":["ES 13-26"]}`, "invalid_argument"},
+		{`{"action":"subscribe","instruments":["ES 13-26"]}`, "invalid_instrument"},
 		{`{"action":"subscribe","instruments":[]}`, "invalid_argument"},
 		{`{"action":"streamPnl","interval":1000}`, "invalid_frame"},
 		{`{"action":"rpc","api":"ListAccounts"}`, "invalid_frame"},
@@ -1223,4 +1224,40 @@ func TestResolveNamesFromAgent(t *testing.T) {
 	})
 	require.Equal(t, map[string]string{"ES": "ES 12-26", "ES 12-26": "ES 12-26"}, mapping)
 	require.Equal(t, map[string]bool{"XX": true}, unknown)
+}
+
+// A frame's detail keeps "&" as written: frames are encoded without
+// encoding/json's HTML escaping.
+func TestFramesKeepAmpersands(t *testing.T) {
+	t.Parallel()
+	for _, rpc := range []bool{false, true} {
+		raw := string((&frameError{code: "invalid_argument", detail: "S&P <ES>"}).encode(json.RawMessage(`1`), rpc))
+		require.Contains(t, raw, `"S&P <ES>"`)
+		require.NotContains(t, raw, `\u0026`)
+	}
+}
+
+// A streamPnl interval out of range names the bound it crossed: the
+// minimum below it, the maximum above it.
+func TestStreamPnlIntervalNamesTheBoundCrossed(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		interval string
+		want     httpapi.FieldError
+	}{
+		{"249", httpapi.FieldError{Path: "interval", Code: errcode.FieldCodeGreaterThanEqual, Limit: int64(250)}},
+		{"0", httpapi.FieldError{Path: "interval", Code: errcode.FieldCodeGreaterThanEqual, Limit: int64(250)}},
+		{"60001", httpapi.FieldError{Path: "interval", Code: errcode.FieldCodeLessThanEqual, Limit: int64(60000)}},
+	} {
+		t.Run(tc.interval, func(t *testing.T) {
+			t.Parallel()
+			fr, e := parseFrame([]byte(`{"action":"streamPnl","enabled":true,"interval":` + tc.interval + `}`))
+			require.Nil(t, e)
+			_, _, e = parseStreamPnl(fr)
+			require.NotNil(t, e)
+			require.Equal(t, errcode.InvalidArgument, e.code)
+			require.Equal(t, "interval must be 250 to 60000 milliseconds", e.detail)
+			require.Equal(t, []httpapi.FieldError{tc.want}, e.fields)
+		})
+	}
 }

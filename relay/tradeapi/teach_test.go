@@ -56,7 +56,7 @@ func TestErrorsTeach(t *testing.T) {
 			"unknown_parameter", "does not take",
 			map[string]any{"path": "(unnamed)", "code": "unknown_field"}},
 		{"instrument form", "POST", place, `{"action":"Buy","instrument":"ES 13-26","orderType":"Market","quantity":1,"timeInForce":"Day"}`,
-			protocol.CodeInvalidArgument, `instrument must be written as "ES 12-26" (root and contract month), "ES" (the front month) or "ESZ26" (month code)`,
+			protocol.CodeInvalidInstrument, `instrument must be written as "ES 12-26" (root and contract month), "ES" (the front month) or "ESZ26" (month code)`,
 			map[string]any{"path": "instrument", "code": "string_pattern_mismatch", "pattern": protocol.InstrumentPattern}},
 		{"Limit without limitPrice", "POST", place, `{"action":"Buy","instrument":"ES","orderType":"Limit","quantity":1,"timeInForce":"Day"}`,
 			protocol.CodeMissingFields, "missing required fields: limitPrice",

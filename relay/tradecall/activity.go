@@ -210,7 +210,7 @@ const maxTruncatedIDs = 20
 // and says so (truncated). A detail that cannot be encoded records
 // nothing.
 func marshalDetail(d writeDetail) (json.RawMessage, bool) {
-	b, err := json.Marshal(d)
+	b, err := protocol.Marshal(d)
 	if err != nil {
 		return nil, false
 	}
@@ -220,7 +220,7 @@ func marshalDetail(d writeDetail) (json.RawMessage, bool) {
 	d.Truncated, d.Request = true, nil
 	d.OrderIDs = d.OrderIDs[:min(len(d.OrderIDs), maxTruncatedIDs)]
 	d.CancelledOrderIDs = d.CancelledOrderIDs[:min(len(d.CancelledOrderIDs), maxTruncatedIDs)]
-	if b, err = json.Marshal(d); err != nil || len(b) > protocol.MaxActivityDetail {
+	if b, err = protocol.Marshal(d); err != nil || len(b) > protocol.MaxActivityDetail {
 		return nil, false
 	}
 	return b, true

@@ -153,7 +153,7 @@ func parseQuery(r *http.Request, ep *Endpoint, args map[string]any) *httpapi.Err
 		}
 		v, fe := typedText(p, vals[0])
 		if fe != nil {
-			return argsError(errcode.InvalidArgument, "the query parameter "+fieldDetail(p, fe), *fe)
+			return argsError(fieldCode(p, fe), "the query parameter "+fieldDetail(p, fe), *fe)
 		}
 		args[p.Name] = v
 	}
@@ -183,6 +183,17 @@ func unknownError(ep *Endpoint, in, name string) *httpapi.Error {
 		detail += "; it takes " + strings.Join(takes, ", ")
 	}
 	return argsError(code, detail, httpapi.FieldError{Path: safe, Code: errcode.FieldCodeUnknownField})
+}
+
+// fieldCode is the code of a refused field: invalid_instrument for an
+// instrument name outside the instrument grammar (of a form it does not
+// take, or too long to be one), as the agent answers a name it cannot
+// resolve; invalid_argument for anything else.
+func fieldCode(p *Param, fe *httpapi.FieldError) string {
+	if p.Format == FormatInstrument && (fe.Code == errcode.FieldCodeStringPatternMismatch || fe.Code == errcode.FieldCodeOutOfRange) {
+		return errcode.InvalidInstrument
+	}
+	return errcode.InvalidArgument
 }
 
 // fieldDetail is the sentence of a field error: the field's name and the
@@ -326,7 +337,7 @@ func parseBody(w http.ResponseWriter, r *http.Request, ep *Endpoint, args map[st
 		}
 		v, fe := typedJSON(p, raw)
 		if fe != nil {
-			return argsError(errcode.InvalidArgument, fieldDetail(p, fe), *fe)
+			return argsError(fieldCode(p, fe), fieldDetail(p, fe), *fe)
 		}
 		args[p.Name] = v
 	}

@@ -88,7 +88,7 @@ func FuzzQuery(f *testing.F) {
 			if ok {
 				t.Fatalf("%s?%s refused: %+v", ep.Path, raw, e)
 			}
-			if e.Status != http.StatusBadRequest || e.Code != errcode.UnknownParameter && e.Code != errcode.InvalidArgument ||
+			if e.Status != http.StatusBadRequest || e.Code != errcode.UnknownParameter && e.Code != errcode.InvalidArgument && e.Code != errcode.InvalidInstrument ||
 				e.Detail == "" || strings.Contains(e.Detail, queryMarker) {
 				t.Fatalf("%s?%s: %+v", ep.Path, raw, e)
 			}

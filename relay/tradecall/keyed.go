@@ -424,7 +424,7 @@ func encodeRecord(o Outcome) ([]byte, error) {
 	if e := o.Err; e != nil {
 		r = outcomeRecord{V: outcomeVersion, Error: &recordedError{Status: e.Status, Code: e.Code, Detail: e.Detail, Fields: e.Fields, RetryAfter: e.RetryAfter}}
 	}
-	return json.Marshal(r)
+	return httpapi.Marshal(r)
 }
 
 // decodeRecord reads a done record.

@@ -196,6 +196,9 @@ func socketArgs(ep *Endpoint, obj map[string]json.RawMessage) (map[string]any, *
 			v, fe = typedJSON(p, raw)
 		}
 		if fe != nil {
+			if code := fieldCode(p, fe); code != errcode.InvalidArgument {
+				return nil, argsError(code, fieldDetail(p, fe), *fe)
+			}
 			return nil, argsError(errcode.InvalidArgument, "the field "+p.Name+" is not valid", *fe)
 		}
 		args[p.Name] = v

@@ -378,8 +378,11 @@ func (s *Server) gates(ctx context.Context, userID string, a *alertcmd.Alert, n 
 // detail alertcmd wrote.
 func badAlert(e *alertcmd.Error) *failure {
 	code := errcode.InvalidArgument
-	if strings.HasPrefix(e.Detail, "missing required field") {
+	switch {
+	case strings.HasPrefix(e.Detail, "missing required field"):
 		code = errcode.MissingRequiredFields
+	case e.Instrument:
+		code = errcode.InvalidInstrument
 	}
 	return &failure{Status: http.StatusBadRequest, Code: code, Detail: e.Detail}
 }

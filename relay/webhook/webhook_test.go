@@ -21,6 +21,7 @@ import (
 	"tradebridge/relay/agentcall/agentcalltest"
 	"tradebridge/relay/auth"
 	"tradebridge/relay/budget"
+	"tradebridge/relay/errcode"
 	"tradebridge/relay/sealed"
 	"tradebridge/relay/store"
 	"tradebridge/relay/webhook"
@@ -362,4 +363,26 @@ func TestRefusals(t *testing.T) {
 	e.mux.ServeHTTP(rec, nokey)
 	require.Equal(t, http.StatusUnauthorized, rec.Code, rec.Body.String())
 	require.Len(t, e.alerts("alice"), 1)
+}
+
+// An alert whose instrument is outside the instrument grammar is 400
+// invalid_instrument, as on the trading API, its detail the accepted
+// forms; another bad value stays invalid_argument.
+func TestMalformedInstrumentAlert(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, 5, nil)
+	for _, tc := range []struct {
+		text, code string
+	}{
+		{"command=PLACE;account=Sim101;instrument=ES 13-26;action=BUY;qty=1", errcode.InvalidInstrument},
+		{"command=PLACE;account=Sim101;instrument=ES 12-26;action=HOLD;qty=1", errcode.InvalidArgument},
+	} {
+		w := e.send("alice", tc.text)
+		require.Equal(t, http.StatusBadRequest, w.Code, w.Body.String())
+		var body struct{ Error, Detail string }
+		require.NoError(t, json.Unmarshal(w.Body.Bytes(), &body))
+		require.Equal(t, tc.code, body.Error, w.Body.String())
+		require.NotContains(t, body.Detail, "13-26")
+		require.NotContains(t, body.Detail, "HOLD")
+	}
 }

@@ -342,7 +342,7 @@ func (d *Dispatcher) run(ctx context.Context, req *protocol.Request, h Handler) 
 		d.log.Error("operation failed", zap.String("fn", req.Fn), traceField(req), zap.Error(err))
 		return nil, protocol.NewError(protocol.CodeInternal, "the agent failed to run the operation")
 	}
-	raw, err = json.Marshal(v)
+	raw, err = protocol.Marshal(v)
 	if err != nil {
 		d.log.Error("encoding result", zap.String("fn", req.Fn), zap.Error(err))
 		return nil, protocol.NewError(protocol.CodeInternal, "the agent failed to encode the result")

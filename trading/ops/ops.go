@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -241,16 +242,36 @@ func distance(name string, d float64) error {
 }
 
 // onTick checks that price is a multiple of the instrument's tick size.
+// The refusal gives the tick size and the nearest valid values on either
+// side (those above zero): computed, never the value sent.
 func onTick(name string, price float64, info protocol.InstrumentInfo) error {
-	if info.TickSize <= 0 {
+	tick := info.TickSize
+	if tick <= 0 {
 		return nil
 	}
-	n := price / info.TickSize
-	if math.Abs(n-math.Round(n)) > 1e-6 {
-		return invalid(name + " must be a multiple of the instrument's tick size")
+	n := price / tick
+	if math.Abs(n-math.Round(n)) <= 1e-6 {
+		return nil
 	}
-	return nil
+	detail := name + " must be a multiple of the instrument's tick size, " + formatNumber(tick)
+	var near []string
+	for _, v := range []float64{RoundToTick(math.Floor(n)*tick, tick), RoundToTick(math.Ceil(n)*tick, tick)} {
+		if v > 0 {
+			near = append(near, formatNumber(v))
+		}
+	}
+	switch len(near) {
+	case 1:
+		detail += "; the nearest valid value is " + near[0]
+	case 2:
+		detail += "; the nearest valid values are " + near[0] + " and " + near[1]
+	}
+	return invalid(detail)
 }
+
+// formatNumber spells a price or a tick size as short as it is exact:
+// 0.25, 5990, 1.0975.
+func formatNumber(f float64) string { return strconv.FormatFloat(f, 'f', -1, 64) }
 
 // resolve checks an instrument argument and resolves it on the platform to
 // its full contract name and description.

@@ -3,6 +3,7 @@ package ops
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strings"
 
 	"tradebridge/protocol"
@@ -142,7 +143,28 @@ func (o *Ops) templateExists(ctx context.Context, name string) error {
 			return nil
 		}
 	}
-	return protocol.NewError(protocol.CodeTemplateNotFound, "no ATM template of that name")
+	return protocol.NewError(protocol.CodeTemplateNotFound, "no ATM template of that name"+templateList(ts))
+}
+
+// maxListedTemplates bounds the template names a refusal lists.
+const maxListedTemplates = 20
+
+// templateList completes atm_template_not_found's detail with the names
+// the platform knows (matched exactly), the first maxListedTemplates in
+// the platform's order.
+func templateList(ts []protocol.AtmTemplate) string {
+	if len(ts) == 0 {
+		return "; the platform has no ATM templates"
+	}
+	names := make([]string, 0, min(len(ts), maxListedTemplates))
+	for _, t := range ts[:min(len(ts), maxListedTemplates)] {
+		names = append(names, t.Name)
+	}
+	out := "; the platform's templates (names match exactly): " + strings.Join(names, ", ")
+	if n := len(ts) - maxListedTemplates; n > 0 {
+		out += fmt.Sprintf(" and %d more", n)
+	}
+	return out
 }
 
 // placeRules are PlaceOrder's conditions on the position.

@@ -48,3 +48,24 @@ func TestExplainAccountNotFound(t *testing.T) {
 	other := protocol.NewError(protocol.CodeNoPosition, "x")
 	require.Same(t, other, f.ops.Explain(bg, other), "other errors pass unchanged")
 }
+
+// An unknown ATM template's refusal lists the platform's templates: the
+// first 20, then how many more; or says there are none.
+func TestTemplateListIsBounded(t *testing.T) {
+	t.Parallel()
+	many := make([]protocol.AtmTemplate, 23)
+	for i := range many {
+		many[i].Name = string(rune('A' + i))
+	}
+	for _, tc := range []struct {
+		name string
+		ts   []protocol.AtmTemplate
+		want string
+	}{
+		{"none", nil, "; the platform has no ATM templates"},
+		{"one", many[:1], "; the platform's templates (names match exactly): A"},
+		{"many", many, "; the platform's templates (names match exactly): A, B, C, D, E, F, G, H, I, J, K, L, M, N, O, P, Q, R, S, T and 3 more"},
+	} {
+		require.Equal(t, tc.want, templateList(tc.ts), tc.name)
+	}
+}

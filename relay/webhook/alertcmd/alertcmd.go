@@ -224,6 +224,9 @@ type Alert struct {
 type Error struct {
 	Field  string
 	Detail string
+	// Instrument reports that the instrument= value is not a name of the
+	// instrument grammar (the relay answers invalid_instrument).
+	Instrument bool
 }
 
 func (e *Error) Error() string { return "alertcmd: " + e.Detail }

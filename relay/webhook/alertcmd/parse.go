@@ -61,7 +61,9 @@ var setters = map[string]func(a *Alert, v string) *Error{
 	"instrument": func(a *Alert, v string) *Error {
 		in, ok := ParseInstrument(v)
 		if !ok {
-			return errorf("instrument", "instrument must be a contract (ES 12-26), a month code (ESZ26 or ESZ6), a root for its front month (ES), or TradingView's front month (ES1!)")
+			e := errorf("instrument", "instrument must be a contract (ES 12-26), a month code (ESZ26 or ESZ6), a root for its front month (ES), or TradingView's front month (ES1!)")
+			e.Instrument = true
+			return e
 		}
 		a.Instrument = in
 		return nil
