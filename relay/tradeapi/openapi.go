@@ -10,6 +10,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"tradebridge/relay/apischema"
 
 	"tradebridge/protocol"
 	"tradebridge/relay/errcode"
@@ -86,7 +87,7 @@ func OpenAPIFor(p profile.Profile) map[string]any {
 // error codes each answers, and the documents' texts.
 type docFamily struct {
 	// family is FamilyDesktop or FamilyBroker: the schemas keep the fields
-	// tagged with it (see schemaSet).
+	// tagged with it (see apischema.Set).
 	family    string
 	endpoints []endpoint
 	// codes lists, per status, the error codes an endpoint documents.
@@ -119,7 +120,7 @@ var desktopFamily = &docFamily{
 }
 
 func buildOpenAPI(f *docFamily, p profile.Profile) (map[string]any, error) {
-	set := newFamilySchemaSet(f.family)
+	set := apischema.New(f.family)
 	responses := object{}
 	paths := object{}
 	for i := range f.endpoints {
@@ -135,7 +136,7 @@ func buildOpenAPI(f *docFamily, p profile.Profile) (map[string]any, error) {
 		}
 		item[strings.ToLower(ep.Method)] = f.operation(ep, success)
 	}
-	schemas, err := set.objects()
+	schemas, err := set.Objects()
 	if err != nil {
 		return nil, err
 	}
@@ -276,12 +277,12 @@ func (f *docFamily) operation(ep *endpoint, success object) object {
 
 // successResponse is ep's 200 response in profile p. Its schema is a
 // named component, <DataType>Response, added to responses.
-func successResponse(set *schemaSet, responses object, p profile.Profile, ep *endpoint) (object, error) {
+func successResponse(set *apischema.Set, responses object, p profile.Profile, ep *endpoint) (object, error) {
 	t, ok := profile.DataType(ep.Fn)
 	if !ok || t == nil {
 		return nil, fmt.Errorf("api: %s has no data type in package profile", ep.Fn)
 	}
-	dataName, err := set.ref(t)
+	dataName, err := set.Ref(t)
 	if err != nil {
 		return nil, err
 	}
@@ -291,7 +292,7 @@ func successResponse(set *schemaSet, responses object, p profile.Profile, ep *en
 		name = dataName + "WriteResponse"
 	}
 	if _, done := responses[name]; !done {
-		responses[name] = envelope(p, ep.Fn, t, dataName, write, set.family)
+		responses[name] = envelope(p, ep.Fn, t, dataName, write, set.Family())
 	}
 	desc := "success"
 	if write {
@@ -331,7 +332,7 @@ func envelope(p profile.Profile, fn string, t reflect.Type, dataName string, wri
 	props := object{"success": success, "data": ref(dataName)}
 	required := []string{"success", "data"}
 	if write && p == profile.Standard {
-		fields := jsonFields(t, family)
+		fields := apischema.JSONFields(t, family)
 		if _, ok := fields["orderId"]; ok {
 			props["orderId"] = object{"type": "string", "description": "data.orderId, when an order was placed"}
 		}
@@ -463,3 +464,5 @@ func addOtherRoutes(f *docFamily, schemas, paths object) error {
 	}
 	return addAlertRoutes(f, schemas, paths)
 }
+
+func ref(name string) object { return apischema.Ref(name) }
