@@ -159,6 +159,16 @@ func JSONFields(t reflect.Type, family string) map[string]bool {
 	for i := range t.NumField() {
 		f := t.Field(i)
 		tag, ok := f.Tag.Lookup("json")
+		if !ok && f.Anonymous && f.Type.Kind() == reflect.Struct {
+			// An embedded struct's fields are the outer type's, unless
+			// the outer type has a field of the same name.
+			for name, req := range JSONFields(f.Type, family) {
+				if _, own := ownJSONField(t, name); !own {
+					out[name] = req
+				}
+			}
+			continue
+		}
 		if !ok || !f.IsExported() {
 			continue
 		}
@@ -169,6 +179,17 @@ func JSONFields(t reflect.Type, family string) map[string]bool {
 		out[name] = !omitEmpty(f.Tag)
 	}
 	return out
+}
+
+// ownJSONField reports whether t declares, itself, a field of JSON name.
+func ownJSONField(t reflect.Type, name string) (reflect.StructField, bool) {
+	for i := range t.NumField() {
+		f := t.Field(i)
+		if n, _, _ := strings.Cut(f.Tag.Get("json"), ","); n == name && f.IsExported() {
+			return f, true
+		}
+	}
+	return reflect.StructField{}, false
 }
 
 // Objects returns the component schemas as plain JSON values, for the

@@ -1,7 +1,6 @@
 package tradeapi
 
 import (
-	"encoding/json"
 	"fmt"
 	"net/http"
 	"reflect"
@@ -9,7 +8,6 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"sync"
 	"tradebridge/relay/apischema"
 
 	"tradebridge/protocol"
@@ -44,27 +42,7 @@ func registerDocuments(mux Mux) {
 }
 
 // serveDocument serves the JSON encoding of build's document, built once.
-func serveDocument(build func() any) http.Handler {
-	var (
-		once sync.Once
-		doc  []byte
-	)
-	return http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
-		once.Do(func() {
-			b, err := json.MarshalIndent(build(), "", "  ")
-			if err != nil {
-				panic("api: a contract document does not encode: " + err.Error())
-			}
-			doc = b
-		})
-		h := w.Header()
-		h.Set("Content-Type", "application/json")
-		h.Set("X-Content-Type-Options", "nosniff")
-		h.Set("Cache-Control", "public, max-age=300")
-		h.Set("Content-Length", strconv.Itoa(len(doc)))
-		_, _ = w.Write(doc)
-	})
-}
+func serveDocument(build func() any) http.Handler { return apischema.ServeDocument(build) }
 
 type object = map[string]any
 
@@ -377,40 +355,9 @@ func errorResponse(statuses map[int]string, st int, codes []string) object {
 	}
 }
 
-func errorSchema() object {
-	return object{
-		"type":        "object",
-		"description": "An error, in both profiles. Nothing in it repeats what the caller sent.",
-		"required":    []string{"success", "error"},
-		"properties": object{
-			"success":    object{"type": "boolean", "const": false},
-			"error":      object{"type": "string", "description": "stable error code"},
-			"detail":     object{"type": "string", "description": "a sentence for humans; its wording may change"},
-			"fields":     object{"type": "array", "items": ref("FieldError"), "description": "the fields at fault, on validation errors"},
-			"retryAfter": object{"type": "integer", "minimum": 1, "description": "seconds after which a retry may succeed"},
-			"policy":     object{"type": "string", "description": "the budget that refused the request (rate_limited)"},
-			"meta": object{
-				"type":       "object",
-				"required":   []string{"requestId"},
-				"properties": object{"requestId": object{"type": "string"}},
-			},
-		},
-	}
-}
+func errorSchema() object { return apischema.ErrorSchema() }
 
-func fieldErrorSchema() object {
-	return object{
-		"type":     "object",
-		"required": []string{"path", "code"},
-		"properties": object{
-			"path":    object{"type": "string", "description": "the field's name (dotted for nested fields)"},
-			"code":    object{"type": "string", "description": "required, wrong_type, not_allowed, string_pattern_mismatch, out_of_range, unknown_field, duplicate_field, one_of_required"},
-			"limit":   object{"type": "number", "description": "the bound that was broken (out_of_range)"},
-			"pattern": object{"type": "string", "description": "the regular expression the value must match"},
-			"allowed": object{"type": "array", "items": object{"type": "string"}, "description": "the values allowed (not_allowed)"},
-		},
-	}
-}
+func fieldErrorSchema() object { return apischema.FieldErrorSchema() }
 
 // Response headers.
 const (
