@@ -120,7 +120,7 @@ var kindDocs = map[string]kindDoc{
 		patch:       `{"profitTarget":{"enabled":true,"amount":1000}}`,
 		example:     `{"account":"Sim101","lossLimit":{"enabled":true,"amount":500}}`,
 		fields:      monitorFields, codes: monitorCodes, limitCode: monitorKind.LimitCode,
-		actions:     map[string]actionDoc{"restart": withID(restartDoc, "RestartMonitor")},
+		actions: map[string]actionDoc{"restart": withID(restartDoc, "RestartMonitor")},
 	},
 	groupKind.Name: {
 		name: "AccountGroup", plural: "AccountGroups", noun: "account group", nouns: "account groups",
@@ -186,7 +186,7 @@ var kindDocs = map[string]kindDoc{
 		patch:       `{"profitTarget":{"enabled":true,"amount":1000}}`,
 		fields:      monitorFields,
 		codes:       append(append([]string{}, monitorCodes...), brokerCodes...), limitCode: brokerMonitorKind.LimitCode,
-		actions:     map[string]actionDoc{"restart": withID(restartDoc, "RestartBrokerMonitor")},
+		actions: map[string]actionDoc{"restart": withID(restartDoc, "RestartBrokerMonitor")},
 	},
 	alertKind.Name: {
 		name: "AlertDestination", plural: "AlertDestinations", noun: "alert destination", nouns: "alert destinations",
