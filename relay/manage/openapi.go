@@ -258,6 +258,10 @@ func (b *docBuild) partial(v any, depth int) object {
 			out[k] = x
 		}
 	}
+	if _, ok := out["properties"]; ok {
+		// Bodies are strict at every depth: an unknown field is refused.
+		out["additionalProperties"] = false
+	}
 	return out
 }
 
@@ -539,3 +543,20 @@ const killSwitchDescription = "Accepted whether or not the agent is connected: t
 	"cancels, closes and flattens are not refused. The agent gets it when it connects, before any other call, and " +
 	"flattens then when flattenOnKill is on and the switch turned on. It has its own budget (kill) and is never shed under load. " +
 	"PATCH of the controls refuses killSwitch (409 use_kill_switch_endpoint)."
+
+// ErrorCodes returns the error codes the route of method and path (as the
+// document writes it: "/v1/api/manage/alerts/{id}") answers, per status,
+// each list sorted; nil when there is no such route. Other documents that
+// describe a management route take its codes from here.
+func ErrorCodes(method, path string) map[int][]string {
+	for _, rt := range routes() {
+		p := Prefix
+		if rt.path != "" {
+			p += "/" + rt.path
+		}
+		if rt.method == method && p == path {
+			return routeCodes(rt)
+		}
+	}
+	return nil
+}

@@ -138,9 +138,9 @@ var kindDocs = map[string]kindDoc{
 		name: "AtmTemplate", plural: "AtmTemplates", noun: "ATM template", nouns: "ATM templates",
 		tag: "ATM templates", tagDoc: "ATM templates the agent gives the platform: brackets, breakeven and trailing stop, by name.",
 		resource: "An ATM template: the brackets (stop loss and profit target per quantity), breakeven and trailing stop an order named with it gets.",
-		create:   `{"name":"Scalp 1","config":{"quantity":1,"timeInForce":"Day","brackets":[{"quantity":1,"stopLoss":8,"profitTarget":16}]}}`,
+		create:   `{"name":"Scalp 1","config":{"quantity":1,"timeInForce":"gtc","brackets":[{"quantity":1,"stopLossTicks":8,"profitTargetTicks":16}]}}`,
 		patch:    `{"name":"Scalp 2"}`,
-		example:  `{"name":"Scalp 1","config":{"quantity":1,"timeInForce":"Day","brackets":[{"quantity":1,"stopLoss":8,"profitTarget":16}]}}`,
+		example:  `{"name":"Scalp 1","config":{"quantity":1,"timeInForce":"gtc","brackets":[{"quantity":1,"stopLossTicks":8,"profitTargetTicks":16}]}}`,
 		codes:    []string{errcode.InvalidAtmConfig, errcode.TemplateNameConflict}, limitCode: templateKind.LimitCode,
 	},
 	controlsKind.Name: {
@@ -163,7 +163,7 @@ var kindDocs = map[string]kindDoc{
 		name: "ConnectionSettings", plural: "ConnectionSettings", noun: "connection settings", nouns: "connection settings",
 		tag: "connection settings", tagDoc: "How the agent keeps the platform's connections: reconnecting, and the data watchdog.",
 		resource: "The settings of each platform connection the agent reported (its accounts are the agent's, read-only).",
-		patch:    `{"connections":[{"name":"Simulator","autoReconnect":true,"dataWatchdogSeconds":30}]}`,
+		patch:    `{"connections":[{"name":"Simulated Data Feed","autoReconnect":true,"dataWatchdogSeconds":30}]}`,
 		codes:    []string{errcode.AccountNotFound},
 	},
 	brokerCopierName: {
@@ -172,7 +172,7 @@ var kindDocs = map[string]kindDoc{
 		resource: "A copier of the broker family: a copier's fields but copyMode (fills are always copied as market orders).",
 		description: "The relay's engines act on broker copiers at once; 409 tradovate_not_linked without a linked broker login. " +
 			"PATCH with exactly {\"active\": false} stops one on its own budget (stop).",
-		create: `{"leader":"TV1","followers":[{"account":"TV2"}]}`,
+		create: `{"leader":"DEMO100001","followers":[{"account":"DEMO100002"}]}`,
 		patch:  `{"active":false}`,
 		fields: map[string]object{"state": copierFields["state"]},
 		codes:  append(append([]string{}, copierCodes...), brokerCodes...), limitCode: brokerCopierKind.LimitCode,
@@ -182,7 +182,7 @@ var kindDocs = map[string]kindDoc{
 		tag: "broker monitors", tagDoc: "Monitors of the broker family, run by the relay's engines on the linked broker login's accounts.",
 		resource:    "A monitor of a broker account: every field of a desktop monitor.",
 		description: "The relay's engines act on broker monitors at once; 409 tradovate_not_linked without a linked broker login.",
-		create:      `{"account":"TV1","lossLimit":{"enabled":true,"amount":500}}`,
+		create:      `{"account":"DEMO100001","lossLimit":{"enabled":true,"amount":500}}`,
 		patch:       `{"profitTarget":{"enabled":true,"amount":1000}}`,
 		fields:      monitorFields,
 		codes:       append(append([]string{}, monitorCodes...), brokerCodes...), limitCode: brokerMonitorKind.LimitCode,
