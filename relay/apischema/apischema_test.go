@@ -50,3 +50,22 @@ func TestSchemaNamesUnique(t *testing.T) {
 	require.Equal(t, ComponentPrefix+"Item", s.Properties["opt"].Ref)
 	require.False(t, set.schemas["Item"].Value.Nullable)
 }
+
+// An embedded struct's fields are the outer type's, and required as they
+// are in it; a field of the outer type hides the embedded one's.
+func TestEmbeddedFields(t *testing.T) {
+	t.Parallel()
+	type Inner struct {
+		A    string `json:"a"`
+		Mode string `json:"mode"`
+	}
+	type Outer struct {
+		Inner
+		Mode *struct{} `json:"mode,omitempty"`
+	}
+	require.Equal(t, map[string]bool{"a": true, "mode": false}, JSONFields(reflect.TypeFor[Outer](), "desktop"))
+	set := New("desktop")
+	name, err := set.Ref(reflect.TypeFor[Outer]())
+	require.NoError(t, err)
+	require.Equal(t, []string{"a"}, set.schemas[name].Value.Required)
+}
