@@ -164,6 +164,7 @@ var kindDocs = map[string]kindDoc{
 		tag: "connection settings", tagDoc: "How the agent keeps the platform's connections: reconnecting, and the data watchdog.",
 		resource: "The settings of each platform connection the agent reported (its accounts are the agent's, read-only).",
 		patch:    `{"connections":[{"name":"Simulated Data Feed","autoReconnect":true,"dataWatchdogSeconds":30}]}`,
+		example:  `{"connections":[{"name":"Simulated Data Feed","accounts":["Sim101","Sim102"],"autoReconnect":true,"dataWatchdogSeconds":30}]}`,
 		codes:    []string{errcode.AccountNotFound},
 	},
 	brokerCopierName: {
@@ -172,10 +173,11 @@ var kindDocs = map[string]kindDoc{
 		resource: "A copier of the broker family: a copier's fields but copyMode (fills are always copied as market orders).",
 		description: "The relay's engines act on broker copiers at once; 409 tradovate_not_linked without a linked broker login. " +
 			"PATCH with exactly {\"active\": false} stops one on its own budget (stop).",
-		create: `{"leader":"DEMO100001","followers":[{"account":"DEMO100002"}]}`,
-		patch:  `{"active":false}`,
-		fields: map[string]object{"state": copierFields["state"]},
-		codes:  append(append([]string{}, copierCodes...), brokerCodes...), limitCode: brokerCopierKind.LimitCode,
+		create:  `{"leader":"DEMO100001","followers":[{"account":"DEMO100002"}]}`,
+		patch:   `{"active":false}`,
+		example: `{"leader":"DEMO100001","followers":[{"account":"DEMO100002","inverse":false}]}`,
+		fields:  map[string]object{"state": copierFields["state"]},
+		codes:   append(append([]string{}, copierCodes...), brokerCodes...), limitCode: brokerCopierKind.LimitCode,
 	},
 	brokerMonitorName: {
 		name: "BrokerMonitor", plural: "BrokerMonitors", noun: "broker monitor", nouns: "broker monitors",
@@ -184,6 +186,7 @@ var kindDocs = map[string]kindDoc{
 		description: "The relay's engines act on broker monitors at once; 409 tradovate_not_linked without a linked broker login.",
 		create:      `{"account":"DEMO100001","lossLimit":{"enabled":true,"amount":500}}`,
 		patch:       `{"profitTarget":{"enabled":true,"amount":1000}}`,
+		example:     `{"account":"DEMO100001","lossLimit":{"enabled":true,"amount":500}}`,
 		fields:      monitorFields,
 		codes:       append(append([]string{}, monitorCodes...), brokerCodes...), limitCode: brokerMonitorKind.LimitCode,
 		actions: map[string]actionDoc{"restart": withID(restartDoc, "RestartBrokerMonitor")},
