@@ -219,3 +219,27 @@ func TestOpenAPIErrorCodesOfTheHandlers(t *testing.T) {
 		}
 	}
 }
+
+// Every resource's schema and every request body's has an example, which
+// matches it.
+func TestOpenAPIExamples(t *testing.T) {
+	t.Parallel()
+	doc := loadOpenAPI(t)
+	n := 0
+	for _, info := range Kinds() {
+		for _, suffix := range []string{"", "Create", "Patch"} {
+			name := info.Type.Name() + suffix
+			if suffix == "Create" && info.Singleton {
+				continue
+			}
+			ref := doc.Components.Schemas[name]
+			require.NotNil(t, ref, name)
+			require.NotEmpty(t, ref.Value.Examples, "%s has an example", name)
+			for _, ex := range ref.Value.Examples {
+				require.NoError(t, ref.Value.VisitJSON(ex, openapi3.EnableJSONSchema2020()), name)
+				n++
+			}
+		}
+	}
+	require.Greater(t, n, 25)
+}
