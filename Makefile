@@ -80,7 +80,8 @@ test-deps:
 	./scripts/test-deps.sh
 
 ## clients: regenerate clients/ (TypeScript: @hey-api/openapi-ts; Python:
-## Swagger Codegen, on Java) from the relay's OpenAPI document.
+## Swagger Codegen, on Java) from the relay's OpenAPI documents: the trading
+## API's and the Management API's.
 clients: test-deps
 	./scripts/gen-clients.sh
 
