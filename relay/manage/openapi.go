@@ -504,7 +504,11 @@ func routeCodes(rt *route) map[int][]string {
 				list = append(list, errcode.DeadlineExceeded)
 			}
 			d := kindDocs[rt.kind.name()]
-			list = append(list, d.codes...)
+			if rt.op != routeKill {
+				// The kill switch is the relay's own change of the
+				// controls: none of their rules runs on it.
+				list = append(list, d.codes...)
+			}
 			if rt.op == routeCreate && d.limitCode != "" {
 				list = append(list, d.limitCode)
 			}

@@ -107,7 +107,6 @@ from tradebridge_client.models.inline_response422 import InlineResponse422
 from tradebridge_client.models.inline_response4221 import InlineResponse4221
 from tradebridge_client.models.inline_response4222 import InlineResponse4222
 from tradebridge_client.models.inline_response4223 import InlineResponse4223
-from tradebridge_client.models.inline_response4224 import InlineResponse4224
 from tradebridge_client.models.inline_response429 import InlineResponse429
 from tradebridge_client.models.inline_response4291 import InlineResponse4291
 from tradebridge_client.models.inline_response500 import InlineResponse500

@@ -66,7 +66,7 @@ class InlineResponse4226(Error):
         :param error: The error of this InlineResponse4226.  # noqa: E501
         :type: str
         """
-        allowed_values = ["invalid_atm_config"]  # noqa: E501
+        allowed_values = ["field_read_only", "immutable_field", "invalid_atm_config", "validation_failed"]  # noqa: E501
         if error not in allowed_values:
             raise ValueError(
                 "Invalid value for `error` ({0}), must be one of {1}"  # noqa: E501

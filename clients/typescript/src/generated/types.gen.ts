@@ -4681,10 +4681,10 @@ export type SetKillSwitchErrors = {
         error?: 'unsupported_content_type';
     };
     /**
-     * the Idempotency-Key was used for a different request. Codes: `use_kill_switch_endpoint`, `validation_failed`.
+     * the Idempotency-Key was used for a different request. Codes: `validation_failed`.
      */
     422: Error & {
-        error?: 'use_kill_switch_endpoint' | 'validation_failed';
+        error?: 'validation_failed';
     };
     /**
      * the request budget is used up (policy, retryAfter, Retry-After). Codes: `rate_limited`, `too_many_concurrent_requests`.

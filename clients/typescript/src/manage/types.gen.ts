@@ -1985,10 +1985,10 @@ export type SetKillSwitchErrors = {
         error?: 'unsupported_content_type';
     };
     /**
-     * the body breaks the kind's rules: fields lists every field at fault. Codes: `use_kill_switch_endpoint`, `validation_failed`.
+     * the body breaks the kind's rules: fields lists every field at fault. Codes: `validation_failed`.
      */
     422: Error & {
-        error?: 'use_kill_switch_endpoint' | 'validation_failed';
+        error?: 'validation_failed';
     };
     /**
      * a budget is used up (policy, retryAfter, Retry-After), or two requests of the user already run. Codes: `rate_limited`, `too_many_concurrent_requests`.
