@@ -86,7 +86,8 @@ examples-deps:
 	./scripts/test-deps.sh examples
 
 ## clients: regenerate clients/ (TypeScript: @hey-api/openapi-ts; Python:
-## Swagger Codegen, on Java) from the relay's OpenAPI document.
+## Swagger Codegen, on Java) from the relay's OpenAPI documents: the trading
+## API's and the Management API's.
 clients: test-deps
 	./scripts/gen-clients.sh
 

@@ -96,13 +96,19 @@ type env struct {
 // start starts a relay and an agent for t; t.Cleanup stops both.
 func start(t *testing.T, compatible bool) *env {
 	t.Helper()
+	return startPlan(t, compatible, "pro")
+}
+
+// startPlan is start with a user of the plan.
+func startPlan(t *testing.T, compatible bool, plan string) *env {
+	t.Helper()
 	if testing.Short() {
 		t.Skip("starts a relay and an agent; skipped with -short")
 	}
 	data := t.TempDir()
 	logs := t.TempDir()
 	var creds struct{ UserID, APIToken, AgentToken string }
-	require.NoError(t, json.Unmarshal(output(t, bin.relay, "users", "add", "--data", data, "--name", "examples", "--plan", "pro"), &creds))
+	require.NoError(t, json.Unmarshal(output(t, bin.relay, "users", "add", "--data", data, "--name", "examples", "--plan", plan), &creds))
 	require.NotEmpty(t, creds.APIToken)
 	e := &env{apiToken: creds.APIToken}
 	if compatible {
@@ -459,6 +465,42 @@ func TestTypeScriptClientSmoke(t *testing.T) {
 	checkSmoke(t, out)
 }
 
+// The generated Management API clients, against a relay with a user on
+// the elite plan: list the copiers, create, rename and delete an account
+// group.
+func TestPythonManageClientSmoke(t *testing.T) {
+	py := python(t, "urllib3", "six", "dateutil", "certifi")
+	e := startPlan(t, false, "elite")
+	out, err := run(t, 60*time.Second, repo, clientEnv(e, e.apiToken), py, "clients/python/manage_smoke.py")
+	require.NoError(t, err, "%s", out)
+	noToken(t, out, e.apiToken)
+	checkManageSmoke(t, out)
+	require.Contains(t, string(out), "write budget: 20 per minute")
+}
+
+func TestTypeScriptManageClientSmoke(t *testing.T) {
+	tsDir := filepath.Join(repo, "clients", "typescript")
+	node := nodeTools(t, tsDir)
+	e := startPlan(t, false, "elite")
+	dist := t.TempDir()
+	out, err := run(t, 90*time.Second, tsDir, nil, filepath.Join(tsDir, "node_modules", ".bin", "tsc"), "-p", "tsconfig.json", "--outDir", dist)
+	require.NoError(t, err, "tsc: %s", out)
+	out, err = run(t, 60*time.Second, tsDir, clientEnv(e, e.apiToken), node, filepath.Join(dist, "manage_smoke.js"))
+	require.NoError(t, err, "%s", out)
+	noToken(t, out, e.apiToken)
+	checkManageSmoke(t, out)
+}
+
+// checkManageSmoke checks a Management API client smoke test's report.
+func checkManageSmoke(t *testing.T, out []byte) {
+	t.Helper()
+	s := string(out)
+	require.Contains(t, s, "copiers: 0\n")
+	require.Contains(t, s, "created group: Smoke Sim101, Sim102 (desktop)\n")
+	require.Contains(t, s, "renamed: Smoke 2, changed ")
+	require.Contains(t, s, "deleted: ")
+}
+
 // checkSmoke checks a client smoke test's report: the keyed retry answered
 // the first order, and nothing is left after Flatten.
 func checkSmoke(t *testing.T, out []byte) {
@@ -552,7 +594,8 @@ func TestClientsUpToDate(t *testing.T) {
 	out := t.TempDir()
 	b, err := run(t, 3*time.Minute, repo, nil, "bash", "scripts/gen-clients.sh", out)
 	require.NoError(t, err, "%s", b)
-	for _, p := range []string{"openapi.json", "typescript/src/generated", "python/tradebridge_client", "python/setup.py", "python/requirements.txt", "python/GENERATED.md"} {
+	for _, p := range []string{"openapi.json", "typescript/src/generated", "python/tradebridge_client", "python/setup.py", "python/requirements.txt", "python/GENERATED.md",
+		"manage-openapi.json", "typescript/src/manage", "python/tradebridge_manage_client", "python/GENERATED-manage.md"} {
 		compareTrees(t, filepath.Join(repo, "clients", p), filepath.Join(out, p))
 	}
 }

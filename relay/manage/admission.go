@@ -88,30 +88,36 @@ func newBudgets(now func() int64, backend budget.Backend) (*budgets, error) {
 	return &b, nil
 }
 
-// rateLimit is one budget in GET /v1/api/manage's limits.
-type rateLimit struct {
+// RateLimit is one budget in GET /v1/api/manage's limits.
+type RateLimit struct {
 	PerMinute int `json:"perMinute"`
 	Burst     int `json:"burst"`
 }
 
+// InFlightLimit is how many management requests of a user run at once.
+type InFlightLimit struct {
+	Max int `json:"max"`
+}
+
+// BudgetLimits are the Management API's budgets, by policy.
+type BudgetLimits struct {
+	Token    RateLimit     `json:"token"`
+	Read     RateLimit     `json:"read"`
+	Write    RateLimit     `json:"write"`
+	Resource RateLimit     `json:"resource"`
+	Stop     RateLimit     `json:"stop"`
+	Kill     RateLimit     `json:"kill"`
+	InFlight InFlightLimit `json:"inFlight"`
+}
+
 // Limits is the data of GET /v1/api/manage.
 type Limits struct {
-	Limits struct {
-		Token    rateLimit `json:"token"`
-		Read     rateLimit `json:"read"`
-		Write    rateLimit `json:"write"`
-		Resource rateLimit `json:"resource"`
-		Stop     rateLimit `json:"stop"`
-		Kill     rateLimit `json:"kill"`
-		InFlight struct {
-			Max int `json:"max"`
-		} `json:"inFlight"`
-	} `json:"limits"`
+	Limits BudgetLimits `json:"limits"`
 }
 
 // perMinute converts a policy to its per-minute rate and burst.
-func perMinute(p budget.Policy) rateLimit {
-	return rateLimit{PerMinute: int(int64(p.Rate) * int64(time.Minute) / int64(p.Period)), Burst: p.Burst}
+func perMinute(p budget.Policy) RateLimit {
+	return RateLimit{PerMinute: int(int64(p.Rate) * int64(time.Minute) / int64(p.Period)), Burst: p.Burst}
 }
 
 // currentLimits returns the budgets as GET /v1/api/manage shows them.

@@ -236,7 +236,7 @@ func testAlert(c *Change[alerts.Destination], _ Agent) *httpapi.Error {
 		return storageUnavailable()
 	}
 	c.Status = http.StatusAccepted
-	c.Answer = map[string]any{"deliveryId": id, "destinationId": c.Old.ID, "state": "pending"}
+	c.Answer = AlertTestAccepted{DeliveryID: id, DestinationID: c.Old.ID, State: "pending"}
 	return nil
 }
 

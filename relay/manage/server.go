@@ -18,6 +18,7 @@ import (
 	"tradebridge/relay/admit"
 	"tradebridge/relay/agentcall"
 	"tradebridge/relay/alerts"
+	"tradebridge/relay/apischema"
 	"tradebridge/relay/auth"
 	"tradebridge/relay/budget"
 	"tradebridge/relay/errcode"
@@ -225,12 +226,14 @@ type Mux interface {
 	Handle(pattern string, handler http.Handler)
 }
 
-// Register adds the Management API's routes to mux. The relay answers
+// Register adds the Management API's routes to mux, and its OpenAPI
+// document (OpenAPIPath, served without a token). The relay answers
 // 404 for other paths under Prefix and 405 with Allow for other methods.
 func (s *Server) Register(mux Mux) {
 	for _, rt := range s.routes {
 		mux.Handle(rt.pattern(), s.handler(rt))
 	}
+	mux.Handle("GET "+OpenAPIPath, apischema.ServeDocument(func() any { return OpenAPI() }))
 }
 
 // now returns the time of a change, to the millisecond, in UTC.

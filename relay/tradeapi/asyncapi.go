@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"reflect"
 	"sort"
+	"tradebridge/relay/apischema"
 
 	"tradebridge/protocol"
 	"tradebridge/relay/profile"
@@ -30,12 +31,12 @@ func AsyncAPI() map[string]any {
 }
 
 func buildAsyncAPI() (map[string]any, error) {
-	set := newSchemaSet()
-	quote, err := set.ref(reflect.TypeFor[protocol.Quote]())
+	set := apischema.New(FamilyDesktop)
+	quote, err := set.Ref(reflect.TypeFor[protocol.Quote]())
 	if err != nil {
 		return nil, err
 	}
-	pnlAccount, err := set.ref(reflect.TypeFor[protocol.PnlAccount]())
+	pnlAccount, err := set.Ref(reflect.TypeFor[protocol.PnlAccount]())
 	if err != nil {
 		return nil, err
 	}
@@ -52,7 +53,7 @@ func buildAsyncAPI() (map[string]any, error) {
 		if !ok || t == nil {
 			return nil, fmt.Errorf("api: %s has no data type in package profile", f.Name)
 		}
-		name, err := set.ref(t)
+		name, err := set.Ref(t)
 		if err != nil {
 			return nil, err
 		}
@@ -64,7 +65,7 @@ func buildAsyncAPI() (map[string]any, error) {
 		}
 	}
 	sort.Strings(apis)
-	schemas, err := set.objects()
+	schemas, err := set.Objects()
 	if err != nil {
 		return nil, err
 	}

@@ -1,7 +1,6 @@
 package tradeapi
 
 import (
-	"encoding/json"
 	"fmt"
 	"net/http"
 	"reflect"
@@ -9,7 +8,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"sync"
+	"tradebridge/relay/apischema"
 
 	"tradebridge/protocol"
 	"tradebridge/relay/errcode"
@@ -43,27 +42,7 @@ func registerDocuments(mux Mux) {
 }
 
 // serveDocument serves the JSON encoding of build's document, built once.
-func serveDocument(build func() any) http.Handler {
-	var (
-		once sync.Once
-		doc  []byte
-	)
-	return http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
-		once.Do(func() {
-			b, err := json.MarshalIndent(build(), "", "  ")
-			if err != nil {
-				panic("api: a contract document does not encode: " + err.Error())
-			}
-			doc = b
-		})
-		h := w.Header()
-		h.Set("Content-Type", "application/json")
-		h.Set("X-Content-Type-Options", "nosniff")
-		h.Set("Cache-Control", "public, max-age=300")
-		h.Set("Content-Length", strconv.Itoa(len(doc)))
-		_, _ = w.Write(doc)
-	})
-}
+func serveDocument(build func() any) http.Handler { return apischema.ServeDocument(build) }
 
 type object = map[string]any
 
@@ -86,7 +65,7 @@ func OpenAPIFor(p profile.Profile) map[string]any {
 // error codes each answers, and the documents' texts.
 type docFamily struct {
 	// family is FamilyDesktop or FamilyBroker: the schemas keep the fields
-	// tagged with it (see schemaSet).
+	// tagged with it (see apischema.Set).
 	family    string
 	endpoints []endpoint
 	// codes lists, per status, the error codes an endpoint documents.
@@ -119,7 +98,7 @@ var desktopFamily = &docFamily{
 }
 
 func buildOpenAPI(f *docFamily, p profile.Profile) (map[string]any, error) {
-	set := newFamilySchemaSet(f.family)
+	set := apischema.New(f.family)
 	responses := object{}
 	paths := object{}
 	for i := range f.endpoints {
@@ -135,7 +114,7 @@ func buildOpenAPI(f *docFamily, p profile.Profile) (map[string]any, error) {
 		}
 		item[strings.ToLower(ep.Method)] = f.operation(ep, success)
 	}
-	schemas, err := set.objects()
+	schemas, err := set.Objects()
 	if err != nil {
 		return nil, err
 	}
@@ -276,12 +255,12 @@ func (f *docFamily) operation(ep *endpoint, success object) object {
 
 // successResponse is ep's 200 response in profile p. Its schema is a
 // named component, <DataType>Response, added to responses.
-func successResponse(set *schemaSet, responses object, p profile.Profile, ep *endpoint) (object, error) {
+func successResponse(set *apischema.Set, responses object, p profile.Profile, ep *endpoint) (object, error) {
 	t, ok := profile.DataType(ep.Fn)
 	if !ok || t == nil {
 		return nil, fmt.Errorf("api: %s has no data type in package profile", ep.Fn)
 	}
-	dataName, err := set.ref(t)
+	dataName, err := set.Ref(t)
 	if err != nil {
 		return nil, err
 	}
@@ -291,7 +270,7 @@ func successResponse(set *schemaSet, responses object, p profile.Profile, ep *en
 		name = dataName + "WriteResponse"
 	}
 	if _, done := responses[name]; !done {
-		responses[name] = envelope(p, ep.Fn, t, dataName, write, set.family)
+		responses[name] = envelope(p, ep.Fn, t, dataName, write, set.Family())
 	}
 	desc := "success"
 	if write {
@@ -331,7 +310,7 @@ func envelope(p profile.Profile, fn string, t reflect.Type, dataName string, wri
 	props := object{"success": success, "data": ref(dataName)}
 	required := []string{"success", "data"}
 	if write && p == profile.Standard {
-		fields := jsonFields(t, family)
+		fields := apischema.JSONFields(t, family)
 		if _, ok := fields["orderId"]; ok {
 			props["orderId"] = object{"type": "string", "description": "data.orderId, when an order was placed"}
 		}
@@ -376,40 +355,9 @@ func errorResponse(statuses map[int]string, st int, codes []string) object {
 	}
 }
 
-func errorSchema() object {
-	return object{
-		"type":        "object",
-		"description": "An error, in both profiles. Nothing in it repeats what the caller sent.",
-		"required":    []string{"success", "error"},
-		"properties": object{
-			"success":    object{"type": "boolean", "const": false},
-			"error":      object{"type": "string", "description": "stable error code"},
-			"detail":     object{"type": "string", "description": "a sentence for humans; its wording may change"},
-			"fields":     object{"type": "array", "items": ref("FieldError"), "description": "the fields at fault, on validation errors"},
-			"retryAfter": object{"type": "integer", "minimum": 1, "description": "seconds after which a retry may succeed"},
-			"policy":     object{"type": "string", "description": "the budget that refused the request (rate_limited)"},
-			"meta": object{
-				"type":       "object",
-				"required":   []string{"requestId"},
-				"properties": object{"requestId": object{"type": "string"}},
-			},
-		},
-	}
-}
+func errorSchema() object { return apischema.ErrorSchema() }
 
-func fieldErrorSchema() object {
-	return object{
-		"type":     "object",
-		"required": []string{"path", "code"},
-		"properties": object{
-			"path":    object{"type": "string", "description": "the field's name (dotted for nested fields)"},
-			"code":    object{"type": "string", "description": "required, wrong_type, not_allowed, string_pattern_mismatch, out_of_range, unknown_field, duplicate_field, one_of_required"},
-			"limit":   object{"type": "number", "description": "the bound that was broken (out_of_range)"},
-			"pattern": object{"type": "string", "description": "the regular expression the value must match"},
-			"allowed": object{"type": "array", "items": object{"type": "string"}, "description": "the values allowed (not_allowed)"},
-		},
-	}
-}
+func fieldErrorSchema() object { return apischema.FieldErrorSchema() }
 
 // Response headers.
 const (
@@ -463,3 +411,5 @@ func addOtherRoutes(f *docFamily, schemas, paths object) error {
 	}
 	return addAlertRoutes(f, schemas, paths)
 }
+
+func ref(name string) object { return apischema.Ref(name) }

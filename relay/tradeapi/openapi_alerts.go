@@ -7,7 +7,7 @@ import (
 	"strings"
 
 	"tradebridge/relay/alerts"
-	"tradebridge/relay/errcode"
+	"tradebridge/relay/manage"
 )
 
 // The alert destinations of the Management API (/v1/api/manage/alerts,
@@ -126,52 +126,24 @@ type alertRoute struct {
 	codes                     map[int][]string
 }
 
-// alertCodes are the error codes every alert operation may answer.
-func alertCodes(write bool) map[int][]string {
-	c := map[int][]string{
-		http.StatusBadRequest:          {errcode.UnknownParameter, errcode.InvalidPath},
-		http.StatusUnauthorized:        {errcode.Unauthorized},
-		http.StatusForbidden:           {errcode.EliteRequired, errcode.NotAvailable, errcode.PlanRequired},
-		http.StatusTooManyRequests:     {errcode.RateLimited, errcode.TooManyConcurrentRequests},
-		http.StatusInternalServerError: {errcode.InternalError},
-		http.StatusServiceUnavailable:  {errcode.StorageUnavailable, errcode.ManagementUnavailable, errcode.ManagementBusy},
-	}
-	if write {
-		c[http.StatusForbidden] = append(c[http.StatusForbidden], errcode.InsufficientScope)
-		c[http.StatusBadRequest] = append(c[http.StatusBadRequest], errcode.InvalidJSON, errcode.UnexpectedBody)
-		c[http.StatusServiceUnavailable] = append(c[http.StatusServiceUnavailable], errcode.ManagementReadOnly)
-		c[http.StatusRequestTimeout] = []string{errcode.BodyTimeout}
-		c[http.StatusRequestEntityTooLarge] = []string{errcode.BodyTooLarge}
-		c[http.StatusUnsupportedMediaType] = []string{errcode.UnsupportedContentType}
-	}
-	return c
-}
-
-// alertRoutes are the operations of the alert destinations.
+// alertRoutes are the operations of the alert destinations. Their error
+// codes are the Management API's own (manage.ErrorCodes).
 func alertRoutes() []alertRoute {
 	one := alertsPath + "/{id}"
-	with := func(c map[int][]string, st int, codes ...string) map[int][]string {
-		c[st] = append(c[st], codes...)
-		return c
-	}
-	notFound := func(c map[int][]string) map[int][]string { return with(c, http.StatusNotFound, errcode.NotFound) }
-	return []alertRoute{
-		{http.MethodGet, alertsPath, "ListAlertDestinations", "List the user's alert destinations", http.StatusOK, "", "AlertDestinationList", alertCodes(false)},
+	rs := []alertRoute{
+		{http.MethodGet, alertsPath, "ListAlertDestinations", "List the user's alert destinations", http.StatusOK, "", "AlertDestinationList", nil},
 		{http.MethodPost, alertsPath, "CreateAlertDestination", "Create an alert destination (a webhook's answer holds its secret, once)", http.StatusCreated,
-			"AlertDestinationCreate", "AlertDestinationCreated",
-			with(with(with(alertCodes(true), http.StatusUnprocessableEntity, errcode.ValidationFailed, errcode.FieldReadOnly),
-				http.StatusConflict, errcode.EmailUnavailable, errcode.LimitReached, errcode.ConcurrentModification), http.StatusPreconditionFailed, errcode.PreconditionFailed)},
-		{http.MethodGet, one, "GetAlertDestination", "Read an alert destination", http.StatusOK, "", "AlertDestination", notFound(alertCodes(false))},
-		{http.MethodPatch, one, "ChangeAlertDestination", "Change an alert destination (If-Match: its ETag, optional)", http.StatusOK, "AlertDestinationPatch", "AlertDestination",
-			notFound(with(with(with(alertCodes(true), http.StatusUnprocessableEntity, errcode.ValidationFailed, errcode.FieldReadOnly, errcode.ImmutableField),
-				http.StatusConflict, errcode.EmailUnavailable, errcode.ConcurrentModification), http.StatusPreconditionFailed, errcode.PreconditionFailed))},
-		{http.MethodDelete, one, "DeleteAlertDestination", "Delete an alert destination", http.StatusOK, "", "AlertDeleted",
-			notFound(with(with(alertCodes(true), http.StatusConflict, errcode.ConcurrentModification), http.StatusPreconditionFailed, errcode.PreconditionFailed))},
-		{http.MethodPost, one + "/test", "TestAlertDestination", "Send a test alert now (even to an inactive destination)", http.StatusAccepted, "", "AlertTestAccepted",
-			notFound(with(alertCodes(true), http.StatusUnprocessableEntity, errcode.ValidationFailed))},
-		{http.MethodPost, one + "/rotate-secret", "RotateAlertSecret", "Give a webhook a new signing secret, shown once", http.StatusOK, "", "AlertDestinationCreated",
-			notFound(with(with(alertCodes(true), http.StatusUnprocessableEntity, errcode.ValidationFailed), http.StatusConflict, errcode.ConcurrentModification))},
+			"AlertDestinationCreate", "AlertDestinationCreated", nil},
+		{http.MethodGet, one, "GetAlertDestination", "Read an alert destination", http.StatusOK, "", "AlertDestination", nil},
+		{http.MethodPatch, one, "ChangeAlertDestination", "Change an alert destination (If-Match: its ETag, optional)", http.StatusOK, "AlertDestinationPatch", "AlertDestination", nil},
+		{http.MethodDelete, one, "DeleteAlertDestination", "Delete an alert destination", http.StatusOK, "", "AlertDeleted", nil},
+		{http.MethodPost, one + "/test", "TestAlertDestination", "Send a test alert now (even to an inactive destination)", http.StatusAccepted, "", "AlertTestAccepted", nil},
+		{http.MethodPost, one + "/rotate-secret", "RotateAlertSecret", "Give a webhook a new signing secret, shown once", http.StatusOK, "", "AlertDestinationCreated", nil},
 	}
+	for i := range rs {
+		rs[i].codes = manage.ErrorCodes(rs[i].method, rs[i].path)
+	}
+	return rs
 }
 
 // addAlertRoutes adds the alert destinations' operations and schemas to

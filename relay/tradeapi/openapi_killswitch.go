@@ -5,7 +5,7 @@ import (
 	"net/http"
 	"strconv"
 
-	"tradebridge/relay/errcode"
+	"tradebridge/relay/manage"
 )
 
 // The Management API's kill switch (PUT /v1/api/manage/controls/kill-switch,
@@ -70,11 +70,7 @@ func addKillSwitchRoute(f *docFamily, schemas, paths object) error {
 		"description": "success (in both profiles)",
 		"content":     object{"application/json": object{"schema": envelope}},
 	}}
-	codes := alertCodes(true)
-	codes[http.StatusServiceUnavailable] = []string{errcode.StorageUnavailable, errcode.ManagementUnavailable, errcode.ManagementReadOnly}
-	codes[http.StatusUnprocessableEntity] = []string{errcode.ValidationFailed}
-	codes[http.StatusConflict] = []string{errcode.ConcurrentModification}
-	codes[http.StatusPreconditionFailed] = []string{errcode.PreconditionFailed}
+	codes := manage.ErrorCodes(http.MethodPut, killSwitchPath)
 	for st, c := range codes {
 		responses[strconv.Itoa(st)] = errorResponse(f.statuses, st, c)
 	}

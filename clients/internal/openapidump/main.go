@@ -1,6 +1,8 @@
 // Command openapidump writes the trading API's OpenAPI document, the one
 // the relay serves at /v1/api/openapi.json (tradeapi.OpenAPI), to standard
-// output, for the client generators of make clients.
+// output, for the client generators of make clients. With -doc manage it
+// writes the Management API's, served at /v1/api/manage/openapi.json
+// (manage.OpenAPI).
 //
 // With -openapi 3.0 it writes the same document in OpenAPI 3.0 terms, for
 // generators that do not read 3.1 (Swagger Codegen 3): the version field
@@ -21,13 +23,23 @@ import (
 	"strings"
 	"unicode"
 
+	"tradebridge/relay/manage"
 	"tradebridge/relay/tradeapi"
 )
 
 func main() {
 	version := flag.String("openapi", "3.1", "OpenAPI version to write: 3.1 (as served) or 3.0")
+	which := flag.String("doc", "trading", "the document to write: trading (/v1/api/openapi.json) or manage (/v1/api/manage/openapi.json)")
 	flag.Parse()
-	doc := any(tradeapi.OpenAPI())
+	var doc any
+	switch *which {
+	case "trading":
+		doc = tradeapi.OpenAPI()
+	case "manage":
+		doc = manage.OpenAPI()
+	default:
+		fail(fmt.Errorf("-doc %q: want trading or manage", *which))
+	}
 	switch *version {
 	case "3.1":
 	case "3.0":

@@ -74,6 +74,8 @@ from tradebridge_client.models.inline_response40013 import InlineResponse40013
 from tradebridge_client.models.inline_response40014 import InlineResponse40014
 from tradebridge_client.models.inline_response40015 import InlineResponse40015
 from tradebridge_client.models.inline_response40016 import InlineResponse40016
+from tradebridge_client.models.inline_response40017 import InlineResponse40017
+from tradebridge_client.models.inline_response40018 import InlineResponse40018
 from tradebridge_client.models.inline_response4002 import InlineResponse4002
 from tradebridge_client.models.inline_response4003 import InlineResponse4003
 from tradebridge_client.models.inline_response4004 import InlineResponse4004
@@ -114,7 +116,6 @@ from tradebridge_client.models.inline_response5032 import InlineResponse5032
 from tradebridge_client.models.inline_response5033 import InlineResponse5033
 from tradebridge_client.models.inline_response5034 import InlineResponse5034
 from tradebridge_client.models.inline_response5035 import InlineResponse5035
-from tradebridge_client.models.inline_response5036 import InlineResponse5036
 from tradebridge_client.models.inline_response504 import InlineResponse504
 from tradebridge_client.models.inline_response5041 import InlineResponse5041
 from tradebridge_client.models.instrument_info import InstrumentInfo

@@ -66,7 +66,7 @@ class InlineResponse40011(Error):
         :param error: The error of this InlineResponse40011.  # noqa: E501
         :type: str
         """
-        allowed_values = ["unknown_parameter", "invalid_path"]  # noqa: E501
+        allowed_values = ["unexpected_body", "unknown_parameter"]  # noqa: E501
         if error not in allowed_values:
             raise ValueError(
                 "Invalid value for `error` ({0}), must be one of {1}"  # noqa: E501

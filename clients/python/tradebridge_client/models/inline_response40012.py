@@ -66,7 +66,7 @@ class InlineResponse40012(Error):
         :param error: The error of this InlineResponse40012.  # noqa: E501
         :type: str
         """
-        allowed_values = ["unknown_parameter", "invalid_path", "invalid_json", "unexpected_body"]  # noqa: E501
+        allowed_values = ["invalid_json", "unknown_parameter"]  # noqa: E501
         if error not in allowed_values:
             raise ValueError(
                 "Invalid value for `error` ({0}), must be one of {1}"  # noqa: E501

@@ -66,7 +66,7 @@ class InlineResponse40013(Error):
         :param error: The error of this InlineResponse40013.  # noqa: E501
         :type: str
         """
-        allowed_values = ["invalid_argument", "invalid_field", "invalid_instrument", "invalid_json", "invalid_path", "missing_required_fields", "unexpected_body", "unknown_function", "unknown_parameter"]  # noqa: E501
+        allowed_values = ["invalid_path", "unexpected_body", "unknown_parameter"]  # noqa: E501
         if error not in allowed_values:
             raise ValueError(
                 "Invalid value for `error` ({0}), must be one of {1}"  # noqa: E501

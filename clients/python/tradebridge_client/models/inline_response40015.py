@@ -66,7 +66,7 @@ class InlineResponse40015(Error):
         :param error: The error of this InlineResponse40015.  # noqa: E501
         :type: str
         """
-        allowed_values = ["atm_template_not_found", "invalid_argument", "invalid_field", "invalid_json", "invalid_path", "market_position_mismatch", "max_positions_reached", "missing_required_fields", "no_position", "not_supported", "order_not_found", "order_rejected", "position_not_flat", "position_owned", "resync_limit_exceeded", "trading_blocked", "unexpected_body", "unknown_function", "unknown_parameter"]  # noqa: E501
+        allowed_values = ["invalid_argument", "invalid_field", "invalid_instrument", "invalid_json", "invalid_path", "missing_required_fields", "unexpected_body", "unknown_function", "unknown_parameter"]  # noqa: E501
         if error not in allowed_values:
             raise ValueError(
                 "Invalid value for `error` ({0}), must be one of {1}"  # noqa: E501

@@ -66,7 +66,7 @@ class InlineResponse40016(Error):
         :param error: The error of this InlineResponse40016.  # noqa: E501
         :type: str
         """
-        allowed_values = ["invalid_argument", "missing_required_fields", "trading_blocked", "invalid_instrument", "account_not_found", "order_rejected", "no_position", "order_not_found", "position_owned", "invalid_argument"]  # noqa: E501
+        allowed_values = ["invalid_argument", "invalid_instrument", "invalid_path", "missing_required_fields", "unexpected_body", "unknown_function", "unknown_parameter"]  # noqa: E501
         if error not in allowed_values:
             raise ValueError(
                 "Invalid value for `error` ({0}), must be one of {1}"  # noqa: E501

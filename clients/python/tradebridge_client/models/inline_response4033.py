@@ -66,7 +66,7 @@ class InlineResponse4033(Error):
         :param error: The error of this InlineResponse4033.  # noqa: E501
         :type: str
         """
-        allowed_values = ["elite_required", "not_available", "plan_required", "insufficient_scope"]  # noqa: E501
+        allowed_values = ["elite_required", "insufficient_scope", "not_available", "plan_required"]  # noqa: E501
         if error not in allowed_values:
             raise ValueError(
                 "Invalid value for `error` ({0}), must be one of {1}"  # noqa: E501

@@ -66,7 +66,7 @@ class InlineResponse4092(Error):
         :param error: The error of this InlineResponse4092.  # noqa: E501
         :type: str
         """
-        allowed_values = ["concurrent_modification"]  # noqa: E501
+        allowed_values = ["concurrent_modification", "email_unavailable"]  # noqa: E501
         if error not in allowed_values:
             raise ValueError(
                 "Invalid value for `error` ({0}), must be one of {1}"  # noqa: E501

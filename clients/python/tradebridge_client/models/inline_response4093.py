@@ -66,7 +66,7 @@ class InlineResponse4093(Error):
         :param error: The error of this InlineResponse4093.  # noqa: E501
         :type: str
         """
-        allowed_values = ["email_unavailable", "concurrent_modification"]  # noqa: E501
+        allowed_values = ["concurrent_modification"]  # noqa: E501
         if error not in allowed_values:
             raise ValueError(
                 "Invalid value for `error` ({0}), must be one of {1}"  # noqa: E501

@@ -66,7 +66,7 @@ class InlineResponse4221(Error):
         :param error: The error of this InlineResponse4221.  # noqa: E501
         :type: str
         """
-        allowed_values = ["validation_failed", "field_read_only"]  # noqa: E501
+        allowed_values = ["field_read_only", "validation_failed"]  # noqa: E501
         if error not in allowed_values:
             raise ValueError(
                 "Invalid value for `error` ({0}), must be one of {1}"  # noqa: E501

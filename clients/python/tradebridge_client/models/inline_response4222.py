@@ -66,7 +66,7 @@ class InlineResponse4222(Error):
         :param error: The error of this InlineResponse4222.  # noqa: E501
         :type: str
         """
-        allowed_values = ["validation_failed", "field_read_only", "immutable_field"]  # noqa: E501
+        allowed_values = ["field_read_only", "immutable_field", "validation_failed"]  # noqa: E501
         if error not in allowed_values:
             raise ValueError(
                 "Invalid value for `error` ({0}), must be one of {1}"  # noqa: E501

@@ -66,7 +66,7 @@ class InlineResponse5034(Error):
         :param error: The error of this InlineResponse5034.  # noqa: E501
         :type: str
         """
-        allowed_values = ["storage_unavailable", "management_unavailable", "management_busy", "management_read_only"]  # noqa: E501
+        allowed_values = ["management_busy", "management_read_only", "management_unavailable", "storage_unavailable"]  # noqa: E501
         if error not in allowed_values:
             raise ValueError(
                 "Invalid value for `error` ({0}), must be one of {1}"  # noqa: E501

@@ -66,7 +66,7 @@ class InlineResponse5035(Error):
         :param error: The error of this InlineResponse5035.  # noqa: E501
         :type: str
         """
-        allowed_values = ["storage_unavailable", "management_unavailable", "management_read_only"]  # noqa: E501
+        allowed_values = ["storage_unavailable", "outcome_unknown", "shutting_down", "broker_unavailable", "management_unavailable", "management_read_only"]  # noqa: E501
         if error not in allowed_values:
             raise ValueError(
                 "Invalid value for `error` ({0}), must be one of {1}"  # noqa: E501

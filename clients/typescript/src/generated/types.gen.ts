@@ -4023,10 +4023,10 @@ export type ListAlertDestinationsData = {
 
 export type ListAlertDestinationsErrors = {
     /**
-     * the request is malformed, or the operation was refused (nothing was placed). Codes: `unknown_parameter`, `invalid_path`.
+     * the request is malformed, or the operation was refused (nothing was placed). Codes: `unexpected_body`, `unknown_parameter`.
      */
     400: Error & {
-        error?: 'unknown_parameter' | 'invalid_path';
+        error?: 'unexpected_body' | 'unknown_parameter';
     };
     /**
      * missing, malformed, unknown or revoked API token. Codes: `unauthorized`.
@@ -4053,10 +4053,10 @@ export type ListAlertDestinationsErrors = {
         error?: 'internal_error';
     };
     /**
-     * the relay cannot check tokens right now, or (writes) the outcome is unknown: retry with the same key to learn it. Codes: `storage_unavailable`, `management_unavailable`, `management_busy`.
+     * the relay cannot check tokens right now, or (writes) the outcome is unknown: retry with the same key to learn it. Codes: `management_busy`, `management_unavailable`, `storage_unavailable`.
      */
     503: Error & {
-        error?: 'storage_unavailable' | 'management_unavailable' | 'management_busy';
+        error?: 'management_busy' | 'management_unavailable' | 'storage_unavailable';
     };
 };
 
@@ -4083,10 +4083,10 @@ export type CreateAlertDestinationData = {
 
 export type CreateAlertDestinationErrors = {
     /**
-     * the request is malformed, or the operation was refused (nothing was placed). Codes: `unknown_parameter`, `invalid_path`, `invalid_json`, `unexpected_body`.
+     * the request is malformed, or the operation was refused (nothing was placed). Codes: `invalid_json`, `unknown_parameter`.
      */
     400: Error & {
-        error?: 'unknown_parameter' | 'invalid_path' | 'invalid_json' | 'unexpected_body';
+        error?: 'invalid_json' | 'unknown_parameter';
     };
     /**
      * missing, malformed, unknown or revoked API token. Codes: `unauthorized`.
@@ -4095,10 +4095,10 @@ export type CreateAlertDestinationErrors = {
         error?: 'unauthorized';
     };
     /**
-     * the user's plan lacks the trading API, or (writes: insufficient_scope) the API token has the read scope: writes need a trade token (the WWW-Authenticate header names the scope needed). Codes: `elite_required`, `not_available`, `plan_required`, `insufficient_scope`.
+     * the user's plan lacks the trading API, or (writes: insufficient_scope) the API token has the read scope: writes need a trade token (the WWW-Authenticate header names the scope needed). Codes: `elite_required`, `insufficient_scope`, `not_available`, `plan_required`.
      */
     403: Error & {
-        error?: 'elite_required' | 'not_available' | 'plan_required' | 'insufficient_scope';
+        error?: 'elite_required' | 'insufficient_scope' | 'not_available' | 'plan_required';
     };
     /**
      * the user's agent is not connected, or dropped during a read; or the body was not received in time. Codes: `body_timeout`.
@@ -4107,16 +4107,10 @@ export type CreateAlertDestinationErrors = {
         error?: 'body_timeout';
     };
     /**
-     * a write with the same Idempotency-Key or orderId is still running. Codes: `email_unavailable`, `limit_reached`, `concurrent_modification`.
+     * a write with the same Idempotency-Key or orderId is still running. Codes: `concurrent_modification`, `email_unavailable`, `limit_reached`.
      */
     409: Error & {
-        error?: 'email_unavailable' | 'limit_reached' | 'concurrent_modification';
-    };
-    /**
-     * If-Match did not match the resource's current ETag (Management API). Codes: `precondition_failed`.
-     */
-    412: Error & {
-        error?: 'precondition_failed';
+        error?: 'concurrent_modification' | 'email_unavailable' | 'limit_reached';
     };
     /**
      * the body is too large. Codes: `body_too_large`.
@@ -4131,10 +4125,10 @@ export type CreateAlertDestinationErrors = {
         error?: 'unsupported_content_type';
     };
     /**
-     * the Idempotency-Key was used for a different request. Codes: `validation_failed`, `field_read_only`.
+     * the Idempotency-Key was used for a different request. Codes: `field_read_only`, `validation_failed`.
      */
     422: Error & {
-        error?: 'validation_failed' | 'field_read_only';
+        error?: 'field_read_only' | 'validation_failed';
     };
     /**
      * the request budget is used up (policy, retryAfter, Retry-After). Codes: `rate_limited`, `too_many_concurrent_requests`.
@@ -4149,10 +4143,10 @@ export type CreateAlertDestinationErrors = {
         error?: 'internal_error';
     };
     /**
-     * the relay cannot check tokens right now, or (writes) the outcome is unknown: retry with the same key to learn it. Codes: `storage_unavailable`, `management_unavailable`, `management_busy`, `management_read_only`.
+     * the relay cannot check tokens right now, or (writes) the outcome is unknown: retry with the same key to learn it. Codes: `management_busy`, `management_read_only`, `management_unavailable`, `storage_unavailable`.
      */
     503: Error & {
-        error?: 'storage_unavailable' | 'management_unavailable' | 'management_busy' | 'management_read_only';
+        error?: 'management_busy' | 'management_read_only' | 'management_unavailable' | 'storage_unavailable';
     };
 };
 
@@ -4181,10 +4175,10 @@ export type DeleteAlertDestinationData = {
 
 export type DeleteAlertDestinationErrors = {
     /**
-     * the request is malformed, or the operation was refused (nothing was placed). Codes: `unknown_parameter`, `invalid_path`, `invalid_json`, `unexpected_body`.
+     * the request is malformed, or the operation was refused (nothing was placed). Codes: `invalid_path`, `unexpected_body`, `unknown_parameter`.
      */
     400: Error & {
-        error?: 'unknown_parameter' | 'invalid_path' | 'invalid_json' | 'unexpected_body';
+        error?: 'invalid_path' | 'unexpected_body' | 'unknown_parameter';
     };
     /**
      * missing, malformed, unknown or revoked API token. Codes: `unauthorized`.
@@ -4193,10 +4187,10 @@ export type DeleteAlertDestinationErrors = {
         error?: 'unauthorized';
     };
     /**
-     * the user's plan lacks the trading API, or (writes: insufficient_scope) the API token has the read scope: writes need a trade token (the WWW-Authenticate header names the scope needed). Codes: `elite_required`, `not_available`, `plan_required`, `insufficient_scope`.
+     * the user's plan lacks the trading API, or (writes: insufficient_scope) the API token has the read scope: writes need a trade token (the WWW-Authenticate header names the scope needed). Codes: `elite_required`, `insufficient_scope`, `not_available`, `plan_required`.
      */
     403: Error & {
-        error?: 'elite_required' | 'not_available' | 'plan_required' | 'insufficient_scope';
+        error?: 'elite_required' | 'insufficient_scope' | 'not_available' | 'plan_required';
     };
     /**
      * no such resource of the user (Management API). Codes: `not_found`.
@@ -4205,34 +4199,16 @@ export type DeleteAlertDestinationErrors = {
         error?: 'not_found';
     };
     /**
-     * the user's agent is not connected, or dropped during a read; or the body was not received in time. Codes: `body_timeout`.
-     */
-    408: Error & {
-        error?: 'body_timeout';
-    };
-    /**
-     * a write with the same Idempotency-Key or orderId is still running. Codes: `concurrent_modification`.
+     * a write with the same Idempotency-Key or orderId is still running. Codes: `concurrent_modification`, `email_unavailable`.
      */
     409: Error & {
-        error?: 'concurrent_modification';
+        error?: 'concurrent_modification' | 'email_unavailable';
     };
     /**
      * If-Match did not match the resource's current ETag (Management API). Codes: `precondition_failed`.
      */
     412: Error & {
         error?: 'precondition_failed';
-    };
-    /**
-     * the body is too large. Codes: `body_too_large`.
-     */
-    413: Error & {
-        error?: 'body_too_large';
-    };
-    /**
-     * the body is not application/json. Codes: `unsupported_content_type`.
-     */
-    415: Error & {
-        error?: 'unsupported_content_type';
     };
     /**
      * the request budget is used up (policy, retryAfter, Retry-After). Codes: `rate_limited`, `too_many_concurrent_requests`.
@@ -4247,10 +4223,10 @@ export type DeleteAlertDestinationErrors = {
         error?: 'internal_error';
     };
     /**
-     * the relay cannot check tokens right now, or (writes) the outcome is unknown: retry with the same key to learn it. Codes: `storage_unavailable`, `management_unavailable`, `management_busy`, `management_read_only`.
+     * the relay cannot check tokens right now, or (writes) the outcome is unknown: retry with the same key to learn it. Codes: `management_busy`, `management_read_only`, `management_unavailable`, `storage_unavailable`.
      */
     503: Error & {
-        error?: 'storage_unavailable' | 'management_unavailable' | 'management_busy' | 'management_read_only';
+        error?: 'management_busy' | 'management_read_only' | 'management_unavailable' | 'storage_unavailable';
     };
 };
 
@@ -4279,10 +4255,10 @@ export type GetAlertDestinationData = {
 
 export type GetAlertDestinationErrors = {
     /**
-     * the request is malformed, or the operation was refused (nothing was placed). Codes: `unknown_parameter`, `invalid_path`.
+     * the request is malformed, or the operation was refused (nothing was placed). Codes: `invalid_path`, `unexpected_body`, `unknown_parameter`.
      */
     400: Error & {
-        error?: 'unknown_parameter' | 'invalid_path';
+        error?: 'invalid_path' | 'unexpected_body' | 'unknown_parameter';
     };
     /**
      * missing, malformed, unknown or revoked API token. Codes: `unauthorized`.
@@ -4315,10 +4291,10 @@ export type GetAlertDestinationErrors = {
         error?: 'internal_error';
     };
     /**
-     * the relay cannot check tokens right now, or (writes) the outcome is unknown: retry with the same key to learn it. Codes: `storage_unavailable`, `management_unavailable`, `management_busy`.
+     * the relay cannot check tokens right now, or (writes) the outcome is unknown: retry with the same key to learn it. Codes: `management_busy`, `management_unavailable`, `storage_unavailable`.
      */
     503: Error & {
-        error?: 'storage_unavailable' | 'management_unavailable' | 'management_busy';
+        error?: 'management_busy' | 'management_unavailable' | 'storage_unavailable';
     };
 };
 
@@ -4347,10 +4323,10 @@ export type ChangeAlertDestinationData = {
 
 export type ChangeAlertDestinationErrors = {
     /**
-     * the request is malformed, or the operation was refused (nothing was placed). Codes: `unknown_parameter`, `invalid_path`, `invalid_json`, `unexpected_body`.
+     * the request is malformed, or the operation was refused (nothing was placed). Codes: `invalid_json`, `invalid_path`, `unknown_parameter`.
      */
     400: Error & {
-        error?: 'unknown_parameter' | 'invalid_path' | 'invalid_json' | 'unexpected_body';
+        error?: 'invalid_json' | 'invalid_path' | 'unknown_parameter';
     };
     /**
      * missing, malformed, unknown or revoked API token. Codes: `unauthorized`.
@@ -4359,10 +4335,10 @@ export type ChangeAlertDestinationErrors = {
         error?: 'unauthorized';
     };
     /**
-     * the user's plan lacks the trading API, or (writes: insufficient_scope) the API token has the read scope: writes need a trade token (the WWW-Authenticate header names the scope needed). Codes: `elite_required`, `not_available`, `plan_required`, `insufficient_scope`.
+     * the user's plan lacks the trading API, or (writes: insufficient_scope) the API token has the read scope: writes need a trade token (the WWW-Authenticate header names the scope needed). Codes: `elite_required`, `insufficient_scope`, `not_available`, `plan_required`.
      */
     403: Error & {
-        error?: 'elite_required' | 'not_available' | 'plan_required' | 'insufficient_scope';
+        error?: 'elite_required' | 'insufficient_scope' | 'not_available' | 'plan_required';
     };
     /**
      * no such resource of the user (Management API). Codes: `not_found`.
@@ -4377,10 +4353,10 @@ export type ChangeAlertDestinationErrors = {
         error?: 'body_timeout';
     };
     /**
-     * a write with the same Idempotency-Key or orderId is still running. Codes: `email_unavailable`, `concurrent_modification`.
+     * a write with the same Idempotency-Key or orderId is still running. Codes: `concurrent_modification`, `email_unavailable`.
      */
     409: Error & {
-        error?: 'email_unavailable' | 'concurrent_modification';
+        error?: 'concurrent_modification' | 'email_unavailable';
     };
     /**
      * If-Match did not match the resource's current ETag (Management API). Codes: `precondition_failed`.
@@ -4401,10 +4377,10 @@ export type ChangeAlertDestinationErrors = {
         error?: 'unsupported_content_type';
     };
     /**
-     * the Idempotency-Key was used for a different request. Codes: `validation_failed`, `field_read_only`, `immutable_field`.
+     * the Idempotency-Key was used for a different request. Codes: `field_read_only`, `immutable_field`, `validation_failed`.
      */
     422: Error & {
-        error?: 'validation_failed' | 'field_read_only' | 'immutable_field';
+        error?: 'field_read_only' | 'immutable_field' | 'validation_failed';
     };
     /**
      * the request budget is used up (policy, retryAfter, Retry-After). Codes: `rate_limited`, `too_many_concurrent_requests`.
@@ -4419,10 +4395,10 @@ export type ChangeAlertDestinationErrors = {
         error?: 'internal_error';
     };
     /**
-     * the relay cannot check tokens right now, or (writes) the outcome is unknown: retry with the same key to learn it. Codes: `storage_unavailable`, `management_unavailable`, `management_busy`, `management_read_only`.
+     * the relay cannot check tokens right now, or (writes) the outcome is unknown: retry with the same key to learn it. Codes: `management_busy`, `management_read_only`, `management_unavailable`, `storage_unavailable`.
      */
     503: Error & {
-        error?: 'storage_unavailable' | 'management_unavailable' | 'management_busy' | 'management_read_only';
+        error?: 'management_busy' | 'management_read_only' | 'management_unavailable' | 'storage_unavailable';
     };
 };
 
@@ -4451,10 +4427,10 @@ export type RotateAlertSecretData = {
 
 export type RotateAlertSecretErrors = {
     /**
-     * the request is malformed, or the operation was refused (nothing was placed). Codes: `unknown_parameter`, `invalid_path`, `invalid_json`, `unexpected_body`.
+     * the request is malformed, or the operation was refused (nothing was placed). Codes: `invalid_json`, `invalid_path`, `unknown_parameter`.
      */
     400: Error & {
-        error?: 'unknown_parameter' | 'invalid_path' | 'invalid_json' | 'unexpected_body';
+        error?: 'invalid_json' | 'invalid_path' | 'unknown_parameter';
     };
     /**
      * missing, malformed, unknown or revoked API token. Codes: `unauthorized`.
@@ -4463,10 +4439,10 @@ export type RotateAlertSecretErrors = {
         error?: 'unauthorized';
     };
     /**
-     * the user's plan lacks the trading API, or (writes: insufficient_scope) the API token has the read scope: writes need a trade token (the WWW-Authenticate header names the scope needed). Codes: `elite_required`, `not_available`, `plan_required`, `insufficient_scope`.
+     * the user's plan lacks the trading API, or (writes: insufficient_scope) the API token has the read scope: writes need a trade token (the WWW-Authenticate header names the scope needed). Codes: `elite_required`, `insufficient_scope`, `not_available`, `plan_required`.
      */
     403: Error & {
-        error?: 'elite_required' | 'not_available' | 'plan_required' | 'insufficient_scope';
+        error?: 'elite_required' | 'insufficient_scope' | 'not_available' | 'plan_required';
     };
     /**
      * no such resource of the user (Management API). Codes: `not_found`.
@@ -4481,10 +4457,16 @@ export type RotateAlertSecretErrors = {
         error?: 'body_timeout';
     };
     /**
-     * a write with the same Idempotency-Key or orderId is still running. Codes: `concurrent_modification`.
+     * a write with the same Idempotency-Key or orderId is still running. Codes: `concurrent_modification`, `email_unavailable`.
      */
     409: Error & {
-        error?: 'concurrent_modification';
+        error?: 'concurrent_modification' | 'email_unavailable';
+    };
+    /**
+     * If-Match did not match the resource's current ETag (Management API). Codes: `precondition_failed`.
+     */
+    412: Error & {
+        error?: 'precondition_failed';
     };
     /**
      * the body is too large. Codes: `body_too_large`.
@@ -4517,10 +4499,10 @@ export type RotateAlertSecretErrors = {
         error?: 'internal_error';
     };
     /**
-     * the relay cannot check tokens right now, or (writes) the outcome is unknown: retry with the same key to learn it. Codes: `storage_unavailable`, `management_unavailable`, `management_busy`, `management_read_only`.
+     * the relay cannot check tokens right now, or (writes) the outcome is unknown: retry with the same key to learn it. Codes: `management_busy`, `management_read_only`, `management_unavailable`, `storage_unavailable`.
      */
     503: Error & {
-        error?: 'storage_unavailable' | 'management_unavailable' | 'management_busy' | 'management_read_only';
+        error?: 'management_busy' | 'management_read_only' | 'management_unavailable' | 'storage_unavailable';
     };
 };
 
@@ -4549,10 +4531,10 @@ export type TestAlertDestinationData = {
 
 export type TestAlertDestinationErrors = {
     /**
-     * the request is malformed, or the operation was refused (nothing was placed). Codes: `unknown_parameter`, `invalid_path`, `invalid_json`, `unexpected_body`.
+     * the request is malformed, or the operation was refused (nothing was placed). Codes: `invalid_json`, `invalid_path`, `unknown_parameter`.
      */
     400: Error & {
-        error?: 'unknown_parameter' | 'invalid_path' | 'invalid_json' | 'unexpected_body';
+        error?: 'invalid_json' | 'invalid_path' | 'unknown_parameter';
     };
     /**
      * missing, malformed, unknown or revoked API token. Codes: `unauthorized`.
@@ -4561,10 +4543,10 @@ export type TestAlertDestinationErrors = {
         error?: 'unauthorized';
     };
     /**
-     * the user's plan lacks the trading API, or (writes: insufficient_scope) the API token has the read scope: writes need a trade token (the WWW-Authenticate header names the scope needed). Codes: `elite_required`, `not_available`, `plan_required`, `insufficient_scope`.
+     * the user's plan lacks the trading API, or (writes: insufficient_scope) the API token has the read scope: writes need a trade token (the WWW-Authenticate header names the scope needed). Codes: `elite_required`, `insufficient_scope`, `not_available`, `plan_required`.
      */
     403: Error & {
-        error?: 'elite_required' | 'not_available' | 'plan_required' | 'insufficient_scope';
+        error?: 'elite_required' | 'insufficient_scope' | 'not_available' | 'plan_required';
     };
     /**
      * no such resource of the user (Management API). Codes: `not_found`.
@@ -4577,6 +4559,18 @@ export type TestAlertDestinationErrors = {
      */
     408: Error & {
         error?: 'body_timeout';
+    };
+    /**
+     * a write with the same Idempotency-Key or orderId is still running. Codes: `concurrent_modification`, `email_unavailable`.
+     */
+    409: Error & {
+        error?: 'concurrent_modification' | 'email_unavailable';
+    };
+    /**
+     * If-Match did not match the resource's current ETag (Management API). Codes: `precondition_failed`.
+     */
+    412: Error & {
+        error?: 'precondition_failed';
     };
     /**
      * the body is too large. Codes: `body_too_large`.
@@ -4609,10 +4603,10 @@ export type TestAlertDestinationErrors = {
         error?: 'internal_error';
     };
     /**
-     * the relay cannot check tokens right now, or (writes) the outcome is unknown: retry with the same key to learn it. Codes: `storage_unavailable`, `management_unavailable`, `management_busy`, `management_read_only`.
+     * the relay cannot check tokens right now, or (writes) the outcome is unknown: retry with the same key to learn it. Codes: `management_busy`, `management_read_only`, `management_unavailable`, `storage_unavailable`.
      */
     503: Error & {
-        error?: 'storage_unavailable' | 'management_unavailable' | 'management_busy' | 'management_read_only';
+        error?: 'management_busy' | 'management_read_only' | 'management_unavailable' | 'storage_unavailable';
     };
 };
 
@@ -4639,10 +4633,10 @@ export type SetKillSwitchData = {
 
 export type SetKillSwitchErrors = {
     /**
-     * the request is malformed, or the operation was refused (nothing was placed). Codes: `unknown_parameter`, `invalid_path`, `invalid_json`, `unexpected_body`.
+     * the request is malformed, or the operation was refused (nothing was placed). Codes: `invalid_json`, `unknown_parameter`.
      */
     400: Error & {
-        error?: 'unknown_parameter' | 'invalid_path' | 'invalid_json' | 'unexpected_body';
+        error?: 'invalid_json' | 'unknown_parameter';
     };
     /**
      * missing, malformed, unknown or revoked API token. Codes: `unauthorized`.
@@ -4651,10 +4645,10 @@ export type SetKillSwitchErrors = {
         error?: 'unauthorized';
     };
     /**
-     * the user's plan lacks the trading API, or (writes: insufficient_scope) the API token has the read scope: writes need a trade token (the WWW-Authenticate header names the scope needed). Codes: `elite_required`, `not_available`, `plan_required`, `insufficient_scope`.
+     * the user's plan lacks the trading API, or (writes: insufficient_scope) the API token has the read scope: writes need a trade token (the WWW-Authenticate header names the scope needed). Codes: `elite_required`, `insufficient_scope`, `not_available`, `plan_required`.
      */
     403: Error & {
-        error?: 'elite_required' | 'not_available' | 'plan_required' | 'insufficient_scope';
+        error?: 'elite_required' | 'insufficient_scope' | 'not_available' | 'plan_required';
     };
     /**
      * the user's agent is not connected, or dropped during a read; or the body was not received in time. Codes: `body_timeout`.
@@ -4705,10 +4699,10 @@ export type SetKillSwitchErrors = {
         error?: 'internal_error';
     };
     /**
-     * the relay cannot check tokens right now, or (writes) the outcome is unknown: retry with the same key to learn it. Codes: `storage_unavailable`, `management_unavailable`, `management_read_only`.
+     * the relay cannot check tokens right now, or (writes) the outcome is unknown: retry with the same key to learn it. Codes: `management_busy`, `management_read_only`, `management_unavailable`, `storage_unavailable`.
      */
     503: Error & {
-        error?: 'storage_unavailable' | 'management_unavailable' | 'management_read_only';
+        error?: 'management_busy' | 'management_read_only' | 'management_unavailable' | 'storage_unavailable';
     };
 };
 

@@ -1,4 +1,4 @@
-package tradeapi
+package apischema
 
 import (
 	"reflect"
@@ -23,12 +23,12 @@ func TestSchemaNamesUnique(t *testing.T) {
 	type Holder struct {
 		Items []Item `json:"items"`
 	}
-	set := newSchemaSet()
-	_, err := set.ref(reflect.TypeFor[Holder]())
+	set := New("desktop")
+	_, err := set.Ref(reflect.TypeFor[Holder]())
 	require.NoError(t, err)
-	_, err = set.ref(first)
+	_, err = set.Ref(first)
 	require.NoError(t, err)
-	_, err = set.ref(second)
+	_, err = set.Ref(second)
 	require.ErrorContains(t, err, "two types are named Item")
 
 	// Required fields are those without omitempty; maps without it may be
@@ -40,13 +40,32 @@ func TestSchemaNamesUnique(t *testing.T) {
 		Extra map[string]any `json:"extra"`
 		Opt   *Item          `json:"opt,omitempty"`
 	}
-	set = newSchemaSet()
-	name, err := set.ref(reflect.TypeFor[Rec]())
+	set = New("desktop")
+	name, err := set.Ref(reflect.TypeFor[Rec]())
 	require.NoError(t, err)
 	s := set.schemas[name].Value
 	require.Equal(t, []string{"extra", "ids", "name"}, s.Required)
 	require.True(t, s.Properties["extra"].Value.Type.Includes("null"))
 	require.False(t, s.Properties["ids"].Value.Type.Includes("null"))
-	require.Equal(t, componentPrefix+"Item", s.Properties["opt"].Ref)
+	require.Equal(t, ComponentPrefix+"Item", s.Properties["opt"].Ref)
 	require.False(t, set.schemas["Item"].Value.Nullable)
+}
+
+// An embedded struct's fields are the outer type's, and required as they
+// are in it; a field of the outer type hides the embedded one's.
+func TestEmbeddedFields(t *testing.T) {
+	t.Parallel()
+	type Inner struct {
+		A    string `json:"a"`
+		Mode string `json:"mode"`
+	}
+	type Outer struct {
+		Inner
+		Mode *struct{} `json:"mode,omitempty"`
+	}
+	require.Equal(t, map[string]bool{"a": true, "mode": false}, JSONFields(reflect.TypeFor[Outer](), "desktop"))
+	set := New("desktop")
+	name, err := set.Ref(reflect.TypeFor[Outer]())
+	require.NoError(t, err)
+	require.Equal(t, []string{"a"}, set.schemas[name].Value.Required)
 }

@@ -1,4 +1,9 @@
-package tradeapi
+// Package apischema turns the Go types of the relay's API bodies into
+// the JSON Schemas of its machine-readable contracts (the trading API's
+// OpenAPI and AsyncAPI documents, the Management API's OpenAPI document),
+// with kin-openapi's openapi3gen, so every document describes a body from
+// the one type that encodes it.
+package apischema
 
 import (
 	"encoding/json"
@@ -11,7 +16,7 @@ import (
 	"github.com/getkin/kin-openapi/openapi3gen"
 )
 
-// schemaSet turns Go types into JSON Schemas (draft 2020-12, as OpenAPI
+// Set turns Go types into JSON Schemas (draft 2020-12, as OpenAPI
 // 3.1 and AsyncAPI 3.0 read them) with kin-openapi's openapi3gen: every
 // struct becomes a named component (#/components/schemas/Position), shared
 // by the OpenAPI documents and the AsyncAPI document.
@@ -23,12 +28,11 @@ import (
 //   - a map without omitempty may be null (an absent map encodes so);
 //   - no OpenAPI 3.0 "nullable": the documents are 3.1;
 //   - a field tagged family:"tv" is the broker family's only: it is kept
-//     in the broker family's documents (family FamilyBroker) and left out of
-//     the desktop family's.
-type schemaSet struct {
+//     in the broker family's documents (family "tv") and left out of
+//     the desktop family's ("desktop").
+type Set struct {
 	// family is the family whose documents the schemas are for
-	// (FamilyDesktop or FamilyBroker): a field tagged with another family is
-	// left out.
+	// ("desktop" or "tv"): a field tagged with another family is left out.
 	family  string
 	schemas openapi3.Schemas
 	// names maps each component name to the Go type it was made from, so
@@ -36,21 +40,20 @@ type schemaSet struct {
 	names map[string]reflect.Type
 }
 
-// newSchemaSet returns an empty set for the desktop family's documents.
-func newSchemaSet() *schemaSet { return newFamilySchemaSet(FamilyDesktop) }
-
-// newFamilySchemaSet returns an empty set for the documents of family.
-func newFamilySchemaSet(family string) *schemaSet {
-	return &schemaSet{family: family, schemas: openapi3.Schemas{}, names: map[string]reflect.Type{}}
+// New returns an empty set for the documents of family ("desktop" or
+// "tv").
+func New(family string) *Set {
+	return &Set{family: family, schemas: openapi3.Schemas{}, names: map[string]reflect.Type{}}
 }
 
-const componentPrefix = "#/components/schemas/"
+// ComponentPrefix starts the reference of a component schema.
+const ComponentPrefix = "#/components/schemas/"
 
-// ref generates the schema of t, a struct type, and the schemas of the
+// Ref generates the schema of t, a struct type, and the schemas of the
 // structs it holds, and returns t's component name.
-func (s *schemaSet) ref(t reflect.Type) (string, error) {
+func (s *Set) Ref(t reflect.Type) (string, error) {
 	if t.Kind() != reflect.Struct || t.Name() == "" {
-		return "", fmt.Errorf("api: %v is not a named struct type", t)
+		return "", fmt.Errorf("apischema: %v is not a named struct type", t)
 	}
 	name := t.Name()
 	if err := s.claim(name, t); err != nil {
@@ -72,7 +75,7 @@ func (s *schemaSet) ref(t reflect.Type) (string, error) {
 	)
 	generated := openapi3.Schemas{}
 	if _, err := gen.NewSchemaRefForValue(reflect.New(t).Elem().Interface(), generated); err != nil {
-		return "", fmt.Errorf("api: generating the schema of %v: %w", t, err)
+		return "", fmt.Errorf("apischema: generating the schema of %v: %w", t, err)
 	}
 	if nameErr != nil {
 		return "", nameErr
@@ -83,24 +86,24 @@ func (s *schemaSet) ref(t reflect.Type) (string, error) {
 		}
 	}
 	if _, ok := s.schemas[name]; !ok {
-		return "", fmt.Errorf("api: the schema of %v was not generated", t)
+		return "", fmt.Errorf("apischema: the schema of %v was not generated", t)
 	}
 	return name, nil
 }
 
-func (s *schemaSet) claim(name string, t reflect.Type) error {
+func (s *Set) claim(name string, t reflect.Type) error {
 	if prev, ok := s.names[name]; ok && prev != t {
-		return fmt.Errorf("api: two types are named %s in the API documents: %v and %v", name, prev, t)
+		return fmt.Errorf("apischema: two types are named %s in the API documents: %v and %v", name, prev, t)
 	}
 	s.names[name] = t
 	return nil
 }
 
-// customize applies the rules of schemaSet to each generated schema. A
+// customize applies the rules of Set to each generated schema. A
 // field tagged with a family other than the set's (protocol.Order's
 // trailDistance, tagged family:"tv") is left out: only that family's
 // platforms fill it.
-func (s *schemaSet) customize(_ string, t reflect.Type, tag reflect.StructTag, schema *openapi3.Schema) error {
+func (s *Set) customize(_ string, t reflect.Type, tag reflect.StructTag, schema *openapi3.Schema) error {
 	if !inFamily(tag, s.family) {
 		return &openapi3gen.ExcludeSchemaSentinel{}
 	}
@@ -123,7 +126,7 @@ func (s *schemaSet) customize(_ string, t reflect.Type, tag reflect.StructTag, s
 // family, that are always written: those without omitempty.
 func requiredFields(t reflect.Type, family string) []string {
 	var req []string
-	for name, required := range jsonFields(t, family) {
+	for name, required := range JSONFields(t, family) {
 		if required {
 			req = append(req, name)
 		}
@@ -149,13 +152,23 @@ func inFamily(tag reflect.StructTag, family string) bool {
 	return !tagged || f == family
 }
 
-// jsonFields lists the JSON names of t's fields in the documents of family
+// JSONFields lists the JSON names of t's fields in the documents of family
 // and whether each is required.
-func jsonFields(t reflect.Type, family string) map[string]bool {
+func JSONFields(t reflect.Type, family string) map[string]bool {
 	out := map[string]bool{}
 	for i := range t.NumField() {
 		f := t.Field(i)
 		tag, ok := f.Tag.Lookup("json")
+		if !ok && f.Anonymous && f.Type.Kind() == reflect.Struct {
+			// An embedded struct's fields are the outer type's, unless
+			// the outer type has a field of the same name.
+			for name, req := range JSONFields(f.Type, family) {
+				if _, own := ownJSONField(t, name); !own {
+					out[name] = req
+				}
+			}
+			continue
+		}
 		if !ok || !f.IsExported() {
 			continue
 		}
@@ -168,9 +181,20 @@ func jsonFields(t reflect.Type, family string) map[string]bool {
 	return out
 }
 
-// objects returns the component schemas as plain JSON values, for the
+// ownJSONField reports whether t declares, itself, a field of JSON name.
+func ownJSONField(t reflect.Type, name string) (reflect.StructField, bool) {
+	for i := range t.NumField() {
+		f := t.Field(i)
+		if n, _, _ := strings.Cut(f.Tag.Get("json"), ","); n == name && f.IsExported() {
+			return f, true
+		}
+	}
+	return reflect.StructField{}, false
+}
+
+// Objects returns the component schemas as plain JSON values, for the
 // documents, which are built as maps.
-func (s *schemaSet) objects() (map[string]any, error) {
+func (s *Set) Objects() (map[string]any, error) {
 	raw, err := json.Marshal(s.schemas)
 	if err != nil {
 		return nil, err
@@ -182,4 +206,8 @@ func (s *schemaSet) objects() (map[string]any, error) {
 	return out, nil
 }
 
-func ref(name string) object { return object{"$ref": componentPrefix + name} }
+// Family returns the family the set's schemas are for.
+func (s *Set) Family() string { return s.family }
+
+// Ref returns a reference to the component schema name.
+func Ref(name string) map[string]any { return map[string]any{"$ref": ComponentPrefix + name} }

@@ -1,0 +1,16 @@
+from __future__ import absolute_import
+
+# flake8: noqa
+
+# import apis into api package
+from tradebridge_manage_client.api.atm_templates_api import ATMTemplatesApi
+from tradebridge_manage_client.api.account_groups_api import AccountGroupsApi
+from tradebridge_manage_client.api.alerts_api import AlertsApi
+from tradebridge_manage_client.api.broker_copiers_api import BrokerCopiersApi
+from tradebridge_manage_client.api.broker_monitors_api import BrokerMonitorsApi
+from tradebridge_manage_client.api.connection_settings_api import ConnectionSettingsApi
+from tradebridge_manage_client.api.controls_api import ControlsApi
+from tradebridge_manage_client.api.copiers_api import CopiersApi
+from tradebridge_manage_client.api.limits_api import LimitsApi
+from tradebridge_manage_client.api.monitors_api import MonitorsApi
+from tradebridge_manage_client.api.news_lockout_api import NewsLockoutApi
