@@ -155,7 +155,7 @@ class RESTClientObject(object):
                 if query_params:
                     url += '?' + urlencode(query_params)
                 if re.search('json', headers['Content-Type'], re.IGNORECASE):
-                    request_body = '{}'
+                    request_body = None if method == 'DELETE' else '{}'
                     if body is not None:
                         request_body = json.dumps(body)
                     r = self.pool_manager.request(
