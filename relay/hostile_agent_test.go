@@ -24,6 +24,7 @@ import (
 	"tradebridge/protocol"
 	"tradebridge/relay"
 	"tradebridge/relay/hub"
+	"tradebridge/relay/store"
 	"tradebridge/transport"
 )
 
@@ -601,6 +602,14 @@ func TestHostileAgentAnswersWritesWithoutIDs(t *testing.T) {
 		require.Equal(t, "internal_error", r.Error, tc.name)
 		require.Contains(t, r.Detail, "may have run", tc.name)
 	}
+	// The TradingView webhook's write is checked as the routes' are: its
+	// result is failed, never executed without an order.
+	wh := s.webhookOf("bob")
+	wr := wh.send(placeES)
+	require.Equal(t, http.StatusInternalServerError, wr.Status, "%s", wr.Raw)
+	require.Equal(t, "internal_error", wr.Error)
+	require.Contains(t, wr.Detail, "may have run")
+	require.Equal(t, store.WebhookFailed, wh.waitStatus(wh.answer(wr).AlertID, store.WebhookFailed).Status)
 	mu.Lock()
 	before := asked[protocol.FnPlaceOrder]
 	good = true

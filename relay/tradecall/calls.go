@@ -93,7 +93,7 @@ func (c *Calls) Run(ctx context.Context, p auth.Principal, call SocketCall) Outc
 	res, err := c.caller.Call(cctx, p.UserID, call.Fn, requestID, call.Args)
 	gone := ctx.Err() != nil
 	if err == nil && call.Write {
-		if cerr := checkWriteResult(call.Fn, res); cerr != nil {
+		if cerr := CheckWriteResult(call.Fn, res); cerr != nil {
 			c.log.Error("agent answered a write with a malformed result", zap.String("user", p.UserID), zap.String("fn", call.Fn), zap.Error(cerr))
 			return Outcome{Err: malformedResult(false)}
 		}

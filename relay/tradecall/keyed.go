@@ -261,7 +261,7 @@ func (k *KeyedWrites) call(ctx context.Context, rec *store.Idempotent, userID, f
 	var o Outcome
 	rec.State = store.IdemDone
 	if err == nil {
-		if cerr := checkWriteResult(fn, result); cerr != nil {
+		if cerr := CheckWriteResult(fn, result); cerr != nil {
 			k.log.Error("agent answered a write with a malformed result; not recorded as the answer",
 				zap.String("user", userID), zap.String("fn", fn), zap.Error(cerr))
 			err = cerr

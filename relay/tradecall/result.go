@@ -12,18 +12,21 @@ import (
 )
 
 // ErrMalformedResult reports a write's result the relay cannot stand
-// behind as a success (checkWriteResult).
+// behind as a success (CheckWriteResult).
 var ErrMalformedResult = errors.New("tradecall: the agent's result of a write is malformed")
 
-// checkWriteResult checks the agent's result of the write fn, as the
+// CheckWriteResult checks the agent's result of the write fn, as the
 // profiles check a read's record when they render it: every write answers
 // a JSON object; PlaceOrder, FlatPlace and CancelReplace answer the order
 // placed (orderId, unless unchanged); CancelOrder and ChangeOrder the
 // order (orderId); CancelAndBracket its orders (orderIds, not empty when
 // placed). A result that is none of these would be a success without the
 // ids a caller acts on: it is answered as the agent's fault
-// (malformedResult) and never recorded as the answer of a keyed write.
-func checkWriteResult(fn string, result json.RawMessage) error {
+// (malformedResult; CallError answers ErrMalformedResult so) and never
+// recorded as the answer of a keyed write. Every door that runs a write
+// checks its result here: the HTTP routes and the stream socket through
+// Calls and KeyedWrites, the TradingView webhook directly.
+func CheckWriteResult(fn string, result json.RawMessage) error {
 	if !isObject(result) {
 		return fmt.Errorf("%w: %s answered with something other than an object", ErrMalformedResult, fn)
 	}
@@ -72,7 +75,7 @@ func isObject(b []byte) bool {
 }
 
 // malformedResult is the answer of a write whose result failed
-// checkWriteResult: 500 internal_error, as a read's record of the wrong
+// CheckWriteResult: 500 internal_error, as a read's record of the wrong
 // shape is answered, saying that the write may have run.
 func malformedResult(keyed bool) *httpapi.Error {
 	detail := "the add-on answered with a result the relay cannot read; the write may have run: check the orders before sending it again"

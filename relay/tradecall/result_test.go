@@ -35,7 +35,7 @@ func TestCheckWriteResult(t *testing.T) {
 		{protocol.FnFlattenEverything, `[]`, false},
 		{protocol.FnStartStrategy, `"started"`, false},
 	} {
-		err := checkWriteResult(tc.fn, json.RawMessage(tc.result))
+		err := CheckWriteResult(tc.fn, json.RawMessage(tc.result))
 		if tc.ok {
 			require.NoError(t, err, "%s %s", tc.fn, tc.result)
 		} else {

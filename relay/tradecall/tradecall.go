@@ -79,6 +79,8 @@ func CallError(err error, write bool) (e httpapi.Error, ok bool) {
 	var pe *protocol.Error
 	var he *httpapi.Error
 	switch {
+	case errors.Is(err, ErrMalformedResult):
+		return *malformedResult(false), true
 	case errors.As(err, &he):
 		return *he, true
 	case errors.As(err, &pe):

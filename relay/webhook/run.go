@@ -280,6 +280,13 @@ func (s *Server) call(ctx context.Context, in *received, i int, c alertcmd.Call,
 		cctx = protocol.WithCallOptions(cctx, protocol.CallOptions{BypassWindows: true})
 	}
 	res, err := caller.Call(cctx, in.p.UserID, fn, "wh:"+AlertID(in.rec.Seq)+":"+strconv.Itoa(i), args)
+	if err == nil {
+		if cerr := tradecall.CheckWriteResult(fn, res); cerr != nil {
+			s.log.Error("agent answered an alert's write with a malformed result", zap.String("user", in.p.UserID),
+				zap.String("fn", fn), zap.Error(cerr))
+			err = cerr
+		}
+	}
 	s.activity.Record(tradecall.Write{Principal: in.p, Source: protocol.SourceWebhook, Family: family, Fn: fn, Args: args,
 		SourceID: in.webhookID}, tradecall.CallOutcome(fn, res, err, ctx.Err() != nil))
 	if err != nil {
