@@ -32,9 +32,10 @@ func newUsersPlanCmd(stdout io.Writer) *cobra.Command {
 			"the user's activity log (config.changed, source operator).\n" +
 			"\n" +
 			"A running relay applies it within 2 s to API and Management API calls (its token\n" +
-			"cache), at once to the dashboard's pages, and closes a live stream socket whose new\n" +
-			"plan no longer includes the API at its next re-check, within 30 s (1008 \"API token\n" +
-			"revoked or plan changed\"). The agent's tunnel does not depend on the plan.",
+			"cache), at once to the dashboard's pages, and to a live stream socket at its next rpc or\n" +
+			"subscribe frame after those 2 s (30 s when it sends none): a socket whose new plan no\n" +
+			"longer includes the API is refused that frame and closed (1008). The agent's tunnel\n" +
+			"does not depend on the plan.",
 		Args: cobra.ExactArgs(2),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			userID := args[0]
