@@ -43,6 +43,7 @@ import (
 	"strings"
 	"sync"
 
+	"tradebridge/protocol"
 	"tradebridge/relay/errcode"
 )
 
@@ -222,14 +223,9 @@ func EncodeError(e Error) (json.RawMessage, error) {
 // the caller as written rather than as \u0026, \u003c and \u003e (the
 // relay's JSON is never embedded in HTML by the relay). The doors that
 // carry values in an envelope of their own (the stream socket's frames,
-// MCP's tool results) encode with it.
-func Marshal(v any) ([]byte, error) {
-	var buf bytes.Buffer
-	if err := newEncoder(&buf).Encode(v); err != nil {
-		return nil, err
-	}
-	return bytes.TrimSuffix(buf.Bytes(), []byte("\n")), nil
-}
+// MCP's tool results) encode with it. It is the tunnel's protocol.Marshal,
+// so the relay and the agent encode alike.
+func Marshal(v any) ([]byte, error) { return protocol.Marshal(v) }
 
 // newEncoder is a json.Encoder writing to buf without HTML escaping.
 func newEncoder(buf *bytes.Buffer) *json.Encoder {
