@@ -45,6 +45,12 @@ func decode[T any](t *testing.T, s string) T {
 
 // profileOf reads a token's response profile as the relay will.
 func profileOf(t *testing.T, dir, token string) profile.Profile {
+	return principalOf(t, dir, token).Profile
+}
+
+// principalOf authenticates an API token against the store in dir as a
+// relay would, with no cache.
+func principalOf(t *testing.T, dir, token string) auth.Principal {
 	t.Helper()
 	st, err := store.Open(context.Background(), store.Options{Dir: dir})
 	require.NoError(t, err)
@@ -53,7 +59,7 @@ func profileOf(t *testing.T, dir, token string) profile.Profile {
 	require.NoError(t, err)
 	p, err := a.Authenticate(context.Background(), token, auth.KindAPI)
 	require.NoError(t, err)
-	return p.Profile
+	return p
 }
 
 // The token commands that operators script against: issue with a

@@ -199,17 +199,7 @@ func TestUsersPlanAndList(t *testing.T) {
 }
 
 // planOf reads the plan of a token's user as the relay authenticates it.
-func planOf(t *testing.T, dir, token string) auth.Plan {
-	t.Helper()
-	st, err := store.Open(context.Background(), store.Options{Dir: dir})
-	require.NoError(t, err)
-	defer st.Close()
-	a, err := auth.New(auth.Options{Store: st, CacheTTL: -1})
-	require.NoError(t, err)
-	p, err := a.Authenticate(context.Background(), token, auth.KindAPI)
-	require.NoError(t, err)
-	return p.Plan
-}
+func planOf(t *testing.T, dir, token string) auth.Plan { return principalOf(t, dir, token).Plan }
 
 // Every store command that looks up a user or a token in an empty store
 // names the store it opened: the SQLite file's absolute path, or a
