@@ -169,7 +169,9 @@ func TestMonitorTripThroughTheRelay(t *testing.T) {
 }
 
 // A copier through the real relay and agent: a leader's fill placed by a
-// bot is copied to the follower at the copier's ratio.
+// bot is copied to the follower at the copier's ratio, and the activity
+// log's copier.copied entry is stamped with the real time, though the
+// simulator's clock stands days away.
 func TestCopierThroughTheRelay(t *testing.T) {
 	t.Parallel()
 	s := newSystem(t)
@@ -180,11 +182,23 @@ func TestCopierThroughTheRelay(t *testing.T) {
 		`{"active":true,"leader":"Sim101","followers":[{"account":"Sim102","sizing":{"ratio":2}}],"copyMode":"execution"}`)
 	require.Equal(t, http.StatusCreated, r.Status, string(r.Raw))
 
+	placed := time.Now()
 	r = s.placeMarket(tok, "Sim101", "Buy", 1)
 	require.Equal(t, http.StatusOK, r.Status, string(r.Raw))
 	require.Eventually(t, func() bool { return s.holds(tok, "Sim102", 2) }, engineWait, 10*time.Millisecond,
 		"the follower holds the leader's position times the ratio")
 	require.True(t, s.holds(tok, "Sim101", 1))
+
+	var copied []protocol.ActivityEntry
+	require.Eventually(t, func() bool {
+		var ok bool
+		copied, ok = activityOf(s, tok, "kind="+protocol.ActivityCopierCopied)
+		return ok && len(copied) == 1
+	}, engineWait, 10*time.Millisecond, "the relay recorded the copy")
+	require.Equal(t, "Sim102", copied[0].Account)
+	require.Greater(t, time.Since(simStart), time.Hour, "the simulator's clock stands far from now")
+	require.WithinRange(t, copied[0].At, placed.Truncate(time.Millisecond), time.Now(),
+		"the copy is stamped with the real time, not the simulator's (%s)", simStart)
 }
 
 // A minimum-profit drawdown through the real relay and agent: created by

@@ -33,7 +33,7 @@ type killDetail struct {
 	// its first attempt: a failed one is retried, as the agent's log shows.
 	Flatten *engine.FlattenDetail `json:"flatten,omitempty"`
 
-	at time.Time // when the switch changed, as the engine saw it
+	at time.Time // when the engine saw the switch change, the wall clock's
 }
 
 // reportKill reports the kill switch change waiting, with the outcome of
@@ -74,8 +74,10 @@ type newsDetail struct {
 	Flatten *engine.FlattenDetail `json:"flatten,omitempty"`
 }
 
-// reportNews reports the news window w entered at now, with e.mu held.
-func (e *Engine) reportNews(s *snapshot, w window, now time.Time, fd *engine.FlattenDetail) {
+// reportNews reports the news window w entered, stamped now (the wall
+// clock's), with e.mu held. The window's from and until are the
+// platform's times, as the configuration's news events are.
+func (e *Engine) reportNews(s *snapshot, w window, fd *engine.FlattenDetail) {
 	d := newsDetail{Title: w.title, From: w.from.UTC(), Until: w.until.UTC(), Action: s.newsAction,
 		Roots: append([]string{}, s.rootList...), Flatten: fd}
 	roots := "every instrument"
@@ -83,7 +85,7 @@ func (e *Engine) reportNews(s *snapshot, w window, now time.Time, fd *engine.Fla
 		roots = strings.Join(d.Roots, ", ")
 	}
 	summary := fmt.Sprintf("News lockout window open until %s UTC (%s): %s", d.Until.Format("15:04"), s.newsAction, roots)
-	e.report(engine.NewActivity(now, protocol.ActivityNewsLockoutEntered, "",
+	e.report(engine.NewActivity(e.opts.Wall(), protocol.ActivityNewsLockoutEntered, "",
 		protocol.ActivitySource{Kind: protocol.SourceNewsLockout}, summary, d))
 }
 
@@ -104,8 +106,12 @@ type refusals struct {
 type refusalKey struct{ account, instrument, strategy, rule string }
 
 type refusalCount struct {
-	owner      string // the owning tag of the last refusal
-	count      int
+	owner string // the owning tag of the last refusal
+	count int
+	// opened is the first refusal's time on the platform's clock, which
+	// counts the minute; from and last are the first and the last
+	// refusal's real time, which the report carries.
+	opened     time.Time
 	from, last time.Time
 }
 
@@ -131,7 +137,7 @@ type refusedDetail struct {
 // their count, a minute after the first of them, so that a looping
 // strategy cannot flood the activity log. It never blocks.
 func (e *Engine) StrategyRefused(r ops.OwnerRefusal) {
-	now := e.now()
+	now, wall := e.now(), e.opts.Wall()
 	k := refusalKey{r.Account, r.Instrument, r.Tag, r.Rule}
 	rs := &e.refusals
 	rs.mu.Lock()
@@ -146,11 +152,11 @@ func (e *Engine) StrategyRefused(r ops.OwnerRefusal) {
 			rs.dropped++
 			return
 		}
-		c = &refusalCount{from: now}
+		c = &refusalCount{opened: now, from: wall}
 		rs.open[k] = c
 	}
 	c.count++
-	c.last, c.owner = now, r.Owner
+	c.last, c.owner = wall, r.Owner
 }
 
 // flushRefusals reports the counts whose window is over at now, or every
@@ -160,7 +166,7 @@ func (e *Engine) flushRefusals(now time.Time, all bool) {
 	rs.mu.Lock()
 	var out []protocol.ActivityEntry
 	for k, c := range rs.open {
-		if !all && now.Sub(c.from) < refusalWindow {
+		if !all && now.Sub(c.opened) < refusalWindow {
 			continue
 		}
 		delete(rs.open, k)

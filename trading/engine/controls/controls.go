@@ -77,8 +77,14 @@ type Options struct {
 	Trader engine.Trader
 	// Config is the management configuration the agent runs; required.
 	Config *mgmtconfig.Holder
-	// Now is the engine's clock. Default time.Now.
+	// Now is the engine's clock, the platform's (a simulator's may stand
+	// anywhere in time): news windows, flatten retries and the
+	// strategy-lock refusals' minute follow it. Default time.Now.
 	Now engine.Clock
+	// Wall is the real time: what the engine reports (its activity
+	// entries) is stamped with it, as every time a resource carries is
+	// wall-clock time. Default time.Now.
+	Wall engine.Clock
 	// Logger receives the engine's logs; nil discards them.
 	Logger *zap.Logger
 	// TickInterval is how often Run calls Tick, which opens the news
@@ -165,6 +171,9 @@ func New(opts Options) (*Engine, error) {
 	if opts.Now == nil {
 		opts.Now = time.Now
 	}
+	if opts.Wall == nil {
+		opts.Wall = time.Now
+	}
 	if opts.Logger == nil {
 		opts.Logger = zap.NewNop()
 	}
@@ -217,7 +226,7 @@ func (e *Engine) tickKill(ctx context.Context, s *snapshot, now time.Time) {
 	case s.kill && !e.killOn:
 		e.log.Info("kill switch on", zap.Bool("flattenOnKill", s.flattenOnKill), zap.Int64("configVersion", s.version))
 		e.kill = retry{pending: s.flattenOnKill}
-		e.killReport = &killDetail{Enabled: true, at: now}
+		e.killReport = &killDetail{Enabled: true, at: e.opts.Wall()}
 		if !s.flattenOnKill {
 			e.reportKill(nil)
 		}
@@ -227,7 +236,7 @@ func (e *Engine) tickKill(ctx context.Context, s *snapshot, now time.Time) {
 		if e.killReport != nil { // turned off before its flatten ran
 			e.reportKill(nil)
 		}
-		e.killReport = &killDetail{Enabled: false, at: now}
+		e.killReport = &killDetail{Enabled: false, at: e.opts.Wall()}
 		e.reportKill(nil)
 	}
 	e.killOn = s.kill
@@ -273,7 +282,7 @@ func (e *Engine) tickNews(ctx context.Context, s *snapshot, now time.Time) {
 		fd = e.flattenNews(ctx, s, w, now)
 	}
 	if entered {
-		e.reportNews(s, w, now, fd)
+		e.reportNews(s, w, fd)
 	}
 }
 

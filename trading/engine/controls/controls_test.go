@@ -24,6 +24,10 @@ func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 // start is a Monday afternoon, inside trading hours.
 var start = time.Date(2026, time.October, 5, 14, 30, 0, 0, time.UTC)
 
+// lastYear is start 52 weeks earlier, also a Monday afternoon: a
+// simulator's clock that stands a year away from the real time.
+var lastYear = start.AddDate(0, 0, -364)
+
 const (
 	es = "ES 12-26"
 	nq = "NQ 12-26"
@@ -76,7 +80,13 @@ func (c *countingTrader) calls() []protocol.FlattenArgs {
 
 func newFixture(t testing.TB) *fixture {
 	t.Helper()
-	m := enginetest.NewMarket(t, start, sim.Options{}, ops.Options{})
+	return newFixtureAt(t, start)
+}
+
+// newFixtureAt is newFixture with the simulator's clock at at.
+func newFixtureAt(t testing.TB, at time.Time) *fixture {
+	t.Helper()
+	m := enginetest.NewMarket(t, at, sim.Options{}, ops.Options{})
 	p, clock, o := m.Sim, m.Clock, m.Ops
 	f := &fixture{t: t, sim: p, clock: clock, ops: o, configs: &enginetest.Configs{}, trader: &countingTrader{Ops: o},
 		rep: &enginetest.Reporter{}}

@@ -2,7 +2,6 @@ package copier
 
 import (
 	"fmt"
-	"time"
 
 	"tradebridge/protocol"
 	"tradebridge/trading/bridge"
@@ -43,16 +42,16 @@ func (r *run) source() protocol.ActivitySource {
 	return protocol.ActivitySource{Kind: protocol.SourceCopier, ID: r.cfg.id}
 }
 
-// reportCopy reports a copier.copied: a copy of req placed as orderID, or
-// refused with outcome and reason.
-func (e *Engine) reportCopy(r *run, req bridge.OrderRequest, leaderOrderID, orderID, outcome, reason string, now time.Time) {
+// reportCopy reports a copier.copied, stamped now (the wall clock's): a
+// copy of req placed as orderID, or refused with outcome and reason.
+func (e *Engine) reportCopy(r *run, req bridge.OrderRequest, leaderOrderID, orderID, outcome, reason string) {
 	if e.opts.Reporter == nil {
 		return
 	}
 	d := copyDetail{CopierID: r.cfg.id, Leader: r.cfg.leader, Follower: req.Account, Instrument: req.Instrument,
 		Action: req.Action, Quantity: req.Quantity, LeaderOrderID: leaderOrderID, OrderID: orderID,
 		Outcome: outcome, Reason: reason, Sync: leaderOrderID == ""}
-	e.reportActivity(engine.NewActivity(now, protocol.ActivityCopierCopied, req.Account, r.source(), copySummary(&d), d))
+	e.reportActivity(engine.NewActivity(e.stamp(), protocol.ActivityCopierCopied, req.Account, r.source(), copySummary(&d), d))
 }
 
 // copySummary is the one line of a copier.copied report.

@@ -149,7 +149,7 @@ func (e *Engine) applyConfigLocked(cfg *protocol.Config) {
 			if _, ok := e.halts[c.ID]; ok {
 				e.clearHaltLocked(c.ID)
 				e.log.Info("halt cleared: copier turned off", zap.String("copier", c.ID))
-				e.report(protocol.CopierState{ID: c.ID, State: protocol.CopierRunning, At: now})
+				e.report(protocol.CopierState{ID: c.ID, State: protocol.CopierRunning, At: e.stamp()})
 			}
 			clear(r.unaligned)
 		}
@@ -193,7 +193,7 @@ func (e *Engine) haltLocked(r *run, reason string) {
 	if _, ok := e.halts[id]; ok {
 		return
 	}
-	h := halt{Reason: reason, At: e.now().UTC()}
+	h := halt{Reason: reason, At: e.stamp()}
 	e.halts[id] = h
 	if b, err := json.Marshal(h); err == nil {
 		if err := e.opts.Store.Put(bucketHalts, id, b); err != nil {
@@ -213,8 +213,10 @@ func (e *Engine) clearHaltLocked(id string) {
 	}
 }
 
-// outcomeLocked records a copy that did not go as asked, with e.mu held.
+// outcomeLocked records a copy that did not go as asked, stamped now (the
+// wall clock's), with e.mu held.
 func (e *Engine) outcomeLocked(r *run, o protocol.CopyOutcome) {
+	o.At = e.stamp()
 	if len(r.recent) >= maxRecent {
 		r.recent = slices.Delete(r.recent, 0, len(r.recent)-maxRecent+1)
 	}

@@ -110,8 +110,15 @@ type Options struct {
 	// nil means no account has a monitor (tandem copiers then copy
 	// nothing).
 	Monitors MonitorStates
-	// Now is the engine's clock; default time.Now.
+	// Now is the engine's clock, the platform's (a simulator's may stand
+	// anywhere in time): catch-up, auto-sync periods and retries follow
+	// it. Default time.Now.
 	Now engine.Clock
+	// Wall is the real time: what the engine reports (copier states,
+	// halts, copy outcomes, follower issues, activity entries) is stamped
+	// with it, as every time a resource carries is wall-clock time.
+	// Default time.Now.
+	Wall engine.Clock
 	// Logger receives the engine's logs; nil discards them.
 	Logger *zap.Logger
 	// TickInterval is how often Run calls Tick (auto-sync); default
@@ -191,6 +198,9 @@ func New(opts Options) (*Engine, error) {
 	}
 	if opts.Now == nil {
 		opts.Now = time.Now
+	}
+	if opts.Wall == nil {
+		opts.Wall = time.Now
 	}
 	if opts.Logger == nil {
 		opts.Logger = zap.NewNop()
@@ -377,6 +387,9 @@ func (e *Engine) Status() []protocol.CopierStatus {
 	}
 	return out
 }
+
+// stamp is the time of what the engine reports: the wall clock's, in UTC.
+func (e *Engine) stamp() time.Time { return e.opts.Wall().UTC() }
 
 // sortedIDs returns the copier ids in order, with e.mu held.
 func (e *Engine) sortedIDs() []string {

@@ -24,6 +24,10 @@ func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 // open and ES 12-26 is the front month.
 var start = time.Date(2026, time.October, 5, 14, 30, 0, 0, time.UTC)
 
+// lastYear is start 52 weeks earlier, also a Monday at 10:30 in New York:
+// a simulator's clock that stands a year away from the real time.
+var lastYear = start.AddDate(0, 0, -364)
+
 const (
 	es   = "ES 12-26"
 	mes  = "MES 12-26"
@@ -79,7 +83,13 @@ type harness struct {
 
 func newHarness(t *testing.T, depth int) *harness {
 	t.Helper()
-	m := enginetest.NewMarket(t, start, sim.Options{Accounts: []string{"L", "A", "B", "C"}, BookDepth: depth,
+	return newHarnessAt(t, depth, start)
+}
+
+// newHarnessAt is newHarness with the simulator's clock at at.
+func newHarnessAt(t *testing.T, depth int, at time.Time) *harness {
+	t.Helper()
+	m := enginetest.NewMarket(t, at, sim.Options{Accounts: []string{"L", "A", "B", "C"}, BookDepth: depth,
 		CommissionPerContract: -1}, ops.Options{})
 	p, clock, o := m.Sim, m.Clock, m.Ops
 	require.NoError(t, p.SetPrice(es, 6000))

@@ -203,26 +203,26 @@ func classify(err error) (outcome, reason string) {
 }
 
 // outcomeOf records the failure of a copy.
-func (e *Engine) outcomeOf(r *run, req bridge.OrderRequest, leaderOrderID string, err error, now time.Time) {
+func (e *Engine) outcomeOf(r *run, req bridge.OrderRequest, leaderOrderID string, err error) {
 	out, reason := classify(err)
-	e.outcomeLocked(r, protocol.CopyOutcome{At: now.UTC(), Follower: req.Account, Instrument: req.Instrument,
+	e.outcomeLocked(r, protocol.CopyOutcome{Follower: req.Account, Instrument: req.Instrument,
 		LeaderOrderID: leaderOrderID, Quantity: req.Quantity, Outcome: out, Reason: reason})
-	e.reportCopy(r, req, leaderOrderID, "", out, reason, now)
+	e.reportCopy(r, req, leaderOrderID, "", out, reason)
 }
 
 // refusedAll records that a tandem copier copied nothing to any follower.
-func (e *Engine) refusedAll(r *run, instrument, leaderOrderID string, qty int, why string, now time.Time) {
+func (e *Engine) refusedAll(r *run, instrument, leaderOrderID string, qty int, why string) {
 	for _, f := range r.cfg.followers {
-		e.outcomeLocked(r, protocol.CopyOutcome{At: now.UTC(), Follower: f.account, Instrument: instrument,
+		e.outcomeLocked(r, protocol.CopyOutcome{Follower: f.account, Instrument: instrument,
 			LeaderOrderID: leaderOrderID, Quantity: scale(qty, f.ratio), Outcome: protocol.CopyBlocked, Reason: why})
 		e.reportCopy(r, bridge.OrderRequest{Account: f.account, Instrument: instrument, Quantity: scale(qty, f.ratio)},
-			leaderOrderID, "", protocol.CopyBlocked, why, now)
+			leaderOrderID, "", protocol.CopyBlocked, why)
 	}
 }
 
 // roundedToZero records a copy the ratio made empty.
-func (e *Engine) roundedToZero(r *run, f follower, instrument, leaderOrderID string, now time.Time) {
-	e.outcomeLocked(r, protocol.CopyOutcome{At: now.UTC(), Follower: f.account, Instrument: instrument,
+func (e *Engine) roundedToZero(r *run, f follower, instrument, leaderOrderID string) {
+	e.outcomeLocked(r, protocol.CopyOutcome{Follower: f.account, Instrument: instrument,
 		LeaderOrderID: leaderOrderID, Outcome: protocol.CopyRoundedToZero,
 		Reason: "the ratio rounds the quantity to zero"})
 }

@@ -63,18 +63,18 @@ func (e *Engine) onLeaderFill(ctx context.Context, r *run, x protocol.Execution)
 		e.mu.Unlock()
 		return
 	}
-	reqs := e.fillCopiesLocked(r, &x, inst, before, ft.cum, now, states, nil)
+	reqs := e.fillCopiesLocked(r, &x, inst, before, ft.cum, states, nil)
 	e.mu.Unlock()
-	e.placeFills(ctx, r, reqs, x.OrderID, now)
+	e.placeFills(ctx, r, reqs, x.OrderID)
 }
 
 // fillCopiesLocked builds the followers' market orders of one leader fill
 // that took the leader order's filled quantity from before to after, with
 // e.mu held. have, when set, holds followers' orders already placed.
 func (e *Engine) fillCopiesLocked(r *run, x *protocol.Execution, inst string, before, after int,
-	now time.Time, states []string, have map[string]map[string]protocol.Order) []bridge.OrderRequest {
+	states []string, have map[string]map[string]protocol.Order) []bridge.OrderRequest {
 	if why := e.tandemOK(r, states); why != "" {
-		e.refusedAll(r, inst, x.OrderID, x.Quantity, why, now)
+		e.refusedAll(r, inst, x.OrderID, x.Quantity, why)
 		return nil
 	}
 	action := actionOf(x)
@@ -84,7 +84,7 @@ func (e *Engine) fillCopiesLocked(r *run, x *protocol.Execution, inst string, be
 		q := total - scale(before, f.ratio)
 		if q <= 0 {
 			if total == 0 {
-				e.roundedToZero(r, f, inst, x.OrderID, now)
+				e.roundedToZero(r, f, inst, x.OrderID)
 			}
 			continue
 		}
@@ -104,7 +104,7 @@ func (e *Engine) fillCopiesLocked(r *run, x *protocol.Execution, inst string, be
 }
 
 // placeFills submits the market orders of one leader fill.
-func (e *Engine) placeFills(ctx context.Context, r *run, reqs []bridge.OrderRequest, leaderOrderID string, now time.Time) {
+func (e *Engine) placeFills(ctx context.Context, r *run, reqs []bridge.OrderRequest, leaderOrderID string) {
 	if len(reqs) == 0 {
 		return
 	}
@@ -116,10 +116,10 @@ func (e *Engine) placeFills(ctx context.Context, r *run, reqs []bridge.OrderRequ
 	defer e.mu.Unlock()
 	for i, rs := range res {
 		if rs.err != nil {
-			e.outcomeOf(r, reqs[i], leaderOrderID, rs.err, now)
+			e.outcomeOf(r, reqs[i], leaderOrderID, rs.err)
 			continue
 		}
-		e.reportCopy(r, reqs[i], leaderOrderID, reqs[i].OrderID, outcomePlaced, "", now)
+		e.reportCopy(r, reqs[i], leaderOrderID, reqs[i].OrderID, outcomePlaced, "")
 	}
 }
 
@@ -163,10 +163,10 @@ func (e *Engine) reconcileFills(ctx context.Context, r *run) {
 		e.mu.Lock()
 		var reqs []bridge.OrderRequest
 		if r.copying() {
-			reqs = e.fillCopiesLocked(r, x, inst, before, before+x.Quantity, now, states, have)
+			reqs = e.fillCopiesLocked(r, x, inst, before, before+x.Quantity, states, have)
 		}
 		e.mu.Unlock()
-		e.placeFills(ctx, r, reqs, x.OrderID, now)
+		e.placeFills(ctx, r, reqs, x.OrderID)
 	}
 	e.mu.Lock()
 	for id, n := range cum {

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"time"
 
 	"go.uber.org/zap"
 
@@ -148,7 +147,6 @@ func (e *Engine) onLeaderOrder(ctx context.Context, r *run, o protocol.Order) {
 // (catching up): a copy already there is taken over, not placed again.
 func (e *Engine) copyOrder(ctx context.Context, r *run, o protocol.Order, inst string, existing *followerOrders) {
 	cfg := &r.cfg
-	now := e.now()
 	orderType := o.OrderType
 	if o.OrderState == protocol.OrderStateFilled {
 		orderType = protocol.OrderTypeMarket // it filled before the engine saw it work
@@ -167,7 +165,7 @@ func (e *Engine) copyOrder(ctx context.Context, r *run, o protocol.Order, inst s
 	states := e.monitorStates(cfg)
 	e.mu.Lock()
 	if why := e.tandemOK(r, states); why != "" {
-		e.refusedAll(r, inst, o.OrderID, o.Quantity, why, now)
+		e.refusedAll(r, inst, o.OrderID, o.Quantity, why)
 		e.mu.Unlock()
 		e.persist(en)
 		return
@@ -175,7 +173,7 @@ func (e *Engine) copyOrder(ctx context.Context, r *run, o protocol.Order, inst s
 	for _, f := range cfg.followers {
 		q := scale(o.Quantity, f.ratio)
 		if q == 0 {
-			e.roundedToZero(r, f, inst, o.OrderID, now)
+			e.roundedToZero(r, f, inst, o.OrderID)
 			continue
 		}
 		id := copyID(cfg.id, "order", o.OrderID, f.account)
@@ -211,12 +209,12 @@ func (e *Engine) copyOrder(ctx context.Context, r *run, o protocol.Order, inst s
 	e.mu.Lock()
 	for i, rs := range res {
 		if rs.err != nil {
-			e.outcomeOf(r, reqs[i], o.OrderID, rs.err, now)
+			e.outcomeOf(r, reqs[i], o.OrderID, rs.err)
 			continue
 		}
 		recs[i].Done = protocol.TerminalOrderState(rs.ord.OrderState)
 		en.Copies = append(en.Copies, recs[i])
-		e.reportCopy(r, reqs[i], o.OrderID, reqs[i].OrderID, outcomePlaced, "", now)
+		e.reportCopy(r, reqs[i], o.OrderID, reqs[i].OrderID, outcomePlaced, "")
 	}
 	if protocol.TerminalOrderState(o.OrderState) {
 		en.LeaderDone = true
@@ -238,7 +236,6 @@ func (e *Engine) mirror(ctx context.Context, r *run, en *entry, o protocol.Order
 	if en.LeaderDone {
 		return
 	}
-	now := e.now()
 	dirty := false
 	switch {
 	case protocol.TerminalOrderState(o.OrderState):
@@ -260,7 +257,7 @@ func (e *Engine) mirror(ctx context.Context, r *run, en *entry, o protocol.Order
 				c.Done = true // already over on the follower
 			default:
 				e.mu.Lock()
-				e.outcomeLocked(r, protocol.CopyOutcome{At: now.UTC(), Follower: c.Follower, Instrument: c.Instrument,
+				e.outcomeLocked(r, protocol.CopyOutcome{Follower: c.Follower, Instrument: c.Instrument,
 					LeaderOrderID: en.LeaderOrderID, Quantity: c.Quantity, Outcome: protocol.CopyFailed,
 					Reason: "cancel not mirrored: " + err.Error()})
 				e.mu.Unlock()
@@ -272,7 +269,7 @@ func (e *Engine) mirror(ctx context.Context, r *run, en *entry, o protocol.Order
 			if c.Done {
 				continue
 			}
-			e.changeCopy(ctx, r, en, c, o, now)
+			e.changeCopy(ctx, r, en, c, o)
 		}
 		en.Quantity, en.LimitPrice, en.StopPrice = o.Quantity, o.LimitPrice, o.StopPrice
 		dirty = true
@@ -283,7 +280,7 @@ func (e *Engine) mirror(ctx context.Context, r *run, en *entry, o protocol.Order
 }
 
 // changeCopy mirrors a change of the leader order o on one copy.
-func (e *Engine) changeCopy(ctx context.Context, r *run, en *entry, c *copyRec, o protocol.Order, now time.Time) {
+func (e *Engine) changeCopy(ctx context.Context, r *run, en *entry, c *copyRec, o protocol.Order) {
 	q := scale(o.Quantity, c.Ratio)
 	if q == 0 {
 		// The new quantity copies as nothing: the copy goes.
@@ -292,7 +289,7 @@ func (e *Engine) changeCopy(ctx context.Context, r *run, en *entry, c *copyRec, 
 			c.Done = true
 		}
 		e.mu.Lock()
-		e.roundedToZero(r, follower{account: c.Follower, ratio: c.Ratio}, c.Instrument, en.LeaderOrderID, now)
+		e.roundedToZero(r, follower{account: c.Follower, ratio: c.Ratio}, c.Instrument, en.LeaderOrderID)
 		e.mu.Unlock()
 		return
 	}
@@ -319,7 +316,7 @@ func (e *Engine) changeCopy(ctx context.Context, r *run, en *entry, c *copyRec, 
 		}
 		out, reason := classify(err)
 		e.mu.Lock()
-		e.outcomeLocked(r, protocol.CopyOutcome{At: now.UTC(), Follower: c.Follower, Instrument: c.Instrument,
+		e.outcomeLocked(r, protocol.CopyOutcome{Follower: c.Follower, Instrument: c.Instrument,
 			LeaderOrderID: en.LeaderOrderID, Quantity: q, Outcome: out, Reason: "change not mirrored: " + reason})
 		e.mu.Unlock()
 		return

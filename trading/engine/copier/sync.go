@@ -20,9 +20,9 @@ type syncKey struct{ follower, instrument string }
 // syncIssue is a follower position auto-sync could not align.
 type syncIssue struct {
 	reason   string
-	at       time.Time
+	at       time.Time // when it was last seen, the wall clock's
 	failures int
-	retryAt  time.Time
+	retryAt  time.Time // the next attempt, on the platform's clock
 }
 
 // tick runs one auto-sync pass and forgets what is old. drain, when set,
@@ -222,12 +222,12 @@ func (e *Engine) align(ctx context.Context, r *run, f follower, inst string, del
 	defer e.mu.Unlock()
 	if res.err != nil {
 		_, reason := classify(res.err)
-		e.outcomeOf(r, req, "", res.err, now)
+		e.outcomeOf(r, req, "", res.err)
 		e.unalignedLocked(r, k, now, "auto-sync correction refused: "+reason)
 		return
 	}
 	delete(r.unaligned, k)
-	e.reportCopy(r, req, "", req.OrderID, outcomePlaced, "", now)
+	e.reportCopy(r, req, "", req.OrderID, outcomePlaced, "")
 	e.log.Info("auto-sync corrected a follower", zap.String("copier", r.cfg.id), zap.String("follower", f.account),
 		zap.String("instrument", inst), zap.Int("delta", delta))
 }
@@ -242,7 +242,7 @@ func (e *Engine) unalignedLocked(r *run, k syncKey, now time.Time, reason string
 		e.log.Warn("auto-sync could not align a follower", zap.String("copier", r.cfg.id),
 			zap.String("follower", k.follower), zap.String("instrument", k.instrument), zap.String("reason", reason))
 	}
-	is.reason, is.at = reason, now.UTC()
+	is.reason, is.at = reason, e.stamp()
 	is.failures++
 	wait := r.cfg.syncEvery << min(is.failures, 16)
 	is.retryAt = now.Add(min(wait, e.opts.MaxSyncBackoff))

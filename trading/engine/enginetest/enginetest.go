@@ -161,3 +161,13 @@ func RequireBlocked(t testing.TB, err error, rule string) {
 	require.Equal(t, protocol.CodeTradingBlocked, pe.Code)
 	require.True(t, strings.HasSuffix(pe.Detail, "(rule: "+rule+")"), pe.Detail)
 }
+
+// RequireRealTime requires at, a time an engine stamped on what it
+// reported, to be the real time (UTC) between since and now, whatever the
+// platform's clock says: since is the test's time.Now() before the engine
+// acted (taken to the millisecond below, as activity entries are).
+func RequireRealTime(t testing.TB, since, at time.Time, msgAndArgs ...any) {
+	t.Helper()
+	require.Equal(t, time.UTC, at.Location(), msgAndArgs...)
+	require.WithinRange(t, at, since.Truncate(time.Millisecond), time.Now(), msgAndArgs...)
+}

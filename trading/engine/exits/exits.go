@@ -94,6 +94,11 @@ type Options struct {
 	// Now is the engine's clock, the operations' one (cancel-after
 	// deadlines are on it); default time.Now.
 	Now engine.Clock
+	// Wall is the real time: what the engine reports (its activity
+	// entries) is stamped with it, as every time a resource carries is
+	// wall-clock time, whatever the platform's clock says. Default
+	// time.Now.
+	Wall engine.Clock
 	// Logger receives the engine's logs; nil discards them.
 	Logger *zap.Logger
 	// TickInterval is how often Run looks at every watched entry.
@@ -162,6 +167,9 @@ func New(opts Options) (*Engine, error) {
 	}
 	if opts.Now == nil {
 		opts.Now = time.Now
+	}
+	if opts.Wall == nil {
+		opts.Wall = time.Now
 	}
 	if opts.Logger == nil {
 		opts.Logger = zap.NewNop()
@@ -548,7 +556,7 @@ var source = protocol.ActivitySource{Kind: protocol.SourceAgent, ID: "exits"}
 func (e *Engine) reportPlaced(w *watch, what string) {
 	en := w.Entry
 	summary := fmt.Sprintf("%s for order %s: %d %s on %s", what, en.OrderID, w.Sized, en.Instrument, en.Account)
-	e.opts.Reporter.ReportActivity(engine.NewActivity(e.opts.Now(), protocol.ActivityExitsPlaced, en.Account, source, summary,
+	e.opts.Reporter.ReportActivity(engine.NewActivity(e.opts.Wall(), protocol.ActivityExitsPlaced, en.Account, source, summary,
 		placedDetail{EntryOrderID: en.OrderID, OrderIDs: append([]string(nil), w.Legs...), OcoID: w.OcoID, Quantity: w.Sized, Prices: w.Prices}))
 }
 
@@ -561,6 +569,6 @@ func (e *Engine) reportFailed(w *watch, what string, err error) {
 	}
 	e.log.Warn("exits failed", zap.String("account", en.Account), zap.String("entryOrderId", en.OrderID), zap.Error(err))
 	summary := fmt.Sprintf("Exits failed for order %s on %s: %s", en.OrderID, en.Account, strings.TrimPrefix(reason, "the "))
-	e.opts.Reporter.ReportActivity(engine.NewActivity(e.opts.Now(), protocol.ActivityExitsFailed, en.Account, source, summary,
+	e.opts.Reporter.ReportActivity(engine.NewActivity(e.opts.Wall(), protocol.ActivityExitsFailed, en.Account, source, summary,
 		failedDetail{EntryOrderID: en.OrderID, Reason: reason}))
 }

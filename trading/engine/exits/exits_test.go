@@ -23,6 +23,10 @@ func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 // start is a Monday afternoon, inside trading hours.
 var start = time.Date(2026, time.October, 5, 14, 30, 0, 0, time.UTC)
 
+// lastYear is start 52 weeks earlier, also a Monday afternoon: a
+// simulator's clock that stands a year away from the real time.
+var lastYear = start.AddDate(0, 0, -364)
+
 const (
 	es   = "ES 12-26"
 	acct = "Sim101"
@@ -43,7 +47,13 @@ type fixture struct {
 // contracts per market update.
 func newFixture(t testing.TB, bookDepth int) *fixture {
 	t.Helper()
-	m := enginetest.NewMarket(t, start, sim.Options{BookDepth: bookDepth}, ops.Options{})
+	return newFixtureAt(t, bookDepth, start)
+}
+
+// newFixtureAt is newFixture with the simulator's clock at at.
+func newFixtureAt(t testing.TB, bookDepth int, at time.Time) *fixture {
+	t.Helper()
+	m := enginetest.NewMarket(t, at, sim.Options{BookDepth: bookDepth}, ops.Options{})
 	f := &fixture{t: t, m: m, store: engine.NewMemStore(), rep: &enginetest.Reporter{}}
 	f.eng = f.newEngine()
 	require.NoError(t, m.Sim.SetPrice(es, 6000))
@@ -286,6 +296,38 @@ func TestRefusedExitsAreReportedOnce(t *testing.T) {
 	require.Contains(t, d["reason"], "the exits could not be placed")
 	require.Empty(t, f.exitsOf(res.OrderID))
 	require.Zero(t, f.eng.Watching())
+}
+
+// What the engine reports is stamped with the real time, also when the
+// platform's clock stands a year away; the platform's clock still runs
+// the cancel-after deadline.
+func TestReportsAreStampedInRealTime(t *testing.T) {
+	t.Parallel()
+	f := newFixtureAt(t, 0, lastYear)
+	since := time.Now()
+	_, err := f.m.Ops.PlaceOrder(bg, protocol.PlaceOrderArgs{Account: acct, Instrument: "ES", Action: "Buy",
+		OrderType: "Market", Quantity: 1, TimeInForce: "Day", Exits: &protocol.Exits{TakeProfit: offset("ticks", 8)}})
+	require.NoError(t, err)
+	// A sell stop above the market is refused by the platform.
+	_, err = f.m.Ops.PlaceOrder(bg, protocol.PlaceOrderArgs{Account: acct, Instrument: "ES", Action: "Buy",
+		OrderType: "Market", Quantity: 1, TimeInForce: "Day", Exits: &protocol.Exits{StopLoss: price(6100)}})
+	require.NoError(t, err)
+	limit, err := f.m.Ops.PlaceOrder(bg, protocol.PlaceOrderArgs{Account: acct, Instrument: "ES", Action: "Buy",
+		OrderType: "Limit", LimitPrice: ptr(5900.0), Quantity: 1, TimeInForce: "Gtc", CancelAfterSeconds: ptr(60),
+		Exits: &protocol.Exits{TakeProfit: offset("ticks", 8)}})
+	require.NoError(t, err)
+	f.eng.Tick(bg)
+	placed := f.rep.Activity(protocol.ActivityExitsPlaced)
+	require.Len(t, placed, 1)
+	enginetest.RequireRealTime(t, since, placed[0].At, "exits.placed at %s", placed[0].At)
+	failed := f.rep.Activity(protocol.ActivityExitsFailed)
+	require.Len(t, failed, 1)
+	enginetest.RequireRealTime(t, since, failed[0].At, "exits.failed at %s", failed[0].At)
+
+	require.Equal(t, protocol.OrderStateWorking, stateOf(f.order(limit.OrderID)), "the platform's deadline is not due")
+	f.m.Clock.Advance(61 * time.Second)
+	f.eng.Tick(bg)
+	require.Equal(t, protocol.OrderStateCancelled, f.order(limit.OrderID).OrderState, "cancelled on the platform's clock")
 }
 
 // failingStore fails every Put.
