@@ -1,6 +1,7 @@
 package apischema
 
 import (
+	"bytes"
 	"encoding/json"
 	"net/http"
 	"strconv"
@@ -9,7 +10,8 @@ import (
 
 // ServeDocument serves the JSON encoding of build's document, built once
 // at the first request, without a token: application/json, nosniff,
-// cacheable for five minutes.
+// cacheable for five minutes. Like every answer of the relay it is written
+// without HTML escaping ("P&L", not "P\u0026L").
 func ServeDocument(build func() any) http.Handler {
 	var (
 		once sync.Once
@@ -17,7 +19,7 @@ func ServeDocument(build func() any) http.Handler {
 	)
 	return http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
 		once.Do(func() {
-			b, err := json.MarshalIndent(build(), "", "  ")
+			b, err := Encode(build())
 			if err != nil {
 				panic("apischema: a contract document does not encode: " + err.Error())
 			}
@@ -30,6 +32,19 @@ func ServeDocument(build func() any) http.Handler {
 		h.Set("Content-Length", strconv.Itoa(len(doc)))
 		_, _ = w.Write(doc)
 	})
+}
+
+// Encode is the encoding ServeDocument serves: indented by two spaces,
+// without HTML escaping.
+func Encode(doc any) ([]byte, error) {
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	enc.SetIndent("", "  ")
+	if err := enc.Encode(doc); err != nil {
+		return nil, err
+	}
+	return bytes.TrimSuffix(buf.Bytes(), []byte("\n")), nil
 }
 
 // ErrorSchema is the schema of the relay's error body, in every document

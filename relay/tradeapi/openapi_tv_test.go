@@ -26,6 +26,7 @@ import (
 
 	"tradebridge/protocol"
 	"tradebridge/relay/admit"
+	"tradebridge/relay/apischema"
 	"tradebridge/relay/broker"
 	"tradebridge/relay/errcode"
 	"tradebridge/relay/profile"
@@ -285,7 +286,7 @@ func TestBrokerOpenAPITrailingStops(t *testing.T) {
 // TestBrokerOpenAPIGolden -update rewrites them after a deliberate change).
 func TestBrokerOpenAPIGolden(t *testing.T) {
 	t.Parallel()
-	got, err := json.MarshalIndent(tradeapi.BrokerOpenAPIFor(profile.Standard), "", "  ")
+	got, err := apischema.Encode(tradeapi.BrokerOpenAPIFor(profile.Standard))
 	require.NoError(t, err)
 	if *update {
 		require.NoError(t, os.WriteFile(brokerGolden, got, 0o644))
@@ -315,7 +316,7 @@ func TestBrokerDocumentsServed(t *testing.T) {
 		require.Equal(t, "application/json", r.Header.Get("Content-Type"), tc.path)
 		require.Equal(t, "tv", r.Body["x-family"], tc.path)
 		require.Equal(t, string(tc.p), r.Body["x-profile"], tc.path)
-		want, err := json.MarshalIndent(tradeapi.BrokerOpenAPIFor(tc.p), "", "  ")
+		want, err := apischema.Encode(tradeapi.BrokerOpenAPIFor(tc.p))
 		require.NoError(t, err)
 		require.Equal(t, string(want), r.Raw, tc.path)
 		// A token changes nothing, and nothing is called.

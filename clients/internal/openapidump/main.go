@@ -57,6 +57,7 @@ func main() {
 		fail(fmt.Errorf("-openapi %q: want 3.1 or 3.0", *version))
 	}
 	enc := json.NewEncoder(os.Stdout)
+	enc.SetEscapeHTML(false) // as the relay serves it
 	enc.SetIndent("", "  ")
 	if err := enc.Encode(doc); err != nil {
 		fail(err)
