@@ -19,13 +19,16 @@ import (
 	"tradebridge/protocol"
 	"tradebridge/relay/events"
 	"tradebridge/trading/bridge/sim"
+	"tradebridge/trading/engine/enginetest"
 )
 
 // A monitor that trips on the agent's simulator reaches the relay as the
 // agent's activity report: a TypeAgent event of kind activity, whose
-// entry holds the trip's limit and the orders of its flatten.
+// entry holds the trip's limit and the orders of its flatten, stamped
+// with the real time while the simulator's clock is elsewhere.
 func TestMonitorTripReachesTheRelayAsActivity(t *testing.T) {
 	t.Parallel()
+	start := time.Now()
 	s := systemtest.New(t)
 	reports := make(chan protocol.Event, 16)
 	require.NoError(t, s.Relay().Events().Subscribe(events.Subscription{Name: "test.activity",
@@ -67,7 +70,7 @@ func TestMonitorTripReachesTheRelayAsActivity(t *testing.T) {
 	require.Equal(t, protocol.ActivityMonitorTripped, e.Kind)
 	require.Equal(t, "Sim101", e.Account)
 	require.Equal(t, protocol.ActivitySource{Kind: protocol.SourceMonitor, ID: m.ID}, e.Source)
-	require.True(t, e.At.Equal(systemtest.SimStart), "at the engine's clock: %s", e.At)
+	enginetest.RequireRealTime(t, start, e.At, "stamped with the real time, not the simulator's")
 	var d struct {
 		Limit   string `json:"limit"`
 		OnTrip  string `json:"onTrip"`

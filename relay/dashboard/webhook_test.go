@@ -11,6 +11,7 @@ import (
 	"regexp"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -80,7 +81,12 @@ func newHookEnv(t *testing.T) *hookEnv {
 	}
 	keys, err := sealed.Generate("test")
 	require.NoError(t, err)
-	agents := agentcalltest.New(nil)
+	// The agent answers writes as a real one does, with the order's id
+	// (a write answered without it fails the alert).
+	var orders atomic.Int64
+	agents := agentcalltest.New(func(_ context.Context, _, _, _ string, _ json.RawMessage) (json.RawMessage, error) {
+		return json.RawMessage(fmt.Sprintf(`{"orderId":"o-%d"}`, orders.Add(1))), nil
+	})
 	agents.Connect(aliceID, agentcall.Info{Hello: protocol.Hello{ProtocolVersion: protocol.ExitsProtocolVersion}})
 	adm, err := admit.New(admit.Options{Auth: noTokens{}})
 	require.NoError(t, err)
