@@ -224,13 +224,15 @@ func (crashedStore) FinishIdempotent(context.Context, store.Idempotent) error {
 // runs in this process is told to retry in 1 s.
 func TestKeyedWritesInProgressSaysWhenToRetry(t *testing.T) {
 	t.Parallel()
+	// A key of its own: which writes run in this process is
+	// known process-wide, and the parallel tests share the process.
 	st := openStore(t)
 	clock := testkit.NewClock(testkit.Epoch)
 	caller := &recordingCaller{}
 	killed, err := tradecall.NewKeyedWrites(tradecall.KeyedOptions{Store: crashedStore{st}, Caller: caller, Now: clock.Now})
 	require.NoError(t, err)
 	args := json.RawMessage(`{"account":"Sim101","quantity":1}`)
-	o := killed.Run(context.Background(), "usr", protocol.FnPlaceOrder, "key:k-1", args)
+	o := killed.Run(context.Background(), "usr", protocol.FnPlaceOrder, "key:killed-relay", args)
 	require.Nil(t, o.Err, "the call ran; its outcome was never recorded")
 
 	restarted, err := tradecall.NewKeyedWrites(tradecall.KeyedOptions{Store: st, Caller: caller, Now: clock.Now})
@@ -247,7 +249,7 @@ func TestKeyedWritesInProgressSaysWhenToRetry(t *testing.T) {
 		{60 * time.Second, 1},
 	} {
 		clock.Set(testkit.Epoch.Add(tc.at))
-		o := restarted.Run(context.Background(), "usr", protocol.FnPlaceOrder, "key:k-1", args)
+		o := restarted.Run(context.Background(), "usr", protocol.FnPlaceOrder, "key:killed-relay", args)
 		require.NotNil(t, o.Err, "at %v", tc.at)
 		require.Equal(t, errcode.RequestInProgress, o.Err.Code, "at %v", tc.at)
 		require.Equal(t, http.StatusConflict, o.Err.Status)
@@ -256,9 +258,9 @@ func TestKeyedWritesInProgressSaysWhenToRetry(t *testing.T) {
 	require.Len(t, caller.IDs(), 1, "no repeat ran while the record was running")
 
 	clock.Set(testkit.Epoch.Add(60*time.Second + time.Millisecond))
-	o = restarted.Run(context.Background(), "usr", protocol.FnPlaceOrder, "key:k-1", args)
+	o = restarted.Run(context.Background(), "usr", protocol.FnPlaceOrder, "key:killed-relay", args)
 	require.Nil(t, o.Err, "the stale record is taken over")
-	require.Equal(t, []string{"idem:key:k-1", "idem:key:k-1"}, caller.IDs(), "under the same request id")
+	require.Equal(t, []string{"idem:key:killed-relay", "idem:key:killed-relay"}, caller.IDs(), "under the same request id")
 
 	// A write running in this process: retry at once.
 	release := make(chan struct{})
