@@ -95,7 +95,7 @@ func (c *Calls) Run(ctx context.Context, p auth.Principal, call SocketCall) Outc
 	if err == nil && call.Write {
 		if cerr := CheckWriteResult(call.Fn, res); cerr != nil {
 			c.log.Error("agent answered a write with a malformed result", zap.String("user", p.UserID), zap.String("fn", call.Fn), zap.Error(cerr))
-			return Outcome{Err: malformedResult(false)}
+			err = cerr // CallOutcome answers it as CallError does: malformedResult
 		}
 	}
 	if err != nil && !gone {
