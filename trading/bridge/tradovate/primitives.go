@@ -510,6 +510,31 @@ func (p *Platform) afterWrite(ctx context.Context, broker int64, ready func(prot
 	return rec, nil
 }
 
+// afterCommand is afterWrite for a command (a cancel or a modification)
+// the broker accepted as command cmd: a command report rejecting it, which
+// the broker may send after its answer, ends the wait with the rejection
+// (its rejectReason).
+func (p *Platform) afterCommand(ctx context.Context, broker, cmd int64, ready func(protocol.Order) bool) (protocol.Order, error) {
+	rejected := func() (tradovatewire.CommandReport, bool) { // p.mu held
+		if p.m == nil || cmd == 0 {
+			return tradovatewire.CommandReport{}, false
+		}
+		r, ok := p.m.reports[cmd]
+		return r, ok && r.Rejected()
+	}
+	rec, err := p.afterWrite(ctx, broker, func(o protocol.Order) bool {
+		_, rej := rejected()
+		return rej || ready(o)
+	})
+	p.mu.Lock()
+	r, rej := rejected()
+	p.mu.Unlock()
+	if rej {
+		return protocol.Order{}, brokerReject(cmp.Or(r.RejectReason, tradovatewire.ReasonUnknown), "")
+	}
+	return rec, err
+}
+
 // barrier sends a request on the user socket and waits for its reply:
 // the events the broker sent before it are applied by then.
 func (p *Platform) barrier(ctx context.Context, broker int64) {
@@ -644,10 +669,10 @@ func (p *Platform) CancelOrder(ctx context.Context, account, orderID string) (pr
 	if err != nil {
 		return protocol.Order{}, err
 	}
-	if res.FailureReason != "" || res.ErrorText != "" {
+	if res.Failed() {
 		return protocol.Order{}, brokerReject(res.FailureReason, res.ErrorText)
 	}
-	return p.afterWrite(ctx, broker, func(o protocol.Order) bool { return protocol.TerminalOrderState(o.OrderState) })
+	return p.afterCommand(ctx, broker, res.CommandID, func(o protocol.Order) bool { return protocol.TerminalOrderState(o.OrderState) })
 }
 
 // ChangeOrder implements bridge.Platform with order/modifyorder, sending
@@ -708,24 +733,30 @@ func (p *Platform) ChangeOrder(ctx context.Context, req bridge.ChangeRequest) (p
 	if err := writeError(p.sess.Do(ctx, http.MethodPost, "/order/modifyorder", "", mod, &res), true); err != nil {
 		return protocol.Order{}, err
 	}
-	if res.FailureReason != "" || res.ErrorText != "" {
+	if res.Failed() {
 		return protocol.Order{}, brokerReject(res.FailureReason, res.ErrorText)
 	}
-	return p.afterWrite(ctx, broker, func(o protocol.Order) bool {
+	return p.afterCommand(ctx, broker, res.CommandID, func(o protocol.Order) bool {
 		return protocol.TerminalOrderState(o.OrderState) || (o.Quantity == mod.OrderQty &&
 			(!hasLimit || o.LimitPrice == mod.Price) && (!hasStop || o.StopPrice == mod.StopPrice))
 	})
 }
 
-// Flatten implements bridge.Platform: with a position, the broker's
-// liquidateposition (it cancels the contract's working orders and closes
-// the position at market; the closing order is named "Close"); without
-// one, the contract's working orders are cancelled one by one.
+// Flatten implements bridge.Platform over REST alone, from the broker's
+// own lists (position/list, order/list), not the mirror: it works while
+// the user-data socket is down and when the mirror is behind. With a
+// position, the broker's liquidateposition (it cancels the contract's
+// working orders and closes the position at market; the closing order is
+// named "Close"); without one, the contract's working orders are
+// cancelled one by one. While the socket is up it then waits for the
+// mirror to show the account flat there; without it, it returns once the
+// broker accepted the requests.
 func (p *Platform) Flatten(ctx context.Context, account, instrument string) error {
 	if err := p.usable(ctx); err != nil {
 		return err
 	}
-	if _, err := readAccount(ctx, p, account, func(*mirror, *accountState) bool { return true }); err != nil {
+	acct, err := p.brokerAccountID(ctx, account)
+	if err != nil {
 		return err
 	}
 	inst, err := p.resolve(ctx, instrument)
@@ -736,37 +767,26 @@ func (p *Platform) Flatten(ctx context.Context, account, instrument string) erro
 	if err != nil {
 		return err
 	}
-	type state struct {
-		acct    int64
-		netPos  int
-		working []int64
-	}
-	st, err := readAccount(ctx, p, account, func(m *mirror, a *accountState) state {
-		s := state{acct: a.rec.ID, netPos: m.positions[posKey{a.rec.ID, cid}].NetPos}
-		for _, id := range sortedIDs(m.orders) {
-			os := m.orders[id]
-			if os.o.AccountID != a.rec.ID || os.o.ContractID != cid {
-				continue
-			}
-			if rec, ok := p.orderRecordLocked(id); ok && !protocol.TerminalOrderState(rec.OrderState) {
-				s.working = append(s.working, id)
-			}
-		}
-		return s
-	})
+	netPos, err := p.brokerNetPos(ctx, acct, cid)
 	if err != nil {
 		return err
 	}
-	if st.netPos == 0 {
-		for _, id := range st.working {
-			var res tradovatewire.CommandResponse
-			if err := writeError(p.sess.Do(ctx, http.MethodPost, "/order/cancelorder", "",
-				tradovatewire.CancelOrderRequest{OrderID: id, IsAutomated: true}, &res), true); err != nil {
-				return err
+	if netPos == 0 {
+		working, err := p.brokerWorking(ctx, acct, cid)
+		if err != nil {
+			return err
+		}
+		var first error
+		for _, id := range working {
+			if err := p.cancelForFlatten(ctx, id); err != nil && first == nil {
+				first = err
 			}
 		}
-		if len(st.working) > 0 {
-			p.afterFlatten(ctx, st.acct, cid)
+		if first != nil {
+			return first
+		}
+		if len(working) > 0 {
+			p.afterFlatten(ctx, acct, cid)
 		}
 		return nil
 	}
@@ -777,17 +797,118 @@ func (p *Platform) Flatten(ctx context.Context, account, instrument string) erro
 	p.startPlacing()
 	var res tradovatewire.PlaceOrderResponse
 	err = writeError(p.sess.Do(ctx, http.MethodPost, "/order/liquidateposition", "",
-		tradovatewire.LiquidatePositionRequest{AccountID: st.acct, ContractID: cid}, &res), false)
+		tradovatewire.LiquidatePositionRequest{AccountID: acct, ContractID: cid}, &res), false)
+	if err == nil && res.OrderID == 0 && res.ErrorText == "" &&
+		(res.FailureReason == "" || res.FailureReason == tradovatewire.ReasonSuccess) {
+		// Nothing left to close (the position closed meanwhile): the
+		// broker cancelled the contract's orders and placed none.
+		p.ids.release(ours)
+		p.donePlacing()
+		p.afterFlatten(ctx, acct, cid)
+		return nil
+	}
 	if failed := p.placed(ours, err, res.OrderID, res.FailureReason, res.ErrorText); failed != nil {
 		return failed
 	}
-	p.afterFlatten(ctx, st.acct, cid)
+	p.afterFlatten(ctx, acct, cid)
+	return nil
+}
+
+// brokerAccountID is the broker's id of an account: from the mirror when
+// there is one (even while the socket is down: ids do not change), else
+// from account/list.
+func (p *Platform) brokerAccountID(ctx context.Context, name string) (int64, error) {
+	p.mu.Lock()
+	var id int64
+	if p.m != nil {
+		id = p.m.byName[name]
+	}
+	p.mu.Unlock()
+	if id != 0 {
+		return id, nil
+	}
+	var accts []tradovatewire.Account
+	if err := p.sess.Do(ctx, http.MethodGet, "/account/list", "", nil, &accts); err != nil {
+		return 0, err
+	}
+	for _, a := range accts {
+		if a.Name == name {
+			return a.ID, nil
+		}
+	}
+	return 0, errAccount()
+}
+
+// brokerNetPos is the account's net position in a contract as the
+// broker's position/list says: the row of the latest trade date.
+func (p *Platform) brokerNetPos(ctx context.Context, acct, cid int64) (int, error) {
+	var rows []tradovatewire.Position
+	if err := p.sess.Do(ctx, http.MethodGet, "/position/list", "", nil, &rows); err != nil {
+		return 0, err
+	}
+	var latest *tradovatewire.Position
+	for i, r := range rows {
+		if r.AccountID == acct && r.ContractID == cid && (latest == nil || !tradeDateLess(r.TradeDate, latest.TradeDate)) {
+			latest = &rows[i]
+		}
+	}
+	if latest == nil {
+		return 0, nil
+	}
+	return latest.NetPos, nil
+}
+
+// brokerWorking lists the account's orders in a contract that the
+// broker's order/list reports still working.
+func (p *Platform) brokerWorking(ctx context.Context, acct, cid int64) ([]int64, error) {
+	var orders []tradovatewire.Order
+	if err := p.sess.Do(ctx, http.MethodGet, "/order/list", "", nil, &orders); err != nil {
+		return nil, err
+	}
+	var out []int64
+	for _, o := range orders {
+		if o.AccountID != acct || o.ContractID != cid {
+			continue
+		}
+		switch o.OrdStatus {
+		case tradovatewire.StatusWorking, tradovatewire.StatusPendingNew, tradovatewire.StatusPendingReplace,
+			tradovatewire.StatusSuspended:
+			out = append(out, o.ID)
+		}
+	}
+	slices.Sort(out)
+	return out, nil
+}
+
+// cancelForFlatten cancels one working order for Flatten: an order that
+// ended meanwhile (the broker no longer knows it, or answers TooLate) is
+// no failure.
+func (p *Platform) cancelForFlatten(ctx context.Context, id int64) error {
+	var res tradovatewire.CommandResponse
+	err := writeError(p.sess.Do(ctx, http.MethodPost, "/order/cancelorder", "",
+		tradovatewire.CancelOrderRequest{OrderID: id, IsAutomated: true}, &res), true)
+	switch {
+	case errors.Is(err, bridge.ErrOrderNotFound):
+		return nil
+	case err != nil:
+		return err
+	case res.Failed() && res.FailureReason == "TooLate":
+		return nil
+	case res.Failed():
+		return brokerReject(res.FailureReason, res.ErrorText)
+	}
 	return nil
 }
 
 // afterFlatten waits until the account is flat in the contract with no
 // working order there, or WriteWait passes.
 func (p *Platform) afterFlatten(ctx context.Context, acct, cid int64) {
+	p.mu.Lock()
+	up := p.user != nil
+	p.mu.Unlock()
+	if !up {
+		return // no mirror to wait for: the broker accepted
+	}
 	p.barrier(ctx, 0)
 	p.waitFor(ctx, p.opts.WriteWait, func() bool {
 		m := p.m
