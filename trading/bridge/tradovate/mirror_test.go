@@ -15,6 +15,7 @@ import (
 	"tradebridge/trading/bridge/tradovate"
 	"tradebridge/trading/bridge/tradovate/tradovatetest"
 	"tradebridge/trading/bridge/tradovate/tradovatewire"
+	"tradebridge/trading/ops"
 )
 
 // marketBuy opens a position in the market behind the fake, not through
@@ -231,4 +232,34 @@ func TestOlderTradeDatePositionIsNoPhantom(t *testing.T) {
 	assert.Empty(t, ps, "nor after a resync")
 	require.NoError(t, pr.Platform.Flatten(t.Context(), acct, es), "nothing to liquidate")
 	assert.Zero(t, pr.Fake.Requests("/order/liquidateposition"))
+}
+
+func TestOpsFlattenEverythingWithoutUserSocket(t *testing.T) {
+	t.Parallel()
+	pr, clock := pairClock(t, tradovatetest.PairOptions{})
+	o, err := ops.New(ops.Options{Platform: pr.Platform, Now: clock.Now})
+	require.NoError(t, err)
+	_, err = pr.Platform.SubmitOrder(t.Context(), limit(protocol.ActionBuy, 5990))
+	require.NoError(t, err)
+	pr.Fake.RefuseUserSockets(true)
+	require.Eventually(t, func() bool { return !pr.Platform.Status().Connected }, testkit.Medium, time.Millisecond)
+	marketBuy(t, pr, 2)
+
+	res, err := o.FlattenEverything(t.Context(), protocol.NoArgs{})
+	require.NoError(t, err, "the kill switch's flatten works over REST alone")
+	assert.Zero(t, brokerQty(t, pr))
+	require.Len(t, res.Positions, 1)
+	assert.Equal(t, es, res.Positions[0].Instrument)
+	assert.Equal(t, 2, res.Positions[0].Quantity)
+	os, err := pr.Market.Orders(t.Context(), acct)
+	require.NoError(t, err)
+	for _, x := range os {
+		assert.True(t, protocol.TerminalOrderState(x.OrderState), "%s is %s", x.OrderID, x.OrderState)
+	}
+
+	// A tagged flatten does not fall back: it needs the platform's state.
+	_, err = o.Flatten(t.Context(), protocol.FlattenArgs{StrategyTag: "bot-1"})
+	var pe *protocol.Error
+	require.ErrorAs(t, err, &pe)
+	assert.Equal(t, protocol.CodePlatformUnavailable, pe.Code)
 }

@@ -17,8 +17,9 @@ import (
 
 // The platform's bridge.Platform and bridge.PairSubmitter.
 var (
-	_ bridge.Platform      = (*Platform)(nil)
-	_ bridge.PairSubmitter = (*Platform)(nil)
+	_ bridge.Platform        = (*Platform)(nil)
+	_ bridge.PairSubmitter   = (*Platform)(nil)
+	_ bridge.BrokerFlattener = (*Platform)(nil)
 )
 
 // Connections implements bridge.Platform: one connection, "Tradovate
@@ -755,10 +756,14 @@ func (p *Platform) Flatten(ctx context.Context, account, instrument string) erro
 	if err := p.usable(ctx); err != nil {
 		return err
 	}
-	acct, err := p.brokerAccountID(ctx, account)
+	if account == "" {
+		return errAccount()
+	}
+	accts, err := p.brokerAccounts(ctx, account)
 	if err != nil {
 		return err
 	}
+	acct := accts[0].ID
 	inst, err := p.resolve(ctx, instrument)
 	if err != nil {
 		return err
@@ -767,15 +772,26 @@ func (p *Platform) Flatten(ctx context.Context, account, instrument string) erro
 	if err != nil {
 		return err
 	}
-	netPos, err := p.brokerNetPos(ctx, acct, cid)
+	rows, err := p.brokerPositions(ctx)
 	if err != nil {
 		return err
 	}
-	if netPos == 0 {
-		working, err := p.brokerWorking(ctx, acct, cid)
+	net := latestNetPos(rows, acct, cid)
+	var working []int64
+	if net == 0 { // else the liquidation cancels them
+		orders, err := p.brokerOrders(ctx)
 		if err != nil {
 			return err
 		}
+		working = workingOrders(orders, acct, cid)
+	}
+	return p.flattenContract(ctx, account, acct, cid, net, working)
+}
+
+// flattenContract flattens an account in a contract given the broker's
+// net position and working orders there (see Flatten).
+func (p *Platform) flattenContract(ctx context.Context, account string, acct, cid int64, netPos int, working []int64) error {
+	if netPos == 0 {
 		var first error
 		for _, id := range working {
 			if err := p.cancelForFlatten(ctx, id); err != nil && first == nil {
@@ -796,7 +812,7 @@ func (p *Platform) Flatten(ctx context.Context, account, instrument string) erro
 	}
 	p.startPlacing()
 	var res tradovatewire.PlaceOrderResponse
-	err = writeError(p.sess.Do(ctx, http.MethodPost, "/order/liquidateposition", "",
+	err := writeError(p.sess.Do(ctx, http.MethodPost, "/order/liquidateposition", "",
 		tradovatewire.LiquidatePositionRequest{AccountID: acct, ContractID: cid}, &res), false)
 	if err == nil && res.OrderID == 0 && res.ErrorText == "" &&
 		(res.FailureReason == "" || res.FailureReason == tradovatewire.ReasonSuccess) {
@@ -814,38 +830,131 @@ func (p *Platform) Flatten(ctx context.Context, account, instrument string) erro
 	return nil
 }
 
-// brokerAccountID is the broker's id of an account: from the mirror when
-// there is one (even while the socket is down: ids do not change), else
-// from account/list.
-func (p *Platform) brokerAccountID(ctx context.Context, name string) (int64, error) {
+// FlattenFromBroker implements bridge.BrokerFlattener: Flatten over
+// every contract (or instrument's) where the broker's position/list shows
+// account (or every account) holding a position or order/list a working
+// order, from one read of each list.
+func (p *Platform) FlattenFromBroker(ctx context.Context, account, instrument string) ([]protocol.Position, error) {
+	if err := p.usable(ctx); err != nil {
+		return nil, err
+	}
+	accts, err := p.brokerAccounts(ctx, account)
+	if err != nil {
+		return nil, err
+	}
+	var only int64
+	if instrument != "" {
+		inst, err := p.resolve(ctx, instrument)
+		if err != nil {
+			return nil, err
+		}
+		if only, err = p.contractID(ctx, inst); err != nil {
+			return nil, err
+		}
+	}
+	rows, err := p.brokerPositions(ctx)
+	if err != nil {
+		return nil, err
+	}
+	orders, err := p.brokerOrders(ctx)
+	if err != nil {
+		return nil, err
+	}
+	out := []protocol.Position{}
+	var first error
+	for _, a := range accts {
+		cids := map[int64]bool{}
+		for _, r := range rows {
+			if r.AccountID == a.ID && (only == 0 || r.ContractID == only) {
+				cids[r.ContractID] = true
+			}
+		}
+		for _, o := range orders {
+			if o.AccountID == a.ID && (only == 0 || o.ContractID == only) {
+				cids[o.ContractID] = true
+			}
+		}
+		ids := sortedIDs(cids)
+		p.contracts.ensure(ctx, ids)
+		for _, cid := range ids {
+			net, working := latestNetPos(rows, a.ID, cid), workingOrders(orders, a.ID, cid)
+			if net == 0 && len(working) == 0 {
+				continue
+			}
+			if err := p.flattenContract(ctx, a.Name, a.ID, cid, net, working); err != nil {
+				if first == nil {
+					first = err
+				}
+				continue
+			}
+			if net != 0 {
+				pos := protocol.Position{Account: a.Name, InstrumentType: "Future", Quantity: net,
+					MarketPosition: protocol.MarketPositionLong}
+				if net < 0 {
+					pos.Quantity, pos.MarketPosition = -net, protocol.MarketPositionShort
+				}
+				if c, ok := p.contracts.cached(cid); ok {
+					pos.Instrument = c.Name
+				}
+				out = append(out, pos)
+			}
+		}
+	}
+	return out, first
+}
+
+// brokerAccounts are the broker's accounts named name (all of them when
+// name is empty): from the mirror when there is one, else account/list.
+func (p *Platform) brokerAccounts(ctx context.Context, name string) ([]tradovatewire.Account, error) {
 	p.mu.Lock()
-	var id int64
+	var out []tradovatewire.Account
 	if p.m != nil {
-		id = p.m.byName[name]
+		for _, id := range p.m.accOrder {
+			if a := p.m.accounts[id].rec; name == "" || a.Name == name {
+				out = append(out, a)
+			}
+		}
 	}
 	p.mu.Unlock()
-	if id != 0 {
-		return id, nil
+	if len(out) > 0 {
+		return out, nil
 	}
 	var accts []tradovatewire.Account
 	if err := p.sess.Do(ctx, http.MethodGet, "/account/list", "", nil, &accts); err != nil {
-		return 0, err
+		return nil, err
 	}
 	for _, a := range accts {
-		if a.Name == name {
-			return a.ID, nil
+		if name == "" || a.Name == name {
+			out = append(out, a)
 		}
 	}
-	return 0, errAccount()
+	if len(out) == 0 && name != "" {
+		return nil, errAccount()
+	}
+	return out, nil
 }
 
-// brokerNetPos is the account's net position in a contract as the
-// broker's position/list says: the row of the latest trade date.
-func (p *Platform) brokerNetPos(ctx context.Context, acct, cid int64) (int, error) {
+// brokerPositions reads the broker's position/list.
+func (p *Platform) brokerPositions(ctx context.Context) ([]tradovatewire.Position, error) {
 	var rows []tradovatewire.Position
 	if err := p.sess.Do(ctx, http.MethodGet, "/position/list", "", nil, &rows); err != nil {
-		return 0, err
+		return nil, err
 	}
+	return rows, nil
+}
+
+// brokerOrders reads the broker's order/list.
+func (p *Platform) brokerOrders(ctx context.Context) ([]tradovatewire.Order, error) {
+	var orders []tradovatewire.Order
+	if err := p.sess.Do(ctx, http.MethodGet, "/order/list", "", nil, &orders); err != nil {
+		return nil, err
+	}
+	return orders, nil
+}
+
+// latestNetPos is the account's net position in a contract in the
+// broker's position rows: the row of the latest trade date.
+func latestNetPos(rows []tradovatewire.Position, acct, cid int64) int {
 	var latest *tradovatewire.Position
 	for i, r := range rows {
 		if r.AccountID == acct && r.ContractID == cid && (latest == nil || !tradeDateLess(r.TradeDate, latest.TradeDate)) {
@@ -853,18 +962,14 @@ func (p *Platform) brokerNetPos(ctx context.Context, acct, cid int64) (int, erro
 		}
 	}
 	if latest == nil {
-		return 0, nil
+		return 0
 	}
-	return latest.NetPos, nil
+	return latest.NetPos
 }
 
-// brokerWorking lists the account's orders in a contract that the
-// broker's order/list reports still working.
-func (p *Platform) brokerWorking(ctx context.Context, acct, cid int64) ([]int64, error) {
-	var orders []tradovatewire.Order
-	if err := p.sess.Do(ctx, http.MethodGet, "/order/list", "", nil, &orders); err != nil {
-		return nil, err
-	}
+// workingOrders lists the account's orders in a contract that the
+// broker's orders report still working.
+func workingOrders(orders []tradovatewire.Order, acct, cid int64) []int64 {
 	var out []int64
 	for _, o := range orders {
 		if o.AccountID != acct || o.ContractID != cid {
@@ -877,7 +982,7 @@ func (p *Platform) brokerWorking(ctx context.Context, acct, cid int64) ([]int64,
 		}
 	}
 	slices.Sort(out)
-	return out, nil
+	return out
 }
 
 // cancelForFlatten cancels one working order for Flatten: an order that
