@@ -363,6 +363,9 @@ func (p *Platform) runUser(ctx context.Context) bool {
 func (p *Platform) loadFees(ctx context.Context) {
 	var fees []tradovatewire.FillFee
 	if err := p.sess.Do(ctx, http.MethodGet, "/fillFee/list", "", nil, &fees); err != nil {
+		if ctx.Err() != nil {
+			return
+		}
 		p.log.Warn("tradovate: the fills' fees could not be read; commissions may show low", zap.Error(err))
 		return
 	}
