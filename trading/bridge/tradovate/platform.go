@@ -11,7 +11,8 @@
 // accounts, orders, fills and positions, taken with user/syncrequest on
 // the user-data socket and kept current from its props events; reads are
 // served from the mirror, writes are REST calls answered once their
-// effects are in the mirror. Quotes come from the market-data socket.
+// effects are in the mirror; Flatten reads the broker's own lists over
+// REST, so that it works while the socket is down. Quotes come from the market-data socket.
 // The broker's numeric order ids are mapped to the order ids callers
 // chose, in a Persist that survives relay restarts.
 //
