@@ -29,6 +29,11 @@ type mirror struct {
 	fees      map[int64]tradovatewire.FillFee
 	positions map[posKey]tradovatewire.Position
 	cash      map[int64]tradovatewire.CashBalance // the latest, by account
+	// reports are the broker's command reports, by command id: a
+	// rejected one ends the write that waits for it.
+	reports map[int64]tradovatewire.CommandReport
+	// commands are the broker's commands, by id.
+	commands map[int64]tradovatewire.Command
 
 	// What was last published, so that only changes are.
 	pubOrders    map[int64]protocol.Order
@@ -66,6 +71,7 @@ func newMirror(userID int64) *mirror {
 	return &mirror{userID: userID, accounts: make(map[int64]*accountState), byName: make(map[string]int64),
 		orders: make(map[int64]*orderState), fills: make(map[int64]tradovatewire.Fill), fees: make(map[int64]tradovatewire.FillFee),
 		positions: make(map[posKey]tradovatewire.Position), cash: make(map[int64]tradovatewire.CashBalance),
+		reports: make(map[int64]tradovatewire.CommandReport), commands: make(map[int64]tradovatewire.Command),
 		pubOrders: make(map[int64]protocol.Order), pubPositions: make(map[posKey]protocol.Position),
 		pubExecs: make(map[int64]bool)}
 }
@@ -108,12 +114,31 @@ func (m *mirror) setVersion(v tradovatewire.OrderVersion) {
 	os.v, os.hasVer = v, true
 }
 
+// addFill records a fill; an inactive one (busted or corrected by the
+// broker) is removed, so that it counts nowhere: not in the order's filled
+// quantity, the executions or the commission.
 func (m *mirror) addFill(f tradovatewire.Fill) {
-	m.fills[f.ID] = f
 	os := m.order(f.OrderID)
+	if !f.Active {
+		delete(m.fills, f.ID)
+		os.fills = slices.DeleteFunc(os.fills, func(id int64) bool { return id == f.ID })
+		return
+	}
+	m.fills[f.ID] = f
 	if !slices.Contains(os.fills, f.ID) {
 		os.fills = append(os.fills, f.ID)
 	}
+}
+
+// setPosition records a position row. The broker keeps a row per
+// account, contract and trade date: the row of the latest trade date is
+// the position, and a row of an older one is ignored.
+func (m *mirror) setPosition(pos tradovatewire.Position) {
+	k := posKey{pos.AccountID, pos.ContractID}
+	if old, ok := m.positions[k]; ok && old.ID != pos.ID && tradeDateLess(pos.TradeDate, old.TradeDate) {
+		return
+	}
+	m.positions[k] = pos
 }
 
 // setCash records an account's cash balance: the latest one wins.
@@ -150,7 +175,13 @@ func (p *Platform) applySnapshot(userID int64, s tradovatewire.SyncResponse, soc
 		m.fees[f.ID] = f
 	}
 	for _, pos := range s.Positions {
-		m.positions[posKey{pos.AccountID, pos.ContractID}] = pos
+		m.setPosition(pos)
+	}
+	for _, c := range s.Commands {
+		m.commands[c.ID] = c
+	}
+	for _, r := range s.CommandReports {
+		m.reports[r.CommandID] = r
 	}
 	for _, c := range s.CashBalances {
 		// One per account; of several, the latest trade date's.
@@ -168,6 +199,15 @@ func (p *Platform) applySnapshot(userID int64, s tradovatewire.SyncResponse, soc
 		for id, os := range old.orders {
 			if n := m.orders[id]; n != nil && os.triggered && n.typ == os.typ {
 				n.triggered = true
+			}
+		}
+		// The answer carries no fees (fillFee/list is read after it): the
+		// fees known of fills still listed stay.
+		for id, f := range old.fees {
+			if _, ok := m.fills[id]; ok {
+				if _, have := m.fees[id]; !have {
+					m.fees[id] = f
+				}
 			}
 		}
 	}
@@ -352,9 +392,11 @@ func (p *Platform) applyLocked(msg tradovatewire.Message) {
 		}
 		k := posKey{pos.AccountID, pos.ContractID}
 		if deleted {
-			delete(m.positions, k)
+			if pos.ID == 0 || m.positions[k].ID == pos.ID {
+				delete(m.positions, k)
+			}
 		} else {
-			m.positions[k] = pos
+			m.setPosition(pos)
 		}
 		evs = p.refreshPositionLocked(k)
 		p.md.kickLocked()
@@ -382,8 +424,40 @@ func (p *Platform) applyLocked(msg tradovatewire.Message) {
 		if json.Unmarshal(pe.Entity, &c) == nil && c.ID != 0 && c.Name != "" {
 			p.contracts.add(c)
 		}
+	case tradovatewire.EntityCommand:
+		var c tradovatewire.Command
+		if json.Unmarshal(pe.Entity, &c) != nil || c.ID == 0 {
+			bad()
+			return
+		}
+		m.commands[c.ID] = c
+	case tradovatewire.EntityCommandReport:
+		var r tradovatewire.CommandReport
+		if json.Unmarshal(pe.Entity, &r) != nil || r.CommandID == 0 {
+			bad()
+			return
+		}
+		m.reports[r.CommandID] = r
+		if r.Rejected() {
+			p.commandRejectedLocked(r)
+		}
 	}
 	p.publishLocked(evs)
+}
+
+// commandRejectedLocked tells of a command the broker rejected after it
+// accepted the request: the write waiting for it (afterCommand) returns
+// the rejection; the log says it for a write that already returned. The
+// order stays as the broker's entities say, which the rejection left
+// unchanged.
+func (p *Platform) commandRejectedLocked(r tradovatewire.CommandReport) {
+	fields := []zap.Field{zap.Int64("commandId", r.CommandID), zap.String("status", r.CommandStatus),
+		zap.String("code", tradovatewire.RejectCode(r.RejectReason))}
+	if c, ok := p.m.commands[r.CommandID]; ok {
+		ours, _ := p.ourID(c.OrderID)
+		fields = append(fields, zap.String("orderId", ours), zap.String("command", c.CommandType))
+	}
+	p.log.Warn("tradovate: the broker rejected a command after accepting it", fields...)
 }
 
 // bindByTextLocked maps an order to our id when its version carries the

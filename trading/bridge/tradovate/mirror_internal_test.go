@@ -42,8 +42,8 @@ func TestMirrorFromSync(t *testing.T) {
 			{ID: 12, AccountID: 1, ContractID: 3001, Timestamp: ts, Action: "Sell", OrdStatus: "Filled"}},
 		OrderVersions: []tradovatewire.OrderVersion{{ID: 21, OrderID: 11, OrderQty: 2, OrderType: "Market", TimeInForce: "Day"},
 			{ID: 22, OrderID: 12, OrderQty: 2, OrderType: "Market", TimeInForce: "Day"}},
-		Fills: []tradovatewire.Fill{{ID: 31, OrderID: 11, ContractID: 3001, Timestamp: ts, Action: "Buy", Qty: 2, Price: 6000.25},
-			{ID: 32, OrderID: 12, ContractID: 3001, Timestamp: ts, Action: "Sell", Qty: 2, Price: 6000}},
+		Fills: []tradovatewire.Fill{{ID: 31, OrderID: 11, ContractID: 3001, Timestamp: ts, Action: "Buy", Qty: 2, Price: 6000.25, Active: true},
+			{ID: 32, OrderID: 12, ContractID: 3001, Timestamp: ts, Action: "Sell", Qty: 2, Price: 6000, Active: true}},
 		FillFees:  []tradovatewire.FillFee{{ID: 31, Commission: 1.24}, {ID: 32, Commission: 1.0, ExchangeFee: 0.24}},
 		Positions: []tradovatewire.Position{{ID: 41, AccountID: 1, ContractID: 3001, NetPos: 0, Bought: 2, Sold: 2}},
 	})

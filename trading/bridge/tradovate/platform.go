@@ -11,7 +11,8 @@
 // accounts, orders, fills and positions, taken with user/syncrequest on
 // the user-data socket and kept current from its props events; reads are
 // served from the mirror, writes are REST calls answered once their
-// effects are in the mirror. Quotes come from the market-data socket.
+// effects are in the mirror; Flatten reads the broker's own lists over
+// REST, so that it works while the socket is down. Quotes come from the market-data socket.
 // The broker's numeric order ids are mapped to the order ids callers
 // chose, in a Persist that survives relay restarts.
 //
@@ -346,6 +347,7 @@ func (p *Platform) runUser(ctx context.Context) bool {
 		return false
 	}
 	p.log.Info("tradovate: synced")
+	p.loadFees(ctx)
 	select {
 	case <-ctx.Done():
 	case <-sock.Done():
@@ -353,6 +355,37 @@ func (p *Platform) runUser(ctx context.Context) bool {
 	}
 	p.setDown(platformUnavailable(CodeConnecting))
 	return true
+}
+
+// loadFees reads the fees of the login's fills (GET /fillFee/list): the
+// syncrequest answer does not carry them, and without them the day's
+// commission would restart at zero after each sync. A failure is logged;
+// the fees of fills that come later arrive as props events.
+func (p *Platform) loadFees(ctx context.Context) {
+	var fees []tradovatewire.FillFee
+	if err := p.sess.Do(ctx, http.MethodGet, "/fillFee/list", "", nil, &fees); err != nil {
+		if ctx.Err() != nil {
+			return
+		}
+		p.log.Warn("tradovate: the fills' fees could not be read; commissions may show low", zap.Error(err))
+		return
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.m == nil {
+		return
+	}
+	for _, f := range fees {
+		if _, ok := p.m.fees[f.ID]; !ok {
+			p.m.fees[f.ID] = f
+		}
+	}
+	var evs []bridge.Event
+	for _, id := range p.m.accOrder {
+		evs = append(evs, p.refreshAccountLocked(id)...)
+	}
+	p.publishLocked(evs)
+	p.notifyLocked()
 }
 
 // setConnecting records that a connection is being made, keeping a more

@@ -17,8 +17,9 @@ import (
 
 // The platform's bridge.Platform and bridge.PairSubmitter.
 var (
-	_ bridge.Platform      = (*Platform)(nil)
-	_ bridge.PairSubmitter = (*Platform)(nil)
+	_ bridge.Platform        = (*Platform)(nil)
+	_ bridge.PairSubmitter   = (*Platform)(nil)
+	_ bridge.BrokerFlattener = (*Platform)(nil)
 )
 
 // Connections implements bridge.Platform: one connection, "Tradovate
@@ -510,6 +511,31 @@ func (p *Platform) afterWrite(ctx context.Context, broker int64, ready func(prot
 	return rec, nil
 }
 
+// afterCommand is afterWrite for a command (a cancel or a modification)
+// the broker accepted as command cmd: a command report rejecting it, which
+// the broker may send after its answer, ends the wait with the rejection
+// (its rejectReason).
+func (p *Platform) afterCommand(ctx context.Context, broker, cmd int64, ready func(protocol.Order) bool) (protocol.Order, error) {
+	rejected := func() (tradovatewire.CommandReport, bool) { // p.mu held
+		if p.m == nil || cmd == 0 {
+			return tradovatewire.CommandReport{}, false
+		}
+		r, ok := p.m.reports[cmd]
+		return r, ok && r.Rejected()
+	}
+	rec, err := p.afterWrite(ctx, broker, func(o protocol.Order) bool {
+		_, rej := rejected()
+		return rej || ready(o)
+	})
+	p.mu.Lock()
+	r, rej := rejected()
+	p.mu.Unlock()
+	if rej {
+		return protocol.Order{}, brokerReject(cmp.Or(r.RejectReason, tradovatewire.ReasonUnknown), "")
+	}
+	return rec, err
+}
+
 // barrier sends a request on the user socket and waits for its reply:
 // the events the broker sent before it are applied by then.
 func (p *Platform) barrier(ctx context.Context, broker int64) {
@@ -644,10 +670,10 @@ func (p *Platform) CancelOrder(ctx context.Context, account, orderID string) (pr
 	if err != nil {
 		return protocol.Order{}, err
 	}
-	if res.FailureReason != "" || res.ErrorText != "" {
+	if res.Failed() {
 		return protocol.Order{}, brokerReject(res.FailureReason, res.ErrorText)
 	}
-	return p.afterWrite(ctx, broker, func(o protocol.Order) bool { return protocol.TerminalOrderState(o.OrderState) })
+	return p.afterCommand(ctx, broker, res.CommandID, func(o protocol.Order) bool { return protocol.TerminalOrderState(o.OrderState) })
 }
 
 // ChangeOrder implements bridge.Platform with order/modifyorder, sending
@@ -708,26 +734,36 @@ func (p *Platform) ChangeOrder(ctx context.Context, req bridge.ChangeRequest) (p
 	if err := writeError(p.sess.Do(ctx, http.MethodPost, "/order/modifyorder", "", mod, &res), true); err != nil {
 		return protocol.Order{}, err
 	}
-	if res.FailureReason != "" || res.ErrorText != "" {
+	if res.Failed() {
 		return protocol.Order{}, brokerReject(res.FailureReason, res.ErrorText)
 	}
-	return p.afterWrite(ctx, broker, func(o protocol.Order) bool {
+	return p.afterCommand(ctx, broker, res.CommandID, func(o protocol.Order) bool {
 		return protocol.TerminalOrderState(o.OrderState) || (o.Quantity == mod.OrderQty &&
 			(!hasLimit || o.LimitPrice == mod.Price) && (!hasStop || o.StopPrice == mod.StopPrice))
 	})
 }
 
-// Flatten implements bridge.Platform: with a position, the broker's
-// liquidateposition (it cancels the contract's working orders and closes
-// the position at market; the closing order is named "Close"); without
-// one, the contract's working orders are cancelled one by one.
+// Flatten implements bridge.Platform over REST alone, from the broker's
+// own lists (position/list, order/list), not the mirror: it works while
+// the user-data socket is down and when the mirror is behind. With a
+// position, the broker's liquidateposition (it cancels the contract's
+// working orders and closes the position at market; the closing order is
+// named "Close"); without one, the contract's working orders are
+// cancelled one by one. While the socket is up it then waits for the
+// mirror to show the account flat there; without it, it returns once the
+// broker accepted the requests.
 func (p *Platform) Flatten(ctx context.Context, account, instrument string) error {
 	if err := p.usable(ctx); err != nil {
 		return err
 	}
-	if _, err := readAccount(ctx, p, account, func(*mirror, *accountState) bool { return true }); err != nil {
+	if account == "" {
+		return errAccount()
+	}
+	accts, err := p.brokerAccounts(ctx, account)
+	if err != nil {
 		return err
 	}
+	acct := accts[0].ID
 	inst, err := p.resolve(ctx, instrument)
 	if err != nil {
 		return err
@@ -736,37 +772,37 @@ func (p *Platform) Flatten(ctx context.Context, account, instrument string) erro
 	if err != nil {
 		return err
 	}
-	type state struct {
-		acct    int64
-		netPos  int
-		working []int64
-	}
-	st, err := readAccount(ctx, p, account, func(m *mirror, a *accountState) state {
-		s := state{acct: a.rec.ID, netPos: m.positions[posKey{a.rec.ID, cid}].NetPos}
-		for _, id := range sortedIDs(m.orders) {
-			os := m.orders[id]
-			if os.o.AccountID != a.rec.ID || os.o.ContractID != cid {
-				continue
-			}
-			if rec, ok := p.orderRecordLocked(id); ok && !protocol.TerminalOrderState(rec.OrderState) {
-				s.working = append(s.working, id)
-			}
-		}
-		return s
-	})
+	rows, err := p.brokerPositions(ctx)
 	if err != nil {
 		return err
 	}
-	if st.netPos == 0 {
-		for _, id := range st.working {
-			var res tradovatewire.CommandResponse
-			if err := writeError(p.sess.Do(ctx, http.MethodPost, "/order/cancelorder", "",
-				tradovatewire.CancelOrderRequest{OrderID: id, IsAutomated: true}, &res), true); err != nil {
-				return err
+	net := latestNetPos(rows, acct, cid)
+	var working []int64
+	if net == 0 { // else the liquidation cancels them
+		orders, err := p.brokerOrders(ctx)
+		if err != nil {
+			return err
+		}
+		working = workingOrders(orders, acct, cid)
+	}
+	return p.flattenContract(ctx, account, acct, cid, net, working)
+}
+
+// flattenContract flattens an account in a contract given the broker's
+// net position and working orders there (see Flatten).
+func (p *Platform) flattenContract(ctx context.Context, account string, acct, cid int64, netPos int, working []int64) error {
+	if netPos == 0 {
+		var first error
+		for _, id := range working {
+			if err := p.cancelForFlatten(ctx, id); err != nil && first == nil {
+				first = err
 			}
 		}
-		if len(st.working) > 0 {
-			p.afterFlatten(ctx, st.acct, cid)
+		if first != nil {
+			return first
+		}
+		if len(working) > 0 {
+			p.afterFlatten(ctx, acct, cid)
 		}
 		return nil
 	}
@@ -776,18 +812,208 @@ func (p *Platform) Flatten(ctx context.Context, account, instrument string) erro
 	}
 	p.startPlacing()
 	var res tradovatewire.PlaceOrderResponse
-	err = writeError(p.sess.Do(ctx, http.MethodPost, "/order/liquidateposition", "",
-		tradovatewire.LiquidatePositionRequest{AccountID: st.acct, ContractID: cid}, &res), false)
+	err := writeError(p.sess.Do(ctx, http.MethodPost, "/order/liquidateposition", "",
+		tradovatewire.LiquidatePositionRequest{AccountID: acct, ContractID: cid}, &res), false)
+	if err == nil && res.OrderID == 0 && res.ErrorText == "" &&
+		(res.FailureReason == "" || res.FailureReason == tradovatewire.ReasonSuccess) {
+		// Nothing left to close (the position closed meanwhile): the
+		// broker cancelled the contract's orders and placed none.
+		p.ids.release(ours)
+		p.donePlacing()
+		p.afterFlatten(ctx, acct, cid)
+		return nil
+	}
 	if failed := p.placed(ours, err, res.OrderID, res.FailureReason, res.ErrorText); failed != nil {
 		return failed
 	}
-	p.afterFlatten(ctx, st.acct, cid)
+	p.afterFlatten(ctx, acct, cid)
+	return nil
+}
+
+// FlattenFromBroker implements bridge.BrokerFlattener: Flatten over
+// every contract (or instrument's) where the broker's position/list shows
+// account (or every account) holding a position or order/list a working
+// order, from one read of each list.
+func (p *Platform) FlattenFromBroker(ctx context.Context, account, instrument string) ([]protocol.Position, error) {
+	if err := p.usable(ctx); err != nil {
+		return nil, err
+	}
+	accts, err := p.brokerAccounts(ctx, account)
+	if err != nil {
+		return nil, err
+	}
+	var only int64
+	if instrument != "" {
+		inst, err := p.resolve(ctx, instrument)
+		if err != nil {
+			return nil, err
+		}
+		if only, err = p.contractID(ctx, inst); err != nil {
+			return nil, err
+		}
+	}
+	rows, err := p.brokerPositions(ctx)
+	if err != nil {
+		return nil, err
+	}
+	orders, err := p.brokerOrders(ctx)
+	if err != nil {
+		return nil, err
+	}
+	out := []protocol.Position{}
+	var first error
+	for _, a := range accts {
+		cids := map[int64]bool{}
+		for _, r := range rows {
+			if r.AccountID == a.ID && (only == 0 || r.ContractID == only) {
+				cids[r.ContractID] = true
+			}
+		}
+		for _, o := range orders {
+			if o.AccountID == a.ID && (only == 0 || o.ContractID == only) {
+				cids[o.ContractID] = true
+			}
+		}
+		ids := sortedIDs(cids)
+		p.contracts.ensure(ctx, ids)
+		for _, cid := range ids {
+			net, working := latestNetPos(rows, a.ID, cid), workingOrders(orders, a.ID, cid)
+			if net == 0 && len(working) == 0 {
+				continue
+			}
+			if err := p.flattenContract(ctx, a.Name, a.ID, cid, net, working); err != nil {
+				if first == nil {
+					first = err
+				}
+				continue
+			}
+			if net != 0 {
+				pos := protocol.Position{Account: a.Name, InstrumentType: "Future", Quantity: net,
+					MarketPosition: protocol.MarketPositionLong}
+				if net < 0 {
+					pos.Quantity, pos.MarketPosition = -net, protocol.MarketPositionShort
+				}
+				if c, ok := p.contracts.cached(cid); ok {
+					pos.Instrument = c.Name
+				}
+				out = append(out, pos)
+			}
+		}
+	}
+	return out, first
+}
+
+// brokerAccounts are the broker's accounts named name (all of them when
+// name is empty): from the mirror when there is one, else account/list.
+func (p *Platform) brokerAccounts(ctx context.Context, name string) ([]tradovatewire.Account, error) {
+	p.mu.Lock()
+	var out []tradovatewire.Account
+	if p.m != nil {
+		for _, id := range p.m.accOrder {
+			if a := p.m.accounts[id].rec; name == "" || a.Name == name {
+				out = append(out, a)
+			}
+		}
+	}
+	p.mu.Unlock()
+	if len(out) > 0 {
+		return out, nil
+	}
+	var accts []tradovatewire.Account
+	if err := p.sess.Do(ctx, http.MethodGet, "/account/list", "", nil, &accts); err != nil {
+		return nil, err
+	}
+	for _, a := range accts {
+		if name == "" || a.Name == name {
+			out = append(out, a)
+		}
+	}
+	if len(out) == 0 && name != "" {
+		return nil, errAccount()
+	}
+	return out, nil
+}
+
+// brokerPositions reads the broker's position/list.
+func (p *Platform) brokerPositions(ctx context.Context) ([]tradovatewire.Position, error) {
+	var rows []tradovatewire.Position
+	if err := p.sess.Do(ctx, http.MethodGet, "/position/list", "", nil, &rows); err != nil {
+		return nil, err
+	}
+	return rows, nil
+}
+
+// brokerOrders reads the broker's order/list.
+func (p *Platform) brokerOrders(ctx context.Context) ([]tradovatewire.Order, error) {
+	var orders []tradovatewire.Order
+	if err := p.sess.Do(ctx, http.MethodGet, "/order/list", "", nil, &orders); err != nil {
+		return nil, err
+	}
+	return orders, nil
+}
+
+// latestNetPos is the account's net position in a contract in the
+// broker's position rows: the row of the latest trade date.
+func latestNetPos(rows []tradovatewire.Position, acct, cid int64) int {
+	var latest *tradovatewire.Position
+	for i, r := range rows {
+		if r.AccountID == acct && r.ContractID == cid && (latest == nil || !tradeDateLess(r.TradeDate, latest.TradeDate)) {
+			latest = &rows[i]
+		}
+	}
+	if latest == nil {
+		return 0
+	}
+	return latest.NetPos
+}
+
+// workingOrders lists the account's orders in a contract that the
+// broker's orders report still working.
+func workingOrders(orders []tradovatewire.Order, acct, cid int64) []int64 {
+	var out []int64
+	for _, o := range orders {
+		if o.AccountID != acct || o.ContractID != cid {
+			continue
+		}
+		switch o.OrdStatus {
+		case tradovatewire.StatusWorking, tradovatewire.StatusPendingNew, tradovatewire.StatusPendingReplace,
+			tradovatewire.StatusSuspended:
+			out = append(out, o.ID)
+		}
+	}
+	slices.Sort(out)
+	return out
+}
+
+// cancelForFlatten cancels one working order for Flatten: an order that
+// ended meanwhile (the broker no longer knows it, or answers TooLate) is
+// no failure.
+func (p *Platform) cancelForFlatten(ctx context.Context, id int64) error {
+	var res tradovatewire.CommandResponse
+	err := writeError(p.sess.Do(ctx, http.MethodPost, "/order/cancelorder", "",
+		tradovatewire.CancelOrderRequest{OrderID: id, IsAutomated: true}, &res), true)
+	switch {
+	case errors.Is(err, bridge.ErrOrderNotFound):
+		return nil
+	case err != nil:
+		return err
+	case res.Failed() && res.FailureReason == "TooLate":
+		return nil
+	case res.Failed():
+		return brokerReject(res.FailureReason, res.ErrorText)
+	}
 	return nil
 }
 
 // afterFlatten waits until the account is flat in the contract with no
 // working order there, or WriteWait passes.
 func (p *Platform) afterFlatten(ctx context.Context, acct, cid int64) {
+	p.mu.Lock()
+	up := p.user != nil
+	p.mu.Unlock()
+	if !up {
+		return // no mirror to wait for: the broker accepted
+	}
 	p.barrier(ctx, 0)
 	p.waitFor(ctx, p.opts.WriteWait, func() bool {
 		m := p.m

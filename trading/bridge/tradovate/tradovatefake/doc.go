@@ -50,7 +50,9 @@
 //     has the highest id.
 //   - Fills: one per simulator execution, ids from 7000001. Each fill's
 //     commission is its fillFee (props event right after the fill's, and
-//     fillFees in the syncrequest answer), as the broker reports it.
+//     fillFee/list; the syncrequest answer has no fillFees, as its
+//     documentation lists none), as the broker reports it. A fill BustFill
+//     marks is active false from then on.
 //   - Positions: a row per account and contract the account traded (ids
 //     from 8000001), with the day's bought and sold quantities and values
 //     and the net position; a row whose position went flat stays with
@@ -72,7 +74,7 @@
 // Under /v1, paths in any case: auth/accesstokenrequest,
 // auth/renewaccesstoken (GET or POST), auth/me, auth/oauthtoken,
 // account/list, cashBalance/getcashbalancesnapshot, position/list,
-// order/list, order/item?id=, orderVersion/list, fill/list,
+// order/list, order/item?id=, orderVersion/list, fill/list, fillFee/list,
 // contract/item?id=, contract/find?name=, order/placeorder, order/placeoco,
 // order/cancelorder, order/modifyorder, order/liquidateposition. Every
 // call but the auth ones needs "Authorization: Bearer" with a live access
@@ -144,7 +146,13 @@
 //
 // Tests provoke the broker's failures with FailLogins, PenaltyTicket,
 // Captcha, RateLimit, RejectNext, Unreachable, DropSockets and
-// BreakNextOrderReply, and observe with Logins, Renewals, Requests,
+// BreakNextOrderReply; its less common answers with RejectNextCommand (a
+// cancel or modification accepted, then rejected by a commandReport, its
+// events before or after the answer), SuccessReason (failureReason
+// "Success" on accepted commands), BustFill (a fill turned inactive),
+// AddPositionRow (a row of an older trade date), RefuseUserSockets (the
+// user-data socket refused while REST works) and MuteUserEvents (props
+// events lost on the way); and observe with Logins, Renewals, Requests,
 // EventsSent and OrdersPlaced. Flush sends what the simulator published
 // so far, so a test's settle can compare a client's count of applied props
 // events with EventsSent.

@@ -86,7 +86,6 @@ type syncEntity struct {
 	Orders        []tradovatewire.Order        `json:"orders"`
 	OrderVersions []tradovatewire.OrderVersion `json:"orderVersions"`
 	Fills         []fillEntity                 `json:"fills"`
-	FillFees      []tradovatewire.FillFee      `json:"fillFees"`
 }
 
 // First ids of each kind of entity, so that an id tells its kind in logs
@@ -190,8 +189,12 @@ type state struct {
 	orderByID  map[int64]*orderState
 
 	fillBySim map[string]int64
+	// busted are the fills BustFill made inactive.
+	busted map[int64]bool
 
 	positions map[posKey]*posState
+	// oldRows are position rows of older trade dates (AddPositionRow).
+	oldRows []positionEntity
 
 	// quoteRefs counts, per contract id, what follows its quotes: the
 	// market-data sockets and the trailing orders (follow).
@@ -218,6 +221,7 @@ func newState(started time.Time) *state {
 		orderBySim:              make(map[string]*orderState),
 		orderByID:               make(map[int64]*orderState),
 		fillBySim:               make(map[string]int64),
+		busted:                  make(map[int64]bool),
 		positions:               make(map[posKey]*posState),
 		quoteRefs:               make(map[int64]int),
 		trailing:                make(map[int64]*orderState),
@@ -513,7 +517,7 @@ func (st *state) fill(e protocol.Execution) (f fillEntity, created, ok bool) {
 		Action:     action,
 		Qty:        e.Quantity,
 		Price:      e.Price,
-		Active:     true,
+		Active:     !st.busted[id],
 	}}, !seen, true
 }
 

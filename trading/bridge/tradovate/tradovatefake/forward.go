@@ -146,7 +146,7 @@ func (s *Server) cashProps(rec protocol.Account) []props {
 // broadcastProps sends props events, in one frame, to every synced user
 // socket, and counts them in EventsSent. It runs in the loop.
 func (s *Server) broadcastProps(ps ...props) {
-	if len(ps) == 0 {
+	if len(ps) == 0 || s.strict.muted.Load() {
 		return
 	}
 	msgs := make([]tradovatewire.Message, 0, len(ps))

@@ -38,6 +38,7 @@ func (s *Server) routes() *http.ServeMux {
 	m.HandleFunc("GET /v1/order/item", s.authed(s.orderItem))
 	m.HandleFunc("GET /v1/orderversion/list", s.authed(s.orderVersionList))
 	m.HandleFunc("GET /v1/fill/list", s.authed(s.fillList))
+	m.HandleFunc("GET /v1/fillfee/list", s.authed(s.fillFeeList))
 	m.HandleFunc("GET /v1/contract/item", s.authed(s.contractItem))
 	m.HandleFunc("GET /v1/contract/find", s.authed(s.contractFind))
 
@@ -207,7 +208,7 @@ func (s *Server) positionEntities() []positionEntity {
 	for _, p := range rows {
 		out = append(out, p.entity())
 	}
-	return out
+	return append(out, s.st.oldRows...)
 }
 
 // sessionOrders returns the orders of the simulator's current session and
@@ -665,6 +666,9 @@ func (s *Server) commandReply(rep *orderReply) {
 	id := s.st.nextCommand
 	s.st.nextCommand++
 	rep.status, rep.body = http.StatusOK, tradovatewire.CommandResponse{CommandID: id}
+	if s.strict.successReason.Load() {
+		rep.body = tradovatewire.CommandResponse{CommandID: id, FailureReason: tradovatewire.ReasonSuccess}
+	}
 }
 
 // commandFail answers a refused cancel or modification.
@@ -688,10 +692,16 @@ func (s *Server) commandRefused(rep *orderReply, err error) {
 
 // cancelOrder answers POST /order/cancelorder.
 func (s *Server) cancelOrder(w http.ResponseWriter, r *http.Request) {
+	var late []props
+	defer func() { s.sendLate(late) }()
 	orderCall(s, w, r, func(rep *orderReply, req tradovatewire.CancelOrderRequest) {
 		o := s.st.orderByID[req.OrderID]
 		if o == nil {
 			rep.missing()
+			return
+		}
+		if cr := s.takeCommandReject(); cr != nil {
+			late = s.rejectCommand(rep, o, tradovatewire.CommandCancel, cr)
 			return
 		}
 		if _, err := s.market.CancelOrder(s.ctx, o.acct.name, o.simID); err != nil {
@@ -717,10 +727,20 @@ func (s *Server) modifyOrder(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	var rep orderReply
-	if !s.inLoop(w, func() { s.modifyLocked(&rep, req) }) {
+	var late []props
+	if !s.inLoop(w, func() {
+		if o := s.st.orderByID[req.OrderID]; o != nil {
+			if cr := s.takeCommandReject(); cr != nil {
+				late = s.rejectCommand(&rep, o, tradovatewire.CommandModify, cr)
+				return
+			}
+		}
+		s.modifyLocked(&rep, req)
+	}) {
 		return
 	}
 	rep.write(w)
+	s.sendLate(late)
 }
 
 func (s *Server) modifyLocked(rep *orderReply, req tradovatewire.ModifyOrderRequest) {

@@ -146,6 +146,8 @@ type Server struct {
 	sockets map[*socket]struct{}
 	closed  bool
 
+	strict strictKnobs
+
 	unreachable atomic.Bool
 	rateLimited atomic.Bool
 	breakNext   atomic.Bool

@@ -73,7 +73,7 @@ func TestAnswersHaveTheDocumentedShapes(t *testing.T) {
 		{"ws_syncrequest", []string{"users[].organizationId", "accounts[].archived", "cashBalances[].archived",
 			"positions[].archived", "accountRiskStatuses", "marginSnapshots", "userAccountAutoLiqs", "currencies",
 			"fillPairs", "contractMaturities", "products", "exchanges", "orderStrategies", "commands",
-			"fillFees[].clearingFee", "fillFees[].clearingCurrencyId", "fillFees[].exchangeFee",
+			"fillFees", "fillFees[].clearingFee", "fillFees[].clearingCurrencyId", "fillFees[].exchangeFee",
 			"fillFees[].exchangeCurrencyId", "fillFees[].nfaFee", "fillFees[].nfaCurrencyId", "fillFees[].brokerageFee",
 			"fillFees[].brokerageCurrencyId", "fillFees[].ipFee", "fillFees[].ipCurrencyId",
 			"fillFees[].commissionCurrencyId", "fillFees[].orderRoutingFee", "fillFees[].orderRoutingCurrencyId"},

@@ -42,7 +42,12 @@ type socket struct {
 }
 
 // userSocket serves the user-data socket.
-func (s *Server) userSocket(w http.ResponseWriter, r *http.Request) { s.serveSocket(w, r, false) }
+func (s *Server) userSocket(w http.ResponseWriter, r *http.Request) {
+	if s.refusedUserSocket(w) {
+		return
+	}
+	s.serveSocket(w, r, false)
+}
 
 // mdSocket serves the market-data socket.
 func (s *Server) mdSocket(w http.ResponseWriter, r *http.Request) { s.serveSocket(w, r, true) }
@@ -265,7 +270,7 @@ func (s *Server) snapshot() (syncEntity, error) {
 	if err != nil {
 		return syncEntity{}, err
 	}
-	fills, fees, err := s.sessionFillsAndFees()
+	fills, err := s.sessionFills()
 	if err != nil {
 		return syncEntity{}, err
 	}
@@ -277,7 +282,6 @@ func (s *Server) snapshot() (syncEntity, error) {
 		Orders:        orderEntities(os),
 		OrderVersions: versionEntities(os),
 		Fills:         fills,
-		FillFees:      fees,
 		Contracts:     []contractEntity{},
 	}
 	for _, a := range s.st.accounts {

@@ -246,3 +246,14 @@ func TestFillFeeTotal(t *testing.T) {
 	require.NoError(t, json.Unmarshal([]byte(`{"id":7,"commission":1.0,"clearingFee":0.1,"exchangeFee":0.2,"nfaFee":0.02,"brokerageFee":0.3,"ipFee":9}`), &f))
 	assert.InDelta(t, 1.62, f.Total(), 1e-9)
 }
+
+func TestCommandAnswers(t *testing.T) {
+	t.Parallel()
+	require.False(t, CommandResponse{CommandID: 1}.Failed())
+	require.False(t, CommandResponse{CommandID: 1, FailureReason: "Success"}.Failed(), "Success is no failure")
+	require.True(t, CommandResponse{FailureReason: "TooLate"}.Failed())
+	require.True(t, CommandResponse{ErrorText: "Access is denied"}.Failed())
+	require.True(t, CommandReport{CommandStatus: CommandRiskRejected}.Rejected())
+	require.True(t, CommandReport{CommandStatus: CommandExecutionRejected}.Rejected())
+	require.False(t, CommandReport{CommandStatus: "RiskPassed"}.Rejected())
+}

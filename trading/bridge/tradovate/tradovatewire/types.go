@@ -358,12 +358,23 @@ type ModifyOrderRequest struct {
 }
 
 // CommandResponse answers /order/cancelorder and /order/modifyorder.
+// FailureReason "Success" (a documented value) is no failure: Failed
+// tells.
 type CommandResponse struct {
 	CommandID     int64  `json:"commandId,omitempty"`
 	FailureReason string `json:"failureReason,omitempty"`
 	FailureText   string `json:"failureText,omitempty"`
 	ErrorText     string `json:"errorText,omitempty"`
 }
+
+// Failed reports whether the answer refuses the command: an errorText,
+// or a failureReason other than "Success".
+func (r CommandResponse) Failed() bool {
+	return r.ErrorText != "" || (r.FailureReason != "" && r.FailureReason != ReasonSuccess)
+}
+
+// ReasonSuccess is the failureReason of a request the broker accepted.
+const ReasonSuccess = "Success"
 
 // LiquidatePositionRequest is the body of POST /order/liquidateposition:
 // cancel the contract's working orders and close the position at market.
@@ -393,12 +404,17 @@ const (
 	EntityOrderVersion = "orderVersion"
 	EntityPosition     = "position"
 	EntityUser         = "user"
+	// EntityCommand is a request about an order (New, Modify, Cancel);
+	// EntityCommandReport is the broker's verdict on one, which may
+	// reject it after the request was answered.
+	EntityCommand       = "command"
+	EntityCommandReport = "commandReport"
 )
 
 // SyncEntityTypes are the entity types a client following orders,
 // positions, fills and balances asks user/syncrequest for.
 var SyncEntityTypes = []string{EntityUser, EntityAccount, EntityCashBalance, EntityContract,
-	EntityFill, EntityFillFee, EntityOrder, EntityOrderVersion, EntityPosition}
+	EntityFill, EntityFillFee, EntityOrder, EntityOrderVersion, EntityPosition, EntityCommand, EntityCommandReport}
 
 // SyncResponse is the answer of user/syncrequest: every entity of the
 // users, as the lists of the REST calls return them.
@@ -411,7 +427,53 @@ type SyncResponse struct {
 	Orders        []Order        `json:"orders"`
 	OrderVersions []OrderVersion `json:"orderVersions"`
 	Fills         []Fill         `json:"fills"`
-	FillFees      []FillFee      `json:"fillFees"`
+	// FillFees is not among the documented fields of the answer: a
+	// client reads the fees with GET /fillFee/list; it is applied when a
+	// server sends it.
+	FillFees       []FillFee       `json:"fillFees,omitempty"`
+	Commands       []Command       `json:"commands,omitempty"`
+	CommandReports []CommandReport `json:"commandReports,omitempty"`
+}
+
+// Command is a command entity: one request about an order.
+type Command struct {
+	ID            int64  `json:"id"`
+	OrderID       int64  `json:"orderId"`
+	Timestamp     string `json:"timestamp,omitempty"`
+	ClOrdID       string `json:"clOrdId,omitempty"`
+	CommandType   string `json:"commandType"`
+	CommandStatus string `json:"commandStatus"`
+	IsAutomated   bool   `json:"isAutomated,omitempty"`
+}
+
+// Command types (Command.CommandType).
+const (
+	CommandNew    = "New"
+	CommandModify = "Modify"
+	CommandCancel = "Cancel"
+)
+
+// Command statuses (Command.CommandStatus, CommandReport.CommandStatus).
+const (
+	CommandRiskRejected      = "RiskRejected"
+	CommandExecutionRejected = "ExecutionRejected"
+)
+
+// CommandReport is a commandReport entity: the broker's verdict on a
+// command. RejectReason is one of FailureReasons when the command was
+// rejected.
+type CommandReport struct {
+	ID            int64  `json:"id"`
+	CommandID     int64  `json:"commandId"`
+	Timestamp     string `json:"timestamp,omitempty"`
+	CommandStatus string `json:"commandStatus"`
+	RejectReason  string `json:"rejectReason,omitempty"`
+	OrdStatus     string `json:"ordStatus,omitempty"`
+}
+
+// Rejected reports whether the report rejects its command.
+func (r CommandReport) Rejected() bool {
+	return r.CommandStatus == CommandRiskRejected || r.CommandStatus == CommandExecutionRejected
 }
 
 // Event types of props events.
