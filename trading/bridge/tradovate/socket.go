@@ -229,7 +229,7 @@ func (s *socket) readLoop(ctx context.Context) {
 // when that is shorter, so that a peer with the same deadline never
 // takes the client for gone) and ends a silent socket.
 func (s *socket) heartbeat(ctx context.Context) {
-	t := time.NewTicker(min(HeartbeatEvery, s.opts.DeadAfter/4))
+	t := time.NewTicker(max(min(HeartbeatEvery, s.opts.DeadAfter/4), time.Millisecond))
 	defer t.Stop()
 	for {
 		select {

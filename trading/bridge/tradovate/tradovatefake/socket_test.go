@@ -463,7 +463,9 @@ func TestWithheldContracts(t *testing.T) {
 	t.Parallel()
 	f := newFixture(t)
 	f.login()
+	f.place(f.order(tradovatewire.ActionBuy, tradovatewire.OrderTypeLimit, 1, 5990, 0)) // ES is named
 	f.fake.WithholdContracts(true)
 	_, snap := f.userSocket()
 	require.Empty(t, snap.Contracts)
+	require.NotEmpty(t, snap.Orders)
 }
