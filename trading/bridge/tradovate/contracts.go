@@ -6,11 +6,15 @@ import (
 	"fmt"
 	"net/http"
 	"net/url"
+	"slices"
 	"strconv"
 	"sync"
 	"time"
 
+	"go.uber.org/zap"
+
 	"tradebridge/futures"
+	"tradebridge/internal/backoff"
 	"tradebridge/protocol"
 	"tradebridge/trading/bridge"
 	"tradebridge/trading/bridge/tradovate/tradovatewire"
@@ -29,15 +33,19 @@ type contract struct {
 }
 
 // contracts caches the broker's contracts by id and by symbol. Lookups of
-// unknown ones ask the broker.
+// unknown ones ask the broker: by symbol at once, by id through the
+// platform's resolver (want, runContracts), never on a socket's read
+// goroutine.
 type contracts struct {
 	sess *Session
 	now  func() time.Time
+	kick chan struct{} // wakes the resolver
 
 	mu       sync.Mutex
 	byID     map[int64]contract
 	bySymbol map[string]contract
 	missing  map[string]time.Time // symbols the broker does not know, and when it said so
+	pending  map[int64]bool       // ids the resolver is to look up
 }
 
 // missingFor is how long a symbol the broker does not know is not asked
@@ -45,8 +53,8 @@ type contracts struct {
 const missingFor = time.Minute
 
 func newContracts(sess *Session, now func() time.Time) *contracts {
-	return &contracts{sess: sess, now: now, byID: make(map[int64]contract), bySymbol: make(map[string]contract),
-		missing: make(map[string]time.Time)}
+	return &contracts{sess: sess, now: now, kick: make(chan struct{}, 1), byID: make(map[int64]contract),
+		bySymbol: make(map[string]contract), missing: make(map[string]time.Time), pending: make(map[int64]bool)}
 }
 
 // add caches a contract entity of the broker.
@@ -68,22 +76,160 @@ func (cs *contracts) cached(id int64) (contract, bool) {
 	return c, ok
 }
 
-// byIDs makes sure every id is cached, asking the broker for the others.
-// A failure leaves those ids unknown.
-func (cs *contracts) ensure(ctx context.Context, ids []int64) {
+// want queues the ids that are not cached for the resolver; it never
+// blocks, so the sockets' read goroutines call it.
+func (cs *contracts) want(ids ...int64) {
+	queued := false
+	cs.mu.Lock()
 	for _, id := range ids {
-		if id == 0 {
+		if _, ok := cs.byID[id]; ok || id == 0 || cs.pending[id] {
 			continue
 		}
-		if _, ok := cs.cached(id); ok {
-			continue
-		}
-		var c tradovatewire.Contract
-		err := cs.sess.Do(ctx, http.MethodGet, "/contract/item", "id="+strconv.FormatInt(id, 10), nil, &c)
-		if err == nil && c.ID == id && c.Name != "" {
-			cs.add(c)
+		cs.pending[id], queued = true, true
+	}
+	cs.mu.Unlock()
+	if queued {
+		select {
+		case cs.kick <- struct{}{}:
+		default:
 		}
 	}
+}
+
+// takePending returns the queued ids and empties the queue.
+func (cs *contracts) takePending() []int64 {
+	cs.mu.Lock()
+	defer cs.mu.Unlock()
+	ids := make([]int64, 0, len(cs.pending))
+	for id := range cs.pending {
+		ids = append(ids, id)
+	}
+	clear(cs.pending)
+	slices.Sort(ids)
+	return ids
+}
+
+// lookup asks the broker for a contract by id and caches it;
+// errNoSuchContract when the broker has none.
+func (cs *contracts) lookup(ctx context.Context, id int64) error {
+	var c tradovatewire.Contract
+	err := cs.sess.Do(ctx, http.MethodGet, "/contract/item", "id="+strconv.FormatInt(id, 10), nil, &c)
+	var he *HTTPError
+	switch {
+	case errors.As(err, &he) && he.Status == http.StatusNotFound, err == nil && (c.ID != id || c.Name == ""):
+		return errNoSuchContract
+	case err != nil:
+		return err
+	}
+	cs.add(c)
+	return nil
+}
+
+// ensure looks up the ids that are not cached, one request each, and
+// waits for the answers. Only callers off the sockets' read goroutines
+// use it (a flatten naming the contracts it closed); a failed lookup
+// leaves the contract unnamed.
+func (cs *contracts) ensure(ctx context.Context, ids []int64) {
+	for _, id := range ids {
+		if _, ok := cs.cached(id); ok || id == 0 {
+			continue
+		}
+		if ctx.Err() != nil {
+			return
+		}
+		_ = cs.lookup(ctx, id)
+	}
+}
+
+// runContracts is the platform's contract resolver: it looks up the
+// contracts events and sync answers name that are not cached, then
+// publishes what waited for them (an order, fill or position is
+// published once its contract is known). A failed lookup is tried again
+// after a backoff; a contract the broker does not know is dropped until
+// something names it again. It runs until ctx ends.
+func (p *Platform) runContracts(ctx context.Context) {
+	retry := backoff.Backoff{Min: p.opts.MinBackoff, Max: p.opts.MaxBackoff}
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-p.contracts.kick:
+		}
+		for ids := p.contracts.takePending(); len(ids) > 0; ids = p.contracts.takePending() {
+			var got, failed []int64
+			for _, id := range ids {
+				if _, ok := p.contracts.cached(id); ok {
+					got = append(got, id)
+					continue
+				}
+				err := p.contracts.lookup(ctx, id)
+				switch {
+				case err == nil:
+					got = append(got, id)
+				case ctx.Err() != nil:
+					return
+				case errors.Is(err, errNoSuchContract):
+					p.log.Warn("tradovate: the broker knows no contract of an id its events name", zap.Int64("contractId", id))
+				default:
+					failed = append(failed, id)
+				}
+			}
+			if len(got) > 0 {
+				p.contractsArrived(got)
+			}
+			if len(failed) == 0 {
+				retry.Reset()
+				continue
+			}
+			p.contracts.want(failed...)
+			if !retry.Wait(ctx) {
+				return
+			}
+		}
+	}
+}
+
+// contractsArrived publishes the orders, fills and positions (and their
+// accounts) that waited for contracts now known.
+func (p *Platform) contractsArrived(ids []int64) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.md.kickLocked() // a position's contract may be to subscribe
+	m := p.m
+	if m == nil {
+		return
+	}
+	known := make(map[int64]bool, len(ids))
+	for _, id := range ids {
+		known[id] = true
+	}
+	var evs []bridge.Event
+	for _, id := range sortedIDs(m.orders) {
+		if known[m.orders[id].o.ContractID] {
+			evs = append(evs, p.refreshOrderLocked(id, true)...) // its fills follow it
+		}
+	}
+	for _, id := range sortedIDs(m.fills) {
+		if known[m.fills[id].ContractID] {
+			evs = append(evs, p.refreshExecLocked(id)...)
+		}
+	}
+	keys, accounts := make(map[posKey]bool), make(map[int64]bool)
+	for k := range m.positions {
+		if known[k.contract] {
+			keys[k], accounts[k.account] = true, true
+		}
+	}
+	for _, k := range sortedKeys(keys) {
+		evs = append(evs, p.refreshPositionLocked(k)...)
+	}
+	for _, id := range m.accOrder {
+		if accounts[id] {
+			evs = append(evs, p.refreshAccountLocked(id)...)
+		}
+	}
+	p.publishLocked(evs)
+	p.notifyLocked()
 }
 
 // errNoSuchContract reports a symbol the broker does not know.

@@ -108,6 +108,9 @@ func (p *Platform) runMD(ctx context.Context) {
 			}
 			continue
 		}
+		if !p.waitLockOut(ctx, nil) {
+			return
+		}
 		sock, err := p.dialMD(ctx)
 		if err != nil {
 			if !retry.Wait(ctx) {
@@ -143,6 +146,12 @@ func (p *Platform) runMD(ctx context.Context) {
 		if ctx.Err() != nil {
 			return
 		}
+		if reason, ok := sock.shutdownReason(); ok {
+			pause, _ := shutdownPause(reason)
+			if !p.sess.sleep(ctx, pause) {
+				return
+			}
+		}
 	}
 }
 
@@ -154,7 +163,7 @@ func (p *Platform) dialMD(ctx context.Context) (*socket, error) {
 	}
 	sock, err := dialSocket(ctx, socketOptions{
 		URL: p.sess.Endpoints().MD(p.sess.Env()), Token: tok.MDAccessToken, HTTPClient: p.sess.HTTPClient(),
-		DeadAfter: p.opts.SocketDeadAfter, Logger: p.log, OnEvent: p.onMDEvent,
+		DeadAfter: p.opts.SocketDeadAfter, Logger: p.log, OnEvent: p.onMDEvent, OnRateLimited: p.sess.rateLimited,
 	})
 	if err != nil {
 		p.log.Info("tradovate: the market-data socket did not open", zap.Error(err))
@@ -186,7 +195,17 @@ func (p *Platform) reconcileMD(ctx context.Context, sock *socket) {
 		}
 	}
 	p.mu.Unlock()
-	for _, id := range subs {
+	for i, id := range subs {
+		if _, locked := p.sess.lockedOutUntil(); locked {
+			// A request in the broker's lock-out starts its hour again: the
+			// rest waits for a pass after it.
+			p.mu.Lock()
+			for _, id := range subs[i:] {
+				delete(p.md.subscribed, id)
+			}
+			p.mu.Unlock()
+			return
+		}
 		rctx, cancel := context.WithTimeout(ctx, DefaultRequestTimeout)
 		reply, err := sock.request(rctx, "md/subscribequote", "", tradovatewire.SubscribeQuoteRequest{Symbol: want[id]})
 		cancel()
@@ -203,6 +222,9 @@ func (p *Platform) reconcileMD(ctx context.Context, sock *socket) {
 		p.mu.Unlock()
 	}
 	for _, id := range unsubs {
+		if _, locked := p.sess.lockedOutUntil(); locked {
+			return // the broker drops them with the socket
+		}
 		rctx, cancel := context.WithTimeout(ctx, DefaultRequestTimeout)
 		_, _ = sock.request(rctx, "md/unsubscribequote", "", tradovatewire.SubscribeQuoteRequest{Symbol: want[id]})
 		cancel()

@@ -2,7 +2,6 @@ package tradovate
 
 import (
 	"cmp"
-	"context"
 	"encoding/json"
 	"math"
 	"slices"
@@ -272,9 +271,7 @@ func (p *Platform) onUserEvent(msg tradovatewire.Message) {
 				ContractID int64 `json:"contractId"`
 			}
 			if json.Unmarshal(pe.Entity, &e) == nil && e.ContractID != 0 {
-				ctx, cancel := context.WithTimeout(context.Background(), DefaultRequestTimeout)
-				p.contracts.ensure(ctx, []int64{e.ContractID})
-				cancel()
+				p.contracts.want(e.ContractID) // looked up off the read goroutine
 			}
 		}
 	}

@@ -269,8 +269,9 @@ func (p *Platform) Run(ctx context.Context) error {
 
 	var wg sync.WaitGroup
 	defer wg.Wait()
-	wg.Add(1)
+	wg.Add(2)
 	go func() { defer wg.Done(); p.runMD(ctx) }()
+	go func() { defer wg.Done(); p.runContracts(ctx) }()
 
 	bridge.Reconnect(ctx, backoff.Backoff{Min: p.opts.MinBackoff, Max: p.opts.MaxBackoff}, p.runUser)
 	p.setDown(platformUnavailable(CodeStopped))
@@ -280,6 +281,9 @@ func (p *Platform) Run(ctx context.Context) error {
 // runUser serves one user-data socket: dial, authorize, sync, follow. It
 // reports whether the socket synced.
 func (p *Platform) runUser(ctx context.Context) bool {
+	if !p.waitLockOut(ctx, p.setDown) {
+		return false
+	}
 	p.setConnecting()
 	tok, err := p.sess.Token(ctx)
 	if err != nil {
@@ -298,6 +302,7 @@ func (p *Platform) runUser(ctx context.Context) bool {
 	sock, err := dialSocket(ctx, socketOptions{
 		URL: p.sess.Endpoints().UserSocket(p.sess.Env()), Token: tok.AccessToken,
 		HTTPClient: p.sess.HTTPClient(), DeadAfter: p.opts.SocketDeadAfter, Logger: p.log,
+		OnRateLimited: p.sess.rateLimited,
 		OnEvent: func(m tradovatewire.Message) {
 			if !synced.Load() {
 				p.applied.Add(1) // the sync answer that follows includes it
@@ -337,8 +342,8 @@ func (p *Platform) runUser(ctx context.Context) bool {
 		for _, c := range snap.Contracts {
 			p.contracts.add(c)
 		}
-		p.contracts.ensure(ctx, snapshotContracts(snap))
 		p.applySnapshot(tok.UserID, snap, sock)
+		p.contracts.want(snapshotContracts(snap)...) // looked up off the read goroutine
 		synced.Store(true)
 		return true
 	}()
@@ -352,6 +357,12 @@ func (p *Platform) runUser(ctx context.Context) bool {
 	case <-ctx.Done():
 	case <-sock.Done():
 		p.log.Info("tradovate: the user-data socket closed; reconnecting")
+	}
+	if reason, ok := sock.shutdownReason(); ok && ctx.Err() == nil {
+		pause, why := shutdownPause(reason)
+		p.setDown(why)
+		p.sess.sleep(ctx, pause)
+		return true
 	}
 	p.setDown(platformUnavailable(CodeConnecting))
 	return true

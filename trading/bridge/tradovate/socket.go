@@ -20,7 +20,8 @@ import (
 
 // The socket protocol's timing.
 const (
-	// HeartbeatEvery is how often the client sends its "[]" heartbeat.
+	// HeartbeatEvery is how often the client sends its "[]" heartbeat
+	// (more often when the socket's DeadAfter is below four of them).
 	HeartbeatEvery = 2500 * time.Millisecond
 	// DefaultSocketDeadAfter is how long a socket may stay silent (the
 	// server sends "h" every 2.5 s) before it is taken for dead.
@@ -35,6 +36,21 @@ var errSocketClosed = errors.New("tradovate: the socket closed")
 // errTokenRefused reports a socket whose authorize the broker refused.
 var errTokenRefused = errors.New("tradovate: the broker refused the socket's token")
 
+// shutdownError is why a socket ended after the broker's shutdown event.
+type shutdownError struct {
+	// ReasonCode is the event's reasonCode ("ConnectionQuotaReached").
+	ReasonCode string
+}
+
+func (e *shutdownError) Error() string {
+	return "tradovate: the broker shut the socket down (" + e.ReasonCode + ")"
+}
+
+// shutdownEvent is the data of the shutdown event.
+type shutdownEvent struct {
+	ReasonCode string `json:"reasonCode"`
+}
+
 // socketOptions configures a socket.
 type socketOptions struct {
 	URL        string
@@ -44,7 +60,11 @@ type socketOptions struct {
 	// goroutine; it must not make requests on the same socket.
 	OnEvent   func(tradovatewire.Message)
 	DeadAfter time.Duration
-	Logger    *zap.Logger
+	// OnRateLimited is called when the broker answers a request, or the
+	// dial, with 429 (its lock-out); the request fails with what it
+	// returns. Nil fails it with the rate-limited code.
+	OnRateLimited func() error
+	Logger        *zap.Logger
 }
 
 // socket is one authorized websocket to the broker: requests by id with
@@ -74,10 +94,16 @@ func dialSocket(ctx context.Context, opts socketOptions) (*socket, error) {
 	if opts.Logger == nil {
 		opts.Logger = zap.NewNop()
 	}
-	conn, _, err := websocket.Dial(ctx, opts.URL, &websocket.DialOptions{HTTPClient: opts.HTTPClient})
+	if opts.OnRateLimited == nil {
+		opts.OnRateLimited = func() error { return unavailable(CodeRateLimited) }
+	}
+	conn, resp, err := websocket.Dial(ctx, opts.URL, &websocket.DialOptions{HTTPClient: opts.HTTPClient})
 	if err != nil {
 		if ctx.Err() != nil {
 			return nil, ctx.Err()
+		}
+		if resp != nil && resp.StatusCode == http.StatusTooManyRequests {
+			return nil, opts.OnRateLimited()
 		}
 		return nil, fmt.Errorf("tradovate: dial the broker's socket: %w", unavailable(CodeBrokerUnreachable))
 	}
@@ -129,6 +155,9 @@ func (s *socket) handshake(ctx context.Context) error {
 				if m.IsEvent() || m.I != 0 || !sentAuth {
 					continue
 				}
+				if m.S == http.StatusTooManyRequests {
+					return s.opts.OnRateLimited()
+				}
 				if m.S != http.StatusOK {
 					return errTokenRefused
 				}
@@ -161,6 +190,13 @@ func (s *socket) readLoop(ctx context.Context) {
 			return
 		case tradovatewire.FrameArray:
 			for _, m := range f.Messages {
+				if m.E == tradovatewire.EventShutdown {
+					var ev shutdownEvent
+					_ = json.Unmarshal(m.D, &ev)
+					s.log.Warn("tradovate: the broker shut a socket down", zap.String("reasonCode", ev.ReasonCode))
+					s.end(&shutdownError{ReasonCode: ev.ReasonCode})
+					return
+				}
 				if m.IsEvent() {
 					if s.opts.OnEvent != nil {
 						s.opts.OnEvent(m)
@@ -189,9 +225,11 @@ func (s *socket) readLoop(ctx context.Context) {
 	}
 }
 
-// heartbeat sends "[]" every HeartbeatEvery and ends a silent socket.
+// heartbeat sends "[]" every HeartbeatEvery (a quarter of DeadAfter
+// when that is shorter, so that a peer with the same deadline never
+// takes the client for gone) and ends a silent socket.
 func (s *socket) heartbeat(ctx context.Context) {
-	t := time.NewTicker(HeartbeatEvery)
+	t := time.NewTicker(max(min(HeartbeatEvery, s.opts.DeadAfter/4), time.Millisecond))
 	defer t.Stop()
 	for {
 		select {
@@ -274,6 +312,10 @@ func (s *socket) send(ctx context.Context, endpoint, query string, body any, ack
 	}
 	select {
 	case m := <-ch:
+		if m.S == http.StatusTooManyRequests {
+			// The broker's lock-out: the caller must not try again soon.
+			return m, s.opts.OnRateLimited()
+		}
 		return m, nil
 	case <-s.life.Done():
 		return tradovatewire.Message{}, errSocketClosed
@@ -297,6 +339,18 @@ func (s *socket) end(err error) {
 
 // Done is closed when the socket has ended.
 func (s *socket) Done() <-chan struct{} { return s.life.Done() }
+
+// shutdownReason returns the reasonCode of the broker's shutdown event
+// when that is why the socket ended.
+func (s *socket) shutdownReason() (string, bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var se *shutdownError
+	if errors.As(s.err, &se) {
+		return se.ReasonCode, true
+	}
+	return "", false
+}
 
 // Close ends the socket and waits for its goroutines.
 func (s *socket) Close() {

@@ -108,8 +108,8 @@
 // /v1/websocket is the user-data socket (UserSocketURL), /md/v1/websocket
 // the market-data socket (MDURL). Both speak the broker's framing
 // (tradovatewire): "o" on open, "h" every Options.Heartbeat, "a[...]" messages;
-// the client's "[]" heartbeats are read and ignored (a silent client is
-// not dropped). The first request must be "authorize" with an access
+// the client's "[]" heartbeats are read, and a socket whose client sent no
+// frame for Options.ClientSilence (DefaultClientSilence) is dropped. The first request must be "authorize" with an access
 // token (user data) or the mdAccessToken (market data; an OAuth token opens
 // both); it answers {"s":200,"i":id} or 401, and every request before a
 // successful one is answered 401. A frame that is no request closes the
@@ -152,8 +152,13 @@
 // "Success" on accepted commands), BustFill (a fill turned inactive),
 // AddPositionRow (a row of an older trade date), RefuseUserSockets (the
 // user-data socket refused while REST works) and MuteUserEvents (props
-// events lost on the way); and observe with Logins, Renewals, Requests,
-// EventsSent and OrdersPlaced. Flush sends what the simulator published
+// events lost on the way); the sockets' with SocketRateLimit (a request
+// answered {"s":429} as documented: no data, no ticket), ShutdownSockets
+// (the shutdown event with a reasonCode, then the sockets closed),
+// WithholdContracts (contracts left out of the sync answer and the props
+// events, to be looked up) and SlowContractItem (a busy contract/item);
+// and observe with Logins, Renewals, Requests, EventsSent and
+// OrdersPlaced. Flush sends what the simulator published
 // so far, so a test's settle can compare a client's count of applied props
 // events with EventsSent.
 package tradovatefake

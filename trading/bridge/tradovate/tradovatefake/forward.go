@@ -151,12 +151,18 @@ func (s *Server) broadcastProps(ps ...props) {
 	}
 	msgs := make([]tradovatewire.Message, 0, len(ps))
 	for _, p := range ps {
+		if p.entityType == tradovatewire.EntityContract && s.withholding() {
+			continue
+		}
 		m, err := tradovatewire.Event(tradovatewire.EventProps, propsData{EntityType: p.entityType, EventType: p.eventType, Entity: p.entity})
 		if err != nil {
 			s.log.Error("cannot encode a props event", zap.Error(err))
 			return
 		}
 		msgs = append(msgs, m)
+	}
+	if len(msgs) == 0 {
+		return
 	}
 	frame, err := tradovatewire.FormatMessages(msgs...)
 	if err != nil {

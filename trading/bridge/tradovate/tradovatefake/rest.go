@@ -317,6 +317,7 @@ func (s *Server) contractItem(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
+	s.slowContractItem(r.Context())
 	answer(s, w, func() (contractEntity, bool, error) { return s.contractAnswer(s.st.contractByID[id]) })
 }
 

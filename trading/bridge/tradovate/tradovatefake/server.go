@@ -66,6 +66,9 @@ type Options struct {
 	// Heartbeat is how often the fake sends a heartbeat frame on a
 	// socket; 0 means DefaultHeartbeat.
 	Heartbeat time.Duration
+	// ClientSilence is how long a socket may go without a frame from its
+	// client before the fake drops it; 0 means DefaultClientSilence.
+	ClientSilence time.Duration
 	// Logger receives the fake's logs (never a token or a password); nil
 	// discards them.
 	Logger *zap.Logger
@@ -76,7 +79,7 @@ func (o Options) withDefaults() (Options, error) {
 	switch {
 	case o.Market == nil:
 		return o, errors.New("tradovatefake: Options.Market is required")
-	case o.TokenLifetime < 0 || o.Heartbeat < 0:
+	case o.TokenLifetime < 0 || o.Heartbeat < 0 || o.ClientSilence < 0:
 		return o, errors.New("tradovatefake: timings must not be negative")
 	case o.CID < 0:
 		return o, errors.New("tradovatefake: Options.CID must not be negative")
@@ -103,6 +106,9 @@ func (o Options) withDefaults() (Options, error) {
 	}
 	if o.Heartbeat == 0 {
 		o.Heartbeat = DefaultHeartbeat
+	}
+	if o.ClientSilence == 0 {
+		o.ClientSilence = DefaultClientSilence
 	}
 	if o.Logger == nil {
 		o.Logger = zap.NewNop()
@@ -151,6 +157,7 @@ type Server struct {
 	unreachable atomic.Bool
 	rateLimited atomic.Bool
 	breakNext   atomic.Bool
+	sk          sockKnobs
 
 	countMu  sync.Mutex
 	requests map[string]int

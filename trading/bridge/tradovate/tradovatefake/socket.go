@@ -89,7 +89,11 @@ func (s *Server) serveSocket(w http.ResponseWriter, r *http.Request, md bool) {
 	s.wg.Add(1)
 	go s.heartbeat(sock)
 	for {
-		typ, b, err := conn.Read(ctx)
+		// A client silent for ClientSilence is dropped (reading with an
+		// ended context closes the connection).
+		rctx, cancel := context.WithTimeout(ctx, s.opts.ClientSilence)
+		typ, b, err := conn.Read(rctx)
+		cancel()
 		if err != nil {
 			return
 		}
@@ -205,6 +209,9 @@ func (s *Server) openSockets(md bool) []*socket {
 // request answers one request of a socket. The first must be authorize;
 // before it succeeds every other request is answered 401.
 func (s *Server) request(sock *socket, req tradovatewire.Request) {
+	if s.answerTooMany(sock, req) {
+		return
+	}
 	if req.Endpoint == tradovatewire.AuthorizeEndpoint {
 		token := strings.Trim(strings.TrimSpace(string(req.Body)), `"`)
 		kinds := []tokenKind{kindAccess, kindOAuth}
@@ -287,7 +294,7 @@ func (s *Server) snapshot() (syncEntity, error) {
 	for _, a := range s.st.accounts {
 		snap.CashBalances = append(snap.CashBalances, a.cashEntity())
 	}
-	for id := firstContractID; id < int(s.st.nextContract); id++ {
+	for id := firstContractID; id < int(s.st.nextContract) && !s.withholding(); id++ {
 		snap.Contracts = append(snap.Contracts, s.st.contractByID[int64(id)].entity(s.st.started))
 	}
 	for _, p := range s.st.positions {

@@ -419,3 +419,53 @@ func TestCloseIsIdempotentAndEndsSockets(t *testing.T) {
 	_, ok := f.fake.AccountID("Sim101")
 	require.False(t, ok, "a closed fake answers nothing")
 }
+
+func TestSilentClientIsDropped(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t, func(o *tradovatefake.Options) { o.ClientSilence = 50 * time.Millisecond })
+	f.login()
+	w := f.dial(f.fake.UserSocketURL())
+	w.authorize(f.token, http.StatusOK)
+	w.readFails() // no heartbeat from the client: dropped
+}
+
+func TestSocketRateLimitAnswers429(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t)
+	f.login()
+	f.fake.SocketRateLimit("User/SyncRequest", 1)
+	w := f.dial(f.fake.UserSocketURL())
+	w.authorize(f.token, http.StatusOK)
+	m := w.request("user/syncrequest", "", []byte(`{"splitResponses":true}`))
+	require.Equal(t, http.StatusTooManyRequests, m.S)
+	require.Empty(t, m.D, "no data and no penalty ticket, as documented")
+	m = w.request("user/syncrequest", "", []byte(`{"splitResponses":true}`))
+	require.Equal(t, http.StatusOK, m.S, "only the next n")
+}
+
+func TestShutdownSockets(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t)
+	f.login()
+	w, _ := f.userSocket()
+	f.fake.ShutdownSockets(tradovatefake.ShutdownIPQuota)
+	m := w.message()
+	require.Equal(t, tradovatewire.EventShutdown, m.E)
+	var d struct {
+		ReasonCode string `json:"reasonCode"`
+	}
+	require.NoError(t, json.Unmarshal(m.D, &d))
+	require.Equal(t, tradovatefake.ShutdownIPQuota, d.ReasonCode)
+	w.readFails()
+}
+
+func TestWithheldContracts(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t)
+	f.login()
+	f.place(f.order(tradovatewire.ActionBuy, tradovatewire.OrderTypeLimit, 1, 5990, 0)) // ES is named
+	f.fake.WithholdContracts(true)
+	_, snap := f.userSocket()
+	require.Empty(t, snap.Contracts)
+	require.NotEmpty(t, snap.Orders)
+}

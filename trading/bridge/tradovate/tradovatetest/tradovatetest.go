@@ -50,7 +50,11 @@ type PairOptions struct {
 	Persist tradovate.Persist
 	// Session edits the session's options before it is made.
 	Session func(*tradovate.SessionOptions)
-	Logger  *zap.Logger
+	// Fake and Platform, when set, edit the fake's and the platform's
+	// options before they are made.
+	Fake     func(*tradovatefake.Options)
+	Platform func(*tradovate.Options)
+	Logger   *zap.Logger
 }
 
 // NewPair starts a fake over market and makes a session and a platform
@@ -58,7 +62,11 @@ type PairOptions struct {
 // closed when t ends.
 func NewPair(t testing.TB, market *sim.Platform, opts PairOptions) *Pair {
 	t.Helper()
-	fake, err := tradovatefake.Start(tradovatefake.Options{Market: market})
+	fo := tradovatefake.Options{Market: market}
+	if opts.Fake != nil {
+		opts.Fake(&fo)
+	}
+	fake, err := tradovatefake.Start(fo)
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = fake.Close() })
 	so := tradovate.SessionOptions{
@@ -73,8 +81,12 @@ func NewPair(t testing.TB, market *sim.Platform, opts PairOptions) *Pair {
 	sess, err := tradovate.NewSession(so)
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = sess.Close() })
-	p, err := tradovate.New(tradovate.Options{Session: sess, Persist: opts.Persist, Now: opts.Now,
-		Logger: opts.Logger, MinBackoff: time.Millisecond, MaxBackoff: 50 * time.Millisecond})
+	po := tradovate.Options{Session: sess, Persist: opts.Persist, Now: opts.Now,
+		Logger: opts.Logger, MinBackoff: time.Millisecond, MaxBackoff: 50 * time.Millisecond}
+	if opts.Platform != nil {
+		opts.Platform(&po)
+	}
+	p, err := tradovate.New(po)
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = p.Close() })
 	return &Pair{Platform: p, Session: sess, Fake: fake, Market: market}
