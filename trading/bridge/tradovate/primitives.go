@@ -15,10 +15,12 @@ import (
 	"tradebridge/trading/bridge/tradovate/tradovatewire"
 )
 
-// The platform's bridge.Platform and bridge.PairSubmitter.
+// The platform's bridge.Platform, bridge.PairSubmitter and
+// bridge.BracketSubmitter.
 var (
-	_ bridge.Platform      = (*Platform)(nil)
-	_ bridge.PairSubmitter = (*Platform)(nil)
+	_ bridge.Platform         = (*Platform)(nil)
+	_ bridge.PairSubmitter    = (*Platform)(nil)
+	_ bridge.BracketSubmitter = (*Platform)(nil)
 )
 
 // Connections implements bridge.Platform: one connection, "Tradovate
@@ -375,7 +377,7 @@ func (p *Platform) placeRequest(o order, ours string) tradovatewire.PlaceOrderRe
 	return tradovatewire.PlaceOrderRequest{
 		AccountSpec: o.req.Account, AccountID: o.account, Action: o.action, Symbol: o.inst.Symbol,
 		OrderQty: o.quantity, OrderType: o.typ, Price: o.limit, StopPrice: o.stop, PegDifference: o.peg,
-		TimeInForce: o.tif, IsAutomated: true, Text: ours,
+		TimeInForce: o.tif, IsAutomated: true, Text: ours, ClOrdID: ours,
 	}
 }
 
@@ -563,7 +565,7 @@ func (p *Platform) SubmitOCO(ctx context.Context, a, b bridge.OrderRequest) (pro
 	}
 	body := tradovatewire.PlaceOCORequest{PlaceOrderRequest: p.placeRequest(oa, idA), Other: tradovatewire.OtherOrder{
 		Action: ob.action, OrderType: ob.typ, Price: ob.limit, StopPrice: ob.stop, PegDifference: ob.peg,
-		TimeInForce: ob.tif, Text: idB}}
+		TimeInForce: ob.tif, Text: idB, ClOrdID: idB}}
 	p.startPlacing()
 	var res tradovatewire.PlaceOCOResponse
 	err = writeError(p.sess.Do(ctx, http.MethodPost, "/order/placeoco", "", body, &res), false)
@@ -777,7 +779,7 @@ func (p *Platform) Flatten(ctx context.Context, account, instrument string) erro
 	p.startPlacing()
 	var res tradovatewire.PlaceOrderResponse
 	err = writeError(p.sess.Do(ctx, http.MethodPost, "/order/liquidateposition", "",
-		tradovatewire.LiquidatePositionRequest{AccountID: st.acct, ContractID: cid}, &res), false)
+		tradovatewire.LiquidatePositionRequest{AccountID: st.acct, ContractID: cid, IsAutomated: true}, &res), false)
 	if failed := p.placed(ours, err, res.OrderID, res.FailureReason, res.ErrorText); failed != nil {
 		return failed
 	}
