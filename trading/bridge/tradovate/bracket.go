@@ -3,16 +3,24 @@ package tradovate
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net/http"
+	"slices"
 
 	"tradebridge/protocol"
 	"tradebridge/trading/bridge"
 	"tradebridge/trading/bridge/tradovate/tradovatewire"
 )
 
-// reasonBracket refuses a bracket whose orders do not fit together.
-const reasonBracket = "a bracket is an entry and one or two exits on the other side, for the same account, " +
-	"instrument and quantity, each with its own order id"
+// reasonBracket refuses a bracket whose orders do not fit together;
+// reasonExitsDropped reports an entry the broker placed without its
+// exits, which was cancelled.
+const (
+	reasonBracket = "a bracket is an entry and one or two exits on the other side, for the same account, " +
+		"instrument and quantity, each with its own order id"
+	reasonExitsDropped = "Tradovate placed the entry without its exits, so the entry was cancelled; " +
+		"check the position in case it filled first"
+)
 
 // SubmitBracket implements bridge.BracketSubmitter with order/placeoso
 // ("order sends order"): the entry and its exits (bracket1, bracket2) in
@@ -103,10 +111,20 @@ func (p *Platform) SubmitBracket(ctx context.Context, entry bridge.OrderRequest,
 		p.mu.Unlock()
 		return nil, failed
 	}
-	for i, broker := range []int64{res.OSO1ID, res.OSO2ID}[:len(legs)] {
-		if broker != 0 {
-			p.ids.bind(ids[i+1], broker)
+	exitIDs := []int64{res.OSO1ID, res.OSO2ID}[:len(legs)]
+	if slices.Contains(exitIDs, 0) {
+		// The entry stands but the broker named no exit for it: it
+		// must not stand unprotected.
+		p.mu.Lock()
+		for _, id := range ids[1:] {
+			p.ids.release(id)
+			p.failed[id] = true
 		}
+		p.mu.Unlock()
+		return nil, p.takeBackEntry(ctx, res.OrderID)
+	}
+	for i, broker := range exitIDs {
+		p.ids.bind(ids[i+1], broker)
 	}
 	p.mu.Lock()
 	p.flushHeldLocked()
@@ -116,7 +134,7 @@ func (p *Platform) SubmitBracket(ctx context.Context, entry bridge.OrderRequest,
 		return nil, err
 	}
 	out := []protocol.Order{first}
-	for i, broker := range []int64{res.OSO1ID, res.OSO2ID}[:len(legs)] {
+	for i, broker := range exitIDs {
 		out = append(out, p.heldExit(broker, ids[i+1], reqs[i+1], legs[i]))
 	}
 	return out, nil
@@ -137,4 +155,20 @@ func (p *Platform) heldExit(broker int64, ours string, req bridge.OrderRequest, 
 		OrderAction: req.Action, OrderType: req.OrderType, OrderState: protocol.OrderStateAccepted,
 		Quantity: o.quantity, LimitPrice: req.LimitPrice, StopPrice: req.StopPrice, TimeInForce: req.TimeInForce,
 		Oco: req.Oco, StrategyTag: req.StrategyTag}
+}
+
+// takeBackEntry cancels an entry the broker placed without its exits.
+// When the cancel is refused or its outcome is unknown, the entry may
+// stand (or have filled) unprotected: the caller must read the orders
+// (ErrOutcomeUnknown).
+func (p *Platform) takeBackEntry(ctx context.Context, broker int64) error {
+	var res tradovatewire.CommandResponse
+	err := writeError(p.sess.Do(ctx, http.MethodPost, "/order/cancelorder", "",
+		tradovatewire.CancelOrderRequest{OrderID: broker, IsAutomated: true}, &res), true)
+	if err != nil || res.CommandID == 0 {
+		p.log.Error("tradovate: an entry placed without its exits could not be cancelled")
+		return fmt.Errorf("tradovate: the entry was placed without its exits and could not be cancelled: %w", bridge.ErrOutcomeUnknown)
+	}
+	_, _ = p.afterWrite(ctx, broker, func(o protocol.Order) bool { return protocol.TerminalOrderState(o.OrderState) })
+	return reject(reasonExitsDropped)
 }

@@ -193,3 +193,22 @@ func TestSyncRequestAsDocumented(t *testing.T) {
 	assert.Contains(t, body.EntityTypes, tradovatewire.EntityOrder)
 	assert.Contains(t, body.EntityTypes, tradovatewire.EntityPosition)
 }
+
+// An entry the broker places without naming its exits is never left
+// standing unprotected: it is cancelled and the bracket is refused.
+func TestBracketWithoutExitsIsTakenBack(t *testing.T) {
+	t.Parallel()
+	pr := pair(t, tradovatetest.PairOptions{})
+	entry := limit(protocol.ActionBuy, 5990)
+	entry.OrderID = "naked-entry"
+	stop := bridge.OrderRequest{Account: acct, Instrument: es, Action: protocol.ActionSell, OrderType: protocol.OrderTypeStopMarket,
+		Quantity: 1, StopPrice: 5980, TimeInForce: protocol.TimeInForceGtc, OrderID: "naked-stop"}
+	pr.Fake.DropNextBrackets()
+	_, err := pr.Platform.SubmitBracket(t.Context(), entry, stop)
+	var re *bridge.RejectError
+	require.ErrorAs(t, err, &re)
+	assert.Contains(t, re.Reason, "without its exits")
+	pr.Settle(t)
+	assert.Empty(t, marketOrders(t, pr), "the entry was cancelled")
+	assert.Equal(t, 1, pr.Fake.Requests("/order/cancelorder"))
+}

@@ -6,6 +6,7 @@ import (
 	"io"
 	"net/http"
 	"sync"
+	"sync/atomic"
 
 	"go.uber.org/zap"
 
@@ -26,7 +27,15 @@ type writesSeen struct {
 	mu       sync.Mutex
 	clOrdIDs map[int64]string
 	sync     *tradovatewire.SyncRequest
+	// dropOSO makes the next placeoso place its entry alone
+	// (DropNextBrackets).
+	dropOSO atomic.Bool
 }
+
+// DropNextBrackets makes the next order/placeoso place its entry and
+// answer no bracket ids, sending no brackets: an entry left without its
+// exits, as some clients report the broker answering.
+func (s *Server) DropNextBrackets() { s.writes.dropOSO.Store(true) }
 
 // ClOrdID returns the clOrdId the placement of a broker order carried, as
 // the broker's command entity of that placement echoes it (command.clOrdId);
@@ -179,6 +188,10 @@ func (s *Server) placeOSOLocked(rep *orderReply, req tradovatewire.PlaceOSOReque
 		return
 	}
 	res := tradovatewire.PlaceOSOResponse{OrderID: entry.id}
+	if s.writes.dropOSO.Swap(false) {
+		rep.status, rep.body = http.StatusOK, res
+		return
+	}
 	for i, b := range brackets {
 		o := s.st.newOrder(a, c, b.Action)
 		o.parent = entry.id
