@@ -369,6 +369,27 @@ type PairSubmitter interface {
 	SubmitOCO(ctx context.Context, a, b OrderRequest) (protocol.Order, protocol.Order, error)
 }
 
+// BracketSubmitter is implemented by platforms that place an entry
+// order with its exits in a single request: the broker holds the exits
+// and sends them when the entry fills ("order sends order"), so that no
+// failure of the caller between the entry and its exits can leave a
+// filled entry unprotected. The operations use it for an order placed
+// with exits at fixed prices when the platform implements it.
+type BracketSubmitter interface {
+	// SubmitBracket places entry with one or two exits (a stop loss
+	// and/or a take profit, on the other side, at fixed prices, for the
+	// entry's account, instrument and quantity; two are one OCO pair, and
+	// carry its id in Oco). The broker sends the exits once the entry
+	// fills, sized to its fill; an entry cancelled unfilled sends none.
+	// All are placed or none is: an error means no order stands (a
+	// RejectError as SubmitOrder reports one), except ErrOutcomeUnknown,
+	// after which the caller must read the orders. It returns the entry
+	// as the platform first reports it, then the exits in the order
+	// given, each with its id (an exit not sent yet is
+	// OrderStateAccepted: held by the broker).
+	SubmitBracket(ctx context.Context, entry OrderRequest, exits ...OrderRequest) ([]protocol.Order, error)
+}
+
 // StatusReporter is implemented by platforms that can tell support staff
 // whether the agent reaches them (protocol.BridgeDiagnostic). Diagnose
 // must not block: it reports what the platform already knows.

@@ -71,7 +71,12 @@
 // They are checked with the rest of the arguments; then the entry is
 // placed and handed to the EntryWatcher (the exits engine,
 // trading/engine/exits), which records it before the call returns. Ops
-// without a watcher refuses them (not_supported). CancelReplace cancels a
+// without a watcher refuses them (not_supported). On a platform that
+// implements bridge.BracketSubmitter, exits whose prices are all fixed
+// (no offset from the fill) go with the entry in one request instead: the
+// broker holds them and sends them when the entry fills, the watcher
+// receives no exits (only a cancel-after, if any), and no watcher is
+// needed for them. CancelReplace cancels a
 // working order, waits for the cancel, and places the new order only when
 // nothing of the old one filled. See exits.go and replace.go.
 //

@@ -206,7 +206,7 @@ func followed(a protocol.PlaceOrderArgs) bool {
 // need the platform: absolute exit prices on the tick grid, and relative
 // entry prices resolved against the instrument's last price into req.
 func (o *Ops) settleExits(ctx context.Context, a protocol.PlaceOrderArgs, req *bridge.OrderRequest, info protocol.InstrumentInfo) error {
-	if followed(a) && o.watcher.Load() == nil {
+	if followed(a) && o.watcher.Load() == nil && !(o.brackets(a) && a.CancelAfterSeconds == nil) {
 		return protocol.NewError(protocol.CodeNotSupported, "exits and cancelAfterSeconds need the trading engines, which these operations run without; nothing was placed")
 	}
 	if e := a.Exits; e != nil {
@@ -354,6 +354,45 @@ type ExitPrices struct {
 	StopLoss      *float64 `json:"stopLoss,omitempty"`
 	StopLossLimit *float64 `json:"stopLossLimit,omitempty"`
 	StopLossStop  *float64 `json:"stopLossStop,omitempty"`
+}
+
+// brackets reports whether a's entry and exits go to the platform in one
+// request (bridge.BracketSubmitter): the platform implements it and every
+// exit price is fixed (an offset from the fill needs the fill).
+func (o *Ops) brackets(a protocol.PlaceOrderArgs) bool {
+	if _, ok := o.p.(bridge.BracketSubmitter); !ok || a.Exits == nil {
+		return false
+	}
+	for _, l := range exitLegs(a.Exits) {
+		if l.p != nil && l.p.Price == nil {
+			return false
+		}
+	}
+	return true
+}
+
+// submitBracket places req, the entry of a, with its exits in one
+// request (bridge.BracketSubmitter): the platform's broker sends the
+// exits when the entry fills, so nothing of the relay stands between a
+// fill and its protection. A cancel-after is still handed to the
+// EntryWatcher, without the exits.
+func (o *Ops) submitBracket(ctx context.Context, a protocol.PlaceOrderArgs, req bridge.OrderRequest, info protocol.InstrumentInfo, res protocol.PlaceResult) (protocol.PlaceResult, error) {
+	e := Entry{Account: req.Account, Instrument: req.Instrument, Action: req.Action, Quantity: req.Quantity,
+		Exits: a.Exits, TickSize: info.TickSize, PointValue: info.PointValue, StrategyTag: req.StrategyTag}
+	legs, _, err := ExitOrders(e, 0, req.Quantity, o.opts.NewOcoID())
+	if err != nil {
+		return res, err
+	}
+	placed, err := o.p.(bridge.BracketSubmitter).SubmitBracket(ctx, req, legs...)
+	if err != nil {
+		return res, wireError(err)
+	}
+	res.OrderID, res.Order = placed[0].OrderID, &placed[0]
+	if a.CancelAfterSeconds == nil {
+		return res, nil
+	}
+	a.Exits = nil
+	return res, o.follow(ctx, a, req, info, placed[0])
 }
 
 // follow hands the entry just placed to the EntryWatcher. When it cannot

@@ -440,8 +440,13 @@ func (o *Ops) reclaim(tag string, before, now state) {
 }
 
 // submitFollowed places req, the entry of a, and hands it to the
-// EntryWatcher when a has exits or a cancel-after.
+// EntryWatcher when a has exits or a cancel-after; with exits at fixed
+// prices on a bridge.BracketSubmitter, the entry and its exits go in one
+// request instead (submitBracket).
 func (o *Ops) submitFollowed(ctx context.Context, a protocol.PlaceOrderArgs, req bridge.OrderRequest, info protocol.InstrumentInfo, res protocol.PlaceResult) (protocol.PlaceResult, error) {
+	if o.brackets(a) {
+		return o.submitBracket(ctx, a, req, info, res)
+	}
 	res, err := o.submit(ctx, req, res)
 	if err != nil || res.Order == nil {
 		return res, err

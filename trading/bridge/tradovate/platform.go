@@ -104,6 +104,12 @@ type Options struct {
 	SocketDeadAfter time.Duration
 	// EventBuffer is how far a reader of Events may fall behind.
 	EventBuffer int
+	// SyncUsers sends user/syncrequest as Tradovate's public example
+	// clients do, {"users": [id]} with entityTypes, instead of the partner
+	// documentation's {"splitResponses": true, "entityTypes": [...]}
+	// (the default). For a login on which a demo run shows the default
+	// refused.
+	SyncUsers bool
 }
 
 // Platform is the Tradovate bridge of one login. Create it with New, run
@@ -322,8 +328,7 @@ func (p *Platform) runUser(ctx context.Context) bool {
 	}
 	defer sock.Close()
 
-	reply, release, err := sock.requestHeld(ctx, "user/syncrequest", "",
-		tradovatewire.SyncRequest{Users: []int64{tok.UserID}, EntityTypes: tradovatewire.SyncEntityTypes})
+	reply, release, err := sock.requestHeld(ctx, "user/syncrequest", "", p.syncBody(tok.UserID))
 	if err != nil {
 		p.setDown(socketUnavailable(err))
 		return false
@@ -517,4 +522,14 @@ func snapshotContracts(s tradovatewire.SyncResponse) []int64 {
 	}
 	slices.Sort(ids)
 	return slices.Compact(ids)
+}
+
+// syncBody is the body of user/syncrequest: as the partner documentation
+// writes it (splitResponses, entityTypes, no users), or with users when
+// Options.SyncUsers asks for the example clients' form.
+func (p *Platform) syncBody(userID int64) tradovatewire.SyncRequest {
+	if p.opts.SyncUsers {
+		return tradovatewire.SyncRequest{Users: []int64{userID}, EntityTypes: tradovatewire.SyncEntityTypes}
+	}
+	return tradovatewire.SyncRequest{SplitResponses: true, EntityTypes: tradovatewire.SyncEntityTypes}
 }

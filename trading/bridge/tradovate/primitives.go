@@ -15,11 +15,13 @@ import (
 	"tradebridge/trading/bridge/tradovate/tradovatewire"
 )
 
-// The platform's bridge.Platform and bridge.PairSubmitter.
+// The platform's bridge.Platform, bridge.PairSubmitter,
+// bridge.BracketSubmitter and bridge.BrokerFlattener.
 var (
-	_ bridge.Platform        = (*Platform)(nil)
-	_ bridge.PairSubmitter   = (*Platform)(nil)
-	_ bridge.BrokerFlattener = (*Platform)(nil)
+	_ bridge.Platform         = (*Platform)(nil)
+	_ bridge.PairSubmitter    = (*Platform)(nil)
+	_ bridge.BracketSubmitter = (*Platform)(nil)
+	_ bridge.BrokerFlattener  = (*Platform)(nil)
 )
 
 // Connections implements bridge.Platform: one connection, "Tradovate
@@ -376,7 +378,7 @@ func (p *Platform) placeRequest(o order, ours string) tradovatewire.PlaceOrderRe
 	return tradovatewire.PlaceOrderRequest{
 		AccountSpec: o.req.Account, AccountID: o.account, Action: o.action, Symbol: o.inst.Symbol,
 		OrderQty: o.quantity, OrderType: o.typ, Price: o.limit, StopPrice: o.stop, PegDifference: o.peg,
-		TimeInForce: o.tif, IsAutomated: true, Text: ours,
+		TimeInForce: o.tif, IsAutomated: true, Text: ours, ClOrdID: ours,
 	}
 }
 
@@ -589,7 +591,7 @@ func (p *Platform) SubmitOCO(ctx context.Context, a, b bridge.OrderRequest) (pro
 	}
 	body := tradovatewire.PlaceOCORequest{PlaceOrderRequest: p.placeRequest(oa, idA), Other: tradovatewire.OtherOrder{
 		Action: ob.action, OrderType: ob.typ, Price: ob.limit, StopPrice: ob.stop, PegDifference: ob.peg,
-		TimeInForce: ob.tif, Text: idB}}
+		TimeInForce: ob.tif, Text: idB, ClOrdID: idB}}
 	p.startPlacing()
 	var res tradovatewire.PlaceOCOResponse
 	err = writeError(p.sess.Do(ctx, http.MethodPost, "/order/placeoco", "", body, &res), false)
@@ -813,7 +815,7 @@ func (p *Platform) flattenContract(ctx context.Context, account string, acct, ci
 	p.startPlacing()
 	var res tradovatewire.PlaceOrderResponse
 	err := writeError(p.sess.Do(ctx, http.MethodPost, "/order/liquidateposition", "",
-		tradovatewire.LiquidatePositionRequest{AccountID: acct, ContractID: cid}, &res), false)
+		tradovatewire.LiquidatePositionRequest{AccountID: acct, ContractID: cid, IsAutomated: true}, &res), false)
 	if err == nil && res.OrderID == 0 && res.ErrorText == "" &&
 		(res.FailureReason == "" || res.FailureReason == tradovatewire.ReasonSuccess) {
 		// Nothing left to close (the position closed meanwhile): the

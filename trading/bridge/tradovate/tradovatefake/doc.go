@@ -76,7 +76,8 @@
 // account/list, cashBalance/getcashbalancesnapshot, position/list,
 // order/list, order/item?id=, orderVersion/list, fill/list, fillFee/list,
 // contract/item?id=, contract/find?name=, order/placeorder, order/placeoco,
-// order/cancelorder, order/modifyorder, order/liquidateposition. Every
+// order/placeoso, order/cancelorder, order/modifyorder,
+// order/liquidateposition. Every
 // call but the auth ones needs "Authorization: Bearer" with a live access
 // token (else 401 with errorText "Access is denied"). Lists hold every
 // account's entities; order/list and fill/list the simulator's current
@@ -99,7 +100,15 @@
 // placeoco places both orders as one OCO pair (ocoId of each is the
 // other's id): when one fills, even partly, the other is cancelled; when
 // the other order is refused, the first is cancelled and the refusal
-// answered.
+// answered. placeoso places the entry and answers its brackets' ids
+// (oso1Id, oso2Id) at once; the brackets are sent when the entry is done,
+// sized to what it filled, as an OCO pair when there are two, and with
+// the entry as their parentId; an entry done unfilled sends none. Every
+// write must carry isAutomated: true, else HTTP 400 with errorText (the
+// documentation asks for it; the fake is stricter than the broker). The
+// clOrdId of a placement is kept as the broker's command entity echoes it
+// (ClOrdID). user/syncrequest with users and entityTypes together is HTTP
+// 400, as the partner documentation says not to combine them.
 //
 // A call's events are written to the sockets before the call is answered.
 //

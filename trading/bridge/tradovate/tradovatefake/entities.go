@@ -147,6 +147,10 @@ type orderState struct {
 	versions []tradovatewire.OrderVersion
 	// trail is set for a trailing order (see trailState).
 	trail *trailState
+	// parent is the entry that sent this order (placeoso); oso are the
+	// orders an entry sends once it is filled, until it sends them.
+	parent int64
+	oso    []osoLeg
 }
 
 // posKey names a position row: an account and a contract.
@@ -479,6 +483,7 @@ func (o *orderState) entity() tradovatewire.Order {
 		Action:     o.action,
 		OrdStatus:  o.status,
 		OcoID:      o.ocoID,
+		ParentID:   o.parent,
 	}
 }
 

@@ -30,6 +30,7 @@ func (s *Server) forward(ev bridge.Event) {
 		}
 	case ev.Order != nil:
 		s.broadcastProps(s.orderProps(*ev.Order)...)
+		s.sendBrackets(*ev.Order)
 	case ev.Execution != nil:
 		s.broadcastProps(s.fillProps(*ev.Execution)...)
 	case ev.Position != nil:

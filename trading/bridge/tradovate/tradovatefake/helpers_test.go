@@ -318,7 +318,7 @@ func (f *fixture) userSocket() (*ws, syncAnswer) {
 	f.t.Helper()
 	w := f.dial(f.fake.UserSocketURL())
 	w.authorize(f.token, http.StatusOK)
-	body, err := json.Marshal(tradovatewire.SyncRequest{Users: []int64{tradovatefake.UserID}, EntityTypes: tradovatewire.SyncEntityTypes})
+	body, err := json.Marshal(tradovatewire.SyncRequest{SplitResponses: true, EntityTypes: tradovatewire.SyncEntityTypes})
 	require.NoError(f.t, err)
 	m := w.request("user/syncrequest", "", body)
 	require.Equal(f.t, http.StatusOK, m.S)

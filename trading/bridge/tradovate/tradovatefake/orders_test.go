@@ -133,13 +133,13 @@ func TestWorkingOrderCancelAndModify(t *testing.T) {
 		status int
 		reason string
 	}{
-		{"another type", tradovatewire.ModifyOrderRequest{OrderID: id, OrderQty: 3, OrderType: tradovatewire.OrderTypeStop, StopPrice: 6010},
+		{"another type", tradovatewire.ModifyOrderRequest{IsAutomated: true, OrderID: id, OrderQty: 3, OrderType: tradovatewire.OrderTypeStop, StopPrice: 6010},
 			http.StatusOK, "Unsupported"},
-		{"a price off the tick grid", tradovatewire.ModifyOrderRequest{OrderID: id, OrderQty: 3, OrderType: tradovatewire.OrderTypeLimit, Price: 5995.1},
+		{"a price off the tick grid", tradovatewire.ModifyOrderRequest{IsAutomated: true, OrderID: id, OrderQty: 3, OrderType: tradovatewire.OrderTypeLimit, Price: 5995.1},
 			http.StatusOK, "InvalidPrice"},
-		{"no quantity", tradovatewire.ModifyOrderRequest{OrderID: id, OrderType: tradovatewire.OrderTypeLimit, Price: 5995},
+		{"no quantity", tradovatewire.ModifyOrderRequest{IsAutomated: true, OrderID: id, OrderType: tradovatewire.OrderTypeLimit, Price: 5995},
 			http.StatusBadRequest, ""},
-		{"an unknown order", tradovatewire.ModifyOrderRequest{OrderID: 42, OrderQty: 1, OrderType: tradovatewire.OrderTypeLimit, Price: 5995},
+		{"an unknown order", tradovatewire.ModifyOrderRequest{IsAutomated: true, OrderID: 42, OrderQty: 1, OrderType: tradovatewire.OrderTypeLimit, Price: 5995},
 			http.StatusNotFound, ""},
 	} {
 		var resp tradovatewire.CommandResponse
@@ -152,10 +152,10 @@ func TestWorkingOrderCancelAndModify(t *testing.T) {
 	require.Equal(t, tradovatewire.StatusCanceled, f.orders()[id].OrdStatus)
 
 	var again tradovatewire.CommandResponse
-	require.Equal(t, http.StatusOK, f.post("/order/cancelorder", tradovatewire.CancelOrderRequest{OrderID: id}, &again))
+	require.Equal(t, http.StatusOK, f.post("/order/cancelorder", tradovatewire.CancelOrderRequest{IsAutomated: true, OrderID: id}, &again))
 	require.Equal(t, "TooLate", again.FailureReason)
 	require.NotEmpty(t, again.FailureText)
-	require.Equal(t, http.StatusNotFound, f.post("/order/cancelorder", tradovatewire.CancelOrderRequest{OrderID: 42}, nil))
+	require.Equal(t, http.StatusNotFound, f.post("/order/cancelorder", tradovatewire.CancelOrderRequest{IsAutomated: true, OrderID: 42}, nil))
 }
 
 func TestStopOrders(t *testing.T) {
@@ -313,7 +313,7 @@ func TestLiquidatePosition(t *testing.T) {
 
 	var resp tradovatewire.PlaceOrderResponse
 	require.Equal(t, http.StatusOK, f.post("/order/liquidateposition",
-		tradovatewire.LiquidatePositionRequest{AccountID: acct, ContractID: contract}, &resp))
+		tradovatewire.LiquidatePositionRequest{IsAutomated: true, AccountID: acct, ContractID: contract}, &resp))
 	require.Empty(t, resp.FailureReason)
 	require.NotZero(t, resp.OrderID)
 	os := f.orders()
@@ -324,15 +324,15 @@ func TestLiquidatePosition(t *testing.T) {
 	require.Zero(t, f.positions()[0].NetPos)
 
 	status, body := f.raw(http.MethodPost, "/order/liquidateposition", f.token,
-		tradovatewire.LiquidatePositionRequest{AccountID: acct, ContractID: contract})
+		tradovatewire.LiquidatePositionRequest{IsAutomated: true, AccountID: acct, ContractID: contract})
 	require.Equal(t, http.StatusOK, status)
 	require.JSONEq(t, `{}`, string(body), "nothing to close")
 
 	require.Equal(t, http.StatusNotFound, f.post("/order/liquidateposition",
-		tradovatewire.LiquidatePositionRequest{AccountID: acct, ContractID: 1}, nil))
+		tradovatewire.LiquidatePositionRequest{IsAutomated: true, AccountID: acct, ContractID: 1}, nil))
 	f.fake.RejectNext("TradingLocked")
 	require.Equal(t, http.StatusOK, f.post("/order/liquidateposition",
-		tradovatewire.LiquidatePositionRequest{AccountID: acct, ContractID: contract}, &resp))
+		tradovatewire.LiquidatePositionRequest{IsAutomated: true, AccountID: acct, ContractID: contract}, &resp))
 	require.Equal(t, "TradingLocked", resp.FailureReason)
 }
 

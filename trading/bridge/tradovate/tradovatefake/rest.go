@@ -42,11 +42,12 @@ func (s *Server) routes() *http.ServeMux {
 	m.HandleFunc("GET /v1/contract/item", s.authed(s.contractItem))
 	m.HandleFunc("GET /v1/contract/find", s.authed(s.contractFind))
 
-	m.HandleFunc("POST /v1/order/placeorder", s.authed(s.placeOrder))
-	m.HandleFunc("POST /v1/order/placeoco", s.authed(s.placeOCO))
-	m.HandleFunc("POST /v1/order/cancelorder", s.authed(s.cancelOrder))
-	m.HandleFunc("POST /v1/order/modifyorder", s.authed(s.modifyOrder))
-	m.HandleFunc("POST /v1/order/liquidateposition", s.authed(s.liquidatePosition))
+	m.HandleFunc("POST /v1/order/placeorder", s.authed(s.automated(s.placeOrder)))
+	m.HandleFunc("POST /v1/order/placeoco", s.authed(s.automated(s.placeOCO)))
+	m.HandleFunc("POST /v1/order/placeoso", s.authed(s.automated(s.placeOSO)))
+	m.HandleFunc("POST /v1/order/cancelorder", s.authed(s.automated(s.cancelOrder)))
+	m.HandleFunc("POST /v1/order/modifyorder", s.authed(s.automated(s.modifyOrder)))
+	m.HandleFunc("POST /v1/order/liquidateposition", s.authed(s.automated(s.liquidatePosition)))
 
 	m.HandleFunc("GET /v1/websocket", s.userSocket)
 	m.HandleFunc("GET /md/v1/websocket", s.mdSocket)

@@ -165,6 +165,8 @@ type Server struct {
 	logins, renewals atomic.Int64
 	eventsSent       atomic.Uint64
 	ordersPlaced     atomic.Int64
+
+	writes writesSeen // what write requests carried (oso.go)
 }
 
 // Start starts a fake Tradovate server on 127.0.0.1, over opts.Market.

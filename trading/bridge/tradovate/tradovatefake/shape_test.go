@@ -234,21 +234,21 @@ func fakeAnswers(t *testing.T) map[string]json.RawMessage {
 	f.fake.RejectNext("MaxPosLimitReached")
 	call("order_placeorder_failed", http.MethodPost, "/order/placeorder", f.token, stopLimit)
 	call("order_modifyorder", http.MethodPost, "/order/modifyorder", f.token,
-		tradovatewire.ModifyOrderRequest{OrderID: stopLimitID, OrderQty: 2, OrderType: tradovatewire.OrderTypeStopLimit, Price: 6013, StopPrice: 6011})
-	call("order_cancelorder", http.MethodPost, "/order/cancelorder", f.token, tradovatewire.CancelOrderRequest{OrderID: stopLimitID})
-	call("order_cancelorder_failed", http.MethodPost, "/order/cancelorder", f.token, tradovatewire.CancelOrderRequest{OrderID: stopLimitID})
+		tradovatewire.ModifyOrderRequest{IsAutomated: true, OrderID: stopLimitID, OrderQty: 2, OrderType: tradovatewire.OrderTypeStopLimit, Price: 6013, StopPrice: 6011})
+	call("order_cancelorder", http.MethodPost, "/order/cancelorder", f.token, tradovatewire.CancelOrderRequest{IsAutomated: true, OrderID: stopLimitID})
+	call("order_cancelorder_failed", http.MethodPost, "/order/cancelorder", f.token, tradovatewire.CancelOrderRequest{IsAutomated: true, OrderID: stopLimitID})
 
 	// A working trailing stop (pegDifference), started from the market.
 	trailing := f.order(tradovatewire.ActionSell, tradovatewire.OrderTypeTrailingStop, 1, 0, 0)
 	trailing.PegDifference = -4
 	f.place(trailing)
 
-	nq := tradovatewire.PlaceOrderRequest{AccountID: acct, Action: tradovatewire.ActionBuy, Symbol: "NQZ6", OrderQty: 1, OrderType: tradovatewire.OrderTypeMarket}
+	nq := tradovatewire.PlaceOrderRequest{IsAutomated: true, AccountID: acct, Action: tradovatewire.ActionBuy, Symbol: "NQZ6", OrderQty: 1, OrderType: tradovatewire.OrderTypeMarket}
 	f.place(nq)
 	var nqContract tradovatewire.Contract
 	require.Equal(t, http.StatusOK, f.get("/contract/find?name=NQZ6", &nqContract))
 	call("order_liquidateposition", http.MethodPost, "/order/liquidateposition", f.token,
-		tradovatewire.LiquidatePositionRequest{AccountID: acct, ContractID: nqContract.ID})
+		tradovatewire.LiquidatePositionRequest{IsAutomated: true, AccountID: acct, ContractID: nqContract.ID})
 
 	// Lists and items.
 	call("account_list", http.MethodGet, "/account/list", f.token, nil)

@@ -253,6 +253,13 @@ func (s *Server) syncRequest(sock *socket, req tradovatewire.Request) {
 			s.respond(sock, req.ID, http.StatusBadRequest, "The request body is not valid JSON.")
 			return
 		}
+		s.seeSync(body)
+		if len(body.Users) > 0 && len(body.EntityTypes) > 0 {
+			// The partner documentation: users is not to be combined
+			// with entityTypes.
+			s.respond(sock, req.ID, http.StatusBadRequest, "users cannot be combined with entityTypes.")
+			return
+		}
 	}
 	if !s.do(func() {
 		s.drain()

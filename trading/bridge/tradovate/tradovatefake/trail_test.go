@@ -103,9 +103,9 @@ func TestTrailingStopModify(t *testing.T) {
 		mod    tradovatewire.ModifyOrderRequest
 		reason string
 	}{
-		{"another trail", tradovatewire.ModifyOrderRequest{OrderID: id, OrderQty: 1, OrderType: tradovatewire.OrderTypeTrailingStop, PegDifference: -2}, "TrailingStopNonOrderQtyModify"},
-		{"another type", tradovatewire.ModifyOrderRequest{OrderID: id, OrderQty: 1, OrderType: tradovatewire.OrderTypeStop, StopPrice: 5990}, "Unsupported"},
-		{"the quantity", tradovatewire.ModifyOrderRequest{OrderID: id, OrderQty: 3, OrderType: tradovatewire.OrderTypeTrailingStop,
+		{"another trail", tradovatewire.ModifyOrderRequest{IsAutomated: true, OrderID: id, OrderQty: 1, OrderType: tradovatewire.OrderTypeTrailingStop, PegDifference: -2}, "TrailingStopNonOrderQtyModify"},
+		{"another type", tradovatewire.ModifyOrderRequest{IsAutomated: true, OrderID: id, OrderQty: 1, OrderType: tradovatewire.OrderTypeStop, StopPrice: 5990}, "Unsupported"},
+		{"the quantity", tradovatewire.ModifyOrderRequest{IsAutomated: true, OrderID: id, OrderQty: 3, OrderType: tradovatewire.OrderTypeTrailingStop,
 			StopPrice: 5000, PegDifference: -4}, ""},
 	} {
 		var resp tradovatewire.CommandResponse

@@ -287,6 +287,9 @@ type PlaceOrderRequest struct {
 	TimeInForce   string  `json:"timeInForce,omitempty"`
 	IsAutomated   bool    `json:"isAutomated"`
 	Text          string  `json:"text,omitempty"`
+	// ClOrdID is the client's id of the order, which the broker echoes on
+	// the command entity of the placement (command.clOrdId).
+	ClOrdID string `json:"clOrdId,omitempty"`
 }
 
 // OtherOrder is the second order of an OCO pair (PlaceOCORequest.Other).
@@ -298,6 +301,7 @@ type OtherOrder struct {
 	PegDifference float64 `json:"pegDifference,omitempty"`
 	TimeInForce   string  `json:"timeInForce,omitempty"`
 	Text          string  `json:"text,omitempty"`
+	ClOrdID       string  `json:"clOrdId,omitempty"`
 }
 
 // PegDifference is the broker's trail of a trailing order: distance
@@ -333,6 +337,28 @@ type PlaceOrderResponse struct {
 type PlaceOCOResponse struct {
 	OrderID       int64  `json:"orderId,omitempty"`
 	OcoID         int64  `json:"ocoId,omitempty"`
+	FailureReason string `json:"failureReason,omitempty"`
+	FailureText   string `json:"failureText,omitempty"`
+	ErrorText     string `json:"errorText,omitempty"`
+}
+
+// PlaceOSORequest is the body of POST /order/placeoso ("order sends
+// order"): an entry order and the one or two orders it sends once it
+// fills. Bracket1 and Bracket2 take the entry's account, symbol and
+// quantity; with both, they are an OCO pair. IsAutomated (of the
+// embedded entry) must be true for an order no human placed.
+type PlaceOSORequest struct {
+	PlaceOrderRequest
+	Bracket1 *OtherOrder `json:"bracket1,omitempty"`
+	Bracket2 *OtherOrder `json:"bracket2,omitempty"`
+}
+
+// PlaceOSOResponse answers /order/placeoso: the entry's id (OrderID) and
+// its brackets' (OSO1ID, OSO2ID), or FailureReason with FailureText.
+type PlaceOSOResponse struct {
+	OrderID       int64  `json:"orderId,omitempty"`
+	OSO1ID        int64  `json:"oso1Id,omitempty"`
+	OSO2ID        int64  `json:"oso2Id,omitempty"`
 	FailureReason string `json:"failureReason,omitempty"`
 	FailureText   string `json:"failureText,omitempty"`
 	ErrorText     string `json:"errorText,omitempty"`
@@ -379,16 +405,19 @@ const ReasonSuccess = "Success"
 // LiquidatePositionRequest is the body of POST /order/liquidateposition:
 // cancel the contract's working orders and close the position at market.
 type LiquidatePositionRequest struct {
-	AccountID  int64 `json:"accountId"`
-	ContractID int64 `json:"contractId"`
-	Admin      bool  `json:"admin"`
+	AccountID   int64 `json:"accountId"`
+	ContractID  int64 `json:"contractId"`
+	Admin       bool  `json:"admin"`
+	IsAutomated bool  `json:"isAutomated"`
 }
 
 // SyncRequest is the body of the user/syncrequest websocket request: it
 // answers the users' whole state (SyncResponse) and subscribes the socket
-// to props events about it.
+// to props events about it. The partner documentation makes
+// splitResponses mandatory (true) for vendors and says not to send users
+// with entityTypes, which must be given (its default is none).
 type SyncRequest struct {
-	Users          []int64  `json:"users"`
+	Users          []int64  `json:"users,omitempty"`
 	SplitResponses bool     `json:"splitResponses,omitempty"`
 	EntityTypes    []string `json:"entityTypes,omitempty"`
 }
