@@ -277,3 +277,27 @@ func TestLoginLockedWaitsAnHour(t *testing.T) {
 	requireUnavailable(t, err, tradovate.CodeCaptchaRequired)
 	assert.Len(t, b.requestsTo("/auth/accesstokenrequest"), 1, "nothing sent during the hour")
 }
+
+// A penalty ticket answered to one login holds the other logins of the
+// gate for its p-time: the broker's tickets are per address.
+func TestLoginTicketHoldsTheGate(t *testing.T) {
+	t.Parallel()
+	c := newClock()
+	fake := authFake(t, c, 0)
+	gate := tradovate.NewLoginGate(tradovate.LoginGateOptions{Now: c.Now, After: c.After,
+		Jitter: func(time.Duration) time.Duration { return 0 }})
+	a := fakeSession(t, fake, c, func(o *tradovate.SessionOptions) { o.Logins = gate })
+	b := fakeSession(t, fake, c, func(o *tradovate.SessionOptions) { o.Logins = gate })
+	fake.PenaltyTicket(1, 30*time.Second)
+	errs := make(chan error, 2)
+	go func() { _, err := a.Token(context.Background()); errs <- err }()
+	c.AwaitWaiters(t, 1) // a waits p-time
+	go func() { _, err := b.Token(context.Background()); errs <- err }()
+	c.AwaitWaiters(t, 2) // b waits at the gate
+	assert.Equal(t, 1, fake.Requests("auth/accesstokenrequest"), "no login during another's p-time")
+	c.Advance(30 * time.Second)
+	require.NoError(t, <-errs)
+	require.NoError(t, <-errs)
+	assert.Equal(t, 2, fake.Logins())
+	assert.Equal(t, 1, fake.Tickets())
+}
