@@ -243,7 +243,8 @@ type Status struct {
 	// TokenExpires is when the login's token expires (it is renewed
 	// before).
 	TokenExpires *time.Time `json:"tokenExpires,omitempty"`
-	// RetryAt is when a rate-limited login may call the broker again.
+	// RetryAt is when a rate-limited login, or one waiting after a
+	// captcha, calls the broker again.
 	RetryAt *time.Time `json:"retryAt,omitempty"`
 	// Connected reports whether the user-data socket is up.
 	Connected bool `json:"connected"`

@@ -25,7 +25,10 @@ import (
 // keeps failing records one entry per distinct failure: the session does
 // not retry a refusal, an instance records each failure state once, and
 // the entry's ref (the failure and the link's time) keeps an instance
-// restarted on this or another node from recording it again.
+// restarted on this or another node from recording it again. A captcha
+// is a wait the session ends by itself (detail.retryAt): its entry's ref
+// names the wait's end too, and a login that succeeds after it records
+// nothing (no kind tells a recovery).
 
 // Errors of broker.loginFailed and broker.tokenExpired (detail.error).
 const (
@@ -86,6 +89,9 @@ type loginDetail struct {
 	Error  string `json:"error"`
 	Env    string `json:"env"`
 	Reason string `json:"reason,omitempty"`
+	// RetryAt is when the relay tries the login again by itself (a
+	// captcha's wait).
+	RetryAt *time.Time `json:"retryAt,omitempty"`
 }
 
 // loginWatch follows the session of one running link
@@ -103,6 +109,12 @@ type loginWatch struct {
 // lock: it only publishes, which never blocks.
 func (w *loginWatch) state(state string, err error) {
 	kind, code, reason, summary := loginFailure(state, err)
+	var retryAt *time.Time
+	var ce *tradovate.CaptchaError
+	if errors.As(err, &ce) {
+		t := ce.RetryAt.UTC().Truncate(time.Second)
+		retryAt = &t
+	}
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	if state == tradovate.StateOK {
@@ -113,11 +125,17 @@ func (w *loginWatch) state(state string, err error) {
 		return
 	}
 	w.last = kind + code
-	d, _ := json.Marshal(loginDetail{Error: code, Env: w.link.Env, Reason: reason})
+	d, _ := json.Marshal(loginDetail{Error: code, Env: w.link.Env, Reason: reason, RetryAt: retryAt})
 	// One entry per failure of one link, on any node, across restarts:
 	// the session does not get past a refusal until the login is
-	// linked again, which gives the link another time.
+	// linked again, which gives the link another time. A captcha's wait
+	// ends by itself: its entry is one per wait (the session records
+	// none again while it keeps meeting captchas; a restarted instance
+	// meets a new one).
 	ref := "broker:" + kind + ":" + code + ":" + strconv.FormatInt(w.link.LinkedAt.UnixMilli(), 10)
+	if retryAt != nil {
+		ref += ":" + strconv.FormatInt(retryAt.Unix(), 10)
+	}
 	w.m.record(w.link.UserID, ref, protocol.ActivityEntry{At: now(), Kind: kind, Source: brokerSource, Summary: summary, Detail: d})
 }
 

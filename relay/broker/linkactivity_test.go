@@ -191,3 +191,40 @@ func TestTokenExpiredRecorded(t *testing.T) {
 	assert.Equal(t, map[string]any{"error": "token_expired", "env": "demo"}, eventstest.Detail(t, ev.Activity))
 	assert.NotContains(t, string(ev.Activity.Detail)+ev.Activity.Summary, "tok-secret-xyz")
 }
+
+// A captcha is a wait, not the end of the link: its broker.loginFailed
+// entry and the link's state say when the relay tries again by itself.
+func TestCaptchaRecordedWithRetryTime(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t)
+	fake := brokerFake(t, f)
+	fake.Captcha(true)
+	var log eventstest.Collector
+	m := tradovateManager(t, f, fake, &log)
+	t.Cleanup(func() { m.Close() })
+	s := broker.Secrets{Username: tradovatefake.DefaultName, Password: tradovatefake.DefaultPassword, AppID: tradovatefake.DefaultAppID,
+		AppVersion: "1.0", CID: tradovatefake.DefaultCID, Sec: tradovatefake.DefaultSec}
+	before := time.Now()
+	_, err := m.Link(context.Background(), "alice", broker.EnvDemo, broker.MethodAPIKey, s)
+	require.NoError(t, err)
+	ev := log.WaitActivity(t, 1)[0]
+	assert.Equal(t, protocol.ActivityBrokerLoginFailed, ev.Activity.Kind)
+	d := eventstest.Detail(t, ev.Activity)
+	assert.Equal(t, "captcha_required", d["error"])
+	require.IsType(t, "", d["retryAt"], "the entry says when the relay tries again")
+	retry, err := time.Parse(time.RFC3339, d["retryAt"].(string))
+	require.NoError(t, err)
+	assert.WithinDuration(t, before.Add(tradovate.CaptchaPause), retry, time.Minute)
+	assert.Contains(t, ev.Activity.Summary, "tries again")
+
+	st, err := m.Status(context.Background(), "alice")
+	require.NoError(t, err)
+	assert.Equal(t, tradovate.StateCaptchaRequired, st.Session)
+	require.NotNil(t, st.RetryAt, "the link's state says when the relay tries again")
+	assert.WithinDuration(t, retry, *st.RetryAt, time.Second)
+	for range 3 {
+		_, _ = call(t, m, "alice", protocol.FnListAccounts, "", nil)
+	}
+	assert.Len(t, log.Activity(), 1, "recorded once")
+	assert.Equal(t, 1, fake.Requests("auth/accesstokenrequest"), "no login is tried during the wait")
+}

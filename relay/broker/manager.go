@@ -169,6 +169,9 @@ type Manager struct {
 	// configPending are the users whose ConfigChanged waits to be
 	// forwarded to the node running their instance.
 	configPending map[string]bool
+	// logins paces the Tradovate logins of every link of this node: the
+	// broker limits logins per client address.
+	logins *tradovate.LoginGate
 }
 
 // New validates opts and returns a Manager.
@@ -211,7 +214,7 @@ func New(opts Options) (*Manager, error) {
 		return nil, err
 	}
 	m := &Manager{opts: opts, log: opts.Logger.Named("broker"), links: links, insts: make(map[string]*instance),
-		configPending: make(map[string]bool)}
+		configPending: make(map[string]bool), logins: tradovate.NewLoginGate(tradovate.LoginGateOptions{})}
 	if m.opts.NewPlatform == nil {
 		m.opts.NewPlatform = m.tradovatePlatform
 	}

@@ -91,12 +91,17 @@ func (m *Manager) tradovatePlatform(_ context.Context, c PlatformConfig) (Platfo
 		OnToken: func(t tradovate.Token) {
 			ctx, cancel := context.WithTimeout(context.Background(), stateTimeout)
 			defer cancel()
-			if err := c.SaveSession(ctx, Session{AccessToken: t.AccessToken, MDAccessToken: t.MDAccessToken, Expires: t.Expires, BrokerUserID: t.UserID}); err != nil {
+			exp := t.Expires
+			if !t.MDExpires.IsZero() && t.MDExpires.Before(exp) {
+				exp = t.MDExpires // the saved pair is good while both are
+			}
+			if err := c.SaveSession(ctx, Session{AccessToken: t.AccessToken, MDAccessToken: t.MDAccessToken, Expires: exp, BrokerUserID: t.UserID}); err != nil {
 				c.Logger.Warn("keeping the renewed session; a relay restart will log in again", zap.Error(err))
 			}
 		},
 		OnState:    c.OnSessionState,
 		HTTPClient: m.opts.HTTPClient, Logger: c.Logger, Rate: m.opts.Rate, Burst: m.opts.Burst, PerHour: m.opts.PerHour,
+		Logins: m.logins,
 	})
 	if err != nil {
 		return nil, err
@@ -113,7 +118,7 @@ func (m *Manager) tradovatePlatform(_ context.Context, c PlatformConfig) (Platfo
 // credentials, whose token the link keeps.
 func (m *Manager) tradovateLogin(ctx context.Context, env string, s Secrets) (Session, error) {
 	sess, err := tradovate.NewSession(tradovate.SessionOptions{Env: tradovate.Env(env), Endpoints: m.opts.Endpoints,
-		Credentials: credentials(s), HTTPClient: m.opts.HTTPClient, Logger: m.log})
+		Credentials: credentials(s), HTTPClient: m.opts.HTTPClient, Logger: m.log, Logins: m.logins})
 	if err != nil {
 		return Session{}, err
 	}

@@ -104,7 +104,7 @@ func sessionWords(st broker.Status) string {
 	case "login_failed":
 		return "Tradovate refused the login: link it again"
 	case "captcha_required":
-		return "Tradovate asks for a human check: sign in once on Tradovate's site, then link again"
+		return "Tradovate asks for a human check: the relay tries again after an hour (signing in once on Tradovate's site helps)"
 	case "rate_limited":
 		return "Held back by Tradovate's rate limit"
 	case "unreachable":

@@ -325,10 +325,11 @@ func linkSchemas() object {
 				"env":      object{"type": "string", "enum": []string{"demo", "live"}, "description": "the broker's environment"},
 				"method":   object{"type": "string", "enum": []string{"apikey", "oauth"}, "description": "how the login was linked: API-key credentials or the broker's OAuth page"},
 				"linkedAt": dateTime("when the login was linked"),
-				"session": object{"type": "string", "description": "the login's state: ok, connecting, logging_in, login_failed, captcha_required, " +
-					"rate_limited (until retryAt) or unreachable. login_failed and captcha_required need the user: log in on Tradovate's site, then link again"},
+				"session": object{"type": "string", "description": "the login's state: ok, connecting, logging_in, login_failed, captcha_required (until retryAt), " +
+					"rate_limited (until retryAt) or unreachable. login_failed needs the user: link again; captcha_required is tried again at retryAt " +
+					"(logging in once on Tradovate's site meanwhile helps)"},
 				"tokenExpires": dateTime("when the login's token expires; it is renewed before"),
-				"retryAt":      dateTime("when a rate-limited login may call the broker again"),
+				"retryAt":      dateTime("when a rate-limited login, or one waiting after a captcha, calls the broker again"),
 				"connected":    object{"type": "boolean", "description": "whether the broker's user-data socket is up"},
 				"accounts":     object{"type": "array", "items": object{"type": "string"}, "description": "the login's accounts, as last seen"},
 			},

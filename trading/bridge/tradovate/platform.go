@@ -318,7 +318,7 @@ func (p *Platform) runUser(ctx context.Context) bool {
 		},
 	})
 	if errors.Is(err, errTokenRefused) {
-		p.sess.dropToken(tok)
+		_ = p.sess.revive(ctx, tok) // renewed, or dropped when its renewal is refused too
 		p.setDown(platformUnavailable(CodeConnecting))
 		return false
 	}

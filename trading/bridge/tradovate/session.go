@@ -41,6 +41,17 @@ const (
 	// RateLimitPause is how long the broker refuses requests after an
 	// HTTP 429; the session sends nothing meanwhile.
 	RateLimitPause = time.Hour
+	// CaptchaPause is how long a login the broker asked a captcha of waits
+	// before it is tried again (or p-time, when longer): the broker asks
+	// clients to stop for an hour; a human may pass the check on
+	// Tradovate's site meanwhile.
+	CaptchaPause = time.Hour
+	// minRenewGap is the first wait after a renewal that did not extend
+	// the token's expiry; it doubles up to RenewBefore.
+	minRenewGap = time.Minute
+	// reviveGap is how long after a 401 the session answers the next 401
+	// as it comes, instead of renewing (or logging in) again.
+	reviveGap = time.Minute
 	// MaxPenaltyTickets bounds how many penalty tickets one login honours
 	// before it gives up.
 	MaxPenaltyTickets = 3
@@ -70,8 +81,8 @@ const (
 // unavailableReasons are the fixed sentences of the codes.
 var unavailableReasons = map[string]string{
 	CodeBrokerUnreachable: "Tradovate cannot be reached right now; the relay keeps trying",
-	CodeCaptchaRequired: "Tradovate asks for a human check on this login: log in once on Tradovate's site, " +
-		"then link the account again",
+	CodeCaptchaRequired: "Tradovate asks for a human check on this login: the relay waits an hour and tries again " +
+		"(logging in once on Tradovate's site meanwhile helps)",
 	CodeRateLimited: "Tradovate refused requests from this login for an hour because too many were sent; " +
 		"the relay sends nothing until the hour is over",
 	CodeLoginFailed: "Tradovate refused the linked login; link the account again",
@@ -99,13 +110,18 @@ type Token struct {
 	// MDAccessToken authorizes the market-data socket.
 	MDAccessToken string
 	Expires       time.Time
+	// MDExpires is when MDAccessToken expires when it is not Expires (a
+	// renewal that brought no market-data token keeps the previous one);
+	// zero means Expires.
+	MDExpires time.Time
 	// UserID is the broker's id of the user.
 	UserID int64
 }
 
-// validAt reports whether the token can still be used at now.
+// validAt reports whether the token, and its market-data token, can
+// still be used at now.
 func (t Token) validAt(now time.Time) bool {
-	return t.AccessToken != "" && now.Before(t.Expires)
+	return t.AccessToken != "" && now.Before(t.Expires) && (t.MDExpires.IsZero() || now.Before(t.MDExpires))
 }
 
 // SessionOptions configures a Session.
@@ -145,6 +161,10 @@ type SessionOptions struct {
 	Rate    float64
 	Burst   int
 	PerHour int
+	// Logins paces the session's logins with those of every session that
+	// shares it (one per relay node: the broker limits logins per client
+	// address); a gate of the session's own when nil.
+	Logins *LoginGate
 	// Logger logs state changes; never tokens or passwords.
 	Logger *zap.Logger
 }
@@ -164,11 +184,20 @@ type Session struct {
 	mu     sync.Mutex
 	token  Token
 	state  string
-	until  time.Time // end of the rate limit
-	sticky error     // why no login will be tried again (captcha, refused)
+	until  time.Time // end of the rate limit, or of a captcha's wait
+	sticky error     // why no login will be tried again (refused)
+	held   error     // a captcha's *CaptchaError: no login before until
 	kick   chan struct{}
 	logins int
 	renews int
+
+	// obtained is when the token was received (zero for a saved one);
+	// renewAfter is when a renewal may be sent again after a ticket or
+	// a renewal that did not extend the expiry, renewGap that wait.
+	obtained   time.Time
+	renewAfter time.Time
+	renewGap   time.Duration
+	revived    time.Time // the last 401 that led to a renewal
 
 	run bridge.RunGuard // Run's books; its Done is closed by Close
 }
@@ -212,6 +241,9 @@ func NewSession(opts SessionOptions) (*Session, error) {
 	if opts.Logger == nil {
 		opts.Logger = zap.NewNop()
 	}
+	if opts.Logins == nil {
+		opts.Logins = NewLoginGate(LoginGateOptions{Now: opts.Now, After: opts.After})
+	}
 	s := &Session{
 		opts:  opts,
 		log:   opts.Logger.Named("tradovate").With(zap.String("env", string(opts.Env))),
@@ -231,7 +263,8 @@ func NewSession(opts SessionOptions) (*Session, error) {
 type Status struct {
 	Env   Env    `json:"env"`
 	State string `json:"state"`
-	// Until is when a rate limit ends.
+	// Until is when a rate limit, or a captcha's wait, ends: the session
+	// tries again then by itself.
 	Until time.Time `json:"until,omitzero"`
 	// Expires is when the current token expires (zero without one).
 	Expires time.Time `json:"expires,omitzero"`
@@ -246,7 +279,7 @@ func (s *Session) Status() Status {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	st := Status{Env: s.opts.Env, State: s.state, Logins: s.logins, Renewals: s.renews}
-	if s.state == StateRateLimited {
+	if s.state == StateRateLimited || (s.state == StateCaptchaRequired && s.held != nil) {
 		st.Until = s.until
 	}
 	if s.token.AccessToken != "" {
@@ -273,8 +306,11 @@ func (s *Session) setStateLocked(state string) {
 	s.state = state
 	if s.opts.OnState != nil {
 		var err error
-		if state == StateLoginFailed || state == StateCaptchaRequired {
+		switch state {
+		case StateLoginFailed:
 			err = s.sticky
+		case StateCaptchaRequired:
+			err = s.held
 		}
 		s.opts.OnState(state, err)
 	}
@@ -298,6 +334,9 @@ func (s *Session) refusal() error {
 			return unavailable(CodeRateLimited)
 		}
 		s.setStateLocked(StateOK)
+	}
+	if s.state == StateCaptchaRequired && s.held != nil && s.opts.Now().Before(s.until) {
+		return s.held
 	}
 	return s.sticky
 }
@@ -336,6 +375,20 @@ func (s *Session) validToken() (Token, bool, error) {
 	return tok, true, nil
 }
 
+// CaptchaError reports a login the broker asked a captcha of: no login is
+// tried before RetryAt, then the session tries again by itself. It
+// unwraps to the captcha_required *bridge.UnavailableError.
+type CaptchaError struct {
+	RetryAt time.Time
+}
+
+func (e *CaptchaError) Error() string {
+	return "tradovate: the broker asks for a captcha; the login is tried again at " + e.RetryAt.UTC().Format(time.RFC3339)
+}
+
+// Unwrap returns the captcha_required UnavailableError.
+func (e *CaptchaError) Unwrap() error { return unavailable(CodeCaptchaRequired) }
+
 // dropToken forgets a token the broker refused, unless it was already
 // replaced.
 func (s *Session) dropToken(tok Token) {
@@ -345,6 +398,32 @@ func (s *Session) dropToken(tok Token) {
 	}
 	s.mu.Unlock()
 	s.poke()
+}
+
+// revive answers a 401 to tok: a token already replaced is used as it
+// is; otherwise the token is renewed, and only a token the renewal
+// refuses too is dropped for a new login (a new session may end the
+// user's other sessions). Within reviveGap of the last one, a 401 is
+// answered as it is: no renewal, no login, never a loop.
+func (s *Session) revive(ctx context.Context, tok Token) error {
+	now := s.opts.Now()
+	s.mu.Lock()
+	if s.token.AccessToken != tok.AccessToken {
+		s.mu.Unlock()
+		return nil
+	}
+	if !s.revived.IsZero() && now.Sub(s.revived) < reviveGap {
+		s.mu.Unlock()
+		return &HTTPError{Status: http.StatusUnauthorized}
+	}
+	s.revived = now
+	s.mu.Unlock()
+	err := s.renew(ctx)
+	if errors.Is(err, errRenewRefused) {
+		s.log.Info("tradovate: the broker refused the token and its renewal; logging in again")
+		return nil // dropped: the next call logs in
+	}
+	return err
 }
 
 func (s *Session) poke() {
@@ -417,21 +496,34 @@ func (s *Session) login(ctx context.Context) (Token, error) {
 	req := tradovatewire.AccessTokenRequest{Name: c.Name, Password: c.Password, AppID: c.AppID,
 		AppVersion: c.AppVersion, CID: c.CID, Sec: c.Sec, DeviceID: c.DeviceID}
 	for attempt := 0; ; attempt++ {
+		if err := s.opts.Logins.Wait(ctx, s.run.Done()); err != nil {
+			s.setState(StateUnreachable)
+			return Token{}, err
+		}
 		var res tradovatewire.AccessTokenResponse
-		if err := s.send(ctx, http.MethodPost, "/auth/accesstokenrequest", "", req, &res, false); err != nil {
+		err := s.send(ctx, http.MethodPost, "/auth/accesstokenrequest", "", req, &res, false)
+		var he *HTTPError
+		switch {
+		case errors.As(err, &he) && he.Status == http.StatusLocked:
+			// The broker's answer to repeated failed logins: a captcha
+			// and an hour without logins.
+			return Token{}, s.holdCaptcha(CaptchaPause)
+		case err != nil:
 			s.settleFailure(err)
 			return Token{}, err
 		}
 		switch {
 		case res.PCaptcha:
-			return Token{}, s.stick(StateCaptchaRequired, unavailable(CodeCaptchaRequired),
-				"tradovate: the broker asks for a captcha; the login stops until it is linked again")
+			return Token{}, s.holdCaptcha(max(CaptchaPause, time.Duration(res.PTime)*time.Second))
 		case res.PTicket != "":
 			if attempt >= MaxPenaltyTickets {
 				s.setState(StateUnreachable)
 				return Token{}, fmt.Errorf("tradovate: penalty tickets did not end: %w", unavailable(CodeBrokerUnreachable))
 			}
 			wait := time.Duration(max(res.PTime, 0)) * time.Second
+			// Tickets are per client address: every login of the gate
+			// waits too.
+			s.opts.Logins.Hold(s.opts.Now().Add(wait))
 			s.log.Info("tradovate: penalty ticket; waiting before logging in again", zap.Duration("wait", wait))
 			select {
 			case <-ctx.Done():
@@ -455,7 +547,7 @@ func (s *Session) login(ctx context.Context) (Token, error) {
 		s.mu.Lock()
 		s.logins++
 		s.mu.Unlock()
-		s.newToken(tok)
+		s.newToken(tok, true)
 		s.log.Info("tradovate: logged in", zap.Time("expires", tok.Expires))
 		return tok, nil
 	}
@@ -469,6 +561,20 @@ func (s *Session) stick(state string, err error, msg string) error {
 	s.setStateLocked(state)
 	s.mu.Unlock()
 	s.log.Warn(msg)
+	return err
+}
+
+// holdCaptcha records a captcha: no login for wait, then the session
+// tries again by itself.
+func (s *Session) holdCaptcha(wait time.Duration) error {
+	s.mu.Lock()
+	until := s.opts.Now().Add(wait)
+	err := &CaptchaError{RetryAt: until}
+	s.held, s.until = err, until
+	s.token = Token{}
+	s.setStateLocked(StateCaptchaRequired)
+	s.mu.Unlock()
+	s.log.Warn("tradovate: the broker asks for a captcha; no login until the wait is over", zap.Time("retryAt", until))
 	return err
 }
 
@@ -489,8 +595,18 @@ func (s *Session) tokenOf(res tradovatewire.AccessTokenResponse, old Token) (Tok
 			unavailable(CodeBrokerUnreachable))
 	}
 	tok := Token{AccessToken: res.AccessToken, MDAccessToken: res.MDAccessToken, Expires: exp, UserID: res.UserID}
-	if tok.MDAccessToken == "" {
+	if tok.MDAccessToken == "" && old.MDAccessToken != "" {
+		// A renewal without a market-data token: the previous one is
+		// kept while it lasts; once it expires the token is no longer
+		// valid and the session logs in again for a new one.
 		tok.MDAccessToken = old.MDAccessToken
+		tok.MDExpires = old.Expires
+		if !old.MDExpires.IsZero() {
+			tok.MDExpires = old.MDExpires
+		}
+		if !tok.MDExpires.Before(tok.Expires) {
+			tok.MDExpires = time.Time{}
+		}
 	}
 	if tok.MDAccessToken == "" {
 		tok.MDAccessToken = tok.AccessToken
@@ -501,20 +617,28 @@ func (s *Session) tokenOf(res tradovatewire.AccessTokenResponse, old Token) (Tok
 	return tok, nil
 }
 
-// newToken installs a token and reports it.
-func (s *Session) newToken(tok Token) {
+// newToken installs a token and reports it; poke wakes Run (after a
+// login, not after Run's own renewal).
+func (s *Session) newToken(tok Token, poke bool) {
 	s.mu.Lock()
 	s.token = tok
+	s.obtained = s.opts.Now()
+	s.held = nil
 	s.setStateLocked(StateOK)
 	s.mu.Unlock()
 	if s.opts.OnToken != nil {
 		s.opts.OnToken(tok)
 	}
-	s.poke()
+	if poke {
+		s.poke()
+	}
 }
 
 // errRenewRefused reports a renewal the broker refused (401).
 var errRenewRefused = errors.New("tradovate: the broker refused to renew the token")
+
+// errRenewPenalty reports a renewal answered with a penalty ticket.
+var errRenewPenalty = errors.New("tradovate: the broker answered the renewal with a penalty ticket")
 
 // renew renews the current token.
 func (s *Session) renew(ctx context.Context) error {
@@ -534,6 +658,16 @@ func (s *Session) renew(ctx context.Context) error {
 	case err != nil:
 		s.settleFailure(err)
 		return err
+	case res.PTicket != "":
+		// A penalty ticket: nothing was renewed. The renewal is a GET
+		// without a body to carry the ticket, so the session sends it
+		// again once p-time is over.
+		wait := time.Duration(max(res.PTime, 1)) * time.Second
+		s.mu.Lock()
+		s.renewAfter = s.opts.Now().Add(wait)
+		s.mu.Unlock()
+		s.log.Info("tradovate: penalty ticket on a renewal; waiting before renewing again", zap.Duration("wait", wait))
+		return errRenewPenalty
 	case res.ErrorText != "":
 		s.dropToken(old)
 		return errRenewRefused
@@ -547,8 +681,17 @@ func (s *Session) renew(ctx context.Context) error {
 	}
 	s.mu.Lock()
 	s.renews++
+	if tok.Expires.After(old.Expires) {
+		s.renewGap, s.renewAfter = 0, time.Time{}
+	} else {
+		// The renewal did not extend the expiry: renewing sooner would
+		// not either. Wait, longer each time; the token may expire
+		// meanwhile, and the session logs in again then.
+		s.renewGap = min(max(2*s.renewGap, minRenewGap), s.opts.RenewBefore)
+		s.renewAfter = s.opts.Now().Add(s.renewGap)
+	}
 	s.mu.Unlock()
-	s.newToken(tok)
+	s.newToken(tok, false)
 	s.log.Info("tradovate: token renewed", zap.Time("expires", tok.Expires))
 	return nil
 }
@@ -595,12 +738,15 @@ const idleWait = time.Hour
 func (s *Session) step(ctx context.Context) (time.Duration, bool) {
 	now := s.opts.Now()
 	s.mu.Lock()
-	tok, state, until, sticky := s.token, s.state, s.until, s.sticky
+	tok, state, until, sticky, held := s.token, s.state, s.until, s.sticky, s.held
+	obtained, renewAfter := s.obtained, s.renewAfter
 	s.mu.Unlock()
 	switch {
 	case sticky != nil:
 		return idleWait, false
 	case state == StateRateLimited && now.Before(until):
+		return until.Sub(now), false
+	case state == StateCaptchaRequired && held != nil && now.Before(until):
 		return until.Sub(now), false
 	case !tok.validAt(now):
 		if _, err := s.login(ctx); err != nil {
@@ -608,13 +754,24 @@ func (s *Session) step(ctx context.Context) (time.Duration, bool) {
 		}
 		return 0, false
 	}
+	// Renew RenewBefore ahead of the expiry, but not before half the
+	// token's life (a short-lived token would renew without end), nor
+	// before a ticket's p-time or the wait after a renewal that did not
+	// extend the expiry.
 	renewAt := tok.Expires.Add(-s.opts.RenewBefore)
+	if !obtained.IsZero() {
+		renewAt = latest(renewAt, obtained.Add(tok.Expires.Sub(obtained)/2))
+	}
+	renewAt = latest(renewAt, renewAfter)
+	if !tok.MDExpires.IsZero() && tok.MDExpires.Before(renewAt) {
+		renewAt = tok.MDExpires // a new login is due then
+	}
 	if now.Before(renewAt) {
 		return renewAt.Sub(now), false
 	}
 	if err := s.renew(ctx); err != nil {
-		if errors.Is(err, errRenewRefused) {
-			return 0, false // log in again (or give up) at once
+		if errors.Is(err, errRenewRefused) || errors.Is(err, errRenewPenalty) {
+			return 0, false // log in again (or give up), or wait p-time
 		}
 		return 0, true
 	}
@@ -661,8 +818,10 @@ func (s *Session) Do(ctx context.Context, method, path, query string, body, out 
 		err = s.sendWith(ctx, tok.AccessToken, method, path, query, body, out, write)
 		var he *HTTPError
 		if errors.As(err, &he) && he.Status == http.StatusUnauthorized && attempt == 0 {
-			// The broker no longer takes the token: nothing was done.
-			s.dropToken(tok)
+			// The broker did not take the token: nothing was done.
+			if rerr := s.revive(ctx, tok); rerr != nil {
+				return err
+			}
 			continue
 		}
 		if err != nil {

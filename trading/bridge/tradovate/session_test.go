@@ -396,6 +396,8 @@ func TestUnauthorizedRequestLogsInOnce(t *testing.T) {
 	t.Parallel()
 	b, c := newBroker(t), newClock()
 	b.handle("/auth/accesstokenrequest", tokenAnswer(t, "accesstokenrequest_ok.json", func() time.Time { return c.Now().Add(lifetime) }))
+	// A revoked token: its renewal is refused too.
+	b.handle("/auth/renewaccesstoken", func(w http.ResponseWriter, _ *http.Request) { w.WriteHeader(http.StatusUnauthorized) })
 	b.handle("/account/list", func(w http.ResponseWriter, r *http.Request) {
 		if r.Header.Get("Authorization") != "Bearer tok-demo-1" {
 			w.WriteHeader(http.StatusUnauthorized)
@@ -409,6 +411,7 @@ func TestUnauthorizedRequestLogsInOnce(t *testing.T) {
 	require.NoError(t, s.Do(t.Context(), http.MethodGet, "/account/list", "", nil, nil))
 	assert.Len(t, b.requestsTo("/auth/accesstokenrequest"), 1)
 	assert.Len(t, b.requestsTo("/account/list"), 2)
+	assert.Len(t, b.requestsTo("/auth/renewaccesstoken"), 1, "renewed first")
 }
 
 func TestExchangeOAuthCode(t *testing.T) {

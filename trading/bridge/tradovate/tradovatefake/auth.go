@@ -65,12 +65,43 @@ type authState struct {
 	penaltyWait time.Duration
 	captcha     bool
 	rejectNext  string
+
+	// loginTimes are the times of the logins of the last minute, all
+	// from one address (the fake serves 127.0.0.1 only); authPerMinute
+	// bounds them (0: no bound).
+	loginTimes    []time.Time
+	authPerMinute int
+	// issued counts the penalty tickets answered, on any endpoint.
+	issued int
+	// renewPenalties renewals answer a penalty ticket of renewWait;
+	// until renewRipe every renewal gets it again.
+	renewPenalties int
+	renewWait      time.Duration
+	renewRipe      time.Time
+	renewTicket    string
+	// renewNoMD leaves mdAccessToken out of renewal answers.
+	renewNoMD bool
+	// unauthorize REST requests answer 401 whatever their token.
+	unauthorize int
+	// expiredUses counts requests and authorizations made with a token
+	// the fake issued that had expired.
+	expiredUses int
 }
+
+// DefaultAuthPerMinute is how many access token requests one address may
+// send in a minute before the fake answers penalty tickets: the broker's
+// documented authentication limit.
+const DefaultAuthPerMinute = 10
+
+// authBackoff is the p-time of a ticket for too many logins: the
+// documented back-off of accesstokenrequest.
+const authBackoff = 15 * time.Second
 
 func (a *authState) init() {
 	a.tokens = make(map[string]tokenInfo)
 	a.tickets = make(map[string]ticket)
 	a.codes = make(map[string]oauthCode)
+	a.authPerMinute = DefaultAuthPerMinute
 }
 
 // randomToken returns a fresh unguessable string.
@@ -84,6 +115,9 @@ func randomToken() string {
 // allows. Server.mu is held.
 func (s *Server) validLocked(token string, kinds ...tokenKind) bool {
 	t, ok := s.auth.tokens[token]
+	if ok && !s.opts.Now().Before(t.expires) {
+		s.auth.expiredUses++
+	}
 	if !ok || !s.opts.Now().Before(t.expires) {
 		return false
 	}
@@ -115,12 +149,24 @@ func bearer(r *http.Request) string {
 // or OAuth token): without one it answers 401.
 func (s *Server) authed(h http.HandlerFunc) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
-		if !s.validToken(bearer(r), kindAccess, kindOAuth) {
+		if !s.validToken(bearer(r), kindAccess, kindOAuth) || s.takeUnauthorize() {
 			writeJSON(w, http.StatusUnauthorized, errorBody{ErrorText: textAccessDenied})
 			return
 		}
 		h(w, r)
 	}
+}
+
+// takeUnauthorize reports whether a request is to answer 401 by
+// Unauthorize.
+func (s *Server) takeUnauthorize() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.auth.unauthorize > 0 {
+		s.auth.unauthorize--
+		return true
+	}
+	return false
 }
 
 // issueLocked makes a new access token and market-data token. Server.mu
@@ -166,11 +212,27 @@ func (s *Server) accessTokenRequest(w http.ResponseWriter, r *http.Request) {
 	if s.auth.captcha {
 		id := randomToken()
 		s.auth.tickets[id] = ticket{captcha: true}
+		s.auth.issued++
 		writeJSON(w, http.StatusOK, penaltyBody{PTicket: id, PTime: captchaWait, PCaptcha: true})
 		return
 	}
 	t, ticketed := s.auth.tickets[req.PTicket]
+	kept := s.auth.loginTimes[:0]
+	for _, at := range s.auth.loginTimes {
+		if now.Sub(at) < time.Minute {
+			kept = append(kept, at)
+		}
+	}
+	s.auth.loginTimes = append(kept, now)
 	switch {
+	case !ticketed && s.auth.authPerMinute > 0 && len(s.auth.loginTimes) > s.auth.authPerMinute:
+		// Too many logins from this address: a ticket, as the broker
+		// answers its novel operations.
+		id := randomToken()
+		s.auth.tickets[id] = ticket{ripe: now.Add(authBackoff)}
+		s.auth.issued++
+		writeJSON(w, http.StatusOK, penaltyBody{PTicket: id, PTime: seconds(authBackoff)})
+		return
 	case ticketed && !t.captcha && now.Before(t.ripe):
 		writeJSON(w, http.StatusOK, penaltyBody{PTicket: req.PTicket, PTime: seconds(t.ripe.Sub(now))})
 		return
@@ -180,6 +242,7 @@ func (s *Server) accessTokenRequest(w http.ResponseWriter, r *http.Request) {
 		s.auth.penalties--
 		id := randomToken()
 		s.auth.tickets[id] = ticket{ripe: now.Add(s.auth.penaltyWait)}
+		s.auth.issued++
 		writeJSON(w, http.StatusOK, penaltyBody{PTicket: id, PTime: seconds(s.auth.penaltyWait)})
 		return
 	}
@@ -222,7 +285,23 @@ func (s *Server) renewAccessToken(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, http.StatusUnauthorized, errorBody{ErrorText: textAccessDenied})
 		return
 	}
+	now := s.opts.Now()
+	if s.auth.renewPenalties > 0 && !now.Before(s.auth.renewRipe) {
+		s.auth.renewPenalties--
+		s.auth.renewRipe, s.auth.renewTicket = now.Add(s.auth.renewWait), randomToken()
+		s.auth.issued++
+		writeJSON(w, http.StatusOK, penaltyBody{PTicket: s.auth.renewTicket, PTime: seconds(s.auth.renewWait)})
+		return
+	}
+	if now.Before(s.auth.renewRipe) {
+		s.auth.issued++
+		writeJSON(w, http.StatusOK, penaltyBody{PTicket: s.auth.renewTicket, PTime: seconds(s.auth.renewRipe.Sub(now))})
+		return
+	}
 	resp := s.issueLocked()
+	if s.auth.renewNoMD {
+		resp.MDAccessToken = ""
+	}
 	s.renewals.Add(1)
 	writeJSON(w, http.StatusOK, resp)
 }

@@ -384,6 +384,66 @@ func (s *Server) PenaltyTicket(n int, wait time.Duration) {
 	s.mu.Unlock()
 }
 
+// AuthPerMinute sets how many access token requests the fake takes in a
+// minute (its one address's, across every login) before it answers a
+// penalty ticket of the documented 15 s back-off; 0 takes any number.
+// It starts at DefaultAuthPerMinute.
+func (s *Server) AuthPerMinute(n int) {
+	s.mu.Lock()
+	s.auth.authPerMinute = max(n, 0)
+	s.mu.Unlock()
+}
+
+// Tickets counts the penalty tickets the fake answered (logins, captchas
+// and renewals).
+func (s *Server) Tickets() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.auth.issued
+}
+
+// RenewPenalty makes the next n renewals answer a penalty ticket asking
+// to wait wait (p-time); a renewal before the wait passed (by
+// Options.Now) gets the ticket again, as a too early resend does.
+func (s *Server) RenewPenalty(n int, wait time.Duration) {
+	s.mu.Lock()
+	s.auth.renewPenalties, s.auth.renewWait = max(n, 0), max(wait, 0)
+	s.mu.Unlock()
+}
+
+// RenewWithoutMD makes renewals answer without mdAccessToken while on.
+func (s *Server) RenewWithoutMD(on bool) {
+	s.mu.Lock()
+	s.auth.renewNoMD = on
+	s.mu.Unlock()
+}
+
+// Unauthorize makes the next n REST requests that need a token, and
+// authorizations of the user-data socket, answer 401 whatever their
+// token, as the broker does for a session it ended.
+func (s *Server) Unauthorize(n int) {
+	s.mu.Lock()
+	s.auth.unauthorize = max(n, 0)
+	s.mu.Unlock()
+}
+
+// ExpiredTokenUses counts the requests, renewals and socket
+// authorizations made with a token the fake issued after it expired.
+func (s *Server) ExpiredTokenUses() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.auth.expiredUses
+}
+
+// Live reports whether token is a token the fake issued that has not
+// expired (an access, market-data or OAuth token).
+func (s *Server) Live(token string) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	t, ok := s.auth.tokens[token]
+	return ok && s.opts.Now().Before(t.expires)
+}
+
 // Captcha makes every login answer a penalty ticket with p-captcha true
 // while on: a human must log in on the broker's site.
 func (s *Server) Captcha(on bool) {

@@ -218,7 +218,7 @@ func (s *Server) request(sock *socket, req tradovatewire.Request) {
 		if sock.md {
 			kinds = []tokenKind{kindMD, kindOAuth}
 		}
-		if !s.validToken(token, kinds...) {
+		if !s.validToken(token, kinds...) || (!sock.md && s.takeUnauthorize()) {
 			s.respond(sock, req.ID, http.StatusUnauthorized, textAccessDenied)
 			return
 		}
