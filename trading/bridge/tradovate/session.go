@@ -9,6 +9,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptrace"
+	"net/url"
 	"strings"
 	"sync"
 	"time"
@@ -41,8 +42,8 @@ const (
 	// RateLimitPause is how long the broker refuses requests after an
 	// HTTP 429; the session sends nothing meanwhile.
 	RateLimitPause = time.Hour
-	// MaxPenaltyTickets bounds how many penalty tickets one login honours
-	// before it gives up.
+	// MaxPenaltyTickets bounds how many penalty tickets one request (a
+	// login as any other) honours before it gives up.
 	MaxPenaltyTickets = 3
 	// maxBody bounds a REST answer.
 	maxBody = 32 << 20
@@ -145,6 +146,13 @@ type SessionOptions struct {
 	Rate    float64
 	Burst   int
 	PerHour int
+	// Budget, when set, is the request budget of the relay node's
+	// outbound address, shared by every session of the node: every REST
+	// and socket request of the session also goes through it, and the
+	// penalty tickets the broker gives (per address) hold every session's
+	// requests of that endpoint. Nil gives the session a budget of its
+	// own.
+	Budget *AddressBudget
 	// Logger logs state changes; never tokens or passwords.
 	Logger *zap.Logger
 }
@@ -211,6 +219,9 @@ func NewSession(opts SessionOptions) (*Session, error) {
 	}
 	if opts.Logger == nil {
 		opts.Logger = zap.NewNop()
+	}
+	if opts.Budget == nil {
+		opts.Budget = NewAddressBudget(BudgetOptions{Now: opts.Now, After: opts.After})
 	}
 	s := &Session{
 		opts:  opts,
@@ -419,6 +430,10 @@ func (s *Session) login(ctx context.Context) (Token, error) {
 	for attempt := 0; ; attempt++ {
 		var res tradovatewire.AccessTokenResponse
 		if err := s.send(ctx, http.MethodPost, "/auth/accesstokenrequest", "", req, &res, false); err != nil {
+			if errors.Is(err, errCaptcha) {
+				return Token{}, s.stick(StateCaptchaRequired, unavailable(CodeCaptchaRequired),
+					"tradovate: the broker asks for a captcha; the login stops until it is linked again")
+			}
 			s.settleFailure(err)
 			return Token{}, err
 		}
@@ -683,20 +698,154 @@ func (s *Session) send(ctx context.Context, method, path, query string, body, ou
 	return s.sendWith(ctx, "", method, path, query, body, out, write)
 }
 
-// sendWith makes one paced exchange.
+// sendWith makes one paced exchange. A penalty ticket the broker answers
+// instead (on any endpoint) is honoured here: the request was not
+// handled, so it is sent again, the same, with the ticket, once p-time
+// passed; when ctx cannot wait that long, or the tickets do not end, it
+// fails with a rate_limited *bridge.UnavailableError (nothing was done).
+// A captcha ticket is errCaptcha.
 func (s *Session) sendWith(ctx context.Context, token, method, path, query string, body, out any, write bool) error {
-	if err := s.refusal(); err != nil {
-		return err
+	ticket := ""
+	for tickets := 0; ; tickets++ {
+		if err := s.refusal(); err != nil {
+			return err
+		}
+		if err := s.pace(ctx, path, write, ticket != ""); err != nil {
+			return err
+		}
+		if err := s.refusal(); err != nil { // a 429 may have come meanwhile
+			return err
+		}
+		b, q := withTicket(body, query, ticket)
+		rctx, cancel := context.WithTimeout(ctx, s.opts.RequestTimeout)
+		err := exchange(rctx, s.opts.HTTPClient, s.rest+path, q, method, token, b, out, write, s.rateLimited)
+		cancel()
+		var pt *penaltyTicket
+		if !errors.As(err, &pt) {
+			return err
+		}
+		if err := s.penalized(ctx, path, pt, tickets); err != nil {
+			return err
+		}
+		ticket = pt.ticket
 	}
+}
+
+// pace waits for the login's pacer and for the address's budget.
+func (s *Session) pace(ctx context.Context, endpoint string, write, ticketed bool) error {
 	if err := s.pacer.wait(ctx, s.run.Done()); err != nil {
 		return err
 	}
-	if err := s.refusal(); err != nil { // a 429 may have come meanwhile
-		return err
+	err := s.opts.Budget.Wait(ctx, s.run.Done(), endpoint, write, ticketed)
+	if errors.Is(err, errBudgetStopped) {
+		return unavailable(CodeBrokerUnreachable)
 	}
-	ctx, cancel := context.WithTimeout(ctx, s.opts.RequestTimeout)
-	defer cancel()
-	return exchange(ctx, s.opts.HTTPClient, s.rest+path, query, method, token, body, out, write, s.rateLimited)
+	return err
+}
+
+// paceSocket paces a socket request (its endpoint: "authorize",
+// "user/syncrequest", "md/subscribequote", "order/item").
+func (s *Session) paceSocket(ctx context.Context, endpoint string) error {
+	return s.pace(ctx, endpoint, false, false)
+}
+
+// errCaptcha reports a penalty ticket with p-captcha: a human check the
+// relay cannot answer.
+var errCaptcha = errors.New("tradovate: the broker asks for a captcha")
+
+// penaltyTicket is a penalty ticket the broker answered (HTTP 200, a body
+// with p-ticket and p-time, maybe p-captcha) instead of handling the
+// request.
+type penaltyTicket struct {
+	ticket  string
+	wait    time.Duration
+	captcha bool
+}
+
+func (p *penaltyTicket) Error() string {
+	return fmt.Sprintf("tradovate: the broker answered a penalty ticket (wait %s)", p.wait)
+}
+
+// captchaHold is how long an endpoint that answered a captcha ticket is
+// left alone: the documentation says to wait about an hour for its count
+// to clear.
+const captchaHold = time.Hour
+
+// penaltyUnavailable is the error of a request whose penalty ticket could
+// not be honoured: the broker did not handle it.
+func penaltyUnavailable() *bridge.UnavailableError {
+	return &bridge.UnavailableError{Code: CodeRateLimited,
+		Reason: "Tradovate asked the relay to wait before sending this request again (a penalty ticket) " +
+			"longer than the request could wait; nothing was done, try again shortly"}
+}
+
+// penalized waits out a penalty ticket, holding the endpoint's requests
+// of the whole address meanwhile, or says why the request gives up.
+func (s *Session) penalized(ctx context.Context, path string, pt *penaltyTicket, tickets int) error {
+	if pt.captcha {
+		s.opts.Budget.hold(path, s.opts.Now().Add(captchaHold))
+		s.log.Warn("tradovate: the broker asks for a captcha", zap.String("endpoint", path))
+		return fmt.Errorf("%w: %w", errCaptcha, unavailable(CodeCaptchaRequired))
+	}
+	s.opts.Budget.hold(path, s.opts.Now().Add(pt.wait))
+	if tickets >= MaxPenaltyTickets {
+		s.log.Warn("tradovate: penalty tickets did not end", zap.String("endpoint", path))
+		return fmt.Errorf("tradovate: %d penalty tickets in a row: %w", tickets+1, penaltyUnavailable())
+	}
+	if dl, ok := ctx.Deadline(); ok && time.Until(dl) < pt.wait {
+		s.log.Info("tradovate: penalty ticket longer than the request can wait",
+			zap.String("endpoint", path), zap.Duration("wait", pt.wait))
+		return fmt.Errorf("tradovate: a penalty ticket of %s: %w", pt.wait, penaltyUnavailable())
+	}
+	s.log.Info("tradovate: penalty ticket; waiting before sending again",
+		zap.String("endpoint", path), zap.Duration("wait", pt.wait))
+	select {
+	case <-ctx.Done():
+		return fmt.Errorf("tradovate: a penalty ticket of %s: %w", pt.wait, penaltyUnavailable())
+	case <-s.run.Done():
+		return unavailable(CodeBrokerUnreachable)
+	case <-s.opts.After(pt.wait):
+		return nil
+	}
+}
+
+// withTicket returns the request to send again with a penalty ticket:
+// the same body with a "p-ticket" field added, or, for a request without
+// a body, the query with a p-ticket parameter.
+func withTicket(body any, query, ticket string) (any, string) {
+	if ticket == "" {
+		return body, query
+	}
+	if body != nil {
+		var m map[string]json.RawMessage
+		if b, err := json.Marshal(body); err == nil && json.Unmarshal(b, &m) == nil && m != nil {
+			t, _ := json.Marshal(ticket)
+			m["p-ticket"] = t
+			return m, query
+		}
+	}
+	q := url.Values{"p-ticket": {ticket}}.Encode()
+	if query != "" {
+		q = query + "&" + q
+	}
+	return body, q
+}
+
+// ticketOf reads a penalty ticket out of an answer.
+func ticketOf(raw []byte) (*penaltyTicket, bool) {
+	if !bytes.Contains(raw, []byte(`"p-ticket"`)) {
+		return nil, false
+	}
+	var t struct {
+		Ticket  string  `json:"p-ticket"`
+		Time    float64 `json:"p-time"`
+		Captcha bool    `json:"p-captcha"`
+	}
+	if json.Unmarshal(raw, &t) != nil || (t.Ticket == "" && !t.Captcha) {
+		return nil, false
+	}
+	return &penaltyTicket{ticket: t.Ticket, wait: time.Duration(max(t.Time, 0) * float64(time.Second)),
+		captcha: t.Captcha}, true
 }
 
 // exchange makes one HTTP exchange with the broker.
@@ -771,6 +920,9 @@ func exchange(ctx context.Context, client *http.Client, url, query, method, toke
 	raw, err := io.ReadAll(io.LimitReader(resp.Body, maxBody))
 	if err != nil {
 		return broken(err)
+	}
+	if pt, ok := ticketOf(raw); ok {
+		return pt // not handled: the caller waits and sends it again
 	}
 	if out == nil {
 		return nil

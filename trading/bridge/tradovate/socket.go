@@ -45,6 +45,9 @@ type socketOptions struct {
 	OnEvent   func(tradovatewire.Message)
 	DeadAfter time.Duration
 	Logger    *zap.Logger
+	// Pace, when set, waits until a request to an endpoint ("authorize",
+	// "user/syncrequest", …) may be sent: the session's budget.
+	Pace func(ctx context.Context, endpoint string) error
 }
 
 // socket is one authorized websocket to the broker: requests by id with
@@ -117,6 +120,11 @@ func (s *socket) handshake(ctx context.Context) error {
 		switch f.Kind {
 		case tradovatewire.FrameOpen:
 			if !sentAuth {
+				if s.opts.Pace != nil {
+					if err := s.opts.Pace(ctx, "authorize"); err != nil {
+						return err
+					}
+				}
 				if err := s.conn.Write(ctx, websocket.MessageText, tradovatewire.FormatRequest(tradovatewire.Authorize(s.opts.Token))); err != nil {
 					return fail()
 				}
@@ -248,6 +256,11 @@ func (s *socket) send(ctx context.Context, endpoint, query string, body any, ack
 		var err error
 		if b, err = json.Marshal(body); err != nil {
 			return tradovatewire.Message{}, fmt.Errorf("tradovate: encode socket request: %w", err)
+		}
+	}
+	if s.opts.Pace != nil {
+		if err := s.opts.Pace(ctx, endpoint); err != nil {
+			return tradovatewire.Message{}, err
 		}
 	}
 	id := s.nextID.Add(1)

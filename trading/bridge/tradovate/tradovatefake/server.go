@@ -66,6 +66,14 @@ type Options struct {
 	// Heartbeat is how often the fake sends a heartbeat frame on a
 	// socket; 0 means DefaultHeartbeat.
 	Heartbeat time.Duration
+	// AddressLimit, when positive, is the fake's per-address budget: a
+	// REST request from a client address (its /24) that already sent
+	// AddressLimit counted requests in the last AddressWindow, whatever
+	// the login, is answered a penalty ticket of AddressPenalty (1 s when
+	// zero) instead of being handled (see penalty.go). Zero turns it off.
+	AddressLimit   int
+	AddressWindow  time.Duration
+	AddressPenalty time.Duration
 	// Logger receives the fake's logs (never a token or a password); nil
 	// discards them.
 	Logger *zap.Logger
@@ -76,7 +84,9 @@ func (o Options) withDefaults() (Options, error) {
 	switch {
 	case o.Market == nil:
 		return o, errors.New("tradovatefake: Options.Market is required")
-	case o.TokenLifetime < 0 || o.Heartbeat < 0:
+	case o.AddressLimit > 0 && o.AddressWindow <= 0:
+		return o, errors.New("tradovatefake: Options.AddressWindow must be positive with an AddressLimit")
+	case o.TokenLifetime < 0 || o.Heartbeat < 0 || o.AddressPenalty < 0:
 		return o, errors.New("tradovatefake: timings must not be negative")
 	case o.CID < 0:
 		return o, errors.New("tradovatefake: Options.CID must not be negative")
@@ -103,6 +113,9 @@ func (o Options) withDefaults() (Options, error) {
 	}
 	if o.Heartbeat == 0 {
 		o.Heartbeat = DefaultHeartbeat
+	}
+	if o.AddressPenalty == 0 {
+		o.AddressPenalty = defaultAddressPenalty
 	}
 	if o.Logger == nil {
 		o.Logger = zap.NewNop()
@@ -142,6 +155,8 @@ type Server struct {
 	auth authState // guarded by mu
 	mu   sync.Mutex
 
+	pen penalties // generic penalty tickets
+
 	sockMu  sync.Mutex
 	sockets map[*socket]struct{}
 	closed  bool
@@ -177,6 +192,7 @@ func Start(opts Options) (*Server, error) {
 		requests: make(map[string]int),
 	}
 	s.auth.init()
+	s.pen.init()
 	// Subscribe first, so that nothing the simulator does from now on is
 	// missed; then read the state as it stands.
 	s.events = s.market.Events(ctx)
@@ -435,6 +451,8 @@ func (s *Server) serveHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	case s.rateLimited.Load():
 		w.WriteHeader(http.StatusTooManyRequests)
+		return
+	case s.penalize(w, r):
 		return
 	case r.Method == http.MethodPost && strings.HasPrefix(r.URL.Path, "/v1/order/") &&
 		s.breakNext.CompareAndSwap(true, false):

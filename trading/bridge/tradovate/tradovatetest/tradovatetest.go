@@ -50,7 +50,9 @@ type PairOptions struct {
 	Persist tradovate.Persist
 	// Session edits the session's options before it is made.
 	Session func(*tradovate.SessionOptions)
-	Logger  *zap.Logger
+	// Fake edits the fake's options before it starts.
+	Fake   func(*tradovatefake.Options)
+	Logger *zap.Logger
 }
 
 // NewPair starts a fake over market and makes a session and a platform
@@ -58,7 +60,11 @@ type PairOptions struct {
 // closed when t ends.
 func NewPair(t testing.TB, market *sim.Platform, opts PairOptions) *Pair {
 	t.Helper()
-	fake, err := tradovatefake.Start(tradovatefake.Options{Market: market})
+	fo := tradovatefake.Options{Market: market}
+	if opts.Fake != nil {
+		opts.Fake(&fo)
+	}
+	fake, err := tradovatefake.Start(fo)
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = fake.Close() })
 	so := tradovate.SessionOptions{
