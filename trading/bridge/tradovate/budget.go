@@ -85,7 +85,9 @@ type AddressBudget struct {
 	served [2]int
 }
 
-type budgetWaiter struct{}
+// budgetWaiter is a request waiting in the queue. It is not empty: the
+// queue tells waiters apart by address, and empty values may share one.
+type budgetWaiter struct{ _ byte }
 
 // NewAddressBudget returns an AddressBudget.
 func NewAddressBudget(opts BudgetOptions) *AddressBudget {
@@ -211,17 +213,20 @@ func (b *AddressBudget) queued(ctx context.Context, stop <-chan struct{}, write 
 	b.queue[class] = append(b.queue[class], w)
 	b.changedLocked()
 	b.mu.Unlock()
+	var timer <-chan time.Time // the head's wait for its token
 	for {
 		b.mu.Lock()
-		var timer <-chan time.Time
-		if b.headLocked() == w {
-			if d := b.untilTokenLocked(); d <= 0 {
+		switch {
+		case b.headLocked() != w:
+			timer = nil
+		case timer == nil:
+			d := b.untilTokenLocked()
+			if d <= 0 {
 				b.grantLocked(class)
 				b.mu.Unlock()
 				return nil
-			} else {
-				timer = b.after(d)
 			}
+			timer = b.after(d)
 		}
 		wake := b.wake
 		b.mu.Unlock()

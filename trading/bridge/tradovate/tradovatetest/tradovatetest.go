@@ -50,9 +50,10 @@ type PairOptions struct {
 	Persist tradovate.Persist
 	// Session edits the session's options before it is made.
 	Session func(*tradovate.SessionOptions)
+	Logger  *zap.Logger
+
 	// Fake edits the fake's options before it starts.
-	Fake   func(*tradovatefake.Options)
-	Logger *zap.Logger
+	Fake func(*tradovatefake.Options)
 }
 
 // NewPair starts a fake over market and makes a session and a platform
