@@ -118,6 +118,13 @@ type Options struct {
 	Rate    float64
 	Burst   int
 	PerHour int
+	// AddressBudget is the request budget of this node's outbound
+	// address, shared by every link's session and by the logins of new
+	// links: Tradovate counts its endpoint limits and gives its penalty
+	// tickets per client address, whatever the login. Nil means one with
+	// tradovate's defaults (tradovate.BudgetOptions{}). Each node of a
+	// cluster has its own (docs/cluster.md).
+	AddressBudget *tradovate.AddressBudget
 	// SyncInterval is how often Run compares the running links with the
 	// store's, to follow links made or deleted by the relay broker
 	// command or another relay node. Default 30 s.
@@ -202,6 +209,9 @@ func New(opts Options) (*Manager, error) {
 	}
 	if opts.LeaseTTL <= 0 {
 		opts.LeaseTTL = DefaultLeaseTTL
+	}
+	if opts.AddressBudget == nil {
+		opts.AddressBudget = tradovate.NewAddressBudget(tradovate.BudgetOptions{})
 	}
 	if opts.Router != nil && opts.Node == "" {
 		return nil, errors.New("broker: Options.Node is required with a Router")
