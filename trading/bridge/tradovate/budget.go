@@ -9,7 +9,8 @@ import (
 )
 
 // Defaults of BudgetOptions, from Tradovate's partner documentation on
-// rate limits (docs/tradovate.md, "Request budgets").
+// rate limits (docs/tradovate.md, "Many links on one relay node: the
+// address budget").
 const (
 	// DefaultAddressRate and DefaultAddressBurst pace every request of a
 	// relay node: 50 a second, bursts of 100. The broker's general
@@ -154,17 +155,25 @@ func (b *AddressBudget) hold(endpoint string, until time.Time) {
 // errBudgetStopped reports a wait given up because its owner stopped.
 var errBudgetStopped = errors.New("tradovate: stopped while waiting for the request budget")
 
+// errEndpointHeld reports a request of an endpoint held by a penalty
+// ticket longer than the request's deadline allows.
+var errEndpointHeld = errors.New("tradovate: the endpoint is held by a penalty ticket past the request's deadline")
+
 // Wait waits until a request to endpoint may be sent: after a pending
 // penalty ticket of the endpoint (unless ticketed: the request carries
 // that ticket), the endpoint's own bucket, and the address's bucket, in
 // which writes go ahead of reads. It returns ctx's error, or
-// errBudgetStopped when stop is closed first.
+// errBudgetStopped when stop is closed first, or errEndpointHeld at once
+// when a pending ticket outlasts ctx's deadline.
 func (b *AddressBudget) Wait(ctx context.Context, stop <-chan struct{}, endpoint string, write, ticketed bool) error {
 	k := endpointKey(endpoint)
 	if !ticketed {
 		b.mu.Lock()
 		d := b.held[k].Sub(b.now())
 		b.mu.Unlock()
+		if dl, ok := ctx.Deadline(); ok && d > 0 && time.Until(dl) < d {
+			return errEndpointHeld
+		}
 		if d > 0 {
 			if err := b.sleep(ctx, stop, d); err != nil {
 				return err

@@ -3,6 +3,8 @@ package tradovate_test
 import (
 	"context"
 	"errors"
+	"net/http"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -124,4 +126,55 @@ func TestPlacePenaltyTicketsThatDoNotEnd(t *testing.T) {
 	os, err := pr.Platform.Orders(t.Context(), acct)
 	require.NoError(t, err)
 	assert.Empty(t, os)
+}
+
+// A penalty ticket is the address's: while one session waits out a
+// ticket of an endpoint, another session's requests of that endpoint
+// wait too, and one that cannot wait that long fails at once. A request
+// without a body is resent with the ticket as a query parameter.
+func TestPenaltyTicketHoldsTheEndpointForTheAddress(t *testing.T) {
+	t.Parallel()
+	b, c := newBroker(t), newClock()
+	var ticketed atomic.Bool
+	b.handle("/account/list", func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Query().Get("p-ticket") == "" && ticketed.CompareAndSwap(false, true) {
+			writeJSON(w, map[string]any{"p-ticket": "tk-1", "p-time": 15})
+			return
+		}
+		_, _ = w.Write(recordedRaw(t, "account_list.json"))
+	})
+	budget := tradovate.NewAddressBudget(tradovate.BudgetOptions{Now: c.Now, After: c.After})
+	saved := func(tok string) func(*tradovate.SessionOptions) {
+		return func(o *tradovate.SessionOptions) {
+			o.Token = tradovate.Token{AccessToken: tok, Expires: c.Now().Add(3 * time.Hour), UserID: 2441}
+			o.Budget = budget
+		}
+	}
+	s1, s2 := session(t, b, c, saved("tok-one")), session(t, b, c, saved("tok-two"))
+
+	first := make(chan error, 1)
+	go func() { first <- s1.Do(context.Background(), http.MethodGet, "/account/list", "", nil, nil) }()
+	c.AwaitWaiters(t, 1) // the first waits out its ticket
+	require.Len(t, b.requestsTo("/account/list"), 1)
+
+	short, cancel := context.WithTimeout(t.Context(), 5*time.Second)
+	defer cancel()
+	err := s2.Do(short, http.MethodGet, "/account/list", "", nil, nil)
+	requireUnavailable(t, err, tradovate.CodeRateLimited)
+	assert.Len(t, b.requestsTo("/account/list"), 1, "nothing sent while the address is held")
+
+	second := make(chan error, 1)
+	go func() { second <- s2.Do(context.Background(), http.MethodGet, "/account/list", "", nil, nil) }()
+	c.AwaitWaiters(t, 2) // the other session's request waits for the ticket's end
+	assert.Len(t, b.requestsTo("/account/list"), 1)
+	c.Advance(15 * time.Second)
+	require.NoError(t, <-first)
+	require.NoError(t, <-second)
+	reqs := b.requestsTo("/account/list")
+	require.Len(t, reqs, 3)
+	var resent []string
+	for _, r := range reqs[1:] {
+		resent = append(resent, r.Query)
+	}
+	assert.Contains(t, resent, "p-ticket=tk-1", "resent with the ticket")
 }

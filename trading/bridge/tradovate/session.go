@@ -737,8 +737,11 @@ func (s *Session) pace(ctx context.Context, endpoint string, write, ticketed boo
 		return err
 	}
 	err := s.opts.Budget.Wait(ctx, s.run.Done(), endpoint, write, ticketed)
-	if errors.Is(err, errBudgetStopped) {
+	switch {
+	case errors.Is(err, errBudgetStopped):
 		return unavailable(CodeBrokerUnreachable)
+	case errors.Is(err, errEndpointHeld):
+		return fmt.Errorf("%w: %w", err, penaltyUnavailable())
 	}
 	return err
 }
