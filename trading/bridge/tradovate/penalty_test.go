@@ -178,3 +178,21 @@ func TestPenaltyTicketHoldsTheEndpointForTheAddress(t *testing.T) {
 	}
 	assert.Contains(t, resent, "p-ticket=tk-1", "resent with the ticket")
 }
+
+// A penalty ticket answering user/syncrequest is no empty account: the
+// platform does not take it for the state, and syncs again after p-time.
+func TestSyncPenaltyTicketIsNoEmptyState(t *testing.T) {
+	t.Parallel()
+	pr := pair(t, tradovatetest.PairOptions{})
+	id := working(t, pr)
+	pr.Fake.PenalizeNext("user/syncrequest", 1, time.Second)
+	pr.Fake.DropSockets()
+	require.Eventually(t, func() bool { return pr.Fake.Requests("user/syncrequest") >= 3 }, tradovatetest.SettleTimeout,
+		time.Millisecond, "synced again after the ticket")
+	assert.Equal(t, 1, pr.Fake.Tickets("user/syncrequest"))
+	pr.WaitConnected(t)
+	os, err := pr.Platform.Orders(t.Context(), acct)
+	require.NoError(t, err)
+	require.Len(t, os, 1, "the working order is still there")
+	assert.Equal(t, id, os[0].OrderID)
+}

@@ -752,6 +752,27 @@ func (s *Session) paceSocket(ctx context.Context, endpoint string) error {
 	return s.pace(ctx, endpoint, false, false)
 }
 
+// socketTicket reads a socket reply for a penalty ticket. The request
+// was not handled: it fails (never an empty answer taken for the state),
+// and the endpoint is held for the node until p-time passed, so that the
+// owner's next attempt waits for it. The ticket is not resent over the
+// socket: the documentation shows resends for REST only.
+func (s *Session) socketTicket(endpoint string, data json.RawMessage) error {
+	pt, ok := ticketOf(data)
+	if !ok {
+		return nil
+	}
+	if pt.captcha {
+		s.opts.Budget.hold(endpoint, s.opts.Now().Add(captchaHold))
+		s.log.Warn("tradovate: the broker asks for a captcha", zap.String("endpoint", endpoint))
+		return fmt.Errorf("%w: %w", errCaptcha, unavailable(CodeCaptchaRequired))
+	}
+	s.opts.Budget.hold(endpoint, s.opts.Now().Add(pt.wait))
+	s.log.Info("tradovate: penalty ticket on the socket; the request waits before it is sent again",
+		zap.String("endpoint", endpoint), zap.Duration("wait", pt.wait))
+	return fmt.Errorf("tradovate: a penalty ticket of %s on %s: %w", pt.wait, endpoint, penaltyUnavailable())
+}
+
 // errCaptcha reports a penalty ticket with p-captcha: a human check the
 // relay cannot answer.
 var errCaptcha = errors.New("tradovate: the broker asks for a captcha")

@@ -48,6 +48,9 @@ type socketOptions struct {
 	// Pace, when set, waits until a request to an endpoint ("authorize",
 	// "user/syncrequest", …) may be sent: the session's budget.
 	Pace func(ctx context.Context, endpoint string) error
+	// Ticket, when set, reads a reply's data for a penalty ticket: the
+	// request was not handled, and the error it returns is the request's.
+	Ticket func(endpoint string, data json.RawMessage) error
 }
 
 // socket is one authorized websocket to the broker: requests by id with
@@ -287,6 +290,11 @@ func (s *socket) send(ctx context.Context, endpoint, query string, body any, ack
 	}
 	select {
 	case m := <-ch:
+		if s.opts.Ticket != nil && m.S == http.StatusOK {
+			if err := s.opts.Ticket(endpoint, m.D); err != nil {
+				return tradovatewire.Message{}, err
+			}
+		}
 		return m, nil
 	case <-s.life.Done():
 		return tradovatewire.Message{}, errSocketClosed

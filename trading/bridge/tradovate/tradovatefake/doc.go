@@ -149,7 +149,9 @@
 // Options.AddressWindow. A resend of the same endpoint with the ticket
 // ("p-ticket" in the JSON body, or a p-ticket query parameter without a
 // body) is handled once p-time passed; an earlier one gets the ticket
-// again. Tickets and TicketedHandled count them.
+// again. PenalizeNext also tickets a socket's requests (the ticket is the
+// data of a reply with s 200; a resend over the socket is not taken).
+// Tickets and TicketedHandled count them.
 //
 // Tests provoke the broker's failures with FailLogins, PenaltyTicket,
 // PenalizeNext, Captcha, RateLimit, RejectNext, Unreachable, DropSockets and

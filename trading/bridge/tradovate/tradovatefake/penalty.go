@@ -54,10 +54,11 @@ func (p *penalties) init() {
 	p.handled = make(map[string]int)
 }
 
-// PenalizeNext makes the next n REST requests of path ("/order/cancelorder",
-// "contract/find"; case and the /v1 prefix do not matter) answer a penalty
-// ticket with p-time wait (whole seconds, rounded up), without handling
-// them. The ticketed resends are not affected.
+// PenalizeNext makes the next n requests of path, REST ("/order/cancelorder",
+// "contract/find"; case and the /v1 prefix do not matter) or a socket's
+// ("user/syncrequest"), answer a penalty ticket with p-time wait (whole
+// seconds, rounded up), without handling them. The ticketed resends are
+// not affected.
 func (s *Server) PenalizeNext(path string, n int, wait time.Duration) {
 	s.pen.mu.Lock()
 	s.pen.next[countKey(path)] = penaltyNext{n: max(n, 0), wait: max(wait, 0)}
@@ -157,4 +158,24 @@ func (s *Server) ticketLocked(w http.ResponseWriter, key string, now time.Time, 
 	s.pen.tickets[id] = pending{endpoint: key, ripe: now.Add(wait)}
 	s.pen.issued[key]++
 	writeJSON(w, http.StatusOK, penaltyBody{PTicket: id, PTime: seconds(wait)})
+}
+
+// socketTicket answers a PenalizeNext ticket for a socket request: the
+// same shape as on REST, as the reply's data with status 200. The fake
+// does not take a ticketed resend over a socket: a client sends the
+// request again once p-time passed.
+func (s *Server) socketTicket(endpoint string) (penaltyBody, bool) {
+	key := countKey(endpoint)
+	s.pen.mu.Lock()
+	defer s.pen.mu.Unlock()
+	nx := s.pen.next[key]
+	if nx.n <= 0 {
+		return penaltyBody{}, false
+	}
+	nx.n--
+	s.pen.next[key] = nx
+	s.pen.issued[key]++
+	id := randomToken()
+	s.pen.tickets[id] = pending{endpoint: key, ripe: s.opts.Now().Add(nx.wait)}
+	return penaltyBody{PTicket: id, PTime: seconds(nx.wait)}, true
 }
