@@ -228,3 +228,30 @@ func TestCaptchaRecordedWithRetryTime(t *testing.T) {
 	assert.Len(t, log.Activity(), 1, "recorded once")
 	assert.Equal(t, 1, fake.Requests("auth/accesstokenrequest"), "no login is tried during the wait")
 }
+
+// Every link of a node, and the login that links one, goes through the
+// node's one address budget: Tradovate counts its limits and penalty
+// tickets per client address, whatever the login.
+func TestLinksShareTheNodeAddressBudget(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t)
+	fake := brokerFake(t, f)
+	budget := tradovate.NewAddressBudget(tradovate.BudgetOptions{})
+	m, err := broker.New(broker.Options{Store: f.store, Keys: f.keys, Endpoints: fake.Endpoints(),
+		Now: f.markets.clock.Now, ReadyTimeout: 5 * time.Second, AddressBudget: budget})
+	require.NoError(t, err)
+	t.Cleanup(func() { m.Close() })
+	s := broker.Secrets{Username: tradovatefake.DefaultName, Password: tradovatefake.DefaultPassword,
+		AppID: tradovatefake.DefaultAppID, AppVersion: "1.0", CID: tradovatefake.DefaultCID, Sec: tradovatefake.DefaultSec}
+	for _, user := range []string{"alice", "bob"} {
+		_, err := m.Link(context.Background(), user, broker.EnvDemo, broker.MethodAPIKey, s)
+		require.NoError(t, err)
+		_, err = call(t, m, user, protocol.FnListAccounts, "", nil)
+		require.NoError(t, err)
+	}
+	st := budget.Stats()
+	sent := fake.Requests("auth/accesstokenrequest") + fake.Requests("account/list") + fake.Requests("authorize") +
+		fake.Requests("user/syncrequest")
+	require.GreaterOrEqual(t, fake.Requests("auth/accesstokenrequest"), 2, "both links logged in")
+	assert.GreaterOrEqual(t, st.Reads+st.Writes, sent, "every request of both links went through the budget")
+}

@@ -118,6 +118,13 @@ type Options struct {
 	Rate    float64
 	Burst   int
 	PerHour int
+	// AddressBudget is the request budget of this node's outbound
+	// address, shared by every link's session and by the logins of new
+	// links: Tradovate counts its endpoint limits and gives its penalty
+	// tickets per client address, whatever the login. Nil means one with
+	// tradovate's defaults (tradovate.BudgetOptions{}). Each node of a
+	// cluster has its own (docs/cluster.md).
+	AddressBudget *tradovate.AddressBudget
 	// SyncInterval is how often Run compares the running links with the
 	// store's, to follow links made or deleted by the relay broker
 	// command or another relay node. Default 30 s.
@@ -169,9 +176,6 @@ type Manager struct {
 	// configPending are the users whose ConfigChanged waits to be
 	// forwarded to the node running their instance.
 	configPending map[string]bool
-	// logins paces the Tradovate logins of every link of this node: the
-	// broker limits logins per client address.
-	logins *tradovate.LoginGate
 }
 
 // New validates opts and returns a Manager.
@@ -206,6 +210,9 @@ func New(opts Options) (*Manager, error) {
 	if opts.LeaseTTL <= 0 {
 		opts.LeaseTTL = DefaultLeaseTTL
 	}
+	if opts.AddressBudget == nil {
+		opts.AddressBudget = tradovate.NewAddressBudget(tradovate.BudgetOptions{})
+	}
 	if opts.Router != nil && opts.Node == "" {
 		return nil, errors.New("broker: Options.Node is required with a Router")
 	}
@@ -214,7 +221,7 @@ func New(opts Options) (*Manager, error) {
 		return nil, err
 	}
 	m := &Manager{opts: opts, log: opts.Logger.Named("broker"), links: links, insts: make(map[string]*instance),
-		configPending: make(map[string]bool), logins: tradovate.NewLoginGate(tradovate.LoginGateOptions{})}
+		configPending: make(map[string]bool)}
 	if m.opts.NewPlatform == nil {
 		m.opts.NewPlatform = m.tradovatePlatform
 	}

@@ -101,7 +101,7 @@ func (m *Manager) tradovatePlatform(_ context.Context, c PlatformConfig) (Platfo
 		},
 		OnState:    c.OnSessionState,
 		HTTPClient: m.opts.HTTPClient, Logger: c.Logger, Rate: m.opts.Rate, Burst: m.opts.Burst, PerHour: m.opts.PerHour,
-		Logins: m.logins,
+		Budget: m.opts.AddressBudget,
 	})
 	if err != nil {
 		return nil, err
@@ -118,7 +118,8 @@ func (m *Manager) tradovatePlatform(_ context.Context, c PlatformConfig) (Platfo
 // credentials, whose token the link keeps.
 func (m *Manager) tradovateLogin(ctx context.Context, env string, s Secrets) (Session, error) {
 	sess, err := tradovate.NewSession(tradovate.SessionOptions{Env: tradovate.Env(env), Endpoints: m.opts.Endpoints,
-		Credentials: credentials(s), HTTPClient: m.opts.HTTPClient, Logger: m.log, Logins: m.logins})
+		Credentials: credentials(s), HTTPClient: m.opts.HTTPClient, Logger: m.log,
+		Budget: m.opts.AddressBudget})
 	if err != nil {
 		return Session{}, err
 	}

@@ -107,7 +107,7 @@ func TestRenewalPenaltyTicketWaitsPTime(t *testing.T) {
 	require.Eventually(t, func() bool { return s.Status().Renewals == 1 }, testkit.Medium, time.Millisecond)
 	assert.Equal(t, 2, fake.Requests("auth/renewaccesstoken"))
 	assert.Equal(t, 1, fake.Logins(), "a ticket is no reason to log in again")
-	assert.Equal(t, 1, fake.Tickets())
+	assert.Equal(t, 1, fake.AuthTickets())
 }
 
 func TestUnauthorizedRequestRenewsFirst(t *testing.T) {
@@ -199,18 +199,17 @@ func TestRefusedPasswordStaysStopped(t *testing.T) {
 	assert.Equal(t, tradovate.StateLoginFailed, s.Status().State)
 }
 
-func TestLoginGateSpreadsLoginsOfANode(t *testing.T) {
+func TestAddressBudgetSpreadsLoginsOfANode(t *testing.T) {
 	t.Parallel()
 	c := newClock()
 	fake := authFake(t, c, 0)
 	// One relay node after an outage longer than a token's life: every
 	// link logs in at once, from one address.
-	gate := tradovate.NewLoginGate(tradovate.LoginGateOptions{Now: c.Now, After: c.After,
-		Jitter: func(time.Duration) time.Duration { return 0 }})
+	budget := tradovate.NewAddressBudget(tradovate.BudgetOptions{Now: c.Now, After: c.After})
 	const links = 12
 	errs := make(chan error, links)
 	for range links {
-		s := fakeSession(t, fake, c, func(o *tradovate.SessionOptions) { o.Logins = gate })
+		s := fakeSession(t, fake, c, func(o *tradovate.SessionOptions) { o.Budget = budget })
 		go func() { _, err := s.Token(context.Background()); errs <- err }()
 	}
 	var mu sync.Mutex
@@ -240,7 +239,7 @@ func TestLoginGateSpreadsLoginsOfANode(t *testing.T) {
 		require.NoError(t, err)
 	}
 	assert.Equal(t, links, fake.Logins())
-	assert.Zero(t, fake.Tickets(), "the logins stayed within the broker's authentication limit")
+	assert.Zero(t, fake.AuthTickets(), "the logins stayed within the broker's authentication limit")
 	assert.Equal(t, links, fake.Requests("auth/accesstokenrequest"), "no login sent twice")
 }
 
@@ -279,25 +278,25 @@ func TestLoginLockedWaitsAnHour(t *testing.T) {
 }
 
 // A penalty ticket answered to one login holds the other logins of the
-// gate for its p-time: the broker's tickets are per address.
-func TestLoginTicketHoldsTheGate(t *testing.T) {
+// node's address budget for its p-time: the broker's tickets are per
+// address.
+func TestLoginTicketHoldsTheNodesLogins(t *testing.T) {
 	t.Parallel()
 	c := newClock()
 	fake := authFake(t, c, 0)
-	gate := tradovate.NewLoginGate(tradovate.LoginGateOptions{Now: c.Now, After: c.After,
-		Jitter: func(time.Duration) time.Duration { return 0 }})
-	a := fakeSession(t, fake, c, func(o *tradovate.SessionOptions) { o.Logins = gate })
-	b := fakeSession(t, fake, c, func(o *tradovate.SessionOptions) { o.Logins = gate })
+	budget := tradovate.NewAddressBudget(tradovate.BudgetOptions{Now: c.Now, After: c.After})
+	a := fakeSession(t, fake, c, func(o *tradovate.SessionOptions) { o.Budget = budget })
+	b := fakeSession(t, fake, c, func(o *tradovate.SessionOptions) { o.Budget = budget })
 	fake.PenaltyTicket(1, 30*time.Second)
 	errs := make(chan error, 2)
 	go func() { _, err := a.Token(context.Background()); errs <- err }()
 	c.AwaitWaiters(t, 1) // a waits p-time
 	go func() { _, err := b.Token(context.Background()); errs <- err }()
-	c.AwaitWaiters(t, 2) // b waits at the gate
+	c.AwaitWaiters(t, 2) // b waits for the held endpoint
 	assert.Equal(t, 1, fake.Requests("auth/accesstokenrequest"), "no login during another's p-time")
 	c.Advance(30 * time.Second)
 	require.NoError(t, <-errs)
 	require.NoError(t, <-errs)
 	assert.Equal(t, 2, fake.Logins())
-	assert.Equal(t, 1, fake.Tickets())
+	assert.Equal(t, 1, fake.AuthTickets())
 }

@@ -164,6 +164,7 @@ func (p *Platform) dialMD(ctx context.Context) (*socket, error) {
 	sock, err := dialSocket(ctx, socketOptions{
 		URL: p.sess.Endpoints().MD(p.sess.Env()), Token: tok.MDAccessToken, HTTPClient: p.sess.HTTPClient(),
 		DeadAfter: p.opts.SocketDeadAfter, Logger: p.log, OnEvent: p.onMDEvent, OnRateLimited: p.sess.rateLimited,
+		Pace: p.sess.paceSocket, Ticket: p.sess.socketTicket,
 	})
 	if err != nil {
 		p.log.Info("tradovate: the market-data socket did not open", zap.Error(err))

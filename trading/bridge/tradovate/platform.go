@@ -308,7 +308,7 @@ func (p *Platform) runUser(ctx context.Context) bool {
 	sock, err := dialSocket(ctx, socketOptions{
 		URL: p.sess.Endpoints().UserSocket(p.sess.Env()), Token: tok.AccessToken,
 		HTTPClient: p.sess.HTTPClient(), DeadAfter: p.opts.SocketDeadAfter, Logger: p.log,
-		OnRateLimited: p.sess.rateLimited,
+		OnRateLimited: p.sess.rateLimited, Pace: p.sess.paceSocket, Ticket: p.sess.socketTicket,
 		OnEvent: func(m tradovatewire.Message) {
 			if !synced.Load() {
 				p.applied.Add(1) // the sync answer that follows includes it

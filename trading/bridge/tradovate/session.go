@@ -9,6 +9,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptrace"
+	"net/url"
 	"strings"
 	"sync"
 	"time"
@@ -52,8 +53,8 @@ const (
 	// reviveGap is how long after a 401 the session answers the next 401
 	// as it comes, instead of renewing (or logging in) again.
 	reviveGap = time.Minute
-	// MaxPenaltyTickets bounds how many penalty tickets one login honours
-	// before it gives up.
+	// MaxPenaltyTickets bounds how many penalty tickets one request (a
+	// login as any other) honours before it gives up.
 	MaxPenaltyTickets = 3
 	// maxBody bounds a REST answer.
 	maxBody = 32 << 20
@@ -161,10 +162,13 @@ type SessionOptions struct {
 	Rate    float64
 	Burst   int
 	PerHour int
-	// Logins paces the session's logins with those of every session that
-	// shares it (one per relay node: the broker limits logins per client
-	// address); a gate of the session's own when nil.
-	Logins *LoginGate
+	// Budget, when set, is the request budget of the relay node's
+	// outbound address, shared by every session of the node: every REST
+	// and socket request of the session also goes through it, and the
+	// penalty tickets the broker gives (per address) hold every session's
+	// requests of that endpoint. Nil gives the session a budget of its
+	// own.
+	Budget *AddressBudget
 	// Logger logs state changes; never tokens or passwords.
 	Logger *zap.Logger
 }
@@ -241,8 +245,8 @@ func NewSession(opts SessionOptions) (*Session, error) {
 	if opts.Logger == nil {
 		opts.Logger = zap.NewNop()
 	}
-	if opts.Logins == nil {
-		opts.Logins = NewLoginGate(LoginGateOptions{Now: opts.Now, After: opts.After})
+	if opts.Budget == nil {
+		opts.Budget = NewAddressBudget(BudgetOptions{Now: opts.Now, After: opts.After})
 	}
 	s := &Session{
 		opts:  opts,
@@ -495,62 +499,32 @@ func (s *Session) login(ctx context.Context) (Token, error) {
 	c := s.opts.Credentials
 	req := tradovatewire.AccessTokenRequest{Name: c.Name, Password: c.Password, AppID: c.AppID,
 		AppVersion: c.AppVersion, CID: c.CID, Sec: c.Sec, DeviceID: c.DeviceID}
-	for attempt := 0; ; attempt++ {
-		if err := s.opts.Logins.Wait(ctx, s.run.Done()); err != nil {
-			s.setState(StateUnreachable)
-			return Token{}, err
-		}
-		var res tradovatewire.AccessTokenResponse
-		err := s.send(ctx, http.MethodPost, "/auth/accesstokenrequest", "", req, &res, false)
-		var he *HTTPError
-		switch {
-		case errors.As(err, &he) && he.Status == http.StatusLocked:
-			// The broker's answer to repeated failed logins: a captcha
-			// and an hour without logins.
-			return Token{}, s.holdCaptcha(CaptchaPause)
-		case err != nil:
-			s.settleFailure(err)
-			return Token{}, err
-		}
-		switch {
-		case res.PCaptcha:
-			return Token{}, s.holdCaptcha(max(CaptchaPause, time.Duration(res.PTime)*time.Second))
-		case res.PTicket != "":
-			if attempt >= MaxPenaltyTickets {
-				s.setState(StateUnreachable)
-				return Token{}, fmt.Errorf("tradovate: penalty tickets did not end: %w", unavailable(CodeBrokerUnreachable))
-			}
-			wait := time.Duration(max(res.PTime, 0)) * time.Second
-			// Tickets are per client address: every login of the gate
-			// waits too.
-			s.opts.Logins.Hold(s.opts.Now().Add(wait))
-			s.log.Info("tradovate: penalty ticket; waiting before logging in again", zap.Duration("wait", wait))
-			select {
-			case <-ctx.Done():
-				s.setState(StateUnreachable)
-				return Token{}, ctx.Err()
-			case <-s.run.Done():
-				return Token{}, unavailable(CodeBrokerUnreachable)
-			case <-s.opts.After(wait):
-			}
-			req.PTicket = res.PTicket
-			continue
-		case res.ErrorText != "" || res.AccessToken == "":
-			le := loginError(res.ErrorText)
-			return Token{}, s.stick(StateLoginFailed, le, "tradovate: the broker refused the login")
-		}
-		tok, err := s.tokenOf(res, Token{})
-		if err != nil {
-			s.setState(StateUnreachable)
-			return Token{}, err
-		}
-		s.mu.Lock()
-		s.logins++
-		s.mu.Unlock()
-		s.newToken(tok, true)
-		s.log.Info("tradovate: logged in", zap.Time("expires", tok.Expires))
-		return tok, nil
+	var res tradovatewire.AccessTokenResponse
+	err := s.send(ctx, http.MethodPost, "/auth/accesstokenrequest", "", req, &res, false)
+	var he *HTTPError
+	switch {
+	case errors.Is(err, errCaptcha), errors.As(err, &he) && he.Status == http.StatusLocked:
+		// A captcha ticket, or the broker's answer to repeated failed
+		// logins (HTTP 423): a captcha and an hour without logins.
+		return Token{}, s.holdCaptcha(CaptchaPause)
+	case err != nil:
+		s.settleFailure(err)
+		return Token{}, err
+	case res.ErrorText != "" || res.AccessToken == "":
+		le := loginError(res.ErrorText)
+		return Token{}, s.stick(StateLoginFailed, le, "tradovate: the broker refused the login")
 	}
+	tok, err := s.tokenOf(res, Token{})
+	if err != nil {
+		s.setState(StateUnreachable)
+		return Token{}, err
+	}
+	s.mu.Lock()
+	s.logins++
+	s.mu.Unlock()
+	s.newToken(tok, true)
+	s.log.Info("tradovate: logged in", zap.Time("expires", tok.Expires))
+	return tok, nil
 }
 
 // stick records a refusal that holds until the login is linked again.
@@ -637,9 +611,6 @@ func (s *Session) newToken(tok Token, poke bool) {
 // errRenewRefused reports a renewal the broker refused (401).
 var errRenewRefused = errors.New("tradovate: the broker refused to renew the token")
 
-// errRenewPenalty reports a renewal answered with a penalty ticket.
-var errRenewPenalty = errors.New("tradovate: the broker answered the renewal with a penalty ticket")
-
 // renew renews the current token.
 func (s *Session) renew(ctx context.Context) error {
 	s.mu.Lock()
@@ -658,16 +629,6 @@ func (s *Session) renew(ctx context.Context) error {
 	case err != nil:
 		s.settleFailure(err)
 		return err
-	case res.PTicket != "":
-		// A penalty ticket: nothing was renewed. The renewal is a GET
-		// without a body to carry the ticket, so the session sends it
-		// again once p-time is over.
-		wait := time.Duration(max(res.PTime, 1)) * time.Second
-		s.mu.Lock()
-		s.renewAfter = s.opts.Now().Add(wait)
-		s.mu.Unlock()
-		s.log.Info("tradovate: penalty ticket on a renewal; waiting before renewing again", zap.Duration("wait", wait))
-		return errRenewPenalty
 	case res.ErrorText != "":
 		s.dropToken(old)
 		return errRenewRefused
@@ -770,8 +731,8 @@ func (s *Session) step(ctx context.Context) (time.Duration, bool) {
 		return renewAt.Sub(now), false
 	}
 	if err := s.renew(ctx); err != nil {
-		if errors.Is(err, errRenewRefused) || errors.Is(err, errRenewPenalty) {
-			return 0, false // log in again (or give up), or wait p-time
+		if errors.Is(err, errRenewRefused) {
+			return 0, false // log in again, or give up
 		}
 		return 0, true
 	}
@@ -842,20 +803,178 @@ func (s *Session) send(ctx context.Context, method, path, query string, body, ou
 	return s.sendWith(ctx, "", method, path, query, body, out, write)
 }
 
-// sendWith makes one paced exchange.
+// sendWith makes one paced exchange. A penalty ticket the broker answers
+// instead (on any endpoint) is honoured here: the request was not
+// handled, so it is sent again, the same, with the ticket, once p-time
+// passed; when ctx cannot wait that long, or the tickets do not end, it
+// fails with a rate_limited *bridge.UnavailableError (nothing was done).
+// A captcha ticket is errCaptcha.
 func (s *Session) sendWith(ctx context.Context, token, method, path, query string, body, out any, write bool) error {
-	if err := s.refusal(); err != nil {
-		return err
+	ticket := ""
+	for tickets := 0; ; tickets++ {
+		if err := s.refusal(); err != nil {
+			return err
+		}
+		if err := s.pace(ctx, path, write, ticket != ""); err != nil {
+			return err
+		}
+		if err := s.refusal(); err != nil { // a 429 may have come meanwhile
+			return err
+		}
+		b, q := withTicket(body, query, ticket)
+		rctx, cancel := context.WithTimeout(ctx, s.opts.RequestTimeout)
+		err := exchange(rctx, s.opts.HTTPClient, s.rest+path, q, method, token, b, out, write, s.rateLimited)
+		cancel()
+		var pt *penaltyTicket
+		if !errors.As(err, &pt) {
+			return err
+		}
+		if err := s.penalized(ctx, path, pt, tickets); err != nil {
+			return err
+		}
+		ticket = pt.ticket
 	}
+}
+
+// pace waits for the login's pacer and for the address's budget.
+func (s *Session) pace(ctx context.Context, endpoint string, write, ticketed bool) error {
 	if err := s.pacer.wait(ctx, s.run.Done()); err != nil {
 		return err
 	}
-	if err := s.refusal(); err != nil { // a 429 may have come meanwhile
-		return err
+	err := s.opts.Budget.Wait(ctx, s.run.Done(), endpoint, write, ticketed)
+	switch {
+	case errors.Is(err, errBudgetStopped):
+		return unavailable(CodeBrokerUnreachable)
+	case errors.Is(err, errEndpointHeld):
+		return fmt.Errorf("%w: %w", err, penaltyUnavailable())
 	}
-	ctx, cancel := context.WithTimeout(ctx, s.opts.RequestTimeout)
-	defer cancel()
-	return exchange(ctx, s.opts.HTTPClient, s.rest+path, query, method, token, body, out, write, s.rateLimited)
+	return err
+}
+
+// paceSocket paces a socket request (its endpoint: "authorize",
+// "user/syncrequest", "md/subscribequote", "order/item").
+func (s *Session) paceSocket(ctx context.Context, endpoint string) error {
+	return s.pace(ctx, endpoint, false, false)
+}
+
+// socketTicket reads a socket reply for a penalty ticket. The request
+// was not handled: it fails (never an empty answer taken for the state),
+// and the endpoint is held for the node until p-time passed, so that the
+// owner's next attempt waits for it. The ticket is not resent over the
+// socket: the documentation shows resends for REST only.
+func (s *Session) socketTicket(endpoint string, data json.RawMessage) error {
+	pt, ok := ticketOf(data)
+	if !ok {
+		return nil
+	}
+	if pt.captcha {
+		s.opts.Budget.hold(endpoint, s.opts.Now().Add(captchaHold))
+		s.log.Warn("tradovate: the broker asks for a captcha", zap.String("endpoint", endpoint))
+		return fmt.Errorf("%w: %w", errCaptcha, unavailable(CodeCaptchaRequired))
+	}
+	s.opts.Budget.hold(endpoint, s.opts.Now().Add(pt.wait))
+	s.log.Info("tradovate: penalty ticket on the socket; the request waits before it is sent again",
+		zap.String("endpoint", endpoint), zap.Duration("wait", pt.wait))
+	return fmt.Errorf("tradovate: a penalty ticket of %s on %s: %w", pt.wait, endpoint, penaltyUnavailable())
+}
+
+// errCaptcha reports a penalty ticket with p-captcha: a human check the
+// relay cannot answer.
+var errCaptcha = errors.New("tradovate: the broker asks for a captcha")
+
+// penaltyTicket is a penalty ticket the broker answered (HTTP 200, a body
+// with p-ticket and p-time, maybe p-captcha) instead of handling the
+// request.
+type penaltyTicket struct {
+	ticket  string
+	wait    time.Duration
+	captcha bool
+}
+
+func (p *penaltyTicket) Error() string {
+	return fmt.Sprintf("tradovate: the broker answered a penalty ticket (wait %s)", p.wait)
+}
+
+// captchaHold is how long an endpoint that answered a captcha ticket is
+// left alone: the documentation says to wait about an hour for its count
+// to clear.
+const captchaHold = CaptchaPause
+
+// penaltyUnavailable is the error of a request whose penalty ticket could
+// not be honoured: the broker did not handle it.
+func penaltyUnavailable() *bridge.UnavailableError {
+	return &bridge.UnavailableError{Code: CodeRateLimited,
+		Reason: "Tradovate asked the relay to wait before sending this request again (a penalty ticket) " +
+			"longer than the request could wait; nothing was done, try again shortly"}
+}
+
+// penalized waits out a penalty ticket, holding the endpoint's requests
+// of the whole address meanwhile, or says why the request gives up.
+func (s *Session) penalized(ctx context.Context, path string, pt *penaltyTicket, tickets int) error {
+	if pt.captcha {
+		s.opts.Budget.hold(path, s.opts.Now().Add(captchaHold))
+		s.log.Warn("tradovate: the broker asks for a captcha", zap.String("endpoint", path))
+		return fmt.Errorf("%w: %w", errCaptcha, unavailable(CodeCaptchaRequired))
+	}
+	s.opts.Budget.hold(path, s.opts.Now().Add(pt.wait))
+	if tickets >= MaxPenaltyTickets {
+		s.log.Warn("tradovate: penalty tickets did not end", zap.String("endpoint", path))
+		return fmt.Errorf("tradovate: %d penalty tickets in a row: %w", tickets+1, penaltyUnavailable())
+	}
+	if dl, ok := ctx.Deadline(); ok && time.Until(dl) < pt.wait {
+		s.log.Info("tradovate: penalty ticket longer than the request can wait",
+			zap.String("endpoint", path), zap.Duration("wait", pt.wait))
+		return fmt.Errorf("tradovate: a penalty ticket of %s: %w", pt.wait, penaltyUnavailable())
+	}
+	s.log.Info("tradovate: penalty ticket; waiting before sending again",
+		zap.String("endpoint", path), zap.Duration("wait", pt.wait))
+	select {
+	case <-ctx.Done():
+		return fmt.Errorf("tradovate: a penalty ticket of %s: %w", pt.wait, penaltyUnavailable())
+	case <-s.run.Done():
+		return unavailable(CodeBrokerUnreachable)
+	case <-s.opts.After(pt.wait):
+		return nil
+	}
+}
+
+// withTicket returns the request to send again with a penalty ticket:
+// the same body with a "p-ticket" field added, or, for a request without
+// a body, the query with a p-ticket parameter.
+func withTicket(body any, query, ticket string) (any, string) {
+	if ticket == "" {
+		return body, query
+	}
+	if body != nil {
+		var m map[string]json.RawMessage
+		if b, err := json.Marshal(body); err == nil && json.Unmarshal(b, &m) == nil && m != nil {
+			t, _ := json.Marshal(ticket)
+			m["p-ticket"] = t
+			return m, query
+		}
+	}
+	q := url.Values{"p-ticket": {ticket}}.Encode()
+	if query != "" {
+		q = query + "&" + q
+	}
+	return body, q
+}
+
+// ticketOf reads a penalty ticket out of an answer.
+func ticketOf(raw []byte) (*penaltyTicket, bool) {
+	if !bytes.Contains(raw, []byte(`"p-ticket"`)) {
+		return nil, false
+	}
+	var t struct {
+		Ticket  string  `json:"p-ticket"`
+		Time    float64 `json:"p-time"`
+		Captcha bool    `json:"p-captcha"`
+	}
+	if json.Unmarshal(raw, &t) != nil || (t.Ticket == "" && !t.Captcha) {
+		return nil, false
+	}
+	return &penaltyTicket{ticket: t.Ticket, wait: time.Duration(max(t.Time, 0) * float64(time.Second)),
+		captcha: t.Captcha}, true
 }
 
 // exchange makes one HTTP exchange with the broker.
@@ -930,6 +1049,9 @@ func exchange(ctx context.Context, client *http.Client, url, query, method, toke
 	raw, err := io.ReadAll(io.LimitReader(resp.Body, maxBody))
 	if err != nil {
 		return broken(err)
+	}
+	if pt, ok := ticketOf(raw); ok {
+		return pt // not handled: the caller waits and sends it again
 	}
 	if out == nil {
 		return nil
@@ -1085,4 +1207,15 @@ func (p *pacer) wait(ctx context.Context, stop <-chan struct{}) error {
 	case <-stop:
 		return unavailable(CodeBrokerUnreachable)
 	}
+}
+
+// latest returns the latest of ts.
+func latest(ts ...time.Time) time.Time {
+	var out time.Time
+	for _, t := range ts {
+		if t.After(out) {
+			out = t
+		}
+	}
+	return out
 }

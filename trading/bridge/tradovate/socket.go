@@ -65,6 +65,12 @@ type socketOptions struct {
 	// returns. Nil fails it with the rate-limited code.
 	OnRateLimited func() error
 	Logger        *zap.Logger
+	// Pace, when set, waits until a request to an endpoint ("authorize",
+	// "user/syncrequest", …) may be sent: the session's budget.
+	Pace func(ctx context.Context, endpoint string) error
+	// Ticket, when set, reads a reply's data for a penalty ticket: the
+	// request was not handled, and the error it returns is the request's.
+	Ticket func(endpoint string, data json.RawMessage) error
 }
 
 // socket is one authorized websocket to the broker: requests by id with
@@ -143,6 +149,11 @@ func (s *socket) handshake(ctx context.Context) error {
 		switch f.Kind {
 		case tradovatewire.FrameOpen:
 			if !sentAuth {
+				if s.opts.Pace != nil {
+					if err := s.opts.Pace(ctx, "authorize"); err != nil {
+						return err
+					}
+				}
 				if err := s.conn.Write(ctx, websocket.MessageText, tradovatewire.FormatRequest(tradovatewire.Authorize(s.opts.Token))); err != nil {
 					return fail()
 				}
@@ -288,6 +299,11 @@ func (s *socket) send(ctx context.Context, endpoint, query string, body any, ack
 			return tradovatewire.Message{}, fmt.Errorf("tradovate: encode socket request: %w", err)
 		}
 	}
+	if s.opts.Pace != nil {
+		if err := s.opts.Pace(ctx, endpoint); err != nil {
+			return tradovatewire.Message{}, err
+		}
+	}
 	id := s.nextID.Add(1)
 	ch := make(chan tradovatewire.Message, 1)
 	s.mu.Lock()
@@ -315,6 +331,11 @@ func (s *socket) send(ctx context.Context, endpoint, query string, body any, ack
 		if m.S == http.StatusTooManyRequests {
 			// The broker's lock-out: the caller must not try again soon.
 			return m, s.opts.OnRateLimited()
+		}
+		if s.opts.Ticket != nil && m.S == http.StatusOK {
+			if err := s.opts.Ticket(endpoint, m.D); err != nil {
+				return tradovatewire.Message{}, err
+			}
 		}
 		return m, nil
 	case <-s.life.Done():

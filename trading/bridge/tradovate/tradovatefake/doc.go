@@ -153,8 +153,19 @@
 // client, answering access_token, token_type Bearer and expires_in, or
 // HTTP 400 with error and error_description.
 //
+// Any REST endpoint answers penalty tickets as the broker does (HTTP 200,
+// {"p-ticket":…,"p-time":N}, the request not handled): for the next
+// requests of a path (PenalizeNext), or per client address (/24) across
+// every login once Options.AddressLimit requests came within
+// Options.AddressWindow. A resend of the same endpoint with the ticket
+// ("p-ticket" in the JSON body, or a p-ticket query parameter without a
+// body) is handled once p-time passed; an earlier one gets the ticket
+// again. PenalizeNext also tickets a socket's requests (the ticket is the
+// data of a reply with s 200; a resend over the socket is not taken).
+// Tickets and TicketedHandled count them.
+//
 // Tests provoke the broker's failures with FailLogins, PenaltyTicket,
-// Captcha, RateLimit, RejectNext, Unreachable, DropSockets and
+// PenalizeNext, Captcha, RateLimit, RejectNext, Unreachable, DropSockets and
 // BreakNextOrderReply; its less common answers with RejectNextCommand (a
 // cancel or modification accepted, then rejected by a commandReport, its
 // events before or after the answer), SuccessReason (failureReason

@@ -69,6 +69,14 @@ type Options struct {
 	// ClientSilence is how long a socket may go without a frame from its
 	// client before the fake drops it; 0 means DefaultClientSilence.
 	ClientSilence time.Duration
+	// AddressLimit, when positive, is the fake's per-address budget: a
+	// REST request from a client address (its /24) that already sent
+	// AddressLimit counted requests in the last AddressWindow, whatever
+	// the login, is answered a penalty ticket of AddressPenalty (1 s when
+	// zero) instead of being handled (see penalty.go). Zero turns it off.
+	AddressLimit   int
+	AddressWindow  time.Duration
+	AddressPenalty time.Duration
 	// Logger receives the fake's logs (never a token or a password); nil
 	// discards them.
 	Logger *zap.Logger
@@ -79,7 +87,9 @@ func (o Options) withDefaults() (Options, error) {
 	switch {
 	case o.Market == nil:
 		return o, errors.New("tradovatefake: Options.Market is required")
-	case o.TokenLifetime < 0 || o.Heartbeat < 0 || o.ClientSilence < 0:
+	case o.AddressLimit > 0 && o.AddressWindow <= 0:
+		return o, errors.New("tradovatefake: Options.AddressWindow must be positive with an AddressLimit")
+	case o.TokenLifetime < 0 || o.Heartbeat < 0 || o.ClientSilence < 0 || o.AddressPenalty < 0:
 		return o, errors.New("tradovatefake: timings must not be negative")
 	case o.CID < 0:
 		return o, errors.New("tradovatefake: Options.CID must not be negative")
@@ -109,6 +119,9 @@ func (o Options) withDefaults() (Options, error) {
 	}
 	if o.ClientSilence == 0 {
 		o.ClientSilence = DefaultClientSilence
+	}
+	if o.AddressPenalty == 0 {
+		o.AddressPenalty = defaultAddressPenalty
 	}
 	if o.Logger == nil {
 		o.Logger = zap.NewNop()
@@ -147,6 +160,8 @@ type Server struct {
 
 	auth authState // guarded by mu
 	mu   sync.Mutex
+
+	pen penalties // generic penalty tickets
 
 	sockMu  sync.Mutex
 	sockets map[*socket]struct{}
@@ -188,6 +203,7 @@ func Start(opts Options) (*Server, error) {
 		requests: make(map[string]int),
 	}
 	s.auth.init()
+	s.pen.init()
 	// Subscribe first, so that nothing the simulator does from now on is
 	// missed; then read the state as it stands.
 	s.events = s.market.Events(ctx)
@@ -394,9 +410,9 @@ func (s *Server) AuthPerMinute(n int) {
 	s.mu.Unlock()
 }
 
-// Tickets counts the penalty tickets the fake answered (logins, captchas
-// and renewals).
-func (s *Server) Tickets() int {
+// AuthTickets counts the penalty tickets the fake answered on the auth
+// endpoints (logins, captchas and renewals); Tickets counts the others.
+func (s *Server) AuthTickets() int {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.auth.issued
@@ -506,6 +522,8 @@ func (s *Server) serveHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	case s.rateLimited.Load():
 		w.WriteHeader(http.StatusTooManyRequests)
+		return
+	case s.penalize(w, r):
 		return
 	case r.Method == http.MethodPost && strings.HasPrefix(r.URL.Path, "/v1/order/") &&
 		s.breakNext.CompareAndSwap(true, false):

@@ -231,6 +231,10 @@ func (s *Server) request(sock *socket, req tradovatewire.Request) {
 		return
 	}
 	endpoint := strings.ToLower(req.Endpoint)
+	if tk, ok := s.socketTicket(endpoint); ok {
+		s.respond(sock, req.ID, http.StatusOK, tk)
+		return
+	}
 	switch {
 	case sock.md && (endpoint == "md/subscribequote" || endpoint == "md/unsubscribequote"):
 		s.quoteRequest(sock, req, endpoint == "md/subscribequote")
