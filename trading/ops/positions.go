@@ -33,23 +33,25 @@ func checkMode(mode, tag string) (string, error) {
 // the orders and position share the tag selects (strategyTagMode); force
 // drops that restriction. It does not wait for the platform to confirm.
 //
-// When the platform cannot read (it is not connected) and the call takes
-// everything (no strategyTag, or force, and the orders cancelled), a
-// platform that can flatten from the broker's own records
-// (bridge.BrokerFlattener) does it: a kill switch's flatten must not wait
-// for the platform's event stream.
+// A call that takes everything (no strategyTag, or force, and the orders
+// cancelled) on a platform that can flatten from the broker's own records
+// (bridge.BrokerFlattener) then sweeps what the broker still lists: a
+// kill switch's flatten must neither wait for the platform's event stream
+// nor trust a state that missed events. When the platform cannot read
+// (it is not connected), the sweep does it all.
 func (o *Ops) Flatten(ctx context.Context, a protocol.FlattenArgs) (protocol.FlattenResult, error) {
 	res, err := o.flatten(ctx, a)
-	var pe *protocol.Error
-	if err == nil || !errors.As(err, &pe) || pe.Code != protocol.CodePlatformUnavailable ||
-		(a.StrategyTag != "" && !a.Force) || (a.CancelOrders != nil && !*a.CancelOrders) {
-		return res, err
-	}
 	bf, ok := o.p.(bridge.BrokerFlattener)
-	if !ok {
+	if !ok || (a.StrategyTag != "" && !a.Force) || (a.CancelOrders != nil && !*a.CancelOrders) {
 		return res, err
 	}
-	o.log.Warn("ops: the platform cannot read; flattening from the broker's records")
+	if err != nil {
+		var pe *protocol.Error
+		if !errors.As(err, &pe) || pe.Code != protocol.CodePlatformUnavailable {
+			return res, err
+		}
+		o.log.Warn("ops: the platform cannot read; flattening from the broker's records")
+	}
 	ps, ferr := bf.FlattenFromBroker(ctx, a.Account, a.Instrument)
 	res.Positions = append(res.Positions, ps...)
 	return res, wireError(ferr)

@@ -263,3 +263,24 @@ func TestOpsFlattenEverythingWithoutUserSocket(t *testing.T) {
 	require.ErrorAs(t, err, &pe)
 	assert.Equal(t, protocol.CodePlatformUnavailable, pe.Code)
 }
+
+// The kill switch's flatten takes everything the broker lists, not only
+// what the platform's state shows: a position whose events were lost is
+// closed too.
+func TestOpsFlattenEverythingWhenTheMirrorIsStale(t *testing.T) {
+	t.Parallel()
+	pr, clock := pairClock(t, tradovatetest.PairOptions{})
+	o, err := ops.New(ops.Options{Platform: pr.Platform, Now: clock.Now})
+	require.NoError(t, err)
+	pr.Fake.MuteUserEvents(true) // the events of the fill are lost on the way
+	marketBuy(t, pr, 1)
+	ps, err := pr.Platform.Positions(t.Context(), acct)
+	require.NoError(t, err)
+	require.Empty(t, ps, "the platform's state shows the account flat")
+
+	res, err := o.FlattenEverything(t.Context(), protocol.NoArgs{})
+	require.NoError(t, err)
+	assert.Zero(t, brokerQty(t, pr), "the broker's position is closed")
+	require.Len(t, res.Positions, 1)
+	assert.Equal(t, es, res.Positions[0].Instrument)
+}
