@@ -133,6 +133,13 @@ const (
 	// trip), threshold (absent for the limits of time), onTrip ("flatten"
 	// or "none"), flatten ({orderIds, cancelledOrderIds, error}).
 	ActivityMonitorTripped = "monitor.tripped"
+	// ActivityMonitorBlind: a monitor that counts unrealized P&L went
+	// blind (an open position of its account has had no live price for
+	// a while: market data down or refused), or sees again: detail:
+	// blind (true when it went blind, false when prices returned), pnl
+	// (the session P&L it can see, without the unpriced positions).
+	// While blind it trips on no P&L limit.
+	ActivityMonitorBlind = "monitor.blind"
 	// ActivityKillSwitchChanged: the kill switch was turned on or off;
 	// detail: enabled, and flatten ({orderIds, cancelledOrderIds,
 	// error}, its first attempt) when turning it on flattened accounts.
@@ -200,7 +207,7 @@ const (
 var ActivityKinds = []string{
 	ActivityOrderPlaced, ActivityOrderChanged, ActivityOrderRefused, ActivityOrderReplayed,
 	ActivityTradingBlocked, ActivityBudgetRefused, ActivityConfigChanged,
-	ActivityCopierCopied, ActivityCopierHalted, ActivityMonitorTripped, ActivityKillSwitchChanged,
+	ActivityCopierCopied, ActivityCopierHalted, ActivityMonitorTripped, ActivityMonitorBlind, ActivityKillSwitchChanged,
 	ActivityNewsLockoutEntered, ActivityStrategyRefused, ActivityExitsPlaced, ActivityExitsFailed,
 	ActivityAgentConnected, ActivityAgentDisconnected, ActivityAgentUpdated,
 	ActivityBrokerLinked, ActivityBrokerUnlinked, ActivityBrokerLoginFailed, ActivityBrokerTokenExpired,
