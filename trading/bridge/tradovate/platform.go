@@ -103,6 +103,9 @@ type Options struct {
 	SocketDeadAfter time.Duration
 	// EventBuffer is how far a reader of Events may fall behind.
 	EventBuffer int
+	// MDRetry is how long a quote subscription the broker refused waits
+	// before it is asked again; 0 means a minute.
+	MDRetry time.Duration
 }
 
 // Platform is the Tradovate bridge of one login. Create it with New, run
@@ -236,6 +239,11 @@ type PlatformStatus struct {
 	EventsApplied uint64 `json:"eventsApplied"`
 	// QuotesApplied counts the md events applied.
 	QuotesApplied uint64 `json:"quotesApplied"`
+	// MarketDataRefused names the contracts whose quotes the broker
+	// refused (no market-data entitlement, or delayed data only): the
+	// positions in them have no price and their unrealized P&L is
+	// unknown.
+	MarketDataRefused []string `json:"marketDataRefused,omitempty"`
 }
 
 // Status returns the platform's state.
@@ -245,6 +253,7 @@ func (p *Platform) Status() PlatformStatus {
 	defer p.mu.Unlock()
 	st.Connected = p.user != nil
 	st.MarketData = p.md.sock != nil
+	st.MarketDataRefused = p.mdRefusedLocked()
 	var ue *bridge.UnavailableError
 	if !st.Connected && errors.As(p.unavailable, &ue) {
 		st.Code, st.Reason = ue.Code, ue.Reason

@@ -143,8 +143,8 @@
 // HTTP 400 with error and error_description.
 //
 // Tests provoke the broker's failures with FailLogins, PenaltyTicket,
-// Captcha, RateLimit, RejectNext, Unreachable, DropSockets and
-// BreakNextOrderReply, and observe with Logins, Renewals, Requests,
+// Captcha, RateLimit, RejectNext, RefuseQuotes, Unreachable, DropSockets,
+// DropMDSockets and BreakNextOrderReply, and observe with Logins, Renewals, Requests,
 // EventsSent and OrdersPlaced. Flush sends what the simulator published
 // so far, so a test's settle can compare a client's count of applied props
 // events with EventsSent.

@@ -51,6 +51,9 @@ type PairOptions struct {
 	// Session edits the session's options before it is made.
 	Session func(*tradovate.SessionOptions)
 	Logger  *zap.Logger
+
+	// Platform edits the platform's options before it is made.
+	Platform func(*tradovate.Options)
 }
 
 // NewPair starts a fake over market and makes a session and a platform
@@ -73,8 +76,12 @@ func NewPair(t testing.TB, market *sim.Platform, opts PairOptions) *Pair {
 	sess, err := tradovate.NewSession(so)
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = sess.Close() })
-	p, err := tradovate.New(tradovate.Options{Session: sess, Persist: opts.Persist, Now: opts.Now,
-		Logger: opts.Logger, MinBackoff: time.Millisecond, MaxBackoff: 50 * time.Millisecond})
+	po := tradovate.Options{Session: sess, Persist: opts.Persist, Now: opts.Now,
+		Logger: opts.Logger, MinBackoff: time.Millisecond, MaxBackoff: 50 * time.Millisecond}
+	if opts.Platform != nil {
+		opts.Platform(&po)
+	}
+	p, err := tradovate.New(po)
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = p.Close() })
 	return &Pair{Platform: p, Session: sess, Fake: fake, Market: market}
