@@ -238,7 +238,8 @@ func (in *instance) liveState(ctx context.Context) liveState {
 	var st liveState
 	if s, ok := in.platform.(stater); ok {
 		ls := s.LinkState()
-		st = liveState{Known: true, Session: ls.Session, TokenExpires: ls.TokenExpires, RetryAt: ls.RetryAt, Connected: ls.Connected}
+		st = liveState{Known: true, Session: ls.Session, TokenExpires: ls.TokenExpires, RetryAt: ls.RetryAt, Connected: ls.Connected,
+			MarketData: ls.MarketData, MarketDataRefused: ls.MarketDataRefused}
 	}
 	st.Accounts, _ = in.liveAccounts(ctx)
 	return st

@@ -68,7 +68,8 @@ func (p *tradovateSessionPlatform) Ready(ctx context.Context) error {
 // LinkState tells the login's state for Status.
 func (p *tradovateSessionPlatform) LinkState() LinkState {
 	st := p.Platform.Status()
-	return LinkState{Session: st.Session.State, TokenExpires: st.Session.Expires, RetryAt: st.Session.Until, Connected: st.Connected}
+	return LinkState{Session: st.Session.State, TokenExpires: st.Session.Expires, RetryAt: st.Session.Until, Connected: st.Connected,
+		MarketData: st.MarketData, MarketDataRefused: st.MarketDataRefused}
 }
 
 // credentials returns the API-key credentials of s, nil when s holds

@@ -32,6 +32,7 @@ var activityKindWords = map[string]string{
 	protocol.ActivityCopierCopied:       "Trades copied by a copier",
 	protocol.ActivityCopierHalted:       "A copier halted",
 	protocol.ActivityMonitorTripped:     "A monitor stopped an account",
+	protocol.ActivityMonitorBlind:       "A monitor cannot see an open position's P&L (no market data), or sees again",
 	protocol.ActivityKillSwitchChanged:  "The kill switch turned on or off",
 	protocol.ActivityNewsLockoutEntered: "A news lockout started",
 	protocol.ActivityStrategyRefused:    "Orders refused by a strategy's lock",
