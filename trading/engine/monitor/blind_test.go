@@ -83,3 +83,21 @@ func TestRealizedOnlyMonitorIsNeverBlind(t *testing.T) {
 	f.e.observe(bg, &protocol.Account{Name: acct, Item: protocol.AccountItem{GrossRealizedProfitLoss: -500, UnrealizedUnknown: true}})
 	require.Equal(t, protocol.MonitorStopped, f.e.MonitorState(acct))
 }
+
+// A monitor the relay still shows blind (a report from before the engine
+// started) is corrected once the engine sees the account's P&L: one
+// report, without an activity entry.
+func TestStaleBlindCorrected(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t, wednesday10)
+	m := monitor(acct)
+	m.IncludeUnrealized, m.Blind = true, true
+	f.push(m)
+	require.Empty(t, f.rep.Monitors())
+	f.e.observe(bg, &protocol.Account{Name: acct, Item: protocol.AccountItem{UnrealizedProfitLoss: 50}})
+	require.Equal(t, []protocol.MonitorState{{Account: acct, State: protocol.MonitorActive, At: stamp(realNow)}}, f.rep.Monitors())
+	require.Empty(t, f.rep.Activity(protocol.ActivityMonitorBlind))
+	f.e.observe(bg, &protocol.Account{Name: acct, Item: protocol.AccountItem{UnrealizedProfitLoss: 60}})
+	f.e.Tick(bg)
+	require.Len(t, f.rep.Monitors(), 1, "corrected once")
+}

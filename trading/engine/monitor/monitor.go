@@ -138,6 +138,10 @@ type account struct {
 	// known. blind is whether the monitor reported itself blind.
 	unknownSince time.Time
 	blind        bool
+	// staleBlind: the configuration says the monitor is blind (the
+	// relay kept a report from before this engine started) while this
+	// engine has not found it so; it tells the relay once it sees.
+	staleBlind bool
 
 	flattenSetting string    // the autoFlattenAt flattenedFor belongs to
 	flattenedFor   time.Time // the autoFlattenAt instant last handled
@@ -329,8 +333,18 @@ func (e *Engine) sightLocked(a *account, now time.Time) *sighting {
 		return nil
 	}
 	blind := a.unseen() && now.Sub(a.unknownSince) >= blindAfter
-	if blind == a.blind {
+	stale := a.staleBlind && !blind && a.seen && a.unknownSince.IsZero()
+	if blind {
+		a.staleBlind = false
+	}
+	if blind == a.blind && !stale {
 		return nil
+	}
+	if stale {
+		// The relay still shows a blindness from before this engine
+		// started: correct it, without a new activity entry.
+		a.staleBlind = false
+		return &sighting{report: protocol.MonitorState{Account: a.name, State: protocol.MonitorActive, At: stamp(e.wall())}}
 	}
 	a.blind = blind
 	i := countOf(a.mon.IncludeUnrealized, a.mon.IncludeCommission)
@@ -660,6 +674,7 @@ func (e *Engine) apply(cfg *protocol.Config) {
 		a := e.get(m.Account)
 		before := a.state
 		a.mon, a.plan = &m, newPlan(&m)
+		a.staleBlind = m.Blind && !a.blind
 		if m.AutoFlattenAt != a.flattenSetting {
 			// A new time of day takes effect from its next occurrence.
 			a.flattenSetting, a.flattenedFor = m.AutoFlattenAt, a.plan.flattenInstant(now)
