@@ -250,8 +250,9 @@ type Status struct {
 	// Accounts are the login's accounts as last seen.
 	Accounts []string `json:"accounts"`
 	// MarketData reports whether the market-data socket is up (it is
-	// open while an open position or a quote subscription needs it).
-	MarketData bool `json:"marketData"`
+	// open while an open position or a quote subscription needs it);
+	// absent when it is not.
+	MarketData bool `json:"marketData,omitempty"`
 	// MarketDataRefused names the instruments whose quotes the broker
 	// refuses (no market-data entitlement, or delayed data only): the
 	// positions in them have no price, their unrealized P&L is unknown.

@@ -319,7 +319,7 @@ func linkSchemas() object {
 		"BrokerStatus": object{
 			"type":        "object",
 			"description": "The state of the user's broker link, as GET /v1/api/tv/status answers it. It never holds a secret.",
-			"required":    []string{"accounts", "connected", "linked", "marketData"},
+			"required":    []string{"accounts", "connected", "linked"},
 			"properties": object{
 				"linked":   object{"type": "boolean", "description": "whether a Tradovate login is linked; the members below linkedAt are absent when not"},
 				"env":      object{"type": "string", "enum": []string{"demo", "live"}, "description": "the broker's environment"},
@@ -331,8 +331,8 @@ func linkSchemas() object {
 				"retryAt":      dateTime("when a rate-limited login may call the broker again"),
 				"connected":    object{"type": "boolean", "description": "whether the broker's user-data socket is up"},
 				"accounts":     object{"type": "array", "items": object{"type": "string"}, "description": "the login's accounts, as last seen"},
-				"marketData": object{"type": "boolean", "description": "whether the broker's market-data socket is up; it is open while an open position " +
-					"or a quote subscription needs it, and while it is down open positions have no price (unrealizedUnknown)"},
+				"marketData": object{"type": "boolean", "description": "true while the broker's market-data socket is up (absent when not); it is open while an " +
+					"open position or a quote subscription needs it, and while it is down open positions have no price (unrealizedUnknown)"},
 				"marketDataRefused": object{"type": "array", "items": object{"type": "string"}, "description": "the instruments whose quotes the broker " +
 					"refuses (no market-data entitlement on the login, or delayed data only): positions in them have no price and an unknown " +
 					"unrealized P&L (unrealizedUnknown), and monitors counting it are blind. Asked again every minute; absent when none"},
