@@ -186,6 +186,13 @@ const (
 	// login expired and could not be renewed: detail: error
 	// (token_expired), env.
 	ActivityBrokerTokenExpired = "broker.tokenExpired"
+	// ActivityBrokerMarketDataRefused: the broker refused the quotes of
+	// an instrument the relay needs (an open position's, or one a caller
+	// subscribed): no real-time market-data entitlement on the login, or
+	// delayed data only; positions in it have no price. At most one entry
+	// per instrument and day: detail: instrument, env, reason
+	// ("refused", or "delayed").
+	ActivityBrokerMarketDataRefused = "broker.marketDataRefused"
 	// ActivityWebhookReceived: a TradingView alert was received: detail:
 	// webhookId, outcome (the alert's final status: executed, blocked,
 	// failed), alertId (its id in the alert history).
@@ -211,6 +218,7 @@ var ActivityKinds = []string{
 	ActivityNewsLockoutEntered, ActivityStrategyRefused, ActivityExitsPlaced, ActivityExitsFailed,
 	ActivityAgentConnected, ActivityAgentDisconnected, ActivityAgentUpdated,
 	ActivityBrokerLinked, ActivityBrokerUnlinked, ActivityBrokerLoginFailed, ActivityBrokerTokenExpired,
+	ActivityBrokerMarketDataRefused,
 	ActivityWebhookReceived, ActivityAlertSent, ActivityAlertFailed,
 }
 

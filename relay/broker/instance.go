@@ -61,7 +61,7 @@ func (m *Manager) newInstance(link Link) (*instance, error) {
 		SaveSession: func(ctx context.Context, s Session) error {
 			return m.links.SaveSession(ctx, link.UserID, s.AccessToken, s.MDAccessToken, s.Expires, s.BrokerUserID)
 		},
-		OnSessionState: watch.state})
+		OnSessionState: watch.state, OnQuotesRefused: func(instrument string, delayed bool) { m.quotesRefused(link, instrument, delayed) }})
 	if err != nil {
 		return nil, err
 	}

@@ -57,6 +57,13 @@ func TestMonitorBlindWithoutMarketData(t *testing.T) {
 		st, err := m.Status(context.Background(), "alice")
 		return err == nil && len(st.MarketDataRefused) == 1 && st.MarketDataRefused[0] == "ES 12-26"
 	}, waitFor, 10*time.Millisecond, "the link's status names the refused instrument")
+	require.Eventually(t, func() bool { return len(log.Entries(protocol.ActivityBrokerMarketDataRefused)) == 1 },
+		waitFor, 10*time.Millisecond, "the refusal is in the activity log")
+	refused := log.Entries(protocol.ActivityBrokerMarketDataRefused)[0]
+	require.Equal(t, protocol.ActivitySource{Kind: protocol.SourceBroker}, refused.Source)
+	require.Equal(t, map[string]any{"instrument": "ES 12-26", "env": "demo", "reason": "refused"},
+		eventstest.Detail(t, refused))
+	require.Contains(t, refused.Summary, "real-time market-data subscription")
 	raw, err := call(t, m, "alice", protocol.FnGetAccount, "", map[string]any{"account": "Sim101"})
 	require.NoError(t, err)
 	var acct protocol.Account

@@ -102,7 +102,8 @@ func (m *Manager) tradovatePlatform(_ context.Context, c PlatformConfig) (Platfo
 	if err != nil {
 		return nil, err
 	}
-	p, err := tradovate.New(tradovate.Options{Session: sess, Persist: c.State, Logger: c.Logger, Now: m.opts.Now})
+	p, err := tradovate.New(tradovate.Options{Session: sess, Persist: c.State, Logger: c.Logger, Now: m.opts.Now,
+		OnQuotesRefused: c.OnQuotesRefused})
 	if err != nil {
 		_ = sess.Close()
 		return nil, err

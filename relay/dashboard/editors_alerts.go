@@ -50,6 +50,8 @@ var activityKindWords = map[string]string{
 	protocol.ActivityAlertFailed:        "An alert could not be sent",
 	alerts.PayloadTest:                  "Test",
 	alerts.PayloadSummary:               "Summary of the alerts past the rate limit",
+
+	protocol.ActivityBrokerMarketDataRefused: "The broker refused an instrument's market data",
 }
 
 // eventChoices are the activity kinds a destination may ask for, in the

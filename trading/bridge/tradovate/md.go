@@ -230,6 +230,9 @@ func (p *Platform) reconcileMD(ctx context.Context, sock *socket) {
 			if _, was := p.md.refused[id]; !was {
 				p.log.Warn("tradovate: the broker refused a quote subscription; positions in it have no price",
 					zap.String("symbol", want[id]), zap.Int("status", reply.S), zap.String("reason", refusal))
+				if c, ok := p.contracts.cached(id); ok && p.opts.OnQuotesRefused != nil {
+					p.opts.OnQuotesRefused(c.Name, refusal == mdDelayed)
+				}
 			}
 			retry := cmp.Or(p.opts.MDRetry, mdRefusedRetry)
 			p.md.refused[id] = mdRefusal{until: time.Now().Add(retry), reason: refusal}

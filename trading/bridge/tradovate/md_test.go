@@ -2,6 +2,7 @@ package tradovate_test
 
 import (
 	"context"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -20,7 +21,15 @@ import (
 // broker serves quotes again, the P&L is counted again.
 func TestUnrealizedUnknownWhenQuotesRefused(t *testing.T) {
 	t.Parallel()
-	pr := pair(t, tradovatetest.PairOptions{Platform: func(o *tradovate.Options) { o.MDRetry = 20 * time.Millisecond }})
+	var told atomic.Int32
+	pr := pair(t, tradovatetest.PairOptions{Platform: func(o *tradovate.Options) {
+		o.MDRetry = 20 * time.Millisecond
+		o.OnQuotesRefused = func(instrument string, delayed bool) {
+			if instrument == es && !delayed {
+				told.Add(1)
+			}
+		}
+	}})
 	ctx, cancel := context.WithCancel(t.Context())
 	defer cancel()
 	evs := pr.Platform.Events(ctx)
@@ -35,6 +44,9 @@ func TestUnrealizedUnknownWhenQuotesRefused(t *testing.T) {
 		return len(pr.Platform.Status().MarketDataRefused) == 1
 	}, testkit.Medium, time.Millisecond, "the broker's refusal is seen")
 	require.Equal(t, []string{es}, pr.Platform.Status().MarketDataRefused)
+	require.Eventually(t, func() bool { return pr.Fake.Requests("md/subscribequote") >= 3 }, testkit.Medium, time.Millisecond,
+		"asked again after MDRetry")
+	require.Equal(t, int32(1), told.Load(), "told once of the refusal, however often it is asked again")
 
 	ps, err := pr.Platform.Positions(t.Context(), acct)
 	require.NoError(t, err)

@@ -106,6 +106,12 @@ type Options struct {
 	// MDRetry is how long a quote subscription the broker refused waits
 	// before it is asked again; 0 means a minute.
 	MDRetry time.Duration
+	// OnQuotesRefused, when set, is told when the broker refuses the
+	// quotes of an instrument that were not refused before: its name,
+	// and whether the broker offered delayed data only. It is called
+	// with the platform's lock held and must not block nor call the
+	// Platform.
+	OnQuotesRefused func(instrument string, delayed bool)
 }
 
 // Platform is the Tradovate bridge of one login. Create it with New, run

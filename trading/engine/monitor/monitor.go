@@ -368,8 +368,8 @@ func (e *Engine) see(s *sighting) {
 	if !s.activity {
 		return
 	}
-	summary := fmt.Sprintf("Monitor on %s is blind: an open position has no live price, so its unrealized P&L is unknown "+
-		"and no P&L limit can trip (session P&L without it: %.2f)", s.report.Account, s.pnl)
+	summary := fmt.Sprintf("Monitor on %s is blind: an open position has no live price, so no P&L limit can trip "+
+		"(the P&L it can see: %.2f)", s.report.Account, s.pnl)
 	if !s.report.Blind {
 		summary = fmt.Sprintf("Monitor on %s sees the account's P&L again (session P&L %.2f)", s.report.Account, s.pnl)
 	}
