@@ -76,7 +76,7 @@ export type ActivityEntry = {
     /**
      * what happened; each kind's detail keys are documented in docs/activity.md
      */
-    kind: 'order.placed' | 'order.changed' | 'order.refused' | 'order.replayed' | 'trading.blocked' | 'budget.refused' | 'config.changed' | 'copier.copied' | 'copier.halted' | 'monitor.tripped' | 'monitor.blind' | 'killSwitch.changed' | 'newsLockout.entered' | 'strategy.refused' | 'exits.placed' | 'exits.failed' | 'agent.connected' | 'agent.disconnected' | 'agent.updated' | 'broker.linked' | 'broker.unlinked' | 'broker.loginFailed' | 'broker.tokenExpired' | 'webhook.received' | 'alert.sent' | 'alert.failed';
+    kind: 'order.placed' | 'order.changed' | 'order.refused' | 'order.replayed' | 'trading.blocked' | 'budget.refused' | 'config.changed' | 'copier.copied' | 'copier.halted' | 'monitor.tripped' | 'monitor.blind' | 'killSwitch.changed' | 'newsLockout.entered' | 'strategy.refused' | 'exits.placed' | 'exits.failed' | 'agent.connected' | 'agent.disconnected' | 'agent.updated' | 'broker.linked' | 'broker.unlinked' | 'broker.loginFailed' | 'broker.tokenExpired' | 'broker.marketDataRefused' | 'webhook.received' | 'alert.sent' | 'alert.failed';
     source: ActivitySource;
     /**
      * one line for a person
@@ -139,7 +139,7 @@ export type AlertDestination = {
     /**
      * the activity kinds sent to the destination (never alert.sent or alert.failed)
      */
-    events: Array<'order.placed' | 'order.changed' | 'order.refused' | 'order.replayed' | 'trading.blocked' | 'budget.refused' | 'config.changed' | 'copier.copied' | 'copier.halted' | 'monitor.tripped' | 'monitor.blind' | 'killSwitch.changed' | 'newsLockout.entered' | 'strategy.refused' | 'exits.placed' | 'exits.failed' | 'agent.connected' | 'agent.disconnected' | 'agent.updated' | 'broker.linked' | 'broker.unlinked' | 'broker.loginFailed' | 'broker.tokenExpired' | 'webhook.received'>;
+    events: Array<'order.placed' | 'order.changed' | 'order.refused' | 'order.replayed' | 'trading.blocked' | 'budget.refused' | 'config.changed' | 'copier.copied' | 'copier.halted' | 'monitor.tripped' | 'monitor.blind' | 'killSwitch.changed' | 'newsLockout.entered' | 'strategy.refused' | 'exits.placed' | 'exits.failed' | 'agent.connected' | 'agent.disconnected' | 'agent.updated' | 'broker.linked' | 'broker.unlinked' | 'broker.loginFailed' | 'broker.tokenExpired' | 'broker.marketDataRefused' | 'webhook.received'>;
     /**
      * how long agent.disconnected waits: an agent back within it sends nothing
      */
@@ -183,7 +183,7 @@ export type AlertDestinationCreate = {
     /**
      * the activity kinds sent to the destination (never alert.sent or alert.failed)
      */
-    events: Array<'order.placed' | 'order.changed' | 'order.refused' | 'order.replayed' | 'trading.blocked' | 'budget.refused' | 'config.changed' | 'copier.copied' | 'copier.halted' | 'monitor.tripped' | 'monitor.blind' | 'killSwitch.changed' | 'newsLockout.entered' | 'strategy.refused' | 'exits.placed' | 'exits.failed' | 'agent.connected' | 'agent.disconnected' | 'agent.updated' | 'broker.linked' | 'broker.unlinked' | 'broker.loginFailed' | 'broker.tokenExpired' | 'webhook.received'>;
+    events: Array<'order.placed' | 'order.changed' | 'order.refused' | 'order.replayed' | 'trading.blocked' | 'budget.refused' | 'config.changed' | 'copier.copied' | 'copier.halted' | 'monitor.tripped' | 'monitor.blind' | 'killSwitch.changed' | 'newsLockout.entered' | 'strategy.refused' | 'exits.placed' | 'exits.failed' | 'agent.connected' | 'agent.disconnected' | 'agent.updated' | 'broker.linked' | 'broker.unlinked' | 'broker.loginFailed' | 'broker.tokenExpired' | 'broker.marketDataRefused' | 'webhook.received'>;
     /**
      * how long agent.disconnected waits: an agent back within it sends nothing
      */
@@ -205,7 +205,7 @@ export type AlertDestinationCreate = {
     /**
      * the activity kinds sent to the destination (never alert.sent or alert.failed)
      */
-    events: Array<'order.placed' | 'order.changed' | 'order.refused' | 'order.replayed' | 'trading.blocked' | 'budget.refused' | 'config.changed' | 'copier.copied' | 'copier.halted' | 'monitor.tripped' | 'monitor.blind' | 'killSwitch.changed' | 'newsLockout.entered' | 'strategy.refused' | 'exits.placed' | 'exits.failed' | 'agent.connected' | 'agent.disconnected' | 'agent.updated' | 'broker.linked' | 'broker.unlinked' | 'broker.loginFailed' | 'broker.tokenExpired' | 'webhook.received'>;
+    events: Array<'order.placed' | 'order.changed' | 'order.refused' | 'order.replayed' | 'trading.blocked' | 'budget.refused' | 'config.changed' | 'copier.copied' | 'copier.halted' | 'monitor.tripped' | 'monitor.blind' | 'killSwitch.changed' | 'newsLockout.entered' | 'strategy.refused' | 'exits.placed' | 'exits.failed' | 'agent.connected' | 'agent.disconnected' | 'agent.updated' | 'broker.linked' | 'broker.unlinked' | 'broker.loginFailed' | 'broker.tokenExpired' | 'broker.marketDataRefused' | 'webhook.received'>;
     /**
      * how long agent.disconnected waits: an agent back within it sends nothing
      */
@@ -231,7 +231,7 @@ export type AlertDestinationCreate = {
     /**
      * the activity kinds sent to the destination (never alert.sent or alert.failed)
      */
-    events: Array<'order.placed' | 'order.changed' | 'order.refused' | 'order.replayed' | 'trading.blocked' | 'budget.refused' | 'config.changed' | 'copier.copied' | 'copier.halted' | 'monitor.tripped' | 'monitor.blind' | 'killSwitch.changed' | 'newsLockout.entered' | 'strategy.refused' | 'exits.placed' | 'exits.failed' | 'agent.connected' | 'agent.disconnected' | 'agent.updated' | 'broker.linked' | 'broker.unlinked' | 'broker.loginFailed' | 'broker.tokenExpired' | 'webhook.received'>;
+    events: Array<'order.placed' | 'order.changed' | 'order.refused' | 'order.replayed' | 'trading.blocked' | 'budget.refused' | 'config.changed' | 'copier.copied' | 'copier.halted' | 'monitor.tripped' | 'monitor.blind' | 'killSwitch.changed' | 'newsLockout.entered' | 'strategy.refused' | 'exits.placed' | 'exits.failed' | 'agent.connected' | 'agent.disconnected' | 'agent.updated' | 'broker.linked' | 'broker.unlinked' | 'broker.loginFailed' | 'broker.tokenExpired' | 'broker.marketDataRefused' | 'webhook.received'>;
     /**
      * how long agent.disconnected waits: an agent back within it sends nothing
      */
@@ -249,7 +249,7 @@ export type AlertDestinationCreate = {
     /**
      * the activity kinds sent to the destination (never alert.sent or alert.failed)
      */
-    events: Array<'order.placed' | 'order.changed' | 'order.refused' | 'order.replayed' | 'trading.blocked' | 'budget.refused' | 'config.changed' | 'copier.copied' | 'copier.halted' | 'monitor.tripped' | 'monitor.blind' | 'killSwitch.changed' | 'newsLockout.entered' | 'strategy.refused' | 'exits.placed' | 'exits.failed' | 'agent.connected' | 'agent.disconnected' | 'agent.updated' | 'broker.linked' | 'broker.unlinked' | 'broker.loginFailed' | 'broker.tokenExpired' | 'webhook.received'>;
+    events: Array<'order.placed' | 'order.changed' | 'order.refused' | 'order.replayed' | 'trading.blocked' | 'budget.refused' | 'config.changed' | 'copier.copied' | 'copier.halted' | 'monitor.tripped' | 'monitor.blind' | 'killSwitch.changed' | 'newsLockout.entered' | 'strategy.refused' | 'exits.placed' | 'exits.failed' | 'agent.connected' | 'agent.disconnected' | 'agent.updated' | 'broker.linked' | 'broker.unlinked' | 'broker.loginFailed' | 'broker.tokenExpired' | 'broker.marketDataRefused' | 'webhook.received'>;
     /**
      * how long agent.disconnected waits: an agent back within it sends nothing
      */
@@ -289,7 +289,7 @@ export type AlertDestinationPatch = {
     /**
      * the activity kinds sent to the destination (never alert.sent or alert.failed)
      */
-    events?: Array<'order.placed' | 'order.changed' | 'order.refused' | 'order.replayed' | 'trading.blocked' | 'budget.refused' | 'config.changed' | 'copier.copied' | 'copier.halted' | 'monitor.tripped' | 'monitor.blind' | 'killSwitch.changed' | 'newsLockout.entered' | 'strategy.refused' | 'exits.placed' | 'exits.failed' | 'agent.connected' | 'agent.disconnected' | 'agent.updated' | 'broker.linked' | 'broker.unlinked' | 'broker.loginFailed' | 'broker.tokenExpired' | 'webhook.received'>;
+    events?: Array<'order.placed' | 'order.changed' | 'order.refused' | 'order.replayed' | 'trading.blocked' | 'budget.refused' | 'config.changed' | 'copier.copied' | 'copier.halted' | 'monitor.tripped' | 'monitor.blind' | 'killSwitch.changed' | 'newsLockout.entered' | 'strategy.refused' | 'exits.placed' | 'exits.failed' | 'agent.connected' | 'agent.disconnected' | 'agent.updated' | 'broker.linked' | 'broker.unlinked' | 'broker.loginFailed' | 'broker.tokenExpired' | 'broker.marketDataRefused' | 'webhook.received'>;
     /**
      * how long agent.disconnected waits: an agent back within it sends nothing
      */
@@ -330,7 +330,7 @@ export type AlertPayload = {
      * the activity entry's id (a test's or a summary's: the delivery's)
      */
     id: string;
-    kind: 'order.placed' | 'order.changed' | 'order.refused' | 'order.replayed' | 'trading.blocked' | 'budget.refused' | 'config.changed' | 'copier.copied' | 'copier.halted' | 'monitor.tripped' | 'monitor.blind' | 'killSwitch.changed' | 'newsLockout.entered' | 'strategy.refused' | 'exits.placed' | 'exits.failed' | 'agent.connected' | 'agent.disconnected' | 'agent.updated' | 'broker.linked' | 'broker.unlinked' | 'broker.loginFailed' | 'broker.tokenExpired' | 'webhook.received' | 'alert.test' | 'alert.summary';
+    kind: 'order.placed' | 'order.changed' | 'order.refused' | 'order.replayed' | 'trading.blocked' | 'budget.refused' | 'config.changed' | 'copier.copied' | 'copier.halted' | 'monitor.tripped' | 'monitor.blind' | 'killSwitch.changed' | 'newsLockout.entered' | 'strategy.refused' | 'exits.placed' | 'exits.failed' | 'agent.connected' | 'agent.disconnected' | 'agent.updated' | 'broker.linked' | 'broker.unlinked' | 'broker.loginFailed' | 'broker.tokenExpired' | 'broker.marketDataRefused' | 'webhook.received' | 'alert.test' | 'alert.summary';
     /**
      * one line for a person
      */
@@ -929,7 +929,7 @@ export type AlertDestinationCreateWritable = {
     /**
      * the activity kinds sent to the destination (never alert.sent or alert.failed)
      */
-    events: Array<'order.placed' | 'order.changed' | 'order.refused' | 'order.replayed' | 'trading.blocked' | 'budget.refused' | 'config.changed' | 'copier.copied' | 'copier.halted' | 'monitor.tripped' | 'monitor.blind' | 'killSwitch.changed' | 'newsLockout.entered' | 'strategy.refused' | 'exits.placed' | 'exits.failed' | 'agent.connected' | 'agent.disconnected' | 'agent.updated' | 'broker.linked' | 'broker.unlinked' | 'broker.loginFailed' | 'broker.tokenExpired' | 'webhook.received'>;
+    events: Array<'order.placed' | 'order.changed' | 'order.refused' | 'order.replayed' | 'trading.blocked' | 'budget.refused' | 'config.changed' | 'copier.copied' | 'copier.halted' | 'monitor.tripped' | 'monitor.blind' | 'killSwitch.changed' | 'newsLockout.entered' | 'strategy.refused' | 'exits.placed' | 'exits.failed' | 'agent.connected' | 'agent.disconnected' | 'agent.updated' | 'broker.linked' | 'broker.unlinked' | 'broker.loginFailed' | 'broker.tokenExpired' | 'broker.marketDataRefused' | 'webhook.received'>;
     /**
      * how long agent.disconnected waits: an agent back within it sends nothing
      */
@@ -951,7 +951,7 @@ export type AlertDestinationCreateWritable = {
     /**
      * the activity kinds sent to the destination (never alert.sent or alert.failed)
      */
-    events: Array<'order.placed' | 'order.changed' | 'order.refused' | 'order.replayed' | 'trading.blocked' | 'budget.refused' | 'config.changed' | 'copier.copied' | 'copier.halted' | 'monitor.tripped' | 'monitor.blind' | 'killSwitch.changed' | 'newsLockout.entered' | 'strategy.refused' | 'exits.placed' | 'exits.failed' | 'agent.connected' | 'agent.disconnected' | 'agent.updated' | 'broker.linked' | 'broker.unlinked' | 'broker.loginFailed' | 'broker.tokenExpired' | 'webhook.received'>;
+    events: Array<'order.placed' | 'order.changed' | 'order.refused' | 'order.replayed' | 'trading.blocked' | 'budget.refused' | 'config.changed' | 'copier.copied' | 'copier.halted' | 'monitor.tripped' | 'monitor.blind' | 'killSwitch.changed' | 'newsLockout.entered' | 'strategy.refused' | 'exits.placed' | 'exits.failed' | 'agent.connected' | 'agent.disconnected' | 'agent.updated' | 'broker.linked' | 'broker.unlinked' | 'broker.loginFailed' | 'broker.tokenExpired' | 'broker.marketDataRefused' | 'webhook.received'>;
     /**
      * how long agent.disconnected waits: an agent back within it sends nothing
      */
@@ -981,7 +981,7 @@ export type AlertDestinationCreateWritable = {
     /**
      * the activity kinds sent to the destination (never alert.sent or alert.failed)
      */
-    events: Array<'order.placed' | 'order.changed' | 'order.refused' | 'order.replayed' | 'trading.blocked' | 'budget.refused' | 'config.changed' | 'copier.copied' | 'copier.halted' | 'monitor.tripped' | 'monitor.blind' | 'killSwitch.changed' | 'newsLockout.entered' | 'strategy.refused' | 'exits.placed' | 'exits.failed' | 'agent.connected' | 'agent.disconnected' | 'agent.updated' | 'broker.linked' | 'broker.unlinked' | 'broker.loginFailed' | 'broker.tokenExpired' | 'webhook.received'>;
+    events: Array<'order.placed' | 'order.changed' | 'order.refused' | 'order.replayed' | 'trading.blocked' | 'budget.refused' | 'config.changed' | 'copier.copied' | 'copier.halted' | 'monitor.tripped' | 'monitor.blind' | 'killSwitch.changed' | 'newsLockout.entered' | 'strategy.refused' | 'exits.placed' | 'exits.failed' | 'agent.connected' | 'agent.disconnected' | 'agent.updated' | 'broker.linked' | 'broker.unlinked' | 'broker.loginFailed' | 'broker.tokenExpired' | 'broker.marketDataRefused' | 'webhook.received'>;
     /**
      * how long agent.disconnected waits: an agent back within it sends nothing
      */
@@ -999,7 +999,7 @@ export type AlertDestinationCreateWritable = {
     /**
      * the activity kinds sent to the destination (never alert.sent or alert.failed)
      */
-    events: Array<'order.placed' | 'order.changed' | 'order.refused' | 'order.replayed' | 'trading.blocked' | 'budget.refused' | 'config.changed' | 'copier.copied' | 'copier.halted' | 'monitor.tripped' | 'monitor.blind' | 'killSwitch.changed' | 'newsLockout.entered' | 'strategy.refused' | 'exits.placed' | 'exits.failed' | 'agent.connected' | 'agent.disconnected' | 'agent.updated' | 'broker.linked' | 'broker.unlinked' | 'broker.loginFailed' | 'broker.tokenExpired' | 'webhook.received'>;
+    events: Array<'order.placed' | 'order.changed' | 'order.refused' | 'order.replayed' | 'trading.blocked' | 'budget.refused' | 'config.changed' | 'copier.copied' | 'copier.halted' | 'monitor.tripped' | 'monitor.blind' | 'killSwitch.changed' | 'newsLockout.entered' | 'strategy.refused' | 'exits.placed' | 'exits.failed' | 'agent.connected' | 'agent.disconnected' | 'agent.updated' | 'broker.linked' | 'broker.unlinked' | 'broker.loginFailed' | 'broker.tokenExpired' | 'broker.marketDataRefused' | 'webhook.received'>;
     /**
      * how long agent.disconnected waits: an agent back within it sends nothing
      */
@@ -1034,7 +1034,7 @@ export type AlertDestinationPatchWritable = {
     /**
      * the activity kinds sent to the destination (never alert.sent or alert.failed)
      */
-    events?: Array<'order.placed' | 'order.changed' | 'order.refused' | 'order.replayed' | 'trading.blocked' | 'budget.refused' | 'config.changed' | 'copier.copied' | 'copier.halted' | 'monitor.tripped' | 'monitor.blind' | 'killSwitch.changed' | 'newsLockout.entered' | 'strategy.refused' | 'exits.placed' | 'exits.failed' | 'agent.connected' | 'agent.disconnected' | 'agent.updated' | 'broker.linked' | 'broker.unlinked' | 'broker.loginFailed' | 'broker.tokenExpired' | 'webhook.received'>;
+    events?: Array<'order.placed' | 'order.changed' | 'order.refused' | 'order.replayed' | 'trading.blocked' | 'budget.refused' | 'config.changed' | 'copier.copied' | 'copier.halted' | 'monitor.tripped' | 'monitor.blind' | 'killSwitch.changed' | 'newsLockout.entered' | 'strategy.refused' | 'exits.placed' | 'exits.failed' | 'agent.connected' | 'agent.disconnected' | 'agent.updated' | 'broker.linked' | 'broker.unlinked' | 'broker.loginFailed' | 'broker.tokenExpired' | 'broker.marketDataRefused' | 'webhook.received'>;
     /**
      * how long agent.disconnected waits: an agent back within it sends nothing
      */
@@ -3808,7 +3808,7 @@ export type ActivityData = {
          */
         account?: string;
         /**
-         * a comma-separated list of: order.placed, order.changed, order.refused, order.replayed, trading.blocked, budget.refused, config.changed, copier.copied, copier.halted, monitor.tripped, monitor.blind, killSwitch.changed, newsLockout.entered, strategy.refused, exits.placed, exits.failed, agent.connected, agent.disconnected, agent.updated, broker.linked, broker.unlinked, broker.loginFailed, broker.tokenExpired, webhook.received, alert.sent, alert.failed
+         * a comma-separated list of: order.placed, order.changed, order.refused, order.replayed, trading.blocked, budget.refused, config.changed, copier.copied, copier.halted, monitor.tripped, monitor.blind, killSwitch.changed, newsLockout.entered, strategy.refused, exits.placed, exits.failed, agent.connected, agent.disconnected, agent.updated, broker.linked, broker.unlinked, broker.loginFailed, broker.tokenExpired, broker.marketDataRefused, webhook.received, alert.sent, alert.failed
          */
         kind?: string;
         /**

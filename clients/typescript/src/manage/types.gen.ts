@@ -531,7 +531,7 @@ export type Destination = {
     active: boolean;
     chatId?: string;
     createdAt: string;
-    events: Array<'order.placed' | 'order.changed' | 'order.refused' | 'order.replayed' | 'trading.blocked' | 'budget.refused' | 'config.changed' | 'copier.copied' | 'copier.halted' | 'monitor.tripped' | 'monitor.blind' | 'killSwitch.changed' | 'newsLockout.entered' | 'strategy.refused' | 'exits.placed' | 'exits.failed' | 'agent.connected' | 'agent.disconnected' | 'agent.updated' | 'broker.linked' | 'broker.unlinked' | 'broker.loginFailed' | 'broker.tokenExpired' | 'webhook.received'>;
+    events: Array<'order.placed' | 'order.changed' | 'order.refused' | 'order.replayed' | 'trading.blocked' | 'budget.refused' | 'config.changed' | 'copier.copied' | 'copier.halted' | 'monitor.tripped' | 'monitor.blind' | 'killSwitch.changed' | 'newsLockout.entered' | 'strategy.refused' | 'exits.placed' | 'exits.failed' | 'agent.connected' | 'agent.disconnected' | 'agent.updated' | 'broker.linked' | 'broker.unlinked' | 'broker.loginFailed' | 'broker.tokenExpired' | 'broker.marketDataRefused' | 'webhook.received'>;
     graceSeconds: number;
     hasBotToken?: boolean;
     hasSecret?: boolean;
@@ -549,7 +549,7 @@ export type Destination = {
 export type DestinationCreate = {
     active?: boolean;
     chatId?: string;
-    events: Array<'order.placed' | 'order.changed' | 'order.refused' | 'order.replayed' | 'trading.blocked' | 'budget.refused' | 'config.changed' | 'copier.copied' | 'copier.halted' | 'monitor.tripped' | 'monitor.blind' | 'killSwitch.changed' | 'newsLockout.entered' | 'strategy.refused' | 'exits.placed' | 'exits.failed' | 'agent.connected' | 'agent.disconnected' | 'agent.updated' | 'broker.linked' | 'broker.unlinked' | 'broker.loginFailed' | 'broker.tokenExpired' | 'webhook.received'>;
+    events: Array<'order.placed' | 'order.changed' | 'order.refused' | 'order.replayed' | 'trading.blocked' | 'budget.refused' | 'config.changed' | 'copier.copied' | 'copier.halted' | 'monitor.tripped' | 'monitor.blind' | 'killSwitch.changed' | 'newsLockout.entered' | 'strategy.refused' | 'exits.placed' | 'exits.failed' | 'agent.connected' | 'agent.disconnected' | 'agent.updated' | 'broker.linked' | 'broker.unlinked' | 'broker.loginFailed' | 'broker.tokenExpired' | 'broker.marketDataRefused' | 'webhook.received'>;
     graceSeconds?: number;
     kind: 'webhook' | 'discord' | 'telegram' | 'email';
     name?: string;
@@ -567,7 +567,7 @@ export type DestinationPatch = {
      * read-only: accepted only when equal to the stored value
      */
     createdAt?: string;
-    events?: Array<'order.placed' | 'order.changed' | 'order.refused' | 'order.replayed' | 'trading.blocked' | 'budget.refused' | 'config.changed' | 'copier.copied' | 'copier.halted' | 'monitor.tripped' | 'monitor.blind' | 'killSwitch.changed' | 'newsLockout.entered' | 'strategy.refused' | 'exits.placed' | 'exits.failed' | 'agent.connected' | 'agent.disconnected' | 'agent.updated' | 'broker.linked' | 'broker.unlinked' | 'broker.loginFailed' | 'broker.tokenExpired' | 'webhook.received'>;
+    events?: Array<'order.placed' | 'order.changed' | 'order.refused' | 'order.replayed' | 'trading.blocked' | 'budget.refused' | 'config.changed' | 'copier.copied' | 'copier.halted' | 'monitor.tripped' | 'monitor.blind' | 'killSwitch.changed' | 'newsLockout.entered' | 'strategy.refused' | 'exits.placed' | 'exits.failed' | 'agent.connected' | 'agent.disconnected' | 'agent.updated' | 'broker.linked' | 'broker.unlinked' | 'broker.loginFailed' | 'broker.tokenExpired' | 'broker.marketDataRefused' | 'webhook.received'>;
     graceSeconds?: number;
     /**
      * read-only: accepted only when equal to the stored value
