@@ -225,6 +225,11 @@ func (p *Platform) reconcileMD(ctx context.Context, sock *socket) {
 		switch {
 		case err != nil:
 			delete(p.md.subscribed, id)
+		case refusal == "" && reply.S != http.StatusOK:
+			// Not an answer about the entitlement (a rate limit, a
+			// failure of the broker): asked again on the next pass.
+			delete(p.md.subscribed, id)
+			p.log.Warn("tradovate: the broker refused a quote subscription", zap.Int("status", reply.S))
 		case refusal != "":
 			delete(p.md.subscribed, id)
 			if _, was := p.md.refused[id]; !was {
@@ -276,16 +281,22 @@ func (p *Platform) kickMD() {
 // (no real-time entitlement for the contract).
 const mdDelayed = "delayed"
 
-// quoteRefusal is why the broker refused a quote subscription, or "" when
-// it accepted it: a status other than 200, an errorText (the broker's way
-// of failing a request answered 200), or a mode of Delayed.
+// quoteRefusal is why the broker refused the quotes of a contract to the
+// login, or "": an errorText (the broker's way of failing a request it
+// answers 200), a mode of Delayed (no real-time entitlement), or 403. Any
+// other status (a rate limit, a failure) is no refusal of the
+// entitlement: the caller asks again as usual.
 func quoteRefusal(reply tradovatewire.Message) string {
-	if reply.S != http.StatusOK {
+	switch reply.S {
+	case http.StatusOK:
+	case http.StatusForbidden:
 		var text string
 		if json.Unmarshal(reply.D, &text) != nil || text == "" {
 			text = http.StatusText(reply.S)
 		}
 		return text
+	default:
+		return ""
 	}
 	var d struct {
 		ErrorText string `json:"errorText"`
