@@ -1,11 +1,14 @@
 package monitor
 
 import (
+	"context"
 	"testing"
 
 	"github.com/stretchr/testify/require"
 
 	"tradebridge/protocol"
+	"tradebridge/trading/bridge/sim"
+	"tradebridge/trading/engine"
 	"tradebridge/trading/engine/enginetest"
 )
 
@@ -100,4 +103,38 @@ func TestStaleBlindCorrected(t *testing.T) {
 	f.e.observe(bg, &protocol.Account{Name: acct, Item: protocol.AccountItem{UnrealizedProfitLoss: 60}})
 	f.e.Tick(bg)
 	require.Len(t, f.rep.Monitors(), 1, "corrected once")
+}
+
+// unpriced is a platform whose accounts' unrealized P&L is unknown.
+type unpriced struct{ *sim.Platform }
+
+func (p unpriced) Account(ctx context.Context, name string) (protocol.Account, error) {
+	a, err := p.Platform.Account(ctx, name)
+	a.Item.UnrealizedUnknown = true
+	return a, err
+}
+
+// A restart check judges no P&L the restarted monitor could not see: it
+// would be blind, not stopped again.
+func TestCheckRestartWhileUnrealizedUnknown(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t, wednesday10)
+	m := monitor(acct)
+	m.IncludeUnrealized, m.LossLimit = true, limit(100)
+	f.trade(acct, protocol.ActionBuy, 1)
+	f.price(5990) // an open loss of about 500, which a platform without prices cannot see
+	v, err := f.e.CheckRestart(bg, protocol.RestartCheck{Monitor: m})
+	require.NoError(t, err)
+	require.Equal(t, protocol.RestartVerdict{WouldRetrip: true, Reason: reasonLossLimit}, v, "seen, it would trip")
+
+	e, err := New(Options{Platform: unpriced{f.sim}, Trader: f.ops, Config: f.holder, Store: engine.NewMemStore(),
+		Reporter: &enginetest.Reporter{}, Now: f.clock.Now, Wall: wallClock})
+	require.NoError(t, err)
+	v, err = e.CheckRestart(bg, protocol.RestartCheck{Monitor: m})
+	require.NoError(t, err)
+	require.Equal(t, protocol.RestartVerdict{}, v)
+	m.IncludeUnrealized = false
+	v, err = e.CheckRestart(bg, protocol.RestartCheck{Monitor: m})
+	require.NoError(t, err)
+	require.Equal(t, protocol.RestartVerdict{}, v, "realized only: nothing lost yet")
 }

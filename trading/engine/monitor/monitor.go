@@ -884,7 +884,9 @@ func (e *Engine) CheckRestart(ctx context.Context, a protocol.RestartCheck) (pro
 	i := countOf(m.IncludeUnrealized, m.IncludeCommission)
 	pnl, high := sessionPnl(&x.item, i), x.highs[i]
 	e.mu.Unlock()
-	if r := verdict(&m, pnl, high); r != "" {
+	// A P&L it cannot see would not trip the restarted monitor: it would
+	// be blind, as the running one is.
+	if r := verdict(&m, pnl, high); r != "" && !(m.IncludeUnrealized && acct.Item.UnrealizedUnknown) {
 		return protocol.RestartVerdict{WouldRetrip: true, Reason: r}, nil
 	}
 	p := newPlan(&m)
