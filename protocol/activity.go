@@ -133,6 +133,13 @@ const (
 	// trip), threshold (absent for the limits of time), onTrip ("flatten"
 	// or "none"), flatten ({orderIds, cancelledOrderIds, error}).
 	ActivityMonitorTripped = "monitor.tripped"
+	// ActivityMonitorBlind: a monitor that counts unrealized P&L went
+	// blind (an open position of its account has had no live price for
+	// a while: market data down or refused), or sees again: detail:
+	// blind (true when it went blind, false when prices returned), pnl
+	// (the session P&L it can see, without the unpriced positions).
+	// While blind it trips on no P&L limit.
+	ActivityMonitorBlind = "monitor.blind"
 	// ActivityKillSwitchChanged: the kill switch was turned on or off;
 	// detail: enabled, and flatten ({orderIds, cancelledOrderIds,
 	// error}, its first attempt) when turning it on flattened accounts.
@@ -179,6 +186,13 @@ const (
 	// login expired and could not be renewed: detail: error
 	// (token_expired), env.
 	ActivityBrokerTokenExpired = "broker.tokenExpired"
+	// ActivityBrokerMarketDataRefused: the broker refused the quotes of
+	// an instrument the relay needs (an open position's, or one a caller
+	// subscribed): no real-time market-data entitlement on the login, or
+	// delayed data only; positions in it have no price. At most one entry
+	// per instrument and day: detail: instrument, env, reason
+	// ("refused", or "delayed").
+	ActivityBrokerMarketDataRefused = "broker.marketDataRefused"
 	// ActivityWebhookReceived: a TradingView alert was received: detail:
 	// webhookId, outcome (the alert's final status: executed, blocked,
 	// failed), alertId (its id in the alert history).
@@ -200,10 +214,11 @@ const (
 var ActivityKinds = []string{
 	ActivityOrderPlaced, ActivityOrderChanged, ActivityOrderRefused, ActivityOrderReplayed,
 	ActivityTradingBlocked, ActivityBudgetRefused, ActivityConfigChanged,
-	ActivityCopierCopied, ActivityCopierHalted, ActivityMonitorTripped, ActivityKillSwitchChanged,
+	ActivityCopierCopied, ActivityCopierHalted, ActivityMonitorTripped, ActivityMonitorBlind, ActivityKillSwitchChanged,
 	ActivityNewsLockoutEntered, ActivityStrategyRefused, ActivityExitsPlaced, ActivityExitsFailed,
 	ActivityAgentConnected, ActivityAgentDisconnected, ActivityAgentUpdated,
 	ActivityBrokerLinked, ActivityBrokerUnlinked, ActivityBrokerLoginFailed, ActivityBrokerTokenExpired,
+	ActivityBrokerMarketDataRefused,
 	ActivityWebhookReceived, ActivityAlertSent, ActivityAlertFailed,
 }
 

@@ -113,6 +113,13 @@ type Monitor struct {
 	// restarts that very stop: a configuration pushed before the relay
 	// learned of the stop says "active" too, and must not resume it.
 	RestartedFrom *time.Time `json:"restartedFrom,omitempty"`
+	// Blind (read-only) is true while the monitor is active but cannot
+	// see the P&L it watches: it counts unrealized P&L and an open
+	// position of the account has no live price (the account's
+	// AccountItem.UnrealizedUnknown). A blind monitor trips on nothing
+	// it cannot see, and is not to be read as safe; it sees again when
+	// prices return. Absent (false) otherwise.
+	Blind bool `json:"blind,omitempty"`
 	// ProfitTarget and LossLimit are in dollars of session P&L.
 	ProfitTarget      Limit `json:"profitTarget"`
 	LossLimit         Limit `json:"lossLimit"`
@@ -303,6 +310,9 @@ type MonitorState struct {
 	State   string    `json:"state"`
 	Reason  string    `json:"reason,omitempty"`
 	At      time.Time `json:"at"`
+	// Blind is true when an active monitor went blind (Monitor.Blind);
+	// a report with State active and Blind false says it sees again.
+	Blind bool `json:"blind,omitempty"`
 }
 
 // CopierState is the data of an EventCopierState event: a copier halted

@@ -68,6 +68,10 @@ type MonitorStatus struct {
 	Session      time.Time `json:"session"` // the session's start
 	ClosingOnly  bool      `json:"closingOnly"`
 	BlockSignals bool      `json:"blockSignals"`
+	// Blind is true while the monitor cannot see the P&L it watches
+	// (Monitor.Blind): SessionPnl then leaves out the unpriced
+	// positions' P&L and is not the account's.
+	Blind bool `json:"blind,omitempty"`
 }
 
 // ControlsStatus is the account-wide controls as the agent runs them.

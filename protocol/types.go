@@ -36,6 +36,12 @@ type AccountItem struct {
 	DailyLossLimit          float64 `json:"dailyLossLimit"`
 	TrailingMaxDrawdown     float64 `json:"trailingMaxDrawdown"`
 	WeeklyProfitLoss        float64 `json:"weeklyProfitLoss"`
+	// UnrealizedUnknown is true when an open position of the account has
+	// no live price (the platform's market data is down, refused or has
+	// not quoted it yet): UnrealizedProfitLoss and NetLiquidation then
+	// leave that position's P&L out, and are not to be taken as the
+	// account's. Absent (false) when every open position is priced.
+	UnrealizedUnknown bool `json:"unrealizedUnknown,omitempty"`
 }
 
 // Position is an account's holding in one instrument.
@@ -49,6 +55,11 @@ type Position struct {
 	MarketPrice          float64 `json:"marketPrice"`
 	UnrealizedProfitLoss float64 `json:"unrealizedProfitLoss"`
 	Tag                  string  `json:"tag,omitempty"`
+	// UnrealizedUnknown is true when the open position has no live
+	// price: MarketPrice and UnrealizedProfitLoss are then 0 and mean
+	// "unknown", not "flat at the average price". Absent (false) when it
+	// is priced.
+	UnrealizedUnknown bool `json:"unrealizedUnknown,omitempty"`
 }
 
 // Order is an order on the platform. LimitPrice and StopPrice are zero when

@@ -243,7 +243,7 @@ func (r *Recorder) Handle(ctx context.Context, e events.Event) {
 var engineKinds = map[string]bool{
 	protocol.ActivityCopierCopied: true, protocol.ActivityCopierHalted: true, protocol.ActivityMonitorTripped: true,
 	protocol.ActivityKillSwitchChanged: true, protocol.ActivityNewsLockoutEntered: true, protocol.ActivityStrategyRefused: true,
-	protocol.ActivityExitsPlaced: true, protocol.ActivityExitsFailed: true,
+	protocol.ActivityExitsPlaced: true, protocol.ActivityExitsFailed: true, protocol.ActivityMonitorBlind: true,
 }
 
 // engineSources are the sources the engines report as (a strategy lock

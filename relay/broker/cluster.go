@@ -229,4 +229,7 @@ type liveState struct {
 	// Accounts are the login's accounts as its platform reports them
 	// now; none while it reports none.
 	Accounts []string `json:"accounts,omitempty"`
+	// MarketData and MarketDataRefused are Status's.
+	MarketData        bool     `json:"marketData,omitempty"`
+	MarketDataRefused []string `json:"marketDataRefused,omitempty"`
 }

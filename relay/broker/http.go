@@ -250,6 +250,14 @@ type Status struct {
 	Connected bool `json:"connected"`
 	// Accounts are the login's accounts as last seen.
 	Accounts []string `json:"accounts"`
+	// MarketData reports whether the market-data socket is up (it is
+	// open while an open position or a quote subscription needs it);
+	// absent when it is not.
+	MarketData bool `json:"marketData,omitempty"`
+	// MarketDataRefused names the instruments whose quotes the broker
+	// refuses (no market-data entitlement, or delayed data only): the
+	// positions in them have no price, their unrealized P&L is unknown.
+	MarketDataRefused []string `json:"marketDataRefused,omitempty"`
 }
 
 // LinkState is what a link's platform tells of its login, for Status.
@@ -258,6 +266,9 @@ type LinkState struct {
 	TokenExpires time.Time
 	RetryAt      time.Time
 	Connected    bool
+	// MarketData and MarketDataRefused are Status's.
+	MarketData        bool
+	MarketDataRefused []string
 }
 
 // stater is a platform that tells its login's state.
@@ -286,6 +297,7 @@ func (m *Manager) Status(ctx context.Context, userID string) (Status, error) {
 	if ls, ok := m.liveState(ctx, userID); ok {
 		if ls.Known {
 			st.Session, st.Connected = ls.Session, ls.Connected
+			st.MarketData, st.MarketDataRefused = ls.MarketData, ls.MarketDataRefused
 			if !ls.TokenExpires.IsZero() {
 				t := ls.TokenExpires.UTC()
 				st.TokenExpires = &t

@@ -61,7 +61,7 @@ func (m *Manager) newInstance(link Link) (*instance, error) {
 		SaveSession: func(ctx context.Context, s Session) error {
 			return m.links.SaveSession(ctx, link.UserID, s.AccessToken, s.MDAccessToken, s.Expires, s.BrokerUserID)
 		},
-		OnSessionState: watch.state})
+		OnSessionState: watch.state, OnQuotesRefused: func(instrument string, delayed bool) { m.quotesRefused(link, instrument, delayed) }})
 	if err != nil {
 		return nil, err
 	}
@@ -238,7 +238,8 @@ func (in *instance) liveState(ctx context.Context) liveState {
 	var st liveState
 	if s, ok := in.platform.(stater); ok {
 		ls := s.LinkState()
-		st = liveState{Known: true, Session: ls.Session, TokenExpires: ls.TokenExpires, RetryAt: ls.RetryAt, Connected: ls.Connected}
+		st = liveState{Known: true, Session: ls.Session, TokenExpires: ls.TokenExpires, RetryAt: ls.RetryAt, Connected: ls.Connected,
+			MarketData: ls.MarketData, MarketDataRefused: ls.MarketDataRefused}
 	}
 	st.Accounts, _ = in.liveAccounts(ctx)
 	return st

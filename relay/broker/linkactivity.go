@@ -166,3 +166,32 @@ func loginFailure(state string, err error) (kind, code, reason, summary string) 
 	}
 	return "", "", "", ""
 }
+
+// marketDataDetail is broker.marketDataRefused's detail.
+type marketDataDetail struct {
+	Instrument string `json:"instrument"`
+	Env        string `json:"env"`
+	// Reason is "refused", or "delayed" when the broker offered delayed
+	// data only.
+	Reason string `json:"reason"`
+}
+
+// quotesRefused records that the broker refused an instrument's quotes
+// on link: one entry per instrument and day (UTC) of a link, on any node
+// and across restarts, however often the relay asks again.
+func (m *Manager) quotesRefused(link Link, instrument string, delayed bool) {
+	d := marketDataDetail{Instrument: instrument, Env: link.Env, Reason: "refused"}
+	summary := "Tradovate refused the market data of " + instrument +
+		": positions in it have no price and their unrealized P&L is unknown; the login needs a real-time market-data subscription"
+	if delayed {
+		d.Reason = "delayed"
+		summary = "Tradovate offers delayed market data only for " + instrument +
+			": positions in it have no price and their unrealized P&L is unknown; the login needs a real-time market-data subscription"
+	}
+	raw, _ := json.Marshal(d)
+	at := now()
+	ref := "broker:" + protocol.ActivityBrokerMarketDataRefused + ":" + instrument + ":" + at.Format(time.DateOnly) + ":" +
+		strconv.FormatInt(link.LinkedAt.UnixMilli(), 10)
+	m.record(link.UserID, ref, protocol.ActivityEntry{At: at, Kind: protocol.ActivityBrokerMarketDataRefused, Source: brokerSource,
+		Summary: summary, Detail: raw})
+}

@@ -46,6 +46,10 @@ type PlatformConfig struct {
 	// log records the login's failures. It must not block.
 	OnSessionState func(state string, err error)
 	Logger         *zap.Logger
+	// OnQuotesRefused, when set, is told when the broker refuses an
+	// instrument's quotes (tradovate.Options.OnQuotesRefused), so that
+	// the activity log records it. It must not block.
+	OnQuotesRefused func(instrument string, delayed bool)
 }
 
 // Session is a broker login's current session, as SaveSession keeps it.

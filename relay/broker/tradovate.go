@@ -68,7 +68,8 @@ func (p *tradovateSessionPlatform) Ready(ctx context.Context) error {
 // LinkState tells the login's state for Status.
 func (p *tradovateSessionPlatform) LinkState() LinkState {
 	st := p.Platform.Status()
-	return LinkState{Session: st.Session.State, TokenExpires: st.Session.Expires, RetryAt: st.Session.Until, Connected: st.Connected}
+	return LinkState{Session: st.Session.State, TokenExpires: st.Session.Expires, RetryAt: st.Session.Until, Connected: st.Connected,
+		MarketData: st.MarketData, MarketDataRefused: st.MarketDataRefused}
 }
 
 // credentials returns the API-key credentials of s, nil when s holds
@@ -106,7 +107,8 @@ func (m *Manager) tradovatePlatform(_ context.Context, c PlatformConfig) (Platfo
 	if err != nil {
 		return nil, err
 	}
-	p, err := tradovate.New(tradovate.Options{Session: sess, Persist: c.State, Logger: c.Logger, Now: m.opts.Now})
+	p, err := tradovate.New(tradovate.Options{Session: sess, Persist: c.State, Logger: c.Logger, Now: m.opts.Now,
+		OnQuotesRefused: c.OnQuotesRefused})
 	if err != nil {
 		_ = sess.Close()
 		return nil, err

@@ -239,6 +239,10 @@ type StateWords struct {
 	// Limits are the P&L limits shown with it: fields of type
 	// protocol.Limit (Value) and their words (Label).
 	Limits []Choice
+	// Blind, when set, is the JSON name of a flag that qualifies the
+	// state when true (a monitor's "blind"); BlindWords say it, shown as
+	// the state's reason.
+	Blind, BlindWords string
 }
 
 // Editor is one editor of the table: the kind it edits and the words its
@@ -1911,6 +1915,9 @@ func (s *Server) stateOf(ctx context.Context, sess *session, ed *editor, doc map
 		if t, err := time.Parse(time.RFC3339Nano, at); err == nil {
 			v.Since = when(t)
 		}
+	}
+	if blind, _ := doc[sw.Blind].(bool); sw.Blind != "" && blind && v.Reason == "" {
+		v.Reason = sw.BlindWords
 	}
 	for _, a := range ed.Actions {
 		if a.When != "" && a.When == st {

@@ -402,8 +402,17 @@ func TestMonitorEditor(t *testing.T) {
 	require.Contains(t, pnl.Body, `-12.50`)
 	require.Equal(t, http.StatusNotFound, m.do(http.MethodGet, href+"/pnl", cookie, nil).StatusCode)
 
-	// The agent reports a trip: the state block says so, with Restart.
+	// The agent reports the monitor blind (an open position without a
+	// price): the state block says so, and no longer once it sees.
 	at := time.Date(2026, 11, 2, 15, 4, 5, 0, time.UTC)
+	m.report("desktop/monitors/"+id, protocol.MonitorState{Account: "Sim101", State: protocol.MonitorActive, Blind: true, At: at})
+	st := m.do(http.MethodGet, href+"/state", cookie, nil)
+	require.Contains(t, st.Body, `id="resource-state" data-state="active"`)
+	require.Contains(t, st.Body, "(blind: an open position has no live price")
+	m.report("desktop/monitors/"+id, protocol.MonitorState{Account: "Sim101", State: protocol.MonitorActive, At: at})
+	require.NotContains(t, m.do(http.MethodGet, href+"/state", cookie, nil).Body, "blind")
+
+	// The agent reports a trip: the state block says so, with Restart.
 	m.report("desktop/monitors/"+id, protocol.MonitorState{Account: "Sim101", State: protocol.MonitorStopped, Reason: "lossLimit", At: at})
 
 	// A form loaded before the trip is stale: its save says that the
@@ -419,7 +428,7 @@ func TestMonitorEditor(t *testing.T) {
 	require.Contains(t, r.Body, `data-state="stopped"`)
 	stored, _ = m.apiGet("desktop/monitors/" + id)
 	require.Equal(t, map[string]any{"enabled": true, "amount": float64(50)}, stored["lossLimit"])
-	st := m.do(http.MethodGet, href+"/state", cookie, nil)
+	st = m.do(http.MethodGet, href+"/state", cookie, nil)
 	require.Equal(t, http.StatusOK, st.StatusCode)
 	require.Contains(t, st.Body, `id="resource-state" data-state="stopped"`)
 	require.Contains(t, st.Body, "(the loss limit was reached)")

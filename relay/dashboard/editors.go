@@ -182,6 +182,9 @@ func monitorStates(family string) *StateWords {
 		Limits: []Choice{{Value: "lossLimit", Label: "Loss limit"}, {Value: "profitTarget", Label: "Profit target"},
 			{Value: "trailingDrawdown", Label: "Trailing drawdown"},
 			{Value: "minimumProfitDrawdown", Label: "Minimum-profit floor"}},
+		Blind: "blind",
+		BlindWords: "blind: an open position has no live price, so its unrealized P&L is unknown " +
+			"and no P&L limit can trip until prices return",
 	}
 	if family == manage.FamilyDesktop {
 		// The desktop family's monitors run in the agent, which reports

@@ -32,6 +32,7 @@ var activityKindWords = map[string]string{
 	protocol.ActivityCopierCopied:       "Trades copied by a copier",
 	protocol.ActivityCopierHalted:       "A copier halted",
 	protocol.ActivityMonitorTripped:     "A monitor stopped an account",
+	protocol.ActivityMonitorBlind:       "A monitor cannot see an open position's P&L (no market data), or sees again",
 	protocol.ActivityKillSwitchChanged:  "The kill switch turned on or off",
 	protocol.ActivityNewsLockoutEntered: "A news lockout started",
 	protocol.ActivityStrategyRefused:    "Orders refused by a strategy's lock",
@@ -49,6 +50,8 @@ var activityKindWords = map[string]string{
 	protocol.ActivityAlertFailed:        "An alert could not be sent",
 	alerts.PayloadTest:                  "Test",
 	alerts.PayloadSummary:               "Summary of the alerts past the rate limit",
+
+	protocol.ActivityBrokerMarketDataRefused: "The broker refused an instrument's market data",
 }
 
 // eventChoices are the activity kinds a destination may ask for, in the

@@ -252,6 +252,23 @@ func TestReportedStates(t *testing.T) {
 	require.Equal(t, protocol.MonitorActive, m.State)
 	require.Nil(t, m.StoppedAt)
 
+	// A monitor that cannot see its P&L says so, and sees again.
+	e.s.HandleEvent(event(protocol.EventMonitorState, protocol.MonitorState{Account: "Sim101", State: protocol.MonitorActive, Blind: true, At: at}))
+	m = monitorAt(4)
+	require.Equal(t, protocol.MonitorActive, m.State)
+	require.True(t, m.Blind)
+	r = e.do(http.MethodGet, "/desktop/monitors/"+mid, tokElite, "")
+	var doc map[string]any
+	r.data(t, &doc)
+	require.Equal(t, true, doc["blind"])
+	e.s.HandleEvent(event(protocol.EventMonitorState, protocol.MonitorState{Account: "Sim101", State: protocol.MonitorActive, At: at}))
+	m = monitorAt(5)
+	require.False(t, m.Blind)
+	r = e.do(http.MethodGet, "/desktop/monitors/"+mid, tokElite, "")
+	doc = nil
+	r.data(t, &doc)
+	require.NotContains(t, doc, "blind", "absent when it sees")
+
 	e.s.HandleEvent(event(protocol.EventCopierState, protocol.CopierState{ID: cid, State: protocol.CopierHalted, Reason: "tandem", At: at}))
 	require.Eventually(t, func() bool {
 		r, _ := e.store.stored("u1", copierKind.Name, cid)

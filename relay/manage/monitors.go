@@ -31,7 +31,7 @@ var monitorKind = &Kind[protocol.Monitor]{
 	Name:       "monitor",
 	Path:       "desktop/monitors",
 	Singleton:  false,
-	ReadOnly:   []string{"state", "stoppedReason", "stoppedAt", "restartedFrom"},
+	ReadOnly:   []string{"state", "stoppedReason", "stoppedAt", "restartedFrom", "blind"},
 	Immutable:  []string{"account"},
 	Required:   []string{"account"},
 	NeedsAgent: true,
@@ -59,7 +59,7 @@ func monitorDefault() protocol.Monitor {
 }
 
 // monitorDerive sets the state: stopped while the agent's stop stands,
-// else active or paused after Active.
+// else active or paused after Active. Only an active monitor is blind.
 func monitorDerive(v *protocol.Monitor, _ *Snapshot) {
 	switch {
 	case v.State == protocol.MonitorStopped:
@@ -67,6 +67,9 @@ func monitorDerive(v *protocol.Monitor, _ *Snapshot) {
 		v.State = protocol.MonitorActive
 	default:
 		v.State = protocol.MonitorPaused
+	}
+	if v.State != protocol.MonitorActive {
+		v.Blind = false
 	}
 }
 

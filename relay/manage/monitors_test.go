@@ -93,7 +93,7 @@ func TestMonitorKindDeclaration(t *testing.T) {
 	require.True(t, k.NeedsAgent)
 	require.Equal(t, []string{"account"}, k.Required)
 	require.Equal(t, []string{"account"}, k.Immutable)
-	require.ElementsMatch(t, []string{"state", "stoppedReason", "stoppedAt", "restartedFrom"}, k.ReadOnly)
+	require.ElementsMatch(t, []string{"state", "stoppedReason", "stoppedAt", "restartedFrom", "blind"}, k.ReadOnly)
 	require.NotNil(t, k.Guard)
 	require.NotNil(t, k.Validate)
 	require.NotNil(t, k.Check)

@@ -429,8 +429,10 @@ func reportMonitor(n *protocol.Monitor, rep protocol.MonitorState, now time.Time
 	if rep.State == protocol.MonitorStopped {
 		at := rep.At.UTC()
 		n.State, n.StoppedReason, n.StoppedAt = protocol.MonitorStopped, rep.Reason, &at
+		n.Blind = false
 	} else {
 		n.State, n.StoppedReason, n.StoppedAt = protocol.MonitorActive, "", nil
+		n.Blind = rep.Blind
 	}
 	n.UpdatedAt = now
 }

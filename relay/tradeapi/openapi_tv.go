@@ -332,6 +332,11 @@ func linkSchemas() object {
 				"retryAt":      dateTime("when a rate-limited login, or one waiting after a captcha, calls the broker again"),
 				"connected":    object{"type": "boolean", "description": "whether the broker's user-data socket is up"},
 				"accounts":     object{"type": "array", "items": object{"type": "string"}, "description": "the login's accounts, as last seen"},
+				"marketData": object{"type": "boolean", "description": "true while the broker's market-data socket is up (absent when not); it is open while an " +
+					"open position or a quote subscription needs it, and while it is down open positions have no price (unrealizedUnknown)"},
+				"marketDataRefused": object{"type": "array", "items": object{"type": "string"}, "description": "the instruments whose quotes the broker " +
+					"refuses (no market-data entitlement on the login, or delayed data only): positions in them have no price and an unknown " +
+					"unrealized P&L (unrealizedUnknown), and monitors counting it are blind. Asked again every minute; absent when none"},
 			},
 		},
 		"BrokerUnlinked": object{

@@ -1,6 +1,7 @@
 package tradovate
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"net/http"
@@ -25,13 +26,28 @@ type mdState struct {
 	wanted     map[int64]time.Time // when Quote last asked
 	subscribed map[int64]string    // at the broker, on sock: contract id → symbol
 	confirmed  map[int64]bool      // subscriptions the broker answered
-	kick       chan struct{}
+	// refused are the contracts whose subscription the broker refused
+	// (an error, or delayed data only: no real-time entitlement), with
+	// when to ask again; their positions' P&L is unknown meanwhile.
+	refused map[int64]mdRefusal
+	kick    chan struct{}
 }
+
+// mdRefusal is a quote subscription the broker refused.
+type mdRefusal struct {
+	until  time.Time // ask again from then on
+	reason string    // the broker's errorText, or "delayed"
+}
+
+// mdRefusedRetry is how long a refused quote subscription waits before it
+// is asked again (Options.MDRetry): a missing entitlement is not fixed in
+// seconds, and asking at every pass would only load the socket.
+const mdRefusedRetry = time.Minute
 
 func newMDState() mdState {
 	return mdState{quotes: make(map[int64]quoteState), user: make(map[int64]bool),
 		wanted: make(map[int64]time.Time), subscribed: make(map[int64]string), confirmed: make(map[int64]bool),
-		kick: make(chan struct{}, 1)}
+		refused: make(map[int64]mdRefusal), kick: make(chan struct{}, 1)}
 }
 
 // kickLocked wakes the market-data loop to reconcile its subscriptions.
@@ -140,7 +156,9 @@ func (p *Platform) runMD(ctx context.Context) {
 		p.md.sock = nil
 		p.md.subscribed = make(map[int64]string)
 		p.md.confirmed = make(map[int64]bool)
+		lost := sortedIDs(p.md.quotes)
 		clear(p.md.quotes) // no longer followed
+		p.repriceLocked(lost...)
 		p.notifyLocked()
 		p.mu.Unlock()
 		if ctx.Err() != nil {
@@ -180,7 +198,16 @@ func (p *Platform) reconcileMD(ctx context.Context, sock *socket) {
 	p.mu.Lock()
 	want := p.desiredLocked()
 	var subs, unsubs []int64
+	now := time.Now()
+	for id := range p.md.refused {
+		if _, ok := want[id]; !ok {
+			delete(p.md.refused, id) // no longer needed: nothing to retry
+		}
+	}
 	for id, sym := range want {
+		if r, ok := p.md.refused[id]; ok && now.Before(r.until) {
+			continue
+		}
 		if _, ok := p.md.subscribed[id]; !ok {
 			p.md.subscribed[id] = sym
 			subs = append(subs, id)
@@ -211,16 +238,50 @@ func (p *Platform) reconcileMD(ctx context.Context, sock *socket) {
 		reply, err := sock.request(rctx, "md/subscribequote", "", tradovatewire.SubscribeQuoteRequest{Symbol: want[id]})
 		cancel()
 		p.mu.Lock()
-		if err != nil || reply.S != http.StatusOK {
+		refusal := ""
+		if err == nil {
+			refusal = quoteRefusal(reply)
+		}
+		switch {
+		case err != nil:
 			delete(p.md.subscribed, id)
-			if err == nil {
-				p.log.Warn("tradovate: the broker refused a quote subscription", zap.Int("status", reply.S))
+		case refusal == "" && reply.S != http.StatusOK:
+			// Not an answer about the entitlement (a rate limit, a
+			// failure of the broker): asked again on the next pass.
+			delete(p.md.subscribed, id)
+			p.log.Warn("tradovate: the broker refused a quote subscription", zap.Int("status", reply.S))
+		case refusal != "":
+			delete(p.md.subscribed, id)
+			if _, was := p.md.refused[id]; !was {
+				p.log.Warn("tradovate: the broker refused a quote subscription; positions in it have no price",
+					zap.String("symbol", want[id]), zap.Int("status", reply.S), zap.String("reason", refusal))
+				if c, ok := p.contracts.cached(id); ok && p.opts.OnQuotesRefused != nil {
+					p.opts.OnQuotesRefused(c.Name, refusal == mdDelayed)
+				}
 			}
-		} else if _, ok := p.md.subscribed[id]; ok {
-			p.md.confirmed[id] = true
+			retry := cmp.Or(p.opts.MDRetry, mdRefusedRetry)
+			p.md.refused[id] = mdRefusal{until: time.Now().Add(retry), reason: refusal}
+			time.AfterFunc(retry, p.kickMD) // to ask again then
+			delete(p.md.quotes, id)
+			p.repriceLocked(id)
 			p.notifyLocked()
+		default:
+			if _, was := p.md.refused[id]; was {
+				delete(p.md.refused, id)
+				p.repriceLocked(id) // a quote that came before the reply counts now
+			}
+			if _, ok := p.md.subscribed[id]; ok {
+				p.md.confirmed[id] = true
+				p.notifyLocked()
+			}
 		}
 		p.mu.Unlock()
+		if refusal == mdDelayed {
+			// Delayed data is no price to count P&L on: let it go.
+			rctx, cancel := context.WithTimeout(ctx, DefaultRequestTimeout)
+			_, _ = sock.request(rctx, "md/unsubscribequote", "", tradovatewire.SubscribeQuoteRequest{Symbol: want[id]})
+			cancel()
+		}
 	}
 	for _, id := range unsubs {
 		if _, locked := p.sess.lockedOutUntil(); locked {
@@ -230,6 +291,92 @@ func (p *Platform) reconcileMD(ctx context.Context, sock *socket) {
 		_, _ = sock.request(rctx, "md/unsubscribequote", "", tradovatewire.SubscribeQuoteRequest{Symbol: want[id]})
 		cancel()
 	}
+}
+
+// kickMD wakes the market-data loop.
+func (p *Platform) kickMD() {
+	p.mu.Lock()
+	p.md.kickLocked()
+	p.mu.Unlock()
+}
+
+// mdDelayed is the refusal of a subscription the broker serves delayed
+// (no real-time entitlement for the contract).
+const mdDelayed = "delayed"
+
+// quoteRefusal is why the broker refused the quotes of a contract to the
+// login, or "": an errorText (the broker's way of failing a request it
+// answers 200), a mode of Delayed (no real-time entitlement), or 403. Any
+// other status (a rate limit, a failure) is no refusal of the
+// entitlement: the caller asks again as usual.
+func quoteRefusal(reply tradovatewire.Message) string {
+	switch reply.S {
+	case http.StatusOK:
+	case http.StatusForbidden:
+		var text string
+		if json.Unmarshal(reply.D, &text) != nil || text == "" {
+			text = http.StatusText(reply.S)
+		}
+		return text
+	default:
+		return ""
+	}
+	var d struct {
+		ErrorText string `json:"errorText"`
+		Mode      string `json:"mode"`
+	}
+	if json.Unmarshal(reply.D, &d) != nil {
+		return ""
+	}
+	switch {
+	case d.ErrorText != "":
+		return d.ErrorText
+	case d.Mode == "Delayed":
+		return mdDelayed
+	}
+	return ""
+}
+
+// repriceLocked republishes the positions in the contracts whose price
+// was lost (their P&L is unknown now) or is live again, and their
+// accounts.
+func (p *Platform) repriceLocked(ids ...int64) {
+	var evs []bridge.Event
+	for _, id := range ids {
+		evs = append(evs, p.marketMovedLocked(id)...)
+	}
+	p.publishLocked(evs)
+}
+
+// livePriceLocked returns the price a position in a contract is valued
+// at: the last trade, else the side it would close on; false when there
+// is none that is live (no quote yet, the market-data socket down, the
+// subscription refused).
+func (p *Platform) livePriceLocked(id int64, long bool) (float64, bool) {
+	q, ok := p.md.quotes[id]
+	if !ok || p.md.sock == nil {
+		return 0, false
+	}
+	if _, refused := p.md.refused[id]; refused {
+		return 0, false
+	}
+	price := q.last
+	if price == 0 {
+		price = map[bool]float64{true: q.bid, false: q.ask}[long]
+	}
+	return price, price != 0
+}
+
+// mdRefusedLocked lists the contracts whose quotes the broker refused, by
+// name.
+func (p *Platform) mdRefusedLocked() []string {
+	var out []string
+	for _, id := range sortedIDs(p.md.refused) {
+		if c, ok := p.contracts.cached(id); ok {
+			out = append(out, c.Name)
+		}
+	}
+	return out
 }
 
 // onMDEvent applies an event of the market-data socket.
@@ -325,10 +472,10 @@ func (p *Platform) quoteRecordLocked(id int64) (protocol.Quote, bool) {
 }
 
 // mdSettledLocked reports whether every contract to subscribe is
-// subscribed and answered.
+// subscribed and answered (a refusal is an answer).
 func (p *Platform) mdSettledLocked() bool {
 	for id := range p.desiredLocked() {
-		if !p.md.confirmed[id] {
+		if _, refused := p.md.refused[id]; !p.md.confirmed[id] && !refused {
 			return false
 		}
 	}

@@ -763,15 +763,11 @@ func (p *Platform) positionRecordLocked(k posKey) (protocol.Position, bool) {
 		rec.MarketPosition = protocol.MarketPositionShort
 	}
 	rec.AveragePrice = pos.NetPrice
-	if q, ok := p.md.quotes[k.contract]; ok {
-		price := q.last
-		if price == 0 {
-			price = map[bool]float64{true: q.bid, false: q.ask}[pos.NetPos > 0]
-		}
+	if price, ok := p.livePriceLocked(k.contract, pos.NetPos > 0); ok && c.Root != nil {
 		rec.MarketPrice = price
-		if c.Root != nil && price != 0 {
-			rec.UnrealizedProfitLoss = roundCents((price - pos.NetPrice) * float64(pos.NetPos) * c.Root.PointValue)
-		}
+		rec.UnrealizedProfitLoss = roundCents((price - pos.NetPrice) * float64(pos.NetPos) * c.Root.PointValue)
+	} else {
+		rec.UnrealizedUnknown = true // no live price: 0 means unknown, not flat
 	}
 	return rec, true
 }
@@ -791,7 +787,7 @@ func (p *Platform) accountRecordLocked(a *accountState) protocol.Account {
 	rec.Item = protocol.AccountItem{
 		CashValue: f.cash, NetLiquidation: f.NetLiq, RealizedProfitLoss: f.Realized,
 		UnrealizedProfitLoss: f.Unrealized, GrossRealizedProfitLoss: roundCents(f.Realized + f.Commission),
-		Commission: f.Commission, BuyingPower: f.NetLiq, WeeklyProfitLoss: f.week,
+		Commission: f.Commission, BuyingPower: f.NetLiq, WeeklyProfitLoss: f.week, UnrealizedUnknown: f.unknown,
 	}
 	return rec
 }
@@ -801,6 +797,7 @@ func (p *Platform) accountRecordLocked(a *accountState) protocol.Account {
 type figures struct {
 	bridge.Figures
 	cash, week float64
+	unknown    bool // an open position has no live price
 }
 
 // figuresLocked computes an account's values now.
@@ -833,6 +830,7 @@ func (p *Platform) figuresLocked(a *accountState) figures {
 		}
 		if rec, ok := p.positionRecordLocked(k); ok && rec.Quantity != 0 {
 			f.Unrealized += rec.UnrealizedProfitLoss
+			f.unknown = f.unknown || rec.UnrealizedUnknown
 			f.Positions++
 		}
 	}

@@ -110,6 +110,15 @@ type Options struct {
 	// (the default). For a login on which a demo run shows the default
 	// refused.
 	SyncUsers bool
+	// MDRetry is how long a quote subscription the broker refused waits
+	// before it is asked again; 0 means a minute.
+	MDRetry time.Duration
+	// OnQuotesRefused, when set, is told when the broker refuses the
+	// quotes of an instrument that were not refused before: its name,
+	// and whether the broker offered delayed data only. It is called
+	// with the platform's lock held and must not block nor call the
+	// Platform.
+	OnQuotesRefused func(instrument string, delayed bool)
 }
 
 // Platform is the Tradovate bridge of one login. Create it with New, run
@@ -243,6 +252,11 @@ type PlatformStatus struct {
 	EventsApplied uint64 `json:"eventsApplied"`
 	// QuotesApplied counts the md events applied.
 	QuotesApplied uint64 `json:"quotesApplied"`
+	// MarketDataRefused names the contracts whose quotes the broker
+	// refused (no market-data entitlement, or delayed data only): the
+	// positions in them have no price and their unrealized P&L is
+	// unknown.
+	MarketDataRefused []string `json:"marketDataRefused,omitempty"`
 }
 
 // Status returns the platform's state.
@@ -252,6 +266,7 @@ func (p *Platform) Status() PlatformStatus {
 	defer p.mu.Unlock()
 	st.Connected = p.user != nil
 	st.MarketData = p.md.sock != nil
+	st.MarketDataRefused = p.mdRefusedLocked()
 	var ue *bridge.UnavailableError
 	if !st.Connected && errors.As(p.unavailable, &ue) {
 		st.Code, st.Reason = ue.Code, ue.Reason

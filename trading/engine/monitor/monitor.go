@@ -53,6 +53,12 @@ const (
 // account, keyed by the account's name.
 const Bucket = "monitor.state"
 
+// blindAfter is how long an account's unrealized P&L must stay unknown
+// (an open position without a live price) before a monitor that counts it
+// reports itself blind: long enough for a new position's first quote to
+// arrive, short enough that an open loss does not go unwatched unnoticed.
+const blindAfter = 15 * time.Second
+
 // DefaultTickInterval is how often Run checks the monitors' times when
 // Options.TickInterval is 0.
 const DefaultTickInterval = time.Second
@@ -126,6 +132,16 @@ type account struct {
 	seen    bool // item holds the platform's values
 	highs   [nCounts]float64
 	highSet bool
+
+	// unknownSince is when (the engine's clock) the account's unrealized
+	// P&L became unknown (AccountItem.UnrealizedUnknown); zero while it is
+	// known. blind is whether the monitor reported itself blind.
+	unknownSince time.Time
+	blind        bool
+	// staleBlind: the configuration says the monitor is blind (the
+	// relay kept a report from before this engine started) while this
+	// engine has not found it so; it tells the relay once it sees.
+	staleBlind bool
 
 	flattenSetting string    // the autoFlattenAt flattenedFor belongs to
 	flattenedFor   time.Time // the autoFlattenAt instant last handled
@@ -264,16 +280,101 @@ func (e *Engine) observe(ctx context.Context, acct *protocol.Account) {
 	e.mu.Lock()
 	a := e.take(acct.Name, acct.Item, now)
 	var trip *action
-	if a.state == protocol.MonitorActive && a.mon != nil {
+	if a.state == protocol.MonitorActive && a.mon != nil && !a.unseen() {
 		i := countOf(a.mon.IncludeUnrealized, a.mon.IncludeCommission)
 		if r := verdict(a.mon, sessionPnl(&a.item, i), a.highs[i]); r != "" {
 			trip = e.tripLocked(a, r)
 		}
 	}
+	sight := e.sightLocked(a, now)
 	e.mu.Unlock()
 	if trip != nil {
 		e.act(ctx, trip)
 	}
+	if sight != nil {
+		e.see(sight)
+	}
+}
+
+// unseen reports whether a's monitor counts unrealized P&L and the
+// account's is unknown: its P&L limits cannot be judged (a made-up 0
+// must neither trip it nor pass for safe).
+func (a *account) unseen() bool {
+	return a.mon != nil && a.mon.IncludeUnrealized && !a.unknownSince.IsZero()
+}
+
+// sighting is a monitor going blind or seeing again, to report after the
+// engine's lock is released.
+type sighting struct {
+	report   protocol.MonitorState
+	pnl      float64
+	source   protocol.ActivitySource
+	activity bool
+}
+
+// blindDetail is the detail of a monitor.blind report.
+type blindDetail struct {
+	// Blind is true when the monitor went blind, false when it sees
+	// again.
+	Blind bool `json:"blind"`
+	// Pnl is the session P&L the monitor can see, counted its way
+	// (without the unpriced positions' P&L while blind).
+	Pnl float64 `json:"pnl"`
+}
+
+// sightLocked updates a's blindness at now, with e.mu held: an active
+// monitor that counts unrealized P&L is blind once the account's has been
+// unknown for blindAfter, and sees again as soon as it is known. It
+// returns the change to report, or nil. A monitor that stops or pauses
+// stops being blind without a report of its own (its new state says it).
+func (e *Engine) sightLocked(a *account, now time.Time) *sighting {
+	if a.state != protocol.MonitorActive || a.mon == nil {
+		a.blind = false
+		return nil
+	}
+	blind := a.unseen() && now.Sub(a.unknownSince) >= blindAfter
+	stale := a.staleBlind && !blind && a.seen && a.unknownSince.IsZero()
+	if blind {
+		a.staleBlind = false
+	}
+	if blind == a.blind && !stale {
+		return nil
+	}
+	if stale {
+		// The relay still shows a blindness from before this engine
+		// started: correct it, without a new activity entry.
+		a.staleBlind = false
+		return &sighting{report: protocol.MonitorState{Account: a.name, State: protocol.MonitorActive, At: stamp(e.wall())}}
+	}
+	a.blind = blind
+	i := countOf(a.mon.IncludeUnrealized, a.mon.IncludeCommission)
+	s := &sighting{report: protocol.MonitorState{Account: a.name, State: protocol.MonitorActive, Blind: blind, At: stamp(e.wall())},
+		pnl: sessionPnl(&a.item, i), source: protocol.ActivitySource{Kind: protocol.SourceMonitor, ID: a.mon.ID}, activity: true}
+	if s.source.ID == "" {
+		s.source.ID = a.name
+	}
+	if blind {
+		e.log.Warn("monitor blind: an open position has no live price", zap.String("account", a.name),
+			zap.Time("since", a.unknownSince))
+	} else {
+		e.log.Info("monitor sees the account's P&L again", zap.String("account", a.name))
+	}
+	return s
+}
+
+// see reports a sighting to the relay and the activity log.
+func (e *Engine) see(s *sighting) {
+	e.opts.Reporter.ReportMonitor(s.report)
+	if !s.activity {
+		return
+	}
+	summary := fmt.Sprintf("Monitor on %s is blind: an open position has no live price, so no P&L limit can trip "+
+		"(the P&L it can see: %.2f)", s.report.Account, s.pnl)
+	if !s.report.Blind {
+		summary = fmt.Sprintf("Monitor on %s sees the account's P&L again (session P&L %.2f)", s.report.Account, s.pnl)
+	}
+	e.opts.Reporter.ReportActivity(engine.NewActivity(s.report.At, protocol.ActivityMonitorBlind, s.report.Account,
+		s.source, summary, blindDetail{Blind: s.report.Blind, Pnl: s.pnl}))
 }
 
 // take records an account's values at now and returns the account, with
@@ -283,6 +384,12 @@ func (e *Engine) take(name string, item protocol.AccountItem, now time.Time) *ac
 	a.roll(now)
 	if a.seen && platformRestarted(&a.item, &item) {
 		a.highSet = false // the platform began a new session
+	}
+	switch {
+	case !item.UnrealizedUnknown:
+		a.unknownSince = time.Time{}
+	case a.unknownSince.IsZero():
+		a.unknownSince = now
 	}
 	a.item, a.seen = item, true
 	a.mark()
@@ -316,7 +423,16 @@ func (a *account) mark() {
 		return
 	}
 	for i := range a.highs {
-		if p := sessionPnl(&a.item, i); !a.highSet || p > a.highs[i] {
+		p := sessionPnl(&a.item, i)
+		if i&1 != 0 && a.item.UnrealizedUnknown {
+			// The unrealized P&L is unknown: a high is never raised on
+			// it, and a new session's starts from the realized P&L.
+			if a.highSet {
+				continue
+			}
+			p = sessionPnl(&a.item, i&^1)
+		}
+		if !a.highSet || p > a.highs[i] {
 			a.highs[i], a.dirty = p, true
 		}
 	}
@@ -487,6 +603,7 @@ func (e *Engine) Tick(ctx context.Context) {
 	now := e.now()
 	var trips []*action
 	var saves []pending
+	var sights []*sighting
 	e.mu.Lock()
 	for _, a := range e.accts {
 		a.roll(now)
@@ -503,6 +620,9 @@ func (e *Engine) Tick(ctx context.Context) {
 				}
 			}
 		}
+		if s := e.sightLocked(a, now); s != nil {
+			sights = append(sights, s)
+		}
 		if a.dirty {
 			a.seq++
 			a.dirty = false
@@ -512,6 +632,9 @@ func (e *Engine) Tick(ctx context.Context) {
 	e.mu.Unlock()
 	for _, t := range trips {
 		e.act(ctx, t)
+	}
+	for _, s := range sights {
+		e.see(s)
 	}
 	for _, p := range saves {
 		e.write(p)
@@ -534,6 +657,7 @@ func (e *Engine) apply(cfg *protocol.Config) {
 	}
 	var changes []change
 	var saves []pending
+	var sights []*sighting
 	e.mu.Lock()
 	if cfg.Version == e.version {
 		e.mu.Unlock()
@@ -550,6 +674,7 @@ func (e *Engine) apply(cfg *protocol.Config) {
 		a := e.get(m.Account)
 		before := a.state
 		a.mon, a.plan = &m, newPlan(&m)
+		a.staleBlind = m.Blind && !a.blind
 		if m.AutoFlattenAt != a.flattenSetting {
 			// A new time of day takes effect from its next occurrence.
 			a.flattenSetting, a.flattenedFor = m.AutoFlattenAt, a.plan.flattenInstant(now)
@@ -579,6 +704,9 @@ func (e *Engine) apply(cfg *protocol.Config) {
 			a.dirty = true
 			changes = append(changes, change{a.name, a.state, report})
 		}
+		if s := e.sightLocked(a, now); s != nil {
+			sights = append(sights, s)
+		}
 	}
 	for _, a := range e.accts {
 		if a.state != "" && !seen[a.name] {
@@ -605,6 +733,9 @@ func (e *Engine) apply(cfg *protocol.Config) {
 			e.opts.Reporter.ReportMonitor(*c.report)
 		}
 		e.notify(c.account, c.state)
+	}
+	for _, s := range sights {
+		e.see(s)
 	}
 }
 
@@ -713,6 +844,7 @@ func (e *Engine) Status() []protocol.MonitorStatus {
 			s.SessionPnl, s.SessionHigh = sessionPnl(&a.item, i), a.highs[i]
 			s.BlockSignals = a.mon.BlockSignals
 			s.ClosingOnly = a.mon.ClosingOnly || a.plan.closingOnlyAt(now)
+			s.Blind = a.blind
 		}
 		out = append(out, s)
 	}
@@ -752,7 +884,9 @@ func (e *Engine) CheckRestart(ctx context.Context, a protocol.RestartCheck) (pro
 	i := countOf(m.IncludeUnrealized, m.IncludeCommission)
 	pnl, high := sessionPnl(&x.item, i), x.highs[i]
 	e.mu.Unlock()
-	if r := verdict(&m, pnl, high); r != "" {
+	// A P&L it cannot see would not trip the restarted monitor: it would
+	// be blind, as the running one is.
+	if r := verdict(&m, pnl, high); r != "" && !(m.IncludeUnrealized && acct.Item.UnrealizedUnknown) {
 		return protocol.RestartVerdict{WouldRetrip: true, Reason: r}, nil
 	}
 	p := newPlan(&m)

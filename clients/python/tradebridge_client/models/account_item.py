@@ -39,6 +39,7 @@ class AccountItem(object):
         'realized_profit_loss': 'float',
         'trailing_max_drawdown': 'float',
         'unrealized_profit_loss': 'float',
+        'unrealized_unknown': 'bool',
         'weekly_profit_loss': 'float'
     }
 
@@ -54,10 +55,11 @@ class AccountItem(object):
         'realized_profit_loss': 'realizedProfitLoss',
         'trailing_max_drawdown': 'trailingMaxDrawdown',
         'unrealized_profit_loss': 'unrealizedProfitLoss',
+        'unrealized_unknown': 'unrealizedUnknown',
         'weekly_profit_loss': 'weeklyProfitLoss'
     }
 
-    def __init__(self, buying_power=None, cash_value=None, commission=None, daily_loss_limit=None, gross_realized_profit_loss=None, initial_margin=None, maintenance_margin=None, net_liquidation=None, realized_profit_loss=None, trailing_max_drawdown=None, unrealized_profit_loss=None, weekly_profit_loss=None):  # noqa: E501
+    def __init__(self, buying_power=None, cash_value=None, commission=None, daily_loss_limit=None, gross_realized_profit_loss=None, initial_margin=None, maintenance_margin=None, net_liquidation=None, realized_profit_loss=None, trailing_max_drawdown=None, unrealized_profit_loss=None, unrealized_unknown=None, weekly_profit_loss=None):  # noqa: E501
         """AccountItem - a model defined in Swagger"""  # noqa: E501
         self._buying_power = None
         self._cash_value = None
@@ -70,6 +72,7 @@ class AccountItem(object):
         self._realized_profit_loss = None
         self._trailing_max_drawdown = None
         self._unrealized_profit_loss = None
+        self._unrealized_unknown = None
         self._weekly_profit_loss = None
         self.discriminator = None
         self.buying_power = buying_power
@@ -83,6 +86,8 @@ class AccountItem(object):
         self.realized_profit_loss = realized_profit_loss
         self.trailing_max_drawdown = trailing_max_drawdown
         self.unrealized_profit_loss = unrealized_profit_loss
+        if unrealized_unknown is not None:
+            self.unrealized_unknown = unrealized_unknown
         self.weekly_profit_loss = weekly_profit_loss
 
     @property
@@ -337,6 +342,27 @@ class AccountItem(object):
             raise ValueError("Invalid value for `unrealized_profit_loss`, must not be `None`")  # noqa: E501
 
         self._unrealized_profit_loss = unrealized_profit_loss
+
+    @property
+    def unrealized_unknown(self):
+        """Gets the unrealized_unknown of this AccountItem.  # noqa: E501
+
+
+        :return: The unrealized_unknown of this AccountItem.  # noqa: E501
+        :rtype: bool
+        """
+        return self._unrealized_unknown
+
+    @unrealized_unknown.setter
+    def unrealized_unknown(self, unrealized_unknown):
+        """Sets the unrealized_unknown of this AccountItem.
+
+
+        :param unrealized_unknown: The unrealized_unknown of this AccountItem.  # noqa: E501
+        :type: bool
+        """
+
+        self._unrealized_unknown = unrealized_unknown
 
     @property
     def weekly_profit_loss(self):

@@ -166,7 +166,7 @@ class AlertDestinationPatch(object):
         :param events: The events of this AlertDestinationPatch.  # noqa: E501
         :type: list[str]
         """
-        allowed_values = ["order.placed", "order.changed", "order.refused", "order.replayed", "trading.blocked", "budget.refused", "config.changed", "copier.copied", "copier.halted", "monitor.tripped", "killSwitch.changed", "newsLockout.entered", "strategy.refused", "exits.placed", "exits.failed", "agent.connected", "agent.disconnected", "agent.updated", "broker.linked", "broker.unlinked", "broker.loginFailed", "broker.tokenExpired", "webhook.received"]  # noqa: E501
+        allowed_values = ["order.placed", "order.changed", "order.refused", "order.replayed", "trading.blocked", "budget.refused", "config.changed", "copier.copied", "copier.halted", "monitor.tripped", "monitor.blind", "killSwitch.changed", "newsLockout.entered", "strategy.refused", "exits.placed", "exits.failed", "agent.connected", "agent.disconnected", "agent.updated", "broker.linked", "broker.unlinked", "broker.loginFailed", "broker.tokenExpired", "broker.marketDataRefused", "webhook.received"]  # noqa: E501
         if not set(events).issubset(set(allowed_values)):
             raise ValueError(
                 "Invalid values for `events` [{0}], must be a subset of [{1}]"  # noqa: E501

@@ -180,7 +180,7 @@ class AlertPayload(object):
         """
         if kind is None:
             raise ValueError("Invalid value for `kind`, must not be `None`")  # noqa: E501
-        allowed_values = ["order.placed", "order.changed", "order.refused", "order.replayed", "trading.blocked", "budget.refused", "config.changed", "copier.copied", "copier.halted", "monitor.tripped", "killSwitch.changed", "newsLockout.entered", "strategy.refused", "exits.placed", "exits.failed", "agent.connected", "agent.disconnected", "agent.updated", "broker.linked", "broker.unlinked", "broker.loginFailed", "broker.tokenExpired", "webhook.received", "alert.test", "alert.summary"]  # noqa: E501
+        allowed_values = ["order.placed", "order.changed", "order.refused", "order.replayed", "trading.blocked", "budget.refused", "config.changed", "copier.copied", "copier.halted", "monitor.tripped", "monitor.blind", "killSwitch.changed", "newsLockout.entered", "strategy.refused", "exits.placed", "exits.failed", "agent.connected", "agent.disconnected", "agent.updated", "broker.linked", "broker.unlinked", "broker.loginFailed", "broker.tokenExpired", "broker.marketDataRefused", "webhook.received", "alert.test", "alert.summary"]  # noqa: E501
         if kind not in allowed_values:
             raise ValueError(
                 "Invalid value for `kind` ({0}), must be one of {1}"  # noqa: E501

@@ -36,7 +36,8 @@ class Position(object):
         'market_price': 'float',
         'quantity': 'int',
         'tag': 'str',
-        'unrealized_profit_loss': 'float'
+        'unrealized_profit_loss': 'float',
+        'unrealized_unknown': 'bool'
     }
 
     attribute_map = {
@@ -48,10 +49,11 @@ class Position(object):
         'market_price': 'marketPrice',
         'quantity': 'quantity',
         'tag': 'tag',
-        'unrealized_profit_loss': 'unrealizedProfitLoss'
+        'unrealized_profit_loss': 'unrealizedProfitLoss',
+        'unrealized_unknown': 'unrealizedUnknown'
     }
 
-    def __init__(self, account=None, average_price=None, instrument=None, instrument_type=None, market_position=None, market_price=None, quantity=None, tag=None, unrealized_profit_loss=None):  # noqa: E501
+    def __init__(self, account=None, average_price=None, instrument=None, instrument_type=None, market_position=None, market_price=None, quantity=None, tag=None, unrealized_profit_loss=None, unrealized_unknown=None):  # noqa: E501
         """Position - a model defined in Swagger"""  # noqa: E501
         self._account = None
         self._average_price = None
@@ -62,6 +64,7 @@ class Position(object):
         self._quantity = None
         self._tag = None
         self._unrealized_profit_loss = None
+        self._unrealized_unknown = None
         self.discriminator = None
         self.account = account
         self.average_price = average_price
@@ -73,6 +76,8 @@ class Position(object):
         if tag is not None:
             self.tag = tag
         self.unrealized_profit_loss = unrealized_profit_loss
+        if unrealized_unknown is not None:
+            self.unrealized_unknown = unrealized_unknown
 
     @property
     def account(self):
@@ -278,6 +283,27 @@ class Position(object):
             raise ValueError("Invalid value for `unrealized_profit_loss`, must not be `None`")  # noqa: E501
 
         self._unrealized_profit_loss = unrealized_profit_loss
+
+    @property
+    def unrealized_unknown(self):
+        """Gets the unrealized_unknown of this Position.  # noqa: E501
+
+
+        :return: The unrealized_unknown of this Position.  # noqa: E501
+        :rtype: bool
+        """
+        return self._unrealized_unknown
+
+    @unrealized_unknown.setter
+    def unrealized_unknown(self, unrealized_unknown):
+        """Sets the unrealized_unknown of this Position.
+
+
+        :param unrealized_unknown: The unrealized_unknown of this Position.  # noqa: E501
+        :type: bool
+        """
+
+        self._unrealized_unknown = unrealized_unknown
 
     def to_dict(self):
         """Returns the model properties as a dict"""

@@ -31,6 +31,7 @@ class Monitor(object):
         'account': 'str',
         'active': 'bool',
         'auto_flatten_at': 'str',
+        'blind': 'bool',
         'block_signals': 'bool',
         'closing_only': 'bool',
         'closing_only_after': 'str',
@@ -58,6 +59,7 @@ class Monitor(object):
         'account': 'account',
         'active': 'active',
         'auto_flatten_at': 'autoFlattenAt',
+        'blind': 'blind',
         'block_signals': 'blockSignals',
         'closing_only': 'closingOnly',
         'closing_only_after': 'closingOnlyAfter',
@@ -81,11 +83,12 @@ class Monitor(object):
         'updated_at': 'updatedAt'
     }
 
-    def __init__(self, account=None, active=None, auto_flatten_at=None, block_signals=None, closing_only=None, closing_only_after=None, created_at=None, id=None, include_commission=None, include_unrealized=None, loss_limit=None, master_window=None, minimum_profit_drawdown=None, monitor_lock=None, on_trip=None, profit_target=None, restarted_from=None, state=None, stopped_at=None, stopped_reason=None, switches_locked=None, trading_windows=None, trailing_drawdown=None, updated_at=None):  # noqa: E501
+    def __init__(self, account=None, active=None, auto_flatten_at=None, blind=None, block_signals=None, closing_only=None, closing_only_after=None, created_at=None, id=None, include_commission=None, include_unrealized=None, loss_limit=None, master_window=None, minimum_profit_drawdown=None, monitor_lock=None, on_trip=None, profit_target=None, restarted_from=None, state=None, stopped_at=None, stopped_reason=None, switches_locked=None, trading_windows=None, trailing_drawdown=None, updated_at=None):  # noqa: E501
         """Monitor - a model defined in Swagger"""  # noqa: E501
         self._account = None
         self._active = None
         self._auto_flatten_at = None
+        self._blind = None
         self._block_signals = None
         self._closing_only = None
         self._closing_only_after = None
@@ -111,6 +114,8 @@ class Monitor(object):
         self.account = account
         self.active = active
         self.auto_flatten_at = auto_flatten_at
+        if blind is not None:
+            self.blind = blind
         self.block_signals = block_signals
         self.closing_only = closing_only
         self.closing_only_after = closing_only_after
@@ -204,6 +209,27 @@ class Monitor(object):
             raise ValueError("Invalid value for `auto_flatten_at`, must not be `None`")  # noqa: E501
 
         self._auto_flatten_at = auto_flatten_at
+
+    @property
+    def blind(self):
+        """Gets the blind of this Monitor.  # noqa: E501
+
+
+        :return: The blind of this Monitor.  # noqa: E501
+        :rtype: bool
+        """
+        return self._blind
+
+    @blind.setter
+    def blind(self, blind):
+        """Sets the blind of this Monitor.
+
+
+        :param blind: The blind of this Monitor.  # noqa: E501
+        :type: bool
+        """
+
+        self._blind = blind
 
     @property
     def block_signals(self):

@@ -31,6 +31,7 @@ class MonitorPatch(object):
         'account': 'str',
         'active': 'bool',
         'auto_flatten_at': 'str',
+        'blind': 'bool',
         'block_signals': 'bool',
         'closing_only': 'bool',
         'closing_only_after': 'str',
@@ -58,6 +59,7 @@ class MonitorPatch(object):
         'account': 'account',
         'active': 'active',
         'auto_flatten_at': 'autoFlattenAt',
+        'blind': 'blind',
         'block_signals': 'blockSignals',
         'closing_only': 'closingOnly',
         'closing_only_after': 'closingOnlyAfter',
@@ -81,11 +83,12 @@ class MonitorPatch(object):
         'updated_at': 'updatedAt'
     }
 
-    def __init__(self, account=None, active=None, auto_flatten_at=None, block_signals=None, closing_only=None, closing_only_after=None, created_at=None, id=None, include_commission=None, include_unrealized=None, loss_limit=None, master_window=None, minimum_profit_drawdown=None, monitor_lock=None, on_trip=None, profit_target=None, restarted_from=None, state=None, stopped_at=None, stopped_reason=None, switches_locked=None, trading_windows=None, trailing_drawdown=None, updated_at=None):  # noqa: E501
+    def __init__(self, account=None, active=None, auto_flatten_at=None, blind=None, block_signals=None, closing_only=None, closing_only_after=None, created_at=None, id=None, include_commission=None, include_unrealized=None, loss_limit=None, master_window=None, minimum_profit_drawdown=None, monitor_lock=None, on_trip=None, profit_target=None, restarted_from=None, state=None, stopped_at=None, stopped_reason=None, switches_locked=None, trading_windows=None, trailing_drawdown=None, updated_at=None):  # noqa: E501
         """MonitorPatch - a model defined in Swagger"""  # noqa: E501
         self._account = None
         self._active = None
         self._auto_flatten_at = None
+        self._blind = None
         self._block_signals = None
         self._closing_only = None
         self._closing_only_after = None
@@ -114,6 +117,8 @@ class MonitorPatch(object):
             self.active = active
         if auto_flatten_at is not None:
             self.auto_flatten_at = auto_flatten_at
+        if blind is not None:
+            self.blind = blind
         if block_signals is not None:
             self.block_signals = block_signals
         if closing_only is not None:
@@ -221,6 +226,29 @@ class MonitorPatch(object):
         """
 
         self._auto_flatten_at = auto_flatten_at
+
+    @property
+    def blind(self):
+        """Gets the blind of this MonitorPatch.  # noqa: E501
+
+        read-only: accepted only when equal to the stored value  # noqa: E501
+
+        :return: The blind of this MonitorPatch.  # noqa: E501
+        :rtype: bool
+        """
+        return self._blind
+
+    @blind.setter
+    def blind(self, blind):
+        """Sets the blind of this MonitorPatch.
+
+        read-only: accepted only when equal to the stored value  # noqa: E501
+
+        :param blind: The blind of this MonitorPatch.  # noqa: E501
+        :type: bool
+        """
+
+        self._blind = blind
 
     @property
     def block_signals(self):

@@ -27,6 +27,7 @@ export type AccountItem = {
     realizedProfitLoss: number;
     trailingMaxDrawdown: number;
     unrealizedProfitLoss: number;
+    unrealizedUnknown?: boolean;
     weeklyProfitLoss: number;
 };
 
@@ -75,7 +76,7 @@ export type ActivityEntry = {
     /**
      * what happened; each kind's detail keys are documented in docs/activity.md
      */
-    kind: 'order.placed' | 'order.changed' | 'order.refused' | 'order.replayed' | 'trading.blocked' | 'budget.refused' | 'config.changed' | 'copier.copied' | 'copier.halted' | 'monitor.tripped' | 'killSwitch.changed' | 'newsLockout.entered' | 'strategy.refused' | 'exits.placed' | 'exits.failed' | 'agent.connected' | 'agent.disconnected' | 'agent.updated' | 'broker.linked' | 'broker.unlinked' | 'broker.loginFailed' | 'broker.tokenExpired' | 'webhook.received' | 'alert.sent' | 'alert.failed';
+    kind: 'order.placed' | 'order.changed' | 'order.refused' | 'order.replayed' | 'trading.blocked' | 'budget.refused' | 'config.changed' | 'copier.copied' | 'copier.halted' | 'monitor.tripped' | 'monitor.blind' | 'killSwitch.changed' | 'newsLockout.entered' | 'strategy.refused' | 'exits.placed' | 'exits.failed' | 'agent.connected' | 'agent.disconnected' | 'agent.updated' | 'broker.linked' | 'broker.unlinked' | 'broker.loginFailed' | 'broker.tokenExpired' | 'broker.marketDataRefused' | 'webhook.received' | 'alert.sent' | 'alert.failed';
     source: ActivitySource;
     /**
      * one line for a person
@@ -138,7 +139,7 @@ export type AlertDestination = {
     /**
      * the activity kinds sent to the destination (never alert.sent or alert.failed)
      */
-    events: Array<'order.placed' | 'order.changed' | 'order.refused' | 'order.replayed' | 'trading.blocked' | 'budget.refused' | 'config.changed' | 'copier.copied' | 'copier.halted' | 'monitor.tripped' | 'killSwitch.changed' | 'newsLockout.entered' | 'strategy.refused' | 'exits.placed' | 'exits.failed' | 'agent.connected' | 'agent.disconnected' | 'agent.updated' | 'broker.linked' | 'broker.unlinked' | 'broker.loginFailed' | 'broker.tokenExpired' | 'webhook.received'>;
+    events: Array<'order.placed' | 'order.changed' | 'order.refused' | 'order.replayed' | 'trading.blocked' | 'budget.refused' | 'config.changed' | 'copier.copied' | 'copier.halted' | 'monitor.tripped' | 'monitor.blind' | 'killSwitch.changed' | 'newsLockout.entered' | 'strategy.refused' | 'exits.placed' | 'exits.failed' | 'agent.connected' | 'agent.disconnected' | 'agent.updated' | 'broker.linked' | 'broker.unlinked' | 'broker.loginFailed' | 'broker.tokenExpired' | 'broker.marketDataRefused' | 'webhook.received'>;
     /**
      * how long agent.disconnected waits: an agent back within it sends nothing
      */
@@ -182,7 +183,7 @@ export type AlertDestinationCreate = {
     /**
      * the activity kinds sent to the destination (never alert.sent or alert.failed)
      */
-    events: Array<'order.placed' | 'order.changed' | 'order.refused' | 'order.replayed' | 'trading.blocked' | 'budget.refused' | 'config.changed' | 'copier.copied' | 'copier.halted' | 'monitor.tripped' | 'killSwitch.changed' | 'newsLockout.entered' | 'strategy.refused' | 'exits.placed' | 'exits.failed' | 'agent.connected' | 'agent.disconnected' | 'agent.updated' | 'broker.linked' | 'broker.unlinked' | 'broker.loginFailed' | 'broker.tokenExpired' | 'webhook.received'>;
+    events: Array<'order.placed' | 'order.changed' | 'order.refused' | 'order.replayed' | 'trading.blocked' | 'budget.refused' | 'config.changed' | 'copier.copied' | 'copier.halted' | 'monitor.tripped' | 'monitor.blind' | 'killSwitch.changed' | 'newsLockout.entered' | 'strategy.refused' | 'exits.placed' | 'exits.failed' | 'agent.connected' | 'agent.disconnected' | 'agent.updated' | 'broker.linked' | 'broker.unlinked' | 'broker.loginFailed' | 'broker.tokenExpired' | 'broker.marketDataRefused' | 'webhook.received'>;
     /**
      * how long agent.disconnected waits: an agent back within it sends nothing
      */
@@ -204,7 +205,7 @@ export type AlertDestinationCreate = {
     /**
      * the activity kinds sent to the destination (never alert.sent or alert.failed)
      */
-    events: Array<'order.placed' | 'order.changed' | 'order.refused' | 'order.replayed' | 'trading.blocked' | 'budget.refused' | 'config.changed' | 'copier.copied' | 'copier.halted' | 'monitor.tripped' | 'killSwitch.changed' | 'newsLockout.entered' | 'strategy.refused' | 'exits.placed' | 'exits.failed' | 'agent.connected' | 'agent.disconnected' | 'agent.updated' | 'broker.linked' | 'broker.unlinked' | 'broker.loginFailed' | 'broker.tokenExpired' | 'webhook.received'>;
+    events: Array<'order.placed' | 'order.changed' | 'order.refused' | 'order.replayed' | 'trading.blocked' | 'budget.refused' | 'config.changed' | 'copier.copied' | 'copier.halted' | 'monitor.tripped' | 'monitor.blind' | 'killSwitch.changed' | 'newsLockout.entered' | 'strategy.refused' | 'exits.placed' | 'exits.failed' | 'agent.connected' | 'agent.disconnected' | 'agent.updated' | 'broker.linked' | 'broker.unlinked' | 'broker.loginFailed' | 'broker.tokenExpired' | 'broker.marketDataRefused' | 'webhook.received'>;
     /**
      * how long agent.disconnected waits: an agent back within it sends nothing
      */
@@ -230,7 +231,7 @@ export type AlertDestinationCreate = {
     /**
      * the activity kinds sent to the destination (never alert.sent or alert.failed)
      */
-    events: Array<'order.placed' | 'order.changed' | 'order.refused' | 'order.replayed' | 'trading.blocked' | 'budget.refused' | 'config.changed' | 'copier.copied' | 'copier.halted' | 'monitor.tripped' | 'killSwitch.changed' | 'newsLockout.entered' | 'strategy.refused' | 'exits.placed' | 'exits.failed' | 'agent.connected' | 'agent.disconnected' | 'agent.updated' | 'broker.linked' | 'broker.unlinked' | 'broker.loginFailed' | 'broker.tokenExpired' | 'webhook.received'>;
+    events: Array<'order.placed' | 'order.changed' | 'order.refused' | 'order.replayed' | 'trading.blocked' | 'budget.refused' | 'config.changed' | 'copier.copied' | 'copier.halted' | 'monitor.tripped' | 'monitor.blind' | 'killSwitch.changed' | 'newsLockout.entered' | 'strategy.refused' | 'exits.placed' | 'exits.failed' | 'agent.connected' | 'agent.disconnected' | 'agent.updated' | 'broker.linked' | 'broker.unlinked' | 'broker.loginFailed' | 'broker.tokenExpired' | 'broker.marketDataRefused' | 'webhook.received'>;
     /**
      * how long agent.disconnected waits: an agent back within it sends nothing
      */
@@ -248,7 +249,7 @@ export type AlertDestinationCreate = {
     /**
      * the activity kinds sent to the destination (never alert.sent or alert.failed)
      */
-    events: Array<'order.placed' | 'order.changed' | 'order.refused' | 'order.replayed' | 'trading.blocked' | 'budget.refused' | 'config.changed' | 'copier.copied' | 'copier.halted' | 'monitor.tripped' | 'killSwitch.changed' | 'newsLockout.entered' | 'strategy.refused' | 'exits.placed' | 'exits.failed' | 'agent.connected' | 'agent.disconnected' | 'agent.updated' | 'broker.linked' | 'broker.unlinked' | 'broker.loginFailed' | 'broker.tokenExpired' | 'webhook.received'>;
+    events: Array<'order.placed' | 'order.changed' | 'order.refused' | 'order.replayed' | 'trading.blocked' | 'budget.refused' | 'config.changed' | 'copier.copied' | 'copier.halted' | 'monitor.tripped' | 'monitor.blind' | 'killSwitch.changed' | 'newsLockout.entered' | 'strategy.refused' | 'exits.placed' | 'exits.failed' | 'agent.connected' | 'agent.disconnected' | 'agent.updated' | 'broker.linked' | 'broker.unlinked' | 'broker.loginFailed' | 'broker.tokenExpired' | 'broker.marketDataRefused' | 'webhook.received'>;
     /**
      * how long agent.disconnected waits: an agent back within it sends nothing
      */
@@ -288,7 +289,7 @@ export type AlertDestinationPatch = {
     /**
      * the activity kinds sent to the destination (never alert.sent or alert.failed)
      */
-    events?: Array<'order.placed' | 'order.changed' | 'order.refused' | 'order.replayed' | 'trading.blocked' | 'budget.refused' | 'config.changed' | 'copier.copied' | 'copier.halted' | 'monitor.tripped' | 'killSwitch.changed' | 'newsLockout.entered' | 'strategy.refused' | 'exits.placed' | 'exits.failed' | 'agent.connected' | 'agent.disconnected' | 'agent.updated' | 'broker.linked' | 'broker.unlinked' | 'broker.loginFailed' | 'broker.tokenExpired' | 'webhook.received'>;
+    events?: Array<'order.placed' | 'order.changed' | 'order.refused' | 'order.replayed' | 'trading.blocked' | 'budget.refused' | 'config.changed' | 'copier.copied' | 'copier.halted' | 'monitor.tripped' | 'monitor.blind' | 'killSwitch.changed' | 'newsLockout.entered' | 'strategy.refused' | 'exits.placed' | 'exits.failed' | 'agent.connected' | 'agent.disconnected' | 'agent.updated' | 'broker.linked' | 'broker.unlinked' | 'broker.loginFailed' | 'broker.tokenExpired' | 'broker.marketDataRefused' | 'webhook.received'>;
     /**
      * how long agent.disconnected waits: an agent back within it sends nothing
      */
@@ -329,7 +330,7 @@ export type AlertPayload = {
      * the activity entry's id (a test's or a summary's: the delivery's)
      */
     id: string;
-    kind: 'order.placed' | 'order.changed' | 'order.refused' | 'order.replayed' | 'trading.blocked' | 'budget.refused' | 'config.changed' | 'copier.copied' | 'copier.halted' | 'monitor.tripped' | 'killSwitch.changed' | 'newsLockout.entered' | 'strategy.refused' | 'exits.placed' | 'exits.failed' | 'agent.connected' | 'agent.disconnected' | 'agent.updated' | 'broker.linked' | 'broker.unlinked' | 'broker.loginFailed' | 'broker.tokenExpired' | 'webhook.received' | 'alert.test' | 'alert.summary';
+    kind: 'order.placed' | 'order.changed' | 'order.refused' | 'order.replayed' | 'trading.blocked' | 'budget.refused' | 'config.changed' | 'copier.copied' | 'copier.halted' | 'monitor.tripped' | 'monitor.blind' | 'killSwitch.changed' | 'newsLockout.entered' | 'strategy.refused' | 'exits.placed' | 'exits.failed' | 'agent.connected' | 'agent.disconnected' | 'agent.updated' | 'broker.linked' | 'broker.unlinked' | 'broker.loginFailed' | 'broker.tokenExpired' | 'broker.marketDataRefused' | 'webhook.received' | 'alert.test' | 'alert.summary';
     /**
      * one line for a person
      */
@@ -653,6 +654,7 @@ export type Position = {
     quantity: number;
     tag?: string;
     unrealizedProfitLoss: number;
+    unrealizedUnknown?: boolean;
 };
 
 export type PositionResponse = {
@@ -927,7 +929,7 @@ export type AlertDestinationCreateWritable = {
     /**
      * the activity kinds sent to the destination (never alert.sent or alert.failed)
      */
-    events: Array<'order.placed' | 'order.changed' | 'order.refused' | 'order.replayed' | 'trading.blocked' | 'budget.refused' | 'config.changed' | 'copier.copied' | 'copier.halted' | 'monitor.tripped' | 'killSwitch.changed' | 'newsLockout.entered' | 'strategy.refused' | 'exits.placed' | 'exits.failed' | 'agent.connected' | 'agent.disconnected' | 'agent.updated' | 'broker.linked' | 'broker.unlinked' | 'broker.loginFailed' | 'broker.tokenExpired' | 'webhook.received'>;
+    events: Array<'order.placed' | 'order.changed' | 'order.refused' | 'order.replayed' | 'trading.blocked' | 'budget.refused' | 'config.changed' | 'copier.copied' | 'copier.halted' | 'monitor.tripped' | 'monitor.blind' | 'killSwitch.changed' | 'newsLockout.entered' | 'strategy.refused' | 'exits.placed' | 'exits.failed' | 'agent.connected' | 'agent.disconnected' | 'agent.updated' | 'broker.linked' | 'broker.unlinked' | 'broker.loginFailed' | 'broker.tokenExpired' | 'broker.marketDataRefused' | 'webhook.received'>;
     /**
      * how long agent.disconnected waits: an agent back within it sends nothing
      */
@@ -949,7 +951,7 @@ export type AlertDestinationCreateWritable = {
     /**
      * the activity kinds sent to the destination (never alert.sent or alert.failed)
      */
-    events: Array<'order.placed' | 'order.changed' | 'order.refused' | 'order.replayed' | 'trading.blocked' | 'budget.refused' | 'config.changed' | 'copier.copied' | 'copier.halted' | 'monitor.tripped' | 'killSwitch.changed' | 'newsLockout.entered' | 'strategy.refused' | 'exits.placed' | 'exits.failed' | 'agent.connected' | 'agent.disconnected' | 'agent.updated' | 'broker.linked' | 'broker.unlinked' | 'broker.loginFailed' | 'broker.tokenExpired' | 'webhook.received'>;
+    events: Array<'order.placed' | 'order.changed' | 'order.refused' | 'order.replayed' | 'trading.blocked' | 'budget.refused' | 'config.changed' | 'copier.copied' | 'copier.halted' | 'monitor.tripped' | 'monitor.blind' | 'killSwitch.changed' | 'newsLockout.entered' | 'strategy.refused' | 'exits.placed' | 'exits.failed' | 'agent.connected' | 'agent.disconnected' | 'agent.updated' | 'broker.linked' | 'broker.unlinked' | 'broker.loginFailed' | 'broker.tokenExpired' | 'broker.marketDataRefused' | 'webhook.received'>;
     /**
      * how long agent.disconnected waits: an agent back within it sends nothing
      */
@@ -979,7 +981,7 @@ export type AlertDestinationCreateWritable = {
     /**
      * the activity kinds sent to the destination (never alert.sent or alert.failed)
      */
-    events: Array<'order.placed' | 'order.changed' | 'order.refused' | 'order.replayed' | 'trading.blocked' | 'budget.refused' | 'config.changed' | 'copier.copied' | 'copier.halted' | 'monitor.tripped' | 'killSwitch.changed' | 'newsLockout.entered' | 'strategy.refused' | 'exits.placed' | 'exits.failed' | 'agent.connected' | 'agent.disconnected' | 'agent.updated' | 'broker.linked' | 'broker.unlinked' | 'broker.loginFailed' | 'broker.tokenExpired' | 'webhook.received'>;
+    events: Array<'order.placed' | 'order.changed' | 'order.refused' | 'order.replayed' | 'trading.blocked' | 'budget.refused' | 'config.changed' | 'copier.copied' | 'copier.halted' | 'monitor.tripped' | 'monitor.blind' | 'killSwitch.changed' | 'newsLockout.entered' | 'strategy.refused' | 'exits.placed' | 'exits.failed' | 'agent.connected' | 'agent.disconnected' | 'agent.updated' | 'broker.linked' | 'broker.unlinked' | 'broker.loginFailed' | 'broker.tokenExpired' | 'broker.marketDataRefused' | 'webhook.received'>;
     /**
      * how long agent.disconnected waits: an agent back within it sends nothing
      */
@@ -997,7 +999,7 @@ export type AlertDestinationCreateWritable = {
     /**
      * the activity kinds sent to the destination (never alert.sent or alert.failed)
      */
-    events: Array<'order.placed' | 'order.changed' | 'order.refused' | 'order.replayed' | 'trading.blocked' | 'budget.refused' | 'config.changed' | 'copier.copied' | 'copier.halted' | 'monitor.tripped' | 'killSwitch.changed' | 'newsLockout.entered' | 'strategy.refused' | 'exits.placed' | 'exits.failed' | 'agent.connected' | 'agent.disconnected' | 'agent.updated' | 'broker.linked' | 'broker.unlinked' | 'broker.loginFailed' | 'broker.tokenExpired' | 'webhook.received'>;
+    events: Array<'order.placed' | 'order.changed' | 'order.refused' | 'order.replayed' | 'trading.blocked' | 'budget.refused' | 'config.changed' | 'copier.copied' | 'copier.halted' | 'monitor.tripped' | 'monitor.blind' | 'killSwitch.changed' | 'newsLockout.entered' | 'strategy.refused' | 'exits.placed' | 'exits.failed' | 'agent.connected' | 'agent.disconnected' | 'agent.updated' | 'broker.linked' | 'broker.unlinked' | 'broker.loginFailed' | 'broker.tokenExpired' | 'broker.marketDataRefused' | 'webhook.received'>;
     /**
      * how long agent.disconnected waits: an agent back within it sends nothing
      */
@@ -1032,7 +1034,7 @@ export type AlertDestinationPatchWritable = {
     /**
      * the activity kinds sent to the destination (never alert.sent or alert.failed)
      */
-    events?: Array<'order.placed' | 'order.changed' | 'order.refused' | 'order.replayed' | 'trading.blocked' | 'budget.refused' | 'config.changed' | 'copier.copied' | 'copier.halted' | 'monitor.tripped' | 'killSwitch.changed' | 'newsLockout.entered' | 'strategy.refused' | 'exits.placed' | 'exits.failed' | 'agent.connected' | 'agent.disconnected' | 'agent.updated' | 'broker.linked' | 'broker.unlinked' | 'broker.loginFailed' | 'broker.tokenExpired' | 'webhook.received'>;
+    events?: Array<'order.placed' | 'order.changed' | 'order.refused' | 'order.replayed' | 'trading.blocked' | 'budget.refused' | 'config.changed' | 'copier.copied' | 'copier.halted' | 'monitor.tripped' | 'monitor.blind' | 'killSwitch.changed' | 'newsLockout.entered' | 'strategy.refused' | 'exits.placed' | 'exits.failed' | 'agent.connected' | 'agent.disconnected' | 'agent.updated' | 'broker.linked' | 'broker.unlinked' | 'broker.loginFailed' | 'broker.tokenExpired' | 'broker.marketDataRefused' | 'webhook.received'>;
     /**
      * how long agent.disconnected waits: an agent back within it sends nothing
      */
@@ -3806,7 +3808,7 @@ export type ActivityData = {
          */
         account?: string;
         /**
-         * a comma-separated list of: order.placed, order.changed, order.refused, order.replayed, trading.blocked, budget.refused, config.changed, copier.copied, copier.halted, monitor.tripped, killSwitch.changed, newsLockout.entered, strategy.refused, exits.placed, exits.failed, agent.connected, agent.disconnected, agent.updated, broker.linked, broker.unlinked, broker.loginFailed, broker.tokenExpired, webhook.received, alert.sent, alert.failed
+         * a comma-separated list of: order.placed, order.changed, order.refused, order.replayed, trading.blocked, budget.refused, config.changed, copier.copied, copier.halted, monitor.tripped, monitor.blind, killSwitch.changed, newsLockout.entered, strategy.refused, exits.placed, exits.failed, agent.connected, agent.disconnected, agent.updated, broker.linked, broker.unlinked, broker.loginFailed, broker.tokenExpired, broker.marketDataRefused, webhook.received, alert.sent, alert.failed
          */
         kind?: string;
         /**

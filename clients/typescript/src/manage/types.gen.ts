@@ -186,6 +186,7 @@ export type BrokerMonitor = {
     account: string;
     active: boolean;
     autoFlattenAt: string;
+    blind?: boolean;
     blockSignals: boolean;
     closingOnly: boolean;
     closingOnlyAfter: string;
@@ -264,6 +265,10 @@ export type BrokerMonitorPatch = {
     account?: string;
     active?: boolean;
     autoFlattenAt?: string;
+    /**
+     * read-only: accepted only when equal to the stored value
+     */
+    blind?: boolean;
     blockSignals?: boolean;
     closingOnly?: boolean;
     closingOnlyAfter?: string;
@@ -526,7 +531,7 @@ export type Destination = {
     active: boolean;
     chatId?: string;
     createdAt: string;
-    events: Array<'order.placed' | 'order.changed' | 'order.refused' | 'order.replayed' | 'trading.blocked' | 'budget.refused' | 'config.changed' | 'copier.copied' | 'copier.halted' | 'monitor.tripped' | 'killSwitch.changed' | 'newsLockout.entered' | 'strategy.refused' | 'exits.placed' | 'exits.failed' | 'agent.connected' | 'agent.disconnected' | 'agent.updated' | 'broker.linked' | 'broker.unlinked' | 'broker.loginFailed' | 'broker.tokenExpired' | 'webhook.received'>;
+    events: Array<'order.placed' | 'order.changed' | 'order.refused' | 'order.replayed' | 'trading.blocked' | 'budget.refused' | 'config.changed' | 'copier.copied' | 'copier.halted' | 'monitor.tripped' | 'monitor.blind' | 'killSwitch.changed' | 'newsLockout.entered' | 'strategy.refused' | 'exits.placed' | 'exits.failed' | 'agent.connected' | 'agent.disconnected' | 'agent.updated' | 'broker.linked' | 'broker.unlinked' | 'broker.loginFailed' | 'broker.tokenExpired' | 'broker.marketDataRefused' | 'webhook.received'>;
     graceSeconds: number;
     hasBotToken?: boolean;
     hasSecret?: boolean;
@@ -544,7 +549,7 @@ export type Destination = {
 export type DestinationCreate = {
     active?: boolean;
     chatId?: string;
-    events: Array<'order.placed' | 'order.changed' | 'order.refused' | 'order.replayed' | 'trading.blocked' | 'budget.refused' | 'config.changed' | 'copier.copied' | 'copier.halted' | 'monitor.tripped' | 'killSwitch.changed' | 'newsLockout.entered' | 'strategy.refused' | 'exits.placed' | 'exits.failed' | 'agent.connected' | 'agent.disconnected' | 'agent.updated' | 'broker.linked' | 'broker.unlinked' | 'broker.loginFailed' | 'broker.tokenExpired' | 'webhook.received'>;
+    events: Array<'order.placed' | 'order.changed' | 'order.refused' | 'order.replayed' | 'trading.blocked' | 'budget.refused' | 'config.changed' | 'copier.copied' | 'copier.halted' | 'monitor.tripped' | 'monitor.blind' | 'killSwitch.changed' | 'newsLockout.entered' | 'strategy.refused' | 'exits.placed' | 'exits.failed' | 'agent.connected' | 'agent.disconnected' | 'agent.updated' | 'broker.linked' | 'broker.unlinked' | 'broker.loginFailed' | 'broker.tokenExpired' | 'broker.marketDataRefused' | 'webhook.received'>;
     graceSeconds?: number;
     kind: 'webhook' | 'discord' | 'telegram' | 'email';
     name?: string;
@@ -562,7 +567,7 @@ export type DestinationPatch = {
      * read-only: accepted only when equal to the stored value
      */
     createdAt?: string;
-    events?: Array<'order.placed' | 'order.changed' | 'order.refused' | 'order.replayed' | 'trading.blocked' | 'budget.refused' | 'config.changed' | 'copier.copied' | 'copier.halted' | 'monitor.tripped' | 'killSwitch.changed' | 'newsLockout.entered' | 'strategy.refused' | 'exits.placed' | 'exits.failed' | 'agent.connected' | 'agent.disconnected' | 'agent.updated' | 'broker.linked' | 'broker.unlinked' | 'broker.loginFailed' | 'broker.tokenExpired' | 'webhook.received'>;
+    events?: Array<'order.placed' | 'order.changed' | 'order.refused' | 'order.replayed' | 'trading.blocked' | 'budget.refused' | 'config.changed' | 'copier.copied' | 'copier.halted' | 'monitor.tripped' | 'monitor.blind' | 'killSwitch.changed' | 'newsLockout.entered' | 'strategy.refused' | 'exits.placed' | 'exits.failed' | 'agent.connected' | 'agent.disconnected' | 'agent.updated' | 'broker.linked' | 'broker.unlinked' | 'broker.loginFailed' | 'broker.tokenExpired' | 'broker.marketDataRefused' | 'webhook.received'>;
     graceSeconds?: number;
     /**
      * read-only: accepted only when equal to the stored value
@@ -763,6 +768,7 @@ export type Monitor = {
     account: string;
     active: boolean;
     autoFlattenAt: string;
+    blind?: boolean;
     blockSignals: boolean;
     closingOnly: boolean;
     closingOnlyAfter: string;
@@ -841,6 +847,10 @@ export type MonitorPatch = {
     account?: string;
     active?: boolean;
     autoFlattenAt?: string;
+    /**
+     * read-only: accepted only when equal to the stored value
+     */
+    blind?: boolean;
     blockSignals?: boolean;
     closingOnly?: boolean;
     closingOnlyAfter?: string;

@@ -165,8 +165,8 @@
 // Tickets and TicketedHandled count them.
 //
 // Tests provoke the broker's failures with FailLogins, PenaltyTicket,
-// PenalizeNext, Captcha, RateLimit, RejectNext, Unreachable, DropSockets and
-// BreakNextOrderReply; its less common answers with RejectNextCommand (a
+// PenalizeNext, Captcha, RateLimit, RejectNext, RefuseQuotes, Unreachable,
+// DropSockets, DropMDSockets and BreakNextOrderReply; its less common answers with RejectNextCommand (a
 // cancel or modification accepted, then rejected by a commandReport, its
 // events before or after the answer), SuccessReason (failureReason
 // "Success" on accepted commands), BustFill (a fill turned inactive),

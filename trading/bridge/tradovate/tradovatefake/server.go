@@ -173,6 +173,8 @@ type Server struct {
 	rateLimited atomic.Bool
 	breakNext   atomic.Bool
 	sk          sockKnobs
+	// quoteRefusal, when set, is the errorText md/subscribequote answers.
+	quoteRefusal atomic.Pointer[string]
 
 	countMu  sync.Mutex
 	requests map[string]int
@@ -481,6 +483,19 @@ func (s *Server) RejectNext(reason string) {
 	s.mu.Unlock()
 }
 
+// RefuseQuotes makes md/subscribequote fail, as the broker answers a
+// login without the market-data entitlement for the contract: status 200
+// with an errorText (text) and no subscription. An empty text accepts
+// subscriptions again; the ones refused stay unsubscribed until asked
+// again.
+func (s *Server) RefuseQuotes(text string) {
+	if text == "" {
+		s.quoteRefusal.Store(nil)
+		return
+	}
+	s.quoteRefusal.Store(&text)
+}
+
 // Unreachable makes the broker unreachable while on: open sockets are cut
 // and every HTTP request, socket dials included, gets its connection
 // closed without an answer.
@@ -493,6 +508,14 @@ func (s *Server) Unreachable(on bool) {
 
 // DropSockets cuts every open socket once, as a network failure would.
 func (s *Server) DropSockets() { s.closeSockets() }
+
+// DropMDSockets cuts the open market-data sockets once, as a failure of
+// the market-data service alone would; the user-data sockets stay.
+func (s *Server) DropMDSockets() {
+	for _, sock := range s.openSockets(true) {
+		s.closeSocket(sock)
+	}
+}
 
 // BreakNextOrderReply makes the next order write (a REST POST under
 // /order/: placeorder, placeoco, cancelorder, modifyorder,

@@ -362,6 +362,10 @@ func (s *Server) quoteRequest(sock *socket, req tradovatewire.Request, subscribe
 		s.respond(sock, req.ID, http.StatusBadRequest, "symbol is required.")
 		return
 	}
+	if text := s.quoteRefusal.Load(); text != nil && subscribe {
+		s.respond(sock, req.ID, http.StatusOK, map[string]string{"errorText": *text})
+		return
+	}
 	if !s.do(func() {
 		s.drain()
 		c := s.symbolContract(body.Symbol)
