@@ -219,6 +219,9 @@ func (p *Platform) applySnapshot(userID int64, s tradovatewire.SyncResponse, soc
 	for _, os := range m.orders {
 		p.bindByTextLocked(os)
 	}
+	for _, id := range sortedIDs(m.commands) {
+		p.bindByCommandLocked(m.commands[id])
+	}
 
 	var evs []bridge.Event
 	fillIDs := sortedIDs(m.fills)
@@ -281,11 +284,26 @@ func (p *Platform) onUserEvent(msg tradovatewire.Message) {
 		p.applied.Add(1)
 		return
 	}
+	if len(p.held) > 0 && isCommandEvent(msg) {
+		// A command publishes nothing of its own, and may bind the order
+		// of a held version to one of our placements: it goes ahead of
+		// the held events, which then go on if they can.
+		p.applyLocked(msg)
+		p.flushHeldLocked()
+		return
+	}
 	if len(p.held) > 0 || p.holdLocked(msg) {
 		p.held = append(p.held, msg)
 		return
 	}
 	p.applyLocked(msg)
+}
+
+// isCommandEvent reports whether msg is a props event of a command entity.
+func isCommandEvent(msg tradovatewire.Message) bool {
+	var pe tradovatewire.PropsEvent
+	return msg.E == tradovatewire.EventProps && json.Unmarshal(msg.D, &pe) == nil &&
+		pe.EntityType == tradovatewire.EntityCommand
 }
 
 // holdLocked reports whether an event must wait for the placements in
@@ -428,6 +446,11 @@ func (p *Platform) applyLocked(msg tradovatewire.Message) {
 			return
 		}
 		m.commands[c.ID] = c
+		if p.bindByCommandLocked(c) {
+			// The order may have been published under the broker's id:
+			// it is published again under ours.
+			evs = p.refreshOrderLocked(c.OrderID, true)
+		}
 	case tradovatewire.EntityCommandReport:
 		var r tradovatewire.CommandReport
 		if json.Unmarshal(pe.Entity, &r) != nil || r.CommandID == 0 {
@@ -459,20 +482,39 @@ func (p *Platform) commandRejectedLocked(r tradovatewire.CommandReport) {
 
 // bindByTextLocked maps an order to our id when its version carries the
 // id of one of our placements that has not answered, and marks an order
-// of a refused placement ignored.
+// of a refused placement ignored (bindOursLocked).
 func (p *Platform) bindByTextLocked(os *orderState) {
 	if os == nil || !os.hasVer || os.v.Text == "" {
 		return
 	}
-	if p.failed[os.v.Text] {
-		if _, _, ok := p.ids.ours(os.v.OrderID); !ok {
-			os.ignored = true
-		}
-		return
+	p.bindOursLocked(os.v.Text, os.v.OrderID)
+}
+
+// bindByCommandLocked maps the order a command names to our id when the
+// command echoes, as its clOrdId, the id of one of our placements that
+// has not answered (bindOursLocked): every placement sends our id as its
+// clOrdId, and the broker's command entity of the placement echoes it,
+// whatever became of the order's text. It reports whether it bound.
+func (p *Platform) bindByCommandLocked(c tradovatewire.Command) bool {
+	if c.ClOrdID == "" || c.OrderID == 0 {
+		return false
 	}
-	if _, _, ok := p.ids.ours(os.v.OrderID); !ok && p.ids.unbound(os.v.Text) {
-		p.ids.bind(os.v.Text, os.v.OrderID)
+	return p.bindOursLocked(c.ClOrdID, c.OrderID)
+}
+
+// bindOursLocked binds a broker order to ours, the id of one of our
+// placements, unless the order is ours already or ours is bound; when
+// the broker refused that placement, the order is marked ignored
+// instead. It reports whether it bound.
+func (p *Platform) bindOursLocked(ours string, broker int64) bool {
+	if _, _, ok := p.ids.ours(broker); ok {
+		return false
 	}
+	if p.failed[ours] {
+		p.m.order(broker).ignored = true
+		return false
+	}
+	return p.ids.unbound(ours) && p.ids.bind(ours, broker)
 }
 
 // refreshOrderLocked publishes an order when its record changed. created

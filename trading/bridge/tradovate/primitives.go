@@ -409,6 +409,13 @@ func (p *Platform) donePlacing(refused ...string) {
 					}
 				}
 			}
+			for _, c := range p.m.commands {
+				if c.ClOrdID == id && c.OrderID != 0 {
+					if _, _, ok := p.ids.ours(c.OrderID); !ok {
+						p.m.order(c.OrderID).ignored = true
+					}
+				}
+			}
 		}
 	}
 	p.flushHeldLocked()

@@ -107,7 +107,9 @@
 // write must carry isAutomated: true, else HTTP 400 with errorText (the
 // documentation asks for it; the fake is stricter than the broker). The
 // clOrdId of a placement is kept as the broker's command entity echoes it
-// (ClOrdID). user/syncrequest with users and entityTypes together is HTTP
+// (ClOrdID): every order placed has a New command (clOrdId and orderId),
+// sent after the order's first events and listed in the syncrequest
+// answer's commands. user/syncrequest with users and entityTypes together is HTTP
 // 400, as the partner documentation says not to combine them.
 //
 // A call's events are written to the sockets before the call is answered.
@@ -171,8 +173,9 @@
 // events before or after the answer), SuccessReason (failureReason
 // "Success" on accepted commands), BustFill (a fill turned inactive),
 // AddPositionRow (a row of an older trade date), RefuseUserSockets (the
-// user-data socket refused while REST works) and MuteUserEvents (props
-// events lost on the way); the sockets' with SocketRateLimit (a request
+// user-data socket refused while REST works), MuteUserEvents (props
+// events lost on the way) and ReplaceNextText (the next placement's
+// versions with another text, or none); the sockets' with SocketRateLimit (a request
 // answered {"s":429} as documented: no data, no ticket), ShutdownSockets
 // (the shutdown event with a reasonCode, then the sockets closed),
 // WithholdContracts (contracts left out of the sync answer and the props

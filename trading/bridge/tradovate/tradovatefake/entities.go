@@ -86,6 +86,7 @@ type syncEntity struct {
 	Orders        []tradovatewire.Order        `json:"orders"`
 	OrderVersions []tradovatewire.OrderVersion `json:"orderVersions"`
 	Fills         []fillEntity                 `json:"fills"`
+	Commands      []tradovatewire.Command      `json:"commands,omitempty"`
 }
 
 // First ids of each kind of entity, so that an id tells its kind in logs
@@ -151,6 +152,8 @@ type orderState struct {
 	// orders an entry sends once it is filled, until it sends them.
 	parent int64
 	oso    []osoLeg
+	// clOrdID is the clOrdId of the order's placement.
+	clOrdID string
 }
 
 // posKey names a position row: an account and a contract.
@@ -208,6 +211,9 @@ type state struct {
 	trailing map[int64]*orderState
 
 	nextContract, nextOrder, nextVersion, nextFill, nextPosition, nextCash, nextCommand int64
+
+	// commands are the placements' command entities (placementCommand).
+	commands []tradovatewire.Command
 
 	// last is the latest instant of the simulator the fake saw (an order,
 	// a fill or a quote): the time of entities that carry none.

@@ -183,7 +183,9 @@ func (s *Server) placeOSOLocked(rep *orderReply, req tradovatewire.PlaceOSOReque
 		return
 	}
 	entry := s.st.newOrder(a, c, req.Action)
-	if err := s.submit(entry, req.OrderQty, t, req.Text, ""); err != nil {
+	entry.clOrdID = req.ClOrdID
+	text := s.placementText()
+	if err := s.submit(entry, req.OrderQty, t, text(req.Text), ""); err != nil {
 		s.refused(rep, err)
 		return
 	}
@@ -195,7 +197,8 @@ func (s *Server) placeOSOLocked(rep *orderReply, req tradovatewire.PlaceOSOReque
 	for i, b := range brackets {
 		o := s.st.newOrder(a, c, b.Action)
 		o.parent = entry.id
-		entry.oso = append(entry.oso, osoLeg{o: o, terms: terms[i], text: b.Text})
+		o.clOrdID = b.ClOrdID
+		entry.oso = append(entry.oso, osoLeg{o: o, terms: terms[i], text: text(b.Text)})
 		if i == 0 {
 			res.OSO1ID = o.id
 		} else {

@@ -518,6 +518,7 @@ func (s *Server) submit(o *orderState, qty int, t orderTerms, text, oco string) 
 		return err
 	}
 	s.ordersPlaced.Add(1)
+	s.placementCommand(o)
 	if o.trail != nil {
 		o.trail.stop = rec.StopPrice
 		s.startTrail(o)
@@ -554,7 +555,8 @@ func (s *Server) placeOrderLocked(rep *orderReply, req tradovatewire.PlaceOrderR
 		return
 	}
 	o := s.st.newOrder(a, c, req.Action)
-	if err := s.submit(o, req.OrderQty, t, req.Text, ""); err != nil {
+	o.clOrdID = req.ClOrdID
+	if err := s.submit(o, req.OrderQty, t, s.placementText()(req.Text), ""); err != nil {
 		s.refused(rep, err)
 		return
 	}
@@ -637,13 +639,15 @@ func (s *Server) placeOCOLocked(rep *orderReply, req tradovatewire.PlaceOCOReque
 	first := s.st.newOrder(a, c, req.Action)
 	other := s.st.newOrder(a, c, req.Other.Action)
 	first.ocoID, other.ocoID = other.id, first.id
+	first.clOrdID, other.clOrdID = req.ClOrdID, req.Other.ClOrdID
+	text := s.placementText()
 	group := "tvoco-" + first.simID
-	if err := s.submit(first, req.OrderQty, t1, req.Text, group); err != nil {
+	if err := s.submit(first, req.OrderQty, t1, text(req.Text), group); err != nil {
 		s.st.forget(other)
 		s.refused(rep, err)
 		return
 	}
-	if err := s.submit(other, req.OrderQty, t2, req.Other.Text, group); err != nil {
+	if err := s.submit(other, req.OrderQty, t2, text(req.Other.Text), group); err != nil {
 		first.ocoID = 0
 		if _, cerr := s.market.CancelOrder(s.ctx, a.name, first.simID); cerr != nil {
 			s.log.Debug("first OCO order could not be cancelled", zap.Error(cerr))

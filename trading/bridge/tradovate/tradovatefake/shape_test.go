@@ -72,13 +72,13 @@ func TestAnswersHaveTheDocumentedShapes(t *testing.T) {
 		{"ws_props_order", nil, nil},
 		{"ws_syncrequest", []string{"users[].organizationId", "accounts[].archived", "cashBalances[].archived",
 			"positions[].archived", "accountRiskStatuses", "marginSnapshots", "userAccountAutoLiqs", "currencies",
-			"fillPairs", "contractMaturities", "products", "exchanges", "orderStrategies", "commands",
+			"fillPairs", "contractMaturities", "products", "exchanges", "orderStrategies",
 			"fillFees", "fillFees[].clearingFee", "fillFees[].clearingCurrencyId", "fillFees[].exchangeFee",
 			"fillFees[].exchangeCurrencyId", "fillFees[].nfaFee", "fillFees[].nfaCurrencyId", "fillFees[].brokerageFee",
 			"fillFees[].brokerageCurrencyId", "fillFees[].ipFee", "fillFees[].ipCurrencyId",
 			"fillFees[].commissionCurrencyId", "fillFees[].orderRoutingFee", "fillFees[].orderRoutingCurrencyId"},
 			[]string{"positions[].netPrice", "orders[].ocoId", "orderVersions[].price", "orderVersions[].stopPrice",
-				"orderVersions[].pegDifference", "orderVersions[].text"}},
+				"orderVersions[].pegDifference", "orderVersions[].text", "commands"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			b, err := os.ReadFile(filepath.Join("testdata", "shapes", tc.name+".json"))

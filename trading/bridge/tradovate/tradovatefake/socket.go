@@ -300,6 +300,7 @@ func (s *Server) snapshot() (syncEntity, error) {
 		Orders:        orderEntities(os),
 		OrderVersions: versionEntities(os),
 		Fills:         fills,
+		Commands:      s.sessionCommands(),
 		Contracts:     []contractEntity{},
 	}
 	for _, a := range s.st.accounts {

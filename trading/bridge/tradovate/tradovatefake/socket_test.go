@@ -86,7 +86,8 @@ func TestSyncRequestAndProps(t *testing.T) {
 	require.NoError(t, f.market.SetPrice(es, 6005))
 	f.fake.Flush()
 	ps = w.propsUntil(func(p propsEvent) bool { return p.EntityType == tradovatewire.EntityCashBalance })
-	require.Equal(t, []string{"order Updated", "fill Created", "fillFee Created", "position Updated", "cashBalance Updated"}, kinds(ps))
+	require.Equal(t, []string{"command Created", "order Updated", "fill Created", "fillFee Created", "position Updated", "cashBalance Updated"}, kinds(ps))
+	ps = ps[1:] // the placement's command
 	require.Equal(t, tradovatewire.StatusFilled, entity[tradovatewire.Order](t, ps[0]).OrdStatus)
 	fill := entity[tradovatewire.Fill](t, ps[1])
 	require.Equal(t, id, fill.OrderID)
@@ -103,7 +104,7 @@ func TestSyncRequestAndProps(t *testing.T) {
 	require.InDelta(t, 100_000+(6005-6000.25)*50-2*0.62, cash.Amount, 1e-6)
 
 	f.fake.Flush()
-	require.Equal(t, sent+8, f.fake.EventsSent(), "every props event read is counted, and only those")
+	require.Equal(t, sent+9, f.fake.EventsSent(), "every props event read is counted, and only those")
 }
 
 func TestPropsOfANewContract(t *testing.T) {

@@ -16,6 +16,8 @@ import (
 type strictKnobs struct {
 	mu         sync.Mutex
 	rejectNext *commandReject
+	// replaceText is a pending ReplaceNextText.
+	replaceText *string
 
 	successReason atomic.Bool
 	refuseUser    atomic.Bool
@@ -40,9 +42,10 @@ type commandReject struct {
 // commandReport props event (commandStatus status, such as
 // "RiskRejected" or "ExecutionRejected", and rejectReason reason, one of
 // the documented failure reasons) tell it. With after, the events are
-// sent after the request's answer instead of before it. Only rejected
-// commands are reported this way: the fake sends no command events for
-// the commands it carries out.
+// sent after the request's answer instead of before it. Of cancels and
+// modifications, only rejected ones are reported this way: the fake sends
+// no command events for those it carries out (placements have theirs,
+// placementCommand).
 func (s *Server) RejectNextCommand(status, reason string, after bool) {
 	s.strict.mu.Lock()
 	s.strict.rejectNext = &commandReject{status: status, reason: reason, after: after}

@@ -486,6 +486,7 @@ const (
 const (
 	CommandRiskRejected      = "RiskRejected"
 	CommandExecutionRejected = "ExecutionRejected"
+	CommandAtExecution       = "AtExecution"
 )
 
 // CommandReport is a commandReport entity: the broker's verdict on a
