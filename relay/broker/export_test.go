@@ -3,6 +3,7 @@ package broker
 import (
 	"net/http"
 
+	"tradebridge/protocol"
 	"tradebridge/relay/auth"
 )
 
@@ -21,3 +22,13 @@ func OAuthStateHash(state string) string { return oauthStateHash(state) }
 
 // FnPrefix is fnPrefix, for the tests.
 const FnPrefix = fnPrefix
+
+// MonitorStatus is the user's monitors as the engine running here runs
+// them, for the tests; nil when the user's instance does not run here.
+func (m *Manager) MonitorStatus(userID string) []protocol.MonitorStatus {
+	in := m.running(userID)
+	if in == nil {
+		return nil
+	}
+	return in.stack.Monitors.Status()
+}

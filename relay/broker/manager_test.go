@@ -454,6 +454,12 @@ func TestMonitorMinimumProfitDrawdownOnBrokerAccounts(t *testing.T) {
 	require.Equal(t, 2, position(t, f, "alice"))
 
 	move(6020) // about +1950 open: armed
+	// The engine follows the account's events as they come: it must have
+	// seen the high before the price falls back.
+	require.Eventually(t, func() bool {
+		st := m.MonitorStatus("alice")
+		return len(st) == 1 && st[0].SessionHigh >= 1500
+	}, waitFor, time.Millisecond, "the monitor saw the high")
 	move(6010) // about +950: above the floor
 	ctx, cancel := context.WithTimeout(context.Background(), waitFor)
 	defer cancel()

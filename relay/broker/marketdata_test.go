@@ -70,10 +70,12 @@ func TestMonitorBlindWithoutMarketData(t *testing.T) {
 	require.NoError(t, json.Unmarshal(raw, &acct))
 	require.True(t, acct.Item.UnrealizedUnknown, "unknown, not 0")
 
-	f.markets.clock.Advance(time.Minute) // past the grace of a new position's first quote
 	var blind protocol.MonitorState
 	var entry protocol.ActivityEntry
 	require.Eventually(t, func() bool {
+		// Time passes, past the grace of a new position's first quote
+		// however late the engine saw the price go unknown.
+		f.markets.clock.Advance(5 * time.Second)
 		for _, e := range log.All() {
 			if e.Type != events.TypeBroker || e.UserID != "alice" {
 				continue

@@ -381,6 +381,13 @@ func (e *Engine) see(s *sighting) {
 // e.mu held.
 func (e *Engine) take(name string, item protocol.AccountItem, now time.Time) *account {
 	a := e.get(name)
+	a.update(item, now)
+	return a
+}
+
+// update takes the account's values read at now: the session rolls, and
+// the highs follow.
+func (a *account) update(item protocol.AccountItem, now time.Time) {
 	a.roll(now)
 	if a.seen && platformRestarted(&a.item, &item) {
 		a.highSet = false // the platform began a new session
@@ -393,7 +400,6 @@ func (e *Engine) take(name string, item protocol.AccountItem, now time.Time) *ac
 	}
 	a.item, a.seen = item, true
 	a.mark()
-	return a
 }
 
 // get returns the account of that name, adding it, with e.mu held.
@@ -879,11 +885,19 @@ func (e *Engine) CheckRestart(ctx context.Context, a protocol.RestartCheck) (pro
 		return protocol.RestartVerdict{}, readError(err)
 	}
 	now := e.now()
+	// The check judges a copy of the account's state: the engine's own
+	// follows the platform's events in their order, and a read fresher
+	// than events it has not taken yet must not move it (those events
+	// would then look like a fall from the fresher high).
 	e.mu.Lock()
-	x := e.take(acct.Name, acct.Item, now)
+	x := account{name: acct.Name}
+	if a := e.accts[acct.Name]; a != nil {
+		x = *a
+	}
+	e.mu.Unlock()
+	x.update(acct.Item, now)
 	i := countOf(m.IncludeUnrealized, m.IncludeCommission)
 	pnl, high := sessionPnl(&x.item, i), x.highs[i]
-	e.mu.Unlock()
 	// A P&L it cannot see would not trip the restarted monitor: it would
 	// be blind, as the running one is.
 	if r := verdict(&m, pnl, high); r != "" && !(m.IncludeUnrealized && acct.Item.UnrealizedUnknown) {

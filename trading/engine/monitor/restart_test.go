@@ -364,3 +364,27 @@ func TestRun(t *testing.T) {
 	cancel()
 	require.NoError(t, <-done)
 }
+
+// A restart check reads the account afresh while the engine may not have
+// taken the platform's latest events yet: the read must not move the
+// engine's state, or those events, older than the read, would look like a
+// fall from a fresher high and trip the running monitor.
+func TestCheckRestartLeavesTheEngineState(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t, wednesday10)
+	m := monitor(acct)
+	m.IncludeUnrealized, m.MinimumProfitDrawdown = true, floor(1000, 500)
+	f.push(m)
+	f.trade(acct, protocol.ActionBuy, 1)
+	f.move(6005) // about +250; the engine has not taken these events yet
+	f.move(6030) // about +1500
+	v, err := f.e.CheckRestart(bg, protocol.RestartCheck{Monitor: m})
+	require.NoError(t, err)
+	require.Equal(t, protocol.RestartVerdict{}, v)
+
+	f.pump() // the events in their order: +250, then +1500
+	require.Equal(t, protocol.MonitorActive, f.e.MonitorState(acct), "the floor armed only at +1500, after the +250")
+	require.Equal(t, 1, f.position(acct, "ES"))
+	f.price(6009) // about +450: below the floor, armed
+	require.Equal(t, protocol.MonitorStopped, f.e.MonitorState(acct))
+}
