@@ -142,7 +142,15 @@ var credentials = &tradovate.Credentials{Name: "demo-trader", Password: "s3cret-
 // session makes a session on the scripted broker with the driven clock.
 func session(t *testing.T, b *broker, c *testkit.Clock, edit func(*tradovate.SessionOptions)) *tradovate.Session {
 	t.Helper()
-	opts := tradovate.SessionOptions{Env: tradovate.EnvDemo, Endpoints: b.endpoints(), Credentials: credentials,
+	return clockedSession(t, b.endpoints(), credentials, c, edit)
+}
+
+// clockedSession makes a session of the login on endpoints with the
+// driven clock; edit, when set, edits its options first.
+func clockedSession(t *testing.T, endpoints tradovate.Endpoints, login *tradovate.Credentials, c *testkit.Clock,
+	edit func(*tradovate.SessionOptions)) *tradovate.Session {
+	t.Helper()
+	opts := tradovate.SessionOptions{Env: tradovate.EnvDemo, Endpoints: endpoints, Credentials: login,
 		Now: c.Now, After: c.After}
 	if edit != nil {
 		edit(&opts)

@@ -37,17 +37,9 @@ func authFake(t *testing.T, c *testkit.Clock, life time.Duration) *tradovatefake
 // fakeSession is a session of the fake's login on the driven clock.
 func fakeSession(t *testing.T, fake *tradovatefake.Server, c *testkit.Clock, edit func(*tradovate.SessionOptions)) *tradovate.Session {
 	t.Helper()
-	opts := tradovate.SessionOptions{Env: tradovate.EnvDemo, Endpoints: fake.Endpoints(),
-		Credentials: &tradovate.Credentials{Name: tradovatefake.DefaultName, Password: tradovatefake.DefaultPassword,
-			AppID: tradovatefake.DefaultAppID, AppVersion: "1.0", CID: tradovatefake.DefaultCID, Sec: tradovatefake.DefaultSec},
-		Now: c.Now, After: c.After}
-	if edit != nil {
-		edit(&opts)
-	}
-	s, err := tradovate.NewSession(opts)
-	require.NoError(t, err)
-	t.Cleanup(func() { _ = s.Close() })
-	return s
+	return clockedSession(t, fake.Endpoints(), &tradovate.Credentials{Name: tradovatefake.DefaultName,
+		Password: tradovatefake.DefaultPassword, AppID: tradovatefake.DefaultAppID, AppVersion: "1.0",
+		CID: tradovatefake.DefaultCID, Sec: tradovatefake.DefaultSec}, c, edit)
 }
 
 // runSession runs s until the test ends.
