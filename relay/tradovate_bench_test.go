@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"tradebridge/relay"
+	"tradebridge/trading/bridge/tradovate"
 	"tradebridge/trading/bridge/tradovate/tradovatefake"
 )
 
@@ -21,9 +22,12 @@ import (
 //   - ListPositions: a read, served from the platform's mirror of the
 //     broker's state (no broker call).
 func BenchmarkBrokerCall(b *testing.B) {
-	// A pacer that never waits: the benchmark measures the relay, not the
-	// pacer's 10 requests a second.
-	s := newBrokerSystem(b, func(o *relay.Options) { o.Broker.Rate, o.Broker.Burst, o.Broker.PerHour = 1e6, 1e6, 1e9 })
+	// Pacers that never wait: the benchmark measures the relay, not the
+	// login's 10 requests a second nor the node's address budget.
+	s := newBrokerSystem(b, func(o *relay.Options) {
+		o.Broker.Rate, o.Broker.Burst, o.Broker.PerHour = 1e6, 1e6, 1e9
+		o.Broker.AddressBudget = tradovate.NewAddressBudget(tradovate.BudgetOptions{Rate: 1e6, Burst: 1e6})
+	})
 	tok := s.Users["alice"].APIToken
 	if r := s.link(tok); r.Status != http.StatusOK {
 		b.Fatalf("link: %s", r.Raw)

@@ -13,12 +13,14 @@ import (
 // address budget").
 const (
 	// DefaultAddressRate and DefaultAddressBurst pace every request of a
-	// relay node: 50 a second, bursts of 100. The broker's general
-	// per-second limit is 1,000 (5,000 for an authenticated user); the
-	// node stays far below it so that one busy link cannot spend the
-	// address's share of the others.
-	DefaultAddressRate  = 50.0
-	DefaultAddressBurst = 100
+	// relay node: 500 a second, bursts of 1,000. The broker's general
+	// per-second limit is 1,000 per address; the node stays at half of it,
+	// and each login's own pacer (10 a second) keeps one busy link from
+	// spending the others' share. An order costs a node two or three
+	// requests (the placement, its barrier, a read), so the node places
+	// some 150 orders a second before any waits.
+	DefaultAddressRate  = 500.0
+	DefaultAddressBurst = 1000
 )
 
 // EndpointLimit is a per-address limit of one endpoint: at most N
