@@ -87,7 +87,7 @@ func TestRenewalPenaltyTicketWaitsPTime(t *testing.T) {
 	s := fakeSession(t, fake, c, nil)
 	runSession(t, s)
 	require.Eventually(t, func() bool { return s.Status().Logins == 1 }, testkit.Medium, time.Millisecond)
-	fake.RenewPenalty(1, 2*time.Minute)
+	fake.PenalizeNext("auth/renewaccesstoken", 1, 2*time.Minute)
 
 	// Up to the renewal, RenewBefore ahead of the expiry.
 	c.AwaitWaiters(t, 1)
@@ -99,7 +99,7 @@ func TestRenewalPenaltyTicketWaitsPTime(t *testing.T) {
 	require.Eventually(t, func() bool { return s.Status().Renewals == 1 }, testkit.Medium, time.Millisecond)
 	assert.Equal(t, 2, fake.Requests("auth/renewaccesstoken"))
 	assert.Equal(t, 1, fake.Logins(), "a ticket is no reason to log in again")
-	assert.Equal(t, 1, fake.AuthTickets())
+	assert.Equal(t, 1, fake.Tickets("auth/renewaccesstoken"))
 }
 
 func TestUnauthorizedRequestRenewsFirst(t *testing.T) {

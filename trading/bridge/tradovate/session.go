@@ -867,12 +867,9 @@ func (s *Session) socketTicket(endpoint string, data json.RawMessage) error {
 	if !ok {
 		return nil
 	}
-	if pt.captcha {
-		s.opts.Budget.hold(endpoint, s.opts.Now().Add(captchaHold))
-		s.log.Warn("tradovate: the broker asks for a captcha", zap.String("endpoint", endpoint))
-		return fmt.Errorf("%w: %w", errCaptcha, unavailable(CodeCaptchaRequired))
+	if err := s.holdFor(endpoint, pt); err != nil {
+		return err
 	}
-	s.opts.Budget.hold(endpoint, s.opts.Now().Add(pt.wait))
 	s.log.Info("tradovate: penalty ticket on the socket; the request waits before it is sent again",
 		zap.String("endpoint", endpoint), zap.Duration("wait", pt.wait))
 	return fmt.Errorf("tradovate: a penalty ticket of %s on %s: %w", pt.wait, endpoint, penaltyUnavailable())
@@ -895,10 +892,19 @@ func (p *penaltyTicket) Error() string {
 	return fmt.Sprintf("tradovate: the broker answered a penalty ticket (wait %s)", p.wait)
 }
 
-// captchaHold is how long an endpoint that answered a captcha ticket is
-// left alone: the documentation says to wait about an hour for its count
-// to clear.
-const captchaHold = CaptchaPause
+// holdFor holds endpoint's requests of the whole address for a ticket's
+// p-time, tickets being per address; a captcha ticket holds it for
+// CaptchaPause (the documentation says to wait about an hour for its
+// count to clear) and is errCaptcha.
+func (s *Session) holdFor(endpoint string, pt *penaltyTicket) error {
+	if pt.captcha {
+		s.opts.Budget.hold(endpoint, s.opts.Now().Add(CaptchaPause))
+		s.log.Warn("tradovate: the broker asks for a captcha", zap.String("endpoint", endpoint))
+		return fmt.Errorf("%w: %w", errCaptcha, unavailable(CodeCaptchaRequired))
+	}
+	s.opts.Budget.hold(endpoint, s.opts.Now().Add(pt.wait))
+	return nil
+}
 
 // penaltyUnavailable is the error of a request whose penalty ticket could
 // not be honoured: the broker did not handle it.
@@ -911,12 +917,9 @@ func penaltyUnavailable() *bridge.UnavailableError {
 // penalized waits out a penalty ticket, holding the endpoint's requests
 // of the whole address meanwhile, or says why the request gives up.
 func (s *Session) penalized(ctx context.Context, path string, pt *penaltyTicket, tickets int) error {
-	if pt.captcha {
-		s.opts.Budget.hold(path, s.opts.Now().Add(captchaHold))
-		s.log.Warn("tradovate: the broker asks for a captcha", zap.String("endpoint", path))
-		return fmt.Errorf("%w: %w", errCaptcha, unavailable(CodeCaptchaRequired))
+	if err := s.holdFor(path, pt); err != nil {
+		return err
 	}
-	s.opts.Budget.hold(path, s.opts.Now().Add(pt.wait))
 	if tickets >= MaxPenaltyTickets {
 		s.log.Warn("tradovate: penalty tickets did not end", zap.String("endpoint", path))
 		return fmt.Errorf("tradovate: %d penalty tickets in a row: %w", tickets+1, penaltyUnavailable())

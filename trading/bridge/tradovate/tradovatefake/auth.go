@@ -73,12 +73,6 @@ type authState struct {
 	authPerMinute int
 	// issued counts the penalty tickets answered, on any endpoint.
 	issued int
-	// renewPenalties renewals answer a penalty ticket of renewWait;
-	// until renewRipe every renewal gets it again.
-	renewPenalties int
-	renewWait      time.Duration
-	renewRipe      time.Time
-	renewTicket    string
 	// renewNoMD leaves mdAccessToken out of renewal answers.
 	renewNoMD bool
 	// unauthorize REST requests answer 401 whatever their token.
@@ -283,19 +277,6 @@ func (s *Server) renewAccessToken(w http.ResponseWriter, r *http.Request) {
 	defer s.mu.Unlock()
 	if !s.validLocked(bearer(r), kindAccess, kindOAuth) {
 		writeJSON(w, http.StatusUnauthorized, errorBody{ErrorText: textAccessDenied})
-		return
-	}
-	now := s.opts.Now()
-	if s.auth.renewPenalties > 0 && !now.Before(s.auth.renewRipe) {
-		s.auth.renewPenalties--
-		s.auth.renewRipe, s.auth.renewTicket = now.Add(s.auth.renewWait), randomToken()
-		s.auth.issued++
-		writeJSON(w, http.StatusOK, penaltyBody{PTicket: s.auth.renewTicket, PTime: seconds(s.auth.renewWait)})
-		return
-	}
-	if now.Before(s.auth.renewRipe) {
-		s.auth.issued++
-		writeJSON(w, http.StatusOK, penaltyBody{PTicket: s.auth.renewTicket, PTime: seconds(s.auth.renewRipe.Sub(now))})
 		return
 	}
 	resp := s.issueLocked()

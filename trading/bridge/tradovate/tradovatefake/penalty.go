@@ -154,10 +154,16 @@ func (s *Server) penalize(w http.ResponseWriter, r *http.Request) bool {
 
 // ticketLocked answers a new ticket for endpoint key, ripe after wait.
 func (s *Server) ticketLocked(w http.ResponseWriter, key string, now time.Time, wait time.Duration) {
+	writeJSON(w, http.StatusOK, s.issueTicketLocked(key, now, wait))
+}
+
+// issueTicketLocked records a new ticket for endpoint key, ripe after
+// wait, and returns its body.
+func (s *Server) issueTicketLocked(key string, now time.Time, wait time.Duration) penaltyBody {
 	id := randomToken()
 	s.pen.tickets[id] = pending{endpoint: key, ripe: now.Add(wait)}
 	s.pen.issued[key]++
-	writeJSON(w, http.StatusOK, penaltyBody{PTicket: id, PTime: seconds(wait)})
+	return penaltyBody{PTicket: id, PTime: seconds(wait)}
 }
 
 // socketTicket answers a PenalizeNext ticket for a socket request: the
@@ -174,8 +180,5 @@ func (s *Server) socketTicket(endpoint string) (penaltyBody, bool) {
 	}
 	nx.n--
 	s.pen.next[key] = nx
-	s.pen.issued[key]++
-	id := randomToken()
-	s.pen.tickets[id] = pending{endpoint: key, ripe: s.opts.Now().Add(nx.wait)}
-	return penaltyBody{PTicket: id, PTime: seconds(nx.wait)}, true
+	return s.issueTicketLocked(key, s.opts.Now(), nx.wait), true
 }

@@ -412,21 +412,13 @@ func (s *Server) AuthPerMinute(n int) {
 	s.mu.Unlock()
 }
 
-// AuthTickets counts the penalty tickets the fake answered on the auth
-// endpoints (logins, captchas and renewals); Tickets counts the others.
+// AuthTickets counts the penalty tickets the fake answered to logins
+// (PenaltyTicket, Captcha, AuthPerMinute); Tickets counts the other
+// endpoints'.
 func (s *Server) AuthTickets() int {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.auth.issued
-}
-
-// RenewPenalty makes the next n renewals answer a penalty ticket asking
-// to wait wait (p-time); a renewal before the wait passed (by
-// Options.Now) gets the ticket again, as a too early resend does.
-func (s *Server) RenewPenalty(n int, wait time.Duration) {
-	s.mu.Lock()
-	s.auth.renewPenalties, s.auth.renewWait = max(n, 0), max(wait, 0)
-	s.mu.Unlock()
 }
 
 // RenewWithoutMD makes renewals answer without mdAccessToken while on.
